@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Internet checksum helpers that DPDK's rte_ip.h does not provide.
+ *
+ * Incremental update per RFC 1624 (eqn. 3): when a 16-bit word of a
+ * checksummed region changes from m to m', the checksum HC becomes
+ *
+ *     HC' = ~(~HC + ~m + m')
+ *
+ * in one's complement arithmetic.  Unlike RFC 1141's HC + m - m', this never
+ * produces 0x0000 from a non-zero sum (the -0 problem), so a TTL decrement
+ * gives exactly what a full recomputation (rte_ipv4_cksum) gives.  Cost: four
+ * adds and two folds, against ~10 loads for the full 20-byte header.
+ */
+#ifndef EP_CSUM_H
+#define EP_CSUM_H
+
+#include <stdint.h>
+#include <string.h>
+#include <rte_byteorder.h>
+#include <rte_ip.h>
+
+/** RFC 1624 update of a checksum (network order) for one 16-bit word
+ *  changing from @p old_w to @p new_w (both network order). */
+static inline uint16_t
+ep_csum_update16(uint16_t cksum, uint16_t old_w, uint16_t new_w)
+{
+	uint32_t s = (uint32_t)(uint16_t)~cksum + (uint16_t)~old_w + new_w;
+
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+/**
+ * Decrement the IPv4 TTL and update the header checksum incrementally.
+ * The TTL shares a 16-bit word with the protocol; on a little-endian host
+ * that word, read as uint16_t from network order, is (proto << 8) | ttl, so
+ * the new word is the old minus 1 in its low byte.  The caller checked
+ * TTL > 1.
+ */
+static inline void
+ep_ipv4_ttl_dec(struct rte_ipv4_hdr *ip)
+{
+	uint16_t old_w, new_w;
+
+	memcpy(&old_w, &ip->time_to_live, 2);
+	ip->time_to_live--;
+	memcpy(&new_w, &ip->time_to_live, 2);
+	ip->hdr_checksum = ep_csum_update16(ip->hdr_checksum, old_w, new_w);
+}
+
+/**
+ * Checksum (network order, complemented, ready to store) of an upper-layer
+ * message in IPv6 (RFC 8200 section 8.1): pseudo-header of source,
+ * destination, upper-layer length and next header, then @p len bytes at
+ * @p l4 with the message's checksum field included as it is.  Unlike
+ * rte_ipv6_udptcp_cksum it takes the upper-layer length and protocol
+ * explicitly, so it is right after extension headers too.  To verify, call
+ * it on the received message: the result is 0 when the checksum is correct.
+ */
+static inline uint16_t
+ep_ipv6_l4_cksum(const struct rte_ipv6_hdr *ip, const void *l4, uint32_t len, uint8_t proto)
+{
+	uint32_t sum;
+	uint32_t plen_be = rte_cpu_to_be_32(len);
+	uint32_t proto_be = rte_cpu_to_be_32(proto);
+
+	sum = __rte_raw_cksum(ip->src_addr, 32, 0);
+	sum = __rte_raw_cksum(&plen_be, 4, sum);
+	sum = __rte_raw_cksum(&proto_be, 4, sum);
+	sum = __rte_raw_cksum(l4, len, sum);
+	return (uint16_t)~__rte_raw_cksum_reduce(sum);
+}
+
+/** One's complement checksum (network order, complemented) of @p len bytes:
+ *  ICMPv4 messages and IPv4 headers with their checksum field zeroed. */
+static inline uint16_t
+ep_csum(const void *p, uint32_t len)
+{
+	return (uint16_t)~rte_raw_cksum(p, len);
+}
+
+#endif
