@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Start-up and shutdown of edgeplane-dp.
+ *
+ *   parse config (no DPDK) -> EAL init (args from [eal] + derived defaults)
+ *   -> probe ports -> workers: queues, QSBR registration
+ *   -> pipeline types' setup (shared tables) -> ports start
+ *   -> each worker's pipeline build (stages) -> unknown keys are errors
+ *   -> control socket -> launch workers -> main lcore serves the socket
+ *   -> SIGINT/SIGTERM: quit flag -> workers leave their loops after the
+ *      current burst -> pipelines' teardown -> ports stop -> EAL cleanup
+ *
+ * Every failure before launch prints "edgeplane-dp: <file>:<line>: ..." and
+ * exits non-zero; nothing half-started is left (the EAL runs --in-memory).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "ep_engine.h"
+#include "ep_rcu.h"
+#include "engine_internal.h"
+
+#define EP_MAX_EAL_ARGS 64
+
+static volatile sig_atomic_t got_signal; /* async-signal-safe flag; main thread only */
+
+static void
+on_signal(int sig)
+{
+	got_signal = sig;
+}
+
+void
+ep_rcu_synchronize(struct ep_engine *e)
+{
+	rte_rcu_qsbr_synchronize(e->qsbr, RTE_QSBR_THRID_INVALID);
+}
+
+static int
+parse_engine_section(struct ep_engine *e, struct ep_err *err)
+{
+	struct ep_cfg_section *s = ep_cfg_find(e->cfg, "engine", NULL);
+	const char *path;
+	uint64_t v;
+
+	path = ep_cfg_str(e->cfg, s, "ctl_socket", "/run/edgeplane/dp.sock", err);
+	if (path == NULL)
+		return -1;
+	if (strlen(path) >= sizeof(e->ctl_path) || path[0] != '/')
+		return ep_cfg_error(e->cfg, ep_cfg_get(e->cfg, s, "ctl_socket", NULL), err,
+				    "must be an absolute path shorter than %zu bytes",
+				    sizeof(e->ctl_path));
+	snprintf(e->ctl_path, sizeof(e->ctl_path), "%s", path);
+	if (ep_cfg_u64(e->cfg, s, "burst", 32, 1, EP_BURST_MAX, &v, err) < 0)
+		return -1;
+	e->burst = (uint16_t)v;
+	if (ep_cfg_u64(e->cfg, s, "idle_polls", 200, 0, 1u << 30, &v, err) < 0)
+		return -1;
+	e->poll.idle_polls = (uint32_t)v;
+	if (ep_cfg_u64(e->cfg, s, "min_sleep_us", 1, 1, 100000, &v, err) < 0)
+		return -1;
+	e->poll.min_sleep_us = (uint32_t)v;
+	if (ep_cfg_u64(e->cfg, s, "max_sleep_us", 100, 1, 100000, &v, err) < 0)
+		return -1;
+	e->poll.max_sleep_us = (uint32_t)v;
+	if (e->poll.max_sleep_us < e->poll.min_sleep_us)
+		return ep_cfg_section_error(e->cfg, s, err,
+					    "max_sleep_us is below min_sleep_us");
+	return 0;
+}
+
+struct rx_ctx {
+	struct ep_engine *e;
+	struct ep_worker *w;
+	struct ep_err *err;
+};
+
+/* "rx = access, core": one rx queue per listed port. */
+static int
+parse_rx(const struct ep_cfg_kv *kv, void *arg)
+{
+	struct rx_ctx *c = arg;
+	char buf[512], *tok, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", kv->val);
+	for (tok = strtok_r(buf, ", \t", &save); tok != NULL; tok = strtok_r(NULL, ", \t", &save)) {
+		struct ep_port *p = ep_port_by_name(c->e, tok);
+
+		if (p == NULL)
+			return ep_cfg_error(c->e->cfg, kv, c->err, "no [port %s]", tok);
+		for (int i = 0; i < c->w->n_rx; i++)
+			if (c->w->rx[i].port == p->index)
+				return ep_cfg_error(c->e->cfg, kv, c->err, "port %s listed twice",
+						    tok);
+		if (c->w->n_rx == EP_MAX_RX)
+			return ep_cfg_error(c->e->cfg, kv, c->err, "more than %d rx ports",
+					    EP_MAX_RX);
+		c->w->rx[c->w->n_rx].port = p->index;
+		c->w->rx[c->w->n_rx].queue = p->n_rxq++;
+		c->w->n_rx++;
+	}
+	return 0;
+}
+
+/* [worker NAME] sections: pipeline, rx ports, lcore.  Needs the EAL (the
+ * worker lives in hugepage memory with its message ring). */
+static int
+create_workers(struct ep_engine *e, struct ep_err *err)
+{
+	struct ep_cfg *cfg = e->cfg;
+
+	for (int i = 0; i < cfg->n_sec; i++) {
+		struct ep_cfg_section *s = &cfg->sec[i];
+		const struct ep_cfg_kv *kv;
+		struct ep_worker *w;
+		struct rx_ctx rc;
+		uint64_t lcore;
+
+		if (strcmp(s->type, "worker") != 0)
+			continue;
+		if (s->name[0] == '\0')
+			return ep_cfg_section_error(cfg, s, err, "a worker needs a name: [worker NAME]");
+		if (e->n_workers == EP_MAX_WORKERS)
+			return ep_cfg_section_error(cfg, s, err, "more than %d workers",
+						    EP_MAX_WORKERS);
+		w = ep_worker_create(e, (unsigned int)e->n_workers, s->name, err);
+		if (w == NULL)
+			return -1;
+		e->workers[e->n_workers++] = w;
+		w->cfg = s;
+		kv = ep_cfg_get(cfg, s, "pipeline", err);
+		if (kv == NULL)
+			return err->msg[0] ? -1 :
+				ep_cfg_section_error(cfg, s, err, "missing 'pipeline'");
+		w->type = ep_pipeline_find(kv->val);
+		if (w->type == NULL) {
+			char names[256] = "";
+
+			for (const struct ep_pipeline_type *t = ep_pipeline_first(); t != NULL;
+			     t = t->next_type)
+				snprintf(names + strlen(names), sizeof(names) - strlen(names),
+					 "%s%s", names[0] ? ", " : "", t->name);
+			return ep_cfg_error(cfg, kv, err, "unknown pipeline '%s' (have: %s)",
+					    kv->val, names);
+		}
+		rc = (struct rx_ctx){ e, w, err };
+		if (ep_cfg_each(s, "rx", parse_rx, &rc) != 0)
+			return -1;
+		if (w->n_rx == 0 && w->type->source == NULL)
+			return ep_cfg_section_error(cfg, s, err,
+						    "pipeline %s needs 'rx = <port>[, <port>...]'",
+						    w->type->name);
+		if (w->n_rx != 0 && w->type->source != NULL)
+			return ep_cfg_section_error(cfg, s, err,
+						    "pipeline %s generates packets: no 'rx'",
+						    w->type->name);
+		if (ep_cfg_u64(cfg, s, "lcore", (uint64_t)e->n_workers, 1, RTE_MAX_LCORE - 1,
+			       &lcore, err) < 0)
+			return -1;
+		w->lcore = (unsigned int)lcore;
+		for (int j = 0; j < e->n_workers - 1; j++)
+			if (e->workers[j]->lcore == w->lcore)
+				return ep_cfg_section_error(cfg, s, err,
+					"lcore %u already runs worker %s", w->lcore,
+					e->workers[j]->name);
+	}
+	if (e->n_workers == 0)
+		return ep_err_set(err, "%s: no [worker NAME] section: nothing to run", cfg->path);
+	/* Each worker gets its own tx queue on every port. */
+	for (int p = 0; p < e->n_ports; p++)
+		e->ports[p].n_txq = (uint16_t)e->n_workers;
+	for (int i = 0; i < e->n_workers; i++)
+		for (int p = 0; p < e->n_ports; p++)
+			e->workers[i]->txq[p] = (uint16_t)i;
+	return 0;
+}
+
+/* Sections nobody knows are errors, like unknown keys. */
+static int
+check_section_types(struct ep_engine *e, struct ep_err *err)
+{
+	static const char *const known[] = { "eal", "engine", "port", "worker" };
+
+	for (int i = 0; i < e->cfg->n_sec; i++) {
+		struct ep_cfg_section *s = &e->cfg->sec[i];
+		bool ok = ep_pipeline_find(s->type) != NULL;
+
+		for (size_t k = 0; k < RTE_DIM(known); k++)
+			ok = ok || strcmp(s->type, known[k]) == 0;
+		if (!ok)
+			return ep_cfg_section_error(e->cfg, s, err, "unknown section type '%s'",
+						    s->type);
+	}
+	return 0;
+}
+
+/*
+ * EAL arguments: [eal] args first (the operator wins), then defaults for
+ * what they did not say: --in-memory (no files left behind), hugepages or
+ * --no-huge when none are free, --no-pci unless a port is a PCI address, and
+ * an lcore map in which every lcore may run on any allowed CPU (so two
+ * instances and traffic tools share a 2-core machine; pin with cpus=).
+ */
+static int
+build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, size_t store_len,
+	       struct ep_err *err)
+{
+	struct ep_cfg_section *s = ep_cfg_find(e->cfg, "eal", NULL);
+	struct ep_cfg_section *es = ep_cfg_find(e->cfg, "engine", NULL);
+	const char *user = ep_cfg_str(e->cfg, s, "args", "", err);
+	const char *cpus;
+	char lcores[1024];
+	size_t used = 0;
+	int argc = 0;
+	bool pci = false, no_huge = false;
+	long free_huge = 0;
+	FILE *f;
+
+	if (user == NULL)
+		return -1;
+	cpus = ep_cfg_str(e->cfg, es, "cpus", NULL, err);
+	if (cpus == NULL && err->msg[0] != '\0')
+		return -1;
+#define ADD(str) do { \
+		size_t l_ = strlen(str) + 1; \
+		if (argc >= EP_MAX_EAL_ARGS - 1 || used + l_ > store_len) \
+			return ep_err_set(err, "EAL arguments too long"); \
+		memcpy(store + used, (str), l_); \
+		argv[argc++] = store + used; \
+		used += l_; \
+	} while (0)
+	ADD("edgeplane-dp");
+	{
+		char buf[1024], *tok, *save = NULL;
+
+		snprintf(buf, sizeof(buf), "%s", user);
+		for (tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
+			ADD(tok);
+	}
+	f = fopen("/proc/meminfo", "r");
+	if (f != NULL) {
+		char line[128];
+
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "HugePages_Free: %ld", &free_huge) == 1)
+				break;
+		fclose(f);
+	}
+	if (strstr(user, "--no-huge") == NULL && strstr(user, "-m ") == NULL &&
+	    strstr(user, "--socket-mem") == NULL) {
+		if (check_only || free_huge < 128) {
+			ADD("--no-huge");
+			ADD("-m");
+			ADD(check_only ? "128" : "1024");
+			no_huge = true;
+		}
+	}
+	no_huge = no_huge || strstr(user, "--no-huge") != NULL;
+	/* No files left behind: --in-memory with hugepages; --no-huge is
+	 * incompatible with it in DPDK 22.11, so there --no-shconf. */
+	if (strstr(user, "--in-memory") == NULL && strstr(user, "--file-prefix") == NULL &&
+	    strstr(user, "--no-shconf") == NULL)
+		ADD(no_huge ? "--no-shconf" : "--in-memory");
+	for (int i = 0; i < e->n_ports; i++) {
+		unsigned int a, b, c, d;
+
+		if (sscanf(e->ports[i].device, "%x:%x:%x.%x", &a, &b, &c, &d) == 4)
+			pci = true;
+	}
+	if ((!pci || check_only) && strstr(user, "--no-pci") == NULL && strstr(user, "-a ") == NULL)
+		ADD("--no-pci");
+	if (check_only)
+		ADD("--no-telemetry");
+	if (strstr(user, "--lcores") == NULL && strstr(user, "-l ") == NULL) {
+		char set[256];
+		size_t n;
+
+		if (cpus != NULL)
+			snprintf(set, sizeof(set), "(%s)", cpus);
+		else
+			snprintf(set, sizeof(set), "(0-%ld)", sysconf(_SC_NPROCESSORS_ONLN) - 1);
+		n = (size_t)snprintf(lcores, sizeof(lcores), "--lcores=0@%s", set);
+		for (int i = 0; i < e->n_plan && n < sizeof(lcores); i++)
+			n += (size_t)snprintf(lcores + n, sizeof(lcores) - n, ",%u@%s",
+					      e->lcore_plan[i], set);
+		ADD(lcores);
+		ADD("--main-lcore");
+		ADD("0");
+	}
+	if (strstr(user, "--log-level") == NULL) {
+		ADD("--log-level");
+		ADD("*:notice");
+	}
+	argv[argc] = NULL;
+	return argc;
+#undef ADD
+}
+
+static int
+init_qsbr(struct ep_engine *e, struct ep_err *err)
+{
+	size_t sz = rte_rcu_qsbr_get_memsize(EP_MAX_WORKERS);
+
+	e->qsbr = rte_zmalloc("ep_qsbr", sz, RTE_CACHE_LINE_SIZE);
+	if (e->qsbr == NULL || rte_rcu_qsbr_init(e->qsbr, EP_MAX_WORKERS) != 0)
+		return ep_err_set(err, "RCU QSBR init failed");
+	return 0;
+}
+
+static int
+setup_pipelines(struct ep_engine *e, struct ep_err *err)
+{
+	for (const struct ep_pipeline_type *t = ep_pipeline_first(); t != NULL; t = t->next_type) {
+		bool used = false;
+
+		for (int i = 0; i < e->n_workers; i++)
+			used = used || e->workers[i]->type == t;
+		if (used && t->setup != NULL && t->setup(e, err) < 0)
+			return -1;
+		if (!used && ep_cfg_find(e->cfg, t->name, NULL) != NULL)
+			return ep_cfg_section_error(e->cfg, ep_cfg_find(e->cfg, t->name, NULL), err,
+						    "no worker runs pipeline %s", t->name);
+	}
+	return 0;
+}
+
+static void
+teardown_pipelines(struct ep_engine *e)
+{
+	for (const struct ep_pipeline_type *t = ep_pipeline_first(); t != NULL; t = t->next_type) {
+		bool used = false;
+
+		for (int i = 0; i < e->n_workers; i++)
+			used = used || e->workers[i]->type == t;
+		if (used && t->teardown != NULL)
+			t->teardown(e);
+	}
+}
+
+static int
+start(struct ep_engine *e, const struct ep_engine_opts *o, struct ep_err *err)
+{
+	char *argv[EP_MAX_EAL_ARGS], store[4096];
+	int argc;
+
+	if (parse_engine_section(e, err) < 0 || ep_ports_parse(e, err) < 0 ||
+	    check_section_types(e, err) < 0)
+		return -1;
+	/* Workers need the EAL for their rings; count them first for --lcores. */
+	for (int i = 0; i < e->cfg->n_sec; i++) {
+		if (strcmp(e->cfg->sec[i].type, "worker") == 0 && e->n_plan < EP_MAX_WORKERS) {
+			uint64_t lc;
+			struct ep_err tmp;
+
+			/* Provisional lcore numbers for the EAL map; a bad value is
+			 * reported by create_workers() with its line. */
+			if (ep_cfg_u64(e->cfg, &e->cfg->sec[i], "lcore",
+				       (uint64_t)e->n_plan + 1, 1, RTE_MAX_LCORE - 1, &lc,
+				       &tmp) < 0)
+				lc = (uint64_t)e->n_plan + 1;
+			e->lcore_plan[e->n_plan++] = (unsigned int)lc;
+		}
+	}
+	argc = build_eal_args(e, o->check_only, argv, store, sizeof(store), err);
+	if (argc < 0)
+		return -1;
+	if (rte_eal_init(argc, argv) < 0)
+		return ep_err_set(err, "EAL init failed: %s", rte_strerror(rte_errno));
+	e->eal_up = true;
+	e->tsc_hz = rte_get_tsc_hz();
+	e->start_tsc = rte_rdtsc();
+	if (init_qsbr(e, err) < 0 || create_workers(e, err) < 0)
+		return -1;
+	for (int i = 0; i < e->n_workers; i++) {
+		struct ep_worker *w = e->workers[i];
+
+		if (!o->check_only && !rte_lcore_is_enabled(w->lcore))
+			return ep_err_set(err, "worker %s: lcore %u is not enabled in the EAL",
+					  w->name, w->lcore);
+		rte_rcu_qsbr_thread_register(e->qsbr, w->id);
+	}
+	if (!o->check_only && ep_ports_probe(e, err) < 0)
+		return -1;
+	if (setup_pipelines(e, err) < 0)
+		return -1;
+	if (!o->check_only && ep_ports_start(e, err) < 0)
+		return -1;
+	for (int i = 0; i < e->n_workers; i++) {
+		struct ep_worker *w = e->workers[i];
+
+		if (w->type->build != NULL && w->type->build(e, w, err) < 0)
+			return -1;
+		if (w->n_stages == 0)
+			return ep_err_set(err, "worker %s: pipeline %s built no stages", w->name,
+					  w->type->name);
+	}
+	return ep_cfg_check_unused(e->cfg, err);
+}
+
+static void
+stop(struct ep_engine *e)
+{
+	__atomic_store_n(&e->quit, 1, __ATOMIC_RELEASE);
+	if (e->launched)
+		rte_eal_mp_wait_lcore();
+	if (e->eal_up) {
+		teardown_pipelines(e);
+		ep_ports_stop(e);
+		for (int i = 0; i < e->n_workers; i++)
+			ep_worker_free(e->workers[i]);
+		rte_free(e->qsbr);
+		rte_eal_cleanup();
+	}
+}
+
+int
+ep_engine_run(const struct ep_engine_opts *o)
+{
+	struct ep_engine *e = calloc(1, sizeof(*e));
+	struct ep_err err = { "" };
+	struct sigaction sa;
+	int rc = 1;
+
+	if (e == NULL)
+		return 1;
+	e->cfg = ep_cfg_load(o->config, &err);
+	if (e->cfg == NULL)
+		goto out;
+	if (start(e, o, &err) < 0)
+		goto out;
+	if (o->check_only) {
+		printf("%s: configuration OK (%d ports, %d workers)\n", o->config, e->n_ports,
+		       e->n_workers);
+		rc = 0;
+		goto out;
+	}
+	if (ep_ctl_open(e, &err) < 0)
+		goto out;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	for (int i = 0; i < e->n_workers; i++) {
+		if (rte_eal_remote_launch(ep_worker_main, e->workers[i], e->workers[i]->lcore) != 0) {
+			ep_err_set(&err, "worker %s: cannot launch on lcore %u", e->workers[i]->name,
+				   e->workers[i]->lcore);
+			goto out_ctl;
+		}
+		e->launched = true;
+	}
+	printf("edgeplane-dp: running %d workers on %d ports; control socket %s\n", e->n_workers,
+	       e->n_ports, e->ctl_path);
+	fflush(stdout);
+	while (got_signal == 0 && !__atomic_load_n(&e->quit, __ATOMIC_ACQUIRE))
+		ep_ctl_poll(e, 100);
+	printf("edgeplane-dp: %s, stopping\n", got_signal ? strsignal(got_signal) : "shutdown requested");
+	rc = 0;
+out_ctl:
+	ep_ctl_close(e);
+out:
+	if (err.msg[0] != '\0') {
+		fprintf(stderr, "edgeplane-dp: %s\n", err.msg);
+		rc = 1;
+	}
+	stop(e);
+	ep_cfg_free(e->cfg);
+	free(e);
+	if (rc == 0 && !o->check_only)
+		printf("edgeplane-dp: stopped cleanly\n");
+	return rc;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Engine-private declarations: not for pipelines. */
+#ifndef EP_ENGINE_INTERNAL_H
+#define EP_ENGINE_INTERNAL_H
+
+#include "ep_engine.h"
+
+const struct ep_pipeline_type *ep_pipeline_first(void);
+
+struct ep_worker *ep_worker_create(struct ep_engine *e, unsigned int id, const char *name,
+				   struct ep_err *err);
+void ep_worker_free(struct ep_worker *w);
+int ep_worker_main(void *arg);
+
+/* port.c */
+int ep_ports_parse(struct ep_engine *e, struct ep_err *err);
+int ep_ports_probe(struct ep_engine *e, struct ep_err *err);
+int ep_ports_start(struct ep_engine *e, struct ep_err *err);
+void ep_ports_stop(struct ep_engine *e);
+
+/* engine.c */
+struct ep_engine_opts {
+	const char *config;
+	bool check_only;        /* validate: no devices probed, no workers launched */
+};
+int ep_engine_run(const struct ep_engine_opts *o);
+
+/* ctl.c: the socket server, polled on the main lcore */
+int ep_ctl_open(struct ep_engine *e, struct ep_err *err);
+void ep_ctl_poll(struct ep_engine *e, int timeout_ms);
+void ep_ctl_close(struct ep_engine *e);
+const struct ep_ctl_cmd *ep_ctl_first(void);
+
+/* cli.c */
+int ep_cli_main(int argc, char **argv);
+
+#endif

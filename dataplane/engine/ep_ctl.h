@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The control socket: a Unix stream socket (mode 0600) speaking one JSON
+ * object per line each way.
+ *
+ *   -> {"cmd": "route-add", "prefix": "198.18.5.0/24", "via": "198.18.1.2"}
+ *   <- {"ok": true, "result": {...}}
+ *   <- {"ok": false, "error": "route-add: prefix: '198.18.5.0/33' is not a prefix"}
+ *
+ * Commands are registered by name; the socket, the CLI (`edgeplane-dp ctl`)
+ * and the node agent all arrive here, so every operation has one function.
+ * Handlers run on the control thread and change tables only through ep_rcu.h.
+ */
+#ifndef EP_CTL_H
+#define EP_CTL_H
+
+#include <stdint.h>
+#include <jansson.h>
+
+#include "ep_err.h"
+
+struct ep_engine;
+
+/**
+ * A command handler.  @p req is the request object; fill @p result (an empty
+ * object) and return 0, or return -1 with err set.
+ */
+typedef int (*ep_ctl_fn)(struct ep_engine *e, json_t *req, json_t *result, struct ep_err *err);
+
+struct ep_ctl_cmd {
+	const char *name;
+	const char *args;       /**< "prefix=<cidr> via=<ip>" for help */
+	const char *help;
+	ep_ctl_fn fn;
+	struct ep_ctl_cmd *next_cmd;
+};
+
+void ep_ctl_register(struct ep_ctl_cmd *cmd);
+#define EP_CTL_REGISTER(c) \
+	static void __attribute__((constructor)) ep_ctl_register_##c(void) { ep_ctl_register(&(c)); }
+
+/** Run one request (used by the socket and by tests); returns the response. */
+json_t *ep_ctl_dispatch(struct ep_engine *e, json_t *req);
+
+/** Request helpers: a required string / optional integer field, with errors
+ *  that name the command and the field. */
+const char *ep_ctl_str(json_t *req, const char *key, struct ep_err *err);
+int ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_t *out,
+	       struct ep_err *err);
+
+#endif

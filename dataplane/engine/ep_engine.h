@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The engine: ports, workers, pipelines.  Control-path header: pipelines use
+ * it from their setup/build functions and control-socket handlers, never from
+ * a stage function.
+ *
+ *   config file --> ports (rte_dev_probe, one rx queue per polling worker,
+ *                   one tx queue per worker)
+ *               --> pipeline types' setup (shared tables)
+ *               --> workers: each runs one pipeline = ordered stages
+ *                   rx burst -> stage -> stage -> ... -> tx burst
+ *               --> control socket on the main lcore
+ */
+#ifndef EP_ENGINE_H
+#define EP_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+#include <rte_ether.h>
+#include <rte_ring.h>
+#include <rte_rcu_qsbr.h>
+
+#include "ep_config.h"
+#include "ep_err.h"
+#include "ep_stage.h"
+
+#define EP_MAX_PORTS     16
+#define EP_MAX_WORKERS   16
+#define EP_MAX_STAGES    16
+#define EP_MAX_RX        8     /**< rx queues one worker polls */
+#define EP_MAX_ADDRS     8     /**< addresses per port per family */
+
+struct ep_engine;
+struct ep_worker;
+struct ep_ctl_client;
+
+/** An address assigned to a port, with its prefix (connected subnet). */
+struct ep_addr4 { uint32_t addr; uint8_t plen; };         /* addr: network order */
+struct ep_addr6 { uint8_t addr[16]; uint8_t plen; };
+
+struct ep_port {
+	char name[32];                  /**< [port NAME] */
+	char device[256];               /**< DPDK device string as configured */
+	uint16_t index;                 /**< logical index, config order */
+	uint16_t port_id;               /**< DPDK port id */
+	struct rte_ether_addr mac;
+	uint16_t n_rxq, n_txq;
+	uint16_t rx_desc, tx_desc;
+	struct rte_mempool *pool;
+	struct ep_addr4 v4[EP_MAX_ADDRS];
+	int n_v4;
+	struct ep_addr6 v6[EP_MAX_ADDRS];
+	int n_v6;
+	bool mac_set;                   /**< `mac =` given: set it on the device */
+	bool started;
+};
+
+/** Adaptive polling: how a worker backs off when its queues are empty. */
+struct ep_poll_cfg {
+	uint32_t idle_polls;    /**< empty polls before the first pause */
+	uint32_t min_sleep_us;  /**< first pause */
+	uint32_t max_sleep_us;  /**< bound on pause = bound on added wake-up latency */
+};
+
+struct ep_worker_stats {
+	uint64_t busy_cycles;   /**< polls that found packets, and their processing */
+	uint64_t idle_cycles;   /**< empty polls and pauses */
+	uint64_t sleeps;        /**< pauses taken */
+	uint64_t sleep_cycles;  /**< TSC cycles spent paused */
+	uint64_t polls;         /**< rx polls */
+	uint64_t empty_polls;
+	uint64_t rx_pkts;
+	uint64_t tx_pkts;
+	uint64_t msgs;          /**< control messages handled between bursts */
+};
+
+/**
+ * A message to a worker, run on the worker between two bursts.  This is one
+ * of the three ways configuration reaches the fast path (ep_rcu.h).  The
+ * sender waits for `done` when it needs the result.
+ */
+struct ep_worker_msg {
+	void (*fn)(struct ep_worker *w, void *arg);
+	void *arg;
+	uint32_t done;          /**< set to 1 (release) by the worker after fn */
+};
+
+/** A pipeline type ("router", "gen", "sink"): registered at start-up. */
+struct ep_pipeline_type {
+	const char *name;
+	/** Once, after ports are up, before workers: shared tables from config
+	 *  (the type's own section, e.g. [router]).  May be NULL. */
+	int (*setup)(struct ep_engine *e, struct ep_err *err);
+	/** Per worker: add stages with ep_worker_add_stage(). */
+	int (*build)(struct ep_engine *e, struct ep_worker *w, struct ep_err *err);
+	/** Optional source replacing rx (the generator): fill up to @p max
+	 *  packets and return how many; set ep_meta in_port. */
+	uint16_t (*source)(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t max);
+	/** Once at shutdown, after workers stopped.  May be NULL. */
+	void (*teardown)(struct ep_engine *e);
+	struct ep_pipeline_type *next_type;
+};
+
+void ep_pipeline_register(struct ep_pipeline_type *t);
+const struct ep_pipeline_type *ep_pipeline_find(const char *name);
+#define EP_PIPELINE_REGISTER(t) \
+	static void __attribute__((constructor)) ep_register_##t(void) { ep_pipeline_register(&(t)); }
+
+struct ep_rx_queue { uint16_t port; uint16_t queue; };   /* port: logical index */
+
+/** Packets a worker queued for one port during the current burst. */
+struct ep_txbuf {
+	uint16_t n;
+	struct rte_mbuf *pkts[EP_BURST_MAX];
+};
+
+struct ep_worker {
+	char name[32];                  /**< [worker NAME] */
+	unsigned int id;                /**< index, also its RCU-QSBR thread id */
+	unsigned int lcore;
+	struct ep_engine *engine;
+	const struct ep_pipeline_type *type;
+	struct ep_cfg_section *cfg;     /**< its [worker] section, for pipeline keys */
+	void *pipeline_ctx;             /**< free for the pipeline type */
+
+	struct ep_rx_queue rx[EP_MAX_RX];
+	int n_rx;
+	uint16_t txq[EP_MAX_PORTS];     /**< this worker's tx queue on each port */
+
+	struct ep_stage rx_stage;       /**< rx accounting: cycles of rx_burst */
+	struct ep_stage tx_stage;       /**< tx accounting: tx_burst and tx_full drops */
+	struct ep_stage stages[EP_MAX_STAGES];
+	int n_stages;
+
+	struct ep_txbuf txbuf[EP_MAX_PORTS];
+	uint32_t tx_pending;            /**< bit per port with queued packets */
+
+	struct ep_worker_stats stats;
+	struct rte_ring *msgq;          /**< struct ep_worker_msg * from the control thread */
+	uint16_t burst;
+	bool running;
+} __rte_cache_aligned;
+
+struct ep_engine {
+	struct ep_cfg *cfg;
+	char ctl_path[108];
+	uint16_t burst;
+	struct ep_poll_cfg poll;
+	struct ep_port ports[EP_MAX_PORTS];
+	int n_ports;
+	struct ep_worker *workers[EP_MAX_WORKERS];
+	int n_workers;
+	struct rte_rcu_qsbr *qsbr;      /**< one QSBR variable; every worker reports to it */
+	uint32_t quit;                  /**< set (release) to stop workers */
+	uint64_t tsc_hz;
+	uint64_t start_tsc;
+	unsigned int lcore_plan[EP_MAX_WORKERS]; /**< lcores for the EAL map */
+	int n_plan;
+	bool eal_up;
+	bool launched;
+	int ctl_fd;                     /**< listening control socket */
+	struct ep_ctl_client *ctl_clients;
+};
+
+/** Port by name or NULL. */
+struct ep_port *ep_port_by_name(struct ep_engine *e, const char *name);
+
+/** Append a stage to a worker's pipeline (build time only). */
+int ep_worker_add_stage(struct ep_worker *w, const char *name, ep_stage_fn fn, void *ctx,
+			struct ep_err *err);
+
+/**
+ * Run a burst through the worker's stages (what the worker loop does after
+ * rx).  Packets sent with EP_NEXT_TX wait in w->txbuf until
+ * ep_worker_flush_tx().  Returns packets that fell off the end (counted as
+ * NO_NEXT and freed).  Exposed for unit tests and in-process benchmarks.
+ */
+uint16_t ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n);
+void ep_worker_flush_tx(struct ep_worker *w);
+
+/**
+ * Run @p fn on worker @p w between two bursts and wait until it ran (control
+ * thread only).  Returns -1 with err set if the worker did not answer within
+ * @p timeout_ms (it is stuck or stopped).
+ */
+int ep_worker_call(struct ep_worker *w, void (*fn)(struct ep_worker *, void *), void *arg,
+		   unsigned int timeout_ms, struct ep_err *err);
+
+/** Parse "198.18.0.1/24" / "2001:db8::1/64": 4 or 6, or -1 with err. */
+int ep_parse_prefix(const char *s, void *addr /* 4 or 16 bytes */, uint8_t *plen,
+		    struct ep_err *err);
+/** Parse "02:00:00:00:00:01". */
+int ep_parse_mac(const char *s, struct rte_ether_addr *mac);
+
+#endif

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Per-packet metadata, kept in the mbuf private area (rte_mbuf_to_priv).
+ * Every mempool the engine creates reserves room for it, so reading it costs
+ * no extra cache line beyond the mbuf's second one.  The parse stage fills
+ * the offsets; later stages read them instead of re-parsing.
+ */
+#ifndef EP_META_H
+#define EP_META_H
+
+#include <stdint.h>
+#include <rte_mbuf.h>
+
+enum ep_l3_type {
+	EP_L3_NONE = 0,
+	EP_L3_IPV4,
+	EP_L3_IPV6,
+	EP_L3_ARP,
+};
+
+#define EP_META_F_FRAGMENT   0x01  /**< IPv4/IPv6 fragment: L4 header may be absent */
+#define EP_META_F_LOCAL      0x02  /**< destination is one of the data plane's own addresses */
+#define EP_META_F_HAS_L4     0x04  /**< l4_off points at a complete TCP/UDP/ICMP header */
+
+struct ep_meta {
+	uint16_t in_port;    /**< logical port index the packet arrived on */
+	uint16_t l3_off;     /**< bytes from the start of data to the L3 header */
+	uint16_t l4_off;     /**< bytes from the start of data to the L4 header */
+	uint16_t l3_len;     /**< L3 header + payload length claimed by the header */
+	uint8_t l3_type;     /**< enum ep_l3_type */
+	uint8_t l4_proto;    /**< IPPROTO_* after walking IPv6 extension headers */
+	uint8_t n_vlans;     /**< 0, 1 or 2 */
+	uint8_t flags;       /**< EP_META_F_* */
+	uint16_t vlan_tci[2];/**< outer, inner TCI in host order */
+	uint32_t nexthop;    /**< next-hop index chosen by a route stage */
+	uint64_t user;       /**< free for a pipeline (subscriber id, flow id...) */
+};
+
+#define EP_META_SIZE RTE_ALIGN(sizeof(struct ep_meta), RTE_MBUF_PRIV_ALIGN)
+
+static inline struct ep_meta *
+ep_meta(struct rte_mbuf *m)
+{
+	return (struct ep_meta *)rte_mbuf_to_priv(m);
+}
+
+#endif

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Ports: any DPDK device named by its device string (a vdev such as
+ * "net_af_packet0,iface=veth0", or a PCI address), probed at run time with
+ * rte_dev_probe so the config file is the only place devices are named.
+ *
+ * Queues: one rx queue per worker that polls the port, one tx queue per
+ * worker (any worker may transmit on any port, so no tx queue is shared and
+ * tx needs no lock).  net_af_packet exposes queue pairs through its
+ * "qpairs" argument; when the device string does not give one, the engine
+ * adds the count it needs.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include "ep_engine.h"
+#include "engine_internal.h"
+
+#define EP_RX_DESC_DEFAULT 1024
+#define EP_TX_DESC_DEFAULT 1024
+
+struct addr_ctx {
+	struct ep_engine *e;
+	struct ep_port *p;
+	struct ep_err *err;
+};
+
+static int
+parse_addr(const struct ep_cfg_kv *kv, void *arg)
+{
+	struct addr_ctx *c = arg;
+	struct ep_engine *e = c->e;
+	struct ep_port *p = c->p;
+	int want = strcmp(kv->key, "ipv4") == 0 ? 4 : 6;
+	uint8_t addr[16], plen;
+	struct ep_err perr;
+	int fam = ep_parse_prefix(kv->val, addr, &plen, &perr);
+
+	if (fam < 0)
+		return ep_cfg_error(e->cfg, kv, c->err, "%s",
+				    perr.msg);
+	if (fam != want)
+		return ep_cfg_error(e->cfg, kv, c->err,
+				    "'%s' is not an IPv%d address", kv->val, want);
+	if (fam == 4) {
+		if (p->n_v4 == EP_MAX_ADDRS)
+			return ep_cfg_error(e->cfg, kv, c->err,
+					    "more than %d addresses", EP_MAX_ADDRS);
+		memcpy(&p->v4[p->n_v4].addr, addr, 4);
+		p->v4[p->n_v4++].plen = plen;
+	} else {
+		if (p->n_v6 == EP_MAX_ADDRS)
+			return ep_cfg_error(e->cfg, kv, c->err,
+					    "more than %d addresses", EP_MAX_ADDRS);
+		memcpy(p->v6[p->n_v6].addr, addr, 16);
+		p->v6[p->n_v6++].plen = plen;
+	}
+	return 0;
+}
+
+/* Read every [port NAME] section; no DPDK calls here (used by --check). */
+int
+ep_ports_parse(struct ep_engine *e, struct ep_err *err)
+{
+	struct ep_cfg *cfg = e->cfg;
+
+	for (int i = 0; i < cfg->n_sec; i++) {
+		struct ep_cfg_section *s = &cfg->sec[i];
+		struct ep_port *p;
+		const struct ep_cfg_kv *kv;
+		const char *mac;
+		uint64_t v;
+		struct addr_ctx actx;
+
+		if (strcmp(s->type, "port") != 0)
+			continue;
+		if (s->name[0] == '\0')
+			return ep_cfg_section_error(cfg, s, err, "a port needs a name: [port NAME]");
+		if (e->n_ports == EP_MAX_PORTS)
+			return ep_cfg_section_error(cfg, s, err, "more than %d ports", EP_MAX_PORTS);
+		p = &e->ports[e->n_ports];
+		memset(p, 0, sizeof(*p));
+		p->index = (uint16_t)e->n_ports;
+		p->port_id = RTE_MAX_ETHPORTS;
+		snprintf(p->name, sizeof(p->name), "%s", s->name);
+		if (strlen(s->name) >= sizeof(p->name))
+			return ep_cfg_section_error(cfg, s, err, "port name longer than %zu",
+						    sizeof(p->name) - 1);
+		kv = ep_cfg_get(cfg, s, "device", err);
+		if (kv == NULL) {
+			if (err->msg[0] != '\0')
+				return -1;
+			return ep_cfg_section_error(cfg, s, err,
+				"missing 'device' (a DPDK device string such as "
+				"net_af_packet0,iface=eth0, or a PCI address)");
+		}
+		if (strlen(kv->val) >= sizeof(p->device) - 16 || kv->val[0] == '\0' ||
+		    kv->val[0] == ',')
+			return ep_cfg_error(cfg, kv, err, "bad device string");
+		snprintf(p->device, sizeof(p->device), "%s", kv->val);
+		for (int j = 0; j < e->n_ports; j++) {
+			if (strcmp(e->ports[j].device, p->device) == 0)
+				return ep_cfg_error(cfg, kv, err, "device already used by port '%s'",
+						    e->ports[j].name);
+		}
+		mac = ep_cfg_str(cfg, s, "mac", NULL, err);
+		if (mac == NULL && err->msg[0] != '\0')
+			return -1;
+		if (mac != NULL) {
+			kv = ep_cfg_get(cfg, s, "mac", NULL);
+			if (ep_parse_mac(mac, &p->mac) < 0 || rte_is_multicast_ether_addr(&p->mac) ||
+			    rte_is_zero_ether_addr(&p->mac))
+				return ep_cfg_error(cfg, kv, err,
+						    "'%s' is not a unicast MAC address", mac);
+			p->mac_set = true;
+		}
+		if (ep_cfg_u64(cfg, s, "rx_desc", EP_RX_DESC_DEFAULT, 64, 8192, &v, err) < 0)
+			return -1;
+		p->rx_desc = (uint16_t)v;
+		if (ep_cfg_u64(cfg, s, "tx_desc", EP_TX_DESC_DEFAULT, 64, 8192, &v, err) < 0)
+			return -1;
+		p->tx_desc = (uint16_t)v;
+		actx = (struct addr_ctx){ e, p, err };
+		if (ep_cfg_each(s, "ipv4", parse_addr, &actx) != 0 ||
+		    ep_cfg_each(s, "ipv6", parse_addr, &actx) != 0)
+			return -1;
+		e->n_ports++;
+	}
+	return 0;
+}
+
+struct ep_port *
+ep_port_by_name(struct ep_engine *e, const char *name)
+{
+	for (int i = 0; i < e->n_ports; i++)
+		if (strcmp(e->ports[i].name, name) == 0)
+			return &e->ports[i];
+	return NULL;
+}
+
+/* The ethdev name of a device string: what precedes the first comma. */
+static void
+dev_name(const char *device, char *name, size_t len)
+{
+	size_t n = strcspn(device, ",");
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(name, device, n);
+	name[n] = '\0';
+}
+
+int
+ep_ports_probe(struct ep_engine *e, struct ep_err *err)
+{
+	for (int i = 0; i < e->n_ports; i++) {
+		struct ep_port *p = &e->ports[i];
+		char devargs[sizeof(p->device)], name[RTE_ETH_NAME_MAX_LEN];
+		uint16_t queues = RTE_MAX(RTE_MAX(p->n_rxq, p->n_txq), 1);
+		int rc;
+
+		snprintf(devargs, sizeof(devargs), "%s", p->device);
+		if (strncmp(devargs, "net_af_packet", 13) == 0 && strstr(devargs, "qpairs=") == NULL)
+			snprintf(devargs + strlen(devargs), sizeof(devargs) - strlen(devargs),
+				 ",qpairs=%u", queues);
+		rc = rte_dev_probe(devargs);
+		if (rc < 0)
+			return ep_err_set(err, "port %s: cannot probe device '%s': %s", p->name,
+					  devargs, rte_strerror(-rc));
+		dev_name(p->device, name, sizeof(name));
+		if (rte_eth_dev_get_port_by_name(name, &p->port_id) != 0)
+			return ep_err_set(err, "port %s: device '%s' probed but no ethdev named '%s'",
+					  p->name, devargs, name);
+	}
+	return 0;
+}
+
+int
+ep_ports_start(struct ep_engine *e, struct ep_err *err)
+{
+	for (int i = 0; i < e->n_ports; i++) {
+		struct ep_port *p = &e->ports[i];
+		struct rte_eth_conf conf;
+		struct rte_eth_dev_info info;
+		char pname[RTE_MEMPOOL_NAMESIZE];
+		unsigned int n_mbufs;
+		int rc, socket = rte_eth_dev_socket_id(p->port_id);
+		uint16_t nrx = p->n_rxq, ntx = p->n_txq;
+
+		if (socket < 0)
+			socket = SOCKET_ID_ANY;
+		rc = rte_eth_dev_info_get(p->port_id, &info);
+		if (rc != 0)
+			return ep_err_set(err, "port %s: device info: %s", p->name, rte_strerror(-rc));
+		/* A port nobody polls still needs a queue to start. */
+		if (nrx == 0)
+			nrx = 1;
+		if (ntx == 0)
+			ntx = 1;
+		if (nrx > info.max_rx_queues || ntx > info.max_tx_queues)
+			return ep_err_set(err, "port %s: needs %u rx / %u tx queues, device '%s' "
+					  "has at most %u / %u", p->name, nrx, ntx, p->device,
+					  info.max_rx_queues, info.max_tx_queues);
+		/* Enough mbufs for every descriptor, the workers' bursts in flight
+		 * and the per-lcore caches. */
+		n_mbufs = nrx * p->rx_desc + ntx * p->tx_desc +
+			  (unsigned int)e->n_workers * EP_BURST_MAX * 8 + RTE_MAX_LCORE * 256 / 8;
+		n_mbufs = RTE_MAX(n_mbufs, 8192u);
+		snprintf(pname, sizeof(pname), "ep_pool_%u", p->index);
+		p->pool = rte_pktmbuf_pool_create(pname, n_mbufs, 256, EP_META_SIZE,
+						  RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+		if (p->pool == NULL)
+			return ep_err_set(err, "port %s: mbuf pool of %u: %s", p->name, n_mbufs,
+					  rte_strerror(rte_errno));
+		memset(&conf, 0, sizeof(conf));
+		rc = rte_eth_dev_configure(p->port_id, nrx, ntx, &conf);
+		if (rc < 0)
+			return ep_err_set(err, "port %s: configure %u rx / %u tx queues: %s",
+					  p->name, nrx, ntx, rte_strerror(-rc));
+		rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &p->rx_desc, &p->tx_desc);
+		if (rc < 0)
+			return ep_err_set(err, "port %s: descriptors: %s", p->name, rte_strerror(-rc));
+		for (uint16_t q = 0; q < nrx; q++) {
+			rc = rte_eth_rx_queue_setup(p->port_id, q, p->rx_desc, socket, NULL, p->pool);
+			if (rc < 0)
+				return ep_err_set(err, "port %s: rx queue %u: %s", p->name, q,
+						  rte_strerror(-rc));
+		}
+		for (uint16_t q = 0; q < ntx; q++) {
+			rc = rte_eth_tx_queue_setup(p->port_id, q, p->tx_desc, socket, NULL);
+			if (rc < 0)
+				return ep_err_set(err, "port %s: tx queue %u: %s", p->name, q,
+						  rte_strerror(-rc));
+		}
+		if (p->mac_set) {
+			rc = rte_eth_dev_default_mac_addr_set(p->port_id, &p->mac);
+			if (rc < 0)
+				return ep_err_set(err, "port %s: set MAC: %s", p->name,
+						  rte_strerror(-rc));
+		}
+		rc = rte_eth_dev_start(p->port_id);
+		if (rc < 0)
+			return ep_err_set(err, "port %s: start: %s", p->name, rte_strerror(-rc));
+		/* The data plane decides what is for it (parse stage), so see all. */
+		rte_eth_promiscuous_enable(p->port_id);
+		rte_eth_macaddr_get(p->port_id, &p->mac);
+		p->started = true;
+	}
+	return 0;
+}
+
+void
+ep_ports_stop(struct ep_engine *e)
+{
+	for (int i = 0; i < e->n_ports; i++) {
+		struct ep_port *p = &e->ports[i];
+
+		if (p->started) {
+			rte_eth_dev_stop(p->port_id);
+			p->started = false;
+		}
+		if (p->port_id < RTE_MAX_ETHPORTS)
+			rte_eth_dev_close(p->port_id);
+	}
+}

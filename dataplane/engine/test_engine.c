@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The stage contract as the worker applies it: continue keeps order, drops
+ * are counted under their reason in the stage that decided, TX reaches the
+ * port, a packet falling off the end is NO_NEXT, a verdict outside the
+ * contract never reaches a port.
+ */
+#include <string.h>
+
+#include <rte_dev.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+
+#include "ep_engine.h"
+#include "ep_test.h"
+#include "engine_internal.h"
+
+static struct ep_engine eng;
+
+/* A null port to transmit into, created once. */
+static uint16_t
+null_port(void)
+{
+	static int ready;
+	static uint16_t pid;
+	struct rte_eth_conf conf = { 0 };
+
+	if (ready)
+		return pid;
+	if (rte_dev_probe("net_null_test") != 0 ||
+	    rte_eth_dev_get_port_by_name("net_null_test", &pid) != 0 ||
+	    rte_eth_dev_configure(pid, 1, 1, &conf) != 0 ||
+	    rte_eth_rx_queue_setup(pid, 0, 64, SOCKET_ID_ANY, NULL, ep_test_pool()) != 0 ||
+	    rte_eth_tx_queue_setup(pid, 0, 64, SOCKET_ID_ANY, NULL) != 0 ||
+	    rte_eth_dev_start(pid) != 0)
+		abort();
+	ready = 1;
+	return pid;
+}
+
+static struct ep_worker *
+test_worker(void)
+{
+	struct ep_err err;
+	static unsigned int id;
+	struct ep_worker *w;
+
+	memset(&eng, 0, sizeof(eng));
+	eng.n_ports = 1;
+	eng.ports[0].port_id = null_port();
+	eng.burst = 32;
+	w = ep_worker_create(&eng, id++, "t", &err);
+	if (w == NULL)
+		abort();
+	return w;
+}
+
+/* Stage: drop packets whose first byte is odd, as IPV4_BAD_CHECKSUM. */
+static uint16_t
+stage_drop_odd(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	uint16_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		if (rte_pktmbuf_mtod(pkts[i], uint8_t *)[0] & 1) {
+			next[i] = EP_NEXT_DROP(EP_DROP_IPV4_BAD_CHECKSUM);
+			k++;
+		}
+	}
+	return k;
+}
+
+/* Stage: remember the order of first bytes it sees, then send all to port 0. */
+static uint8_t seen[64];
+static uint16_t n_seen;
+
+static uint16_t
+stage_record_and_tx(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		seen[n_seen++] = rte_pktmbuf_mtod(pkts[i], uint8_t *)[0];
+		next[i] = EP_NEXT_TX(*(uint16_t *)ctx);
+	}
+	return n;
+}
+
+static uint16_t
+stage_nothing(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	return 0;
+}
+
+static uint16_t
+stage_bogus_verdict(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	for (uint16_t i = 0; i < n; i++)
+		next[i] = 0x1234;
+	return n;
+}
+
+static void
+make_burst(struct rte_mbuf **pkts, uint16_t n)
+{
+	uint8_t frame[60];
+
+	for (uint16_t i = 0; i < n; i++) {
+		memset(frame, 0, sizeof(frame));
+		frame[0] = (uint8_t)i;
+		pkts[i] = ep_test_mbuf(frame, sizeof(frame));
+	}
+}
+
+EP_TEST(engine_drop_reasons_counted_in_deciding_stage_and_order_kept)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[16];
+	uint16_t port0 = 0;
+	struct ep_err err;
+	unsigned int avail = rte_mempool_avail_count(ep_test_pool());
+
+	ep_worker_add_stage(w, "drop_odd", stage_drop_odd, NULL, &err);
+	ep_worker_add_stage(w, "to_port", stage_record_and_tx, &port0, &err);
+	n_seen = 0;
+	make_burst(pkts, 16);
+	EP_CHECK_EQ(ep_worker_run_burst(w, pkts, 16), 0);
+	ep_worker_flush_tx(w);
+	EP_CHECK_EQ(w->stages[0].stats.pkts_in, 16);
+	EP_CHECK_EQ(w->stages[0].stats.pkts_out, 8);
+	EP_CHECK_EQ(w->stages[0].stats.drops[EP_DROP_IPV4_BAD_CHECKSUM], 8);
+	EP_CHECK_EQ(w->stages[1].stats.pkts_tx, 8);
+	EP_CHECK_EQ(n_seen, 8);
+	for (uint16_t i = 0; i < n_seen; i++)
+		EP_CHECK_EQ(seen[i], 2 * i);
+	EP_CHECK_EQ(w->tx_stage.stats.pkts_out, 8);
+	EP_CHECK_EQ(w->stats.tx_pkts, 8);
+	/* Every mbuf went back: dropped ones bulk-freed, sent ones by the null PMD. */
+	EP_CHECK_EQ(rte_mempool_avail_count(ep_test_pool()), avail);
+	ep_worker_free(w);
+}
+
+EP_TEST(engine_packet_falling_off_the_pipeline_is_no_next)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[4];
+	struct ep_err err;
+
+	ep_worker_add_stage(w, "nothing", stage_nothing, NULL, &err);
+	make_burst(pkts, 4);
+	EP_CHECK_EQ(ep_worker_run_burst(w, pkts, 4), 4);
+	EP_CHECK_EQ(w->stages[0].stats.drops[EP_DROP_NO_NEXT], 4);
+	ep_worker_free(w);
+}
+
+EP_TEST(engine_tx_to_unknown_port_is_bad_tx_port)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[3];
+	uint16_t port9 = 9;
+	struct ep_err err;
+
+	n_seen = 0;
+	ep_worker_add_stage(w, "to_port9", stage_record_and_tx, &port9, &err);
+	make_burst(pkts, 3);
+	ep_worker_run_burst(w, pkts, 3);
+	EP_CHECK_EQ(w->stages[0].stats.drops[EP_DROP_BAD_TX_PORT], 3);
+	EP_CHECK_EQ(w->tx_pending, 0);
+	ep_worker_free(w);
+}
+
+EP_TEST(engine_verdict_outside_contract_is_dropped_not_sent)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[5];
+	struct ep_err err;
+
+	ep_worker_add_stage(w, "bogus", stage_bogus_verdict, NULL, &err);
+	make_burst(pkts, 5);
+	ep_worker_run_burst(w, pkts, 5);
+	EP_CHECK_EQ(w->stages[0].stats.drops[EP_DROP_NO_NEXT], 5);
+	EP_CHECK_EQ(w->stages[0].stats.pkts_tx, 0);
+	ep_worker_free(w);
+}
+
+static void
+set_flag(struct ep_worker *w, void *arg)
+{
+	*(int *)arg = (int)w->id + 100;
+}
+
+EP_TEST(engine_worker_call_runs_inline_when_worker_not_running)
+{
+	struct ep_worker *w = test_worker();
+	struct ep_err err;
+	int flag = 0;
+
+	EP_CHECK_EQ(ep_worker_call(w, set_flag, &flag, 100, &err), 0);
+	EP_CHECK_EQ(flag, (int)w->id + 100);
+	ep_worker_free(w);
+}
+
+EP_TEST(engine_too_many_stages_is_an_error)
+{
+	struct ep_worker *w = test_worker();
+	struct ep_err err;
+	int rc = 0;
+
+	for (int i = 0; i <= EP_MAX_STAGES; i++)
+		rc = ep_worker_add_stage(w, "s", stage_nothing, NULL, &err);
+	EP_CHECK(rc < 0);
+	EP_CHECK(strstr(err.msg, "stages") != NULL);
+	ep_worker_free(w);
+}

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The worker: run to completion over bursts.
+ *
+ *   loop:
+ *     for each rx queue (or the pipeline's source):
+ *        n = rx_burst()                      timed as the "rx" stage
+ *        for each stage: next[] = 0; k = stage(pkts, next, n)   timed per stage
+ *                        if k: dispatch: drop (bulk free, count reason),
+ *                              queue for tx, or note consumed; compact the rest
+ *        tx_burst per port with pending packets   timed as the "tx" stage
+ *     between bursts: run control messages, report RCU quiescent state
+ *     after idle_polls empty polls: go RCU-offline, pause min..max_sleep_us
+ *       (doubling), come back online
+ *
+ * Cost of the machinery itself: two rdtsc per stage per burst (~1 cycle per
+ * packet at 32), a 64-byte memset of next[], and the dispatch pass only when
+ * a stage diverted something.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_prefetch.h>
+
+#include "ep_engine.h"
+#include "engine_internal.h"
+
+int
+ep_worker_add_stage(struct ep_worker *w, const char *name, ep_stage_fn fn, void *ctx,
+		    struct ep_err *err)
+{
+	struct ep_stage *s;
+
+	if (w->n_stages >= EP_MAX_STAGES)
+		return ep_err_set(err, "worker %s: more than %d stages", w->name, EP_MAX_STAGES);
+	s = &w->stages[w->n_stages++];
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->fn = fn;
+	s->ctx = ctx;
+	return 0;
+}
+
+/*
+ * Apply the next actions a stage set: keep CONTINUE packets in order at the
+ * front of pkts[], queue TX ones, free DROP ones in one bulk call.  An action
+ * outside the contract is a pipeline bug: the packet is dropped as NO_NEXT
+ * rather than trusted.
+ */
+static inline uint16_t
+dispatch(struct ep_worker *w, struct ep_stage *s, struct rte_mbuf **pkts, const uint16_t *next,
+	 uint16_t n)
+{
+	struct rte_mbuf *drop[EP_BURST_MAX];
+	uint16_t keep = 0, nd = 0;
+	int n_ports = w->engine->n_ports;
+
+	for (uint16_t i = 0; i < n; i++) {
+		uint16_t a = next[i];
+		uint16_t arg = a & EP_NEXT_ARG_MASK;
+
+		if (a == EP_NEXT_CONTINUE) {
+			pkts[keep++] = pkts[i];
+		} else if ((a & EP_NEXT_DROP_FLAG) != 0) {
+			s->stats.drops[arg < EP_DROP__COUNT ? arg : EP_DROP_NO_NEXT]++;
+			drop[nd++] = pkts[i];
+		} else if ((a & EP_NEXT_TX_FLAG) != 0) {
+			struct ep_txbuf *tb;
+
+			if (arg >= n_ports) {
+				s->stats.drops[EP_DROP_BAD_TX_PORT]++;
+				drop[nd++] = pkts[i];
+				continue;
+			}
+			tb = &w->txbuf[arg];
+			tb->pkts[tb->n++] = pkts[i];
+			w->tx_pending |= 1u << arg;
+			s->stats.pkts_tx++;
+		} else if (a == EP_NEXT_CONSUMED) {
+			s->stats.pkts_consumed++;
+		} else {
+			s->stats.drops[EP_DROP_NO_NEXT]++;
+			drop[nd++] = pkts[i];
+		}
+	}
+	if (nd != 0)
+		rte_pktmbuf_free_bulk(drop, nd);
+	return keep;
+}
+
+void
+ep_worker_flush_tx(struct ep_worker *w)
+{
+	uint64_t t0 = rte_rdtsc();
+	uint32_t pending = w->tx_pending;
+	uint64_t sent_total = 0, offered = 0;
+
+	while (pending != 0) {
+		int p = __builtin_ctz(pending);
+		struct ep_txbuf *tb = &w->txbuf[p];
+		uint16_t sent;
+
+		pending &= pending - 1;
+		sent = rte_eth_tx_burst(w->engine->ports[p].port_id, w->txq[p], tb->pkts, tb->n);
+		if (sent < tb->n) {
+			w->tx_stage.stats.drops[EP_DROP_TX_FULL] += tb->n - sent;
+			rte_pktmbuf_free_bulk(&tb->pkts[sent], tb->n - sent);
+		}
+		offered += tb->n;
+		sent_total += sent;
+		tb->n = 0;
+	}
+	w->tx_pending = 0;
+	w->tx_stage.stats.calls++;
+	w->tx_stage.stats.pkts_in += offered;
+	w->tx_stage.stats.pkts_out += sent_total;
+	w->stats.tx_pkts += sent_total;
+	w->tx_stage.stats.cycles += rte_rdtsc() - t0;
+}
+
+uint16_t
+ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t next[EP_BURST_MAX];
+
+	for (int si = 0; si < w->n_stages && n != 0; si++) {
+		struct ep_stage *s = &w->stages[si];
+		uint64_t t0 = rte_rdtsc();
+		uint16_t k;
+
+		memset(next, 0, sizeof(next[0]) * n);
+		s->stats.calls++;
+		s->stats.pkts_in += n;
+		k = s->fn(s->ctx, pkts, next, n);
+		if (k != 0)
+			n = dispatch(w, s, pkts, next, n);
+		s->stats.pkts_out += n;
+		s->stats.cycles += rte_rdtsc() - t0;
+	}
+	if (n != 0) {
+		/* Fell off the end of the pipeline: a pipeline must decide. */
+		struct ep_stage *last = w->n_stages ? &w->stages[w->n_stages - 1] : &w->rx_stage;
+
+		last->stats.drops[EP_DROP_NO_NEXT] += n;
+		rte_pktmbuf_free_bulk(pkts, n);
+	}
+	return n;
+}
+
+static void
+run_messages(struct ep_worker *w)
+{
+	void *objs[8];
+	unsigned int k;
+
+	if (likely(rte_ring_empty(w->msgq)))
+		return;
+	k = rte_ring_dequeue_burst(w->msgq, objs, RTE_DIM(objs), NULL);
+	for (unsigned int i = 0; i < k; i++) {
+		struct ep_worker_msg *m = objs[i];
+
+		m->fn(w, m->arg);
+		w->stats.msgs++;
+		__atomic_store_n(&m->done, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* Receive from one queue, or from the pipeline's source, and run the burst. */
+static inline uint16_t
+poll_one(struct ep_worker *w, const struct ep_rx_queue *rq)
+{
+	struct rte_mbuf *pkts[EP_BURST_MAX];
+	struct ep_engine *e = w->engine;
+	uint64_t t0 = rte_rdtsc();
+	uint16_t n;
+
+	if (w->type->source != NULL)
+		n = w->type->source(w, pkts, w->burst);
+	else
+		n = rte_eth_rx_burst(e->ports[rq->port].port_id, rq->queue, pkts, w->burst);
+	w->stats.polls++;
+	if (n == 0) {
+		w->stats.empty_polls++;
+		return 0;
+	}
+	if (w->type->source == NULL)
+		for (uint16_t i = 0; i < n; i++)
+			ep_meta(pkts[i])->in_port = rq->port;
+	w->rx_stage.stats.calls++;
+	w->rx_stage.stats.pkts_in += n;
+	w->rx_stage.stats.pkts_out += n;
+	w->rx_stage.stats.cycles += rte_rdtsc() - t0;
+	w->stats.rx_pkts += n;
+	ep_worker_run_burst(w, pkts, n);
+	if (w->tx_pending != 0)
+		ep_worker_flush_tx(w);
+	return n;
+}
+
+/*
+ * Adaptive polling: pause with the thread offline for RCU so that a grace
+ * period never waits for a sleeper.  Pauses double from min to max_sleep_us,
+ * which bounds the extra latency a packet arriving during a pause sees.
+ * Timer slack is set to 1 us in the worker so the kernel honours short pauses
+ * (the default 50 us slack would dominate them).
+ */
+static void
+pause_worker(struct ep_worker *w, uint32_t us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
+	uint64_t t0 = rte_rdtsc();
+
+	rte_rcu_qsbr_thread_offline(w->engine->qsbr, w->id);
+	nanosleep(&ts, NULL);
+	rte_rcu_qsbr_thread_online(w->engine->qsbr, w->id);
+	w->stats.sleeps++;
+	w->stats.sleep_cycles += rte_rdtsc() - t0;
+}
+
+int
+ep_worker_main(void *arg)
+{
+	struct ep_worker *w = arg;
+	struct ep_engine *e = w->engine;
+	const struct ep_poll_cfg *pc = &e->poll;
+	struct ep_rx_queue src = { 0, 0 };
+	uint32_t idle = 0, sleep_us = pc->min_sleep_us;
+
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	rte_rcu_qsbr_thread_online(e->qsbr, w->id);
+	__atomic_store_n(&w->running, true, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&e->quit, __ATOMIC_ACQUIRE)) {
+		uint64_t t0 = rte_rdtsc(), t1;
+		uint32_t got = 0;
+
+		if (w->type->source != NULL) {
+			got = poll_one(w, &src);
+		} else {
+			for (int i = 0; i < w->n_rx; i++)
+				got += poll_one(w, &w->rx[i]);
+		}
+		t1 = rte_rdtsc();
+		if (got != 0) {
+			w->stats.busy_cycles += t1 - t0;
+			idle = 0;
+			sleep_us = pc->min_sleep_us;
+		} else {
+			w->stats.idle_cycles += t1 - t0;
+			if (pc->idle_polls != 0 && ++idle >= pc->idle_polls) {
+				pause_worker(w, sleep_us);
+				w->stats.idle_cycles += rte_rdtsc() - t1;
+				if (sleep_us < pc->max_sleep_us)
+					sleep_us = RTE_MIN(sleep_us * 2, pc->max_sleep_us);
+			}
+		}
+		run_messages(w);
+		rte_rcu_qsbr_quiescent(e->qsbr, w->id);
+	}
+	run_messages(w);
+	rte_rcu_qsbr_thread_offline(e->qsbr, w->id);
+	__atomic_store_n(&w->running, false, __ATOMIC_RELEASE);
+	/* Answer anything that raced with shutdown so no caller waits forever. */
+	run_messages(w);
+	return 0;
+}
+
+int
+ep_worker_call(struct ep_worker *w, void (*fn)(struct ep_worker *, void *), void *arg,
+	       unsigned int timeout_ms, struct ep_err *err)
+{
+	struct ep_worker_msg *m;
+	uint64_t deadline;
+
+	if (!__atomic_load_n(&w->running, __ATOMIC_ACQUIRE)) {
+		/* Not launched (start-up, --check, unit tests) or stopped: the
+		 * control thread is the only one touching this worker. */
+		fn(w, arg);
+		return 0;
+	}
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return ep_err_set(err, "worker %s: out of memory", w->name);
+	m->fn = fn;
+	m->arg = arg;
+	if (rte_ring_enqueue(w->msgq, m) != 0) {
+		free(m);
+		return ep_err_set(err, "worker %s: message queue full", w->name);
+	}
+	deadline = rte_get_tsc_cycles() + rte_get_tsc_hz() / 1000 * timeout_ms;
+	while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE)) {
+		if (rte_get_tsc_cycles() > deadline) {
+			/* The worker may still run it later and write m->done:
+			 * leave m allocated rather than free memory it will touch. */
+			return ep_err_set(err, "worker %s: no answer within %u ms", w->name,
+					  timeout_ms);
+		}
+		rte_delay_us_sleep(20);
+	}
+	free(m);
+	return 0;
+}
+
+struct ep_worker *
+ep_worker_create(struct ep_engine *e, unsigned int id, const char *name, struct ep_err *err)
+{
+	struct ep_worker *w = rte_zmalloc("ep_worker", sizeof(*w), RTE_CACHE_LINE_SIZE);
+	char rname[RTE_RING_NAMESIZE];
+
+	if (w == NULL) {
+		ep_err_set(err, "worker %s: out of memory", name);
+		return NULL;
+	}
+	w->id = id;
+	w->engine = e;
+	w->burst = e->burst;
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	snprintf(w->rx_stage.name, sizeof(w->rx_stage.name), "rx");
+	snprintf(w->tx_stage.name, sizeof(w->tx_stage.name), "tx");
+	snprintf(rname, sizeof(rname), "ep_msgq_%u", id);
+	w->msgq = rte_ring_create(rname, 64, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	if (w->msgq == NULL) {
+		rte_free(w);
+		ep_err_set(err, "worker %s: message ring: %s", name, rte_strerror(rte_errno));
+		return NULL;
+	}
+	return w;
+}
+
+void
+ep_worker_free(struct ep_worker *w)
+{
+	if (w == NULL)
+		return;
+	rte_ring_free(w->msgq);
+	rte_free(w);
+}
