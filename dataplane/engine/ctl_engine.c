@@ -84,6 +84,8 @@ worker_json(const struct ep_engine *e, const struct ep_worker *w, bool with_stag
 		json_array_append_new(st, stage_json(e, &w->rx_stage));
 		for (int i = 0; i < w->n_stages; i++)
 			json_array_append_new(st, stage_json(e, &w->stages[i]));
+		if (w->type->service != NULL)
+			json_array_append_new(st, stage_json(e, &w->service_stage));
 		json_array_append_new(st, stage_json(e, &w->tx_stage));
 		json_object_set_new(o, "stages", st);
 	}
@@ -174,7 +176,8 @@ cmd_drops(struct ep_engine *e, json_t *req, json_t *result, struct ep_err *err)
 		const struct ep_worker *w = e->workers[i];
 
 		for (int r = 0; r < EP_DROP__COUNT; r++) {
-			tot[r] += RD(w->rx_stage.stats.drops[r]) + RD(w->tx_stage.stats.drops[r]);
+			tot[r] += RD(w->rx_stage.stats.drops[r]) + RD(w->tx_stage.stats.drops[r]) +
+				  RD(w->service_stage.stats.drops[r]);
 			for (int s = 0; s < w->n_stages; s++)
 				tot[r] += RD(w->stages[s].stats.drops[r]);
 		}

@@ -99,6 +99,11 @@ struct ep_pipeline_type {
 	/** Optional source replacing rx (the generator): fill up to @p max
 	 *  packets and return how many; set ep_meta in_port. */
 	uint16_t (*source)(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t max);
+	/** Optional: called on every loop iteration after rx, for work that is
+	 *  not driven by arriving packets (a scheduler's dequeue, timers).
+	 *  Returns the packets it moved; non-zero counts as busy and keeps the
+	 *  worker from pausing.  Timed as the worker's "service" stage. */
+	uint16_t (*service)(struct ep_worker *w);
 	/** Once at shutdown, after workers stopped.  May be NULL. */
 	void (*teardown)(struct ep_engine *e);
 	struct ep_pipeline_type *next_type;
@@ -132,6 +137,7 @@ struct ep_worker {
 
 	struct ep_stage rx_stage;       /**< rx accounting: cycles of rx_burst */
 	struct ep_stage tx_stage;       /**< tx accounting: tx_burst and tx_full drops */
+	struct ep_stage service_stage;  /**< the pipeline's service hook, if any */
 	struct ep_stage stages[EP_MAX_STAGES];
 	int n_stages;
 
@@ -180,6 +186,14 @@ int ep_worker_add_stage(struct ep_worker *w, const char *name, ep_stage_fn fn, v
  */
 uint16_t ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n);
 void ep_worker_flush_tx(struct ep_worker *w);
+
+/**
+ * Transmit packets that are not part of the current burst (a scheduler's
+ * dequeue, generated replies) on logical port @p port with this worker's tx
+ * queue.  Counted in the tx stage; what the port does not take is freed and
+ * counted as tx_full.  Worker context only.
+ */
+void ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n);
 
 /**
  * Run @p fn on worker @p w between two bursts and wait until it ran (control

@@ -210,3 +210,19 @@ EP_TEST(engine_too_many_stages_is_an_error)
 	EP_CHECK(strstr(err.msg, "stages") != NULL);
 	ep_worker_free(w);
 }
+
+EP_TEST(engine_worker_tx_sends_outside_the_burst_and_counts)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[7];
+	unsigned int avail = rte_mempool_avail_count(ep_test_pool());
+
+	make_burst(pkts, 7);
+	ep_worker_tx(w, 0, pkts, 5);
+	EP_CHECK_EQ(w->tx_stage.stats.pkts_out, 5);
+	EP_CHECK_EQ(w->stats.tx_pkts, 5);
+	ep_worker_tx(w, 3, pkts + 5, 2);
+	EP_CHECK_EQ(w->tx_stage.stats.drops[EP_DROP_BAD_TX_PORT], 2);
+	EP_CHECK_EQ(rte_mempool_avail_count(ep_test_pool()), avail);
+	ep_worker_free(w);
+}

@@ -125,6 +125,50 @@ ep_worker_flush_tx(struct ep_worker *w)
 	w->tx_stage.stats.cycles += rte_rdtsc() - t0;
 }
 
+void
+ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint64_t t0 = rte_rdtsc();
+	uint16_t sent = 0;
+
+	if (unlikely(port >= w->engine->n_ports)) {
+		w->tx_stage.stats.drops[EP_DROP_BAD_TX_PORT] += n;
+		rte_pktmbuf_free_bulk(pkts, n);
+		return;
+	}
+	while (sent < n) {
+		uint16_t k = rte_eth_tx_burst(w->engine->ports[port].port_id, w->txq[port],
+					      pkts + sent, n - sent);
+
+		if (k == 0)
+			break;
+		sent += k;
+	}
+	if (sent < n) {
+		w->tx_stage.stats.drops[EP_DROP_TX_FULL] += n - sent;
+		rte_pktmbuf_free_bulk(pkts + sent, n - sent);
+	}
+	w->tx_stage.stats.calls++;
+	w->tx_stage.stats.pkts_in += n;
+	w->tx_stage.stats.pkts_out += sent;
+	w->stats.tx_pkts += sent;
+	w->tx_stage.stats.cycles += rte_rdtsc() - t0;
+}
+
+/* The pipeline's service hook, timed like a stage. */
+static inline uint16_t
+run_service(struct ep_worker *w)
+{
+	uint64_t t0 = rte_rdtsc();
+	uint16_t k = w->type->service(w);
+
+	w->service_stage.stats.calls++;
+	w->service_stage.stats.pkts_out += k;
+	w->service_stage.stats.pkts_in += k;
+	w->service_stage.stats.cycles += rte_rdtsc() - t0;
+	return k;
+}
+
 uint16_t
 ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -246,6 +290,8 @@ ep_worker_main(void *arg)
 			for (int i = 0; i < w->n_rx; i++)
 				got += poll_one(w, &w->rx[i]);
 		}
+		if (w->type->service != NULL)
+			got += run_service(w);
 		t1 = rte_rdtsc();
 		if (got != 0) {
 			w->stats.busy_cycles += t1 - t0;
@@ -323,6 +369,7 @@ ep_worker_create(struct ep_engine *e, unsigned int id, const char *name, struct 
 	snprintf(w->name, sizeof(w->name), "%s", name);
 	snprintf(w->rx_stage.name, sizeof(w->rx_stage.name), "rx");
 	snprintf(w->tx_stage.name, sizeof(w->tx_stage.name), "tx");
+	snprintf(w->service_stage.name, sizeof(w->service_stage.name), "service");
 	snprintf(rname, sizeof(rname), "ep_msgq_%u", id);
 	w->msgq = rte_ring_create(rname, 64, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	if (w->msgq == NULL) {
