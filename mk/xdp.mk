@@ -1,0 +1,28 @@
+# XDP steering function: the BPF program in xdp/, its Go agent in control/.
+#
+#   make build-xdp   bpf2go (clang -target bpf) + go build -> build/bin/edgeplane
+#   make test-xdp    go test ./... under control/ (BPF_PROG_TEST_RUN: root)
+#   make bench BENCH=xdp-steer
+#
+# The BPF objects and their Go bindings are generated here, not committed.
+
+GO       ?= go
+XDP_SRCS := $(wildcard xdp/include/*.h xdp/steer/*.h xdp/steer/*.c xdp/noop/*.c)
+XDP_GEN  := control/internal/steer/steer_bpfel.o
+
+BUILD_TARGETS += build-xdp
+TEST_TARGETS  += test-xdp
+
+.PHONY: build-xdp test-xdp
+
+$(XDP_GEN): $(XDP_SRCS)
+	@cd control && $(GO) generate ./internal/steer
+
+# -p 1: two cores are shared with the C builds.
+build-xdp: $(XDP_GEN)
+	@mkdir -p $(BUILD)/bin $(BUILD)/xdp
+	@cd control && $(GO) build -p 1 -o $(BUILD)/bin/ ./cmd/...
+	@cp control/internal/steer/noop_bpfel.o $(BUILD)/xdp/noop.o
+
+test-xdp: build-xdp
+	@cd control && $(GO) test -p 1 -count=1 ./...
