@@ -33,6 +33,9 @@ ALLOWED = [ipaddress.ip_network("198.18.0.0/15"), ipaddress.ip_network("2001:db8
 
 _live = set()
 _live_lock = threading.Lock()
+# Every namespace this process created, so a test session can prove it left
+# none behind (other runs on the machine may have their own meanwhile).
+created_namespaces = set()
 
 
 def check_address(addr):
@@ -164,6 +167,7 @@ class Topology:
     def host(self, name):
         nsname = f"{self.prefix}-{name}"
         netns.create(nsname)
+        created_namespaces.add(nsname)
         h = Host(self, name, nsname)
         self.hosts[name] = h
         with h.ipr() as ns:

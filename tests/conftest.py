@@ -1,0 +1,78 @@
+"""Shared fixtures of the integration tests: real binaries in namespaces.
+
+Session checks: running as root (namespaces, veths), build/dp/edgeplane-dp
+built (otherwise every test fails with "run `make build`"), and at the end
+no namespace this session created is left.  Labs are context managers from
+lab/ wrapped in fixtures, so a failing test still tears everything down.
+"""
+import os
+import subprocess
+
+import pytest
+
+from lab import topology
+from lab.dp import binary
+from lab.router_lab import RouterLab, router_available
+from lab.traffic import Iperf3Server
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_checks():
+    if os.geteuid() != 0:
+        pytest.skip("integration tests need root (network namespaces, veth, DPDK)")
+    yield
+    # Every namespace a Topology created in this process must be gone.
+    left = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+               .stdout.split())
+    mine = sorted(topology.created_namespaces & left)
+    assert not mine, f"namespaces left behind by this test session: {mine}"
+
+
+@pytest.fixture(scope="session")
+def dp_binary():
+    """Path of the edgeplane-dp under test ($EDGEPLANE_DP to override)."""
+    path = binary()
+    if not path.exists():
+        pytest.fail(f"{path} does not exist: run `make build` first", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def router_pipeline(dp_binary):
+    """Skip (with the reason) when edgeplane-dp has no router pipeline."""
+    ok, why = router_available(dp_binary)
+    if not ok:
+        pytest.skip(why)
+    return True
+
+
+def _lab(request, **kw):
+    lab = RouterLab(**kw)
+    request.addfinalizer(lab.close)
+    return lab.__enter__()
+
+
+@pytest.fixture(scope="module")
+def router_lab(request, router_pipeline):
+    """The standard router lab with an iperf3 server in b, shared by a
+    module's read-only tests (tests that change tables restore them)."""
+    lab = _lab(request, tag="rt")
+    lab.iperf3_server = Iperf3Server(lab.b)
+    return lab
+
+
+@pytest.fixture
+def fresh_router_lab(request, router_pipeline):
+    """A router lab of its own, for tests that change tables or stop the DUT."""
+    lab = _lab(request, tag="rf")
+    lab.iperf3_server = Iperf3Server(lab.b)
+    return lab
+
+
+@pytest.fixture
+def xconnect_lab(request, dp_binary):
+    """Hosts a (198.18.0.2) and b (198.18.0.3) on one subnet, patched through
+    edgeplane-dp's xconnect pipeline: engine tests that need no router."""
+    lab = _lab(request, pipeline="xconnect", tag="xc")
+    lab.iperf3_server = Iperf3Server(lab.b)
+    return lab
