@@ -1,0 +1,64 @@
+package intent
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+)
+
+// Store keeps the applied intents' documents in a JSON file, so a restarted
+// agent knows the intents behind the rules it finds in the pinned maps. It
+// is written whole to a temporary file and renamed: a crash leaves the old
+// or the new list, never half of one.
+type Store struct{ Path string }
+
+type stored struct {
+	ID  string          `json:"id"`
+	Doc json.RawMessage `json:"document"`
+}
+
+// Save writes the intents' documents.
+func (s *Store) Save(ins []Intent) error {
+	list := make([]stored, 0, len(ins))
+	for _, in := range ins {
+		list = append(list, stored{in.ID, in.Doc})
+	}
+	b, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
+		return err
+	}
+	tmp := s.Path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.Path)
+}
+
+// Load parses the stored documents again (the same parser as the API).
+func (s *Store) Load() ([]Intent, error) {
+	b, err := os.ReadFile(s.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var list []stored
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, err
+	}
+	var out []Intent
+	for _, st := range list {
+		in, err := Parse(st.Doc)
+		if err != nil {
+			return nil, err
+		}
+		in.ID = st.ID
+		out = append(out, in)
+	}
+	return out, nil
+}
