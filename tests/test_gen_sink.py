@@ -14,6 +14,7 @@ figures are consistent with each other.
 """
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -259,4 +260,12 @@ def test_good_config_passes_check(dp_binary):
     res, _ = check_config(gen_config(), binary_path=dp_binary)
     assert res.returncode == 0, res.stderr
     res, _ = check_config(SINK_CONFIG, binary_path=dp_binary)
+    assert res.returncode == 0, res.stderr
+
+
+def test_readme_configuration_example_passes_check(dp_binary):
+    readme = Path(__file__).resolve().parent.parent / "dataplane" / "gen" / "README.md"
+    text = readme.read_text()
+    block = text.split("```ini\n", 1)[1].split("```", 1)[0]
+    res, _ = check_config(block, binary_path=dp_binary)
     assert res.returncode == 0, res.stderr
