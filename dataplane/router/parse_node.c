@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Stage `parse`: Ethernet destination check, then ep_parse (proto/).
+ *
+ * A unicast frame whose destination MAC is not the receiving port's is not
+ * ours (af_packet and promiscuous ports deliver them): L2_NOT_FOR_US, counted
+ * before parsing so a foreign frame is never blamed on its headers.
+ * Broadcast and multicast frames go on (ARP requests, neighbour
+ * solicitations); the route stage drops multicast IP it does not forward.
+ *
+ * Loop shape: the frame's first line and its ep_meta line of packet i+4 are
+ * prefetched while packet i is parsed; the meta line of the mbuf is written
+ * here and read by every later stage.
+ */
+#include <rte_prefetch.h>
+
+#include "ep_parse.h"
+#include "router.h"
+
+#define PREFETCH_AHEAD 4
+
+static __rte_always_inline int
+mac_eq(const uint8_t *a, const struct rte_ether_addr *b)
+{
+	uint32_t a4, b4;
+	uint16_t a2, b2;
+
+	memcpy(&a4, a, 4);
+	memcpy(&b4, b->addr_bytes, 4);
+	memcpy(&a2, a + 4, 2);
+	memcpy(&b2, b->addr_bytes + 4, 2);
+	return a4 == b4 && a2 == b2;
+}
+
+static __rte_always_inline uint16_t
+parse_one(const struct router_worker *w, struct rte_mbuf *m, uint16_t *next)
+{
+	struct ep_meta *md = ep_meta(m);
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	int rc;
+
+	/* Group bit clear = unicast: must be the in_port's MAC. */
+	if (likely(m->data_len >= RTE_ETHER_HDR_LEN) && (p[0] & 1) == 0 &&
+	    unlikely(md->in_port >= w->n_ports || !mac_eq(p, &w->port[md->in_port].mac))) {
+		*next = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
+		return 1;
+	}
+	rc = ep_parse_mbuf(m, md);
+	if (unlikely(rc != 0)) {
+		*next = EP_NEXT_DROP(rc);
+		return 1;
+	}
+	return 0;
+}
+
+uint16_t
+router_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	const struct router_worker *w = ctx;
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++) {
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
+		rte_prefetch0(ep_meta(pkts[i]));
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		if (i + PREFETCH_AHEAD < n) {
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + PREFETCH_AHEAD], void *));
+			rte_prefetch0(ep_meta(pkts[i + PREFETCH_AHEAD]));
+		}
+		out += parse_one(w, pkts[i], &next[i]);
+	}
+	return out;
+}

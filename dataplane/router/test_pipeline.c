@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The whole router pipeline through the engine's burst function
+ * (ep_worker_run_burst): verdicts and per-stage counters, tables changed
+ * between bursts, the [router] configuration and the control commands.
+ */
+#include <unistd.h>
+
+#include "ep_ctl.h"
+#include "test_router.h"
+
+static uint8_t buf[2048];
+
+static struct rte_mbuf *
+frame(struct tp_spec *s)
+{
+	return tr_mbuf(buf, tp_build(buf, s), 0);
+}
+
+EP_TEST(pipeline_forwards_ipv4_and_ipv6_with_0_1_2_tags_to_the_core_port)
+{
+	struct router *r = tr_router();
+	struct ep_worker *w = tr_worker(r);
+	struct rte_mbuf *pkts[6], *out[EP_BURST_MAX];
+
+	for (int i = 0; i < 6; i++) {
+		struct tp_spec s = tp_default(i & 1, i < 2 ? IPPROTO_UDP : IPPROTO_TCP);
+
+		s.n_vlans = i / 2;
+		pkts[i] = frame(&s);
+	}
+	EP_CHECK_EQ(ep_worker_run_burst(w, pkts, 6), 0);
+	EP_CHECK_EQ(tr_take_tx(w, 1, out), 6);
+	for (int i = 0; i < 6; i++) {
+		EP_CHECK_EQ(ep_meta(out[i])->n_vlans, 0);
+		EP_CHECK_MEM(rte_pktmbuf_mtod(out[i], uint8_t *), MAC_B, 6);
+	}
+	rte_pktmbuf_free_bulk(out, 6);
+	EP_CHECK_EQ(tr_stage(w, "rewrite")->stats.pkts_tx, 6);
+	EP_CHECK_EQ(tr_stage(w, "parse")->stats.pkts_out, 6);
+	tr_worker_free(w);
+	router_free(r);
+}
+
+EP_TEST(pipeline_counts_each_drop_in_the_stage_that_decided)
+{
+	struct router *r = tr_router();
+	struct ep_worker *w = tr_worker(r);
+	struct rte_mbuf *pkts[8], *out[EP_BURST_MAX];
+	struct ep_err err;
+	struct tp_spec s;
+	uint16_t len;
+	int n = 0;
+
+	EP_CHECK_EQ(router_acl_insert(r, "deny proto udp dport 666", -1, &err), 0);
+	s = tp_default(0, IPPROTO_UDP);                /* forwarded */
+	pkts[n++] = frame(&s);
+	len = tp_build(buf, &s);                       /* bad header checksum */
+	buf[24] ^= 1;
+	pkts[n++] = ep_test_mbuf(buf, len);            /* in_port 0; parse stage finds it */
+	s.dport = 666;                                 /* ACL deny */
+	pkts[n++] = frame(&s);
+	s = tp_default(0, IPPROTO_UDP);                /* no route */
+	s.dst4 = tp_ip4("198.19.9.9");
+	pkts[n++] = frame(&s);
+	s = tp_default(1, IPPROTO_UDP);                /* hop limit 1 */
+	s.ttl = 1;
+	pkts[n++] = frame(&s);
+	pkts[n++] = tr_mbuf(buf, tp_arp(buf, MAC_A, 1, tp_ip4("198.18.0.2"),
+					tp_ip4("198.18.0.1")), 0);   /* ARP reply */
+	s = tp_default(0, IPPROTO_UDP);                /* another host's MAC */
+	s.dmac[5] = 0x77;
+	pkts[n++] = frame(&s);
+	s = tp_default(0, IPPROTO_ICMP);               /* ping the gateway */
+	s.dst4 = tp_ip4("198.18.0.1");
+	pkts[n++] = frame(&s);
+
+	EP_CHECK_EQ(ep_worker_run_burst(w, pkts, (uint16_t)n), 0);
+	EP_CHECK_EQ(tr_stage(w, "parse")->stats.drops[EP_DROP_IPV4_BAD_CHECKSUM], 1);
+	EP_CHECK_EQ(tr_stage(w, "parse")->stats.drops[EP_DROP_L2_NOT_FOR_US], 1);
+	EP_CHECK_EQ(tr_stage(w, "neigh")->stats.pkts_tx, 1);
+	EP_CHECK_EQ(tr_stage(w, "acl")->stats.drops[EP_DROP_ACL_DENY], 1);
+	EP_CHECK_EQ(tr_stage(w, "route")->stats.drops[EP_DROP_NO_ROUTE], 1);
+	EP_CHECK_EQ(tr_stage(w, "route")->stats.pkts_tx, 1);
+	EP_CHECK_EQ(tr_stage(w, "rewrite")->stats.drops[EP_DROP_IPV6_HOP_LIMIT_EXPIRED], 1);
+	EP_CHECK_EQ(tr_stage(w, "rewrite")->stats.pkts_tx, 1);
+	EP_CHECK_EQ(tr_take_tx(w, 0, out), 2);         /* ARP reply, echo reply */
+	rte_pktmbuf_free_bulk(out, 2);
+	EP_CHECK_EQ(tr_take_tx(w, 1, out), 1);
+	rte_pktmbuf_free_bulk(out, 1);
+	tr_worker_free(w);
+	router_free(r);
+}
+
+/* Send one UDP frame to @p dst through the pipeline; the port it left on or -1. */
+static int
+send_udp(struct ep_worker *w, int v6, const char *dst, uint16_t dport)
+{
+	struct tp_spec s = tp_default(v6, IPPROTO_UDP);
+	struct rte_mbuf *m, *out[EP_BURST_MAX];
+	int port = -1;
+
+	if (v6)
+		tp_ip6(s.dst6, dst);
+	else
+		s.dst4 = tp_ip4(dst);
+	s.dport = dport;
+	m = frame(&s);
+	ep_worker_run_burst(w, &m, 1);
+	for (uint16_t p = 0; p < 2; p++) {
+		uint16_t k = tr_take_tx(w, p, out);
+
+		if (k != 0)
+			port = p;
+		rte_pktmbuf_free_bulk(out, k);
+	}
+	return port;
+}
+
+EP_TEST(acl_deny_added_between_bursts_takes_effect_on_the_next_burst)
+{
+	struct router *r = tr_router();
+	struct ep_worker *w = tr_worker(r);
+	struct ep_err err;
+
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5001), 1);
+	EP_CHECK_EQ(router_acl_insert(r, "deny proto udp dport 5001", -1, &err), 0);
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5001), -1);
+	EP_CHECK_EQ(tr_stage(w, "acl")->stats.drops[EP_DROP_ACL_DENY], 1);
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5002), 1);
+	EP_CHECK_EQ(router_acl_delete(r, 0, &err), 0);
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5001), 1);
+	tr_worker_free(w);
+	router_free(r);
+}
+
+EP_TEST(route_change_leaves_other_flows_alone)
+{
+	struct router *r = tr_router();
+	struct ep_worker *w = tr_worker(r);
+	struct ep_err err;
+
+	EP_CHECK_EQ(router_route_add(r, "198.18.20.0/24", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(router_route_add(r, "198.18.21.0/24", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(router_route_add(r, "2001:db8:20::/48", "2001:db8:0:2::2", &err), 0);
+	EP_CHECK_EQ(router_route_add(r, "2001:db8:21::/48", "2001:db8:0:2::2", &err), 0);
+	for (int i = 0; i < 3; i++) {
+		/* Flip the other prefix between access and core; the watched
+		 * flows must be forwarded after every change. */
+		const char *gw4 = i % 2 ? "198.18.1.2" : "198.18.0.2";
+		const char *gw6 = i % 2 ? "2001:db8:0:2::2" : "2001:db8:0:1::2";
+
+		EP_CHECK_EQ(router_route_add(r, "198.18.21.0/24", gw4, &err), 0);
+		EP_CHECK_EQ(router_route_add(r, "2001:db8:21::/48", gw6, &err), 0);
+		EP_CHECK_EQ(send_udp(w, 0, "198.18.20.9", 1), 1);
+		EP_CHECK_EQ(send_udp(w, 1, "2001:db8:20::9", 1), 1);
+		EP_CHECK_EQ(send_udp(w, 0, "198.18.21.9", 1), i % 2 ? 1 : 0);
+		EP_CHECK_EQ(send_udp(w, 1, "2001:db8:21::9", 1), i % 2 ? 1 : 0);
+	}
+	tr_worker_free(w);
+	router_free(r);
+}
+
+/* ---- [router] configuration ---- */
+
+static struct ep_cfg *
+cfg_text(const char *text)
+{
+	struct ep_err err;
+	struct ep_cfg *cfg = ep_cfg_parse(text, "test.conf", &err);
+
+	if (cfg == NULL)
+		printf("    cfg: %s\n", err.msg);
+	return cfg;
+}
+
+static int
+load(struct router *r, const char *text, struct ep_err *err)
+{
+	struct ep_cfg *cfg = cfg_text(text);
+	int rc = router_load_config(r, cfg, ep_cfg_find(cfg, "router", NULL), err);
+
+	ep_cfg_free(cfg);
+	return rc;
+}
+
+EP_TEST(config_routes_neighbours_and_acl_load_in_order)
+{
+	struct router *r = tr_router();
+	struct ep_worker *w = tr_worker(r);
+	struct ep_err err = {{0}};
+
+	EP_CHECK_EQ(load(r, "[router]\n"
+			 "route = 198.18.30.0/24 via 198.18.1.30\n"
+			 "neighbor = 198.18.1.30 02:00:00:00:00:30\n"
+			 "neighbor = 198.18.66.1 02:00:00:00:00:66 dev core\n"
+			 "route = 198.18.31.0/24 via 198.18.66.1\n"
+			 "acl = deny proto udp dport 7\n"
+			 "acl = permit proto udp\n"
+			 "acl_default = deny\n", &err), 0);
+	if (err.msg[0])
+		printf("    %s\n", err.msg);
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 9), 1);
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.31.1", 9), 1);
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.31.1", 7), -1);
+	EP_CHECK_EQ(r->n_rules, 2);
+	EP_CHECK(r->default_deny);
+	tr_worker_free(w);
+	router_free(r);
+}
+
+EP_TEST(config_errors_name_file_line_and_field)
+{
+	static const struct { const char *text, *needle; } bad[] = {
+		{ "[router]\nroute = 198.18.30.0/24 198.18.1.30\n", "test.conf:2" },
+		{ "[router]\n\nroute = 198.18.30.0/24 via 10.0.0.1\n", "test.conf:3" },
+		{ "[router]\nneighbor = 198.18.1.30\n", "<ip> <mac>" },
+		{ "[router]\nacl = permit proto udp dport x\n", "dport" },
+		{ "[router]\nacl_default = maybe\n", "permit or deny" },
+		{ "[router]\nroute_file = /nonexistent/routes\n", "cannot open" },
+	};
+
+	for (size_t i = 0; i < RTE_DIM(bad); i++) {
+		struct router *r = tr_router();
+		struct ep_err err = {{0}};
+
+		EP_CHECK(load(r, bad[i].text, &err) < 0);
+		if (strstr(err.msg, bad[i].needle) == NULL) {
+			printf("    case %zu: '%s' lacks '%s'\n", i, err.msg, bad[i].needle);
+			ep_test_failed = 1;
+		}
+		router_free(r);
+	}
+}
+
+EP_TEST(config_route_and_acl_files_load_with_line_numbers_in_errors)
+{
+	char rpath[] = "/tmp/ep_routes_XXXXXX", apath[] = "/tmp/ep_acl_XXXXXX";
+	int rfd = mkstemp(rpath), afd = mkstemp(apath);
+	FILE *rf = fdopen(rfd, "w"), *af = fdopen(afd, "w");
+	struct router *r = tr_router();
+	struct ep_worker *w = tr_worker(r);
+	struct ep_err err = {{0}};
+	char text[256];
+
+	fprintf(rf, "# routes\n");
+	for (int i = 0; i < 500; i++)
+		fprintf(rf, "198.19.%d.0/24 via 198.18.1.2\n", i % 250 + (i >= 250 ? 0 : 0));
+	fprintf(rf, "\n2001:db8:77::/48 via 2001:db8:0:2::2   # v6 too\n");
+	fclose(rf);
+	fprintf(af, "deny proto udp dport 9   \npermit\n");
+	fclose(af);
+	snprintf(text, sizeof(text), "[router]\nroute_file = %s\nacl_file = %s\n", rpath, apath);
+	EP_CHECK_EQ(load(r, text, &err), 0);
+	EP_CHECK_EQ(send_udp(w, 0, "198.19.200.1", 1), 1);
+	EP_CHECK_EQ(send_udp(w, 1, "2001:db8:77::1", 1), 1);
+	EP_CHECK_EQ(send_udp(w, 0, "198.19.200.1", 9), -1);
+	EP_CHECK_EQ(r->n_rules, 2);
+	tr_worker_free(w);
+	router_free(r);
+
+	rf = fopen(rpath, "w");
+	fprintf(rf, "198.19.1.0/24 via 198.18.1.2\n198.19.2.0/24 via\n");
+	fclose(rf);
+	r = tr_router();
+	snprintf(text, sizeof(text), "[router]\nroute_file = %s\n", rpath);
+	EP_CHECK(load(r, text, &err) < 0);
+	snprintf(text, sizeof(text), "%s:2:", rpath);
+	EP_CHECK(strstr(err.msg, text) != NULL);
+	router_free(r);
+	unlink(rpath);
+	unlink(apath);
+}
+
+/* ---- control commands ---- */
+
+static json_t *
+ctl(const char *json)
+{
+	json_error_t je;
+	json_t *req = json_loads(json, 0, &je);
+	json_t *res = ep_ctl_dispatch(&tr_eng, req);
+
+	json_decref(req);
+	return res;
+}
+
+static int
+ctl_ok(const char *json)
+{
+	json_t *res = ctl(json);
+	int ok = json_is_true(json_object_get(res, "ok"));
+
+	if (!ok)
+		printf("    %s -> %s\n", json, json_string_value(json_object_get(res, "error")));
+	json_decref(res);
+	return ok;
+}
+
+static int
+ctl_err_has(const char *json, const char *needle)
+{
+	json_t *res = ctl(json);
+	const char *e = json_string_value(json_object_get(res, "error"));
+	int ok = !json_is_true(json_object_get(res, "ok")) && e != NULL && strstr(e, needle);
+
+	if (!ok)
+		printf("    %s -> %s (want '%s')\n", json, e ? e : "ok", needle);
+	json_decref(res);
+	return ok;
+}
+
+EP_TEST(ctl_route_neigh_acl_commands_change_the_tables)
+{
+	struct router *r = tr_router();
+	struct ep_worker *w = tr_worker(r);
+	json_t *res;
+
+	EP_CHECK(ctl_ok("{\"cmd\":\"route-add\",\"prefix\":\"198.18.40.0/24\",\"via\":\"198.18.1.2\"}"));
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.40.1", 1), 1);
+	res = ctl("{\"cmd\":\"route-list\",\"limit\":2}");
+	EP_CHECK_EQ(json_array_size(json_object_get(json_object_get(res, "result"), "routes")), 2);
+	EP_CHECK_EQ(json_integer_value(json_object_get(json_object_get(res, "result"), "count")),
+		    r->n_routes4 + r->n_routes6);
+	json_decref(res);
+	EP_CHECK(ctl_ok("{\"cmd\":\"route-del\",\"prefix\":\"198.18.40.0/24\"}"));
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.40.1", 1), -1);
+
+	EP_CHECK(ctl_ok("{\"cmd\":\"neigh-add\",\"ip\":\"198.18.1.44\",\"mac\":\"02:00:00:00:00:44\"}"));
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.44", 1), 1);
+	res = ctl("{\"cmd\":\"neigh-list\"}");
+	EP_CHECK_EQ(json_array_size(json_object_get(json_object_get(res, "result"), "neighbors")), 5);
+	json_decref(res);
+	EP_CHECK(ctl_ok("{\"cmd\":\"neigh-del\",\"ip\":\"198.18.1.44\"}"));
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.44", 1), -1);
+
+	EP_CHECK(ctl_ok("{\"cmd\":\"acl-add\",\"rule\":\"deny proto udp dport 53\"}"));
+	EP_CHECK(ctl_ok("{\"cmd\":\"acl-add\",\"rule\":\"permit proto udp dport 53 src 198.18.0.2\",\"index\":0}"));
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 53), 1);
+	res = ctl("{\"cmd\":\"acl-list\"}");
+	EP_CHECK_EQ(strcmp(json_string_value(json_object_get(json_array_get(json_object_get(
+		json_object_get(res, "result"), "rules"), 0), "rule")),
+		"permit proto udp src 198.18.0.2/32 dport 53"), 0);
+	json_decref(res);
+	EP_CHECK(ctl_ok("{\"cmd\":\"acl-del\",\"index\":0}"));
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 53), -1);
+	EP_CHECK(ctl_ok("{\"cmd\":\"acl-replace\",\"rules\":\"deny proto udp dport 54; permit\"}"));
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 53), 1);
+	EP_CHECK(ctl_ok("{\"cmd\":\"acl-replace\",\"rules\":[\"deny proto udp\"]}"));
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 53), -1);
+	EP_CHECK(ctl_ok("{\"cmd\":\"acl-replace\",\"rules\":[]}"));
+	EP_CHECK(ctl_ok("{\"cmd\":\"acl-set-default\",\"action\":\"deny\"}"));
+	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 53), -1);
+	res = ctl("{\"cmd\":\"addr-list\"}");
+	EP_CHECK_EQ(json_array_size(json_object_get(json_object_get(res, "result"), "addresses")), 4);
+	json_decref(res);
+	tr_worker_free(w);
+	router_free(r);
+}
+
+EP_TEST(ctl_errors_name_the_command_and_field)
+{
+	struct router *r = tr_router();
+
+	EP_CHECK(ctl_err_has("{\"cmd\":\"route-add\",\"via\":\"198.18.1.2\"}", "prefix"));
+	EP_CHECK(ctl_err_has("{\"cmd\":\"route-add\",\"prefix\":\"198.18.40.0/24\",\"via\":\"x\"}",
+			     "route-add: via"));
+	EP_CHECK(ctl_err_has("{\"cmd\":\"neigh-add\",\"ip\":\"198.18.1.4\",\"mac\":\"zz\"}",
+			     "neigh-add: mac"));
+	EP_CHECK(ctl_err_has("{\"cmd\":\"acl-add\",\"rule\":\"permit bogus\"}", "acl-add: rule"));
+	EP_CHECK(ctl_err_has("{\"cmd\":\"acl-del\",\"index\":9}", "acl-del: index"));
+	EP_CHECK(ctl_err_has("{\"cmd\":\"acl-del\"}", "index"));
+	EP_CHECK(ctl_err_has("{\"cmd\":\"acl-replace\",\"rules\":[\"permit\", 5]}", "rules[1]"));
+	EP_CHECK(ctl_err_has("{\"cmd\":\"acl-set-default\",\"action\":\"drop\"}", "action"));
+	router_free(r);
+	EP_CHECK(ctl_err_has("{\"cmd\":\"route-list\"}", "no router"));
+}
