@@ -140,3 +140,20 @@ def ping_summary(stdout):
     if m:
         out["rtt_min"], out["rtt_avg"], out["rtt_max"] = (float(m.group(i)) for i in (1, 2, 3))
     return out
+
+
+def snmp_counter(host, name):
+    """A kernel SNMP counter of the host's namespace: "Icmp.InEchos" (from
+    /proc/net/snmp) or "Icmp6InEchos" (from /proc/net/snmp6)."""
+    if "." in name:
+        group, field = name.split(".", 1)
+        lines = [l.split() for l in host.run(["cat", "/proc/net/snmp"]).stdout.splitlines()]
+        for hdr, val in zip(lines[::2], lines[1::2]):
+            if hdr[0] == group + ":":
+                return int(val[hdr.index(field)])
+        raise KeyError(name)
+    for line in host.run(["cat", "/proc/net/snmp6"]).stdout.splitlines():
+        k, v = line.split()
+        if k == name:
+            return int(v)
+    raise KeyError(name)

@@ -215,3 +215,76 @@ def test_start_refuses_control_socket_in_use(scratch_ns, tmp_path):
         holder.close()
     assert res.returncode == 1, res.stdout + res.stderr
     assert f"control socket {sock} is in use by another edgeplane-dp" in res.stderr
+
+
+# -- the [router] section ----------------------------------------------------------
+#
+# Run with a real start: a router's tables are created before its keys are
+# read, so these cases need the memory of a real start (see
+# test_standard_router_config_passes_check).
+
+def router_text(*extra_lines, **opts):
+    """The standard lab's router config with extra lines in [router]."""
+    text = render(router_sections(**opts)).replace("[engine]", "[engine]\nctl_socket = {sock}", 1)
+    return text.rstrip("\n") + "\n" + "".join(l + "\n" for l in extra_lines)
+
+
+ROUTER_CASES = [
+    ("route_bad_prefix_length", ["route = 198.18.5.0/33 via 198.18.1.2 # MARK"],
+     ["key 'route'", "198.18.5.0/33"]),
+    ("route_prefix_host_bits_set", ["route = 198.18.5.1/24 via 198.18.1.2 # MARK"],
+     ["key 'route'", "host bits"]),
+    ("route_not_a_prefix", ["route = elsewhere via 198.18.1.2 # MARK"], ["key 'route'"]),
+    ("route_gateway_not_an_address", ["route = 198.18.5.0/24 via 198.18.1.256 # MARK"],
+     ["key 'route'", "not an IP address"]),
+    ("route_gateway_not_connected", ["route = 198.18.5.0/24 via 198.18.9.9 # MARK"],
+     ["key 'route'", "not on a connected subnet"]),
+    ("route_missing_via", ["route = 198.18.5.0/24 198.18.1.2 # MARK"],
+     ["key 'route'", "<prefix> via <gateway>"]),
+    ("route_v6_prefix_v4_gateway", ["route = 2001:db8:5::/48 via 198.18.1.2 # MARK"],
+     ["key 'route'", "prefix is IPv6"]),
+    ("neighbor_bad_mac", ["neighbor = 198.18.1.9 02:00:00:00:00:zz # MARK"],
+     ["key 'neighbor'", "not a MAC address"]),
+    ("neighbor_not_connected", ["neighbor = 198.18.9.9 02:00:00:00:00:09 # MARK"],
+     ["key 'neighbor'", "not on a connected subnet"]),
+    ("neighbor_is_own_address", ["neighbor = 198.18.1.1 02:00:00:00:00:09 # MARK"],
+     ["key 'neighbor'", "address of this router"]),
+    ("acl_bad_action", ["acl = allow proto tcp # MARK"], ["key 'acl'", "permit or deny"]),
+    ("acl_unknown_word", ["acl = deny protocol tcp # MARK"], ["key 'acl'", "unknown word 'protocol'"]),
+    ("acl_port_out_of_range", ["acl = deny proto udp dport 65536 # MARK"], ["key 'acl'", "65536"]),
+    ("acl_default_bad", ["acl_default = maybe # MARK"], ["key 'acl_default'", "permit or deny"]),
+    ("router_unknown_key", ["routes = 198.18.5.0/24 via 198.18.1.2 # MARK"],
+     ["[router]", "unknown key 'routes'"]),
+    ("router_size_out_of_range", ["max_nexthops = 2 # MARK"], ["key 'max_nexthops'", "outside"]),
+]
+
+
+@pytest.fixture(scope="module")
+def router_ns(request, router_pipeline):
+    """A namespace with the veths the router config names, for real starts."""
+    topo = Topology("cr").__enter__()
+    request.addfinalizer(topo.close)
+    h = topo.host("dut")
+    topo.link(h, "pa", h, "pb")
+    return h
+
+
+@pytest.mark.parametrize("lines", [c[1] for c in ROUTER_CASES], ids=[c[0] for c in ROUTER_CASES])
+def test_bad_router_config_refused_at_start(router_ns, tmp_path, lines):
+    sock = tmp_path / "ctl.sock"
+    text = router_text(*lines).replace("{sock}", str(sock))
+    res, path = start_for_real(router_ns, tmp_path, text)
+    words = next(c[2] for c in ROUTER_CASES if c[1] == lines)
+    assert_refused(res, path, text, "MARK", words)
+    assert not sock.exists()
+
+
+def test_router_section_without_router_worker_is_refused(router_pipeline, tmp_path):
+    res, path, text = run_check(tmp_path, GOOD + "[router] # MARK\nacl_default = permit\n")
+    assert_refused(res, path, text, "MARK", ["no worker runs pipeline router"])
+
+
+def test_standard_router_config_passes_check(router_pipeline, tmp_path):
+    res, path, _ = run_check(tmp_path, router_text())
+    assert res.returncode == 0, res.stderr
+    assert "configuration OK (2 ports, 1 workers)" in res.stdout
