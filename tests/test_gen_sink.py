@@ -38,7 +38,9 @@ def gen_config(**keys):
             "worker gen0": worker}
 
 
-SINK_CONFIG = {"engine": ENGINE, "port s": {"device": "net_af_packet0,iface=sa"},
+# A deep rx ring: 512 frames (the default) overflow when the sink is
+# descheduled for ~10 ms at these rates, which a loaded 2-core machine does.
+SINK_CONFIG = {"engine": ENGINE, "port s": {"device": "net_af_packet0,iface=sa,framecnt=16384"},
                "worker sink0": {"pipeline": "sink", "rx": "s"}}
 
 

@@ -152,6 +152,7 @@ gen_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 	w->pipeline_ctx = g;
 	if (p.start)
 		ep_gen_start(g, rte_rdtsc());
+	g->tx_full_base = w->tx_stage.stats.drops[EP_DROP_TX_FULL];
 	return 0;
 }
 
@@ -250,13 +251,17 @@ gen_msg_run(struct ep_worker *w, void *arg)
 		ep_gen_set_rate(g, m->rate_pps, now);
 	if (m->stop)
 		g->running = false;
-	if (m->start)
+	if (m->start) {
 		ep_gen_start(g, now);
+		g->tx_full_base = w->tx_stage.stats.drops[EP_DROP_TX_FULL];
+	}
 	if (g->count != 0 && g->c.sent_pkts >= g->count)
 		g->running = false;
 	m->c = g->c;
 	m->running = g->running;
-	m->tx_full_pkts = w->tx_stage.stats.drops[EP_DROP_TX_FULL];
+	/* The port refused these after they were built and counted as sent:
+	 * a trial with any is not a valid offered load. */
+	m->tx_full_pkts = w->tx_stage.stats.drops[EP_DROP_TX_FULL] - g->tx_full_base;
 	m->now = now;
 }
 

@@ -268,6 +268,7 @@ struct ep_gen {
 	uint64_t count;              /**< packets in this run, 0: unlimited */
 	struct ep_gen_counters c;
 	uint64_t *alloc_drops;       /**< the gen_tx stage's GEN_ALLOC_FAILED counter */
+	uint64_t tx_full_base;       /**< the worker's tx_full drops at gen-start */
 	uint64_t alloc_drops_local;  /**< target of alloc_drops outside an engine */
 
 	/* Control-owned: only the control thread touches these. */
