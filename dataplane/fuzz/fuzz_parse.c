@@ -18,7 +18,7 @@
 #include <rte_malloc.h>
 
 #include "ep_parse.h"
-#include "router.h"
+#include "router/router.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -102,7 +102,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ep_parse(frame, (uint32_t)size / 2, (uint32_t)size, &meta);
 
 	/* Then the pipeline, on an mbuf whose data room is the input. */
-	m = calloc(1, sizeof(*m) + EP_META_SIZE);
+	m = aligned_alloc(RTE_CACHE_LINE_SIZE,
+			  RTE_ALIGN_CEIL(sizeof(*m) + EP_META_SIZE, RTE_CACHE_LINE_SIZE));
+	memset(m, 0, sizeof(*m) + EP_META_SIZE);
 	m->buf_addr = frame;
 	m->buf_len = (uint16_t)size;
 	m->data_off = 0;

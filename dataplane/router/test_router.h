@@ -29,7 +29,7 @@ static const uint8_t MAC_P1[6] = {2, 0, 0, 0, 2, 1};
 
 static struct ep_engine tr_eng;
 
-static void
+static inline void
 tr_engine_init(void)
 {
 	static const char *names[2] = {"access", "core"};
@@ -61,7 +61,7 @@ tr_engine_init(void)
 }
 
 /* A router sized for tests, with both hosts as neighbours. */
-static struct router *
+static inline struct router *
 tr_router(void)
 {
 	struct router_params p;
