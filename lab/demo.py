@@ -17,7 +17,7 @@ import time
 
 from .dp import DpError, binary
 from .router_lab import A4, A6, B4, B6, GW_A4, GW_A6, RouterLab, router_available
-from .traffic import Iperf3Server, iperf3_finish, iperf3_start, ping_summary
+from .traffic import Iperf3Server, iperf3_finish, iperf3_start, ping_summary, snmp_counter
 
 
 def banner(text):
@@ -92,6 +92,11 @@ def main(argv=None):
             stages = lab.dp.stages()
             drops = {k: v for k, v in lab.dp.drops().items() if v}
             workers = lab.dp.workers()
+            ports = lab.dp.ctl("ports")["ports"]
+            # Where UDP loss happens when the data plane dropped nothing:
+            # the receiving socket's buffer in host b.
+            rcvbuf = (snmp_counter(lab.b, "Udp.RcvbufErrors")
+                      + snmp_counter(lab.b, "Udp6RcvbufErrors"))
             lab.dp.stop()   # checks for a clean exit
     except KeyboardInterrupt:
         print("\ninterrupted: lab torn down", file=sys.stderr)
@@ -117,9 +122,17 @@ def main(argv=None):
     for name, s in stages.items():
         print(f"    {name:<10} {s['pkts_in']:>10} pkts  {s['cycles_per_pkt']:8.1f} cycles/pkt"
               f"  dropped {s['pkts_dropped']}")
+    print("    (rx and tx include the kernel: af_packet's recv and sendto, and on tx the\n"
+          "     veth delivering into the peer's stack; the stages between are the pipeline)")
+    for p in ports:
+        st = p.get("stats", {})
+        print(f"  port {p['name']}: rx {st.get('ipackets', 0)} (missed {st.get('imissed', 0)}, "
+              f"errors {st.get('ierrors', 0)}, no mbuf {st.get('rx_nombuf', 0)}), "
+              f"tx {st.get('opackets', 0)} (errors {st.get('oerrors', 0)})")
     for w in workers:
         print(f"  worker {w['name']}: busy {w['busy_pct']:.1f}% of its polling time, "
               f"rx {w['rx_pkts']}, tx {w['tx_pkts']}, sleeps {w['sleeps']}")
+    print(f"  host b: {rcvbuf} UDP datagrams dropped by a full socket receive buffer")
     print("  drops by reason: " + (", ".join(f"{k}={v}" for k, v in sorted(drops.items()))
                                    or "none"))
     print(f"  total time {time.monotonic() - t0:.1f} s")

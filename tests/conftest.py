@@ -76,3 +76,9 @@ def xconnect_lab(request, dp_binary):
     lab = _lab(request, pipeline="xconnect", tag="xc")
     lab.iperf3_server = Iperf3Server(lab.b)
     return lab
+
+
+@pytest.fixture(scope="module")
+def shared_xconnect_lab(request, dp_binary):
+    """The xconnect lab shared by a module's tests that do not stop it."""
+    return _lab(request, pipeline="xconnect", tag="xs")

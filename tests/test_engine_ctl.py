@@ -14,8 +14,10 @@ MAX_LINE = 8 << 20  # EP_CTL_MAX_LINE in dataplane/engine/ctl.c
 
 
 @pytest.fixture
-def dp(xconnect_lab):
-    return xconnect_lab.dp
+def dp(shared_xconnect_lab):
+    dp = shared_xconnect_lab.dp
+    yield dp
+    assert dp.running(), f"edgeplane-dp died:\n{dp.output()}"
 
 
 @pytest.fixture
