@@ -302,6 +302,10 @@ static __always_inline int parse_packet(struct xdp_md *ctx, struct parse_state *
 	proto = parse_vlans(&nh, data_end, proto);
 	if (proto < 0)
 		return drop_with(st, DROP_TRUNC_VLAN);
+	/* Broadcast and multicast (ARP, ND, MLD...) belong to every node on
+	 * the segment: never steered, never rewritten to one other node. */
+	if (eth->h_dest[0] & 1)
+		return PARSE_NOT_IP;
 	st->next = proto;
 	st->off = nh.pos - data;
 	st->l3_off = st->off;

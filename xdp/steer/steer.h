@@ -103,7 +103,7 @@ enum steer_path {
 	PATH_OFFLOAD,        /* not prioritised, host overloaded: XDP_TX */
 	PATH_NO_ALT_NODE,    /* overloaded but no alternative node for the family: XDP_PASS */
 	PATH_CPU_MISSING,    /* target CPU has no cpumap entry: XDP_PASS */
-	PATH_NOT_STEERABLE,  /* not IP, or an outer IP fragment: XDP_PASS */
+	PATH_NOT_STEERABLE,  /* not IP, multicast/broadcast, or an outer IP fragment: XDP_PASS */
 	PATH_MAX,
 };
 

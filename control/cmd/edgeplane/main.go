@@ -75,7 +75,7 @@ func runAgent(args []string) error {
 	fs.StringVar(&cfg.StateDir, "state-dir", "", "intents and overload mode (default /run/edgeplane/<iface>)")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:9180", "REST API and /metrics: host:port or unix:/path")
 	fs.Var(&alts, "alt-node", "alternative node MAC,IPv4[,IPv6] (repeatable; replaces the pinned list)")
-	fs.StringVar(&cfg.Overload, "overload", "", "auto, on or off (default: the stored mode, else auto)")
+	fs.StringVar(&cfg.Overload, "overload", "", "auto, off, host (offload non-prioritised) or all (CPUs too) (default: the stored mode, else auto)")
 	fs.Float64Var(&cfg.High, "load-high", 0.90, "CPU busy fraction entering overload")
 	fs.Float64Var(&cfg.Low, "load-low", 0.75, "CPU busy fraction leaving overload")
 	fs.DurationVar(&cfg.LoadInterval, "load-interval", time.Second, "CPU load sampling period")

@@ -224,8 +224,10 @@ func (a *Agent) storedMode() string {
 	return strings.TrimSpace(string(b))
 }
 
-// SetOverloadMode: "auto" follows measured load; "on" and "off" force the
-// host (and every CPU, for "on") into or out of overload.
+// SetOverloadMode: "auto" follows measured load; "off" forces no overload;
+// "host" forces the host into overload (non-prioritised traffic offloaded,
+// prioritised traffic kept); "all" also marks every CPU overloaded, so
+// prioritised traffic overflows to the alternative nodes as well.
 func (a *Agent) SetOverloadMode(mode string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -234,7 +236,9 @@ func (a *Agent) SetOverloadMode(mode string) error {
 	case "auto":
 		host, cpus := a.monitor.Step(a.loads)
 		err = a.writeOverloadLocked(host, cpus)
-	case "on":
+	case "host":
+		err = a.writeOverloadLocked(true, nil)
+	case "all":
 		cpus := make([]bool, steer.MaxCPUs)
 		for i := range cpus {
 			cpus[i] = true
@@ -243,7 +247,7 @@ func (a *Agent) SetOverloadMode(mode string) error {
 	case "off":
 		err = a.writeOverloadLocked(false, nil)
 	default:
-		return &intent.Error{Status: 400, Msg: fmt.Sprintf("overload mode %q: want auto, on or off", mode)}
+		return &intent.Error{Status: 400, Msg: fmt.Sprintf("overload mode %q: want auto, off, host or all", mode)}
 	}
 	if err != nil {
 		return err

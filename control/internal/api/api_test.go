@@ -103,7 +103,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		{"batch-with-conflict", "POST", "/v1/intents", `{"intents": [` + good + `, ` + seed + `]}`, 409},
 		{"too-large", "POST", "/v1/intents", `{"x": "` + strings.Repeat("a", 2<<20) + `"}`, 413},
 		{"overload-bad-mode", "PUT", "/v1/overload", `{"mode": "maybe"}`, 400},
-		{"overload-unknown-field", "PUT", "/v1/overload", `{"mode": "on", "x": 1}`, 400},
+		{"overload-unknown-field", "PUT", "/v1/overload", `{"mode": "host", "x": 1}`, 400},
 		{"alt-multicast-mac", "PUT", "/v1/alt-nodes", `{"altNodes": [{"mac": "01:00:5e:00:00:01", "ipv4": "198.18.0.9"}]}`, 400},
 		{"alt-no-address", "PUT", "/v1/alt-nodes", `{"altNodes": [{"mac": "02:00:00:00:00:09"}]}`, 400},
 		{"alt-v6-in-v4", "PUT", "/v1/alt-nodes", `{"altNodes": [{"mac": "02:00:00:00:00:09", "ipv4": "2001:db8::1"}]}`, 400},
@@ -127,8 +127,8 @@ func TestRefusalsChangeNothing(t *testing.T) {
 
 func TestOverloadAndAltNodes(t *testing.T) {
 	srv := newServer(t)
-	code, m := do(t, srv, "PUT", "/v1/overload", `{"mode": "on"}`)
-	if code != 200 || m["hostOverloaded"] != true || m["mode"] != "on" {
+	code, m := do(t, srv, "PUT", "/v1/overload", `{"mode": "host"}`)
+	if code != 200 || m["hostOverloaded"] != true || m["mode"] != "host" {
 		t.Errorf("overload on: %d %v", code, m)
 	}
 	code, m = do(t, srv, "PUT", "/v1/alt-nodes", `{"altNodes": [{"mac": "02:00:00:00:00:09", "ipv4": "198.18.0.9", "ipv6": "2001:db8::9"}]}`)

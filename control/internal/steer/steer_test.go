@@ -386,6 +386,11 @@ func mutate(t *testing.T, spec pkt.Spec, boundary string, f func(hdr []byte)) []
 func TestMalformedAndUnsteerable(t *testing.T) {
 	d := loadT(t)
 	reset(t, d)
+	// Overloaded: a steerable frame is offloaded, an unsteerable one must
+	// pass untouched.
+	if err := d.SetOverload(true, nil); err != nil {
+		t.Fatal(err)
+	}
 	gtp := pkt.Spec{Tunnel: pkt.GTPU, TEID: 9, GTPExt: []layers.GTPExtensionHeader{pduSession}, Src: inSrc4, Dst: inDst4, SPort: 1, DPort: 2}
 	plain := pkt.Spec{Src: inSrc4, Dst: inDst4, SPort: 1, DPort: 2}
 	five := []layers.GTPExtensionHeader{pduSession, pduSession, pduSession, pduSession, pduSession}
@@ -399,14 +404,15 @@ func TestMalformedAndUnsteerable(t *testing.T) {
 		{"gtp-ext-length-0", "drop", "bad_gtp_ext", mutate(t, gtp, "gtp", func(h []byte) { h[12] = 0 })},
 		{"gtp-ext-chain-too-long", "drop", "bad_gtp_ext", pkt.MustBuild(pkt.Spec{Tunnel: pkt.GTPU, TEID: 9, GTPExt: five, Src: inSrc4, Dst: inDst4})},
 		{"gtp-inner-version-5", "drop", "bad_inner", mutate(t, gtp, "inner-ipv4", func(h []byte) { h[0] = 0x55 })},
-		{"gtp-echo-request", "pass", "headroom", pkt.MustBuild(pkt.Spec{Tunnel: pkt.GTPU, TEID: 9, GTPType: 1})},
-		{"gtp-version-2-is-plain-udp", "pass", "headroom", mutate(t, gtp, "gtp", func(h []byte) { h[0] = 0x54 })},
-		{"vxlan-i-flag-clear-is-plain-udp", "pass", "headroom", mutate(t, pkt.Spec{Tunnel: pkt.VXLAN, VNI: 3, Src: inSrc4, Dst: inDst4}, "vxlan", func(h []byte) { h[0] = 0 })},
-		{"unknown-tunnel-geneve-6081", "pass", "headroom", pkt.MustBuild(pkt.Spec{Src: inSrc4, Dst: inDst4, SPort: 1, DPort: 6081, Payload: 64})},
+		{"gtp-echo-request", "tx", "offload", pkt.MustBuild(pkt.Spec{Tunnel: pkt.GTPU, TEID: 9, GTPType: 1})},
+		{"gtp-version-2-is-plain-udp", "tx", "offload", mutate(t, gtp, "gtp", func(h []byte) { h[0] = 0x54 })},
+		{"vxlan-i-flag-clear-is-plain-udp", "tx", "offload", mutate(t, pkt.Spec{Tunnel: pkt.VXLAN, VNI: 3, Src: inSrc4, Dst: inDst4}, "vxlan", func(h []byte) { h[0] = 0 })},
+		{"unknown-tunnel-geneve-6081", "tx", "offload", pkt.MustBuild(pkt.Spec{Src: inSrc4, Dst: inDst4, SPort: 1, DPort: 6081, Payload: 64})},
 		{"arp", "pass", "not_steerable", arpFrame()},
+		{"ipv6-multicast-dst-mac", "pass", "not_steerable", mutate(t, plain, "eth", func(h []byte) { copy(h, []byte{0x33, 0x33, 0, 0, 0, 1}) })},
 		{"triple-vlan", "pass", "not_steerable", pkt.MustBuild(pkt.Spec{OuterVLANs: []uint16{1, 2, 3}, Src: inSrc4, Dst: inDst4})},
 		{"outer-ipv4-fragment", "pass", "not_steerable", mutate(t, pkt.Spec{Tunnel: pkt.VXLAN, VNI: 3, Src: inSrc4, Dst: inDst4}, "outer-ipv4", func(h []byte) { h[6] = 0x20 })},
-		{"inner-ipv4-fragment", "pass", "headroom", mutate(t, gtp, "inner-ipv4", func(h []byte) { h[7] = 0x10 })},
+		{"inner-ipv4-fragment", "tx", "offload", mutate(t, gtp, "inner-ipv4", func(h []byte) { h[7] = 0x10 })},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
