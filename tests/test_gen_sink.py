@@ -188,6 +188,12 @@ def test_sink_counts_foreign_traffic_separately(lab):
     assert sink_stage["drops"].get("sink_foreign", 0) >= s["foreign_pkts"], sink_stage
 
 
+def test_sink_refuses_unexpected_fields(lab):
+    with pytest.raises(CtlError) as exc:
+        lab.sink.ctl("sink-reset", flows=3)
+    assert "unexpected field 'flows'" in exc.value.error
+
+
 def test_sink_reset_returns_the_trial_and_zeroes(lab):
     g, s = lab.run(count=5000)
     check_no_loss(g, s)
@@ -223,8 +229,11 @@ def test_cli_prints_the_json_fields_benchmarks_use(lab):
     ("gen-stats", {"worker": "nope"}, "no gen worker named 'nope'"),
     ("gen-stats", {"worker": 3}, "must be a string"),
     ("sink-stats", {}, "no sink worker"),
+    ("gen-stop", {"rate_pps": 5}, "unexpected field 'rate_pps'"),
+    ("gen-stats", {"verbose": 1}, "unexpected field 'verbose'"),
 ], ids=["size-too-small", "zero-flows", "negative-rate", "start-not-settable", "unknown-key",
-        "mixed-families", "unknown-worker", "worker-not-string", "sink-on-gen-process"])
+        "mixed-families", "unknown-worker", "worker-not-string", "sink-on-gen-process",
+        "stop-takes-only-worker", "stats-takes-only-worker"])
 def test_bad_requests_are_refused_and_change_nothing(lab, cmd, fields, needle):
     before = lab.gen.ctl("gen-stats")["workers"][0]
     with pytest.raises(CtlError) as exc:

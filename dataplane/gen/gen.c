@@ -206,6 +206,19 @@ ep_gen_select_workers(struct ep_engine *e, json_t *req, const char *type,
 	return n;
 }
 
+int
+ep_gen_only_worker(json_t *req, struct ep_err *err)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(req, key, v)
+		if (strcmp(key, "cmd") != 0 && strcmp(key, "worker") != 0)
+			return ep_err_set(err, "unexpected field '%s' (this command takes only worker)",
+					  key);
+	return 0;
+}
+
 json_t *
 ep_gen_time_json(const struct ep_engine *e, uint64_t tsc)
 {
@@ -321,7 +334,7 @@ gen_prepare(struct ep_worker *w, json_t *req, enum gen_op op, struct ep_gen_para
 	m->start = op == GEN_START;
 	m->stop = op == GEN_STOP;
 	if (op != GEN_START && op != GEN_SET)
-		return 0;
+		return ep_gen_only_worker(req, err);
 	json_object_foreach(req, key, v) {
 		char val[160];
 

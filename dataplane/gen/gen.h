@@ -416,6 +416,8 @@ struct json_t;
  *  "worker" field (all of them when absent): their number, or -1 with err. */
 int ep_gen_select_workers(struct ep_engine *e, struct json_t *req, const char *type,
 			  struct ep_worker **out, struct ep_err *err);
+/** -1 with err if the request has fields other than "cmd" and "worker". */
+int ep_gen_only_worker(struct json_t *req, struct ep_err *err);
 /** TSC to "ns since the engine started", JSON null for 0 (never happened). */
 struct json_t *ep_gen_time_json(const struct ep_engine *e, uint64_t tsc);
 

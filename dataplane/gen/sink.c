@@ -112,6 +112,8 @@ sink_cmd(struct ep_engine *e, json_t *req, json_t *result, struct ep_err *err, b
 	json_t *list;
 	int n, rc = -1;
 
+	if (ep_gen_only_worker(req, err) < 0)
+		return -1;
 	n = ep_gen_select_workers(e, req, "sink", ws, err);
 	if (n < 0)
 		return -1;
