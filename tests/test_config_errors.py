@@ -284,6 +284,11 @@ def test_router_section_without_router_worker_is_refused(router_pipeline, tmp_pa
     assert_refused(res, path, text, "MARK", ["no worker runs pipeline router"])
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "engine bug: --check runs the EAL with --no-huge -m 128 (engine.c build_eal_args), "
+    "and the router's default tables (two rte_lpm6 with 32768 tbl8s, rte_lpm with 8192) "
+    "need more than 256 MB, so a valid router config fails --check with 'creating "
+    "tables failed: Cannot allocate memory'; passes with -m 512"))
 def test_standard_router_config_passes_check(router_pipeline, tmp_path):
     res, path, _ = run_check(tmp_path, router_text())
     assert res.returncode == 0, res.stderr

@@ -8,6 +8,15 @@ import pytest
 from lab.router_lab import A4, A6, B4, B6, MAC_B
 from lab.traffic import Iperf3Server, iperf3_finish, iperf3_start, snmp_counter
 
+
+def rcvbuf_drops(host):
+    """Datagrams the host's kernel dropped because a socket buffer was full."""
+    return snmp_counter(host, "Udp.RcvbufErrors") + snmp_counter(host, "Udp6RcvbufErrors")
+
+
+def port_stats(dp):
+    return {p["name"]: p.get("stats", {}) for p in dp.ctl("ports")["ports"]}
+
 RATE = "20M"
 SECONDS = 6
 
@@ -37,7 +46,7 @@ def test_route_churn_during_iperf3_udp_loses_no_packet_of_unchanged_flows(fresh_
     lab = fresh_router_lab
     Iperf3Server(lab.b, port=5202)
     routes_before = lab.dp.ctl("route-list")["routes"]
-    dr0 = lab.dp.drops()
+    dr0, ps0, rb0 = lab.dp.drops(), port_stats(lab.dp), rcvbuf_drops(lab.b)
     c4 = iperf3_start(lab.a, B4, udp=True, bitrate=RATE, seconds=SECONDS, port=5201)
     c6 = iperf3_start(lab.a, B6, udp=True, bitrate=RATE, seconds=SECONDS, port=5202)
     ops, rounds = 0, 0
@@ -45,15 +54,25 @@ def test_route_churn_during_iperf3_udp_loses_no_packet_of_unchanged_flows(fresh_
         ops += churn_once(lab.dp, rounds)
         rounds += 1
     r4, r6 = iperf3_finish(c4), iperf3_finish(c6)
-    dr1 = lab.dp.drops()
+    dr1, ps1, rb1 = lab.dp.drops(), port_stats(lab.dp), rcvbuf_drops(lab.b)
     assert rounds >= 5, f"only {rounds} churn rounds overlapped the flows"
+    # The data plane lost nothing: no drop on the forwarding path, nothing
+    # missed on rx.
+    for reason in ("no_route", "neighbor_unresolved", "acl_deny", "tx_full", "bad_tx_port",
+                   "no_next"):
+        assert dr1[reason] == dr0[reason], (reason, dr0[reason], dr1[reason])
+    missed = sum(ps1[p]["imissed"] - ps0[p]["imissed"] for p in ps1)
+    assert missed == 0, (ps0, ps1)
+    # iperf3 counts a late datagram as lost, then un-counts it when it
+    # arrives (out_of_order): lost_packets is the net number missing.  On a
+    # loaded 2-core machine the iperf3 server itself may fall behind; such
+    # datagrams are counted by b's kernel (RcvbufErrors), not the router.
+    lost = r4.lost_packets + r6.lost_packets
     for r in (r4, r6):
         assert r.packets > 0 and r.received_bytes > 0, r
-        # iperf3 counts a late datagram as lost, then un-counts it when it
-        # arrives (out_of_order): lost_packets is the net number missing.
-        assert r.lost_packets == 0, (r, f"{ops} table operations in {rounds} rounds")
-    for reason in ("no_route", "neighbor_unresolved", "tx_full"):
-        assert dr1[reason] == dr0[reason], (reason, dr0[reason], dr1[reason])
+    assert lost == 0 or lost <= rb1 - rb0, (
+        r4, r6, f"{ops} table operations in {rounds} rounds; "
+        f"{rb1 - rb0} datagrams dropped by b's socket buffers")
     # Every churned entry is gone again: the table is what it was.
     assert lab.dp.ctl("route-list")["routes"] == routes_before
 
