@@ -25,8 +25,9 @@
  * hysteresis and writes node_map. The program only reads one word per packet.
  *
  * Cost (BPF_PROG_TEST_RUN, see docs/xdp-steering.md): the nested
- * VXLAN+GTP-U prioritised path is parse + one masked jhash2 + one per-CPU
- * hash lookup + a 48-byte key compare + one stats lookup + the redirect.
+ * VXLAN+GTP-U prioritised path is parse (three levels) + one masked jhash2
+ * + one or two per-CPU array loads + a 48-byte key compare + one stats
+ * lookup + the redirect.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -43,10 +44,11 @@
 
 #define KEY_WORDS (sizeof(struct flow_key) / 4)
 
-/* Prioritised flows: jhash2 of the masked flow key -> rule and per-CPU counts. */
+/* Prioritised flows: jhash2 of the masked flow key -> rule and per-CPU
+ * counts, as a 2-way set-associative array (see struct prio_value). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, STEER_MAX_FLOWS);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STEER_PRIO_SLOTS);
 	__type(key, __u32);
 	__type(value, struct prio_value);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -319,6 +321,22 @@ static __always_inline int parse_packet(struct xdp_md *ctx, struct parse_state *
 	return r;
 }
 
+/* Does this slot hold the rule for the masked key? The hash is compared
+ * first: almost every miss ends there, before the 12-word compare. */
+static __always_inline int slot_hit(const struct prio_value *pv, const __u32 *masked,
+				    __u32 h, __u32 slot)
+{
+	const __u32 *pw = (const __u32 *)&pv->key;
+	__u32 w, diff = 0;
+
+	if (pv->hash != h || !pv->active || pv->mask_id != slot)
+		return 0;
+#pragma unroll
+	for (w = 0; w < KEY_WORDS; w++)
+		diff |= masked[w] ^ pw[w];
+	return diff == 0;
+}
+
 static __always_inline struct prio_value *lookup_slot(const struct flow_key *key,
 						     __u32 slot)
 {
@@ -326,8 +344,8 @@ static __always_inline struct prio_value *lookup_slot(const struct flow_key *key
 	struct flow_mask *m = bpf_map_lookup_elem(&mask_map, &slot);
 	struct prio_value *pv;
 	__u32 masked[KEY_WORDS];
-	const __u32 *mw, *pw;
-	__u32 h, w, diff = 0;
+	const __u32 *mw;
+	__u32 h, idx, w;
 
 	if (m == NULL || !m->active)
 		return NULL;
@@ -336,19 +354,20 @@ static __always_inline struct prio_value *lookup_slot(const struct flow_key *key
 	for (w = 0; w < KEY_WORDS; w++)
 		masked[w] = kw[w] & mw[w];
 	h = jhash2(masked, KEY_WORDS, STEER_JHASH_INITVAL);
-	pv = bpf_map_lookup_elem(&prio_map, &h);
-	if (pv == NULL || !pv->active || pv->mask_id != slot)
-		return NULL;
-	pw = (const __u32 *)&pv->key;
-#pragma unroll
-	for (w = 0; w < KEY_WORDS; w++)
-		diff |= masked[w] ^ pw[w];
-	return diff == 0 ? pv : NULL;
+	idx = h & (STEER_PRIO_SLOTS - 2);
+	pv = bpf_map_lookup_elem(&prio_map, &idx);
+	if (pv != NULL && slot_hit(pv, masked, h, slot))
+		return pv;
+	idx |= 1;
+	pv = bpf_map_lookup_elem(&prio_map, &idx);
+	if (pv != NULL && slot_hit(pv, masked, h, slot))
+		return pv;
+	return NULL;
 }
 
 /*
  * Tuple-space lookup: one masked hash and one lookup per active mask, so the
- * common case of one field set costs one jhash2 and one hash lookup, and an
+ * common case of one field set costs one jhash2 and two array loads, and an
  * unused slot costs one inlined array load. The stored key is compared too,
  * so a 32-bit hash collision never prioritises a flow no intent named. The
  * slots are unrolled by hand: a loop whose counter is passed by address to

@@ -81,9 +81,9 @@ func runAgent(args []string) error {
 	fs.DurationVar(&cfg.LoadInterval, "load-interval", time.Second, "CPU load sampling period")
 	fs.DurationVar(&cfg.ReportInterval, "report-interval", 10*time.Second, "statistics report period")
 	fs.StringVar(&cfg.ReportFile, "report", "", "statistics reports as JSON lines: a file, - for stdout, empty for none")
-	maxFlows := fs.Uint("max-flows", 0, "prio_map size (0: the program's default)")
+	prioSlots := fs.Uint("prio-slots", 0, "prio_map slots, a power of two (0: the program's 16384)")
 	fs.Parse(args)
-	cfg.MaxFlows = uint32(*maxFlows)
+	cfg.PrioSlots = uint32(*prioSlots)
 	if cfg.Low > cfg.High {
 		return errors.New("--load-low must not exceed --load-high")
 	}

@@ -36,7 +36,7 @@ type Config struct {
 	LoadInterval   time.Duration
 	ReportInterval time.Duration
 	ReportFile     string // "-" for stdout, "" for none
-	MaxFlows       uint32
+	PrioSlots      uint32
 	NoAttach       bool // load and serve without attaching (API tests)
 }
 
@@ -73,7 +73,7 @@ func Start(cfg Config) (*Agent, error) {
 		}
 		pin = filepath.Join(cfg.BPFFS, "edgeplane", cfg.Iface)
 	}
-	dp, err := steer.Load(steer.Options{PinDir: pin, MaxFlows: cfg.MaxFlows})
+	dp, err := steer.Load(steer.Options{PinDir: pin, PrioSlots: cfg.PrioSlots})
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func loadDP(t *testing.T, maxFlows uint32) *steer.Dataplane {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for BPF maps")
 	}
-	d, err := steer.Load(steer.Options{MaxFlows: maxFlows})
+	d, err := steer.Load(steer.Options{PrioSlots: maxFlows})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func status(err error) int {
 }
 
 func TestApplyWholeOrNothing(t *testing.T) {
-	d := loadDP(t, 2) // prio_map holds two rules: the third write fails in the kernel
+	d := loadDP(t, 2) // prio_map is one set of two slots: the third rule does not fit
 	e := NewEngine(d, "eth0", nil)
 	batch := []Intent{mustParse(t, port("a", "1")), mustParse(t, port("b", "2")), mustParse(t, port("c", "3"))}
 	err := e.Apply(batch)

@@ -22,8 +22,9 @@ type Options struct {
 	// keeps the rules, the counters and the attached program. Empty: no
 	// pinning (tests, benchmarks).
 	PinDir string
-	// MaxFlows overrides prio_map's size (STEER_MAX_FLOWS); 0 keeps it.
-	MaxFlows uint32
+	// PrioSlots overrides prio_map's size (STEER_PRIO_SLOTS, a power of
+	// two, at least 2); 0 keeps it.
+	PrioSlots uint32
 	// CPUQueue is the cpumap queue length per CPU; 0 means 2048 frames,
 	// enough for a veth NAPI budget of 64 many times over.
 	CPUQueue uint32
@@ -53,8 +54,11 @@ func Load(opts Options) (*Dataplane, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.MaxFlows != 0 {
-		spec.Maps["prio_map"].MaxEntries = opts.MaxFlows
+	if n := opts.PrioSlots; n != 0 {
+		if n < 2 || n&(n-1) != 0 {
+			return nil, fmt.Errorf("prio_map slots %d: want a power of two, at least 2", n)
+		}
+		spec.Maps["prio_map"].MaxEntries = n
 	}
 	if opts.CPUQueue == 0 {
 		opts.CPUQueue = 2048
@@ -249,4 +253,14 @@ func Detach(pinDir string) error {
 		os.Remove(filepath.Join(pinDir, e.Name()))
 	}
 	return os.Remove(pinDir)
+}
+
+// LoadNoop loads the no-op XDP program (xdp/noop/noop.bpf.c), the floor the
+// benchmark subtracts.
+func LoadNoop() (*ebpf.Program, error) {
+	var objs noopObjects
+	if err := loadNoopObjects(&objs, nil); err != nil {
+		return nil, err
+	}
+	return objs.XdpNoop, nil
 }

@@ -21,38 +21,74 @@ type Rule struct {
 // ErrExists is returned by PutRule when the hash is already in prio_map.
 var ErrExists = errors.New("flow hash already in prio_map")
 
-// PutRule inserts a rule under hash (RuleHash of its key and fields). The
-// same value goes into every CPU's copy, with zero counters.
+// ErrSetFull is returned by PutRule when both slots of the hash's set hold
+// other rules.
+var ErrSetFull = errors.New("both prio_map slots for this flow hash are taken")
+
+// set is the first slot of the 2-way set for hash (see struct prio_value).
+func (d *Dataplane) set(hash uint32) uint32 { return hash & (d.objs.PrioMap.MaxEntries() - 2) }
+
+// slotOf finds the slot holding hash, or returns ok false.
+func (d *Dataplane) slotOf(hash uint32) (idx uint32, vals []steerPrioValue, ok bool, err error) {
+	for i := d.set(hash); i <= d.set(hash)+1; i++ {
+		if err := d.objs.PrioMap.Lookup(i, &vals); err != nil {
+			return 0, nil, false, err
+		}
+		if vals[0].Used != 0 && vals[0].Hash == hash {
+			return i, vals, true, nil
+		}
+	}
+	return 0, nil, false, nil
+}
+
+// PutRule inserts a rule under hash (RuleHash of its key and fields) in a
+// free slot of its set. The same value goes into every CPU's copy, with
+// zero counters.
 func (d *Dataplane) PutRule(hash uint32, r Rule) error {
-	v := steerPrioValue{Key: r.Key.raw(), Cpu: r.CPU, MaskId: uint8(r.Slot)}
+	if _, _, ok, err := d.slotOf(hash); err != nil || ok {
+		if ok {
+			return ErrExists
+		}
+		return err
+	}
+	v := steerPrioValue{Key: r.Key.raw(), Cpu: r.CPU, Hash: hash, Used: 1, MaskId: uint8(r.Slot)}
 	if r.Active {
 		v.Active = 1
 	}
-	vals := make([]steerPrioValue, d.ncpu)
-	for i := range vals {
-		vals[i] = v
+	for i := d.set(hash); i <= d.set(hash)+1; i++ {
+		var cur []steerPrioValue
+		if err := d.objs.PrioMap.Lookup(i, &cur); err != nil {
+			return err
+		}
+		if cur[0].Used != 0 {
+			continue
+		}
+		vals := make([]steerPrioValue, d.ncpu)
+		for c := range vals {
+			vals[c] = v
+		}
+		return d.objs.PrioMap.Update(i, vals, ebpf.UpdateExist)
 	}
-	err := d.objs.PrioMap.Update(hash, vals, ebpf.UpdateNoExist)
-	if errors.Is(err, ebpf.ErrKeyExist) {
-		return ErrExists
-	}
-	return err
+	return ErrSetFull
 }
 
-// DeleteRule removes the rule under hash; a missing one is not an error.
+// DeleteRule clears the slot holding hash; a missing rule is not an error.
 func (d *Dataplane) DeleteRule(hash uint32) error {
-	err := d.objs.PrioMap.Delete(hash)
-	if errors.Is(err, ebpf.ErrKeyNotExist) {
-		return nil
+	idx, _, ok, err := d.slotOf(hash)
+	if err != nil || !ok {
+		return err
 	}
-	return err
+	return d.objs.PrioMap.Update(idx, make([]steerPrioValue, d.ncpu), ebpf.UpdateExist)
 }
 
 // RuleCounts sums a rule's per-CPU counters.
 func (d *Dataplane) RuleCounts(hash uint32) (Counter, error) {
-	var vals []steerPrioValue
-	if err := d.objs.PrioMap.Lookup(hash, &vals); err != nil {
+	_, vals, ok, err := d.slotOf(hash)
+	if err != nil {
 		return Counter{}, err
+	}
+	if !ok {
+		return Counter{}, ebpf.ErrKeyNotExist
 	}
 	var c Counter
 	for _, v := range vals {
@@ -62,17 +98,29 @@ func (d *Dataplane) RuleCounts(hash uint32) (Counter, error) {
 	return c, nil
 }
 
-// Rules lists prio_map (CPU 0's copy holds the rule).
+// Rules lists the used slots of prio_map by hash, reading the array in
+// batches (one syscall per 1024 slots, not one per slot).
 func (d *Dataplane) Rules() (map[uint32]Rule, error) {
 	out := map[uint32]Rule{}
-	var h uint32
-	var vals []steerPrioValue
-	it := d.objs.PrioMap.Iterate()
-	for it.Next(&h, &vals) {
-		v := vals[0]
-		out[h] = Rule{Key: keyFromRaw(v.Key), Slot: int(v.MaskId), CPU: v.Cpu, Active: v.Active != 0}
+	const chunk = 1024
+	keys := make([]uint32, chunk)
+	vals := make([]steerPrioValue, chunk*d.ncpu)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := d.objs.PrioMap.BatchLookup(&cursor, keys, vals, nil)
+		for i := 0; i < n; i++ {
+			v := vals[i*d.ncpu]
+			if v.Used != 0 {
+				out[v.Hash] = Rule{Key: keyFromRaw(v.Key), Slot: int(v.MaskId), CPU: v.Cpu, Active: v.Active != 0}
+			}
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return out, it.Err()
 }
 
 // SetMask writes mask_map[slot]; fields 0 clears the slot. A new mask is

@@ -590,3 +590,51 @@ func TestConstantsMatchObject(t *testing.T) {
 		t.Errorf("alt_map has %d entries, MaxAlt is %d", n, MaxAlt)
 	}
 }
+
+// TestTwoWaySets: two rules whose hashes share a set both match (the second
+// one from the set's second slot); a third is refused with ErrSetFull.
+func TestTwoWaySets(t *testing.T) {
+	d := loadT(t)
+	reset(t, d)
+	cpu := targetCPU(t, d)
+	var keys []Key
+	want := uint32(0)
+	for p := uint32(1); len(keys) < 3; p++ {
+		k := Key{TEID: p}
+		h := RuleHash(k, FieldTEID)
+		if len(keys) == 0 {
+			want = d.set(h)
+		}
+		if d.set(h) == want {
+			keys = append(keys, k)
+		}
+	}
+	if err := d.SetMask(0, FieldTEID); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys[:2] {
+		if err := d.PutRule(RuleHash(k, FieldTEID), Rule{Key: k, Slot: 0, CPU: cpu, Active: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := d.PutRule(RuleHash(keys[2], FieldTEID), Rule{Key: keys[2], Slot: 0, CPU: cpu, Active: true})
+	if !errors.Is(err, ErrSetFull) {
+		t.Fatalf("third rule in a full set: %v", err)
+	}
+	for _, k := range keys[:2] {
+		f := pkt.MustBuild(pkt.Spec{Tunnel: pkt.GTPU, TEID: k.TEID, Src: inSrc4, Dst: inDst4, SPort: 1, DPort: 2})
+		expect(t, f, run(t, d, f), "redirect", "prio_cpu")
+	}
+	// Deleting the first frees its slot; the second still matches.
+	if err := d.DeleteRule(RuleHash(keys[0], FieldTEID)); err != nil {
+		t.Fatal(err)
+	}
+	f := pkt.MustBuild(pkt.Spec{Tunnel: pkt.GTPU, TEID: keys[1].TEID, Src: inSrc4, Dst: inDst4, SPort: 1, DPort: 2})
+	expect(t, f, run(t, d, f), "redirect", "prio_cpu")
+	if err := d.PutRule(RuleHash(keys[2], FieldTEID), Rule{Key: keys[2], Slot: 0, CPU: cpu, Active: true}); err != nil {
+		t.Fatalf("after a delete the set has room: %v", err)
+	}
+	if rules, _ := d.Rules(); len(rules) != 2 {
+		t.Errorf("%d rules listed, want 2", len(rules))
+	}
+}

@@ -1,0 +1,142 @@
+// Command xdp-steer-bench times the steering program per path with
+// BPF_PROG_TEST_RUN against a no-op XDP program in the same process, and
+// prints JSON for bench/bench_xdp_steer.py.
+//
+// Each round runs every path once (interleaved, so a noisy neighbour hits
+// all of them alike) with -repeat packets; the kernel reports the mean time
+// per run. The medians over -rounds are printed, and each path's cost above
+// the no-op floor.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/gopacket/gopacket/layers"
+
+	"edgeplane/control/internal/pkt"
+	"edgeplane/control/internal/steer"
+)
+
+type path struct {
+	Name  string
+	prog  *ebpf.Program
+	frame []byte
+	setup func(d *steer.Dataplane) error
+}
+
+func main() {
+	repeat := flag.Int("repeat", 1000000, "packets per BPF_PROG_TEST_RUN call")
+	rounds := flag.Int("rounds", 7, "rounds (the median is reported)")
+	flag.Parse()
+	if err := run(*repeat, *rounds); err != nil {
+		fmt.Fprintln(os.Stderr, "xdp-steer-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(repeat, rounds int) error {
+	d, err := steer.Load(steer.Options{})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	noop, err := steer.LoadNoop()
+	if err != nil {
+		return err
+	}
+	defer noop.Close()
+
+	src, dst := netip.MustParseAddr("198.18.10.1"), netip.MustParseAddr("198.18.20.1")
+	spec := pkt.Spec{Tunnel: pkt.VXLANGTP, VNI: 4450, TEID: 0x8894d0d4, Src: src, Dst: dst, SPort: 40000, DPort: 5004,
+		GTPExt: []layers.GTPExtensionHeader{{Type: 0x85, Content: []byte{0x10, 0x09}}}, Payload: 64}
+	nested := pkt.MustBuild(spec)
+	other := spec
+	other.TEID = 0x11111111
+	otherFrame := pkt.MustBuild(other)
+	key := steer.Key{VNI: 4450, TEID: 0x8894d0d4, Src: src, DstPort: 5004}
+	fields := steer.FieldVNI | steer.FieldTEID | steer.FieldSrc | steer.FieldDstPort
+	cpus := d.CPUs()
+	cpu := uint32(cpus[len(cpus)-1])
+
+	withRule := func(d *steer.Dataplane) error {
+		if err := d.SetMask(0, fields); err != nil {
+			return err
+		}
+		d.DeleteRule(steer.RuleHash(key, fields))
+		return d.PutRule(steer.RuleHash(key, fields), steer.Rule{Key: key.Masked(fields), Fields: fields, CPU: cpu, Active: true})
+	}
+	overload := func(on bool) func(d *steer.Dataplane) error {
+		return func(d *steer.Dataplane) error {
+			if err := withRule(d); err != nil {
+				return err
+			}
+			return d.SetOverload(on, nil)
+		}
+	}
+	bare := func(d *steer.Dataplane) error {
+		d.DeleteRule(steer.RuleHash(key, fields))
+		if err := d.SetMask(0, 0); err != nil {
+			return err
+		}
+		return d.SetOverload(false, nil)
+	}
+	if err := d.SetAltNodes([]steer.AltNode{{MAC: pkt.PeerMAC, IPv4: netip.MustParseAddr("198.18.99.1")}}); err != nil {
+		return err
+	}
+	paths := []path{
+		{"noop", noop, nested, bare},
+		{"parse_only", d.Program(), nested, bare},            // full nested parse, no mask active: pass
+		{"prioritised", d.Program(), nested, overload(false)}, // parse + hash + hit + cpumap redirect
+		{"passed", d.Program(), otherFrame, overload(false)},  // parse + hash + miss: headroom pass
+		{"offloaded", d.Program(), otherFrame, overload(true)}, // miss, overloaded: rewrite + XDP_TX
+	}
+	want := map[string]uint32{"noop": 2, "parse_only": 2, "prioritised": 4, "passed": 2, "offloaded": 3}
+	samples := map[string][]float64{}
+	for r := 0; r < rounds; r++ {
+		for _, p := range paths {
+			if err := p.setup(d); err != nil {
+				return fmt.Errorf("%s setup: %w", p.Name, err)
+			}
+			ret, per, err := p.prog.Benchmark(p.frame, repeat, nil)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.Name, err)
+			}
+			if ret != want[p.Name] {
+				return fmt.Errorf("%s: verdict %d, want %d: the benchmark would time the wrong path", p.Name, ret, want[p.Name])
+			}
+			samples[p.Name] = append(samples[p.Name], float64(per)/float64(time.Nanosecond))
+		}
+	}
+	res := map[string]any{"repeat": repeat, "rounds": rounds, "frame_bytes": len(nested)}
+	ns := map[string]float64{}
+	above := map[string]float64{}
+	for _, p := range paths {
+		ns[p.Name] = median(samples[p.Name])
+	}
+	for _, p := range paths {
+		if p.Name != "noop" {
+			above[p.Name] = ns[p.Name] - ns["noop"]
+		}
+	}
+	res["ns_per_pkt"] = ns
+	res["ns_above_floor"] = above
+	res["samples"] = samples
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
