@@ -92,9 +92,9 @@ func run(repeat, rounds int) error {
 	}
 	paths := []path{
 		{"noop", noop, nested, bare},
-		{"parse_only", d.Program(), nested, bare},            // full nested parse, no mask active: pass
-		{"prioritised", d.Program(), nested, overload(false)}, // parse + hash + hit + cpumap redirect
-		{"passed", d.Program(), otherFrame, overload(false)},  // parse + hash + miss: headroom pass
+		{"parse_only", d.Program(), nested, bare},              // full nested parse, no mask active: pass
+		{"prioritised", d.Program(), nested, overload(false)},  // parse + hash + hit + cpumap redirect
+		{"passed", d.Program(), otherFrame, overload(false)},   // parse + hash + miss: headroom pass
 		{"offloaded", d.Program(), otherFrame, overload(true)}, // miss, overloaded: rewrite + XDP_TX
 	}
 	want := map[string]uint32{"noop": 2, "parse_only": 2, "prioritised": 4, "passed": 2, "offloaded": 3}

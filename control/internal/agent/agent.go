@@ -47,14 +47,14 @@ type Agent struct {
 	eng      *intent.Engine
 	attached string
 
-	mu       sync.Mutex
-	mode     string // overload mode
-	monitor  load.Monitor
-	sampler  load.Sampler
-	loads    []float64
-	host     bool
-	cpus     []bool
-	Metrics  *Metrics
+	mu      sync.Mutex
+	mode    string // overload mode
+	monitor load.Monitor
+	sampler load.Sampler
+	loads   []float64
+	host    bool
+	cpus    []bool
+	Metrics *Metrics
 }
 
 // Start loads, attaches and restores state. Close releases handles; the
@@ -259,12 +259,12 @@ func (a *Agent) SetOverloadMode(mode string) error {
 
 // OverloadState is what GET /v1/overload answers.
 type OverloadState struct {
-	Mode    string    `json:"mode"`
-	Host    bool      `json:"hostOverloaded"`
-	CPUs    []int     `json:"overloadedCpus"`
-	Loads   []float64 `json:"cpuLoad"`
-	High    float64   `json:"high"`
-	Low     float64   `json:"low"`
+	Mode  string    `json:"mode"`
+	Host  bool      `json:"hostOverloaded"`
+	CPUs  []int     `json:"overloadedCpus"`
+	Loads []float64 `json:"cpuLoad"`
+	High  float64   `json:"high"`
+	Low   float64   `json:"low"`
 }
 
 // Overload reads the state the program sees.

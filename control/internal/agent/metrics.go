@@ -16,10 +16,10 @@ type Metrics struct {
 }
 
 type collector struct {
-	a                                   *Agent
-	pkts, bytes, path, drops            *prometheus.Desc
-	flowPkts, flowBytes, over, cpuLoad  *prometheus.Desc
-	intents                             *prometheus.Desc
+	a                                  *Agent
+	pkts, bytes, path, drops           *prometheus.Desc
+	flowPkts, flowBytes, over, cpuLoad *prometheus.Desc
+	intents                            *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *Metrics {

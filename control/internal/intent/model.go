@@ -30,8 +30,8 @@ func notFound(format string, a ...any) error   { return &Error{404, fmt.Sprintf(
 // Rule is one prioritised flow: the key fields it names and where its
 // packets go.
 type Rule struct {
-	Resources []string   // resource ids (seed) or the filter index (MEC)
-	Key       steer.Key  // only the fields in Fields are set
+	Resources []string  // resource ids (seed) or the filter index (MEC)
+	Key       steer.Key // only the fields in Fields are set
 	Fields    steer.Fields
 	CPU       uint32 // target CPU, steer.NoCPU for none (XDP_PASS)
 	Active    bool

@@ -439,7 +439,7 @@ func TestInnerFragmentsShareOneRule(t *testing.T) {
 	cpu := targetCPU(t, d)
 	spec := pkt.Spec{Tunnel: pkt.GTPU, TEID: 9, Src: inSrc4, Dst: inDst4, SPort: 1, DPort: 2}
 	addRule(t, d, Key{TEID: 9, Src: inSrc4, Dst: inDst4, Proto: 17}, FieldTEID|FieldSrc|FieldDst|FieldProto, 0, cpu)
-	first := mutate(t, spec, "inner-ipv4", func(h []byte) { h[6] = 0x20 })            // MF, offset 0
+	first := mutate(t, spec, "inner-ipv4", func(h []byte) { h[6] = 0x20 })             // MF, offset 0
 	later := mutate(t, spec, "inner-ipv4", func(h []byte) { h[6], h[7] = 0x00, 0x10 }) // offset 128
 	expect(t, first, run(t, d, first), "redirect", "prio_cpu")
 	expect(t, later, run(t, d, later), "redirect", "prio_cpu")
