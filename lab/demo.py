@@ -58,8 +58,13 @@ def main(argv=None):
     ap.add_argument("--udp-rate", default="100M", help="iperf3 UDP rate (bit/s)")
     ap.add_argument("--watch", type=float, default=2.0, help="seconds between stage tables")
     args = ap.parse_args(argv)
-    # SIGTERM/SIGHUP tear down through lab.topology's handler; Ctrl-C
-    # arrives as KeyboardInterrupt and unwinds the `with` below.
+    # Ctrl-C arrives as KeyboardInterrupt, SIGTERM/SIGHUP as one too (instead
+    # of lab.topology's kill-and-die handler), so the `with` below unwinds:
+    # edgeplane-dp stopped, its directory removed, namespaces deleted.
+    def _interrupt(signum, frame):
+        raise KeyboardInterrupt
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     if not binary().exists():
         print(f"{binary()} not found: run `make build` first", file=sys.stderr)
         return 2
