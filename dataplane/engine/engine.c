@@ -113,6 +113,47 @@ parse_rx(const struct ep_cfg_kv *kv, void *arg)
 	return 0;
 }
 
+/*
+ * Some devices have as many rx queues as tx queues whether we poll them or
+ * not: net_af_packet opens one packet socket per queue pair and the kernel
+ * spreads arriving frames over all of them (PACKET_FANOUT).  Every tx queue
+ * a worker needs therefore brings an rx queue that must be polled, or the
+ * flows hashed to it are lost.  Give such queues, round-robin, to the
+ * workers that already poll the port; a port nobody polls keeps them idle.
+ */
+static int
+assign_forced_rx_queues(struct ep_engine *e, struct ep_port *p, struct ep_err *err)
+{
+	const char *qp = strstr(p->device, "qpairs=");
+	uint16_t forced = p->n_rxq;
+	int k = 0;
+
+	if (strncmp(p->device, "net_af_packet", 13) != 0)
+		return 0;
+	forced = qp != NULL ? (uint16_t)atoi(qp + 7) : RTE_MAX(p->n_rxq, p->n_txq);
+	if (forced < p->n_rxq || forced < p->n_txq)
+		return ep_err_set(err, "port %s: qpairs=%u but %u workers poll it and %u send on it",
+				  p->name, forced, p->n_rxq, p->n_txq);
+	if (p->n_rxq == 0)
+		return 0;
+	for (uint16_t q = p->n_rxq; q < forced; k++) {
+		struct ep_worker *w = e->workers[k % e->n_workers];
+		bool polls = false;
+
+		for (int i = 0; i < w->n_rx; i++)
+			polls = polls || w->rx[i].port == p->index;
+		if (!polls)
+			continue;
+		if (w->n_rx == EP_MAX_RX)
+			return ep_err_set(err, "port %s: worker %s would poll more than %d queues",
+					  p->name, w->name, EP_MAX_RX);
+		w->rx[w->n_rx].port = p->index;
+		w->rx[w->n_rx++].queue = q++;
+	}
+	p->n_rxq = forced;
+	return 0;
+}
+
 /* [worker NAME] sections: pipeline, rx ports, lcore.  Needs the EAL (the
  * worker lives in hugepage memory with its message ring). */
 static int
@@ -183,6 +224,9 @@ create_workers(struct ep_engine *e, struct ep_err *err)
 	for (int i = 0; i < e->n_workers; i++)
 		for (int p = 0; p < e->n_ports; p++)
 			e->workers[i]->txq[p] = (uint16_t)i;
+	for (int p = 0; p < e->n_ports; p++)
+		if (assign_forced_rx_queues(e, &e->ports[p], err) < 0)
+			return -1;
 	return 0;
 }
 

@@ -162,6 +162,7 @@ ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 	for (int i = 0; i < e->n_ports; i++) {
 		struct ep_port *p = &e->ports[i];
 		char devargs[sizeof(p->device)], name[RTE_ETH_NAME_MAX_LEN];
+		/* assign_forced_rx_queues() made n_rxq the queue-pair count. */
 		uint16_t queues = RTE_MAX(RTE_MAX(p->n_rxq, p->n_txq), 1);
 		int rc;
 
