@@ -30,10 +30,15 @@ from bench.common import OUT
 from bench.pcapgen import IMIX, size_schedule, write_pcap
 
 INPUTS = OUT / "inputs" / "bng"
+VERSION = 2        # bump when frames change: cached files carry it in their names
 
 N_SUBS = 4096
-ACCESS_MAC = "02:00:00:00:01:01"     # the BNG's access port
-CORE_MAC = "02:00:00:00:02:01"       # the BNG's core port
+# net_pcap ports cannot take a configured MAC; each has 02:70:63:61:70:NN
+# ("pcap" + the device's creation index in the process: the engine probes
+# ports in config order).  The frames are addressed to it.
+PCAP_MAC = "02:70:63:61:70:{:02x}"
+ACCESS_MAC = PCAP_MAC.format(0)      # the access port is always the first pcap device
+CORE_MAC = PCAP_MAC.format(0)        # the core port, when it is the only one
 CORE_NH_IP = "198.18.1.2"            # the core router (uplink default route)
 CORE_NH_MAC = "02:00:00:00:02:02"
 SUB_V4_BASE = int(ipaddress.ip_address("198.19.1.0"))
@@ -219,7 +224,7 @@ def _ones_add(a, b):
     return (s & 0xffff) + (s >> 16)
 
 
-def downlink_frame(s, inet, sport, dport, size, qos_queue):
+def downlink_frame(s, inet, sport, dport, size, qos_queue, dst_mac=CORE_MAC):
     """Core -> subscriber, plain Ethernet/IPv4/UDP of size - 8 (the QinQ tags
     the BNG adds make it `size`).
 
@@ -237,7 +242,7 @@ def downlink_frame(s, inet, sport, dport, size, qos_queue):
     from scapy.packet import Raw
     wire = size - 8 - 4
     plen = wire - 14 - 28
-    base = (Ether(dst=CORE_MAC, src=CORE_NH_MAC) / IP(src=inet, dst=s.ipv4, ttl=64, id=s.i)
+    base = (Ether(dst=dst_mac, src=CORE_NH_MAC) / IP(src=inet, dst=s.ipv4, ttl=64, id=s.i)
             / UDP(sport=sport, dport=dport))
     target_low = 12 + qos_queue
     raw0 = bytes(base / Raw(b"\0" * plen))
@@ -295,7 +300,7 @@ class Inputs:
 
     def uplink_pcap(self, spec, pppoe=False, encap=True):
         kind = ("pppoe" if pppoe else "ipoe") if encap else ("plain-pppoe" if pppoe else "plain")
-        path = self.dir / f"up-{kind}-{spec}-{self.n}.pcap"
+        path = self.dir / f"up-{kind}-{spec}-{self.n}-v{VERSION}.pcap"
         if not path.exists():
             sizes = size_schedule(spec, N_PKTS)
             fl = self.flows(pppoe)
@@ -304,20 +309,25 @@ class Inputs:
             _write(path, frames)
         return path
 
-    def downlink_pcap(self, spec):
-        path = self.dir / f"down-{spec}-{self.n}.pcap"
+    def downlink_pcap(self, spec, core_index=0):
+        """core_index: the core port's pcap device index (1 when the access
+        port is a pcap device too)."""
+        path = self.dir / f"down-{spec}-{self.n}-{core_index}-v{VERSION}.pcap"
         if not path.exists():
             sizes = size_schedule(spec, N_PKTS)
             fl = self.flows()
-            frames = [downlink_frame(s, inet, dp, sp, sz, s.i % 4)
+            mac = PCAP_MAC.format(core_index)
+            frames = [downlink_frame(s, inet, dp, sp, sz, s.i % 4, mac)
                       for (s, inet, sp, dp), sz in zip(fl * (N_PKTS // len(fl) + 1), sizes)]
             _write(path, frames)
         return path
 
     def l3fwd_routes(self):
-        """l3fwd LPM files: the uplink's single forwarding rule (seed)."""
+        """l3fwd LPM files: the uplink's single forwarding rule (seed).  rte_lpm
+        takes depths 1-32 only, so l3fwd's default route is two /1s (the
+        same one tbl24 read per lookup)."""
         p4, p6 = self.dir / "l3fwd-default.v4", self.dir / "l3fwd-default.v6"
-        p4.write_text("R0.0.0.0/0 1\n")
+        p4.write_text("R0.0.0.0/1 1\nR128.0.0.0/1 1\n")
         p6.write_text("R2001:db8::/32 1\n")
         return p4, p6
 

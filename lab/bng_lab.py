@@ -44,7 +44,6 @@ only edgeplane-dp speaks on its wires.
         lab.dp.ctl("sub-get", id=1)
 """
 import hashlib
-import ipaddress
 import subprocess
 import tempfile
 from pathlib import Path
@@ -192,7 +191,8 @@ def bng_sections(subs, pipes=None, policers=None, subports=None, bng_extra=None,
     if eal_args:
         s["eal"] = {"args": eal_args}
     s["engine"] = {"burst": 32, **(engine or {})}
-    s["port access"] = {"device": "net_af_packet0,iface=acc", "mac": ACCESS_MAC}
+    s["port access"] = {"device": "net_af_packet0,iface=acc", "mac": ACCESS_MAC,
+                        "ipv4": f"{ACCESS_GW4}/24"}
     s["port core"] = {"device": "net_af_packet1,iface=core", "mac": CORE_MAC,
                       "ipv4": f"{BNG_CORE4}/24", "ipv6": f"{BNG_CORE6}/64"}
     if "up" in workers:
@@ -200,15 +200,15 @@ def bng_sections(subs, pipes=None, policers=None, subports=None, bng_extra=None,
     if "down" in workers:
         s["worker down"] = {"pipeline": "bng-downlink", "rx": "core"}
     b = {"access_port": "access", "core_port": "core",
-         "route": ["0.0.0.0/0 via " + CORE4, "::/0 via " + CORE6],
+         # Default routes as two halves: the router's LPMs take no /0.
+         "route": [f"0.0.0.0/1 via {CORE4}", f"128.0.0.0/1 via {CORE4}",
+                   f"::/1 via {CORE6}", f"8000::/1 via {CORE6}"],
          "neighbor": [f"{CORE4} {CORE_HOST_MAC}", f"{CORE6} {CORE_HOST_MAC}"],
          "hqos_port_rate": "1G"}
-    for name, spec in (subports or {0: "rate=1G pipes=64"}).items():
-        b[f"subport {name}"] = spec
-    for name, spec in (pipes or {"fast": "rate=500M"}).items():
-        b[f"pipe {name}"] = spec
-    for name, spec in (policers or {}).items():
-        b[f"policer {name}"] = spec
+    b["subport"] = [f"{k} {v}" for k, v in (subports or {0: "rate=1G pipes=64"}).items()]
+    b["pipe"] = [f"{k} {v}" for k, v in (pipes or {"fast": "rate=500M"}).items()]
+    if policers:
+        b["policer"] = [f"{k} {v}" for k, v in policers.items()]
     b.update(bng_extra or {})
     lines = [x.line() for x in subs]
     if lines:
@@ -335,5 +335,93 @@ class BngLab:
         return self.dp.drops()
 
 
-def v6_host(prefix, n):
-    return str(ipaddress.ip_network(prefix)[n])
+def open_lab(request, subs, tag, **kw):
+    """A BngLab closed by the pytest finalizer (module or function scope)."""
+    lab = BngLab(subs, tag=tag, **kw)
+    request.addfinalizer(lab.close)
+    return lab.__enter__()
+
+
+def sub_counters(dp, sub_id):
+    """(uplink green+yellow pkts, downlink pkts) of a subscriber."""
+    r = dp.ctl("sub-get", id=sub_id)
+    r = r.get("subscriber", r)
+    up = r["uplink"]
+    return up["green"]["pkts"] + up["yellow"]["pkts"], r["downlink"]["pkts"]
+
+
+def drop_count(dp, reason):
+    return dp.drops().get(reason, 0)
+
+
+def send_frames(host, frames, iface="eth0", inter=0.005):
+    """Send raw frames (bytes) from a namespace with scapy, in a child
+    python (scapy's sockets live in the namespace it runs in)."""
+    import sys
+    hexes = [f.hex() for f in frames]
+    code = ("import sys; from scapy.all import sendp, Ether; "
+            "fr = [Ether(bytes.fromhex(h)) for h in sys.argv[1:]]; "
+            f"sendp(fr, iface={iface!r}, inter={inter}, verbose=False)")
+    host.run([sys.executable, "-c", code, *hexes], timeout=60)
+
+
+class Capture:
+    """tshark writing a pcap in a namespace; stop() waits for the file.
+
+        with Capture(host, "eth0", "udp port 9") as cap: ...
+        cap.fields("ip.src", "pppoe.session_id")  -> [[...], ...]"""
+
+    def __init__(self, host, iface, bpf=None, path=None):
+        self.host, self.iface = host, iface
+        self.path = Path(path or tempfile.mktemp(prefix="bngcap-", suffix=".pcap"))
+        argv = ["tshark", "-q", "-i", iface, "-w", str(self.path)]
+        if bpf:
+            argv += ["-f", bpf]
+        self.proc = host.popen(argv)
+        # tshark reports "Capturing on ..." on stderr once the socket is open.
+        import time
+        deadline = time.monotonic() + 15
+        buf = ""
+        while time.monotonic() < deadline and "Capturing on" not in buf:
+            line = self.proc.stderr.readline()
+            if not line:
+                break
+            buf += line
+        time.sleep(0.2)
+
+    def stop(self):
+        import signal
+        import time
+        time.sleep(0.3)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            self.proc.wait(timeout=15)
+        return self.path
+
+    def fields(self, *names, display_filter=None):
+        argv = ["tshark", "-r", str(self.path), "-T", "fields", "-E", "separator=|"]
+        if display_filter:
+            argv += ["-Y", display_filter]
+        for n in names:
+            argv += ["-e", n]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+        return [line.split("|") for line in out.stdout.splitlines() if line.strip()]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def wait_for(cond, timeout=5.0, step=0.1):
+    """Poll cond() until true or timeout; returns its last value."""
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()

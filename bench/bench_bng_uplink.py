@@ -1,0 +1,82 @@
+"""`make bench BENCH=bng-uplink`: the vBNG uplink against DPDK l3fwd (LPM).
+
+Seed 003's per-instance configuration: 4K subscribers (subscriber_file),
+4K flows (one per subscriber), the 150-rule blacklist evaluated for every
+packet (bench/bng_inputs.acl150: bogon sources and destinations, blocked
+ports; the traffic matches none), classification on the VLAN pair (or the
+PPPoE session + MAC), anti-spoofing, a trTCM policer per subscriber (rates
+above the offered load: every packet is metered and green), one forwarding
+rule (the seed's "single forwarding rule": 0.0.0.0/0 to the core router),
+the access header stripped.  Frames are 128 B at the access side: QinQ/IPoE
+(120 B out) and QinQ/PPPoE (112 B out), plus the seed's upstream iMix.
+
+Peer: l3fwd with LPM and the same single route (bench/dpdk_peer.L3fwd,
+built by scripts/build-peers), on the same flows as plain Ethernet/IPv4
+frames -- l3fwd cannot parse VLAN tags or PPPoE, so it gets the packets
+the uplink emits (120 B).  The ratio `vs_dpdk-l3fwd` is our IPoE 128 B
+rate per core over l3fwd's.
+"""
+import statistics
+import tempfile
+
+from bench import common
+from bench.bng_bench import (POLICER, Ours, Peer, alternate, dp_config, frame_gbps, summarize)
+from bench.bng_inputs import ACL_RULES, CORE_NH_MAC, N_SUBS, Inputs
+from bench.bng_measure import rate
+from bench.bng_peers import ensure_l3fwd
+from bench.dpdk_peer import L3fwd
+
+
+def run(args):
+    quick = getattr(args, "quick", False)
+    rounds, seconds, warmup = (2, 1.0, 0.5) if quick else (5, 2.0, 1.0)
+    inputs = Inputs()
+    ensure_l3fwd()
+    work = common.OUT / "bng-uplink"
+    work.mkdir(parents=True, exist_ok=True)
+    r4, r6 = inputs.l3fwd_routes()
+    cases = [("128", False)] if quick else [("128", False), ("128", True), ("imix-up", False)]
+    out_cases, peer_cases, ratios = {}, {}, {}
+    for spec, pppoe in cases:
+        name = f"{'pppoe' if pppoe else 'ipoe'}-{spec}"
+        print(f"-- uplink {name} ({N_SUBS} subscribers, {ACL_RULES}-rule ACL)")
+        pcap = inputs.uplink_pcap(spec, pppoe=pppoe)
+        plain = inputs.uplink_pcap(spec, pppoe=pppoe, encap=False)
+        sock = tempfile.mktemp(prefix="bngul-", suffix=".sock")
+        cfg = dp_config(sock, inputs, up_pcap=pcap, pppoe=pppoe, lcores="0@0,1@1")
+        l3 = L3fwd(work, f"l3fwd-{name}", [f"net_pcap0,rx_pcap={plain},infinite_rx=1",
+                                           "net_null0"],
+                   "lpm", r4, r6, lcore=1, eth_dest=CORE_NH_MAC)
+        with Ours(work, f"ours-{name}", cfg) as ours, l3:
+            peer = Peer(l3, 1, ["l3fwd"])
+            o_res, p_res = alternate(ours, peer, rounds, seconds, warmup,
+                                     peer_core_threads=["l3fwd"])
+        s = summarize(o_res, "up")
+        s["gbps_per_core"] = frame_gbps(s["mpps_per_core"], spec)
+        out_cases[name] = s
+        peer_mpps = [p["mpps_per_core"] for p in p_res]
+        peer_cases[name] = {"mpps_per_core": statistics.median(peer_mpps),
+                            "mpps_wall": statistics.median(p["mpps_wall"] for p in p_res),
+                            "windows": [round(x, 4) for x in peer_mpps]}
+        per_round = [o["up"]["mpps_per_core"] / p["mpps_per_core"]
+                     for o, p in zip(o_res, p_res) if p["mpps_per_core"]]
+        key = "vs_dpdk-l3fwd" + ("" if name == "ipoe-128" else f"_{name}")
+        ratios[key] = statistics.median(per_round)
+        print(f"   ours {s['mpps_per_core']:.3f} Mpps/core, l3fwd "
+              f"{peer_cases[name]['mpps_per_core']:.3f}, ratio {ratios[key]:.3f}")
+
+    main = out_cases["ipoe-128"]
+    return common.result(
+        "bng-uplink",
+        config={"subscribers": N_SUBS, "flows": N_SUBS, "acl_rules": ACL_RULES,
+                "policer": POLICER, "routes": 1,
+                "frame": "128 B at the access side (QinQ/IPoE; PPPoE variant 128 B)",
+                "input": "net_pcap infinite_rx -> net_null, one worker",
+                "rounds": rounds, "window_s": seconds, "quick": quick,
+                "per_core": "packets per CPU-second of the worker thread"},
+        metrics={"mpps_per_core": main["mpps_per_core"],
+                 "cycles_per_pkt": main["cycles_per_pkt"],
+                 "stages": main["stages"]},
+        peers={"dpdk-l3fwd": dict(peer_cases["ipoe-128"], cases=peer_cases)},
+        ratios=ratios,
+        extra={"cases": out_cases})

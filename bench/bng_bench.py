@@ -1,0 +1,234 @@
+"""The vBNG benchmarks' common part: edgeplane-dp in-process with the seed's
+per-instance configuration, the peers on the same input, alternating
+measurement windows, and the result in DESIGN.md's shape.
+
+In-process: the rx port is net_pcap (rx_pcap=FILE, infinite_rx=1: the pcap
+is loaded into mbufs once and replayed for ever), the tx port net_null.  No
+veth, no kernel: what is measured is the pipeline's compute.
+
+Alternation: ours and the peer are both started once per case, then
+SIGSTOPped and SIGCONTinued in turn, so each window runs alone on the
+machine and start-up (4K subscribers, ACL build) is paid once.  A stopped
+process holds its memory but takes no CPU.
+"""
+import signal
+import statistics
+import time
+
+from bench.bng_inputs import CORE_NH_IP, CORE_NH_MAC, PCAP_MAC, mean_frame
+from bench.bng_measure import Window, find_threads, rate
+from bench.dp_run import DpProcess
+
+HQOS_PORT_RATE = "100G"    # = qos_sched's patched port rate (12.5e9 B/s): not the bottleneck
+SUBPORT_RATE = "100G"
+PIPE_RATE = "100M"         # per subscriber; offered load per pipe stays far below
+POLICER = "cir=100M cbs=256K pir=200M pbs=512K mode=rfc2698"  # metered, all green
+QSIZE = 64                 # rte_sched queue size, as qos_sched's profile
+
+
+def subscriber_file(inputs, pppoe=False):
+    """One sub-add line per subscriber (the config's subscriber_file)."""
+    path = inputs.dir / f"subscribers-{'pppoe' if pppoe else 'ipoe'}-{inputs.n}.txt"
+    if not path.exists():
+        with open(path, "w") as f:
+            f.write(f"# {inputs.n} benchmark subscribers (bench/bng_inputs.py)\n")
+            for s in inputs.subs(pppoe):
+                parts = [f"id={s.id}", f"qinq={s.svlan}.{s.cvlan}"]
+                if s.pppoe:
+                    parts.append(f"pppoe={s.pppoe}")
+                parts += [f"mac={s.mac}", f"ipv4={s.ipv4}", f"ipv6={s.ipv6}",
+                          "policer=std", "pipe=std", "subport=0"]
+                f.write(" ".join(parts) + "\n")
+    return path
+
+
+def dp_config(sock, inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=None):
+    """edgeplane-dp config: uplink worker if up_pcap, downlink if down_pcap."""
+    if up_pcap is None and down_pcap is None:
+        raise ValueError("no direction")
+    # The engine gives every worker a tx queue on every port; net_pcap has
+    # one tx queue per tx_pcap argument.  With both directions, each pcap
+    # port is also the other worker's tx port: /dev/null dumpers (their
+    # cost shows in the tx stage).
+    both = up_pcap and down_pcap
+    txq = ",tx_pcap=/dev/null,tx_pcap=/dev/null" if both else ""
+    acc_dev = f"net_pcap0,rx_pcap={up_pcap},infinite_rx=1{txq}" if up_pcap else "net_null0"
+    core_dev = (f"net_pcap1,rx_pcap={down_pcap},infinite_rx=1{txq}" if down_pcap
+                else "net_null1")
+    L = ["[eal]", f"args = --lcores={lcores or '0@0,1@1,2@0'}", "",
+         "[engine]", f"ctl_socket = {sock}", "burst = 32", "",
+         "[port access]", f"device = {acc_dev}", "rx_desc = 8192", "",
+         "[port core]", f"device = {core_dev}", "ipv4 = 198.18.1.1/24", "rx_desc = 8192", ""]
+    lc = 1
+    if up_pcap:
+        L += ["[worker up]", "pipeline = bng-uplink", "rx = access", f"lcore = {lc}", ""]
+        lc += 1
+    if down_pcap:
+        L += ["[worker down]", "pipeline = bng-downlink", "rx = core", f"lcore = {lc}", ""]
+    L += ["[bng]", "access_port = access", "core_port = core",
+          f"max_subscribers = {inputs.n}",
+          # A /56 per subscriber costs about one rte_lpm6 tbl8 group each
+          # (the last byte level), plus the shared upper levels.
+          f"lpm6_tbl8s = {2 * inputs.n + 1024}",
+          # The seed's single forwarding rule, as two /1s: rte_lpm takes no
+          # /0 (the router rejects 0.0.0.0/0) -- the same tbl24 read.
+          f"route = 0.0.0.0/1 via {CORE_NH_IP}", f"route = 128.0.0.0/1 via {CORE_NH_IP}",
+          f"neighbor = {CORE_NH_IP} {CORE_NH_MAC}",
+          f"acl_file = {inputs.acl_file()}",
+          f"policer = std {POLICER}", f"pipe = std rate={PIPE_RATE}",
+          f"subport = 0 rate={SUBPORT_RATE} pipes={inputs.n}",
+          f"hqos_port_rate = {HQOS_PORT_RATE}", f"hqos_qsize = {QSIZE}",
+          f"subscriber_file = {subscriber_file(inputs, pppoe)}", ""]
+    return "\n".join(L)
+
+
+class Ours:
+    """edgeplane-dp under SIGSTOP/SIGCONT control, measured per worker."""
+
+    def __init__(self, workdir, name, config):
+        self.dp = DpProcess(config, workdir, name=name, start_timeout=180)
+
+    def __enter__(self):
+        self.dp.start()
+        self.pid = self.dp.proc.pid
+        # The pcaps are addressed to the pcap devices' fixed MACs: check.
+        ports = {p["name"]: p for p in self.dp.ctl("ports")["ports"]}
+        for p in ports.values():
+            if p["device"].startswith("net_pcap") and p["mac"] not in (
+                    PCAP_MAC.format(0), PCAP_MAC.format(1)):
+                raise RuntimeError(f"port {p['name']} has MAC {p['mac']}, the pcaps expect "
+                                   "02:70:63:61:70:0N (bench/bng_inputs.PCAP_MAC)")
+        self.workers = {w["name"]: w for w in self.dp.ctl("stats")["workers"]}
+        self.tsc_hz = self.dp.ctl("stats")["tsc_hz"]
+        names = [f"rte-worker-{w['lcore']}" for w in self.workers.values()]
+        self.tids = find_threads(self.pid, names)
+        return self
+
+    def __exit__(self, *exc):
+        self.dp.stop()
+
+    def pause(self):
+        self.dp.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.dp.proc.send_signal(signal.SIGCONT)
+
+    def _snapshot(self):
+        st = self.dp.ctl("stages")
+        out = {}
+        for w in st["workers"]:
+            out[w["name"]] = {"rx": w["rx_pkts"], "tx": w["tx_pkts"],
+                              "stages": {s["name"]: (s["cycles"], s["pkts_in"], s["pkts_dropped"])
+                                         for s in w["stages"]},
+                              "busy": w["busy_cycles"], "idle": w["idle_cycles"]}
+        return out
+
+    def window(self, seconds):
+        """{worker: {mpps_per_core, mpps_wall, cycles_per_pkt, stages, drops}}"""
+        r = Window(self.pid, self.tids, self._snapshot).run(seconds)
+        res = {}
+        for name, w in self.workers.items():
+            a, b = r["c0"][name], r["c1"][name]
+            pkts = b["tx"] - a["tx"]
+            rx = b["rx"] - a["rx"]
+            cpu = r["cpu_s"][f"rte-worker-{w['lcore']}"]
+            stages = {}
+            drops = 0
+            for sname, (cyc, pin, pdrop) in b["stages"].items():
+                c0, _, d0 = a["stages"].get(sname, (0, 0, 0))
+                stages[sname] = (cyc - c0) / rx if rx else 0.0
+                drops += pdrop - d0
+            res[name] = {"mpps_per_core": rate(pkts, cpu), "mpps_wall": rate(pkts, r["wall_s"]),
+                         "cpu_s": cpu, "wall_s": r["wall_s"], "rx_pkts": rx, "tx_pkts": pkts,
+                         "drops": drops,
+                         "cycles_per_pkt": (b["busy"] - a["busy"]) / rx if rx else 0.0,
+                         "stages": stages}
+        return res
+
+
+class Peer:
+    """A DPDK example app (started by the caller) measured on its tx port."""
+
+    def __init__(self, app, tx_port, threads):
+        self.app, self.tx_port = app, tx_port
+        self.pid = app.proc.pid
+        self.tids = find_threads(self.pid, threads)
+
+    def pause(self):
+        self.app.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.app.proc.send_signal(signal.SIGCONT)
+
+    def window(self, seconds, core_threads):
+        r = Window(self.pid, self.tids,
+                   lambda: self.app.tel.port_stats(self.tx_port)["opackets"]).run(seconds)
+        pkts = r["c1"] - r["c0"]
+        # Packets per CPU-second of the named threads: with one thread, its
+        # rate per core; with several, the rate per core they add up to.
+        cpu = sum(r["cpu_s"][t] for t in core_threads)
+        return {"mpps_per_core": rate(pkts, cpu),
+                "mpps_wall": rate(pkts, r["wall_s"]), "cpu_s": r["cpu_s"],
+                "tx_pkts": pkts}
+
+
+def alternate(ours, peer, rounds, seconds, warmup, peer_core_threads=None, log=print):
+    """rounds x (ours window, peer window), each alone on the machine."""
+    o_res, p_res = [], []
+    ours.pause()
+    if peer:
+        peer.pause()
+    for i in range(rounds):
+        ours.resume()
+        time.sleep(warmup)
+        o_res.append(ours.window(seconds))
+        ours.pause()
+        if peer:
+            peer.resume()
+            time.sleep(warmup)
+            p_res.append(peer.window(seconds, peer_core_threads))
+            peer.pause()
+        log(f"  round {i + 1}/{rounds}: ours " + ", ".join(
+            f"{w}={v['mpps_per_core']:.3f}" for w, v in o_res[-1].items())
+            + (f" Mpps/core; peer {p_res[-1]['mpps_per_core']:.3f}" if peer else " Mpps/core"))
+    ours.resume()
+    if peer:
+        peer.resume()
+    return o_res, p_res
+
+
+def summarize(o_res, worker):
+    """Medians over windows for one worker."""
+    ws = [r[worker] for r in o_res]
+    med = statistics.median
+    stage_names = list(ws[0]["stages"])
+    return {"mpps_per_core": med(w["mpps_per_core"] for w in ws),
+            "mpps_wall": med(w["mpps_wall"] for w in ws),
+            "cycles_per_pkt": med(w["cycles_per_pkt"] for w in ws),
+            "stages": {s: round(med(w["stages"][s] for w in ws), 1) for s in stage_names},
+            "drops_in_windows": sum(w["drops"] for w in ws),
+            "windows": [round(w["mpps_per_core"], 4) for w in ws]}
+
+
+def mix_per_core(c_down, c_up, hz, down_share=0.89, down_size=504, up_size=128):
+    """Per-core throughput at a down:up traffic mix, from cycles per packet.
+
+    down_share is by volume (bits), the seed's 89% / 11%; the packet ratio
+    follows from the frame sizes.  Returns pps, Gbit/s (frame bits) per core
+    and the packet ratio."""
+    up_share = 1.0 - down_share
+    n_d, n_u = down_share / down_size, up_share / up_size       # packets per unit volume
+    cyc = n_d * c_down + n_u * c_up
+    pps = hz * (n_d + n_u) / cyc
+    bits = hz * (n_d * down_size + n_u * up_size) * 8 / cyc
+    return {"pps": pps, "gbps": bits / 1e9, "pkt_ratio_down_per_up": n_d / n_u}
+
+
+def packet_mix_per_core(c_down, c_up, hz, n_d=8, n_u=1, down_size=504, up_size=128):
+    cyc = n_d * c_down + n_u * c_up
+    return {"pps": hz * (n_d + n_u) / cyc,
+            "gbps": hz * (n_d * down_size + n_u * up_size) * 8 / cyc / 1e9}
+
+
+def frame_gbps(mpps, spec):
+    return mpps * 1e6 * mean_frame(spec) * 8 / 1e9
