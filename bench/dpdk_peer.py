@@ -1,0 +1,135 @@
+"""DPDK example applications as benchmark peers, and their telemetry.
+
+The examples print no rates, so their port counters are read through DPDK
+telemetry: every EAL process (unless --no-telemetry) listens on
+/var/run/dpdk/<file-prefix>/dpdk_telemetry.v2, a SOCK_SEQPACKET socket that
+greets with {"version", "pid", "max_output_len"} and answers one JSON object
+per request such as "/ethdev/stats,1".  This is the protocol
+usertools/dpdk-telemetry.py speaks (Debian does not ship that script).
+
+--in-memory still creates the runtime directory and the socket, so a peer
+runs with --file-prefix (unique per run) and --in-memory: no hugepage files
+are left behind.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from bench.common import ROOT
+
+PEERS = ROOT / "build" / "peers"
+L3FWD_BIN = PEERS / "l3fwd" / "build" / "l3fwd"
+RUNTIME = Path("/var/run/dpdk")
+
+
+class Telemetry:
+    def __init__(self, file_prefix, timeout=60.0):
+        self.path = RUNTIME / file_prefix / "dpdk_telemetry.v2"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                self.s.connect(str(self.path))
+                break
+            except OSError:
+                self.s.close()
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"no telemetry socket at {self.path}")
+                time.sleep(0.2)
+        hello = json.loads(self.s.recv(4096))
+        self.max_len = hello.get("max_output_len", 16384)
+        self.pid = hello.get("pid")
+
+    def query(self, cmd):
+        self.s.send(cmd.encode())
+        return json.loads(self.s.recv(self.max_len))
+
+    def port_stats(self, port):
+        r = self.query(f"/ethdev/stats,{port}")
+        st = r.get("/ethdev/stats")
+        if not isinstance(st, dict):
+            raise RuntimeError(f"telemetry /ethdev/stats,{port}: {r}")
+        return st
+
+    def close(self):
+        self.s.close()
+
+
+class L3fwd:
+    """DPDK l3fwd on one lcore with an rx vdev (port 0) and a tx vdev (port 1).
+
+    lookup: "lpm" or "acl".  rule_ipv4/rule_ipv6: route files (LPM: "R<pfx> <port>"
+    lines) or ACL rule files ("@..." ACL and "R..." route lines)."""
+
+    def __init__(self, workdir, name, vdevs, lookup, rule_ipv4, rule_ipv6, lcore=1,
+                 eth_dest=None, extra_eal=()):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.prefix = f"ep-bench-{name}-{os.getpid()}"
+        self.log = self.workdir / f"{name}.log"
+        eal = ["-l", str(lcore), "-n", "1", f"--file-prefix={self.prefix}", "--in-memory",
+               "--no-pci", "--log-level", "*:notice"] + list(extra_eal)
+        for v in vdevs:
+            eal.append(f"--vdev={v}")
+        app = ["-p", "0x3", f"--lookup={lookup}", f"--config=(0,0,{lcore})", "--parse-ptype",
+               f"--rule_ipv4={rule_ipv4}", f"--rule_ipv6={rule_ipv6}"]
+        if eth_dest:
+            app.append(f"--eth-dest=1,{eth_dest}")
+        self.cmd = [str(L3FWD_BIN)] + eal + ["--"] + app
+        self.proc = None
+        self.tel = None
+
+    def start(self, timeout=180.0):
+        if not L3FWD_BIN.exists():
+            raise RuntimeError(f"{L3FWD_BIN} missing: run `make peers`")
+        self._logf = open(self.log, "w")
+        self._logf.write(" ".join(self.cmd) + "\n")
+        self._logf.flush()
+        self.proc = subprocess.Popen(self.cmd, stdout=self._logf, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        # Telemetry comes up with the EAL, before the tables are built and
+        # the ports started (l3fwd's stdout is a fully buffered file, so its
+        # log says nothing in time): ready when port 0 has received packets.
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"l3fwd exited with {self.proc.returncode}: " + self.tail())
+            if self.tel is None and (RUNTIME / self.prefix / "dpdk_telemetry.v2").exists():
+                self.tel = Telemetry(self.prefix, timeout=10)
+            if self.tel is not None and self.tel.port_stats(0)["ipackets"] > 0:
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("l3fwd did not reach its main loop: " + self.tail())
+
+    def tail(self, n=10):
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.tel:
+            self.tel.close()
+            self.tel = None
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._logf.close()
+        self.proc = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
