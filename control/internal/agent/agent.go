@@ -37,7 +37,8 @@ type Config struct {
 	ReportInterval time.Duration
 	ReportFile     string // "-" for stdout, "" for none
 	PrioSlots      uint32
-	NoAttach       bool // load and serve without attaching (API tests)
+	NoAttach       bool   // load and serve without attaching (API tests)
+	ProcStat       string // CPU times source; /proc/stat when empty (tests)
 }
 
 // Agent is a running node agent.
@@ -77,7 +78,8 @@ func Start(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, dp: dp, monitor: load.Monitor{High: cfg.High, Low: cfg.Low}}
+	a := &Agent{cfg: cfg, dp: dp, monitor: load.Monitor{High: cfg.High, Low: cfg.Low},
+		sampler: load.Sampler{Path: cfg.ProcStat}}
 	store := &intent.Store{Path: filepath.Join(cfg.StateDir, "intents.json")}
 	a.eng = intent.NewEngine(dp, cfg.Iface, store)
 	stored, err := store.Load()
