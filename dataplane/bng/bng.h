@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The vBNG data plane (issue 3; Intel's vBNG reference architecture, seed
+ * 003): subscribers, their shared profiles, and the two pipelines.
+ *
+ *   bng-uplink   (subscriber -> core), stages in order:
+ *     parse      access encapsulation: Ethernet, VLAN/QinQ, PPPoE session
+ *                (RFC 2516) + PPP (RFC 1661) -> IPv4/IPv6; control traffic
+ *                (PPPoE discovery, LCP/NCP/auth, DHCP, DHCPv6, ARP, ND) is
+ *                punted to the control port or the punt ring
+ *     acl        the router's ACL stage on the BNG's uplink rule set
+ *     classify   bulk rte_hash on the access key -> subscriber
+ *     antispoof  source must be one of the subscriber's IPv4 ranges or in
+ *                its IPv6 prefix
+ *     police     rte_meter trTCM (RFC 2698, or RFC 4115), colour blind:
+ *                green passes, yellow is DSCP-remarked, red is dropped
+ *     route      the router's route stage on the BNG's core routing table
+ *     encap      strip the access header, TTL/hop limit - 1, add the core
+ *                header (none / VLAN / MPLS), next-hop MACs, tx core port
+ *
+ *   bng-downlink (core -> subscriber):
+ *     parse      Ethernet (+ tags or an MPLS label stack) -> IPv4/IPv6
+ *     neigh      the router's ARP/NS responder for the core port's addresses
+ *     lookup     bulk rte_lpm / rte_lpm6 on the destination -> subscriber
+ *     rpf        reverse-path rule of the subscriber: a packet to the
+ *                subscriber whose source is in the subscriber's own ranges
+ *                did not come from it through the core: drop
+ *     encap      strip the core header, TTL - 1, add the subscriber's access
+ *                header (VLAN/QinQ, PPPoE session + PPP) from its template
+ *     hqos       DSCP -> traffic class/queue, rte_sched_port_pkt_write per
+ *                packet, one rte_sched_port_enqueue per burst (consumed);
+ *                the pipeline's service hook dequeues and transmits
+ *
+ * How each table reaches the workers (ep_rcu.h):
+ *
+ *   table                 way
+ *   access key -> id      rte_hash, lock-free readers, RCU-QSBR (key slots
+ *                         reclaimed through the hash's own defer queue)
+ *   id -> record          array of pointers to immutable records; a change
+ *                         publishes a new record, the old one goes to an
+ *                         RCU-QSBR defer queue (no wait on the control thread)
+ *   dst prefix -> id      rte_hash {family, length, prefix}, lock-free
+ *                         readers, RCU-QSBR; searched per prefix length in
+ *                         use, longest first (tuple space, as VPP's IPv6 FIB
+ *                         does with bihash).  Not rte_lpm/rte_lpm6: their
+ *                         fixed 64 MiB tbl24s (x2 for a double-buffered
+ *                         lpm6) are what the router's three tables already
+ *                         spend, and subscriber prefixes come in one or two
+ *                         lengths (/32, /56), so one bulk hash lookup per
+ *                         burst and family does the job in place
+ *   prefix lengths in use immutable list, published, old one freed after a
+ *                         grace period (changes only when a length appears
+ *                         or disappears)
+ *   policer profiles      array of pointers to immutable profiles, replaced
+ *                         like records; per-worker meter contexts follow
+ *   pipe profiles, pipes  messages (ep_worker_call): rte_sched_pipe_config and
+ *                         rte_sched_subport_pipe_profile_add on each downlink
+ *                         worker's own rte_sched port
+ *   uplink ACL            the router's double-buffered rte_acl set
+ *   core routes, next hops the router's tables (rte_lpm with RCU, rte_lpm6
+ *                         double-buffered, immutable next-hop entries)
+ *   DSCP map, core encap  static after start (copied into worker contexts)
+ *
+ * Per-subscriber dynamic state (meter contexts, counters) is per worker and
+ * written without atomics; a record's generation number tells the worker to
+ * reset it when the subscriber was replaced by a new one with the same id.
+ *
+ * Control operations run on the control thread only (config loading and
+ * control socket share them: one function per operation).
+ */
+#ifndef EP_BNG_H
+#define EP_BNG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_hash.h>
+#include <rte_meter.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <rte_sched.h>
+
+#include "ep_engine.h"
+#include "ep_err.h"
+#include "ep_stage.h"
+
+#define BNG_MAX_V4          4       /**< IPv4 ranges per subscriber */
+#define BNG_MAX_POLICERS    256     /**< policer profiles */
+#define BNG_MAX_PIPE_PROF   256     /**< HQoS pipe profiles (rte_sched per subport) */
+#define BNG_MAX_SUBPORTS    16
+#define BNG_MAX_DOWN        EP_MAX_WORKERS
+#define BNG_NAME_LEN        32
+#define BNG_NO_POLICER      0xffffu
+#define BNG_TPL_MAX         32      /**< longest access header: 12 + 8 + 8 + 2 */
+
+/** Access key: what identifies a subscriber on the access side (16 bytes,
+ *  hashed with CRC32).  IPoE: the VLAN ids; PPPoE: session, client MAC and
+ *  the VLAN ids it arrives on.  Unused fields are zero. */
+struct bng_key {
+	uint16_t outer;     /**< VID of the outer tag (the only tag for one VLAN) */
+	uint16_t inner;     /**< VID of the inner tag (QinQ) */
+	uint16_t session;   /**< PPPoE session id (host order), 0 for IPoE */
+	uint8_t mac[6];     /**< PPPoE client MAC */
+	uint8_t n_vlans;    /**< 0, 1 or 2 */
+	uint8_t pppoe;      /**< 1 for a PPPoE session */
+	uint8_t pad[2];
+};
+
+/** Punted control traffic, by kind (counted per worker). */
+#define BNG_PUNT_KINDS(X) \
+	X(PPPOE_DISCOVERY, "pppoe_discovery") \
+	X(PPP_LCP,         "ppp_lcp") \
+	X(PPP_AUTH,        "ppp_auth") \
+	X(PPP_NCP,         "ppp_ncp") \
+	X(PPP_OTHER,       "ppp_other") \
+	X(DHCP,            "dhcp") \
+	X(DHCPV6,          "dhcpv6") \
+	X(ARP,             "arp") \
+	X(ND,              "nd")
+enum bng_punt_kind {
+#define X(id, name) BNG_PUNT_##id,
+	BNG_PUNT_KINDS(X)
+#undef X
+	BNG_PUNT__COUNT
+};
+extern const char *const bng_punt_name[BNG_PUNT__COUNT];
+
+/** Destination lookup key: a subscriber's IPv4 range or IPv6 prefix. */
+struct bng_dst_key {
+	uint8_t family;     /**< 4 or 6 */
+	uint8_t plen;
+	uint8_t pad[2];
+	uint8_t addr[16];   /**< network order, host bits clear */
+};
+
+/** Prefix lengths that have at least one subscriber, longest first. */
+struct bng_lens {
+	uint8_t n4, n6;
+	uint8_t len4[33];
+	uint8_t len6[129];
+};
+
+enum bng_police_mode { BNG_RFC2698 = 0, BNG_RFC4115 = 1 };
+
+/** A policer profile: immutable once published. */
+struct bng_policer {
+	uint8_t mode;                   /**< enum bng_police_mode */
+	uint8_t yellow_dscp[64];        /**< DSCP of a yellow packet, by its DSCP */
+	union {
+		struct rte_meter_trtcm_profile p2698;
+		struct rte_meter_trtcm_rfc4115_profile p4115;
+	};
+	/* As configured, for profile-list (bytes/s and bytes). */
+	uint64_t cir, cbs, pir, pbs;    /**< pir/pbs are eir/ebs in RFC 4115 mode */
+	int yellow;                     /**< -1 bump, -2 cs0... see bng_policer_yellow */
+	char name[BNG_NAME_LEN];
+};
+
+/** A subscriber, as workers read it: immutable once published. */
+struct bng_sub {
+	/* Uplink, first line: anti-spoof and police. */
+	uint32_t id;
+	uint32_t gen;                   /**< unique per published record */
+	uint16_t policer;               /**< index into bng.pol[], BNG_NO_POLICER */
+	uint8_t n_v4;
+	uint8_t has_v6;
+	uint32_t v4_net[BNG_MAX_V4];    /**< network order, host bits clear */
+	uint32_t v4_mask[BNG_MAX_V4];
+	uint64_t v6_net[2], v6_mask[2]; /**< the prefix as two network-order words */
+	/* Downlink: HQoS path and the access header template. */
+	uint32_t subport;
+	uint32_t pipe;
+	uint8_t tpl_len;                /**< bytes pushed in front of the IP header */
+	uint8_t pppoe;
+	uint16_t tag_v4, tag_v6;        /**< last two template bytes: EtherType or PPP protocol (network order) */
+	uint8_t tpl[BNG_TPL_MAX];       /**< dst MAC, src MAC, tags, [PPPoE header] */
+	/* Control side (sub-get). */
+	struct bng_key key;
+	uint8_t v4_plen[BNG_MAX_V4];
+	uint8_t v6_plen;
+	uint8_t v6[16];
+	uint16_t pipe_prof;             /**< index into bng.pipe_prof[] */
+	struct rte_ether_addr mac;      /**< IPoE downlink destination / PPPoE client */
+	bool has_mac;
+} __rte_cache_aligned;
+
+/** HQoS pipe profile (control side; rte_sched holds the worker copy). */
+struct bng_pipe_prof {
+	char name[BNG_NAME_LEN];
+	struct rte_sched_pipe_params p;  /**< bytes/s */
+	uint32_t sched_id;               /**< profile id in every subport of every port */
+	bool in_use;
+};
+
+struct bng_subport {
+	bool in_use;
+	uint32_t n_pipes;
+	struct rte_sched_subport_profile_params prof;
+	uint32_t *pipe_free;             /**< stack of free pipe ids */
+	uint32_t n_free;
+};
+
+/** Per-worker, per-subscriber uplink state.  Owned by one worker. */
+struct bng_up_dyn {
+	union {
+		struct rte_meter_trtcm m2698;
+		struct rte_meter_trtcm_rfc4115 m4115;
+	};
+	const struct bng_policer *pol;   /**< profile the meter was set up for */
+	uint32_t gen;
+	uint32_t pad;
+	uint64_t pkts[3], bytes[3];      /**< by colour: green, yellow, red */
+	uint64_t spoofed;
+};
+
+/** Per-worker, per-subscriber downlink state. */
+struct bng_down_dyn {
+	uint32_t gen;
+	uint32_t pad;
+	uint64_t pkts, bytes;
+};
+
+/** Uplink worker context. */
+struct bng_up {
+	struct bng *b;
+	struct router_worker *rw;       /**< the router stages' context (acl, route) */
+	struct ep_worker *w;
+	struct bng_up_dyn *dyn;         /**< [max_subscribers + 1] */
+	struct ep_stage *parse_stage;   /**< for ring-full drops */
+	uint16_t access_port, core_port;
+	int32_t control_port;           /**< -1: punt to the ring */
+	bool nd_answer;
+	struct rte_ether_addr access_mac;
+	uint32_t core_tag;              /**< VLAN TCI or MPLS label << 12 */
+	/* counters */
+	uint64_t punt[BNG_PUNT__COUNT];
+	uint64_t punt_ring_full;
+	uint64_t nd_answered;           /**< ARP requests / NS answered in place */
+	uint64_t pkts, colour_pkts[3], colour_bytes[3];
+	/* classify scratch */
+	struct bng_key keys[EP_BURST_MAX];
+	const void *key_ptr[EP_BURST_MAX];
+	void *data[EP_BURST_MAX];
+};
+
+/** Downlink worker context. */
+struct bng_down {
+	struct bng *b;
+	struct router_worker *rw;       /**< neigh stage */
+	struct ep_worker *w;
+	struct bng_down_dyn *dyn;
+	struct rte_sched_port *sched;
+	struct ep_stage *hqos_stage;
+	uint16_t access_port, core_port;
+	struct rte_ether_addr core_mac;
+	uint8_t dscp_tc[64];            /**< tc << 2 | queue */
+	uint64_t pkts;
+	/* HQoS statistics accumulated from rte_sched (which clears on read). */
+	uint64_t tc_pkts[RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE];
+	uint64_t tc_dropped[RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE];
+	/* lookup scratch */
+	uint8_t addr[EP_BURST_MAX][16];
+	uint16_t pend[EP_BURST_MAX];
+	struct bng_dst_key keys[EP_BURST_MAX];
+	const void *key_ptr[EP_BURST_MAX];
+	void *data[EP_BURST_MAX];
+};
+
+/** Sizing and static settings, from [bng]. */
+struct bng_params {
+	uint32_t max_subscribers;
+	uint32_t max_routes;            /**< core routing table, per family */
+	uint32_t punt_ring_size;
+	uint64_t hqos_rate;             /**< bytes/s */
+	uint32_t hqos_mtu;
+	uint32_t hqos_frame_overhead;
+	uint32_t hqos_qsize;
+	uint8_t dscp_tc[64];
+};
+
+enum bng_core_encap { BNG_CORE_NONE = 0, BNG_CORE_VLAN, BNG_CORE_MPLS };
+
+struct bng {
+	struct ep_engine *e;
+	struct bng_params p;
+	struct router *rt;              /**< core routes, neighbours, uplink ACL */
+
+	/* Read by workers. */
+	struct rte_hash *keys;          /**< bng_key -> id */
+	struct bng_sub **subs;          /**< [max_subscribers + 1] */
+	struct rte_hash *dst;           /**< bng_dst_key -> id */
+	struct bng_lens *lens;
+	struct bng_policer *pol[BNG_MAX_POLICERS];
+	struct rte_ring *punt_ring;
+
+	/* Static after setup. */
+	uint16_t access_port, core_port;
+	int32_t control_port;
+	bool nd_answer;
+	enum bng_core_encap core_encap;
+	uint32_t core_tag;
+
+	/* Control thread only. */
+	uint32_t len_refs4[33], len_refs6[129];
+	struct rte_rcu_qsbr_dq *dq;     /**< deferred frees of records and profiles */
+	struct bng_sub *rec_pool;
+	struct bng_sub **rec_free;
+	uint32_t n_rec_free, n_rec;
+	uint32_t gen;
+	uint32_t n_subs;
+	char pol_name[BNG_MAX_POLICERS][BNG_NAME_LEN];
+	uint32_t n_pol;
+	struct bng_pipe_prof pipe_prof[BNG_MAX_PIPE_PROF];
+	uint32_t n_pipe_prof;
+	/* rte_sched's pipe profile table, identical in every subport of every
+	 * port: a changed profile takes a new slot (rte_sched has no edit). */
+	struct rte_sched_pipe_params sched[BNG_MAX_PIPE_PROF];
+	uint32_t n_sched;
+	struct bng_subport subport[BNG_MAX_SUBPORTS];
+	uint32_t n_subports;
+	uint32_t max_pipes;             /**< largest subport, power of two: rte_sched's n_pipes_per_subport */
+	struct bng_down *down[BNG_MAX_DOWN];
+	int n_down;
+	struct bng_up *up[BNG_MAX_DOWN];
+	int n_up;
+};
+
+/** The BNG of this process (set by the pipelines' setup), or NULL. */
+extern struct bng *bng_global;
+
+/* ---- tables and operations (bng.c, bng_sub.c) ---- */
+void bng_params_default(struct bng_params *p);
+struct bng *bng_create(struct ep_engine *e, const struct bng_params *p, struct ep_err *err);
+void bng_free(struct bng *b);
+
+/** One subscriber change request: filled field by field from text
+ *  ("qinq", "100.200") by the config loader and the control socket alike. */
+struct bng_sub_req {
+	uint32_t id;
+	struct bng_key key;
+	bool has_key_vlan, has_pppoe, has_mac;
+	struct rte_ether_addr mac;
+	uint8_t n_v4;
+	uint32_t v4[BNG_MAX_V4];        /**< network order */
+	uint8_t v4_plen[BNG_MAX_V4];
+	bool has_v6;
+	uint8_t v6[16];
+	uint8_t v6_plen;
+	char policer[BNG_NAME_LEN];
+	char pipe[BNG_NAME_LEN];
+	uint32_t subport;
+};
+void bng_sub_req_init(struct bng_sub_req *r);
+/** Set one field ("id", "qinq", "vlan", "pppoe", "mac", "ipv4", "ipv6",
+ *  "policer", "pipe", "subport") from its text.  -1 with err naming it. */
+int bng_sub_req_set(struct bng_sub_req *r, const char *key, const char *val,
+		    struct ep_err *err);
+/** Parse a whole "id=1 qinq=100.200 ..." line. */
+int bng_sub_req_parse(struct bng_sub_req *r, const char *line, struct ep_err *err);
+
+/** Add or replace subscribers (one message per downlink worker for the
+ *  batch's pipe configurations).  Stops at the first bad
+ *  entry: the ones before it are in, err names the index. */
+int bng_sub_add_bulk(struct bng *b, const struct bng_sub_req *reqs, uint32_t n,
+		     struct ep_err *err);
+/** The same, telling which entry failed. */
+int bng_sub_add_bulk_idx(struct bng *b, const struct bng_sub_req *reqs, uint32_t n,
+			 uint32_t *failed, struct ep_err *err);
+int bng_sub_add(struct bng *b, const struct bng_sub_req *req, struct ep_err *err);
+int bng_sub_del(struct bng *b, uint32_t id, struct ep_err *err);
+/** Current record of @p id (control thread), or NULL. */
+const struct bng_sub *bng_sub_get(const struct bng *b, uint32_t id);
+/** Look an access key up as the uplink does: id or -1. */
+int64_t bng_sub_find_key(const struct bng *b, const struct bng_key *k);
+/** Longest-prefix subscriber of a destination (4 or 16 bytes): id or -1. */
+int64_t bng_sub_find_dst(const struct bng *b, int family, const void *addr);
+
+/* ---- profiles (bng_profile.c) ---- */
+/** rte_free @p obj after a grace period (never waits). */
+void bng_defer_free(struct bng *b, void *obj);
+/** policer NAME: text "cir=20M cbs=64K pir=40M pbs=128K [mode=rfc2698|rfc4115]
+ *  [yellow=bump|cs0|<dscp>]" (rates in bit/s, sizes in bytes). */
+int bng_policer_set(struct bng *b, const char *name, const char *spec, struct ep_err *err);
+/** Lower level, for tests: rates in bytes/s. */
+int bng_policer_set_raw(struct bng *b, const char *name, enum bng_police_mode mode,
+			uint64_t cir, uint64_t cbs, uint64_t pir, uint64_t pbs, int yellow,
+			struct ep_err *err);
+int bng_policer_find(const struct bng *b, const char *name);
+/** pipe NAME: "rate=100M [tb_size=] [tc_rates=r0,..,r12] [tc_period=ms]
+ *  [wrr=w0,w1,w2,w3] [tc_ov_weight=]" */
+int bng_pipe_set(struct bng *b, const char *name, const char *spec, struct ep_err *err);
+int bng_pipe_find(const struct bng *b, const char *name);
+/** subport N: "rate=1G pipes=4096 [tb_size=] [tc_rates=...] [tc_period=]";
+ *  before the downlink workers are built only. */
+int bng_subport_set(struct bng *b, uint32_t id, const char *spec, struct ep_err *err);
+/** dscp_tc: "ef:0 cs6:1 10:12.3 ..." on top of the current map. */
+int bng_dscp_map_parse(uint8_t map[64], const char *spec, struct ep_err *err);
+void bng_dscp_map_default(uint8_t map[64]);
+/** Parse "20M" (bit/s, k/M/G = 10^3..) or "64K" (bytes, K/M = 2^10..). */
+int bng_parse_rate(const char *s, uint64_t *bps);
+int bng_parse_size(const char *s, uint64_t *bytes);
+
+/* ---- HQoS (bng_hqos.c) ---- */
+struct rte_sched_port *bng_hqos_port_create(struct bng *b, unsigned int worker_id, int socket,
+					    struct ep_err *err);
+/** Configure pipes on every downlink worker (message each). */
+struct bng_pipe_cfg { uint32_t subport, pipe, prof; };
+int bng_hqos_pipes_config(struct bng *b, const struct bng_pipe_cfg *c, uint32_t n,
+			  struct ep_err *err);
+int bng_hqos_profile_add_all(struct bng *b, uint32_t prof, struct ep_err *err);
+/** Read and clear rte_sched subport stats on each worker into the contexts. */
+int bng_hqos_stats_collect(struct bng *b, struct ep_err *err);
+uint16_t bng_hqos_dequeue(struct bng_down *d, struct rte_mbuf **pkts, uint16_t max);
+
+/* ---- configuration ([bng]; bng_config.c) ---- */
+int bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_params *p,
+			   struct ep_err *err);
+/** Ports, profiles, routes, ACL and subscribers from [bng]. */
+int bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s,
+		    struct ep_err *err);
+
+/* ---- workers and stages ---- */
+struct bng_up *bng_up_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *err);
+void bng_up_free(struct bng_up *u);
+struct bng_down *bng_down_create(struct bng *b, struct ep_worker *w, int socket,
+				 struct ep_err *err);
+void bng_down_free(struct bng_down *d);
+/** Add the uplink / downlink stages to @p w (also used by tests). */
+int bng_up_build(struct bng *b, struct ep_worker *w, struct ep_err *err);
+int bng_down_build(struct bng *b, struct ep_worker *w, struct ep_err *err);
+
+uint16_t bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_up_classify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_up_antispoof_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_up_police_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_up_encap_none_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_up_encap_vlan_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_up_encap_mpls_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+/** The police stage body with an explicit time (TSC cycles), for tests. */
+uint16_t bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
+			  uint64_t now);
+
+uint16_t bng_down_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_down_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_down_rpf_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_down_encap_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_down_hqos_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+
+/** IPv4 DSCP rewrite with an RFC 1624 checksum update / IPv6 traffic class. */
+void bng_set_dscp(uint8_t *l3, uint8_t l3_type, uint8_t dscp);
+
+#endif

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Access-side frame parsing for the vBNG uplink: Ethernet, up to two VLAN
+ * tags, then IPv4/IPv6 directly (IPoE) or inside a PPPoE session (RFC 2516
+ * section 4 and 5: ver = type = 1, code 0, session id, payload length; then
+ * the PPP protocol field of RFC 1661, 0x0021 IPv4, 0x0057 IPv6).
+ *
+ *   | dst | src | [88a8/8100 tci] [8100 tci] | 8864 | 11 00 sess len | proto | IP ...
+ *                                                   <------- len -------->
+ *
+ * The PPPoE length must match the frame: not beyond it, and not short of it
+ * unless the frame is a minimum-size (60-byte) frame carrying Ethernet
+ * padding.  The IP header is then checked against the PPPoE payload end, not
+ * the frame end, so padding or a lying IP length cannot reach further.
+ *
+ * Control traffic is not data: it is recognised here and returned as a punt
+ * kind so the stage hands it to the control plane before ACL and
+ * classification (a DHCP DISCOVER has source 0.0.0.0 and would fail the
+ * anti-spoof check):
+ *   0x8863 PPPoE discovery; PPP LCP 0xc021, PAP 0xc023, CHAP 0xc223,
+ *   EAP 0xc227, IPCP 0x8021, IPV6CP 0x8057, any other PPP protocol (the
+ *   control plane answers with an LCP Protocol-Reject); ARP; IPv4 UDP port
+ *   67/68 (DHCP); IPv6 UDP port 546/547 (DHCPv6); ICMPv6 133-137 (RS, RA,
+ *   NS, NA, redirect).  Over IPoE and over PPPoE alike.
+ *
+ * No allocation, no writes to the frame.  ep_meta.user is set to
+ * BNG_USER_PPPOE for a PPPoE session frame (the classify stage reads the
+ * session id and client MAC from the frame then) and 0 otherwise.
+ *
+ * Cost: a QinQ IPv4/UDP frame is ep_parse_ipv4 (~25 cycles with its
+ * checksum) plus two tag loads and the UDP port compares; PPPoE adds one
+ * 8-byte header check.
+ */
+#ifndef EP_BNG_ACCESS_H
+#define EP_BNG_ACCESS_H
+
+#include <stdint.h>
+#include <netinet/in.h>
+
+#include "ep_parse.h"
+#include "bng.h"
+
+#define BNG_ETHER_PPPOE_DISC 0x8863
+#define BNG_ETHER_PPPOE_SESS 0x8864
+#define BNG_PPP_IPV4   0x0021
+#define BNG_PPP_IPV6   0x0057
+#define BNG_PPP_LCP    0xc021
+#define BNG_PPP_PAP    0xc023
+#define BNG_PPP_CHAP   0xc223
+#define BNG_PPP_EAP    0xc227
+#define BNG_PPP_IPCP   0x8021
+#define BNG_PPP_IPV6CP 0x8057
+#define BNG_PPPOE_HDR  6        /**< ver/type, code, session, length */
+#define BNG_ETHER_MIN  60       /**< minimum frame without FCS: may carry padding */
+
+#define BNG_USER_PPPOE 1u
+
+/** Punt verdict of bng_parse_access for @p kind: negative. */
+#define BNG_PUNT(kind) (-1 - (int)(kind))
+#define BNG_PUNT_KIND(rc) ((enum bng_punt_kind)(-1 - (rc)))
+
+static __rte_always_inline uint16_t
+bng_be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/* IP control traffic: DHCP, DHCPv6, neighbour discovery.  0 = data. */
+static __rte_always_inline int
+bng_ip_control(const uint8_t *p, const struct ep_meta *m)
+{
+	const uint8_t *l4 = p + m->l4_off;
+
+	if (!(m->flags & EP_META_F_HAS_L4))
+		return 0;
+	if (m->l4_proto == IPPROTO_UDP) {
+		uint16_t sport = bng_be16(l4), dport = bng_be16(l4 + 2);
+
+		if (m->l3_type == EP_L3_IPV4) {
+			if (unlikely(dport == 67 || dport == 68 || sport == 68))
+				return BNG_PUNT(BNG_PUNT_DHCP);
+		} else if (unlikely(dport == 547 || dport == 546 || sport == 546)) {
+			return BNG_PUNT(BNG_PUNT_DHCPV6);
+		}
+	} else if (m->l4_proto == IPPROTO_ICMPV6 && m->l3_type == EP_L3_IPV6) {
+		if (l4[0] >= 133 && l4[0] <= 137)
+			return BNG_PUNT(BNG_PUNT_ND);
+	}
+	return 0;
+}
+
+static __rte_always_inline int
+bng_ppp_punt(uint16_t proto)
+{
+	switch (proto) {
+	case BNG_PPP_LCP:
+		return BNG_PUNT(BNG_PUNT_PPP_LCP);
+	case BNG_PPP_PAP: case BNG_PPP_CHAP: case BNG_PPP_EAP:
+		return BNG_PUNT(BNG_PUNT_PPP_AUTH);
+	case BNG_PPP_IPCP: case BNG_PPP_IPV6CP:
+		return BNG_PUNT(BNG_PUNT_PPP_NCP);
+	default:
+		return BNG_PUNT(BNG_PUNT_PPP_OTHER);
+	}
+}
+
+/**
+ * Parse an access frame.
+ * @return 0: IPv4/IPv6 data, ep_meta filled (l3_off at the IP header);
+ *         > 0: an enum ep_drop_reason;
+ *         < 0: control traffic to punt, BNG_PUNT_KIND(rc) says which.
+ */
+static __rte_always_inline int
+bng_parse_access(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *m)
+{
+	uint16_t et;
+	int rc;
+
+	m->flags = 0;
+	m->l3_type = EP_L3_NONE;
+	m->l4_proto = 0;
+	m->l3_len = 0;
+	m->l4_off = 0;
+	m->user = 0;
+	if (unlikely(frame_len < seg_len))
+		seg_len = frame_len;
+	rc = ep_parse_l2(p, seg_len, m, &et);
+	if (unlikely(rc != 0))
+		return rc;
+	if (et == BNG_ETHER_PPPOE_SESS) {
+		uint32_t off = m->l3_off, avail, len, end;
+		uint16_t sess, proto;
+
+		if (unlikely(seg_len < off + BNG_PPPOE_HDR + 2))
+			return EP_DROP_BNG_PPPOE_BAD_LENGTH;
+		if (unlikely(p[off] != 0x11 || p[off + 1] != 0))
+			return EP_DROP_BNG_PPPOE_BAD_HEADER;
+		sess = bng_be16(p + off + 2);
+		if (unlikely(sess == 0 || sess == 0xffff))
+			return EP_DROP_BNG_PPPOE_BAD_SESSION;
+		len = bng_be16(p + off + 4);
+		avail = frame_len - off - BNG_PPPOE_HDR;
+		if (unlikely(len < 2 || len > avail || (len < avail && frame_len > BNG_ETHER_MIN)))
+			return EP_DROP_BNG_PPPOE_BAD_LENGTH;
+		proto = bng_be16(p + off + BNG_PPPOE_HDR);
+		end = off + BNG_PPPOE_HDR + len;
+		m->user = BNG_USER_PPPOE;
+		m->l3_off = (uint16_t)(off + BNG_PPPOE_HDR + 2);
+		if (likely(proto == BNG_PPP_IPV4))
+			rc = ep_parse_ipv4(p, RTE_MIN(seg_len, end), end, m);
+		else if (likely(proto == BNG_PPP_IPV6))
+			rc = ep_parse_ipv6(p, RTE_MIN(seg_len, end), end, m);
+		else
+			return bng_ppp_punt(proto);
+	} else if (likely(et == RTE_ETHER_TYPE_IPV4)) {
+		rc = ep_parse_ipv4(p, seg_len, frame_len, m);
+	} else if (likely(et == RTE_ETHER_TYPE_IPV6)) {
+		rc = ep_parse_ipv6(p, seg_len, frame_len, m);
+	} else if (et == RTE_ETHER_TYPE_ARP) {
+		rc = ep_parse_arp(p, seg_len, m);
+		return rc != 0 ? rc : BNG_PUNT(BNG_PUNT_ARP);
+	} else if (et == BNG_ETHER_PPPOE_DISC) {
+		return BNG_PUNT(BNG_PUNT_PPPOE_DISCOVERY);
+	} else {
+		return EP_DROP_ETHERTYPE_UNSUPPORTED;
+	}
+	if (unlikely(rc != 0))
+		return rc;
+	return bng_ip_control(p, m);
+}
+
+/**
+ * The access key of a parsed data frame (classification).  Tags are VIDs
+ * (PCP and DEI are not part of the identity).
+ */
+static __rte_always_inline void
+bng_key_of(const uint8_t *p, const struct ep_meta *m, struct bng_key *k)
+{
+	uint64_t *w = (uint64_t *)k;
+
+	w[0] = 0;
+	w[1] = 0;
+	k->n_vlans = m->n_vlans;
+	if (m->n_vlans >= 1)
+		k->outer = m->vlan_tci[0] & 0x0fff;
+	if (m->n_vlans == 2)
+		k->inner = m->vlan_tci[1] & 0x0fff;
+	if (m->user == BNG_USER_PPPOE) {
+		/* The PPPoE header sits 8 bytes before the IP header. */
+		k->session = bng_be16(p + m->l3_off - 2 - BNG_PPPOE_HDR + 2);
+		memcpy(k->mac, p + 6, 6);
+		k->pppoe = 1;
+	}
+}
+
+#endif

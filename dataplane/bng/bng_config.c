@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The [bng] section (README.md has every key with examples).  Each line goes
+ * through the same function the control socket uses (bng_policer_set,
+ * bng_pipe_set, bng_sub_req_parse + bng_sub_add_bulk, the router's route,
+ * neighbour and ACL loader), and every error is "file:line: key 'k': ...".
+ *
+ * Order: sizes (bng_params_from_config, before the tables exist), then
+ * ports, core encapsulation, subports, policers, pipes, the router keys
+ * (neighbor, route, route_file, acl, acl_file, acl_default), and last the
+ * subscribers as one batch (one IPv6 table swap for all of them).
+ */
+/* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
+ * experimental in DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API 1
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "router/router.h"
+#include "bng.h"
+
+static int
+wrap(const struct ep_cfg *cfg, const struct ep_cfg_kv *kv, struct ep_err *err)
+{
+	char inner[sizeof(err->msg)];
+
+	snprintf(inner, sizeof(inner), "%s", err->msg);
+	return ep_cfg_error(cfg, kv, err, "%s", inner);
+}
+
+int
+bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_params *p,
+		       struct ep_err *err)
+{
+	static const struct { const char *key; size_t off; uint64_t min, max; } keys[] = {
+		{ "max_subscribers", offsetof(struct bng_params, max_subscribers), 1, 1u << 20 },
+		{ "max_routes", offsetof(struct bng_params, max_routes), 16, 1u << 24 },
+		{ "punt_ring_size", offsetof(struct bng_params, punt_ring_size), 16, 1u << 20 },
+		{ "hqos_mtu", offsetof(struct bng_params, hqos_mtu), 64, 9216 },
+		{ "hqos_frame_overhead", offsetof(struct bng_params, hqos_frame_overhead), 0, 64 },
+		{ "hqos_qsize", offsetof(struct bng_params, hqos_qsize), 4, 4096 },
+	};
+	const struct ep_cfg_kv *kv;
+
+	bng_params_default(p);
+	if (s == NULL)
+		return 0;
+	for (size_t i = 0; i < RTE_DIM(keys); i++) {
+		uint32_t *f = (uint32_t *)((char *)p + keys[i].off);
+		uint64_t v;
+
+		if (ep_cfg_u64(cfg, s, keys[i].key, *f, keys[i].min, keys[i].max, &v, err) < 0)
+			return -1;
+		*f = (uint32_t)v;
+	}
+	kv = ep_cfg_get(cfg, s, "punt_ring_size", NULL);
+	if (!rte_is_power_of_2(p->punt_ring_size))
+		return ep_cfg_error(cfg, kv, err, "must be a power of two");
+	kv = ep_cfg_get(cfg, s, "hqos_qsize", NULL);
+	if (!rte_is_power_of_2(p->hqos_qsize))
+		return ep_cfg_error(cfg, kv, err, "must be a power of two");
+	kv = ep_cfg_get(cfg, s, "hqos_port_rate", err);
+	if (kv != NULL) {
+		uint64_t bps;
+
+		if (bng_parse_rate(kv->val, &bps) < 0 || bps < 8000)
+			return ep_cfg_error(cfg, kv, err, "'%s' is not a rate in bit/s (k, M, G)",
+					    kv->val);
+		p->hqos_rate = bps / 8;
+	}
+	for (int i = 0; i < s->n_kv; i++) {
+		if (strcmp(s->kv[i].key, "dscp_tc") != 0)
+			continue;
+		s->kv[i].used = true;
+		if (bng_dscp_map_parse(p->dscp_tc, s->kv[i].val, err) < 0)
+			return wrap(cfg, &s->kv[i], err);
+	}
+	return 0;
+}
+
+static int
+port_key(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, const char *key,
+	 bool required, int32_t *out, struct ep_err *err)
+{
+	const struct ep_cfg_kv *kv = ep_cfg_get(cfg, s, key, err);
+	struct ep_port *p;
+
+	if (kv == NULL) {
+		if (required)
+			return ep_cfg_section_error(cfg, s, err, "%s is required", key);
+		return 0;
+	}
+	p = ep_port_by_name(b->e, kv->val);
+	if (p == NULL)
+		return ep_cfg_error(cfg, kv, err, "no [port %s]", kv->val);
+	*out = p->index;
+	return 0;
+}
+
+/* "none" | "vlan <vid>" | "mpls <label>" */
+static int
+core_encap(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, struct ep_err *err)
+{
+	const struct ep_cfg_kv *kv = ep_cfg_get(cfg, s, "core_encap", err);
+	char kind[16];
+	unsigned long v;
+	char tail;
+	int n;
+
+	if (kv == NULL)
+		return 0;
+	n = sscanf(kv->val, "%15s %lu %c", kind, &v, &tail);
+	if (n == 1 && strcmp(kind, "none") == 0)
+		return 0;
+	if (n == 2 && strcmp(kind, "vlan") == 0 && v >= 1 && v <= 4094) {
+		b->core_encap = BNG_CORE_VLAN;
+		b->core_tag = (uint32_t)v;
+		return 0;
+	}
+	/* Labels 0-15 are reserved (RFC 3032). */
+	if (n == 2 && strcmp(kind, "mpls") == 0 && v >= 16 && v <= 0xfffff) {
+		b->core_encap = BNG_CORE_MPLS;
+		b->core_tag = (uint32_t)v << 12;
+		return 0;
+	}
+	return ep_cfg_error(cfg, kv, err, "'%s' is not none, vlan <1-4094> or mpls <16-1048575>",
+			    kv->val);
+}
+
+/* "NAME spec..." of policer / pipe / subport lines. */
+static int
+name_and_spec(const char *val, char *name, size_t n, const char **spec)
+{
+	size_t len = strcspn(val, " \t");
+
+	if (len == 0 || len >= n)
+		return -1;
+	memcpy(name, val, len);
+	name[len] = '\0';
+	*spec = val + len + strspn(val + len, " \t");
+	return 0;
+}
+
+struct subs {
+	struct bng_sub_req *r;
+	const struct ep_cfg_kv **kv;     /* the line of each, or the subscriber_file key */
+	int *fline;                      /* line in subscriber_file, 0 for inline */
+	uint32_t n, cap;
+};
+
+static int
+subs_push(struct subs *ss, const char *text, const struct ep_cfg_kv *kv, int fline,
+	  struct ep_err *err)
+{
+	if (ss->n == ss->cap) {
+		uint32_t cap = ss->cap ? 2 * ss->cap : 256;
+		void *a = realloc(ss->r, sizeof(*ss->r) * cap);
+		void *b = realloc(ss->kv, sizeof(*ss->kv) * cap);
+		void *c = realloc(ss->fline, sizeof(*ss->fline) * cap);
+
+		if (a != NULL)
+			ss->r = a;
+		if (b != NULL)
+			ss->kv = b;
+		if (c != NULL)
+			ss->fline = c;
+		if (a == NULL || b == NULL || c == NULL)
+			return ep_err_set(err, "out of memory");
+		ss->cap = cap;
+	}
+	if (bng_sub_req_parse(&ss->r[ss->n], text, err) < 0)
+		return -1;
+	ss->kv[ss->n] = kv;
+	ss->fline[ss->n] = fline;
+	ss->n++;
+	return 0;
+}
+
+static int
+sub_error(const struct ep_cfg *cfg, const struct ep_cfg_kv *kv, int fline, struct ep_err *err)
+{
+	char inner[sizeof(err->msg)];
+
+	if (fline == 0)
+		return wrap(cfg, kv, err);
+	snprintf(inner, sizeof(inner), "%s", err->msg);
+	ep_err_set(err, "%s:%d: %s", kv->val, fline, inner);
+	return wrap(cfg, kv, err);
+}
+
+static int
+load_sub_file(struct subs *ss, const struct ep_cfg *cfg, const struct ep_cfg_kv *kv,
+	      struct ep_err *err)
+{
+	FILE *f = fopen(kv->val, "r");
+	char line[1024];
+	int n = 0;
+
+	if (f == NULL) {
+		ep_err_set(err, "cannot open '%s': %s", kv->val, strerror(errno));
+		return wrap(cfg, kv, err);
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *hash = strchr(line, '#'), *t = line;
+
+		n++;
+		if (hash != NULL)
+			*hash = '\0';
+		t += strspn(t, " \t\r\n");
+		if (*t == '\0')
+			continue;
+		if (subs_push(ss, t, kv, n, err) < 0) {
+			fclose(f);
+			return sub_error(cfg, kv, n, err);
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+int
+bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, struct ep_err *err)
+{
+	const struct ep_cfg_kv *kv;
+	struct subs ss = {0};
+	int32_t access = -1, core = -1;
+	uint32_t failed = 0;
+	int rc = -1;
+
+	if (port_key(b, cfg, s, "access_port", true, &access, err) < 0 ||
+	    port_key(b, cfg, s, "core_port", true, &core, err) < 0 ||
+	    port_key(b, cfg, s, "control_port", false, &b->control_port, err) < 0)
+		return -1;
+	if (access == core)
+		return ep_cfg_section_error(cfg, s, err, "access_port and core_port must differ");
+	b->access_port = (uint16_t)access;
+	b->core_port = (uint16_t)core;
+	b->nd_answer = true;
+	kv = ep_cfg_get(cfg, s, "access_nd", err);
+	if (kv != NULL) {
+		if (strcmp(kv->val, "punt") == 0)
+			b->nd_answer = false;
+		else if (strcmp(kv->val, "answer") != 0)
+			return ep_cfg_error(cfg, kv, err, "'%s' is not answer or punt", kv->val);
+	}
+	if (core_encap(b, cfg, s, err) < 0)
+		return -1;
+
+	for (int i = 0; i < s->n_kv; i++) {
+		const struct ep_cfg_kv *k = &s->kv[i];
+		char name[BNG_NAME_LEN];
+		const char *spec;
+		int r = 0;
+
+		if (strcmp(k->key, "subport") == 0) {
+			char *end;
+			unsigned long id;
+
+			s->kv[i].used = true;
+			if (name_and_spec(k->val, name, sizeof(name), &spec) < 0)
+				return ep_cfg_error(cfg, k, err, "expected '<id> rate=... pipes=...'");
+			id = strtoul(name, &end, 10);
+			if (*end != '\0' || name[0] < '0' || name[0] > '9')
+				return ep_cfg_error(cfg, k, err, "'%s' is not a subport id", name);
+			r = bng_subport_set(b, (uint32_t)id, spec, err);
+		} else if (strcmp(k->key, "policer") == 0 || strcmp(k->key, "pipe") == 0) {
+			s->kv[i].used = true;
+			if (name_and_spec(k->val, name, sizeof(name), &spec) < 0)
+				return ep_cfg_error(cfg, k, err, "expected '<name> key=value ...'");
+			r = k->key[1] == 'o' ? bng_policer_set(b, name, spec, err) :
+					       bng_pipe_set(b, name, spec, err);
+		}
+		if (r < 0)
+			return wrap(cfg, k, err);
+	}
+	if (b->n_subports == 0) {
+		char spec[64];
+
+		/* One subport at the port rate; more pipes need subport lines. */
+		snprintf(spec, sizeof(spec), "pipes=%u", RTE_MIN(b->p.max_subscribers, 4096u));
+		if (bng_subport_set(b, 0, spec, err) < 0)
+			return -1;
+	}
+	if (router_load_config(b->rt, cfg, s, err) < 0)
+		return -1;
+
+	for (int i = 0; i < s->n_kv; i++) {
+		if (strcmp(s->kv[i].key, "subscriber") != 0)
+			continue;
+		s->kv[i].used = true;
+		if (subs_push(&ss, s->kv[i].val, &s->kv[i], 0, err) < 0) {
+			wrap(cfg, &s->kv[i], err);
+			goto out;
+		}
+	}
+	kv = ep_cfg_get(cfg, s, "subscriber_file", err);
+	if (kv != NULL && load_sub_file(&ss, cfg, kv, err) < 0)
+		goto out;
+	if (b->control_port < 0 && b->punt_ring == NULL) {
+		char name[RTE_RING_NAMESIZE];
+		static uint32_t seq;
+
+		snprintf(name, sizeof(name), "bng_punt_%u", seq++);
+		/* Several uplink workers enqueue; one control plane dequeues. */
+		b->punt_ring = rte_ring_create(name, b->p.punt_ring_size, SOCKET_ID_ANY,
+					       RING_F_SC_DEQ);
+		if (b->punt_ring == NULL) {
+			ep_err_set(err, "bng: cannot create the punt ring");
+			goto out;
+		}
+	}
+	if (ss.n != 0 && bng_sub_add_bulk_idx(b, ss.r, ss.n, &failed, err) < 0) {
+		sub_error(cfg, ss.kv[failed], ss.fline[failed], err);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(ss.r);
+	free(ss.kv);
+	free(ss.fline);
+	return rc;
+}

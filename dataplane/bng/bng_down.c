@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The bng-downlink stages (core -> subscriber).  The neigh stage is the
+ * router's (ARP / NS for the core port's own addresses).
+ *
+ *   parse    Ethernet destination check, ep_parse; an MPLS label stack
+ *            (core_encap = mpls on the way up) is walked to the IP header
+ *   lookup   per family, for each prefix length in use (longest first;
+ *            usually one: /32, /56): keys of the packets still unresolved,
+ *            one rte_hash_lookup_bulk_data; record pointer into
+ *            ep_meta.user, record and per-worker state prefetched
+ *   rpf      the subscriber's reverse-path rule: a packet addressed to it
+ *            whose source lies in its own ranges did not come from it
+ *            through the core (reflection / spoofing): dropped.  The seed's
+ *            "one ACL rule per subscriber" has exactly one candidate rule,
+ *            the destination subscriber's, so it is evaluated on the record
+ *            found by lookup instead of in an rte_acl that would need a
+ *            rebuild for every subscriber added
+ *   encap    TTL - 1, the core header is replaced by the subscriber's
+ *            template (dst MAC, access port MAC, tags, [PPPoE session,
+ *            length = IP length + 2, PPP protocol]) in one data-offset
+ *            move and one copy; before HQoS so the shaper counts the bytes
+ *            that go on the access wire
+ *   hqos     DSCP -> (traffic class, queue) from the map, then
+ *            rte_sched_port_pkt_write per packet and one
+ *            rte_sched_port_enqueue for the burst; every packet is consumed
+ *            (rte_sched frees what its full queues refuse: counted here as
+ *            bng_hqos_queue_full).  The service hook dequeues.
+ */
+/* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
+ * experimental in DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API 1
+#include <rte_malloc.h>
+#include <rte_prefetch.h>
+
+#include "ep_csum.h"
+#include "ep_parse.h"
+#include "ep_rcu.h"
+#include "router/router.h"
+#include "bng.h"
+
+#define PREFETCH_AHEAD 4
+#define MPLS_MAX_LABELS 4
+
+/* ---- parse ---- */
+
+static __rte_noinline int
+parse_mpls(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *md)
+{
+	uint32_t off = md->l3_off;
+
+	if (frame_len < seg_len)
+		seg_len = frame_len;
+	for (int k = 0; k < MPLS_MAX_LABELS; k++, off += 4) {
+		if (off + 5 > seg_len)
+			return EP_DROP_L2_TRUNCATED;
+		if (!(p[off + 2] & 1))
+			continue;                       /* not the bottom of the stack */
+		md->l3_off = (uint16_t)(off + 4);
+		switch (p[off + 4] >> 4) {
+		case 4: return ep_parse_ipv4(p, seg_len, frame_len, md);
+		case 6: return ep_parse_ipv6(p, seg_len, frame_len, md);
+		default: return EP_DROP_BNG_MPLS_UNSUPPORTED;
+		}
+	}
+	return EP_DROP_BNG_MPLS_UNSUPPORTED;
+}
+
+uint16_t
+bng_down_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct bng_down *d = ctx;
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++) {
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
+		rte_prefetch0(ep_meta(pkts[i]));
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct ep_meta *md = ep_meta(m);
+		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+		int rc;
+
+		if (i + PREFETCH_AHEAD < n) {
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + PREFETCH_AHEAD], void *));
+			rte_prefetch0(ep_meta(pkts[i + PREFETCH_AHEAD]));
+		}
+		if (likely(m->data_len >= RTE_ETHER_HDR_LEN) && (p[0] & 1) == 0 &&
+		    unlikely(memcmp(p, &d->core_mac, 6) != 0)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
+			out++;
+			continue;
+		}
+		rc = ep_parse_mbuf(m, md);
+		if (unlikely(rc == EP_DROP_ETHERTYPE_UNSUPPORTED) &&
+		    p[md->l3_off - 2] == 0x88 && p[md->l3_off - 1] == 0x47)
+			rc = parse_mpls(p, m->data_len, m->pkt_len, md);
+		if (unlikely(rc != 0)) {
+			next[i] = EP_NEXT_DROP(rc);
+			out++;
+		}
+	}
+	return out;
+}
+
+/* ---- lookup ---- */
+
+static __rte_always_inline uint16_t
+found(struct bng_down *d, struct rte_mbuf *m, uint32_t id, uint16_t *next)
+{
+	const struct bng_sub *s = id <= d->b->p.max_subscribers ?
+		ep_rcu_read(&d->b->subs[id]) : NULL;
+
+	if (unlikely(s == NULL)) {
+		*next = EP_NEXT_DROP(EP_DROP_BNG_NO_SUBSCRIBER);
+		return 1;
+	}
+	rte_prefetch0(s);
+	rte_prefetch0(&d->dyn[id]);
+	ep_meta(m)->user = (uintptr_t)s;
+	return 0;
+}
+
+/* Resolve the @p np packets in d->pend of one family, longest length first. */
+static __rte_always_inline uint16_t
+lookup_family(struct bng_down *d, struct rte_mbuf **pkts, uint16_t *next, uint16_t np,
+	      const uint8_t family, const uint8_t *lens, uint8_t n_lens)
+{
+	const uint32_t alen = family == 4 ? 4 : 16;
+	uint16_t out = 0;
+
+	for (uint8_t l = 0; l < n_lens && np != 0; l++) {
+		uint8_t plen = lens[l];
+		uint32_t full = plen / 8u;
+		uint8_t part = (uint8_t)(0xff00 >> (plen % 8u));
+		uint64_t hits = 0;
+		uint16_t left = 0;
+
+		for (uint16_t j = 0; j < np; j++) {
+			struct bng_dst_key *k = &d->keys[j];
+			const uint8_t *a = d->addr[d->pend[j]];
+
+			memset(k, 0, sizeof(*k));
+			k->family = family;
+			k->plen = plen;
+			memcpy(k->addr, a, full);
+			if (full < alen)
+				k->addr[full] = a[full] & part;
+			d->key_ptr[j] = k;
+		}
+		rte_hash_lookup_bulk_data(d->b->dst, d->key_ptr, np, &hits, d->data);
+		for (uint16_t j = 0; j < np; j++) {
+			uint16_t i = d->pend[j];
+
+			if ((hits >> j) & 1)
+				out += found(d, pkts[i], (uint32_t)(uintptr_t)d->data[j], &next[i]);
+			else
+				d->pend[left++] = i;
+		}
+		np = left;
+	}
+	for (uint16_t j = 0; j < np; j++) {
+		next[d->pend[j]] = EP_NEXT_DROP(EP_DROP_BNG_NO_SUBSCRIBER);
+		out++;
+	}
+	return out;
+}
+
+uint16_t
+bng_down_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct bng_down *d = ctx;
+	const struct bng_lens *lens = ep_rcu_read(&d->b->lens);
+	uint16_t n4 = 0, n6 = 0, out = 0;
+
+	/* IPv4 indexes fill d->pend from the front, IPv6 from the back. */
+	for (uint16_t i = 0; i < n; i++) {
+		const struct ep_meta *md = ep_meta(pkts[i]);
+		const uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], const uint8_t *, md->l3_off);
+
+		if (likely(md->l3_type == EP_L3_IPV4)) {
+			memcpy(d->addr[i], l3 + 16, 4);
+			d->pend[n4++] = i;
+		} else if (md->l3_type == EP_L3_IPV6) {
+			memcpy(d->addr[i], l3 + 24, 16);
+			d->pend[EP_BURST_MAX - 1 - n6++] = i;
+		} else {
+			next[i] = EP_NEXT_DROP(EP_DROP_ETHERTYPE_UNSUPPORTED);
+			out++;
+		}
+	}
+	if (n4 != 0)
+		out += lookup_family(d, pkts, next, n4, 4, lens->len4, lens->n4);
+	if (n6 != 0) {
+		uint16_t tmp[EP_BURST_MAX];
+
+		for (uint16_t j = 0; j < n6; j++)
+			tmp[j] = d->pend[EP_BURST_MAX - 1 - j];
+		memcpy(d->pend, tmp, sizeof(tmp[0]) * n6);
+		out += lookup_family(d, pkts, next, n6, 6, lens->len6, lens->n6);
+	}
+	return out;
+}
+
+/* ---- reverse path ---- */
+
+uint16_t
+bng_down_rpf_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	uint16_t out = 0;
+
+	(void)ctx;
+	for (uint16_t i = 0; i < n; i++) {
+		const struct ep_meta *md = ep_meta(pkts[i]);
+		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
+		const uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], const uint8_t *, md->l3_off);
+		int own;
+
+		if (md->l3_type == EP_L3_IPV4) {
+			uint32_t a;
+
+			memcpy(&a, l3 + 12, 4);
+			own = 0;
+			for (int k = 0; k < s->n_v4; k++)
+				own |= (a & s->v4_mask[k]) == s->v4_net[k];
+		} else {
+			uint64_t w[2];
+
+			memcpy(w, l3 + 8, 16);
+			own = s->has_v6 && (w[0] & s->v6_mask[0]) == s->v6_net[0] &&
+			      (w[1] & s->v6_mask[1]) == s->v6_net[1];
+		}
+		if (unlikely(own)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_BNG_RPF_FAIL);
+			out++;
+		}
+	}
+	return out;
+}
+
+/* ---- access encapsulation ---- */
+
+uint16_t
+bng_down_encap_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct bng_down *d = ctx;
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct ep_meta *md = ep_meta(m);
+		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
+		uint8_t *l3 = rte_pktmbuf_mtod_offset(m, uint8_t *, md->l3_off);
+		uint32_t end = (uint32_t)md->l3_off + md->l3_len;
+		struct bng_down_dyn *dy;
+		uint16_t tag;
+		uint8_t *e;
+
+		if (md->l3_type == EP_L3_IPV4) {
+			struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
+
+			if (unlikely(ip->time_to_live <= 1)) {
+				next[i] = EP_NEXT_DROP(EP_DROP_IPV4_TTL_EXPIRED);
+				out++;
+				continue;
+			}
+			ep_ipv4_ttl_dec(ip);
+			tag = s->tag_v4;
+		} else {
+			struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)l3;
+
+			if (unlikely(ip->hop_limits <= 1)) {
+				next[i] = EP_NEXT_DROP(EP_DROP_IPV6_HOP_LIMIT_EXPIRED);
+				out++;
+				continue;
+			}
+			ip->hop_limits--;
+			tag = s->tag_v6;
+		}
+		if (unlikely(!s->pppoe && !s->has_mac)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_BNG_NO_ENCAP);
+			out++;
+			continue;
+		}
+		if (unlikely(m->pkt_len > end))
+			rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - end));
+		if (md->l3_off >= s->tpl_len) {
+			rte_pktmbuf_adj(m, (uint16_t)(md->l3_off - s->tpl_len));
+		} else if (unlikely(rte_pktmbuf_prepend(m, (uint16_t)(s->tpl_len - md->l3_off)) ==
+				    NULL)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_BNG_NO_ENCAP);
+			out++;
+			continue;
+		}
+		e = rte_pktmbuf_mtod(m, uint8_t *);
+		memcpy(e, s->tpl, s->tpl_len - 2);
+		memcpy(e + s->tpl_len - 2, &tag, 2);
+		if (s->pppoe) {
+			uint16_t plen = rte_cpu_to_be_16((uint16_t)(md->l3_len + 2));
+
+			memcpy(e + s->tpl_len - 4, &plen, 2);
+		}
+		md->l4_off = (uint16_t)(md->l4_off - md->l3_off + s->tpl_len);
+		md->l3_off = s->tpl_len;
+		dy = &d->dyn[s->id];
+		if (unlikely(dy->gen != s->gen)) {
+			memset(dy, 0, sizeof(*dy));
+			dy->gen = s->gen;
+		}
+		dy->pkts++;
+		dy->bytes += m->pkt_len;
+	}
+	d->pkts += n - out;
+	return out;
+}
+
+/* ---- HQoS ---- */
+
+uint16_t
+bng_down_hqos_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct bng_down *d = ctx;
+	uint32_t k;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct ep_meta *md = ep_meta(m);
+		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
+		const uint8_t *l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
+		uint8_t dscp = md->l3_type == EP_L3_IPV4 ? l3[1] >> 2 :
+			       (uint8_t)(((l3[0] & 0x0f) << 4 | l3[1] >> 4) >> 2);
+		uint8_t tcq = d->dscp_tc[dscp];
+
+		rte_sched_port_pkt_write(d->sched, m, s->subport, s->pipe, tcq >> 2, tcq & 3,
+					 RTE_COLOR_GREEN);
+		next[i] = EP_NEXT_CONSUMED;
+	}
+	k = (uint32_t)rte_sched_port_enqueue(d->sched, pkts, n);
+	if (unlikely(k < n) && d->hqos_stage != NULL)
+		d->hqos_stage->stats.drops[EP_DROP_BNG_HQOS_QUEUE_FULL] += n - k;
+	return n;
+}
+
+/* ---- worker ---- */
+
+struct bng_down *
+bng_down_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *err)
+{
+	struct bng_down *d = rte_zmalloc_socket("ep_bng_down", sizeof(*d), RTE_CACHE_LINE_SIZE,
+						socket);
+
+	if (d == NULL) {
+		ep_err_set(err, "bng: out of memory for a downlink worker");
+		return NULL;
+	}
+	d->b = b;
+	d->w = w;
+	d->dyn = rte_zmalloc_socket("ep_bng_dndyn",
+				    sizeof(d->dyn[0]) * (b->p.max_subscribers + 1),
+				    RTE_CACHE_LINE_SIZE, socket);
+	d->rw = router_worker_create(b->rt, socket);
+	if (d->dyn == NULL || d->rw == NULL) {
+		ep_err_set(err, "bng: out of memory for a downlink worker");
+		bng_down_free(d);
+		return NULL;
+	}
+	d->sched = bng_hqos_port_create(b, w->id, socket, err);
+	if (d->sched == NULL) {
+		bng_down_free(d);
+		return NULL;
+	}
+	d->access_port = b->access_port;
+	d->core_port = b->core_port;
+	d->core_mac = b->e->ports[b->core_port].mac;
+	memcpy(d->dscp_tc, b->p.dscp_tc, sizeof(d->dscp_tc));
+	return d;
+}
+
+void
+bng_down_free(struct bng_down *d)
+{
+	if (d == NULL)
+		return;
+	rte_sched_port_free(d->sched);
+	router_worker_free(d->rw);
+	rte_free(d->dyn);
+	rte_free(d);
+}

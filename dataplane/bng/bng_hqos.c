@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * HQoS: one rte_sched port per downlink worker, five levels
+ *
+ *   port (hqos_port_rate) -> subport (rate, its pipes) -> pipe (one per
+ *   subscriber, its pipe profile) -> 13 traffic classes (0-11 strict
+ *   priority, 12 best effort) -> queue (one per strict TC; 4 WRR queues in
+ *   best effort)
+ *
+ * Every port is built from the same control-side tables (subports, the pipe
+ * profile slots, the subscribers' pipes), so all downlink workers agree on
+ * subport/pipe ids.  After start, a port is only touched by its worker:
+ * pipe (re)configuration, new profile slots and statistics reads arrive as
+ * messages (ep_worker_call) and run between two bursts.  rte_sched keeps its
+ * own time base (TSC), so the service hook drains at the configured rates
+ * whether or not packets arrive.
+ */
+/* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
+ * experimental in DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API 1
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_errno.h>
+
+#include "bng.h"
+
+struct rte_sched_port *
+bng_hqos_port_create(struct bng *b, unsigned int worker_id, int socket, struct ep_err *err)
+{
+	struct rte_sched_subport_profile_params sprof[BNG_MAX_SUBPORTS];
+	struct rte_sched_port *port;
+	char name[64];
+	static uint32_t seq;
+
+	if (b->n_subports == 0)
+		return ep_err_set(err, "hqos: no subport configured"), NULL;
+	for (uint32_t i = 0; i < b->n_subports; i++) {
+		if (!b->subport[i].in_use) {
+			ep_err_set(err, "hqos: subport %u missing (subports are 0..%u without gaps)",
+				   i, b->n_subports - 1);
+			return NULL;
+		}
+		sprof[i] = b->subport[i].prof;
+	}
+	snprintf(name, sizeof(name), "bng_hqos_%u_%u", worker_id,
+		 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	port = rte_sched_port_config(&(struct rte_sched_port_params){
+		.name = name, .socket = socket, .rate = b->p.hqos_rate, .mtu = b->p.hqos_mtu,
+		.frame_overhead = b->p.hqos_frame_overhead,
+		.n_subports_per_port = b->n_subports, .subport_profiles = sprof,
+		.n_subport_profiles = b->n_subports, .n_max_subport_profiles = b->n_subports,
+		.n_pipes_per_subport = b->max_pipes });
+	if (port == NULL) {
+		ep_err_set(err, "hqos: rte_sched_port_config failed (rate %" PRIu64 " B/s, %u "
+			   "subports, %u pipes)", b->p.hqos_rate, b->n_subports, b->max_pipes);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < b->n_subports; i++) {
+		struct rte_sched_subport_params sp = {
+			.n_pipes_per_subport_enabled = b->subport[i].n_pipes,
+			.pipe_profiles = b->sched, .n_pipe_profiles = b->n_sched,
+			.n_max_pipe_profiles = BNG_MAX_PIPE_PROF,
+		};
+		int rc;
+
+		for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
+			sp.qsize[t] = (uint16_t)b->p.hqos_qsize;
+		rc = rte_sched_subport_config(port, i, &sp, i);
+		if (rc != 0) {
+			ep_err_set(err, "hqos: subport %u: rte_sched_subport_config failed (%d): "
+				   "check its rate, pipes and the pipe profiles", i, rc);
+			rte_sched_port_free(port);
+			return NULL;
+		}
+	}
+	for (uint32_t id = 1; id <= b->p.max_subscribers; id++) {
+		const struct bng_sub *s = b->subs[id];
+
+		if (s != NULL && rte_sched_pipe_config(port, s->subport, s->pipe,
+				(int32_t)b->pipe_prof[s->pipe_prof].sched_id) != 0) {
+			ep_err_set(err, "hqos: pipe config of subscriber %u failed", id);
+			rte_sched_port_free(port);
+			return NULL;
+		}
+	}
+	return port;
+}
+
+struct pipes_msg { struct bng_down *d; const struct bng_pipe_cfg *c; uint32_t n; int rc; };
+
+static void
+pipes_on_worker(struct ep_worker *w, void *arg)
+{
+	struct pipes_msg *m = arg;
+
+	for (uint32_t i = 0; i < m->n; i++)
+		if (rte_sched_pipe_config(m->d->sched, m->c[i].subport, m->c[i].pipe,
+					  (int32_t)m->c[i].prof) != 0)
+			m->rc = -1;
+}
+
+int
+bng_hqos_pipes_config(struct bng *b, const struct bng_pipe_cfg *c, uint32_t n, struct ep_err *err)
+{
+	for (int i = 0; i < b->n_down; i++) {
+		struct pipes_msg m = { b->down[i], c, n, 0 };
+
+		if (ep_worker_call(b->down[i]->w, pipes_on_worker, &m, 1000, err) < 0)
+			return -1;
+		if (m.rc != 0)
+			return ep_err_set(err, "hqos: rte_sched_pipe_config failed on worker %s",
+					  b->down[i]->w->name);
+	}
+	return 0;
+}
+
+struct prof_msg { struct bng *b; struct bng_down *d; uint32_t slot; int rc; };
+
+static void
+prof_on_worker(struct ep_worker *w, void *arg)
+{
+	struct prof_msg *m = arg;
+
+	for (uint32_t sp = 0; sp < m->b->n_subports; sp++) {
+		uint32_t id;
+
+		if (rte_sched_subport_pipe_profile_add(m->d->sched, sp, &m->b->sched[m->slot],
+						       &id) != 0 || id != m->slot)
+			m->rc = -1;
+	}
+}
+
+int
+bng_hqos_profile_add_all(struct bng *b, uint32_t slot, struct ep_err *err)
+{
+	for (int i = 0; i < b->n_down; i++) {
+		struct prof_msg m = { b, b->down[i], slot, 0 };
+
+		if (ep_worker_call(b->down[i]->w, prof_on_worker, &m, 1000, err) < 0)
+			return -1;
+		if (m.rc != 0)
+			return ep_err_set(err, "hqos: rte_sched rejected the pipe profile (rates "
+					  "vs the port and subport, tc_period)");
+	}
+	return 0;
+}
+
+static void
+stats_on_worker(struct ep_worker *w, void *arg)
+{
+	struct bng_down *d = arg;
+
+	for (uint32_t sp = 0; sp < d->b->n_subports; sp++) {
+		struct rte_sched_subport_stats st;
+		uint32_t tc_ov;
+
+		/* rte_sched clears its counters on read: accumulate. */
+		if (rte_sched_subport_read_stats(d->sched, sp, &st, &tc_ov) != 0)
+			continue;
+		for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++) {
+			d->tc_pkts[t] += st.n_pkts_tc[t];
+			d->tc_dropped[t] += st.n_pkts_tc_dropped[t];
+		}
+	}
+}
+
+int
+bng_hqos_stats_collect(struct bng *b, struct ep_err *err)
+{
+	for (int i = 0; i < b->n_down; i++)
+		if (ep_worker_call(b->down[i]->w, stats_on_worker, b->down[i], 1000, err) < 0)
+			return -1;
+	return 0;
+}
+
+uint16_t
+bng_hqos_dequeue(struct bng_down *d, struct rte_mbuf **pkts, uint16_t max)
+{
+	return (uint16_t)rte_sched_port_dequeue(d->sched, pkts, max);
+}

@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The bng-uplink stages (subscriber -> core).  The acl and route stages are
+ * the router's own (router_acl_stage, router_route_stage) on the BNG's
+ * router instance; this file has the BNG-specific ones:
+ *
+ *   parse      bng_parse_access per packet (prefetch 4 ahead); control
+ *              frames are answered (ARP request / NS for the access port's
+ *              own addresses, through the router's neigh stage) or punted:
+ *              to control_port as they are (tags kept: they name the
+ *              subscriber), or into the punt ring (one burst enqueue)
+ *   classify   key per packet, then ONE rte_hash_lookup_bulk_data over the
+ *              burst (the cuckoo hash overlaps its bucket misses across
+ *              keys); records and per-worker state of the hits prefetched
+ *   antispoof  the subscriber's IPv4 ranges (up to 4 masked compares) or
+ *              its IPv6 prefix (two masked 64-bit compares)
+ *   police     rte_meter trTCM colour blind, one TSC read per burst; yellow
+ *              packets get the profile's DSCP (precomputed 64-entry table,
+ *              RFC 1624 checksum update), red ones are dropped
+ *   encap      strip the access header and push the core one in a single
+ *              data-offset move, TTL/hop limit - 1, next-hop MACs: three
+ *              specialisations (none, VLAN, MPLS) of one always_inline body,
+ *              chosen at build time, so no per-packet branch on the mode
+ *
+ * Per-subscriber state (meter context, colour counters) is this worker's
+ * (u->dyn[id]); a generation number in the record resets it when the id was
+ * given to a new subscriber.
+ */
+/* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
+ * experimental in DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API 1
+#include <rte_malloc.h>
+#include <rte_prefetch.h>
+
+#include "ep_csum.h"
+#include "ep_rcu.h"
+#include "router/router.h"
+#include "bng.h"
+#include "bng_access.h"
+
+#define PREFETCH_AHEAD 4
+
+static __rte_always_inline int
+mac_eq(const uint8_t *a, const struct rte_ether_addr *b)
+{
+	uint32_t a4, b4;
+	uint16_t a2, b2;
+
+	memcpy(&a4, a, 4);
+	memcpy(&b4, b->addr_bytes, 4);
+	memcpy(&a2, a + 4, 2);
+	memcpy(&b2, b->addr_bytes + 4, 2);
+	return a4 == b4 && a2 == b2;
+}
+
+/* ---- parse ---- */
+
+/* Hand punted frames to the control plane. */
+static __rte_noinline void
+punt_out(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, const uint16_t *idx,
+	 uint16_t np)
+{
+	struct rte_mbuf *tmp[EP_BURST_MAX];
+	unsigned int k;
+
+	if (u->control_port >= 0) {
+		for (uint16_t j = 0; j < np; j++)
+			next[idx[j]] = EP_NEXT_TX(u->control_port);
+		return;
+	}
+	for (uint16_t j = 0; j < np; j++)
+		tmp[j] = pkts[idx[j]];
+	k = rte_ring_enqueue_burst(u->b->punt_ring, (void **)tmp, np, NULL);
+	for (uint16_t j = 0; j < np; j++)
+		next[idx[j]] = j < k ? EP_NEXT_CONSUMED : EP_NEXT_DROP(EP_DROP_BNG_PUNT_RING_FULL);
+	u->punt_ring_full += np - k;
+}
+
+/* ARP requests and neighbour solicitations for the access port's addresses
+ * are answered in place by the router's neigh stage; the rest is punted. */
+static __rte_noinline void
+answer_nd(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, const uint16_t *idx,
+	  uint16_t nn, uint16_t *punt, uint16_t *np)
+{
+	struct rte_mbuf *tmp[EP_BURST_MAX];
+	uint16_t tn[EP_BURST_MAX] = {0};
+
+	for (uint16_t j = 0; j < nn; j++)
+		tmp[j] = pkts[idx[j]];
+	router_neigh_stage(u->rw, tmp, tn, nn);
+	for (uint16_t j = 0; j < nn; j++) {
+		if (tn[j] & EP_NEXT_TX_FLAG) {
+			next[idx[j]] = tn[j];
+			pkts[idx[j]] = tmp[j];
+			u->nd_answered++;
+			continue;
+		}
+		u->punt[ep_meta(tmp[j])->l3_type == EP_L3_ARP ? BNG_PUNT_ARP : BNG_PUNT_ND]++;
+		punt[(*np)++] = idx[j];
+	}
+}
+
+uint16_t
+bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct bng_up *u = ctx;
+	uint16_t punt[EP_BURST_MAX], nd[EP_BURST_MAX];
+	uint16_t out = 0, np = 0, nn = 0;
+
+	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++) {
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
+		rte_prefetch0(ep_meta(pkts[i]));
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct ep_meta *md = ep_meta(m);
+		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+		int rc;
+
+		if (i + PREFETCH_AHEAD < n) {
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + PREFETCH_AHEAD], void *));
+			rte_prefetch0(ep_meta(pkts[i + PREFETCH_AHEAD]));
+		}
+		/* A unicast frame must be addressed to the access port. */
+		if (likely(m->data_len >= RTE_ETHER_HDR_LEN) && (p[0] & 1) == 0 &&
+		    unlikely(!mac_eq(p, &u->access_mac))) {
+			next[i] = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
+			out++;
+			continue;
+		}
+		rc = bng_parse_access(p, m->data_len, m->pkt_len, md);
+		if (likely(rc == 0))
+			continue;
+		out++;
+		if (rc > 0) {
+			next[i] = EP_NEXT_DROP(rc);
+		} else {
+			enum bng_punt_kind kind = BNG_PUNT_KIND(rc);
+
+			if (u->nd_answer && md->user == 0 &&
+			    (kind == BNG_PUNT_ARP || kind == BNG_PUNT_ND)) {
+				nd[nn++] = i;
+			} else {
+				u->punt[kind]++;
+				punt[np++] = i;
+			}
+		}
+	}
+	if (unlikely(nn != 0))
+		answer_nd(u, pkts, next, nd, nn, punt, &np);
+	if (unlikely(np != 0))
+		punt_out(u, pkts, next, punt, np);
+	return out;
+}
+
+/* ---- classify ---- */
+
+uint16_t
+bng_up_classify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct bng_up *u = ctx;
+	struct bng *b = u->b;
+	uint64_t hits = 0;
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		const struct ep_meta *md = ep_meta(pkts[i]);
+
+		bng_key_of(rte_pktmbuf_mtod(pkts[i], const uint8_t *), md, &u->keys[i]);
+		u->key_ptr[i] = &u->keys[i];
+	}
+	rte_hash_lookup_bulk_data(b->keys, u->key_ptr, n, &hits, u->data);
+	for (uint16_t i = 0; i < n; i++) {
+		struct ep_meta *md = ep_meta(pkts[i]);
+		const struct bng_sub *s = NULL;
+
+		if (likely((hits >> i) & 1)) {
+			uint32_t id = (uint32_t)(uintptr_t)u->data[i];
+
+			s = ep_rcu_read(&b->subs[id]);
+			if (likely(s != NULL)) {
+				rte_prefetch0(s);
+				rte_prefetch0(&u->dyn[id]);
+			}
+		}
+		if (unlikely(s == NULL)) {
+			next[i] = EP_NEXT_DROP(md->user == BNG_USER_PPPOE ?
+					       EP_DROP_BNG_PPPOE_BAD_SESSION :
+					       EP_DROP_BNG_UNKNOWN_SUBSCRIBER);
+			out++;
+			continue;
+		}
+		md->user = (uintptr_t)s;
+	}
+	u->pkts += n - out;
+	return out;
+}
+
+/* This worker's state of subscriber @p s, reset if the id changed hands. */
+static __rte_always_inline struct bng_up_dyn *
+up_dyn(struct bng_up *u, const struct bng_sub *s)
+{
+	struct bng_up_dyn *d = &u->dyn[s->id];
+
+	if (unlikely(d->gen != s->gen)) {
+		memset(d, 0, sizeof(*d));
+		d->gen = s->gen;
+	}
+	return d;
+}
+
+/* ---- anti-spoofing ---- */
+
+static __rte_always_inline int
+src_is_subscribers(const struct bng_sub *s, const uint8_t *l3, uint8_t l3_type, bool src)
+{
+	if (l3_type == EP_L3_IPV4) {
+		uint32_t a;
+		int ok = 0;
+
+		memcpy(&a, l3 + (src ? 12 : 16), 4);
+		for (int k = 0; k < s->n_v4; k++)
+			ok |= (a & s->v4_mask[k]) == s->v4_net[k];
+		return ok;
+	} else {
+		uint64_t w[2];
+
+		memcpy(w, l3 + (src ? 8 : 24), 16);
+		return s->has_v6 && (w[0] & s->v6_mask[0]) == s->v6_net[0] &&
+		       (w[1] & s->v6_mask[1]) == s->v6_net[1];
+	}
+}
+
+uint16_t
+bng_up_antispoof_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct bng_up *u = ctx;
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		const struct ep_meta *md = ep_meta(pkts[i]);
+		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
+		const uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], const uint8_t *, md->l3_off);
+
+		if (likely(src_is_subscribers(s, l3, md->l3_type, true)))
+			continue;
+		up_dyn(u, s)->spoofed++;
+		next[i] = EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE);
+		out++;
+	}
+	return out;
+}
+
+/* ---- police ---- */
+
+void
+bng_set_dscp(uint8_t *l3, uint8_t l3_type, uint8_t dscp)
+{
+	if (l3_type == EP_L3_IPV4) {
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
+		uint16_t old_w, new_w;
+
+		memcpy(&old_w, l3, 2);
+		ip->type_of_service = (uint8_t)(dscp << 2 | (ip->type_of_service & 3));
+		memcpy(&new_w, l3, 2);
+		ip->hdr_checksum = ep_csum_update16(ip->hdr_checksum, old_w, new_w);
+	} else {
+		/* Traffic class straddles bytes 0 and 1: vvvv TTTT | TTTT ffff. */
+		uint8_t tc = (uint8_t)(dscp << 2 | (((l3[1] >> 4) & 3)));
+
+		l3[0] = (uint8_t)((l3[0] & 0xf0) | tc >> 4);
+		l3[1] = (uint8_t)((l3[1] & 0x0f) | (uint8_t)(tc << 4));
+	}
+}
+
+static __rte_always_inline uint8_t
+get_dscp(const uint8_t *l3, uint8_t l3_type)
+{
+	if (l3_type == EP_L3_IPV4)
+		return l3[1] >> 2;
+	return (uint8_t)(((l3[0] & 0x0f) << 4 | l3[1] >> 4) >> 2);
+}
+
+uint16_t
+bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
+		 uint64_t now)
+{
+	struct bng *b = u->b;
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		const struct ep_meta *md = ep_meta(pkts[i]);
+		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
+		struct bng_up_dyn *d = up_dyn(u, s);
+		uint32_t len = md->l3_len;
+		enum rte_color c = RTE_COLOR_GREEN;
+		struct bng_policer *pol = NULL;
+
+		if (likely(s->policer != BNG_NO_POLICER)) {
+			pol = ep_rcu_read(&b->pol[s->policer]);
+			if (unlikely(d->pol != pol)) {
+				/* New subscriber or new profile: buckets full from now. */
+				if (pol->mode == BNG_RFC2698)
+					rte_meter_trtcm_config(&d->m2698, &pol->p2698);
+				else
+					rte_meter_trtcm_rfc4115_config(&d->m4115, &pol->p4115);
+				d->m2698.time_tc = d->m2698.time_tp = now;
+				d->pol = pol;
+			}
+			c = pol->mode == BNG_RFC2698 ?
+				rte_meter_trtcm_color_blind_check(&d->m2698, &pol->p2698, now, len) :
+				rte_meter_trtcm_rfc4115_color_blind_check(&d->m4115, &pol->p4115,
+									  now, len);
+		}
+		d->pkts[c]++;
+		d->bytes[c] += len;
+		u->colour_pkts[c]++;
+		u->colour_bytes[c] += len;
+		if (likely(c == RTE_COLOR_GREEN))
+			continue;
+		if (c == RTE_COLOR_YELLOW) {
+			uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, md->l3_off);
+			uint8_t dscp = get_dscp(l3, md->l3_type);
+
+			if (pol->yellow_dscp[dscp] != dscp)
+				bng_set_dscp(l3, md->l3_type, pol->yellow_dscp[dscp]);
+			continue;
+		}
+		next[i] = EP_NEXT_DROP(EP_DROP_BNG_POLICER_RED);
+		out++;
+	}
+	return out;
+}
+
+uint16_t
+bng_up_police_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	return bng_up_police_at(ctx, pkts, next, n, rte_rdtsc());
+}
+
+/* ---- strip + core encapsulation ---- */
+
+static __rte_always_inline uint16_t
+up_encap(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
+	 const enum bng_core_encap mode)
+{
+	const uint16_t hdr = mode == BNG_CORE_NONE ? RTE_ETHER_HDR_LEN : RTE_ETHER_HDR_LEN + 4;
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct ep_meta *md = ep_meta(m);
+		const struct router_nh *nh = (const struct router_nh *)(uintptr_t)md->user;
+		uint8_t *l3 = rte_pktmbuf_mtod_offset(m, uint8_t *, md->l3_off);
+		uint32_t end = (uint32_t)md->l3_off + md->l3_len;
+		uint8_t ttl, dscp;
+		uint16_t et;
+		uint8_t *e;
+
+		out++;
+		if (md->l3_type == EP_L3_IPV4) {
+			struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
+
+			if (unlikely(ip->time_to_live <= 1)) {
+				next[i] = EP_NEXT_DROP(EP_DROP_IPV4_TTL_EXPIRED);
+				continue;
+			}
+			ep_ipv4_ttl_dec(ip);
+			ttl = ip->time_to_live;
+			et = RTE_BE16(RTE_ETHER_TYPE_IPV4);
+		} else {
+			struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)l3;
+
+			if (unlikely(ip->hop_limits <= 1)) {
+				next[i] = EP_NEXT_DROP(EP_DROP_IPV6_HOP_LIMIT_EXPIRED);
+				continue;
+			}
+			ttl = --ip->hop_limits;
+			et = RTE_BE16(RTE_ETHER_TYPE_IPV6);
+		}
+		dscp = get_dscp(l3, md->l3_type);
+		/* Ethernet padding and bytes past the PPPoE payload go. */
+		if (unlikely(m->pkt_len > end))
+			rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - end));
+		if (likely(md->l3_off >= hdr)) {
+			rte_pktmbuf_adj(m, (uint16_t)(md->l3_off - hdr));
+		} else if (unlikely(rte_pktmbuf_prepend(m, (uint16_t)(hdr - md->l3_off)) == NULL)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_BNG_NO_ENCAP);
+			continue;
+		}
+		e = rte_pktmbuf_mtod(m, uint8_t *);
+		memcpy(e, nh->eth, 12);
+		if (mode == BNG_CORE_NONE) {
+			memcpy(e + 12, &et, 2);
+		} else if (mode == BNG_CORE_VLAN) {
+			uint16_t tpid = RTE_BE16(RTE_ETHER_TYPE_VLAN);
+			uint16_t tci = rte_cpu_to_be_16((uint16_t)u->core_tag);
+
+			memcpy(e + 12, &tpid, 2);
+			memcpy(e + 14, &tci, 2);
+			memcpy(e + 16, &et, 2);
+		} else {
+			/* One label, bottom of stack; TC = the DSCP's class
+			 * selector bits, TTL = the IP TTL (RFC 3443 uniform). */
+			uint16_t mpls = RTE_BE16(RTE_ETHER_TYPE_MPLS);
+			uint32_t lse = rte_cpu_to_be_32(u->core_tag | (uint32_t)(dscp >> 3) << 9 |
+							1u << 8 | ttl);
+
+			memcpy(e + 12, &mpls, 2);
+			memcpy(e + 14, &lse, 4);
+		}
+		md->l4_off = (uint16_t)(md->l4_off - md->l3_off + hdr);
+		md->l3_off = hdr;
+		md->n_vlans = mode == BNG_CORE_VLAN;
+		next[i] = EP_NEXT_TX(nh->port);
+	}
+	return out;
+}
+
+uint16_t
+bng_up_encap_none_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	return up_encap(ctx, pkts, next, n, BNG_CORE_NONE);
+}
+
+uint16_t
+bng_up_encap_vlan_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	return up_encap(ctx, pkts, next, n, BNG_CORE_VLAN);
+}
+
+uint16_t
+bng_up_encap_mpls_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	return up_encap(ctx, pkts, next, n, BNG_CORE_MPLS);
+}
+
+/* ---- worker ---- */
+
+struct bng_up *
+bng_up_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *err)
+{
+	struct bng_up *u = rte_zmalloc_socket("ep_bng_up", sizeof(*u), RTE_CACHE_LINE_SIZE, socket);
+
+	if (u == NULL) {
+		ep_err_set(err, "bng: out of memory for an uplink worker");
+		return NULL;
+	}
+	u->b = b;
+	u->w = w;
+	u->dyn = rte_zmalloc_socket("ep_bng_updyn", sizeof(u->dyn[0]) * (b->p.max_subscribers + 1),
+				    RTE_CACHE_LINE_SIZE, socket);
+	u->rw = router_worker_create(b->rt, socket);
+	if (u->dyn == NULL || u->rw == NULL) {
+		ep_err_set(err, "bng: out of memory for an uplink worker (%u subscribers)",
+			   b->p.max_subscribers);
+		bng_up_free(u);
+		return NULL;
+	}
+	u->access_port = b->access_port;
+	u->core_port = b->core_port;
+	u->control_port = b->control_port;
+	u->nd_answer = b->nd_answer;
+	u->access_mac = b->e->ports[b->access_port].mac;
+	u->core_tag = b->core_tag;
+	return u;
+}
+
+void
+bng_up_free(struct bng_up *u)
+{
+	if (u == NULL)
+		return;
+	router_worker_free(u->rw);
+	rte_free(u->dyn);
+	rte_free(u);
+}

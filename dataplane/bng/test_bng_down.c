@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* bng-downlink: lookup, reverse path, access encapsulation bytes, HQoS path. */
+#include "test_bng.h"
+
+#include <rte_ip.h>
+
+static const char down_conf[] =
+	"hqos_port_rate = 10G\n"
+	"subport = 0 rate=10G pipes=64\n"
+	"subport = 1 rate=1G pipes=16\n"
+	"pipe = gold rate=100M\n"
+	"dscp_tc = af11:10 57:12.2\n"
+	"subscriber = id=1 qinq=100.200 ipv4=198.18.100.2 ipv6=2001:db8:100::/56 "
+	"mac=02:00:00:00:10:01 pipe=gold\n"
+	"subscriber = id=2 vlan=101 ipv4=198.18.100.3 ipv6=2001:db8:102::/56 "
+	"mac=02:00:00:00:10:02 subport=1\n"
+	"subscriber = id=3 pppoe=0x12 mac=02:00:00:00:10:01 qinq=100.201 ipv4=198.18.100.4 "
+	"ipv6=2001:db8:101::/56 pipe=gold\n"
+	"subscriber = id=4 vlan=102 ipv4=198.18.100.6\n";
+
+struct path { uint32_t subport, pipe, tc, queue; };
+
+/* Through the stages, then out of the scheduler: the frame on the access
+ * wire and the HQoS path it took. */
+static uint16_t
+down_run(struct tb *t, const struct tb_pkt *p, uint8_t *out, uint16_t *olen, struct path *path)
+{
+	struct bng_down *d = t->down->pipeline_ctx;
+	struct rte_mbuf *m[4];
+	uint8_t f[2048];
+	uint16_t len = tb_frame(f, p), v, k = 0;
+
+	v = tb_run(t, t->down, f, len, NULL, NULL);
+	if (v != EP_NEXT_CONSUMED)
+		return v;
+	for (int tries = 0; tries < 1000 && k == 0; tries++)
+		k = bng_hqos_dequeue(d, m, 4);
+	EP_CHECK_EQ(k, 1);
+	if (k != 1)
+		return EP_NEXT_DROP(EP_DROP_NO_NEXT);
+	*olen = (uint16_t)rte_pktmbuf_pkt_len(m[0]);
+	memcpy(out, rte_pktmbuf_mtod(m[0], void *), *olen);
+	rte_sched_port_pkt_read_tree_path(d->sched, m[0], &path->subport, &path->pipe, &path->tc,
+					  &path->queue);
+	rte_pktmbuf_free(m[0]);
+	return EP_NEXT_TX(TB_ACCESS);
+}
+
+static struct tb_pkt
+core_pkt(int ip, const char *sip, const char *dip, uint8_t dscp, uint16_t payload)
+{
+	return (struct tb_pkt){ .dst = tb_core_mac, .src = tb_core_nh_mac, .ip = ip, .sip = sip,
+				.dip = dip, .dscp = dscp, .sport = 80, .dport = 5555,
+				.payload = payload };
+}
+
+static uint16_t
+l2(uint8_t *w, const uint8_t *tags, uint16_t n)
+{
+	memcpy(w, tb_sub_mac, 6);
+	memcpy(w + 6, tb_access_mac, 6);
+	memcpy(w + 12, tags, n);
+	return (uint16_t)(12 + n);
+}
+
+EP_TEST(downlink_qinq_ipv4_encap_bytes_exact)
+{
+	struct tb *t = tb_new(down_conf);
+	struct tb_pkt p = core_pkt(4, "198.51.100.7", "198.18.100.2", 0, 40);
+	uint8_t out[2048], want[2048];
+	uint16_t olen = 0, o;
+	struct path path;
+
+	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path), EP_NEXT_TX(TB_ACCESS));
+	o = l2(want, (const uint8_t[]){ 0x88, 0xa8, 0x00, 0x64, 0x81, 0x00, 0x00, 0xc8,
+					0x08, 0x00 }, 10);
+	p.ttl = 63;
+	o += tb_ip(want + o, &p);
+	EP_CHECK_EQ(olen, o);
+	EP_CHECK_MEM(out, want, o);
+	tb_free(t);
+}
+
+EP_TEST(downlink_vlan_ipv6_encap_bytes_exact)
+{
+	struct tb *t = tb_new(down_conf);
+	struct tb_pkt p = core_pkt(6, "2001:db8:ffff::1", "2001:db8:102:7::1", 0, 20);
+	uint8_t out[2048], want[2048];
+	uint16_t olen = 0, o;
+	struct path path;
+	static const uint8_t mac2[6] = { 2, 0, 0, 0, 0x10, 0x02 };
+
+	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path), EP_NEXT_TX(TB_ACCESS));
+	o = l2(want, (const uint8_t[]){ 0x81, 0x00, 0x00, 0x65, 0x86, 0xdd }, 6);
+	memcpy(want, mac2, 6);
+	p.ttl = 63;
+	o += tb_ip(want + o, &p);
+	EP_CHECK_EQ(olen, o);
+	EP_CHECK_MEM(out, want, o);
+	EP_CHECK_EQ(path.subport, 1);
+	tb_free(t);
+}
+
+EP_TEST(downlink_pppoe_ipv4_and_ipv6_length_and_protocol_exact)
+{
+	struct tb *t = tb_new(down_conf);
+	struct tb_pkt p4 = core_pkt(4, "198.51.100.7", "198.18.100.4", 0, 100);
+	struct tb_pkt p6 = core_pkt(6, "2001:db8:ffff::1", "2001:db8:101:1::5", 0, 100);
+	uint8_t out[2048], want[2048];
+	uint16_t olen = 0, o, ipl;
+	struct path path;
+
+	EP_CHECK_EQ(down_run(t, &p4, out, &olen, &path), EP_NEXT_TX(TB_ACCESS));
+	p4.ttl = 63;
+	ipl = tb_ip(want + 30, &p4);
+	o = l2(want, (const uint8_t[]){ 0x88, 0xa8, 0x00, 0x64, 0x81, 0x00, 0x00, 0xc9,
+					0x88, 0x64, 0x11, 0x00, 0x00, 0x12,
+					(uint8_t)((ipl + 2) >> 8), (uint8_t)(ipl + 2),
+					0x00, 0x21 }, 18);
+	EP_CHECK_EQ(o, 30);
+	EP_CHECK_EQ(olen, o + ipl);
+	EP_CHECK_MEM(out, want, olen);
+
+	EP_CHECK_EQ(down_run(t, &p6, out, &olen, &path), EP_NEXT_TX(TB_ACCESS));
+	p6.ttl = 63;
+	ipl = tb_ip(want + 30, &p6);
+	l2(want, (const uint8_t[]){ 0x88, 0xa8, 0x00, 0x64, 0x81, 0x00, 0x00, 0xc9,
+				    0x88, 0x64, 0x11, 0x00, 0x00, 0x12,
+				    (uint8_t)((ipl + 2) >> 8), (uint8_t)(ipl + 2), 0x00, 0x57 }, 18);
+	EP_CHECK_EQ(olen, 30 + ipl);
+	EP_CHECK_MEM(out, want, olen);
+	tb_free(t);
+}
+
+EP_TEST(downlink_mpls_labelled_frame_from_core_delivered)
+{
+	struct tb *t = tb_new(down_conf);
+	struct tb_pkt p = core_pkt(4, "198.51.100.7", "198.18.100.2", 0, 40);
+	uint8_t f[512], g[512], out[2048];
+	uint16_t len = tb_frame(f, &p), olen = 0;
+	struct bng_down *d = t->down->pipeline_ctx;
+	struct rte_mbuf *m[2];
+	uint16_t k = 0;
+
+	/* Insert two labels (16 and 1000, bottom of stack) before the IP header. */
+	memcpy(g, f, 12);
+	memcpy(g + 12, (const uint8_t[]){ 0x88, 0x47, 0x00, 0x01, 0x00, 0x40,
+					  0x00, 0x3e, 0x81, 0x40 }, 10);
+	memcpy(g + 22, f + 14, len - 14);
+	EP_CHECK_EQ(tb_run(t, t->down, g, (uint16_t)(len + 8), NULL, NULL), EP_NEXT_CONSUMED);
+	for (int tries = 0; tries < 1000 && k == 0; tries++)
+		k = bng_hqos_dequeue(d, m, 2);
+	EP_CHECK_EQ(k, 1);
+	if (k == 1) {
+		olen = (uint16_t)rte_pktmbuf_pkt_len(m[0]);
+		memcpy(out, rte_pktmbuf_mtod(m[0], void *), olen);
+		EP_CHECK_EQ(olen, len + 8);                     /* QinQ replaces 14 + 8 */
+		rte_pktmbuf_free(m[0]);
+	}
+	tb_free(t);
+}
+
+EP_TEST(downlink_no_subscriber_for_destination_dropped)
+{
+	struct tb *t = tb_new(down_conf);
+	struct tb_pkt p = core_pkt(4, "198.51.100.7", "198.18.100.99", 0, 40);
+	uint8_t out[2048];
+	uint16_t olen;
+	struct path path;
+
+	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path),
+		    EP_NEXT_DROP(EP_DROP_BNG_NO_SUBSCRIBER));
+	p = core_pkt(6, "2001:db8:ffff::1", "2001:db8:200::1", 0, 40);
+	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path),
+		    EP_NEXT_DROP(EP_DROP_BNG_NO_SUBSCRIBER));
+	tb_free(t);
+}
+
+EP_TEST(downlink_reverse_path_rule_drops_source_in_own_range)
+{
+	struct tb *t = tb_new(down_conf);
+	struct tb_pkt p = core_pkt(4, "198.18.100.2", "198.18.100.2", 0, 40);
+	uint8_t out[2048];
+	uint16_t olen;
+	struct path path;
+
+	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path), EP_NEXT_DROP(EP_DROP_BNG_RPF_FAIL));
+	p = core_pkt(6, "2001:db8:100:9::9", "2001:db8:100::1", 0, 40);
+	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path), EP_NEXT_DROP(EP_DROP_BNG_RPF_FAIL));
+	/* Another subscriber's source (hairpin through the core) passes. */
+	p = core_pkt(4, "198.18.100.3", "198.18.100.2", 0, 40);
+	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path), EP_NEXT_TX(TB_ACCESS));
+	tb_free(t);
+}
+
+EP_TEST(downlink_ipoe_subscriber_without_mac_dropped_no_encap)
+{
+	struct tb *t = tb_new(down_conf);
+	struct tb_pkt p = core_pkt(4, "198.51.100.7", "198.18.100.6", 0, 40);
+	uint8_t out[2048];
+	uint16_t olen;
+	struct path path;
+
+	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path), EP_NEXT_DROP(EP_DROP_BNG_NO_ENCAP));
+	tb_free(t);
+}
+
+EP_TEST(downlink_ttl_expired_and_foreign_mac_dropped)
+{
+	struct tb *t = tb_new(down_conf);
+	struct tb_pkt p = core_pkt(4, "198.51.100.7", "198.18.100.2", 0, 40);
+	uint8_t out[2048];
+	uint16_t olen;
+	struct path path;
+
+	p.ttl = 1;
+	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path), EP_NEXT_DROP(EP_DROP_IPV4_TTL_EXPIRED));
+	p.ttl = 64;
+	p.dst = tb_sub_mac;
+	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path), EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US));
+	tb_free(t);
+}
+
+EP_TEST(downlink_hqos_path_per_dscp_subport_pipe_tc_queue)
+{
+	struct tb *t = tb_new(down_conf);
+	struct bng_down *d = t->down->pipeline_ctx;
+	const struct bng_sub *s1 = bng_sub_get(t->b, 1), *s2 = bng_sub_get(t->b, 2);
+	static const struct { uint8_t dscp; uint32_t tc, queue; } want[] = {
+		{ 46, 0, 0 },  /* EF */          { 48, 1, 0 },  /* CS6 */
+		{ 56, 1, 0 },  /* CS7 */         { 40, 2, 0 },  /* CS5 */
+		{ 34, 3, 0 },  /* AF41 */        { 32, 4, 0 },  /* CS4 */
+		{ 26, 5, 0 },  /* AF31 */        { 24, 6, 0 },  /* CS3 */
+		{ 20, 7, 0 },  /* AF22 */        { 16, 8, 0 },  /* CS2 */
+		{ 12, 9, 0 },  /* AF12 */        { 10, 10, 0 }, /* AF11: dscp_tc af11:10 */
+		{ 0, 12, 0 },  /* BE */          { 8, 12, 3 },  /* CS1: lower effort */
+		{ 57, 12, 2 }, /* dscp_tc 57:12.2 */
+	};
+
+	EP_CHECK(s1 != NULL && s2 != NULL);
+	if (s1 == NULL || s2 == NULL)
+		return;
+	EP_CHECK(s1->pipe != s2->pipe || s1->subport != s2->subport);
+	for (size_t i = 0; i < RTE_DIM(want); i++) {
+		struct tb_pkt p = core_pkt(i % 2 ? 6 : 4, i % 2 ? "2001:db8:ffff::1" :
+					   "198.51.100.7", i % 2 ? "2001:db8:100::5" :
+					   "198.18.100.2", want[i].dscp, 40);
+		uint8_t out[2048];
+		uint16_t olen;
+		struct path path = {0};
+		struct rte_sched_queue_stats qs;
+		uint16_t qlen;
+		uint32_t q;
+
+		EP_CHECK_EQ(down_run(t, &p, out, &olen, &path), EP_NEXT_TX(TB_ACCESS));
+		EP_CHECK_EQ(path.subport, s1->subport);
+		EP_CHECK_EQ(path.pipe, s1->pipe);
+		EP_CHECK_EQ(path.tc, want[i].tc);
+		EP_CHECK_EQ(path.queue, want[i].queue);
+		/* The queue's own counters agree: queue id = (subport, pipe) * 16 + q. */
+		q = (s1->subport * t->b->max_pipes + s1->pipe) * RTE_SCHED_QUEUES_PER_PIPE +
+		    (want[i].tc < RTE_SCHED_TRAFFIC_CLASS_BE ? want[i].tc :
+		     RTE_SCHED_TRAFFIC_CLASS_BE + want[i].queue);
+		EP_CHECK_EQ(rte_sched_queue_read_stats(d->sched, q, &qs, &qlen), 0);
+		EP_CHECK_EQ(qs.n_pkts, 1);
+	}
+	tb_free(t);
+}
+
+EP_TEST(downlink_hqos_queue_full_counted)
+{
+	struct tb *t = tb_new("hqos_qsize = 4\n"
+			      "subscriber = id=1 qinq=100.200 ipv4=198.18.100.2 "
+			      "mac=02:00:00:00:10:01\n");
+	struct rte_mbuf *m[8];
+	struct tb_pkt p = core_pkt(4, "198.51.100.7", "198.18.100.2", 0, 40);
+	uint8_t f[256];
+	uint16_t len = tb_frame(f, &p);
+
+	for (int i = 0; i < 8; i++) {
+		m[i] = ep_test_mbuf(f, len);
+		ep_meta(m[i])->in_port = TB_CORE;
+	}
+	ep_worker_run_burst(t->down, m, 8);
+	EP_CHECK_EQ(tb_drops(t->down, EP_DROP_BNG_HQOS_QUEUE_FULL), 4);
+	tb_free(t);
+}

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Policer arithmetic (RFC 2698, RFC 4115), subscriber table changes, config
+ * errors, and the add rate (reported, never asserted). */
+#include "test_bng.h"
+
+#include <rte_cycles.h>
+#include <rte_ip.h>
+
+#include "bng/bng_access.h"
+
+/* ---- policer ---- */
+
+/* Run one frame up to (not including) the police stage and return the mbuf
+ * as police sees it. */
+static struct rte_mbuf *
+to_police(struct tb *t, const struct tb_pkt *p)
+{
+	uint8_t f[2048];
+	uint16_t len = tb_frame(f, p), next = 0;
+	struct rte_mbuf *m = ep_test_mbuf(f, len);
+
+	for (int i = 0; i < t->up->n_stages; i++) {
+		if (strcmp(t->up->stages[i].name, "police") == 0)
+			return m;
+		t->up->stages[i].fn(t->up->stages[i].ctx, &m, &next, 1);
+		EP_CHECK_EQ(next, EP_NEXT_CONTINUE);
+	}
+	return m;
+}
+
+/* The token buckets of RFC 2698 section 3 (and RFC 4115 section 2, colour
+ * blind), in bytes, refilled by rate * elapsed exactly: the test drives time
+ * in whole token periods, where the formula and rte_meter must agree. */
+struct ref {
+	bool rfc4115;
+	uint64_t cbs, pbs;       /* pbs is EBS in RFC 4115 */
+	uint64_t c_per, p_per;   /* TSC cycles per byte of each bucket */
+	uint64_t tc, tp, last;
+};
+
+static enum rte_color
+ref_colour(struct ref *r, uint64_t now, uint32_t len)
+{
+	uint64_t dt = now - r->last;
+
+	r->tc = RTE_MIN(r->cbs, r->tc + dt / r->c_per);
+	r->tp = RTE_MIN(r->pbs, r->tp + dt / r->p_per);
+	r->last = now;
+	if (!r->rfc4115) {
+		/* RFC 2698: red if B > Tp; yellow if B > Tc (Tp -= B); else
+		 * green (both -= B). */
+		if (r->tp < len)
+			return RTE_COLOR_RED;
+		if (r->tc < len) {
+			r->tp -= len;
+			return RTE_COLOR_YELLOW;
+		}
+		r->tc -= len;
+		r->tp -= len;
+		return RTE_COLOR_GREEN;
+	}
+	/* RFC 4115: green if B <= Tc (Tc -= B); yellow if B <= Te (Te -= B). */
+	if (r->tc >= len) {
+		r->tc -= len;
+		return RTE_COLOR_GREEN;
+	}
+	if (r->tp >= len) {
+		r->tp -= len;
+		return RTE_COLOR_YELLOW;
+	}
+	return RTE_COLOR_RED;
+}
+
+struct arrival { uint64_t dt; uint16_t len; enum rte_color want; };
+
+static void
+drive(bool rfc4115, const struct arrival *a, size_t n)
+{
+	struct tb *t = tb_new("subscriber = id=1 qinq=100.200 ipv4=198.18.100.2 "
+			      "mac=02:00:00:00:10:01 policer=p\n"
+			      "policer = p cir=8M cbs=1000 pir=16M pbs=2000\n");
+	struct bng_up *u = t->up->pipeline_ctx;
+	uint64_t hz = rte_get_tsc_hz();
+	/* Rates whose token period is a whole number of cycles: 1000 cycles
+	 * per committed byte, 500 (2698) or 1000 (4115) per peak/excess byte. */
+	uint64_t cir = hz / 1000, pir = rfc4115 ? hz / 1000 : hz / 500;
+	struct ref r = { .rfc4115 = rfc4115, .cbs = 1000, .pbs = rfc4115 ? 1000 : 2000,
+			 .c_per = 1000, .p_per = rfc4115 ? 1000 : 500 };
+	uint64_t now = 1000000007;  /* any start: the meter arms on the first packet */
+	struct ep_err err;
+
+	EP_CHECK_EQ(bng_policer_set_raw(t->b, "p", rfc4115 ? BNG_RFC4115 : BNG_RFC2698, cir,
+					r.cbs, pir, r.pbs, -1, &err), 0);
+	r.tc = r.cbs;
+	r.tp = r.pbs;
+	r.last = now;
+	for (size_t i = 0; i < n; i++) {
+		struct tb_pkt p = { .n_vlans = 2, .vid = { 100, 200 }, .ip = 4,
+				    .sip = "198.18.100.2", .dip = "198.51.100.1",
+				    .dscp = 10, .payload = (uint16_t)(a[i].len - 28) };
+		struct rte_mbuf *m = to_police(t, &p);
+		uint16_t next = 0;
+		enum rte_color ref;
+
+		now += a[i].dt;
+		ref = ref_colour(&r, now, a[i].len);
+		EP_CHECK_EQ(ref, a[i].want);        /* the arithmetic written down below */
+		bng_up_police_at(u, &m, &next, 1, now);
+		if (a[i].want == RTE_COLOR_RED) {
+			EP_CHECK_EQ(next, EP_NEXT_DROP(EP_DROP_BNG_POLICER_RED));
+		} else {
+			const uint8_t *ip = rte_pktmbuf_mtod_offset(m, const uint8_t *, 22);
+
+			EP_CHECK_EQ(next, EP_NEXT_CONTINUE);
+			/* Yellow AF11 is remarked AF12; the header checksum stays valid. */
+			EP_CHECK_EQ(ip[1] >> 2, a[i].want == RTE_COLOR_YELLOW ? 12 : 10);
+			EP_CHECK_EQ(rte_raw_cksum(ip, 20), 0xffff);
+		}
+		rte_pktmbuf_free(m);
+	}
+	{
+		struct bng_up_dyn *d = &u->dyn[1];
+		uint64_t g = 0, y = 0, rd = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			g += a[i].want == RTE_COLOR_GREEN;
+			y += a[i].want == RTE_COLOR_YELLOW;
+			rd += a[i].want == RTE_COLOR_RED;
+		}
+		EP_CHECK_EQ(d->pkts[RTE_COLOR_GREEN], g);
+		EP_CHECK_EQ(d->pkts[RTE_COLOR_YELLOW], y);
+		EP_CHECK_EQ(d->pkts[RTE_COLOR_RED], rd);
+	}
+	tb_free(t);
+}
+
+EP_TEST(policer_rfc2698_colours_follow_token_arithmetic)
+{
+	/* CBS 1000, PBS 2000; C refills 1 byte / 1000 cycles, P 1 / 500.
+	 *  t+0      600: Tp 2000, Tc 1000 -> green  (Tc 400, Tp 1400)
+	 *  t+0      600: Tc 400 < 600     -> yellow (Tp 800)
+	 *  t+0      600: Tc 400 < 600     -> yellow (Tp 200)
+	 *  t+0      600: Tp 200 < 600     -> red
+	 *  t+200000 600: Tc 600, Tp 600   -> green  (0, 0)
+	 *  t+100000 200: Tc 100, Tp 200   -> yellow (Tp 0)
+	 *  t+1000   100: Tc 101, Tp 2     -> red
+	 *  t+1e7    600: both full        -> green */
+	static const struct arrival a[] = {
+		{ 0, 600, RTE_COLOR_GREEN }, { 0, 600, RTE_COLOR_YELLOW },
+		{ 0, 600, RTE_COLOR_YELLOW }, { 0, 600, RTE_COLOR_RED },
+		{ 200000, 600, RTE_COLOR_GREEN }, { 100000, 200, RTE_COLOR_YELLOW },
+		{ 1000, 100, RTE_COLOR_RED }, { 10000000, 600, RTE_COLOR_GREEN },
+	};
+
+	drive(false, a, RTE_DIM(a));
+}
+
+EP_TEST(policer_rfc4115_colours_follow_token_arithmetic)
+{
+	/* CBS = EBS = 1000; both refill 1 byte / 1000 cycles.  Unlike RFC
+	 * 2698, green does not spend the excess bucket.
+	 *  t+0      600: Tc 1000          -> green  (Tc 400)
+	 *  t+0      600: Tc 400, Te 1000  -> yellow (Te 400)
+	 *  t+0      600: Tc 400, Te 400   -> red
+	 *  t+300000 600: Tc 700           -> green  (Tc 100)
+	 *  t+0      600: Tc 100, Te 700   -> yellow (Te 100)
+	 *  t+0      300: Tc 100, Te 100   -> red */
+	static const struct arrival a[] = {
+		{ 0, 600, RTE_COLOR_GREEN }, { 0, 600, RTE_COLOR_YELLOW },
+		{ 0, 600, RTE_COLOR_RED }, { 300000, 600, RTE_COLOR_GREEN },
+		{ 0, 600, RTE_COLOR_YELLOW }, { 0, 300, RTE_COLOR_RED },
+	};
+
+	drive(true, a, RTE_DIM(a));
+}
+
+EP_TEST(policer_profile_text_and_bad_rates)
+{
+	struct tb *t = tb_new("");
+	struct ep_err err;
+	const struct bng_policer *p;
+
+	EP_CHECK_EQ(bng_policer_set(t->b, "g", "cir=20M cbs=64K pir=40M pbs=128K yellow=cs0",
+				    &err), 0);
+	p = t->b->pol[bng_policer_find(t->b, "g")];
+	EP_CHECK_EQ(p->cir, 2500000);
+	EP_CHECK_EQ(p->cbs, 65536);
+	EP_CHECK_EQ(p->yellow_dscp[10], 0);
+	EP_CHECK_EQ(bng_policer_set(t->b, "bad", "cir=40M cbs=64K pir=20M pbs=128K", &err), -1);
+	EP_CHECK(strstr(err.msg, "cir <= pir") != NULL);
+	EP_CHECK_EQ(bng_policer_set(t->b, "bad", "cir=1M cbs=1K", &err), -1);
+	EP_CHECK_EQ(bng_policer_set(t->b, "x", "cir=1M cbs=1K eir=1M ebs=1K mode=rfc4115", &err),
+		    0);
+	tb_free(t);
+}
+
+/* ---- subscriber table ---- */
+
+static int
+add(struct tb *t, const char *line)
+{
+	struct bng_sub_req r;
+	struct ep_err err;
+
+	if (bng_sub_req_parse(&r, line, &err) < 0 || bng_sub_add(t->b, &r, &err) < 0) {
+		printf("    %s: %s\n", line, err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static uint16_t
+up_qinq(struct tb *t, uint16_t o, uint16_t i, const char *sip)
+{
+	struct tb_pkt p = { .n_vlans = 2, .vid = { o, i }, .ip = 4, .sip = sip,
+			    .dip = "198.51.100.1", .payload = 10 };
+	uint8_t f[256];
+
+	return tb_run(t, t->up, f, tb_frame(f, &p), NULL, NULL);
+}
+
+static int64_t
+dst_id(struct tb *t, const char *ip)
+{
+	uint8_t a[16];
+	int fam = strchr(ip, ':') ? 6 : 4;
+
+	inet_pton(fam == 4 ? AF_INET : AF_INET6, ip, a);
+	return bng_sub_find_dst(t->b, fam, a);
+}
+
+EP_TEST(runtime_add_replace_delete_keeps_tables_consistent)
+{
+	struct tb *t = tb_new("subscriber = id=9 vlan=300 ipv4=198.18.50.1 mac=02:00:00:00:00:09\n");
+	struct bng_up *u = t->up->pipeline_ctx;
+	struct ep_err err;
+	const struct bng_sub *s;
+	uint32_t pipe;
+
+	EP_CHECK_EQ(add(t, "id=1 qinq=10.20 ipv4=198.18.40.1 mac=02:00:00:00:00:01"), 0);
+	EP_CHECK_EQ(up_qinq(t, 10, 20, "198.18.40.1"), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(dst_id(t, "198.18.40.1"), 1);
+	EP_CHECK_EQ(u->dyn[1].pkts[RTE_COLOR_GREEN], 1);
+	pipe = bng_sub_get(t->b, 1)->pipe;
+
+	/* Replace: new key and address; the old ones stop working at once. */
+	EP_CHECK_EQ(add(t, "id=1 qinq=10.21 ipv4=198.18.40.2 mac=02:00:00:00:00:01"), 0);
+	EP_CHECK_EQ(up_qinq(t, 10, 20, "198.18.40.2"),
+		    EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	EP_CHECK_EQ(up_qinq(t, 10, 21, "198.18.40.1"), EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE));
+	EP_CHECK_EQ(up_qinq(t, 10, 21, "198.18.40.2"), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(dst_id(t, "198.18.40.1"), -1);
+	EP_CHECK_EQ(dst_id(t, "198.18.40.2"), 1);
+	s = bng_sub_get(t->b, 1);
+	EP_CHECK_EQ(s->pipe, pipe);                        /* same subport: same pipe */
+	EP_CHECK_EQ(u->dyn[1].pkts[RTE_COLOR_GREEN], 2);   /* a change keeps counters */
+	EP_CHECK_EQ(t->b->n_subs, 2);
+
+	/* Conflicts are refused and change nothing. */
+	EP_CHECK_EQ(add(t, "id=2 vlan=300 ipv4=198.18.40.9 mac=02:00:00:00:00:02"), -1);
+	EP_CHECK_EQ(add(t, "id=2 vlan=301 ipv4=198.18.50.1 mac=02:00:00:00:00:02"), -1);
+	EP_CHECK(bng_sub_get(t->b, 2) == NULL);
+	EP_CHECK_EQ(dst_id(t, "198.18.50.1"), 9);
+
+	/* Delete: key, address and record gone; the id can be reused. */
+	EP_CHECK_EQ(bng_sub_del(t->b, 1, &err), 0);
+	EP_CHECK(bng_sub_get(t->b, 1) == NULL);
+	EP_CHECK_EQ(up_qinq(t, 10, 21, "198.18.40.2"),
+		    EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	EP_CHECK_EQ(dst_id(t, "198.18.40.2"), -1);
+	EP_CHECK_EQ(bng_sub_del(t->b, 1, &err), -1);
+	EP_CHECK_EQ(add(t, "id=1 qinq=10.22 ipv4=198.18.40.3 mac=02:00:00:00:00:01"), 0);
+	EP_CHECK_EQ(up_qinq(t, 10, 22, "198.18.40.3"), EP_NEXT_TX(TB_CORE));
+	/* A new subscriber under an old id starts with fresh counters. */
+	EP_CHECK_EQ(u->dyn[1].pkts[RTE_COLOR_GREEN], 1);
+	EP_CHECK_EQ(t->b->n_subs, 2);
+	tb_free(t);
+}
+
+EP_TEST(runtime_prefixes_longest_match_and_length_list)
+{
+	struct tb *t = tb_new("");
+	struct ep_err err;
+
+	EP_CHECK_EQ(add(t, "id=5 qinq=1.2 ipv6=2001:db8:500::/56 ipv4=198.18.60.0/24 "
+			"mac=02:00:00:00:00:05"), 0);
+	EP_CHECK_EQ(add(t, "id=6 qinq=1.3 ipv6=2001:db8:500:10::/64 ipv4=198.18.60.7 "
+			"mac=02:00:00:00:00:06"), 0);
+	EP_CHECK_EQ(dst_id(t, "2001:db8:500:ff::1"), 5);
+	EP_CHECK_EQ(dst_id(t, "2001:db8:500:10::1"), 6);     /* the longer prefix wins */
+	EP_CHECK_EQ(dst_id(t, "198.18.60.7"), 6);
+	EP_CHECK_EQ(dst_id(t, "198.18.60.8"), 5);
+	EP_CHECK_EQ(t->b->lens->n4, 2);
+	EP_CHECK_EQ(t->b->lens->len4[0], 32);
+	EP_CHECK_EQ(t->b->lens->n6, 2);
+	EP_CHECK_EQ(t->b->lens->len6[0], 64);
+	EP_CHECK_EQ(bng_sub_del(t->b, 6, &err), 0);
+	EP_CHECK_EQ(dst_id(t, "2001:db8:500:10::1"), 5);
+	EP_CHECK_EQ(dst_id(t, "198.18.60.7"), 5);
+	EP_CHECK_EQ(t->b->lens->n6, 1);                      /* /64 no longer searched */
+	EP_CHECK_EQ(t->b->lens->n4, 1);
+	EP_CHECK_EQ(bng_sub_del(t->b, 5, &err), 0);
+	EP_CHECK_EQ(dst_id(t, "2001:db8:500:ff::1"), -1);
+	EP_CHECK_EQ(t->b->lens->n6, 0);
+	tb_free(t);
+}
+
+EP_TEST(bulk_add_4096_subscribers_reports_adds_per_second)
+{
+	struct tb *t = tb_new("max_subscribers = 8192\nhqos_qsize = 16\n"
+			      "subport = 0 rate=10G pipes=8192\n");
+	struct bng_sub_req *r = calloc(4096, sizeof(*r));
+	struct ep_err err;
+	uint64_t t0, t1;
+	char line[256];
+
+	for (int i = 0; i < 4096; i++) {
+		snprintf(line, sizeof(line), "id=%d qinq=%d.%d ipv4=198.19.%d.%d "
+			 "ipv6=2001:db8:%x:%x00::/56 mac=02:00:00:01:%02x:%02x", i + 1,
+			 100 + i / 1000, 1 + i % 1000, i / 250, 1 + i % 250, 0x1000 + i / 256,
+			 i % 256, i >> 8, i & 0xff);
+		EP_CHECK_EQ(bng_sub_req_parse(&r[i], line, &err), 0);
+	}
+	t0 = rte_rdtsc();
+	EP_CHECK_EQ(bng_sub_add_bulk(t->b, r, 4096, &err), 0);
+	t1 = rte_rdtsc();
+	printf("    4096 subscribers in one batch: %.0f adds/s (%.1f us each)\n",
+	       4096.0 * (double)rte_get_tsc_hz() / (double)(t1 - t0),
+	       (double)(t1 - t0) * 1e6 / (double)rte_get_tsc_hz() / 4096.0);
+	EP_CHECK_EQ(t->b->n_subs, 4096);
+	EP_CHECK_EQ(up_qinq(t, 104, 96, "198.19.16.96"), EP_NEXT_TX(TB_CORE));
+	/* A batch with a conflict names the entry; the ones before it are in. */
+	{
+		struct bng_sub_req two[2];
+
+		EP_CHECK_EQ(bng_sub_req_parse(&two[0], "id=5000 qinq=200.1 ipv4=198.19.200.1 "
+					      "mac=02:00:00:00:50:00", &err), 0);
+		EP_CHECK_EQ(bng_sub_req_parse(&two[1], "id=5001 qinq=100.3 "
+					      "mac=02:00:00:00:50:01", &err), 0);
+		EP_CHECK_EQ(bng_sub_add_bulk(t->b, two, 2, &err), -1);
+		EP_CHECK(strstr(err.msg, "subscribers[1]") != NULL);
+		EP_CHECK(bng_sub_get(t->b, 5000) != NULL);
+		EP_CHECK(bng_sub_get(t->b, 5001) == NULL);
+	}
+	free(r);
+	tb_free(t);
+}
+
+/* ---- configuration errors ---- */
+
+static void
+expect_error(const char *text, const char *where, const char *what)
+{
+	struct ep_err err = {{0}};
+	struct tb *t = tb_try(text, &err);
+
+	EP_CHECK(t == NULL);
+	tb_free(t);
+	if (strstr(err.msg, where) == NULL || strstr(err.msg, what) == NULL) {
+		printf("    error '%s' lacks '%s' / '%s'\n", err.msg, where, what);
+		ep_test_failed = 1;
+	}
+}
+
+EP_TEST(config_errors_name_file_and_line)
+{
+	/* The test bed's fixed [bng] head is 11 lines: text starts on line 12. */
+	expect_error("subscriber = id=1 qinq=100\n", "test.conf:12", "qinq");
+	expect_error("\nsubscriber = id=1 vlan=5 policer=nope\n", "test.conf:13", "policer");
+	expect_error("subscriber = id=1 vlan=5\nsubscriber = id=2 vlan=5\n", "test.conf:13",
+		     "already belongs to subscriber 1");
+	expect_error("policer = p cir=1M cbs=1K pir=2M\n", "test.conf:12", "pbs");
+	expect_error("pipe = p rate=100M wrr=1,2,3\n", "test.conf:12", "wrr");
+	expect_error("core_encap = mpls 3\n", "test.conf:12", "mpls");
+	expect_error("dscp_tc = ef:13\n", "test.conf:12", "traffic class");
+	expect_error("subscriber = id=1 pppoe=5 vlan=3\n", "test.conf:12", "mac");
+	expect_error("hqos_qsize = 48\n", "test.conf:12", "power of two");
+	expect_error("subscriber_file = /nonexistent/subs\n", "test.conf:12", "cannot open");
+}

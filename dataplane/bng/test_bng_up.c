@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* bng-uplink: crafted frames through the real stages, verdicts and bytes. */
+#include "test_bng.h"
+
+#include <rte_ip.h>
+
+#include "bng/bng_access.h"
+
+static const char up_conf[] =
+	"policer = gold cir=8M cbs=64K pir=16M pbs=128K\n"
+	"acl = deny proto udp dport 1900\n"
+	"subscriber = id=1 qinq=100.200 ipv4=198.18.100.2 ipv6=2001:db8:100::/56 "
+	"mac=02:00:00:00:10:01\n"
+	"subscriber = id=2 vlan=101 ipv4=198.18.100.3,198.18.101.0/29 mac=02:00:00:00:10:02 "
+	"policer=gold\n"
+	"subscriber = id=3 pppoe=0x12 mac=02:00:00:00:10:01 qinq=100.201 ipv4=198.18.100.4 "
+	"ipv6=2001:db8:101::/56\n"
+	"subscriber = id=4 pppoe=7 mac=02:00:00:00:10:04 ipv4=198.18.100.5\n";
+
+static struct tb_pkt
+qinq_v4(uint16_t o, uint16_t i, const char *sip)
+{
+	return (struct tb_pkt){ .n_vlans = 2, .vid = { o, i }, .ip = 4, .sip = sip,
+				.dip = "198.51.100.7", .sport = 1000, .dport = 2000, .payload = 18 };
+}
+
+EP_TEST(uplink_qinq_ipv4_forwarded_untagged_to_core_bytes_exact)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = qinq_v4(100, 200, "198.18.100.2");
+	uint8_t f[256], out[2048], want[256];
+	uint16_t len = tb_frame(f, &p), olen = 0;
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_CORE));
+	memcpy(want, tb_core_nh_mac, 6);
+	memcpy(want + 6, tb_core_mac, 6);
+	want[12] = 0x08;
+	want[13] = 0x00;
+	p.ttl = 63;
+	EP_CHECK_EQ(olen, 14 + tb_ip(want + 14, &p));
+	EP_CHECK_MEM(out, want, olen);
+	tb_free(t);
+}
+
+EP_TEST(uplink_pppoe_ipv6_stripped_bytes_exact)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = { .n_vlans = 2, .vid = { 100, 201 }, .pppoe = true, .session = 0x12,
+			    .ip = 6, .sip = "2001:db8:101:5::1", .dip = "2001:db8:ffff::1",
+			    .sport = 5, .dport = 6, .payload = 10 };
+	uint8_t f[256], out[2048], want[256];
+	uint16_t len = tb_frame(f, &p), olen = 0;
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_CORE));
+	memcpy(want, tb_core_nh_mac, 6);
+	memcpy(want + 6, tb_core_mac, 6);
+	want[12] = 0x86;
+	want[13] = 0xdd;
+	p.ttl = 63;
+	EP_CHECK_EQ(olen, 14 + tb_ip(want + 14, &p));
+	EP_CHECK_MEM(out, want, olen);
+	tb_free(t);
+}
+
+EP_TEST(uplink_pppoe_ipv4_untagged_session_forwarded)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = { .pppoe = true, .session = 7, .ip = 4, .sip = "198.18.100.5",
+			    .dip = "198.51.100.1", .payload = 4,
+			    .src = (const uint8_t[]){ 2, 0, 0, 0, 0x10, 0x04 } };
+	uint8_t f[256];
+	uint16_t len = tb_frame(f, &p);
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_TX(TB_CORE));
+	tb_free(t);
+}
+
+EP_TEST(uplink_core_encap_vlan_bytes_exact)
+{
+	struct tb *t = tb_new("core_encap = vlan 300\n"
+			      "subscriber = id=1 vlan=101 ipv4=198.18.100.3 mac=02:00:00:00:10:02\n");
+	struct tb_pkt p = { .n_vlans = 1, .vid = { 101 }, .ip = 4, .sip = "198.18.100.3",
+			    .dip = "198.51.100.9", .dscp = 46, .payload = 30 };
+	uint8_t f[256], out[2048], want[256];
+	uint16_t len = tb_frame(f, &p), olen = 0;
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_CORE));
+	memcpy(want, tb_core_nh_mac, 6);
+	memcpy(want + 6, tb_core_mac, 6);
+	memcpy(want + 12, (const uint8_t[]){ 0x81, 0x00, 0x01, 0x2c, 0x08, 0x00 }, 6);
+	p.ttl = 63;
+	EP_CHECK_EQ(olen, 18 + tb_ip(want + 18, &p));
+	EP_CHECK_MEM(out, want, olen);
+	tb_free(t);
+}
+
+EP_TEST(uplink_core_encap_mpls_label_tc_ttl_bytes_exact)
+{
+	struct tb *t = tb_new("core_encap = mpls 1000\n"
+			      "subscriber = id=1 qinq=100.200 ipv4=198.18.100.2 "
+			      "ipv6=2001:db8:100::/56 mac=02:00:00:00:10:01\n");
+	struct tb_pkt p = { .n_vlans = 2, .vid = { 100, 200 }, .ip = 6,
+			    .sip = "2001:db8:100:1::2", .dip = "2001:db8:ffff::9", .dscp = 34,
+			    .ttl = 10, .payload = 8 };
+	uint8_t f[256], out[2048], want[256];
+	uint16_t len = tb_frame(f, &p), olen = 0;
+	/* label 1000 << 12 | TC (AF41 = 34 -> 4) << 9 | S << 8 | TTL 9 */
+	uint32_t lse = 1000u << 12 | 4u << 9 | 1u << 8 | 9u;
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_CORE));
+	memcpy(want, tb_core_nh_mac, 6);
+	memcpy(want + 6, tb_core_mac, 6);
+	want[12] = 0x88;
+	want[13] = 0x47;
+	want[14] = (uint8_t)(lse >> 24);
+	want[15] = (uint8_t)(lse >> 16);
+	want[16] = (uint8_t)(lse >> 8);
+	want[17] = (uint8_t)lse;
+	p.ttl = 9;
+	EP_CHECK_EQ(olen, 18 + tb_ip(want + 18, &p));
+	EP_CHECK_MEM(out, want, olen);
+	tb_free(t);
+}
+
+EP_TEST(uplink_unknown_subscriber_dropped)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = qinq_v4(100, 999, "198.18.100.2");
+	uint8_t f[256];
+	uint16_t len = tb_frame(f, &p);
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	/* The same VLAN pair as a single tag is another key. */
+	p = (struct tb_pkt){ .n_vlans = 1, .vid = { 100 }, .ip = 4, .sip = "198.18.100.2",
+			     .dip = "198.51.100.7", .payload = 18 };
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	tb_free(t);
+}
+
+EP_TEST(uplink_spoofed_ipv4_source_dropped)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = qinq_v4(100, 200, "198.18.100.3");   /* subscriber 2's address */
+	uint8_t f[256];
+	uint16_t len = tb_frame(f, &p);
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE));
+	/* Subscriber 2 owns a /29 besides its /32: inside passes, outside not. */
+	p = (struct tb_pkt){ .n_vlans = 1, .vid = { 101 }, .ip = 4, .sip = "198.18.101.7",
+			     .dip = "198.51.100.7", .payload = 18 };
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_TX(TB_CORE));
+	p.sip = "198.18.101.8";
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE));
+	tb_free(t);
+}
+
+EP_TEST(uplink_spoofed_ipv6_source_dropped)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = { .n_vlans = 2, .vid = { 100, 200 }, .ip = 6,
+			    .sip = "2001:db8:100:ff::1", .dip = "2001:db8:ffff::1", .payload = 8 };
+	uint8_t f[256];
+	uint16_t len = tb_frame(f, &p);
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_TX(TB_CORE));
+	p.sip = "2001:db8:101::1";          /* the next /56: subscriber 3's */
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE));
+	/* Subscriber 2 has no IPv6 prefix: every IPv6 source is spoofed. */
+	p.n_vlans = 1;
+	p.vid[0] = 101;
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE));
+	tb_free(t);
+}
+
+EP_TEST(uplink_pppoe_wrong_session_or_mac_dropped)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = { .n_vlans = 2, .vid = { 100, 201 }, .pppoe = true, .session = 0x13,
+			    .ip = 4, .sip = "198.18.100.4", .dip = "198.51.100.1", .payload = 8 };
+	uint8_t f[256];
+	uint16_t len = tb_frame(f, &p);
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_SESSION));
+	p.session = 0x12;
+	p.src = (const uint8_t[]){ 2, 0, 0, 0, 0x10, 0x99 };
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_SESSION));
+	p.src = NULL;
+	p.session = 0xffff;                 /* reserved (RFC 2516) */
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_SESSION));
+	p.session = 0x12;
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_TX(TB_CORE));
+	tb_free(t);
+}
+
+EP_TEST(uplink_pppoe_bad_length_and_header_dropped)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = { .n_vlans = 2, .vid = { 100, 201 }, .pppoe = true, .session = 0x12,
+			    .ip = 4, .sip = "198.18.100.4", .dip = "198.51.100.1", .payload = 100 };
+	uint8_t f[256];
+	uint16_t len = tb_frame(f, &p);
+	uint16_t lo = 12 + 8 + 2 + 4;       /* PPPoE length field */
+
+	f[lo + 1]++;                        /* one more than the frame holds */
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_LENGTH));
+	f[lo + 1] -= 2;                     /* one less, frame is not minimum size */
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_LENGTH));
+	f[lo] = 0;
+	f[lo + 1] = 1;                      /* no room for the PPP protocol */
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_LENGTH));
+	len = tb_frame(f, &p);
+	f[lo - 4] = 0x21;                   /* version 2 */
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_HEADER));
+	len = tb_frame(f, &p);
+	f[lo - 3] = 0x09;                   /* code PADI inside a session frame */
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_HEADER));
+	tb_free(t);
+}
+
+EP_TEST(uplink_pppoe_short_frame_with_padding_accepted)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = { .pppoe = true, .session = 7, .ip = 4, .sip = "198.18.100.5",
+			    .dip = "198.51.100.1", .payload = 0,
+			    .src = (const uint8_t[]){ 2, 0, 0, 0, 0x10, 0x04 } };
+	uint8_t f[256] = {0}, out[2048];
+	uint16_t len = tb_frame(f, &p), olen = 0;
+
+	EP_CHECK(len < 60);
+	EP_CHECK_EQ(tb_run(t, t->up, f, 60, out, &olen), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(olen, 14 + 28);         /* padding gone */
+	tb_free(t);
+}
+
+struct punt_case { const char *name; struct tb_pkt p; int kind; };
+
+EP_TEST(uplink_each_control_kind_punted_to_ring_and_counted)
+{
+	struct tb *t = tb_new(up_conf);
+	struct bng_up *u = t->up->pipeline_ctx;
+	const struct punt_case cases[] = {
+		{ "pppoe discovery", { .n_vlans = 2, .vid = { 100, 201 }, .ether_type = 0x8863,
+				       .payload = 40 }, BNG_PUNT_PPPOE_DISCOVERY },
+		{ "lcp", { .n_vlans = 2, .vid = { 100, 201 }, .pppoe = true, .session = 0x12,
+			   .ppp_proto = 0xc021, .payload = 10 }, BNG_PUNT_PPP_LCP },
+		{ "chap", { .pppoe = true, .session = 7, .ppp_proto = 0xc223, .payload = 10 },
+		  BNG_PUNT_PPP_AUTH },
+		{ "ipcp", { .pppoe = true, .session = 7, .ppp_proto = 0x8021, .payload = 10 },
+		  BNG_PUNT_PPP_NCP },
+		{ "ipv6cp", { .pppoe = true, .session = 7, .ppp_proto = 0x8057, .payload = 10 },
+		  BNG_PUNT_PPP_NCP },
+		{ "ccp", { .pppoe = true, .session = 7, .ppp_proto = 0x80fd, .payload = 10 },
+		  BNG_PUNT_PPP_OTHER },
+		{ "dhcp discover", { .n_vlans = 2, .vid = { 100, 200 }, .ip = 4, .sip = "0.0.0.0",
+				     .dip = "255.255.255.255", .sport = 68, .dport = 67,
+				     .payload = 240 }, BNG_PUNT_DHCP },
+		{ "dhcpv6 solicit", { .n_vlans = 2, .vid = { 100, 200 }, .ip = 6,
+				      .sip = "fe80::1", .dip = "ff02::1:2", .sport = 546,
+				      .dport = 547, .payload = 20 }, BNG_PUNT_DHCPV6 },
+		{ "dhcpv6 in pppoe", { .pppoe = true, .session = 7, .ip = 6, .sip = "fe80::1",
+				       .dip = "ff02::1:2", .sport = 546, .dport = 547,
+				       .payload = 20 }, BNG_PUNT_DHCPV6 },
+		{ "arp reply", { .n_vlans = 2, .vid = { 100, 200 }, .ether_type = 0x0806,
+				 .payload = 28 }, BNG_PUNT_ARP },
+		{ "router solicitation", { .n_vlans = 2, .vid = { 100, 200 }, .ip = 6,
+					   .sip = "fe80::1", .dip = "ff02::2",
+					   .proto = IPPROTO_ICMPV6, .sport = 133 << 8,
+					   .ttl = 255, .payload = 0 }, BNG_PUNT_ND },
+	};
+
+	for (size_t i = 0; i < RTE_DIM(cases); i++) {
+		uint8_t f[512];
+		struct tb_pkt p = cases[i].p;
+		uint16_t len;
+		uint64_t before = u->punt[cases[i].kind];
+
+		if (p.ether_type == 0x0806) {
+			/* An ARP reply (op 2): never answered, always punted. */
+			len = tb_frame(f, &p);
+			memcpy(f + len - 28, (const uint8_t[]){ 0, 1, 8, 0, 6, 4, 0, 2 }, 8);
+		} else {
+			len = tb_frame(f, &p);
+		}
+		EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_CONSUMED);
+		EP_CHECK_EQ(u->punt[cases[i].kind], before + 1);
+		if (u->punt[cases[i].kind] != before + 1)
+			printf("    case: %s\n", cases[i].name);
+	}
+	EP_CHECK_EQ(rte_ring_count(t->b->punt_ring), RTE_DIM(cases));
+	tb_free(t);
+}
+
+EP_TEST(uplink_control_packets_go_to_control_port_unchanged)
+{
+	struct tb *t = tb_new("control_port = core\n"
+			      "subscriber = id=1 qinq=100.200 ipv4=198.18.100.2 "
+			      "mac=02:00:00:00:10:01\n");
+	struct tb_pkt p = { .n_vlans = 2, .vid = { 100, 200 }, .ip = 4, .sip = "0.0.0.0",
+			    .dip = "255.255.255.255", .sport = 68, .dport = 67, .payload = 240 };
+	uint8_t f[512], out[2048];
+	uint16_t len = tb_frame(f, &p), olen = 0;
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(olen, len);
+	EP_CHECK_MEM(out, f, len);
+	EP_CHECK(t->b->punt_ring == NULL);
+	tb_free(t);
+}
+
+EP_TEST(uplink_arp_request_for_gateway_answered_with_tags)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = { .dst = (const uint8_t[]){ 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
+			    .n_vlans = 2, .vid = { 100, 200 }, .ether_type = 0x0806,
+			    .payload = 28 };
+	uint8_t f[256], out[2048];
+	uint16_t len = tb_frame(f, &p), olen = 0;
+	uint8_t *a = f + len - 28;
+
+	memcpy(a, (const uint8_t[]){ 0, 1, 8, 0, 6, 4, 0, 1 }, 8);
+	memcpy(a + 8, tb_sub_mac, 6);
+	memcpy(a + 14, (const uint8_t[]){ 198, 18, 100, 2 }, 4);
+	memcpy(a + 24, (const uint8_t[]){ 198, 18, 0, 1 }, 4);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_ACCESS));
+	EP_CHECK_MEM(out, tb_sub_mac, 6);
+	EP_CHECK_MEM(out + 6, tb_access_mac, 6);
+	EP_CHECK_MEM(out + 12, f + 12, 8);                       /* both tags kept */
+	EP_CHECK_EQ(out[len - 28 + 7], 2);                       /* ARP reply */
+	EP_CHECK_MEM(out + len - 28 + 8, tb_access_mac, 6);
+	tb_free(t);
+}
+
+EP_TEST(uplink_acl_deny_before_classification)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = qinq_v4(100, 200, "198.18.100.2");
+	uint8_t f[256];
+	uint16_t len;
+
+	p.dport = 1900;
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_DROP(EP_DROP_ACL_DENY));
+	/* An unknown subscriber's denied packet is an ACL drop too. */
+	p.vid[1] = 999;
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_DROP(EP_DROP_ACL_DENY));
+	tb_free(t);
+}
+
+EP_TEST(uplink_ping_to_gateway_answered_inside_pppoe)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = { .n_vlans = 2, .vid = { 100, 201 }, .pppoe = true, .session = 0x12,
+			    .ip = 4, .sip = "198.18.100.4", .dip = "198.18.0.1",
+			    .proto = IPPROTO_ICMP, .payload = 0 };
+	uint8_t f[256], out[2048];
+	uint16_t len = tb_frame(f, &p), olen = 0;
+	uint8_t *icmp = f + 12 + 8 + 2 + 8 + 20;
+
+	/* Echo request, id/seq 0x0102/0x0304, checksum over the 8 bytes. */
+	memcpy(icmp, (const uint8_t[]){ 8, 0, 0, 0, 1, 2, 3, 4 }, 8);
+	{
+		uint16_t ck = (uint16_t)~rte_raw_cksum(icmp, 8);
+
+		memcpy(icmp + 2, &ck, 2);
+	}
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_ACCESS));
+	EP_CHECK_MEM(out + 12, f + 12, 16);              /* tags and PPPoE header kept */
+	EP_CHECK_EQ(out[12 + 8 + 2 + 8 + 20], 0);            /* echo reply */
+	tb_free(t);
+}
