@@ -39,16 +39,19 @@ def _recv(args):
 
 def _send(args):
     fam = socket.AF_INET6 if ":" in args.dst else socket.AF_INET
-    s = socket.socket(fam, socket.SOCK_DGRAM)
+    # One socket per flow: distinct source ports, so a receiver that spreads
+    # flows by hash (RSS, PACKET_FANOUT) sees several.
+    socks = [socket.socket(fam, socket.SOCK_DGRAM) for _ in range(args.flows)]
     for i in range(args.count):
-        s.sendto(b"edgeplane-probe %d" % i, (args.dst, args.port))
+        socks[i % len(socks)].sendto(b"edgeplane-probe %d" % i, (args.dst, args.port))
         time.sleep(args.interval)
 
 
-def udp_probe(src, dst_host, dst_ip, port, count=50, interval=0.002, grace=0.5):
+def udp_probe(src, dst_host, dst_ip, port, count=50, interval=0.002, grace=0.5, flows=1):
     """Send `count` datagrams from host src to dst_ip:port, received by a
     socket in dst_host; returns how many arrived (grace: seconds allowed for
-    the last ones to land after the sender finished)."""
+    the last ones to land after the sender finished; flows: source ports the
+    datagrams take turns on)."""
     budget = count * interval + grace + 30
     recv = dst_host.popen([sys.executable, "-m", "lab.probe", "recv", "--bind", dst_ip,
                            "--port", str(port), "--expect", str(count),
@@ -58,7 +61,8 @@ def udp_probe(src, dst_host, dst_ip, port, count=50, interval=0.002, grace=0.5):
         recv.kill()
         raise RuntimeError(f"probe receiver did not start: {line} {recv.stderr.read()}")
     src.run([sys.executable, "-m", "lab.probe", "send", "--dst", dst_ip, "--port", str(port),
-             "--count", str(count), "--interval", str(interval)], cwd=ROOT, timeout=60)
+             "--count", str(count), "--interval", str(interval), "--flows", str(flows)],
+            cwd=ROOT, timeout=60)
     time.sleep(grace)
     out, err = recv.communicate(timeout=budget)   # closes stdin: "stop now"
     try:
@@ -80,6 +84,7 @@ def main(argv=None):
     s.add_argument("--port", type=int, required=True)
     s.add_argument("--count", type=int, default=50)
     s.add_argument("--interval", type=float, default=0.002)
+    s.add_argument("--flows", type=int, default=1)
     args = ap.parse_args(argv)
     (_recv if args.mode == "recv" else _send)(args)
 

@@ -67,19 +67,31 @@ def router_sections(routes=(), neighbors=None, acl=(), acl_default=None, device=
     if eal_args:
         sections["eal"] = {"args": eal_args}
     sections["engine"] = {"burst": 32, **(engine or {})}
-    sections["port pa"] = {"device": device_string(device, 0, pa), "mac": MAC_PA}
-    sections["port pb"] = {"device": device_string(device, 1, pb), "mac": MAC_PB}
+    sections["port pa"] = {"device": device_string(device, 0, pa)}
+    sections["port pb"] = {"device": device_string(device, 1, pb)}
+    # The veths already carry these MACs; saying so lets the engine check it
+    # (net_af_xdp cannot set a MAC, so it is left out there).
+    if device != "af_xdp":
+        sections["port pa"]["mac"] = MAC_PA
+        sections["port pb"]["mac"] = MAC_PB
     if pipeline == "router":
         sections["port pa"].update(ipv4=f"{GW_A4}/24", ipv6=f"{GW_A6}/64")
         sections["port pb"].update(ipv4=f"{GW_B4}/24", ipv6=f"{GW_B6}/64")
     extra = {"pairs": "pa:pb"} if pipeline == "xconnect" else {}
-    if workers == 1:
-        sections["worker w0"] = {"pipeline": pipeline, "rx": "pa, pb", "lcore": 1, **extra}
-    elif workers == 2:
+    # Every worker polls both ports: each port then has one rx queue per
+    # worker and net_af_packet's PACKET_FANOUT spreads flows over them (the
+    # veth's RSS).  A worker per port ("per_port") leaves rx queues that no
+    # worker polls on net_af_packet (the engine opens as many queue pairs as
+    # there are tx queues, one per worker): flows hashed to them are lost.
+    if isinstance(workers, int) and workers >= 1:
+        for i in range(workers):
+            sections[f"worker w{i}"] = {"pipeline": pipeline, "rx": "pa, pb", "lcore": i + 1,
+                                        **extra}
+    elif workers == "per_port":
         sections["worker w0"] = {"pipeline": pipeline, "rx": "pa", "lcore": 1, **extra}
         sections["worker w1"] = {"pipeline": pipeline, "rx": "pb", "lcore": 2, **extra}
     else:
-        raise ValueError("workers: 1 (both ports) or 2 (one per port)")
+        raise ValueError("workers: a count (each polls both ports) or 'per_port'")
     if pipeline == "router":
         if neighbors is None:
             neighbors = [(A4, MAC_A), (A6, MAC_A), (B4, MAC_B), (B6, MAC_B)]

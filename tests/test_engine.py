@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from lab.probe import udp_probe
 from lab.router_lab import RouterLab
 from lab.traffic import iperf3, iperf3_finish, iperf3_start
 
@@ -88,3 +89,28 @@ def test_idle_polls_zero_never_sleeps(request, dp_binary):
     w = lab.dp.workers()[0]
     assert w["sleeps"] == 0 and w["polls"] > 0, w
     assert w["empty_polls"] > 0, w
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "engine bug: with a worker per port, each port gets 1 rx but N tx queues; port.c "
+    "probes net_af_packet with qpairs=max(rx, tx)=N, whose PACKET_FANOUT hashes flows to "
+    "rx queues no worker polls (lost until that socket's ring fills and rolls over)"))
+def test_worker_per_port_receives_every_flow(request, dp_binary):
+    lab = RouterLab(pipeline="xconnect", tag="xp", workers="per_port")
+    request.addfinalizer(lab.close)
+    lab.__enter__()
+    # 32 flows (source ports): with two rx sockets per port, some hash to each.
+    # Fewer datagrams than the unpolled socket's ring holds, so none roll over.
+    got = udp_probe(lab.a, lab.b, PEER_B, 5201, count=256, interval=0.001, flows=32)
+    assert got == 256
+
+
+def test_two_workers_polling_both_ports_share_the_flows(request, dp_binary):
+    lab = RouterLab(pipeline="xconnect", tag="x2", workers=2)
+    request.addfinalizer(lab.close)
+    lab.__enter__()
+    got = udp_probe(lab.a, lab.b, PEER_B, 5201, count=256, interval=0.001, flows=32)
+    assert got == 256
+    rx = [w["rx_pkts"] for w in lab.dp.workers()]
+    # net_af_packet's fanout spreads the flows over both workers' queues.
+    assert len(rx) == 2 and min(rx) > 0, rx
