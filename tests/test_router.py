@@ -4,6 +4,7 @@ the per-stage counters that show where packets went.
 All tests share one lab (module scope); none of them changes a table.
 """
 import re
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,10 @@ def test_neigh_list_has_static_neighbours_on_their_ports(router_lab):
     got = {(n["ip"], n["mac"], n["port"]) for n in router_lab.dp.ctl("neigh-list")["neighbors"]}
     assert got >= {(A4, "02:00:00:00:00:0A", "pa"), (B4, "02:00:00:00:00:0B", "pb")} or \
         got >= {(A4, "02:00:00:00:00:0a", "pa"), (B4, "02:00:00:00:00:0b", "pb")}, got
+
+
+def test_lab_readme_example_runs(router_pipeline):
+    """lab/README.md's example is real code: run it."""
+    text = (Path(__file__).resolve().parent.parent / "lab" / "README.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "lab/README.md", "exec"), {})
