@@ -20,6 +20,7 @@ import (
 
 	"edgeplane/control/internal/intent"
 	"edgeplane/control/internal/load"
+	"edgeplane/control/internal/ntuple"
 	"edgeplane/control/internal/steer"
 )
 
@@ -82,12 +83,15 @@ func Start(cfg Config) (*Agent, error) {
 		sampler: load.Sampler{Path: cfg.ProcStat}}
 	store := &intent.Store{Path: filepath.Join(cfg.StateDir, "intents.json")}
 	a.eng = intent.NewEngine(dp, cfg.Iface, store)
-	stored, err := store.Load()
+	if !cfg.NoAttach {
+		a.eng.SetNIC(ntuple.New(cfg.Iface))
+	}
+	stored, nicLoc, err := store.Load()
 	if err != nil {
 		dp.Close()
 		return nil, fmt.Errorf("stored intents: %w", err)
 	}
-	if err := a.eng.Restore(stored); err != nil {
+	if err := a.eng.Restore(stored, nicLoc); err != nil {
 		dp.Close()
 		return nil, fmt.Errorf("restore intents: %w", err)
 	}

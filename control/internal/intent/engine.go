@@ -3,6 +3,7 @@ package intent
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 
@@ -20,6 +21,14 @@ type Tables interface {
 	CPUs() []int
 }
 
+// NIC installs optional NIC-side rules for prioritised flows (ethtool
+// ntuple, internal/ntuple); nil or unsupported means none.
+type NIC interface {
+	Supported() bool
+	Add(k steer.Key, f steer.Fields, queue uint32) (int, error)
+	Delete(loc int) error
+}
+
 // Engine owns the intents of one interface. Every entry point (REST, the
 // restore at start-up, tests) goes through Apply and Delete: one business
 // function per operation.
@@ -31,12 +40,59 @@ type Engine struct {
 	intents map[string]*Intent
 	slots   [steer.MaxMasks]steer.Fields
 	refs    [steer.MaxMasks]int
-	store   *Store // nil: not persisted
+	store   *Store            // nil: not persisted
+	nic     NIC               // nil when the NIC has no ntuple filters
+	nicLoc  map[uint32]int    // flow hash -> ntuple rule location
+	nicNote map[uint32]string // flow hash -> why no ntuple rule
+}
+
+// SetNIC enables NIC rules when the NIC supports them.
+func (e *Engine) SetNIC(n NIC) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n != nil && n.Supported() {
+		e.nic = n
+	}
+}
+
+// addNICLocked installs the NIC rules of an applied intent, best-effort:
+// the XDP rule already steers the flow, so a failure is only noted.
+func (e *Engine) addNICLocked(in *Intent) {
+	if e.nic == nil {
+		return
+	}
+	for _, r := range in.Rules {
+		h := r.Hash()
+		if _, done := e.nicLoc[h]; done || !r.Active {
+			continue
+		}
+		loc, err := e.nic.Add(r.Key, r.Fields, r.CPU)
+		if err != nil {
+			e.nicNote[h] = err.Error()
+			slog.Info("no ntuple rule for flow", "intent", in.ID, "flow_hash", FlowHashHex(h), "why", err)
+			continue
+		}
+		e.nicLoc[h] = loc
+	}
+}
+
+func (e *Engine) deleteNICLocked(in *Intent) {
+	for _, r := range in.Rules {
+		h := r.Hash()
+		if loc, ok := e.nicLoc[h]; ok && e.nic != nil {
+			if err := e.nic.Delete(loc); err != nil {
+				slog.Warn("ntuple rule not removed", "loc", loc, "err", err)
+			}
+		}
+		delete(e.nicLoc, h)
+		delete(e.nicNote, h)
+	}
 }
 
 // NewEngine starts an engine with no intents. store may be nil.
 func NewEngine(t Tables, iface string, store *Store) *Engine {
-	return &Engine{t: t, iface: iface, intents: map[string]*Intent{}, store: store}
+	return &Engine{t: t, iface: iface, intents: map[string]*Intent{}, store: store,
+		nicLoc: map[uint32]int{}, nicNote: map[uint32]string{}}
 }
 
 // placed is a rule with its plan decisions.
@@ -188,6 +244,7 @@ func (e *Engine) Apply(ins []Intent) error {
 			e.slots[pr.slot] = pr.rule.Fields
 			e.refs[pr.slot]++
 		}
+		e.addNICLocked(in)
 	}
 	return e.persistLocked()
 }
@@ -215,6 +272,7 @@ func (e *Engine) Delete(id string) error {
 			}
 		}
 	}
+	e.deleteNICLocked(in)
 	delete(e.intents, id)
 	e.order = slices.DeleteFunc(e.order, func(x string) bool { return x == id })
 	return e.persistLocked()
@@ -228,7 +286,7 @@ func (e *Engine) persistLocked() error {
 	for _, id := range e.order {
 		docs = append(docs, *e.intents[id])
 	}
-	return e.store.Save(docs)
+	return e.store.Save(docs, e.nicLoc)
 }
 
 // RuleView is a rule as the API shows it.
@@ -238,6 +296,8 @@ type RuleView struct {
 	Match     map[string]any `json:"match"`
 	CPU       *uint32        `json:"cpu"`
 	Active    bool           `json:"active"`
+	NICRule   *int           `json:"nicRule,omitempty"`     // ethtool ntuple location
+	NICNote   string         `json:"nicRuleNote,omitempty"` // why there is none
 	Packets   uint64         `json:"packets"`
 	Bytes     uint64         `json:"bytes"`
 }
@@ -282,6 +342,10 @@ func (e *Engine) viewLocked(in *Intent) View {
 			c := r.CPU
 			rv.CPU = &c
 		}
+		if loc, ok := e.nicLoc[r.Hash()]; ok {
+			rv.NICRule = &loc
+		}
+		rv.NICNote = e.nicNote[r.Hash()]
 		if c, err := e.t.RuleCounts(r.Hash()); err == nil {
 			rv.Packets, rv.Bytes = c.Packets, c.Bytes
 		}
@@ -316,9 +380,12 @@ func (e *Engine) Get(id string) (View, error) {
 // maps that may still hold their rules (pinned). A rule already in place is
 // adopted without a write, so its counters and its traffic are undisturbed;
 // a missing one is written; a map entry no stored intent owns is removed.
-func (e *Engine) Restore(ins []Intent) error {
+func (e *Engine) Restore(ins []Intent, nicLoc map[uint32]int) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for h, loc := range nicLoc {
+		e.nicLoc[h] = loc
+	}
 	masks, err := e.t.Masks()
 	if err != nil {
 		return err

@@ -212,7 +212,7 @@ func TestDeleteFreesMaskAndRestoreAdopts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A "restarted" engine over the same maps adopts both intents.
-	stored, err := store.Load()
+	stored, nicLoc, err := store.Load()
 	if err != nil || len(stored) != 2 {
 		t.Fatalf("store: %v, %d intents", err, len(stored))
 	}
@@ -221,7 +221,7 @@ func TestDeleteFreesMaskAndRestoreAdopts(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2 := NewEngine(d, "eth0", store)
-	if err := e2.Restore(stored); err != nil {
+	if err := e2.Restore(stored, nicLoc); err != nil {
 		t.Fatal(err)
 	}
 	if len(e2.List()) != 2 {
@@ -248,3 +248,51 @@ func TestDeleteFreesMaskAndRestoreAdopts(t *testing.T) {
 const mecRule2 = `{"trafficRuleId": "tr-2", "filterType": "FLOW",
   "trafficFilter": [{"dstAddress": ["2001:db8:20::1"], "protocol": ["TCP"]}, {"dstAddress": ["2001:db8:20::2"], "protocol": ["TCP"]}],
   "action": "PASSTHROUGH", "state": "INACTIVE"}`
+
+// fakeNIC records ntuple rules as a NIC with ntuple filters would.
+type fakeNIC struct {
+	rules map[int]string
+	next  int
+}
+
+func (f *fakeNIC) Supported() bool { return true }
+func (f *fakeNIC) Add(k steer.Key, fl steer.Fields, q uint32) (int, error) {
+	if fl&(steer.FieldVNI|steer.FieldTEID) != 0 {
+		return 0, errors.New("names a tunnel id")
+	}
+	f.next++
+	f.rules[f.next] = k.String()
+	return f.next, nil
+}
+func (f *fakeNIC) Delete(loc int) error { delete(f.rules, loc); return nil }
+
+// TestNICRulesFollowIntents: an untunnelled rule with a queue gets a NIC
+// rule, a tunnelled one a note; deleting the intent removes the NIC rule.
+func TestNICRulesFollowIntents(t *testing.T) {
+	d := loadDP(t, 0)
+	nic := &fakeNIC{rules: map[int]string{}}
+	e := NewEngine(d, "eth0", nil)
+	e.SetNIC(nic)
+	plain := `{"intentId": "p", "Resources": [{"dstPort": "53", "protocol": "udp"}], "Action": {"actionName": "PRIO_QUEUE", "rx_queue": "0"}}`
+	if err := e.Apply([]Intent{mustParse(t, plain), mustParse(t, seedListing1)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(nic.rules) != 1 {
+		t.Fatalf("NIC rules %v, want one", nic.rules)
+	}
+	p, _ := e.Get("p")
+	if p.Rules[0].NICRule == nil {
+		t.Error("no nicRule in the view")
+	}
+	for _, v := range e.List() {
+		if v.ID != "p" && !strings.Contains(v.Rules[0].NICNote, "tunnel") {
+			t.Errorf("tunnelled rule: note %q", v.Rules[0].NICNote)
+		}
+	}
+	if err := e.Delete("p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(nic.rules) != 0 {
+		t.Errorf("NIC rules left: %v", nic.rules)
+	}
+}

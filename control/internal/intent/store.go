@@ -18,13 +18,18 @@ type stored struct {
 	Doc json.RawMessage `json:"document"`
 }
 
-// Save writes the intents' documents.
-func (s *Store) Save(ins []Intent) error {
-	list := make([]stored, 0, len(ins))
+type storeFile struct {
+	Intents []stored       `json:"intents"`
+	NICLoc  map[uint32]int `json:"nicRules,omitempty"` // flow hash -> ntuple location
+}
+
+// Save writes the intents' documents and the NIC rules installed for them.
+func (s *Store) Save(ins []Intent, nicLoc map[uint32]int) error {
+	f := storeFile{Intents: make([]stored, 0, len(ins)), NICLoc: nicLoc}
 	for _, in := range ins {
-		list = append(list, stored{in.ID, in.Doc})
+		f.Intents = append(f.Intents, stored{in.ID, in.Doc})
 	}
-	b, err := json.MarshalIndent(list, "", "  ")
+	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -39,26 +44,26 @@ func (s *Store) Save(ins []Intent) error {
 }
 
 // Load parses the stored documents again (the same parser as the API).
-func (s *Store) Load() ([]Intent, error) {
+func (s *Store) Load() ([]Intent, map[uint32]int, error) {
 	b, err := os.ReadFile(s.Path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var list []stored
-	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, err
+	var f storeFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, nil, err
 	}
 	var out []Intent
-	for _, st := range list {
+	for _, st := range f.Intents {
 		in, err := Parse(st.Doc)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		in.ID = st.ID
 		out = append(out, in)
 	}
-	return out, nil
+	return out, f.NICLoc, nil
 }
