@@ -17,9 +17,9 @@ the uplink emits (120 B).  The ratio `vs_dpdk-l3fwd` is our IPoE 128 B
 rate per core over l3fwd's.
 """
 import statistics
-import tempfile
 
 from bench import common
+from bench.dp_run import DpProcess
 from bench.bng_bench import (POLICER, Ours, Peer, alternate, dp_config, frame_gbps, summarize)
 from bench.bng_inputs import ACL_RULES, CORE_NH_MAC, N_SUBS, Inputs
 from bench.bng_measure import rate
@@ -42,16 +42,18 @@ def run(args):
         print(f"-- uplink {name} ({N_SUBS} subscribers, {ACL_RULES}-rule ACL)")
         pcap = inputs.uplink_pcap(spec, pppoe=pppoe)
         plain = inputs.uplink_pcap(spec, pppoe=pppoe, encap=False)
-        sock = tempfile.mktemp(prefix="bngul-", suffix=".sock")
+        sock = DpProcess.sock_path(work, f"ours-{name}")
         cfg = dp_config(sock, inputs, up_pcap=pcap, pppoe=pppoe, lcores="0@0,1@1")
         l3 = L3fwd(work, f"l3fwd-{name}", [f"net_pcap0,rx_pcap={plain},infinite_rx=1",
                                            "net_null0"],
                    "lpm", r4, r6, lcore=1, eth_dest=CORE_NH_MAC)
-        with Ours(work, f"ours-{name}", cfg) as ours, l3:
-            peer = Peer(l3, 1, ["l3fwd"])
-            o_res, p_res = alternate(ours, peer, rounds, seconds, warmup,
-                                     peer_core_threads=["l3fwd"])
-        s = summarize(o_res, "up")
+        with Ours(work, f"ours-{name}", cfg) as ours:
+            hz = ours.tsc_hz
+            with l3:
+                peer = Peer(l3, 1, ["l3fwd"])
+                o_res, p_res = alternate(ours, peer, rounds, seconds, warmup,
+                                         peer_core_threads=["l3fwd"])
+        s = summarize(o_res, "up", hz)
         s["gbps_per_core"] = frame_gbps(s["mpps_per_core"], spec)
         out_cases[name] = s
         peer_mpps = [p["mpps_per_core"] for p in p_res]

@@ -82,6 +82,23 @@ def dp_config(sock, inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=No
     return "\n".join(L)
 
 
+def retry_on_memory(start, stop, attempts=4, pause=8.0):
+    """Start a DPDK process, retrying while hugepages are short: the
+    machine's 1 GB of them is shared with other engineers' runs."""
+    for i in range(attempts):
+        try:
+            return start()
+        except RuntimeError as exc:
+            text = str(exc)
+            if i == attempts - 1 or not any(w in text for w in (
+                    "Cannot allocate memory", "allocation fail", "Memory allocation",
+                    "err=-12", "Cannot init mbuf pool")):
+                raise
+            stop()
+            print(f"  (hugepages short, retrying in {pause:.0f} s)")
+            time.sleep(pause)
+
+
 class Ours:
     """edgeplane-dp under SIGSTOP/SIGCONT control, measured per worker."""
 
@@ -89,7 +106,7 @@ class Ours:
         self.dp = DpProcess(config, workdir, name=name, start_timeout=180)
 
     def __enter__(self):
-        self.dp.start()
+        retry_on_memory(self.dp.start, self.dp.stop)
         self.pid = self.dp.proc.pid
         # The pcaps are addressed to the pcap devices' fixed MACs: check.
         ports = {p["name"]: p for p in self.dp.ctl("ports")["ports"]}
@@ -197,15 +214,30 @@ def alternate(ours, peer, rounds, seconds, warmup, peer_core_threads=None, log=p
     return o_res, p_res
 
 
-def summarize(o_res, worker):
-    """Medians over windows for one worker."""
+def summarize(o_res, worker, tsc_hz):
+    """Medians over windows for one worker.
+
+    cycles_per_pkt is tsc_hz / (packets per CPU-second): what a packet costs
+    on a core the worker has to itself.  The stages' TSC cycles include the
+    time the thread was preempted inside them (two shared cores), which
+    lands on each stage in proportion to the time it runs; they are scaled
+    by the window's (CPU-time cycles / TSC cycles) so they add up to
+    cycles_per_pkt.  The raw TSC figures are kept as stages_tsc."""
     ws = [r[worker] for r in o_res]
     med = statistics.median
     stage_names = list(ws[0]["stages"])
-    return {"mpps_per_core": med(w["mpps_per_core"] for w in ws),
+    scaled = []
+    for w in ws:
+        eff = tsc_hz / (w["mpps_per_core"] * 1e6) if w["mpps_per_core"] else 0.0
+        raw = sum(w["stages"].values())
+        scaled.append({k: v * eff / raw if raw else 0.0 for k, v in w["stages"].items()})
+    mpps = med(w["mpps_per_core"] for w in ws)
+    return {"mpps_per_core": mpps,
             "mpps_wall": med(w["mpps_wall"] for w in ws),
-            "cycles_per_pkt": med(w["cycles_per_pkt"] for w in ws),
-            "stages": {s: round(med(w["stages"][s] for w in ws), 1) for s in stage_names},
+            "cycles_per_pkt": tsc_hz / (mpps * 1e6) if mpps else 0.0,
+            "stages": {s: round(med(x[s] for x in scaled), 1) for s in stage_names},
+            "stages_tsc": {s: round(med(w["stages"][s] for w in ws), 1) for s in stage_names},
+            "tsc_cycles_per_pkt": med(w["cycles_per_pkt"] for w in ws),
             "drops_in_windows": sum(w["drops"] for w in ws),
             "windows": [round(w["mpps_per_core"], 4) for w in ws]}
 

@@ -76,7 +76,7 @@ class QosSched:
     number of CPUs and the main lcore is neither of the other two, which on
     a 2-CPU machine only this map satisfies."""
 
-    def __init__(self, workdir, name, pcap, profile, rx_cpu=0, wt_cpu=1, mbufs=32768,
+    def __init__(self, workdir, name, pcap, profile, rx_cpu=0, wt_cpu=1, mbufs=16384,
                  extra_eal=()):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -136,8 +136,9 @@ class QosSched:
         self.proc = None
 
     def __enter__(self):
+        from bench.bng_bench import retry_on_memory
         try:
-            return self.start()
+            return retry_on_memory(self.start, self.stop)
         except BaseException:
             self.stop()
             raise
