@@ -1,7 +1,9 @@
 package ntuple
 
 import (
+	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -68,17 +70,28 @@ func TestAddDeleteWithFakeEthtool(t *testing.T) {
 	}
 }
 
-// TestVethIsUnsupported asks the real ethtool about a real veth.
+// TestVethIsUnsupported asks the real ethtool about a real veth, in a
+// namespace of its own.
 func TestVethIsUnsupported(t *testing.T) {
 	if _, err := exec.LookPath("ethtool"); err != nil {
 		t.Skip("no ethtool")
 	}
-	out, err := exec.Command("ip", "link", "add", "epntA", "type", "veth", "peer", "name", "epntB").CombinedOutput()
-	if err != nil {
-		t.Skipf("cannot create a veth: %s", out)
+	ns := fmt.Sprintf("epnt-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Skipf("cannot create a namespace: %s", out)
 	}
-	defer exec.Command("ip", "link", "del", "epntA").Run()
-	if New("epntA").Supported() {
+	defer exec.Command("ip", "netns", "del", ns).Run()
+	if out, err := exec.Command("ip", "-n", ns, "link", "add", "vnta", "type", "veth", "peer", "name", "vntb").CombinedOutput(); err != nil {
+		t.Fatalf("veth: %s", out)
+	}
+	n := &NIC{Iface: "vnta", Run: func(a ...string) (string, error) {
+		out, err := exec.Command("ip", append([]string{"netns", "exec", ns, "ethtool"}, a...)...).CombinedOutput()
+		return string(out), err
+	}}
+	if n.Supported() {
 		t.Error("veth reported ntuple support")
+	}
+	if _, err := n.Add(steer.Key{DstPort: 53, Proto: 17}, steer.FieldDstPort|steer.FieldProto, 0); err == nil {
+		t.Error("ethtool -N on a veth succeeded")
 	}
 }
