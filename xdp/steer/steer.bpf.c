@@ -107,7 +107,7 @@ const enum steer_drop *unused_drop __attribute__((unused));
 
 enum parse_result {
 	PARSE_OK,         /* key filled: steer it */
-	PARSE_NOT_IP,     /* not IP, or an outer fragment: pass untouched */
+	PARSE_NOT_IP,     /* not IP, multicast, or an outer fragment: pass untouched */
 	PARSE_DROP,       /* malformed: drop with a reason */
 	PARSE_MORE,       /* a tunnel header was parsed: parse the next level */
 };

@@ -43,7 +43,10 @@ func (d *Dataplane) slotOf(hash uint32) (idx uint32, vals []steerPrioValue, ok b
 
 // PutRule inserts a rule under hash (RuleHash of its key and fields) in a
 // free slot of its set. The same value goes into every CPU's copy, with
-// zero counters.
+// zero counters. The kernel copies each CPU's value front to back while
+// that CPU may be reading it: the key and hash precede the active flag, so
+// on x86's ordered stores a reader that sees active = 1 sees the whole
+// key; one that sees a half-cleared key on delete fails the compare.
 func (d *Dataplane) PutRule(hash uint32, r Rule) error {
 	if _, _, ok, err := d.slotOf(hash); err != nil || ok {
 		if ok {
