@@ -67,9 +67,6 @@ def dp_config(sock, inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=No
         L += ["[worker down]", "pipeline = bng-downlink", "rx = core", f"lcore = {lc}", ""]
     L += ["[bng]", "access_port = access", "core_port = core",
           f"max_subscribers = {inputs.n}",
-          # A /56 per subscriber costs about one rte_lpm6 tbl8 group each
-          # (the last byte level), plus the shared upper levels.
-          f"lpm6_tbl8s = {2 * inputs.n + 1024}",
           # The seed's single forwarding rule, as two /1s: rte_lpm takes no
           # /0 (the router rejects 0.0.0.0/0) -- the same tbl24 read.
           f"route = 0.0.0.0/1 via {CORE_NH_IP}", f"route = 128.0.0.0/1 via {CORE_NH_IP}",

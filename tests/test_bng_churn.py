@@ -38,7 +38,7 @@ def lab(request, dp_binary):
         pytest.skip(why)
     return open_lab(request, [Subscriber("a", id=10, qinq=(100, 210)),
                               Subscriber("b", id=11, qinq=(100, 211))], tag="bc",
-                    bng_extra={"max_subscribers": 1024})
+                    bng_extra={"max_subscribers": 1024}, subports={0: "rate=1G pipes=256"})
 
 
 def _ping_ok(host, dst, count=3):
