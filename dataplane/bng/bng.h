@@ -435,6 +435,7 @@ uint16_t bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, u
 uint16_t bng_up_classify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_antispoof_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_police_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_encap_none_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_encap_vlan_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_encap_mpls_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);

@@ -55,6 +55,24 @@ mac_eq(const uint8_t *a, const struct rte_ether_addr *b)
 
 /* ---- parse ---- */
 
+/*
+ * A reply sent back on the access side (ARP, NA, echo reply) leaves with the
+ * tags it came with, except that a double-tagged one gets the 802.1ad outer
+ * TPID, as every downlink frame does: some receivers (and veth/af_packet
+ * paths that re-insert a stripped outer tag as 0x8100) disagree on what
+ * arrived, the subscriber's side expects what the downlink sends.
+ */
+static __rte_always_inline void
+qinq_tpid(struct rte_mbuf *m)
+{
+	if (ep_meta(m)->n_vlans == 2 && m->data_len >= 14) {
+		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+
+		p[12] = 0x88;
+		p[13] = 0xa8;
+	}
+}
+
 /* Hand punted frames to the control plane. */
 static __rte_noinline void
 punt_out(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, const uint16_t *idx,
@@ -92,6 +110,7 @@ answer_nd(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, const uint16
 		if (tn[j] & EP_NEXT_TX_FLAG) {
 			next[idx[j]] = tn[j];
 			pkts[idx[j]] = tmp[j];
+			qinq_tpid(tmp[j]);
 			u->nd_answered++;
 			continue;
 		}
@@ -336,6 +355,23 @@ uint16_t
 bng_up_police_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	return bng_up_police_at(ctx, pkts, next, n, rte_rdtsc());
+}
+
+/* ---- route ---- */
+
+/* The router's route stage; echo replies to the access side get the QinQ
+ * TPID of the downlink (see qinq_tpid). */
+uint16_t
+bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct bng_up *u = ctx;
+	uint16_t out = router_route_stage(u->rw, pkts, next, n);
+
+	if (unlikely(out != 0))
+		for (uint16_t i = 0; i < n; i++)
+			if (next[i] == EP_NEXT_TX(u->access_port))
+				qinq_tpid(pkts[i]);
+	return out;
 }
 
 /* ---- strip + core encapsulation ---- */

@@ -17,6 +17,8 @@ static const char up_conf[] =
 	"ipv6=2001:db8:101::/56\n"
 	"subscriber = id=4 pppoe=7 mac=02:00:00:00:10:04 ipv4=198.18.100.5\n";
 
+static const uint8_t s_tag_tpid[2] = { 0x88, 0xa8 };
+
 static struct tb_pkt
 qinq_v4(uint16_t o, uint16_t i, const char *sip)
 {
@@ -343,10 +345,14 @@ EP_TEST(uplink_arp_request_for_gateway_answered_with_tags)
 	memcpy(a + 8, tb_sub_mac, 6);
 	memcpy(a + 14, (const uint8_t[]){ 198, 18, 100, 2 }, 4);
 	memcpy(a + 24, (const uint8_t[]){ 198, 18, 0, 1 }, 4);
+	/* Outer tag as af_packet re-inserts a stripped 802.1ad tag: 0x8100. */
+	f[12] = 0x81;
+	f[13] = 0x00;
 	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_ACCESS));
 	EP_CHECK_MEM(out, tb_sub_mac, 6);
 	EP_CHECK_MEM(out + 6, tb_access_mac, 6);
-	EP_CHECK_MEM(out + 12, f + 12, 8);                       /* both tags kept */
+	EP_CHECK_MEM(out + 12, s_tag_tpid, 2);                   /* 802.1ad outer TPID */
+	EP_CHECK_MEM(out + 14, f + 14, 6);                       /* both tags kept */
 	EP_CHECK_EQ(out[len - 28 + 7], 2);                       /* ARP reply */
 	EP_CHECK_MEM(out + len - 28 + 8, tb_access_mac, 6);
 	tb_free(t);
@@ -388,6 +394,7 @@ EP_TEST(uplink_ping_to_gateway_answered_inside_pppoe)
 	}
 	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_ACCESS));
 	EP_CHECK_MEM(out + 12, f + 12, 16);              /* tags and PPPoE header kept */
+	EP_CHECK_MEM(out + 12, s_tag_tpid, 2);
 	EP_CHECK_EQ(out[12 + 8 + 2 + 8 + 20], 0);            /* echo reply */
 	tb_free(t);
 }

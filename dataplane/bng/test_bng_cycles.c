@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * In-process micro-run at the seed's per-instance scale: 4096 subscribers,
+ * one flow each, a 150-rule uplink ACL that no packet matches, 128-byte
+ * QinQ uplink frames and 496-byte downlink frames (504 B on the access
+ * wire).  Bursts of 32 go through the real stages with the engine's stage
+ * accounting; the per-stage cycles per packet are printed, never asserted
+ * (two shared cores: timings are noise-prone).  What is checked: every
+ * packet comes out, on the right port.
+ */
+#include "test_bng.h"
+
+#include <rte_cycles.h>
+
+#define N_SUBS 4096
+#define BURST 32
+#define ROUNDS 3000
+#define WARMUP 300
+
+static struct tb *
+bed(void)
+{
+	char *text = malloc(64 * 1024);
+	size_t o = 0;
+	struct tb *t;
+
+	o += (size_t)sprintf(text + o, "max_subscribers = %d\nhqos_qsize = 32\n"
+			     "hqos_port_rate = 100G\nsubport = 0 rate=100G pipes=%d\n"
+			     "pipe = std rate=100M\n"
+			     "policer = std cir=100M cbs=256K pir=200M pbs=512K\n", N_SUBS, N_SUBS);
+	/* 150 deny rules, none matching the traffic (UDP 198.19.x -> 198.51.x,
+	 * ports 30000+ -> 20000+): every packet walks the whole set. */
+	for (int i = 0; i < 50; i++)
+		o += (size_t)sprintf(text + o, "acl = deny proto tcp dport %d\n", 1 + i * 3);
+	for (int i = 0; i < 50; i++)
+		o += (size_t)sprintf(text + o, "acl = deny proto udp sport %d-%d\n", 100 + i * 7,
+				     102 + i * 7);
+	for (int i = 0; i < 50; i++)
+		o += (size_t)sprintf(text + o, "acl = deny dst 10.%d.0.0/16\n", i);
+	t = tb_new(text);
+	free(text);
+	return t;
+}
+
+static void
+add_subs(struct tb *t)
+{
+	struct bng_sub_req *r = calloc(N_SUBS, sizeof(*r));
+	struct ep_err err;
+	char line[256];
+
+	for (int i = 0; i < N_SUBS; i++) {
+		snprintf(line, sizeof(line), "id=%d qinq=%d.%d ipv4=198.19.%d.%d "
+			 "ipv6=2001:db8:%x::/56 mac=02:10:00:00:%02x:%02x policer=std pipe=std",
+			 i + 1, 100 + i / 1024, 1 + i % 1024, 1 + i / 256, i % 256, 0x1000 + i,
+			 i >> 8, i & 0xff);
+		bng_sub_req_parse(&r[i], line, &err);
+	}
+	EP_CHECK_EQ(bng_sub_add_bulk(t->b, r, N_SUBS, &err), 0);
+	free(r);
+}
+
+static void
+report(const char *what, struct ep_worker *w, uint64_t service_cycles, uint64_t pkts)
+{
+	double total = 0;
+
+	printf("    %s, cycles/packet by stage:", what);
+	for (int i = 0; i < w->n_stages; i++) {
+		const struct ep_stage_stats *s = &w->stages[i].stats;
+		double c = s->pkts_in ? (double)s->cycles / (double)s->pkts_in : 0;
+
+		printf(" %s %.1f", w->stages[i].name, c);
+		total += c;
+	}
+	if (service_cycles != 0) {
+		printf(" dequeue %.1f", (double)service_cycles / (double)pkts);
+		total += (double)service_cycles / (double)pkts;
+	}
+	printf(" = %.1f (%.2f Mpps/core at %.1f GHz, tx not included)\n", total,
+	       (double)rte_get_tsc_hz() / total / 1e6, (double)rte_get_tsc_hz() / 1e9);
+}
+
+static void
+reset(struct ep_worker *w)
+{
+	for (int i = 0; i < w->n_stages; i++)
+		memset(&w->stages[i].stats, 0, sizeof(w->stages[i].stats));
+}
+
+EP_TEST(cycles_uplink_4k_subscribers_128B_qinq_150_acl_rules)
+{
+	struct tb *t = bed();
+	uint8_t (*f)[128] = malloc(N_SUBS * 128);
+	uint64_t sent = 0;
+
+	add_subs(t);
+	for (int i = 0; i < N_SUBS; i++) {
+		char sip[32];
+		struct tb_pkt p = { .n_vlans = 2, .vid = { 100 + i / 1024, 1 + i % 1024 }, .ip = 4,
+				    .sip = sip, .dip = "198.51.100.1", .sport = 30000 + i,
+				    .dport = 20000 + i, .payload = 128 - 14 - 8 - 28 };
+
+		snprintf(sip, sizeof(sip), "198.19.%d.%d", 1 + i / 256, i % 256);
+		EP_CHECK_EQ(tb_frame(f[i], &p), 128);
+	}
+	for (int r = 0; r < ROUNDS + WARMUP; r++) {
+		struct rte_mbuf *m[BURST];
+		struct ep_txbuf *tx = &t->up->txbuf[TB_CORE];
+
+		if (r == WARMUP) {
+			reset(t->up);
+			sent = 0;
+		}
+		for (int i = 0; i < BURST; i++) {
+			m[i] = ep_test_mbuf(f[(r * BURST + i) % N_SUBS], 128);
+			ep_meta(m[i])->in_port = TB_ACCESS;
+		}
+		ep_worker_run_burst(t->up, m, BURST);
+		sent += tx->n;
+		rte_pktmbuf_free_bulk(tx->pkts, tx->n);
+		tx->n = 0;
+		t->up->tx_pending = 0;
+	}
+	EP_CHECK_EQ(sent, (uint64_t)ROUNDS * BURST);
+	report("uplink", t->up, 0, sent);
+	free(f);
+	tb_free(t);
+}
+
+EP_TEST(cycles_downlink_4k_subscribers_504B_hqos)
+{
+	struct tb *t = bed();
+	struct bng_down *d;
+	uint8_t (*f)[496] = malloc(N_SUBS * 496);
+	uint64_t out = 0, deq = 0, svc = 0;
+
+	add_subs(t);
+	d = t->down->pipeline_ctx;
+	for (int i = 0; i < N_SUBS; i++) {
+		char dip[32];
+		struct tb_pkt p = { .dst = tb_core_mac, .src = tb_core_nh_mac, .ip = 4,
+				    .sip = "198.51.100.1", .dip = dip, .sport = 20000 + i,
+				    .dport = 30000 + i, .dscp = (uint8_t)((i % 4) * 8),
+				    .payload = 496 - 14 - 28 };
+
+		snprintf(dip, sizeof(dip), "198.19.%d.%d", 1 + i / 256, i % 256);
+		EP_CHECK_EQ(tb_frame(f[i], &p), 496);
+	}
+	for (int r = 0; r < ROUNDS + WARMUP; r++) {
+		struct rte_mbuf *m[BURST];
+		uint64_t t0;
+		uint16_t k;
+
+		if (r == WARMUP) {
+			reset(t->down);
+			out = deq = svc = 0;
+		}
+		for (int i = 0; i < BURST; i++) {
+			m[i] = ep_test_mbuf(f[(r * BURST + i) % N_SUBS], 496);
+			ep_meta(m[i])->in_port = TB_CORE;
+		}
+		ep_worker_run_burst(t->down, m, BURST);
+		t0 = rte_rdtsc();
+		k = bng_hqos_dequeue(d, m, BURST);
+		svc += rte_rdtsc() - t0;
+		deq += k;
+		for (uint16_t i = 0; i < k; i++)
+			out += rte_pktmbuf_pkt_len(m[i]) == 504;
+		rte_pktmbuf_free_bulk(m, k);
+	}
+	report("downlink", t->down, svc, deq);
+	EP_CHECK_EQ(out, deq);
+	EP_CHECK(deq > (uint64_t)ROUNDS * BURST * 9 / 10);
+	EP_CHECK_EQ(tb_drops(t->down, EP_DROP_BNG_HQOS_QUEUE_FULL), 0);
+	free(f);
+	tb_free(t);
+}
