@@ -239,7 +239,12 @@ check_section_types(struct ep_engine *e, struct ep_err *err)
 	for (int i = 0; i < e->cfg->n_sec; i++) {
 		struct ep_cfg_section *s = &e->cfg->sec[i];
 		bool ok = ep_pipeline_find(s->type) != NULL;
+		size_t tl = strlen(s->type);
 
+		/* A family's shared section: [bng] for bng-uplink, bng-downlink. */
+		for (const struct ep_pipeline_type *t = ep_pipeline_first(); t != NULL && !ok;
+		     t = t->next_type)
+			ok = strncmp(t->name, s->type, tl) == 0 && t->name[tl] == '-';
 		for (size_t k = 0; k < RTE_DIM(known); k++)
 			ok = ok || strcmp(s->type, known[k]) == 0;
 		if (!ok)
