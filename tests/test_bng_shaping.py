@@ -1,0 +1,170 @@
+"""Downlink shaping under overload, measured at the subscribers' receivers.
+
+What rte_sched counts: the frame as the downlink hands it over -- the IP
+packet plus Ethernet (14) plus the access tags (8 for QinQ), no FCS -- plus
+`hqos_frame_overhead` (default 24: preamble 8 + IFG 12 + FCS 4).  The UDP
+payloads here are 1176 bytes, so every datagram costs
+1176 + 8 + 20 + 14 + 8 + 24 = 1250 bytes of pipe credit, and iperf3's
+receiver, which counts payload, should see rate x 1176/1250.
+
+Why 1250 and tc_period=40: rte_sched refills a pipe's traffic-class credits
+to tc_rate x tc_period every period (it does not carry leftovers over), so
+a TC whose rate equals the pipe rate delivers whole frames only:
+floor(credits / frame) frames per period.  With 1250-byte frames, 10, 20
+and 40 Mbit/s x 40 ms are exactly 40, 80 and 160 frames: the test measures
+the shaper, not that rounding (with 1500-byte frames and the default 10 ms
+the 10 Mbit/s pipe would give 8 frames of 12500 bytes of credit: 96%).
+
+Tolerance: 3 % of the rate, on the median of the receiver's 1-second
+intervals after 2 s of warm-up.  The shaper itself is exact to rte_approx's
+1e-7; what moves a 1-second interval is when the receiver's timer fires and
+the worker's wake-up after a pause (adaptive polling, <= 100 us per 40 ms
+period, 0.25 %).  A pipe that is not shaped gets the offered 1.6x; a
+pipe shaped on the wrong byte count (no overhead, no tags) is off by 2-6 %.
+"""
+import json
+import statistics
+import subprocess
+import time
+
+import pytest
+
+from lab.bng_lab import Subscriber, bng_available, open_lab
+
+PAYLOAD = 1176
+FRAME_CREDIT = PAYLOAD + 8 + 20 + 14 + 8 + 24      # 1250 bytes per datagram
+GOODPUT = PAYLOAD / FRAME_CREDIT
+SECONDS = 9
+WARMUP = 2
+
+RATES = {"s10": 10e6, "s20": 20e6, "s40": 40e6}
+SUBPORT1_RATE = 24e6
+WEIGHTS = {"w1": 1, "w3": 3}
+
+
+@pytest.fixture(scope="module")
+def lab(request, dp_binary):
+    ok, why = bng_available(dp_binary)
+    if not ok:
+        pytest.skip(why)
+    subs = [Subscriber("s10", id=21, qinq=(100, 221), pipe="r10"),
+            Subscriber("s20", id=22, qinq=(100, 222), pipe="r20"),
+            Subscriber("s40", id=23, qinq=(100, 223), pipe="r40"),
+            Subscriber("e", id=24, qinq=(100, 224), pipe="r20"),
+            Subscriber("w1", id=25, qinq=(100, 225), pipe="w1", subport=1),
+            Subscriber("w3", id=26, qinq=(100, 226), pipe="w3", subport=1)]
+    pipes = {"r10": "rate=10M tc_period=40", "r20": "rate=20M tc_period=40",
+             "r40": "rate=40M tc_period=40",
+             "w1": "rate=40M tc_period=40 tc_ov_weight=1",
+             "w3": "rate=40M tc_period=40 tc_ov_weight=3"}
+    subports = {0: "rate=1G pipes=64", 1: f"rate={int(SUBPORT1_RATE)} pipes=64 tc_period=40"}
+    lab = open_lab(request, subs, tag="bs", pipes=pipes, subports=subports,
+                   bng_extra={"hqos_qsize": 64})
+    for s in subs:
+        for port in (5201, 5202):
+            _json_server(s.host, port)
+    return lab
+
+
+def _json_server(host, port):
+    """iperf3 -s in JSON mode, so --get-server-output hands the receiver's
+    own per-interval report back to the client."""
+    host.popen(["iperf3", "-s", "-J", "-p", str(port)], stdout=subprocess.DEVNULL,
+               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if host.run(["ss", "-Hltn", f"sport = :{port}"], check=False).stdout.strip():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"iperf3 server in {host.name} not listening on {port}")
+
+
+def _client(lab, sub, bitrate, port=5201, dscp=None, seconds=SECONDS):
+    argv = ["iperf3", "-c", sub.ipv4, "-p", str(port), "-u", "-b", str(int(bitrate)),
+            "-l", str(PAYLOAD), "-t", str(seconds), "--json", "--get-server-output"]
+    if dscp:
+        argv += ["--dscp", dscp]
+    return lab.core.popen(argv)
+
+
+def _receiver(proc, timeout=SECONDS + 30):
+    out, err = proc.communicate(timeout=timeout)
+    rep = json.loads(out)
+    if "error" in rep:
+        raise RuntimeError(f"iperf3: {rep['error']}")
+    srv = rep.get("server_output_json") or {}
+    ivals = [iv["sum"] for iv in srv.get("intervals", [])]
+    steady = [iv["bits_per_second"] for iv in ivals[WARMUP:-1] if iv["seconds"] > 0.5]
+    end = srv.get("end", {}).get("sum", {})
+    return {"median_bps": statistics.median(steady) if steady else 0.0,
+            "intervals": [round(x / 1e6, 3) for x in steady],
+            "lost_percent": end.get("lost_percent", 0.0), "packets": end.get("packets", 0)}
+
+
+def test_bng_three_pipes_each_get_their_rate(lab):
+    procs = {n: _client(lab, lab.sub(n), 1.6 * r) for n, r in RATES.items()}
+    res = {n: _receiver(p) for n, p in procs.items()}
+    for n, r in RATES.items():
+        want = r * GOODPUT
+        got = res[n]["median_bps"]
+        assert abs(got / want - 1) < 0.03, (n, got, want, res[n])
+        # Overload really happened: a third of what was offered was dropped.
+        assert res[n]["lost_percent"] > 25, (n, res[n])
+
+
+def _pings(host, dst, tos, count=25):
+    r = host.run(["ping", "-n", "-Q", str(tos), "-c", str(count), "-i", "0.1", "-W", "2", dst],
+                 check=False, timeout=30)
+    rtts = [float(x.split("time=")[1].split()[0]) for x in r.stdout.splitlines() if "time=" in x]
+    return rtts
+
+
+def test_bng_expedited_keeps_throughput_and_latency_under_best_effort_overload(lab):
+    e = lab.sub("e")
+    be = _client(lab, e, 40e6, port=5201)                       # 2x the 20 Mbit/s pipe
+    ef = _client(lab, e, 2e6, port=5202, dscp="EF")
+    time.sleep(WARMUP + 1)
+    rtt_ef = _pings(lab.core, e.ipv4, 0xb8)                     # DSCP 46 -> TC 0
+    rtt_be = _pings(lab.core, e.ipv4, 0x00)                     # DSCP 0 -> TC 12, the flood's queue
+    r_be, r_ef = _receiver(be), _receiver(ef)
+    # Best effort was overloaded and got what the pipe had left.
+    assert r_be["lost_percent"] > 30, r_be
+    # EF kept its throughput: next to nothing lost, its full rate received.
+    assert r_ef["lost_percent"] < 1.0, r_ef
+    assert r_ef["median_bps"] > 0.97 * 2e6, r_ef
+    # The pipe as a whole stayed at its rate (EF inside it, not on top).
+    total = r_be["median_bps"] + r_ef["median_bps"]
+    assert abs(total / (20e6 * GOODPUT) - 1) < 0.03, (total, r_be, r_ef)
+    # And low latency: EF does not queue behind the flood (relative, not an
+    # absolute threshold: the BE queue holds 64 x 1250 B, ~40 ms at this rate).
+    assert len(rtt_ef) >= 20 and len(rtt_be) >= 10, (rtt_ef, rtt_be)
+    assert statistics.median(rtt_ef) * 4 < statistics.median(rtt_be), (rtt_ef, rtt_be)
+
+
+@pytest.fixture(scope="module")
+def subport_run(lab):
+    """Two pipes (40 Mbit/s each, tc_ov_weight 1 and 3) on a 24 Mbit/s
+    subport, each offered 36 Mbit/s: run once, judged by two tests."""
+    procs = {n: _client(lab, lab.sub(n), 36e6) for n in WEIGHTS}
+    return {n: _receiver(p) for n, p in procs.items()}
+
+
+def test_bng_subport_caps_its_pipes(subport_run):
+    res = subport_run
+    total = sum(r["median_bps"] for r in res.values())
+    assert abs(total / (SUBPORT1_RATE * GOODPUT) - 1) < 0.03, res
+    for r in res.values():
+        assert r["lost_percent"] > 25, res
+
+
+# Known defect, kept visible: the BNG never calls rte_sched_subport_tc_ov_config,
+# so DPDK 22.11's best-effort oversubscription (the only place rte_sched uses
+# a pipe's tc_ov_weight) stays off and the pipes split the subport evenly
+# (measured 1 : 1.02).  strict: the day weights work, this must be un-marked.
+@pytest.mark.xfail(strict=True, reason="bng: subport tc_ov not enabled, tc_ov_weight ignored")
+def test_bng_subport_shared_by_weights(subport_run):
+    res = subport_run
+    share = res["w3"]["median_bps"] / res["w1"]["median_bps"]
+    # rte_sched enforces the weights through the subport's oversubscription
+    # watermark, adjusted once per subport tc_period: approximate, so +-25 %.
+    assert 3 / 1.25 < share < 3 * 1.25, (share, res)
