@@ -42,7 +42,8 @@ PLEN_WEIGHTS = [(16, 25), (17, 15), (18, 25), (19, 40), (20, 50), (21, 60), (22,
                 (23, 100), (24, 565), (25, 8), (26, 8), (27, 6), (28, 4), (29, 2),
                 (30, 1), (32, 1)]
 
-IN_MAC = "02:00:00:00:00:01"      # router ingress port (net_pcap)
+IN_MAC = "02:70:63:61:70:00"      # router ingress port: net_pcap0's fixed MAC ("\x02pcap" + 0;
+                                  # net_pcap cannot change it, so frames are addressed to it)
 OUT_MAC = "02:00:00:00:01:01"     # router egress port (net_null)
 SRC_MAC = "02:00:00:00:00:02"     # the sender behind the ingress port
 IN_NET = "198.18.0.1/24"
@@ -180,7 +181,7 @@ def write_routes_ours(path, table):
 def acl_rule_ours(r):
     """One rule in the router's acl_file syntax (dataplane/router/README.md)."""
     proto = {6: "tcp", 17: "udp"}[r["proto"]]
-    parts = ["deny", proto]
+    parts = ["deny", "proto", proto]
     if r["splen"]:
         parts += ["src", f"{ip_str(r['src'])}/{r['splen']}"]
     if r["dplen"]:

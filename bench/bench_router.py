@@ -1,0 +1,313 @@
+"""`make bench BENCH=router`: the router pipeline in-process, against DPDK l3fwd.
+
+Both sides read the same pcap through `net_pcap` (rx_pcap=FILE,
+infinite_rx=1: the file is loaded once and every rx copies a stored packet
+into a fresh mbuf, a cost both sides pay) and send into `net_null` (which
+frees the mbufs).  One worker lcore each, pinned to CPU 1, burst 32; ours
+keeps its main lcore on CPU 0 asleep in poll(), l3fwd runs one lcore (-l 1).
+
+Measured (bench/bng_measure.py windows): packets forwarded per CPU-second
+of the forwarding thread (`mpps_per_core`) — two cores shared with other
+engineers' builds make wall-clock rates a measure of the neighbours — and
+cycles per packet = TSC Hz x CPU seconds / packets.  Per-stage cycles come
+from edgeplane-dp's `stages` (TSC around each stage call), scaled to add up
+to that figure (raw TSC values are kept too: they include time the thread
+was preempted inside a stage).  The subjects of one comparison are started
+together, stopped with SIGSTOP and measured one at a time in alternation;
+ratios are of medians.
+
+Comparisons (see docs/benchmarks.md for what each side does):
+  dpdk-l3fwd      l3fwd --lookup=lpm on the headline input: 64 B frames,
+                  100K routes (same file, l3fwd's format); l3fwd has no ACL
+                  stage in this mode.  Also on the iMix inputs.
+  dpdk-l3fwd-acl  l3fwd --lookup=acl: its 1000 ACL rules and its routes in
+                  one rte_acl trie.  100K routes as ACL rules need a ~1 GB
+                  trie (more hugepage memory than this machine has), so this
+                  comparison uses the 1K-route table, ours on the same.
+"""
+import signal
+import statistics
+import time
+
+from bench import common, pcapgen
+from bench.bng_measure import Window, find_threads, rate
+from bench.dp_run import DpProcess
+from bench.dpdk_peer import L3fwd
+
+SIZES = ["64", "imix-up", "imix-down"]
+ACLS = [1, 1000]
+ROUTES = [1000, 100000]
+HEADLINE = ("64", 1000, 100000)
+ACL_INPUT = ("64", 1000, 1000)
+WORKER_CPU = 1
+BURST = 32
+STAGES = ["rx", "parse", "neigh", "acl", "route", "rewrite", "tx"]
+
+WORK = common.OUT / "router-work"
+
+
+def case_key(size, n_acl, n_routes):
+    return f"{size}/acl{n_acl}/routes{n_routes}"
+
+
+def dp_config(sock, inp, pcap):
+    nb = "\n".join(f"neighbor = {ip} {mac}" for ip, mac in pcapgen.gateways())
+    return f"""# bench/bench_router.py: router in-process, net_pcap -> net_null
+[eal]
+args = --lcores=0@0,1@{WORKER_CPU} --main-lcore 0
+[engine]
+ctl_socket = {sock}
+burst = {BURST}
+[port in]
+device = net_pcap0,rx_pcap={pcap},infinite_rx=1
+ipv4 = {pcapgen.IN_NET}
+[port out]
+device = net_null0
+mac = {pcapgen.OUT_MAC}
+ipv4 = {pcapgen.OUT_NET}
+[worker w0]
+pipeline = router
+rx = in
+lcore = 1
+[router]
+{nb}
+route_file = {inp.routes_ours}
+acl_file = {inp.acl_ours}
+acl_default = permit
+"""
+
+
+class Subject:
+    """A started process that can be paused (SIGSTOP) and measured."""
+    label = ""
+    proc = None
+
+    def pause(self):
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+
+
+class Ours(Subject):
+    def __init__(self, size, n_acl, n_routes):
+        self.label = "edgeplane " + case_key(size, n_acl, n_routes)
+        inp = pcapgen.Inputs(n_routes, n_acl).ensure()
+        name = f"dp-{size}-{n_acl}-{n_routes}"
+        sock = DpProcess.sock_path(WORK, name)
+        self.dp = DpProcess(dp_config(sock, inp, inp.pcap(size)), WORK, name=name,
+                            start_timeout=180)
+
+    def __enter__(self):
+        self.dp.start()
+        self.proc = self.dp.proc
+        ports = {p["name"]: p for p in self.dp.ctl("ports")["ports"]}
+        if ports["in"]["mac"].lower() != pcapgen.IN_MAC:
+            raise RuntimeError(f"port in has MAC {ports['in']['mac']}, the pcaps are "
+                               f"addressed to {pcapgen.IN_MAC} (bench/pcapgen.IN_MAC)")
+        st = self.dp.ctl("stats")
+        self.tsc_hz = st["tsc_hz"]
+        self.lcore = st["workers"][0]["lcore"]
+        self.tids = find_threads(self.proc.pid, [f"rte-worker-{self.lcore}"])
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.proc.poll() is None:
+            self.resume()
+        self.dp.stop()
+
+    def _snapshot(self):
+        w = self.dp.ctl("stages")["workers"][0]
+        return {"rx": w["rx_pkts"], "tx": w["tx_pkts"], "busy": w["busy_cycles"],
+                "stages": {s["name"]: (s["cycles"], s["pkts_dropped"]) for s in w["stages"]}}
+
+    def window(self, seconds):
+        r = Window(self.proc.pid, self.tids, self._snapshot).run(seconds)
+        a, b = r["c0"], r["c1"]
+        rx, tx = b["rx"] - a["rx"], b["tx"] - a["tx"]
+        cpu = r["cpu_s"][f"rte-worker-{self.lcore}"]
+        raw = {s: (b["stages"][s][0] - a["stages"][s][0]) / rx if rx else 0.0
+               for s in b["stages"]}
+        drops = sum(b["stages"][s][1] - a["stages"][s][1] for s in b["stages"])
+        cyc = self.tsc_hz * cpu / rx if rx else 0.0
+        total_raw = sum(raw.values())
+        scale = cyc / total_raw if total_raw else 0.0
+        return {"mpps_per_core": rate(tx, cpu), "mpps_wall": rate(tx, r["wall_s"]),
+                "cycles_per_pkt": cyc,
+                "cycles_per_pkt_tsc": (b["busy"] - a["busy"]) / rx if rx else 0.0,
+                "stages": {s: v * scale for s, v in raw.items()},
+                "stages_tsc": raw, "drops": drops, "rx_pkts": rx, "tx_pkts": tx,
+                "cpu_s": cpu, "wall_s": r["wall_s"]}
+
+
+class Peer(Subject):
+    def __init__(self, lookup, size, n_acl, n_routes, tsc_hz_from):
+        self.lookup = lookup
+        self.label = f"l3fwd-{lookup} " + case_key(size, n_acl if lookup == "acl" else 0,
+                                                    n_routes)
+        inp = pcapgen.Inputs(n_routes, n_acl).ensure()
+        r4, r6 = (inp.lpm4, inp.lpm6) if lookup == "lpm" else (inp.acl4, inp.acl6)
+        # One MAC for every packet out of port 1: l3fwd has no next-hop
+        # table, its rewrite takes the output port's configured destination.
+        self.app = L3fwd(WORK, f"l3fwd-{lookup}-{size}-{n_acl}-{n_routes}",
+                         [f"net_pcap0,rx_pcap={inp.pcap(size)},infinite_rx=1", "net_null0"],
+                         lookup, r4, r6, lcore=WORKER_CPU,
+                         eth_dest=pcapgen.gateways()[0][1])
+        self.tsc_hz_from = tsc_hz_from
+
+    def __enter__(self):
+        self.app.start()
+        self.proc = self.app.proc
+        self.tids = find_threads(self.proc.pid, ["l3fwd"])
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.proc.poll() is None:
+            self.resume()
+        self.app.stop()
+
+    def window(self, seconds):
+        r = Window(self.proc.pid, self.tids,
+                   lambda: self.app.tel.port_stats(1)["opackets"]).run(seconds)
+        pkts = r["c1"] - r["c0"]
+        cpu = r["cpu_s"]["l3fwd"]
+        hz = self.tsc_hz_from()
+        return {"mpps_per_core": rate(pkts, cpu), "mpps_wall": rate(pkts, r["wall_s"]),
+                "cycles_per_pkt": hz * cpu / pkts if pkts else 0.0,
+                "tx_pkts": pkts, "cpu_s": cpu, "wall_s": r["wall_s"]}
+
+
+def alternate(subjects, rounds, seconds, warmup, log):
+    """rounds x (each subject alone: resume, warm up, window, pause)."""
+    res = {s.label: [] for s in subjects}
+    for s in subjects:
+        s.pause()
+    try:
+        for i in range(rounds):
+            for s in subjects:
+                s.resume()
+                time.sleep(warmup)
+                res[s.label].append(s.window(seconds))
+                s.pause()
+            log(f"  round {i + 1}/{rounds}: " + "; ".join(
+                f"{s.label} {res[s.label][-1]['mpps_per_core']:.3f}" for s in subjects))
+    finally:
+        for s in subjects:
+            s.resume()
+    return res
+
+
+def summary(windows):
+    med = statistics.median
+    out = {"mpps_per_core": med(w["mpps_per_core"] for w in windows),
+           "mpps_wall": med(w["mpps_wall"] for w in windows),
+           "cycles_per_pkt": med(w["cycles_per_pkt"] for w in windows),
+           "windows": [round(w["mpps_per_core"], 4) for w in windows]}
+    if "stages" in windows[0]:
+        out["cycles_per_pkt_tsc"] = med(w["cycles_per_pkt_tsc"] for w in windows)
+        out["stages"] = {s: round(med(w["stages"][s] for w in windows), 1)
+                         for s in windows[0]["stages"]}
+        out["stages_tsc"] = {s: round(med(w["stages_tsc"][s] for w in windows), 1)
+                             for s in windows[0]["stages_tsc"]}
+        out["drops_in_windows"] = sum(w["drops"] for w in windows)
+    return out
+
+
+def with_rates(s, size):
+    """Add Gbit/s of frames (FCS included, no preamble/IFG) to a summary."""
+    s["gbps_per_core"] = round(s["mpps_per_core"] * pcapgen.mean_frame_bytes(size) * 8 / 1e3, 3)
+    s["mpps_per_core"] = round(s["mpps_per_core"], 4)
+    s["mpps_wall"] = round(s["mpps_wall"], 4)
+    s["cycles_per_pkt"] = round(s["cycles_per_pkt"], 1)
+    if "cycles_per_pkt_tsc" in s:
+        s["cycles_per_pkt_tsc"] = round(s["cycles_per_pkt_tsc"], 1)
+    return s
+
+
+def run(args):
+    quick = getattr(args, "quick", False)
+    rounds, seconds, warmup = (1, 1.0, 0.5) if quick else (5, 2.5, 1.0)
+    rounds_other = 1 if quick else 3
+    sizes = ["64"] if quick else SIZES
+    WORK.mkdir(parents=True, exist_ok=True)
+    log = print
+    hz = {}
+
+    def tsc_hz():
+        return hz["hz"]
+
+    cases, peers, ratios = {}, {}, {}
+
+    # 1. Headline tables, per frame size: ours against l3fwd LPM.
+    for size in sizes:
+        key = case_key(size, HEADLINE[1], HEADLINE[2])
+        log(f"router: {key} vs l3fwd-lpm")
+        with Ours(size, HEADLINE[1], HEADLINE[2]) as o:
+            hz["hz"] = o.tsc_hz
+            with Peer("lpm", size, 0, HEADLINE[2], tsc_hz) as p:
+                res = alternate([o, p], rounds if size == "64" else rounds_other, seconds,
+                                warmup, log)
+        cases[key] = with_rates(summary(res[o.label]), size)
+        ps = with_rates(summary(res[p.label]), size)
+        peers.setdefault("dpdk-l3fwd", {"lookup": "lpm", "by_input": {}})
+        peers["dpdk-l3fwd"]["by_input"][f"{size}/routes{HEADLINE[2]}"] = ps
+        rk = "vs_dpdk-l3fwd" if size == "64" else f"vs_dpdk-l3fwd_{size}"
+        ratios[rk] = round(cases[key]["mpps_per_core"] / ps["mpps_per_core"], 3)
+
+    # 2. ACL comparison (1K routes: see the module doc), with l3fwd LPM on
+    #    the same 1K-route table for reference.
+    size, n_acl, n_routes = ACL_INPUT
+    key = case_key(size, n_acl, n_routes)
+    log(f"router: {key} vs l3fwd-acl, l3fwd-lpm")
+    # One peer at a time next to ours: three 100K-entry tables at once do
+    # not fit the hugepages this machine shares.
+    with Ours(size, n_acl, n_routes) as o:
+        hz["hz"] = o.tsc_hz
+        with Peer("acl", size, n_acl, n_routes, tsc_hz) as pa:
+            res = alternate([o, pa], rounds_other, seconds, warmup, log)
+        with Peer("lpm", size, 0, n_routes, tsc_hz) as pl:
+            res2 = alternate([o, pl], rounds_other, seconds, warmup, log)
+    cases[key] = with_rates(summary(res[o.label] + res2[o.label]), size)
+    pas = with_rates(summary(res[pa.label]), size)
+    pls = with_rates(summary(res2[pl.label]), size)
+    peers["dpdk-l3fwd-acl"] = dict(pas, lookup="acl", input=key)
+    peers["dpdk-l3fwd"]["by_input"][f"{size}/routes{n_routes}"] = pls
+    ratios["vs_dpdk-l3fwd-acl"] = round(cases[key]["mpps_per_core"] / pas["mpps_per_core"], 3)
+    ratios["vs_dpdk-l3fwd_routes1000"] = round(cases[key]["mpps_per_core"]
+                                               / pls["mpps_per_core"], 3)
+
+    # 3. The rest of the matrix, ours alone.
+    for size in sizes:
+        for n_acl in ACLS:
+            for n_routes in ROUTES:
+                key = case_key(size, n_acl, n_routes)
+                if key in cases or (quick and n_routes != ROUTES[0]):
+                    continue
+                log(f"router: {key}")
+                with Ours(size, n_acl, n_routes) as o:
+                    res = alternate([o], rounds_other, seconds / 2 if not quick else seconds,
+                                    warmup, log)
+                cases[key] = with_rates(summary(res[o.label]), size)
+
+    head = cases[case_key(*HEADLINE)]
+    hl = peers["dpdk-l3fwd"]["by_input"][f"64/routes{HEADLINE[2]}"]
+    peers["dpdk-l3fwd"].update({k: hl[k] for k in ("mpps_per_core", "cycles_per_pkt",
+                                                   "gbps_per_core", "mpps_wall", "windows")})
+    peers["dpdk-l3fwd"]["input"] = case_key(*HEADLINE)
+    metrics = {"mpps_per_core": head["mpps_per_core"],
+               "cycles_per_pkt": head["cycles_per_pkt"],
+               "cycles_per_pkt_tsc": head["cycles_per_pkt_tsc"],
+               "gbps_per_core": head["gbps_per_core"],
+               "stages": {s: head["stages"].get(s, 0.0) for s in STAGES},
+               "drops_in_windows": sum(c.get("drops_in_windows", 0) for c in cases.values())}
+    config = {"headline": case_key(*HEADLINE), "frame_size_convention":
+              "bytes incl. 4 B FCS; pcap records hold size - 4",
+              "imix": {k: v for k, v in pcapgen.IMIX.items()},
+              "pkts_in_pcap": pcapgen.N_PKTS, "burst": BURST,
+              "cores": f"1 worker each, pinned to CPU {WORKER_CPU}",
+              "ports": "net_pcap(rx_pcap, infinite_rx=1) -> net_null",
+              "rounds": rounds, "window_s": seconds, "warmup_s": warmup,
+              "rate": "packets per CPU-second of the forwarding thread",
+              "cycles": "TSC Hz x thread CPU seconds / packets; stages scaled to add up",
+              "quick": quick}
+    return common.result("router", config, metrics, peers, ratios, extra={"cases": cases})
