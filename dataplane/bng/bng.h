@@ -106,7 +106,7 @@ struct bng_key {
 	uint8_t n_vlans;    /**< 0, 1 or 2 */
 	uint8_t pppoe;      /**< 1 for a PPPoE session */
 	uint8_t pad[2];
-};
+} __rte_aligned(8);         /* rte_hash_crc reads 8 bytes at a time */
 
 /** Punted control traffic, by kind (counted per worker). */
 #define BNG_PUNT_KINDS(X) \
@@ -133,7 +133,7 @@ struct bng_dst_key {
 	uint8_t plen;
 	uint8_t pad[2];
 	uint8_t addr[16];   /**< network order, host bits clear */
-};
+} __rte_aligned(8);         /* 24 bytes with the padding, zeroed */
 
 /** Prefix lengths that have at least one subscriber, longest first. */
 struct bng_lens {
