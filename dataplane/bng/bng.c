@@ -344,8 +344,8 @@ bng_sub_req_set(struct bng_sub_req *r, const char *key, const char *val, struct 
 			return ep_err_set(err, "ipv6: '%s' %s", val,
 					  strchr(val, '/') ? "is not an IPv6 prefix with host bits "
 					  "clear" : "needs a prefix length (2001:db8:1::/56)");
-		if (r->v6_plen < 16)
-			return ep_err_set(err, "ipv6: '%s' is shorter than /16", val);
+		if (r->v6_plen < 16 || r->v6_plen > 64)
+			return ep_err_set(err, "ipv6: '%s': a subscriber's prefix is /16 to /64", val);
 		r->has_v6 = true;
 	} else if (strcmp(key, "policer") == 0) {
 		if (strlen(val) >= sizeof(r->policer))
@@ -432,7 +432,7 @@ dst_key(struct bng_dst_key *k, int family, const void *addr, uint8_t plen)
 	memset(k, 0, sizeof(*k));
 	k->family = (uint8_t)family;
 	k->plen = plen;
-	memcpy(k->addr, addr, family == 4 ? 4 : 16);
+	memcpy(k->addr, addr, family == 4 ? 4 : 8);
 }
 
 /* Republish the list of prefix lengths in use (rare: a length appears or

@@ -127,13 +127,15 @@ enum bng_punt_kind {
 };
 extern const char *const bng_punt_name[BNG_PUNT__COUNT];
 
-/** Destination lookup key: a subscriber's IPv4 range or IPv6 prefix. */
+/** Destination lookup key: a subscriber's IPv4 range or IPv6 prefix (up
+ *  to /64, a delegated prefix, so 8 address bytes do).  16 bytes: rte_hash
+ *  compares 16-byte keys with one vector compare (other sizes: memcmp). */
 struct bng_dst_key {
 	uint8_t family;     /**< 4 or 6 */
 	uint8_t plen;
-	uint8_t pad[2];
-	uint8_t addr[16];   /**< network order, host bits clear */
-} __rte_aligned(8);         /* 24 bytes with the padding, zeroed */
+	uint8_t pad[6];
+	uint8_t addr[8];    /**< network order, host bits clear */
+} __rte_aligned(8);
 
 /** Prefix lengths that have at least one subscriber, longest first. */
 struct bng_lens {
@@ -158,24 +160,30 @@ struct bng_policer {
 	char name[BNG_NAME_LEN];
 };
 
-/** A subscriber, as workers read it: immutable once published. */
+/**
+ * A subscriber, as workers read it: immutable once published.  Two cache
+ * lines carry everything the fast path reads, both prefetched by the stage
+ * that finds the record (classify, lookup):
+ *   line 0  identity, policer, the downlink HQoS path and access header
+ *   line 1  the address ranges (anti-spoof up, reverse path down)
+ */
 struct bng_sub {
-	/* Uplink, first line: anti-spoof and police. */
+	/* Line 0. */
 	uint32_t id;
-	uint32_t gen;                   /**< unique per published record */
+	uint32_t gen;                   /**< unique per subscriber, kept on replace */
 	uint16_t policer;               /**< index into bng.pol[], BNG_NO_POLICER */
 	uint8_t n_v4;
 	uint8_t has_v6;
-	uint32_t v4_net[BNG_MAX_V4];    /**< network order, host bits clear */
-	uint32_t v4_mask[BNG_MAX_V4];
-	uint64_t v6_net[2], v6_mask[2]; /**< the prefix as two network-order words */
-	/* Downlink: HQoS path and the access header template. */
+	uint8_t pppoe;
+	uint8_t tpl_len;                /**< bytes pushed in front of the IP header (18..30) */
+	uint16_t tag_v4, tag_v6;        /**< last two template bytes: EtherType or PPP protocol (network order) */
 	uint32_t subport;
 	uint32_t pipe;
-	uint8_t tpl_len;                /**< bytes pushed in front of the IP header */
-	uint8_t pppoe;
-	uint16_t tag_v4, tag_v6;        /**< last two template bytes: EtherType or PPP protocol (network order) */
 	uint8_t tpl[BNG_TPL_MAX];       /**< dst MAC, src MAC, tags, [PPPoE header] */
+	/* Line 1. */
+	uint32_t v4_net[BNG_MAX_V4] __rte_cache_aligned;  /**< network order, host bits clear */
+	uint32_t v4_mask[BNG_MAX_V4];
+	uint64_t v6_net[2], v6_mask[2]; /**< the prefix as two network-order words */
 	/* Control side (sub-get). */
 	struct bng_key key;
 	uint8_t v4_plen[BNG_MAX_V4];

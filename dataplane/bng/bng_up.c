@@ -199,6 +199,7 @@ bng_up_classify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 			s = ep_rcu_read(&b->subs[id]);
 			if (likely(s != NULL)) {
 				rte_prefetch0(s);
+				rte_prefetch0(s->v4_net);
 				rte_prefetch0(&u->dyn[id]);
 			}
 		}

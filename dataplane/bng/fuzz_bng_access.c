@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char *eal[] = { "fuzz_bng_access", "--no-huge", "--in-memory", "--no-pci",
+	/* --no-huge excludes --in-memory in DPDK 22.11: --no-shconf. */
+	char *eal[] = { "fuzz_bng_access", "--no-huge", "-m", "64", "--no-shconf", "--no-pci",
 			"--no-telemetry", "-l", "0", "--log-level", "*:error", NULL };
 
 	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0)
