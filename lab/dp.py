@@ -11,7 +11,9 @@
 The configuration is written to a private temporary directory together with
 the control socket (each instance gets its own, so several run at once).
 start() returns once the control socket answers; if the process dies first,
-the exception carries its exit status and output.  stop() sends SIGTERM and
+the exception carries its exit status and output; if it ran out of memory
+(the machine's hugepage pool is shared), it is started once more without
+hugepages (`fell_back`).  stop() sends SIGTERM and
 checks for a clean exit; __exit__ always stops the process and removes the
 directory, so a failing test leaves nothing running.
 
@@ -32,6 +34,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BINARY = ROOT / "build" / "dp" / "edgeplane-dp"
+# EAL memory when the hugepage pool is short: ordinary pages, enough for the
+# router's default tables (the engine adds --no-shconf with --no-huge).
+NO_HUGE_ARGS = "--no-huge -m 1024"
 
 
 def binary():
@@ -126,7 +131,8 @@ class CtlClient:
 class Dp:
     """A running edgeplane-dp inside a lab Host (netns)."""
 
-    def __init__(self, host, config, name="dp", binary_path=None, start_timeout=30.0):
+    def __init__(self, host, config, name="dp", binary_path=None, start_timeout=30.0,
+                 memory_fallback=True):
         self.host = host
         self.sections = config
         self.name = name
@@ -140,6 +146,8 @@ class Dp:
         self.proc = None
         self.client = None
         self.returncode = None
+        self.memory_fallback = memory_fallback
+        self.fell_back = False
 
     # -- configuration -------------------------------------------------------
     def config_text(self):
@@ -160,6 +168,27 @@ class Dp:
 
     # -- life cycle ------------------------------------------------------------
     def start(self):
+        try:
+            return self._start_once()
+        except DpError as exc:
+            if not self._may_fall_back(exc):
+                raise
+        # The shared hugepage pool ran short (other data planes, benchmarks):
+        # the same configuration in ordinary memory (EAL --no-huge).
+        self._close_files()
+        self.sections = dict(self.sections)
+        self.sections["eal"] = {"args": NO_HUGE_ARGS}
+        self.fell_back = True
+        return self._start_once()
+
+    def _may_fall_back(self, exc):
+        """Retry without hugepages only when memory ran out and the caller did
+        not choose the EAL's memory itself."""
+        return (self.memory_fallback and isinstance(self.sections, dict)
+                and "eal" not in self.sections and self.returncode not in (None, 0)
+                and "Cannot allocate memory" in str(exc))
+
+    def _start_once(self):
         if not self.binary.exists():
             raise DpError(f"{self.binary} not found: run `make build` first")
         self.config_path.write_text(self.config_text())
@@ -188,6 +217,11 @@ class Dp:
                 raise DpError(f"{self.name}: control socket {self.ctl_path} did not answer "
                               f"within {self.start_timeout:.0f} s\n{self.output()}")
             time.sleep(0.05)
+
+    def _close_files(self):
+        for f in (getattr(self, "_out", None), getattr(self, "_err", None)):
+            if f is not None:
+                f.close()
 
     def output(self):
         """stdout and stderr so far (for error messages)."""
@@ -269,9 +303,7 @@ class Dp:
                     pass
             self.kill()
         finally:
-            for f in (getattr(self, "_out", None), getattr(self, "_err", None)):
-                if f is not None:
-                    f.close()
+            self._close_files()
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):

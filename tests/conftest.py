@@ -6,6 +6,7 @@ no namespace this session created is left.  Labs are context managers from
 lab/ wrapped in fixtures, so a failing test still tears everything down.
 """
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -28,13 +29,24 @@ def _session_checks():
     assert not mine, f"namespaces left behind by this test session: {mine}"
 
 
-@pytest.fixture(scope="session")
-def dp_binary():
-    """Path of the edgeplane-dp under test ($EDGEPLANE_DP to override)."""
+@pytest.fixture(scope="session", autouse=True)
+def dp_binary(tmp_path_factory):
+    """The edgeplane-dp under test ($EDGEPLANE_DP, else build/dp/edgeplane-dp),
+    copied once per session: a rebuild of the shared build directory while
+    the suite runs (others work in the same checkout) cannot swap or
+    half-write the binary under a running test."""
     path = binary()
     if not path.exists():
         pytest.fail(f"{path} does not exist: run `make build` first", pytrace=False)
-    return path
+    snap = tmp_path_factory.mktemp("bin") / "edgeplane-dp"
+    shutil.copy2(path, snap)
+    old = os.environ.get("EDGEPLANE_DP")
+    os.environ["EDGEPLANE_DP"] = str(snap)
+    yield snap
+    if old is None:
+        os.environ.pop("EDGEPLANE_DP", None)
+    else:
+        os.environ["EDGEPLANE_DP"] = old
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from lab.dp import binary, check_config, render
+from lab.dp import NO_HUGE_ARGS, binary, check_config, render
 from lab.router_lab import router_sections
 from lab.topology import Topology
 
@@ -185,15 +185,19 @@ def scratch_ns(request):
 
 
 def start_for_real(host, tmp_path, text):
+    """Start edgeplane-dp on text (which must fail before it runs); returns
+    (CompletedProcess, path, the text as written).  Ordinary memory, not the
+    shared hugepage pool: a short pool must not mask the error under test."""
+    text = f"[eal]\nargs = {NO_HUGE_ARGS}\n" + text
     path = tmp_path / "bad.conf"
     path.write_text(text)
-    return host.run([str(binary()), "-c", str(path)], check=False, timeout=60), path
+    return host.run([str(binary()), "-c", str(path)], check=False, timeout=60), path, text
 
 
 def test_start_refuses_device_that_does_not_exist(scratch_ns, tmp_path):
     sock = tmp_path / "ctl.sock"
     text = GOOD.replace("{sock}", str(sock)).replace("iface=pa", "iface=nosuchif0")
-    res, path = start_for_real(scratch_ns, tmp_path, text)
+    res, path, text = start_for_real(scratch_ns, tmp_path, text)
     assert res.returncode == 1, res.stdout + res.stderr
     # Probe failures come after parsing, from DPDK: the message names the
     # port and the device string (no line number: the engine reports none).
@@ -210,7 +214,7 @@ def test_start_refuses_control_socket_in_use(scratch_ns, tmp_path):
     holder.bind(str(sock))
     holder.listen(1)
     try:
-        res, path = start_for_real(scratch_ns, tmp_path, GOOD.replace("{sock}", str(sock)))
+        res, path, _ = start_for_real(scratch_ns, tmp_path, GOOD.replace("{sock}", str(sock)))
     finally:
         holder.close()
     assert res.returncode == 1, res.stdout + res.stderr
@@ -273,7 +277,7 @@ def router_ns(request, router_pipeline):
 def test_bad_router_config_refused_at_start(router_ns, tmp_path, lines):
     sock = tmp_path / "ctl.sock"
     text = router_text(*lines).replace("{sock}", str(sock))
-    res, path = start_for_real(router_ns, tmp_path, text)
+    res, path, text = start_for_real(router_ns, tmp_path, text)
     words = next(c[2] for c in ROUTER_CASES if c[1] == lines)
     assert_refused(res, path, text, "MARK", words)
     assert not sock.exists()

@@ -91,16 +91,14 @@ def test_idle_polls_zero_never_sleeps(request, dp_binary):
     assert w["empty_polls"] > 0, w
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: with a worker per port, each port gets 1 rx but N tx queues; port.c "
-    "probes net_af_packet with qpairs=max(rx, tx)=N, whose PACKET_FANOUT hashes flows to "
-    "rx queues no worker polls (lost until that socket's ring fills and rolls over)"))
 def test_worker_per_port_receives_every_flow(request, dp_binary):
     lab = RouterLab(pipeline="xconnect", tag="xp", workers="per_port")
     request.addfinalizer(lab.close)
     lab.__enter__()
-    # 32 flows (source ports): with two rx sockets per port, some hash to each.
-    # Fewer datagrams than the unpolled socket's ring holds, so none roll over.
+    # 32 flows (source ports): net_af_packet opens a queue pair per tx queue
+    # (one per worker) and fans flows out over all of them, so each worker
+    # must poll every rx queue of its port.  Fewer datagrams than a socket's
+    # ring holds, so a queue nobody polled could not hide behind rollover.
     got = udp_probe(lab.a, lab.b, PEER_B, 5201, count=256, interval=0.001, flows=32)
     assert got == 256
 
