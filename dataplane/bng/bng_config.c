@@ -279,7 +279,8 @@ bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, str
 		char spec[64];
 
 		/* One subport at the port rate; more pipes need subport lines. */
-		snprintf(spec, sizeof(spec), "pipes=%u", RTE_MIN(b->p.max_subscribers, 4096u));
+		snprintf(spec, sizeof(spec), "pipes=%u",
+			 rte_align32pow2(RTE_MIN(b->p.max_subscribers, 4096u)));
 		if (bng_subport_set(b, 0, spec, err) < 0)
 			return -1;
 	}

@@ -26,6 +26,18 @@
  *            rte_sched_port_enqueue for the burst; every packet is consumed
  *            (rte_sched frees what its full queues refuse: counted here as
  *            bng_hqos_queue_full).  The service hook dequeues.
+ *
+ * Measured (test_bng_cycles: 4096 subscribers, 496-byte IPv4 frames out as
+ * 504-byte QinQ, 4 DSCPs, bursts of 32, 2.6 GHz, minimum over trials),
+ * cycles per packet:
+ *
+ *   parse 26   neigh 2   lookup 58   rpf 14   encap 27   hqos 57
+ *   + dequeue (service hook) 124   = ~310 before rx/tx
+ *
+ * rte_sched's enqueue and dequeue are 60% of it.  lookup is the price of the
+ * hashed destination table (an rte_lpm tbl24 read would be ~20, at 64 MiB);
+ * encap was 70 before the record was laid out so that the header template
+ * sits in the line lookup prefetches and copied with two fixed 16-byte moves.
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */

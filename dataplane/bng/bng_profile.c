@@ -379,8 +379,10 @@ subport_kv(void *arg, const char *k, const char *v, struct ep_err *err)
 		a->p.tb_rate = x / 8;
 		a->has_rate = true;
 	} else if (strcmp(k, "pipes") == 0) {
-		if (bng_parse_size(v, &a->pipes) < 0 || a->pipes == 0 || a->pipes > 65536)
-			return ep_err_set(err, "pipes: '%s' is not 1-65536", v);
+		/* rte_sched enables a power of two pipes per subport. */
+		if (bng_parse_size(v, &a->pipes) < 0 || a->pipes == 0 || a->pipes > 65536 ||
+		    !rte_is_power_of_2((uint32_t)a->pipes))
+			return ep_err_set(err, "pipes: '%s' is not a power of two 1-65536", v);
 	} else if (strcmp(k, "tb_size") == 0) {
 		if (bng_parse_size(v, &a->p.tb_size) < 0 || a->p.tb_size == 0)
 			return ep_err_set(err, "tb_size: '%s' is not a size in bytes", v);

@@ -22,6 +22,18 @@
  *              specialisations (none, VLAN, MPLS) of one always_inline body,
  *              chosen at build time, so no per-packet branch on the mode
  *
+ * Measured (test_bng_cycles: 4096 subscribers, one flow each, 128-byte QinQ
+ * IPv4, 150-rule ACL no packet matches, bursts of 32, 2.6 GHz, minimum over
+ * trials on a shared 2-core machine), cycles per packet:
+ *
+ *   parse 36   acl 44   classify 40   antispoof 14   police 18   route 16
+ *   encap 36   = ~205 before rx/tx (~12.5 Mpps per core of stage work)
+ *
+ * parse is mostly ep_parse_ipv4 (the header checksum); classify is the bulk
+ * hash (16-byte keys: one vector compare each) plus two prefetches of the
+ * record; antispoof and police then find record, meter context and counters
+ * in cache.
+ *
  * Per-subscriber state (meter context, colour counters) is this worker's
  * (u->dyn[id]); a generation number in the record resets it when the id was
  * given to a new subscriber.

@@ -37,6 +37,8 @@ struct tb *tb_new(const char *text);
 void tb_free(struct tb *t);
 /** Config text only: NULL and the error in @p err on failure. */
 struct tb *tb_try(const char *text, struct ep_err *err);
+/** A whole config text (sections other than [bng] are ignored). */
+struct tb *tb_try_raw(const char *cfgtext, struct ep_err *err);
 
 /** Run one frame through a worker; returns its verdict: EP_NEXT_TX(port),
  *  EP_NEXT_CONSUMED or EP_NEXT_DROP(reason).  A transmitted frame is copied

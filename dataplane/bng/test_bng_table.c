@@ -7,6 +7,8 @@
 #include <rte_ip.h>
 
 #include "bng/bng_access.h"
+#include "ep_ctl.h"
+#include "router/router.h"
 
 /* ---- policer ---- */
 
@@ -376,4 +378,124 @@ EP_TEST(config_errors_name_file_and_line)
 	expect_error("subscriber = id=1 pppoe=5 vlan=3\n", "test.conf:12", "mac");
 	expect_error("hqos_qsize = 48\n", "test.conf:12", "power of two");
 	expect_error("subscriber_file = /nonexistent/subs\n", "test.conf:12", "cannot open");
+}
+
+/* ---- the README's example and the control commands ---- */
+
+static char *
+readme_bng_section(void)
+{
+	char path[1024], *text, *ini, *bng, *end;
+	const char *slash = strrchr(__FILE__, '/');
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%.*sREADME.md", slash ? (int)(slash - __FILE__ + 1) : 0,
+		 __FILE__);
+	f = fopen(path, "r");
+	if (f == NULL) {
+		printf("    cannot open %s (tests run from the build directory)\n", path);
+		return NULL;
+	}
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	if (fread(text, 1, (size_t)n, f) != (size_t)n)
+		n = 0;
+	fclose(f);
+	ini = strstr(text, "```ini\n");
+	bng = ini ? strstr(ini, "\n[bng]\n") : NULL;
+	end = bng ? strstr(bng, "```") : NULL;
+	if (end == NULL) {
+		free(text);
+		return NULL;
+	}
+	*end = '\0';
+	memmove(text, bng + 1, strlen(bng + 1) + 1);
+	return text;
+}
+
+static json_t *
+ctl(struct tb *t, const char *json)
+{
+	json_error_t je;
+	json_t *req = json_loads(json, 0, &je), *resp;
+
+	resp = ep_ctl_dispatch(&t->e, req);
+	json_decref(req);
+	if (!json_is_true(json_object_get(resp, "ok")))
+		printf("    %s -> %s\n", json, json_string_value(json_object_get(resp, "error")));
+	return resp;
+}
+
+static bool
+ctl_ok(struct tb *t, const char *json)
+{
+	json_t *r = ctl(t, json);
+	bool ok = json_is_true(json_object_get(r, "ok"));
+
+	json_decref(r);
+	return ok;
+}
+
+EP_TEST(readme_example_loads_and_control_commands_work)
+{
+	char *text = readme_bng_section();
+	struct ep_err err = {{0}};
+	struct tb *t;
+	json_t *r, *res;
+
+	EP_CHECK(text != NULL);
+	if (text == NULL)
+		return;
+	t = tb_try_raw(text, &err);
+	free(text);
+	EP_CHECK(t != NULL);
+	if (t == NULL) {
+		printf("    README example: %s\n", err.msg);
+		return;
+	}
+	EP_CHECK_EQ(t->b->n_subs, 3);
+	EP_CHECK_EQ(t->b->core_encap, BNG_CORE_NONE);
+	bng_global = t->b;
+	router_global = t->b->rt;
+
+	EP_CHECK(ctl_ok(t, "{\"cmd\": \"policer-add\", \"name\": \"bronze\", \"cir\": \"1M\", "
+		 "\"cbs\": \"16K\", \"pir\": \"2M\", \"pbs\": \"32K\"}"));
+	EP_CHECK(ctl_ok(t, "{\"cmd\": \"pipe-add\", \"name\": \"slow\", \"rate\": \"10M\"}"));
+	EP_CHECK(ctl_ok(t, "{\"cmd\": \"sub-add\", \"id\": 7, \"qinq\": \"100.207\", \"ipv4\": "
+		 "[\"198.18.100.9\", \"198.18.102.0/30\"], \"ipv6\": \"2001:db8:107::/56\", \"mac\": "
+		 "\"02:00:00:00:10:07\", \"policer\": \"bronze\", \"pipe\": \"slow\"}"));
+	EP_CHECK(!ctl_ok(t, "{\"cmd\": \"sub-add\", \"id\": 8, \"qinq\": \"100.207\", "
+		  "\"mac\": \"02:00:00:00:10:08\"}"));                  /* key taken */
+	EP_CHECK(ctl_ok(t, "{\"cmd\": \"sub-add-bulk\", \"subscribers\": [{\"id\": 20, \"vlan\": "
+		 "20, \"mac\": \"02:00:00:00:20:20\"}, {\"id\": 21, \"pppoe\": 21, \"mac\": "
+		 "\"02:00:00:00:20:21\"}]}"));
+	r = ctl(t, "{\"cmd\": \"sub-get\", \"id\": 7}");
+	res = json_object_get(r, "result");
+	EP_CHECK_EQ(json_array_size(json_object_get(res, "ipv4")), 2);
+	EP_CHECK(strcmp(json_string_value(json_object_get(res, "policer")), "bronze") == 0);
+	EP_CHECK(json_object_get(json_object_get(res, "uplink"), "green") != NULL);
+	json_decref(r);
+	r = ctl(t, "{\"cmd\": \"sub-list\", \"limit\": 2, \"offset\": 1}");
+	EP_CHECK_EQ(json_array_size(json_object_get(json_object_get(r, "result"),
+						    "subscribers")), 2);
+	EP_CHECK_EQ(json_integer_value(json_object_get(json_object_get(r, "result"), "total")), 6);
+	json_decref(r);
+	r = ctl(t, "{\"cmd\": \"profile-list\"}");
+	EP_CHECK_EQ(json_array_size(json_object_get(json_object_get(r, "result"), "policers")), 3);
+	json_decref(r);
+	r = ctl(t, "{\"cmd\": \"bng-stats\"}");
+	EP_CHECK_EQ(json_array_size(json_object_get(json_object_get(json_object_get(r, "result"),
+		"downlink"), "hqos_tc")), RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE);
+	json_decref(r);
+	EP_CHECK(ctl_ok(t, "{\"cmd\": \"acl-add\", \"rule\": \"deny proto tcp dport 25\", "
+		 "\"dir\": \"uplink\"}"));
+	EP_CHECK_EQ(t->b->rt->n_rules, 3);
+	EP_CHECK(ctl_ok(t, "{\"cmd\": \"sub-del\", \"id\": 7}"));
+	EP_CHECK(!ctl_ok(t, "{\"cmd\": \"sub-del\", \"id\": 7}"));
+	bng_global = NULL;
+	router_global = NULL;
+	tb_free(t);
 }

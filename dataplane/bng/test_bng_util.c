@@ -42,6 +42,8 @@ tb_worker(struct tb *t, const char *name, unsigned int id)
 	return w;
 }
 
+static struct tb *tb_build(const char *cfgtext, struct ep_err *err);
+
 struct tb *
 tb_try(const char *text, struct ep_err *err)
 {
@@ -58,22 +60,36 @@ tb_try(const char *text, struct ep_err *err)
 		"route = 128.0.0.0/1 via 198.18.1.2\n"
 		"route = ::/1 via 2001:db8:0:2::2\n"
 		"route = 8000::/1 via 2001:db8:0:2::2\n";
-	struct tb *t = calloc(1, sizeof(*t));
 	char *cfgtext = malloc(sizeof(head1) + sizeof(head2) + strlen(text) + 64);
-	struct ep_cfg_section *s;
-	struct bng_params p;
+	struct tb *t;
 
 	/* Small by default (the unit tests' EAL has 256 MB, the router's
 	 * tables take 192 of it), unless the text sizes it. */
 	sprintf(cfgtext, "%s%s%s%s", head1, strstr(text, "max_subscribers") == NULL ?
 		"max_subscribers = 1024\n" : "# sized below\n", head2, text);
+	t = tb_build(cfgtext, err);
+	free(cfgtext);
+	return t;
+}
+
+struct tb *
+tb_try_raw(const char *cfgtext, struct ep_err *err)
+{
+	return tb_build(cfgtext, err);
+}
+
+static struct tb *
+tb_build(const char *cfgtext, struct ep_err *err)
+{
+	struct tb *t = calloc(1, sizeof(*t));
+	struct ep_cfg_section *s;
+	struct bng_params p;
 	t->e.qsbr = rte_zmalloc(NULL, rte_rcu_qsbr_get_memsize(2), RTE_CACHE_LINE_SIZE);
 	rte_rcu_qsbr_init(t->e.qsbr, 2);
 	t->e.n_ports = 2;
 	tb_port(&t->e, TB_ACCESS, "access", tb_access_mac, "198.18.0.1/24", "2001:db8:0:1::1/64");
 	tb_port(&t->e, TB_CORE, "core", tb_core_mac, "198.18.1.1/24", "2001:db8:0:2::1/64");
 	t->cfg = ep_cfg_parse(cfgtext, "test.conf", err);
-	free(cfgtext);
 	if (t->cfg == NULL)
 		goto fail;
 	t->e.cfg = t->cfg;
