@@ -37,6 +37,10 @@ DEFAULT_BINARY = ROOT / "build" / "dp" / "edgeplane-dp"
 # EAL memory when the hugepage pool is short: ordinary pages, enough for the
 # router's default tables (the engine adds --no-shconf with --no-huge).
 NO_HUGE_ARGS = "--no-huge -m 1024"
+# What a start-up that ran out of (hugepage) memory prints.  DPDK's table
+# constructors log their own line while the errno they leave can be unrelated
+# ("LPM memory allocation failed" then "Operation not supported").
+MEMORY_ERRORS = ("Cannot allocate memory", "memory allocation failed", "mbuf pool")
 
 
 def binary():
@@ -186,7 +190,7 @@ class Dp:
         not choose the EAL's memory itself."""
         return (self.memory_fallback and isinstance(self.sections, dict)
                 and "eal" not in self.sections and self.returncode not in (None, 0)
-                and "Cannot allocate memory" in str(exc))
+                and any(m in str(exc) for m in MEMORY_ERRORS))
 
     def _start_once(self):
         if not self.binary.exists():
