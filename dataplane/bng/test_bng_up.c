@@ -64,16 +64,23 @@ EP_TEST(uplink_pppoe_ipv6_stripped_bytes_exact)
 	tb_free(t);
 }
 
-EP_TEST(uplink_pppoe_ipv4_untagged_session_forwarded)
+EP_TEST(uplink_pppoe_ipv4_untagged_session_stripped_bytes_exact)
 {
 	struct tb *t = tb_new(up_conf);
 	struct tb_pkt p = { .pppoe = true, .session = 7, .ip = 4, .sip = "198.18.100.5",
-			    .dip = "198.51.100.1", .payload = 4,
+			    .dip = "198.51.100.1", .dscp = 18, .payload = 40,
 			    .src = (const uint8_t[]){ 2, 0, 0, 0, 0x10, 0x04 } };
-	uint8_t f[256];
-	uint16_t len = tb_frame(f, &p);
+	uint8_t f[256], out[2048], want[256];
+	uint16_t len = tb_frame(f, &p), olen = 0;
 
-	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_CORE));
+	memcpy(want, tb_core_nh_mac, 6);
+	memcpy(want + 6, tb_core_mac, 6);
+	want[12] = 0x08;
+	want[13] = 0x00;
+	p.ttl = 63;
+	EP_CHECK_EQ(olen, 14 + tb_ip(want + 14, &p));
+	EP_CHECK_MEM(out, want, olen);
 	tb_free(t);
 }
 
