@@ -77,6 +77,24 @@ acl_default = permit
 """
 
 
+OOM = ("Cannot allocate memory", "memory allocation failed", "allocation of", "Unable to create",
+       "Cannot get hugepage information")
+
+
+def start_retrying(start, attempts=6, wait_s=10.0):
+    """Hugepages are shared with other engineers' runs: a start that failed
+    for memory is retried after a pause rather than falling back to 4K pages
+    (which would make the two sides incomparable)."""
+    for i in range(attempts):
+        try:
+            return start()
+        except RuntimeError as exc:
+            if i == attempts - 1 or not any(m in str(exc) for m in OOM):
+                raise
+            print(f"  out of hugepage memory, retrying in {wait_s:.0f} s")
+            time.sleep(wait_s)
+
+
 class Subject:
     """A started process that can be paused (SIGSTOP) and measured."""
     label = ""
@@ -99,7 +117,7 @@ class Ours(Subject):
                             start_timeout=180)
 
     def __enter__(self):
-        self.dp.start()
+        start_retrying(self.dp.start)
         self.proc = self.dp.proc
         ports = {p["name"]: p for p in self.dp.ctl("ports")["ports"]}
         if ports["in"]["mac"].lower() != pcapgen.IN_MAC:
@@ -156,7 +174,7 @@ class Peer(Subject):
         self.tsc_hz_from = tsc_hz_from
 
     def __enter__(self):
-        self.app.start()
+        start_retrying(self.app.start)
         self.proc = self.app.proc
         self.tids = find_threads(self.proc.pid, ["l3fwd"])
         return self

@@ -80,8 +80,9 @@ class DpProcess:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"edgeplane-dp exited with {self.proc.returncode}: "
-                                   + self.tail())
+                self._logf.close()
+                self.proc = None
+                raise RuntimeError("edgeplane-dp exited during start-up: " + self.tail())
             if self.sock.exists():
                 try:
                     self.ctl("version", timeout=2.0)

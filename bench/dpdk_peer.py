@@ -87,6 +87,9 @@ class L3fwd:
     def start(self, timeout=180.0):
         if not L3FWD_BIN.exists():
             raise RuntimeError(f"{L3FWD_BIN} missing: run `make peers`")
+        if self.tel is not None:      # a previous attempt's socket
+            self.tel.close()
+            self.tel = None
         self._logf = open(self.log, "w")
         self._logf.write(" ".join(self.cmd) + "\n")
         self._logf.flush()
