@@ -310,16 +310,25 @@ class BngLab:
         return bng_sections(self.subs, **self.dp_opts)
 
     def start_dp(self, **override):
+        """Start edgeplane-dp; retried while hugepages are short (the
+        machine's 1 GB of them is shared with other engineers' runs)."""
+        import time
+        from lab.dp import DpError
         if self.dp is not None:
             self.dp.close()
         self.dp_opts.update(override)
-        self.dp = Dp(self.dut, self.sections(), name=f"{self.tag}-dut")
-        try:
-            self.dp.start()
-        except BaseException:
-            self.dp.close()
-            raise
-        return self.dp
+        for attempt in range(4):
+            self.dp = Dp(self.dut, self.sections(), name=f"{self.tag}-dut")
+            try:
+                return self.dp.start()
+            except DpError as exc:
+                self.dp.close()
+                if attempt == 3 or "alloc" not in str(exc).lower():
+                    raise
+                time.sleep(5)
+            except BaseException:
+                self.dp.close()
+                raise
 
     def close(self):
         if self.dp is not None:
