@@ -204,6 +204,7 @@ struct bng_pipe_prof {
 
 struct bng_subport {
 	bool in_use;
+	bool tc_ov;                      /**< best-effort oversubscription: pipes share by tc_ov_weight */
 	uint32_t n_pipes;
 	struct rte_sched_subport_profile_params prof;
 	uint32_t *pipe_free;             /**< stack of free pipe ids */

@@ -14,6 +14,15 @@
  * messages (ep_worker_call) and run between two bursts.  rte_sched keeps its
  * own time base (TSC), so the service hook drains at the configured rates
  * whether or not packets arrive.
+ *
+ * Best-effort oversubscription is a subport option (`tc_ov=on`, off by
+ * default as in DPDK 22.07+): without it rte_sched ignores the pipes'
+ * tc_ov_weight and an oversubscribed subport is split evenly among its busy
+ * pipes.  With it, each pipe's best effort is capped at watermark x weight
+ * per pipe tc_period; the watermark starts at tc_period x the largest
+ * best-effort rate of any pipe profile and moves 1/128 per subport
+ * tc_period, so it takes seconds to settle (measured in the shaping test:
+ * two pipes still split ~1:1 and the subport ran ~19 % under its rate).
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
@@ -67,6 +76,11 @@ bng_hqos_port_create(struct bng *b, unsigned int worker_id, int socket, struct e
 		for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
 			sp.qsize[t] = (uint16_t)b->p.hqos_qsize;
 		rc = rte_sched_subport_config(port, i, &sp, i);
+		/* Best-effort oversubscription (off by default since DPDK 22.07):
+		 * when the subport's best effort is short, each pipe's share
+		 * follows its profile's tc_ov_weight. */
+		if (rc == 0)
+			rc = rte_sched_subport_tc_ov_config(port, i, b->subport[i].tc_ov);
 		if (rc != 0) {
 			ep_err_set(err, "hqos: subport %u: rte_sched_subport_config failed (%d): "
 				   "check its rate, pipes and the pipe profiles", i, rc);

@@ -365,7 +365,7 @@ bng_pipe_set(struct bng *b, const char *name, const char *spec, struct ep_err *e
 /* ---- subports ---- */
 
 struct subport_args { struct rte_sched_subport_profile_params p; uint64_t pipes; bool has_rate,
-		      has_tc, has_tb; };
+		      has_tc, has_tb, tc_ov; };
 
 static int
 subport_kv(void *arg, const char *k, const char *v, struct ep_err *err)
@@ -396,9 +396,13 @@ subport_kv(void *arg, const char *k, const char *v, struct ep_err *err)
 		if (bng_parse_size(v, &a->p.tc_period) < 0 || a->p.tc_period == 0 ||
 		    a->p.tc_period > 1000)
 			return ep_err_set(err, "tc_period: '%s' is not 1-1000 ms", v);
+	} else if (strcmp(k, "tc_ov") == 0) {
+		if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+			return ep_err_set(err, "tc_ov: '%s' is not on or off", v);
+		a->tc_ov = v[1] == 'n';
 	} else {
-		return ep_err_set(err, "unknown key '%s' (rate, pipes, tb_size, tc_rates, tc_period)",
-				  k);
+		return ep_err_set(err, "unknown key '%s' (rate, pipes, tb_size, tc_rates, tc_period, "
+				  "tc_ov)", k);
 	}
 	return 0;
 }
@@ -439,6 +443,7 @@ bng_subport_set(struct bng *b, uint32_t id, const char *spec, struct ep_err *err
 	for (uint32_t i = sp->n_pipes; i > 0; i--)
 		sp->pipe_free[sp->n_free++] = i - 1;
 	sp->prof = a.p;
+	sp->tc_ov = a.tc_ov;
 	sp->in_use = true;
 	if (id >= b->n_subports)
 		b->n_subports = id + 1;

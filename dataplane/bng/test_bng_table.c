@@ -3,6 +3,8 @@
  * errors, and the add rate (reported, never asserted). */
 #include "test_bng.h"
 
+#include <unistd.h>
+
 #include <rte_cycles.h>
 #include <rte_ip.h>
 
@@ -393,8 +395,24 @@ readme_bng_section(void)
 	snprintf(path, sizeof(path), "%.*sREADME.md", slash ? (int)(slash - __FILE__ + 1) : 0,
 		 __FILE__);
 	f = fopen(path, "r");
+	if (f == NULL && path[0] != '/') {
+		/* __FILE__ is relative to the build directory, where the
+		 * executable is: also when run from elsewhere. */
+		char exe[512], rel[1600];
+		ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		char *d;
+
+		if (k > 0) {
+			exe[k] = '\0';
+			d = strrchr(exe, '/');
+			if (d != NULL)
+				*d = '\0';
+			snprintf(rel, sizeof(rel), "%s/%s", exe, path);
+			f = fopen(rel, "r");
+		}
+	}
 	if (f == NULL) {
-		printf("    cannot open %s (tests run from the build directory)\n", path);
+		printf("    cannot open %s\n", path);
 		return NULL;
 	}
 	fseek(f, 0, SEEK_END);
