@@ -74,8 +74,6 @@ def test_bng_doc_control_commands_run(doc_dut):
         assert "uplink" in out["bng-stats"]
 
 
-@pytest.mark.xfail(strict=True, reason="engine --check runs the EAL with 128 MB and no "
-                   "hugepages: the BNG's router tables cannot be created")
 def test_bng_doc_config_passes_check(dp_binary):
     res, _ = check_config(_block("bng-config", "ini"), binary_path=dp_binary)
     assert res.returncode == 0, res.stdout + res.stderr

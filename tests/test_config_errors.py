@@ -200,8 +200,10 @@ def test_start_refuses_device_that_does_not_exist(scratch_ns, tmp_path):
     res, path, text = start_for_real(scratch_ns, tmp_path, text)
     assert res.returncode == 1, res.stdout + res.stderr
     # Probe failures come after parsing, from DPDK: the message names the
-    # port and the device string (no line number: the engine reports none).
-    assert "edgeplane-dp: port pa: cannot probe device 'net_af_packet0,iface=nosuchif0" in res.stderr
+    # device's line, the port and the device string.
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "nosuchif0" in l)
+    assert (f"edgeplane-dp: {path}:{line}: key 'device': port pa: cannot probe device "
+            "'net_af_packet0,iface=nosuchif0") in res.stderr
     assert "stopped cleanly" not in res.stdout
     assert not sock.exists()
 
@@ -288,11 +290,6 @@ def test_router_section_without_router_worker_is_refused(router_pipeline, tmp_pa
     assert_refused(res, path, text, "MARK", ["no worker runs pipeline router"])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: --check runs the EAL with --no-huge -m 128 (engine.c build_eal_args), "
-    "and the router's default tables (two rte_lpm6 with 32768 tbl8s, rte_lpm with 8192) "
-    "need more than 256 MB, so a valid router config fails --check with 'creating "
-    "tables failed: Cannot allocate memory'; passes with -m 512"))
 def test_standard_router_config_passes_check(router_pipeline, tmp_path):
     res, path, _ = run_check(tmp_path, router_text())
     assert res.returncode == 0, res.stderr

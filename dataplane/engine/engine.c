@@ -32,6 +32,7 @@
 #include "engine_internal.h"
 
 #define EP_MAX_EAL_ARGS 64
+#define EP_HUGE_MIN_MB  512     /* free hugepage memory for `memory = auto` to use it */
 
 static volatile sig_atomic_t got_signal; /* async-signal-safe flag; main thread only */
 
@@ -74,6 +75,21 @@ parse_engine_section(struct ep_engine *e, struct ep_err *err)
 	if (ep_cfg_u64(e->cfg, s, "max_sleep_us", 100, 1, 100000, &v, err) < 0)
 		return -1;
 	e->poll.max_sleep_us = (uint32_t)v;
+	{
+		const char *mem = ep_cfg_str(e->cfg, s, "memory", "auto", err);
+
+		if (mem == NULL)
+			return -1;
+		if (strcmp(mem, "auto") == 0)
+			e->memory = EP_MEM_AUTO;
+		else if (strcmp(mem, "hugepages") == 0)
+			e->memory = EP_MEM_HUGEPAGES;
+		else if (strcmp(mem, "no-huge") == 0)
+			e->memory = EP_MEM_NO_HUGE;
+		else
+			return ep_cfg_error(e->cfg, ep_cfg_get(e->cfg, s, "memory", NULL), err,
+					    "'%s': expected auto, hugepages or no-huge", mem);
+	}
 	if (e->poll.max_sleep_us < e->poll.min_sleep_us)
 		return ep_cfg_section_error(e->cfg, s, err,
 					    "max_sleep_us is below min_sleep_us");
@@ -308,10 +324,16 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 	}
 	if (strstr(user, "--no-huge") == NULL && strstr(user, "-m ") == NULL &&
 	    strstr(user, "--socket-mem") == NULL) {
-		if (check_only || free_huge < 128) {
+		/* Hugepages only when enough are free for a whole instance (the
+		 * router's default tables and pools take ~400 MB); otherwise
+		 * ordinary pages, which work everywhere and only cost TLB misses.
+		 * --check never touches hugepages: it may run beside a live
+		 * instance.  `memory = hugepages | no-huge` overrides. */
+		if (check_only || e->memory == EP_MEM_NO_HUGE ||
+		    (e->memory == EP_MEM_AUTO && free_huge * 2 < EP_HUGE_MIN_MB)) {
 			ADD("--no-huge");
 			ADD("-m");
-			ADD(check_only ? "128" : "1024");
+			ADD("1024");
 			no_huge = true;
 		}
 	}

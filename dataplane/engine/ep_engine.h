@@ -44,6 +44,7 @@ struct ep_addr6 { uint8_t addr[16]; uint8_t plen; };
 struct ep_port {
 	char name[32];                  /**< [port NAME] */
 	char device[256];               /**< DPDK device string as configured */
+	int device_line;                /**< its line in the config file */
 	uint16_t index;                 /**< logical index, config order */
 	uint16_t port_id;               /**< DPDK port id */
 	struct rte_ether_addr mac;
@@ -150,8 +151,11 @@ struct ep_worker {
 	bool running;
 } __rte_cache_aligned;
 
+enum ep_memory { EP_MEM_AUTO = 0, EP_MEM_HUGEPAGES, EP_MEM_NO_HUGE };
+
 struct ep_engine {
 	struct ep_cfg *cfg;
+	enum ep_memory memory;          /**< [engine] memory */
 	char ctl_path[108];
 	uint16_t burst;
 	struct ep_poll_cfg poll;

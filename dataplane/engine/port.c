@@ -105,6 +105,7 @@ ep_ports_parse(struct ep_engine *e, struct ep_err *err)
 		    kv->val[0] == ',')
 			return ep_cfg_error(cfg, kv, err, "bad device string");
 		snprintf(p->device, sizeof(p->device), "%s", kv->val);
+		p->device_line = kv->line;
 		for (int j = 0; j < e->n_ports; j++) {
 			if (strcmp(e->ports[j].device, p->device) == 0)
 				return ep_cfg_error(cfg, kv, err, "device already used by port '%s'",
@@ -179,7 +180,8 @@ ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 				 ",framecnt=%u", EP_AF_PACKET_FRAMES);
 		rc = rte_dev_probe(devargs);
 		if (rc < 0)
-			return ep_err_set(err, "port %s: cannot probe device '%s': %s", p->name,
+			return ep_err_set(err, "%s:%d: key 'device': port %s: cannot probe device "
+					  "'%s': %s", e->cfg->path, p->device_line, p->name,
 					  devargs, rte_strerror(-rc));
 		dev_name(p->device, name, sizeof(name));
 		if (rte_eth_dev_get_port_by_name(name, &p->port_id) != 0)
@@ -247,7 +249,15 @@ ep_ports_start(struct ep_engine *e, struct ep_err *err)
 						  rte_strerror(-rc));
 		}
 		if (p->mac_set) {
-			rc = rte_eth_dev_default_mac_addr_set(p->port_id, &p->mac);
+			struct rte_ether_addr cur;
+
+			/* Some PMDs (af_xdp) cannot set a MAC at all: only ask
+			 * when it differs. */
+			if (rte_eth_macaddr_get(p->port_id, &cur) == 0 &&
+			    rte_is_same_ether_addr(&cur, &p->mac))
+				rc = 0;
+			else
+				rc = rte_eth_dev_default_mac_addr_set(p->port_id, &p->mac);
 			if (rc < 0)
 				return ep_err_set(err, "port %s: set MAC: %s", p->name,
 						  rte_strerror(-rc));
