@@ -32,6 +32,8 @@
 #include "ep_engine.h"
 #include "engine_internal.h"
 
+#define EP_CALL_SPIN_US 50   /* ep_worker_call: spin this long before sleeping */
+
 int
 ep_worker_add_stage(struct ep_worker *w, const char *name, ep_stage_fn fn, void *ctx,
 		    struct ep_err *err)
@@ -322,7 +324,7 @@ ep_worker_call(struct ep_worker *w, void (*fn)(struct ep_worker *, void *), void
 	       unsigned int timeout_ms, struct ep_err *err)
 {
 	struct ep_worker_msg *m;
-	uint64_t deadline;
+	uint64_t start, spin, deadline;
 
 	if (!__atomic_load_n(&w->running, __ATOMIC_ACQUIRE)) {
 		/* Not launched (start-up, --check, unit tests) or stopped: the
@@ -339,15 +341,29 @@ ep_worker_call(struct ep_worker *w, void (*fn)(struct ep_worker *, void *), void
 		free(m);
 		return ep_err_set(err, "worker %s: message queue full", w->name);
 	}
-	deadline = rte_get_tsc_cycles() + rte_get_tsc_hz() / 1000 * timeout_ms;
+	/*
+	 * A polling worker answers within one burst (a few µs): spin on the
+	 * flag for up to EP_CALL_SPIN_US so a control operation costs a round
+	 * trip, not a sleep.  After that the worker is paused or descheduled
+	 * (shared cores): sleep between checks so the control thread does not
+	 * take the CPU it is waiting for.
+	 */
+	start = rte_get_tsc_cycles();
+	spin = rte_get_tsc_hz() / 1000000 * EP_CALL_SPIN_US;
+	deadline = start + rte_get_tsc_hz() / 1000 * timeout_ms;
 	while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE)) {
-		if (rte_get_tsc_cycles() > deadline) {
+		uint64_t now = rte_get_tsc_cycles();
+
+		if (now > deadline) {
 			/* The worker may still run it later and write m->done:
 			 * leave m allocated rather than free memory it will touch. */
 			return ep_err_set(err, "worker %s: no answer within %u ms", w->name,
 					  timeout_ms);
 		}
-		rte_delay_us_sleep(20);
+		if (now - start < spin)
+			rte_pause();
+		else
+			rte_delay_us_sleep(10);
 	}
 	free(m);
 	return 0;
