@@ -30,11 +30,12 @@
 #endif
 
 #define STEER_NO_CPU 0xffffffffu  /* prio_value.cpu: no CPU named, XDP_PASS */
-#define STEER_JHASH_INITVAL 0x45505344u /* "EPSD": the flow hash seed */
+#define STEER_JHASH_INITVAL 0x45505344u /* "EPSD": the flow hash seed (agent side) */
 
 /*
- * The flow key: tunnel ids and the innermost 5-tuple. 48 bytes, hashed as
- * twelve 32-bit words with jhash2 (the kernel's include/linux/jhash.h).
+ * The flow key: tunnel ids and the innermost 5-tuple. 48 bytes: six 64-bit
+ * words for the program's index hash (xdp/include/flowhash.h), twelve 32-bit
+ * words for the flow hash of the intent API (jhash2, computed by the agent).
  * Numbers are in host order, addresses in network order; IPv4 addresses are
  * stored IPv4-mapped (::ffff:a.b.c.d) so the two families never collide.
  * A rule matches a masked key: the agent keeps up to STEER_MAX_MASKS masks
@@ -53,7 +54,7 @@ struct flow_key {
 
 /* One slot of mask_map: the fields a group of rules names. */
 struct flow_mask {
-	__u32 active;     /* 0: slot unused and skipped */
+	__u32 active;     /* slot in use; the program reads node_state.masks_active */
 	__u32 pad;
 	struct flow_key mask; /* all-ones bytes for the fields that count */
 };
@@ -63,16 +64,19 @@ struct flow_mask {
  * the same rule into every copy, the program counts into its own copy without
  * atomics, and the agent sums the copies to read the flow statistics.
  *
- * prio_map is a 2-way set-associative table indexed by the flow hash: a rule
- * with hash h lives in slot (h & (STEER_PRIO_SLOTS - 2)) or the one after.
- * The program already has the hash, so an array lookup (inlined, a few
- * instructions) replaces the kernel hash table, which would hash the hash
- * again and walk a bucket: about 27 ns less per prioritised packet here.
+ * prio_map is a 2-way set-associative table indexed by the index hash of
+ * the masked key: a rule whose key hashes to h lives in slot
+ * (h & prio_set_mask) or the one after (prio_set_mask is the map's size - 2,
+ * set by the loader). The program already has the hash, so an array lookup
+ * (inlined, a few instructions) replaces the kernel hash table, which would
+ * hash the key again and walk a bucket: 27 ns less per prioritised packet,
+ * measured. The key, mask slot and active flag are compared; the flow hash
+ * is the agent's name for the rule, never read by the program.
  */
 struct prio_value {
 	struct flow_key key;  /* masked key this rule matches (the seed's f_struct) */
 	__u32 cpu;            /* target CPU, or STEER_NO_CPU (the seed's rx queue) */
-	__u32 hash;           /* the rule's flow hash (jhash2 of key) */
+	__u32 hash;           /* the rule's flow hash (jhash2 of key; agent bookkeeping) */
 	__u8 active;          /* the seed's is_active: 0 keeps the rule but skips it */
 	__u8 used;            /* slot holds a rule (agent bookkeeping) */
 	__u8 mask_id;         /* mask_map slot the key was masked with */
@@ -91,14 +95,17 @@ struct alt_node {
 };
 
 /*
- * The host's state as the agent measured it (CPU load with hysteresis).
- * One entry; written whole by the agent. A reader that races a write sees a
- * mix of two consecutive states, which only moves one packet between two
- * valid paths.
+ * The host's state as the agent measured it (CPU load with hysteresis), and
+ * which mask_map slots are in use. One entry, read once per packet; written
+ * whole by the agent. A reader that races a write sees a mix of two
+ * consecutive states, which only moves one packet between two valid paths.
  */
 struct node_state {
 	__u32 host_overloaded;  /* 1: offload non-prioritised traffic */
 	__u32 alt_count;        /* valid entries at the start of alt_map */
+	__u32 masks_active;     /* bit n: mask_map slot n is in use (set after
+				 * the slot is written, cleared before it is) */
+	__u32 pad;
 	__u64 cpu_overloaded[STEER_MAX_CPUS / 64]; /* bit n: CPU n is overloaded */
 };
 

@@ -2,12 +2,14 @@ package steer
 
 import "math/bits"
 
-// jhashInitval is JHASH_INITVAL from xdp/include/jhash.h.
+// jhashInitval is JHASH_INITVAL of the kernel's include/linux/jhash.h.
 const jhashInitval = 0xdeadbeef
 
-// jhash2 is the kernel's jhash2 (Bob Jenkins' lookup3 over 32-bit words),
-// the same function as xdp/include/jhash.h. The agent uses it to compute the
-// prio_map key of a rule; TestHashMatchesProgram checks the two agree.
+// jhash2 is the kernel's jhash2 (Bob Jenkins' lookup3 over 32-bit words), the
+// seed's "adapted jhash": the flow hash of the intent API (flow_hash, the
+// rule's identity in the agent and in prio_value.hash). The program does not
+// compute it: it places and finds rules by the cheaper index hash
+// (flowhash.go). TestJhash2Vectors pins it to the kernel's C code.
 func jhash2(k []uint32, initval uint32) uint32 {
 	a := uint32(jhashInitval) + uint32(len(k))<<2 + initval
 	b, c := a, a

@@ -157,18 +157,20 @@ func (k Key) Masked(f Fields) Key {
 	return keyFromRaw(fromWords(kw))
 }
 
-// Hash is jhash2 of the key as the program computes it (flow hash).
+// Hash is the flow hash of the key: jhash2 over its 12 words, as the
+// intent API reports it (the program indexes prio_map with IndexHash).
 func (k Key) Hash() uint32 {
 	w := words(k.raw())
 	return jhash2(w[:], hashSeed)
 }
 
-// RuleHash is the prio_map key of a rule matching k on fields f.
+// RuleHash is the flow hash of a rule matching k on fields f: its identity
+// in the agent, the API and prio_value.hash.
 func RuleHash(k Key, f Fields) uint32 { return k.Masked(f).Hash() }
 
 // AltIndex is the alternative node the program picks for a flow key when
-// n nodes are configured.
-func AltIndex(k Key, n int) int { return int(k.Hash() % uint32(n)) }
+// n nodes are configured: IndexHash(k) * n / 2^32.
+func AltIndex(k Key, n int) int { return int(uint64(IndexHash(k)) * uint64(n) >> 32) }
 
 func (k Key) String() string {
 	return fmt.Sprintf("vni=%d teid=%#x %v:%d -> %v:%d proto=%d", k.VNI, k.TEID, k.Src, k.SrcPort, k.Dst, k.DstPort, k.Proto)

@@ -32,7 +32,9 @@ type Options struct {
 
 // Dataplane is the loaded program and its maps.
 type Dataplane struct {
-	mu     sync.Mutex // serialises read-modify-write of node_map
+	mu     sync.Mutex        // serialises read-modify-write of node_map
+	rmu    sync.Mutex        // guards where
+	where  map[uint32]uint32 // flow hash -> prio_map slot of its rule
 	objs   steerObjects
 	spec   *ebpf.CollectionSpec
 	Names  Names
@@ -59,6 +61,10 @@ func Load(opts Options) (*Dataplane, error) {
 			return nil, fmt.Errorf("prio_map slots %d: want a power of two, at least 2", n)
 		}
 		spec.Maps["prio_map"].MaxEntries = n
+	}
+	// The program indexes prio_map with this mask (a load-time constant).
+	if err := spec.Variables["prio_set_mask"].Set(spec.Maps["prio_map"].MaxEntries - 2); err != nil {
+		return nil, fmt.Errorf("prio_set_mask: %w", err)
 	}
 	if opts.CPUQueue == 0 {
 		opts.CPUQueue = 2048
@@ -93,6 +99,10 @@ func Load(opts Options) (*Dataplane, error) {
 		return nil, err
 	}
 	if err := d.initCPUMap(); err != nil {
+		d.objs.Close()
+		return nil, err
+	}
+	if _, err := d.scanRules(); err != nil {
 		d.objs.Close()
 		return nil, err
 	}

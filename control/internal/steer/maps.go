@@ -25,28 +25,38 @@ var ErrExists = errors.New("flow hash already in prio_map")
 // other rules.
 var ErrSetFull = errors.New("both prio_map slots for this flow hash are taken")
 
-// set is the first slot of the 2-way set for hash (see struct prio_value).
-func (d *Dataplane) set(hash uint32) uint32 { return hash & (d.objs.PrioMap.MaxEntries() - 2) }
+// set is the first slot of the 2-way set for an index hash (see struct
+// prio_value): the program computes the same with prio_set_mask, which the
+// loader sets from the map's size.
+func (d *Dataplane) set(ihash uint32) uint32 { return ihash & (d.objs.PrioMap.MaxEntries() - 2) }
 
-// slotOf finds the slot holding hash, or returns ok false.
+// slotOf finds the slot holding the rule with flow hash hash, or returns ok
+// false. Rules are identified by their flow hash (the intent API's jhash2)
+// but placed by the program's index hash of their key, so the slot comes
+// from d.where, which scanRules rebuilds from the map itself.
 func (d *Dataplane) slotOf(hash uint32) (idx uint32, vals []steerPrioValue, ok bool, err error) {
-	for i := d.set(hash); i <= d.set(hash)+1; i++ {
-		if err := d.objs.PrioMap.Lookup(i, &vals); err != nil {
-			return 0, nil, false, err
-		}
-		if vals[0].Used != 0 && vals[0].Hash == hash {
-			return i, vals, true, nil
-		}
+	d.rmu.Lock()
+	idx, ok = d.where[hash]
+	d.rmu.Unlock()
+	if !ok {
+		return 0, nil, false, nil
 	}
-	return 0, nil, false, nil
+	if err := d.objs.PrioMap.Lookup(idx, &vals); err != nil {
+		return 0, nil, false, err
+	}
+	if vals[0].Used == 0 || vals[0].Hash != hash {
+		return 0, nil, false, nil
+	}
+	return idx, vals, true, nil
 }
 
-// PutRule inserts a rule under hash (RuleHash of its key and fields) in a
-// free slot of its set. The same value goes into every CPU's copy, with
-// zero counters. The kernel copies each CPU's value front to back while
-// that CPU may be reading it: the key and hash precede the active flag, so
-// on x86's ordered stores a reader that sees active = 1 sees the whole
-// key; one that sees a half-cleared key on delete fails the compare.
+// PutRule inserts a rule (its Key already masked with its Fields) under
+// its flow hash, in a free slot of the set its index hash picks. The same
+// value goes into every CPU's copy, with zero counters. The kernel copies
+// each CPU's value front to back while that CPU may be reading it: the key
+// precedes the active flag, so on x86's ordered stores a reader that sees
+// active = 1 sees the whole key; one that sees a half-cleared key on
+// delete fails the compare.
 func (d *Dataplane) PutRule(hash uint32, r Rule) error {
 	if _, _, ok, err := d.slotOf(hash); err != nil || ok {
 		if ok {
@@ -58,7 +68,8 @@ func (d *Dataplane) PutRule(hash uint32, r Rule) error {
 	if r.Active {
 		v.Active = 1
 	}
-	for i := d.set(hash); i <= d.set(hash)+1; i++ {
+	set := d.set(IndexHash(r.Key))
+	for i := set; i <= set+1; i++ {
 		var cur []steerPrioValue
 		if err := d.objs.PrioMap.Lookup(i, &cur); err != nil {
 			return err
@@ -70,7 +81,13 @@ func (d *Dataplane) PutRule(hash uint32, r Rule) error {
 		for c := range vals {
 			vals[c] = v
 		}
-		return d.objs.PrioMap.Update(i, vals, ebpf.UpdateExist)
+		if err := d.objs.PrioMap.Update(i, vals, ebpf.UpdateExist); err != nil {
+			return err
+		}
+		d.rmu.Lock()
+		d.where[hash] = i
+		d.rmu.Unlock()
+		return nil
 	}
 	return ErrSetFull
 }
@@ -81,7 +98,13 @@ func (d *Dataplane) DeleteRule(hash uint32) error {
 	if err != nil || !ok {
 		return err
 	}
-	return d.objs.PrioMap.Update(idx, make([]steerPrioValue, d.ncpu), ebpf.UpdateExist)
+	if err := d.objs.PrioMap.Update(idx, make([]steerPrioValue, d.ncpu), ebpf.UpdateExist); err != nil {
+		return err
+	}
+	d.rmu.Lock()
+	delete(d.where, hash)
+	d.rmu.Unlock()
+	return nil
 }
 
 // RuleCounts sums a rule's per-CPU counters.
@@ -101,10 +124,17 @@ func (d *Dataplane) RuleCounts(hash uint32) (Counter, error) {
 	return c, nil
 }
 
-// Rules lists the used slots of prio_map by hash, reading the array in
-// batches (one syscall per 1024 slots, not one per slot).
+// Rules lists the used slots of prio_map by flow hash.
 func (d *Dataplane) Rules() (map[uint32]Rule, error) {
+	return d.scanRules()
+}
+
+// scanRules reads prio_map in batches (one syscall per 1024 slots, not one
+// per slot), lists its rules and rebuilds d.where from what it found: the
+// map is the truth, including after a restart with pinned maps.
+func (d *Dataplane) scanRules() (map[uint32]Rule, error) {
 	out := map[uint32]Rule{}
+	where := map[uint32]uint32{}
 	const chunk = 1024
 	keys := make([]uint32, chunk)
 	vals := make([]steerPrioValue, chunk*d.ncpu)
@@ -115,33 +145,50 @@ func (d *Dataplane) Rules() (map[uint32]Rule, error) {
 			v := vals[i*d.ncpu]
 			if v.Used != 0 {
 				out[v.Hash] = Rule{Key: keyFromRaw(v.Key), Slot: int(v.MaskId), CPU: v.Cpu, Active: v.Active != 0}
+				where[v.Hash] = keys[i]
 			}
 		}
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			return out, nil
+			break
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+	d.rmu.Lock()
+	d.where = where
+	d.rmu.Unlock()
+	return out, nil
 }
 
-// SetMask writes mask_map[slot]; fields 0 clears the slot. A new mask is
-// written inactive first and then activated, so a packet racing the write
-// never hashes with half a mask.
+// SetMask writes mask_map[slot]; fields 0 clears the slot. The program
+// reads only the slots whose bit is set in node_state.masks_active: a new
+// mask is written before its bit is set, a removed one cleared after its
+// bit is, so a packet racing the change never hashes with half a mask.
 func (d *Dataplane) SetMask(slot int, fields Fields) error {
 	if slot < 0 || slot >= MaxMasks {
 		return fmt.Errorf("mask slot %d out of range", slot)
 	}
-	m := steerFlowMask{Mask: fields.maskRaw()}
-	if fields == 0 {
-		return d.objs.MaskMap.Update(uint32(slot), &m, ebpf.UpdateAny)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ns, err := d.nodeState()
+	if err != nil {
+		return err
 	}
+	bit := uint32(1) << slot
+	if fields == 0 {
+		ns.MasksActive &^= bit
+		if err := d.objs.NodeMap.Update(uint32(0), &ns, ebpf.UpdateAny); err != nil {
+			return err
+		}
+		return d.objs.MaskMap.Update(uint32(slot), &steerFlowMask{}, ebpf.UpdateAny)
+	}
+	m := steerFlowMask{Active: 1, Mask: fields.maskRaw()}
 	if err := d.objs.MaskMap.Update(uint32(slot), &m, ebpf.UpdateAny); err != nil {
 		return err
 	}
-	m.Active = 1
-	return d.objs.MaskMap.Update(uint32(slot), &m, ebpf.UpdateAny)
+	ns.MasksActive |= bit
+	return d.objs.NodeMap.Update(uint32(0), &ns, ebpf.UpdateAny)
 }
 
 // Masks returns the fields of every slot (0 for unused).

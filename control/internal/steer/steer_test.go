@@ -591,7 +591,7 @@ func TestConstantsMatchObject(t *testing.T) {
 	}
 }
 
-// TestTwoWaySets: two rules whose hashes share a set both match (the second
+// TestTwoWaySets: two rules whose index hashes share a set both match (the second
 // one from the set's second slot); a third is refused with ErrSetFull.
 func TestTwoWaySets(t *testing.T) {
 	d := loadT(t)
@@ -601,11 +601,11 @@ func TestTwoWaySets(t *testing.T) {
 	want := uint32(0)
 	for p := uint32(1); len(keys) < 3; p++ {
 		k := Key{TEID: p}
-		h := RuleHash(k, FieldTEID)
+		ih := IndexHash(k.Masked(FieldTEID)) // the set the program looks in
 		if len(keys) == 0 {
-			want = d.set(h)
+			want = d.set(ih)
 		}
-		if d.set(h) == want {
+		if d.set(ih) == want {
 			keys = append(keys, k)
 		}
 	}
@@ -637,4 +637,71 @@ func TestTwoWaySets(t *testing.T) {
 	if rules, _ := d.Rules(); len(rules) != 2 {
 		t.Errorf("%d rules listed, want 2", len(rules))
 	}
+}
+
+// TestResizedPrioMapStillHits: with prio_map resized at load
+// (Options.PrioSlots), the program indexes it with the loader's set mask
+// (prio_set_mask, a load-time constant), so a rule the agent placed for the
+// small map is found; with the built-in mask it would be looked for beyond
+// the map's end.
+func TestResizedPrioMapStillHits(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("BPF_PROG_TEST_RUN needs root")
+	}
+	d, err := Load(Options{PrioSlots: 64})
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	defer d.Close()
+	reset(t, d)
+	cpu := targetCPU(t, d)
+	found := 0
+	for p := uint16(1); p <= 16; p++ {
+		k := Key{TEID: 9, Src: inSrc4, Dst: inDst4, SrcPort: p, DstPort: 2, Proto: 17}
+		f := FieldTEID | FieldSrcPort
+		if d.set(IndexHash(k.Masked(f))) >= 64 {
+			t.Fatalf("set %d beyond a 64-slot map", d.set(IndexHash(k.Masked(f))))
+		}
+		if err := d.SetMask(0, f); err != nil {
+			t.Fatal(err)
+		}
+		err := d.PutRule(RuleHash(k, f), Rule{Key: k.Masked(f), Fields: f, CPU: cpu, Active: true})
+		if errors.Is(err, ErrSetFull) {
+			continue // 16 rules in 32 sets: a full set is possible, not a failure
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		frame := pkt.MustBuild(pkt.Spec{Tunnel: pkt.GTPU, TEID: 9, Src: inSrc4, Dst: inDst4, SPort: p, DPort: 2})
+		expect(t, frame, run(t, d, frame), "redirect", "prio_cpu")
+		found++
+	}
+	if found < 8 {
+		t.Errorf("only %d of 16 rules placed in a 64-slot map", found)
+	}
+}
+
+// TestUnusedMaskSlotIsSkipped: a slot whose bit is clear in
+// node_state.masks_active is not consulted even if mask_map still holds a
+// mask and prio_map a matching rule (the state between the two writes of
+// SetMask clearing a slot).
+func TestUnusedMaskSlotIsSkipped(t *testing.T) {
+	d := loadT(t)
+	reset(t, d)
+	cpu := targetCPU(t, d)
+	k := Key{TEID: 5}
+	addRule(t, d, k, FieldTEID, 1, cpu)
+	frame := pkt.MustBuild(pkt.Spec{Tunnel: pkt.GTPU, TEID: 5, Src: inSrc4, Dst: inDst4, SPort: 1, DPort: 2})
+	expect(t, frame, run(t, d, frame), "redirect", "prio_cpu")
+	d.mu.Lock()
+	ns, err := d.nodeState()
+	if err == nil {
+		ns.MasksActive &^= 1 << 1
+		err = d.objs.NodeMap.Update(uint32(0), &ns, ebpf.UpdateAny)
+	}
+	d.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, frame, run(t, d, frame), "pass", "headroom")
 }
