@@ -24,6 +24,11 @@ counter at 0.982 of 40 Mbit/s with the receiver losing nothing); 40 ms
 buckets and 40 ms TC periods carry the credit across the pause.  The
 long-term rate a bucket enforces does not depend on its depth.
 
+Queues of 256 packets (64-160 ms at these rates): the offered load comes
+from kernel iperf3 senders on the same two busy cores, which stall now
+and then; a queue shorter than a stall lets the pipe run dry, which is the
+sender's shortfall, not the shaper's.
+
 Tolerance: 3 % of the rate, on the median of the receiver's 1-second
 intervals after 2 s of warm-up.  The shaper itself is exact to rte_approx's
 1e-7; what moves a 1-second interval is when the receiver's timer fires and
@@ -72,7 +77,7 @@ def lab(request, dp_binary):
     subports = {0: "rate=1G pipes=64",
                 1: f"rate={int(SUBPORT1_RATE)} pipes=64 tc_period=40 tb_size=120000"}
     lab = open_lab(request, subs, tag="bs", pipes=pipes, subports=subports,
-                   bng_extra={"hqos_qsize": 64})
+                   bng_extra={"hqos_qsize": 256})
     for s in subs:
         # The receivers must not be what drops: 4 MB socket buffers hold
         # ~0.8 s at 40 Mbit/s, whatever else the two cores are doing.
@@ -104,14 +109,14 @@ def _client(lab, sub, bitrate, port=5201, dscp=None, seconds=SECONDS):
     return lab.core.popen(argv)
 
 
-def _receiver(proc, timeout=SECONDS + 30):
+def _receiver(proc, timeout=SECONDS + 30, warmup=WARMUP):
     out, err = proc.communicate(timeout=timeout)
     rep = json.loads(out)
     if "error" in rep:
         raise RuntimeError(f"iperf3: {rep['error']}")
     srv = rep.get("server_output_json") or {}
     ivals = [iv["sum"] for iv in srv.get("intervals", [])]
-    steady = [iv["bits_per_second"] for iv in ivals[WARMUP:-1] if iv["seconds"] > 0.5]
+    steady = [iv["bits_per_second"] for iv in ivals[warmup:-1] if iv["seconds"] > 0.5]
     end = srv.get("end", {}).get("sum", {})
     return {"median_bps": statistics.median(steady) if steady else 0.0,
             "intervals": [round(x / 1e6, 3) for x in steady],
@@ -166,13 +171,15 @@ def _pings(host, dst, tos, count=25):
 
 def _ef_run(lab):
     e = lab.sub("e")
-    be = _client(lab, e, 40e6, port=5201)                       # 2x the 20 Mbit/s pipe
-    ef = _client(lab, e, 2e6, port=5202, dscp="EF")
-    time.sleep(WARMUP + 1)
+    # 12 s, judged from the 5th: the flood's sender takes a few seconds to
+    # reach its rate on the loaded cores (seen: 9 -> 16.8 Mbit/s delivered).
+    be = _client(lab, e, 40e6, port=5201, seconds=12)           # 2x the 20 Mbit/s pipe
+    ef = _client(lab, e, 2e6, port=5202, dscp="EF", seconds=12)
+    time.sleep(5)
     rtt_ef = _pings(lab.core, e.ipv4, 0xb8)                     # DSCP 46 -> TC 0
     # DSCP 0 -> TC 12, the flood's queue, where most pings are dropped with it.
     rtt_be = _pings(lab.core, e.ipv4, 0x00, count=40)
-    return _receiver(be), _receiver(ef), rtt_ef, rtt_be
+    return _receiver(be, warmup=5), _receiver(ef, warmup=5), rtt_ef, rtt_be
 
 
 def test_bng_expedited_keeps_throughput_and_latency_under_best_effort_overload(lab):
@@ -193,7 +200,7 @@ def test_bng_expedited_keeps_throughput_and_latency_under_best_effort_overload(l
     _skip_if_overloaded(ok, os.getloadavg()[0])
     assert ok, (total, r_be, r_ef)
     # And low latency: EF does not queue behind the flood (relative, not an
-    # absolute threshold: the BE queue holds 64 x 1250 B, ~40 ms at this rate).
+    # absolute threshold: the BE queue holds 256 x 1250 B, ~140 ms at this rate).
     assert len(rtt_ef) >= 20 and len(rtt_be) >= 5, (rtt_ef, rtt_be)
     assert statistics.median(rtt_ef) * 4 < statistics.median(rtt_be), (rtt_ef, rtt_be)
 
