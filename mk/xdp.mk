@@ -7,7 +7,8 @@
 # The BPF objects and their Go bindings are generated here, not committed.
 
 GO       ?= go
-XDP_SRCS := $(wildcard xdp/include/*.h xdp/steer/*.h xdp/steer/*.c xdp/noop/*.c)
+XDP_SRCS := $(wildcard xdp/include/*.h xdp/steer/*.h xdp/steer/*.c xdp/noop/*.c) \
+            control/internal/steer/gen.go
 XDP_GEN  := control/internal/steer/steer_bpfel.o
 
 BUILD_TARGETS += build-xdp

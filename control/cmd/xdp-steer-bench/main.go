@@ -5,7 +5,9 @@
 // Each round runs every path once (interleaved, so a noisy neighbour hits
 // all of them alike) with -repeat packets; the kernel reports the mean time
 // per run. The medians over -rounds are printed, and each path's cost above
-// the no-op floor.
+// the no-op floor. Besides the four paths of the nested frame, parse_plain,
+// parse_vxlan and parse_gtpu time one- and two-level frames with no rule,
+// for the cost of each level.
 package main
 
 import (
@@ -90,14 +92,23 @@ func run(repeat, rounds int) error {
 	if err := d.SetAltNodes([]steer.AltNode{{MAC: pkt.PeerMAC, IPv4: netip.MustParseAddr("198.18.99.1")}}); err != nil {
 		return err
 	}
+	// One level at a time, for the per-level cost (no rule, no mask).
+	plain := pkt.MustBuild(pkt.Spec{Src: src, Dst: dst, SPort: 40000, DPort: 5004, Payload: 64})
+	vxlan := pkt.MustBuild(pkt.Spec{Tunnel: pkt.VXLAN, VNI: 4450, Src: src, Dst: dst, SPort: 40000, DPort: 5004, Payload: 64})
+	gtpu := pkt.MustBuild(pkt.Spec{Tunnel: pkt.GTPU, TEID: 0x8894d0d4, GTPExt: spec.GTPExt, Src: src, Dst: dst,
+		SPort: 40000, DPort: 5004, Payload: 64})
 	paths := []path{
 		{"noop", noop, nested, bare},
+		{"parse_plain", d.Program(), plain, bare},              // Eth/IPv4/UDP: one level
+		{"parse_vxlan", d.Program(), vxlan, bare},              // + VXLAN/Eth/IPv4/UDP: two levels
+		{"parse_gtpu", d.Program(), gtpu, bare},                // + GTP-U(ext)/IPv4/UDP: two levels
 		{"parse_only", d.Program(), nested, bare},              // full nested parse, no mask active: pass
 		{"prioritised", d.Program(), nested, overload(false)},  // parse + hash + hit + cpumap redirect
 		{"passed", d.Program(), otherFrame, overload(false)},   // parse + hash + miss: headroom pass
 		{"offloaded", d.Program(), otherFrame, overload(true)}, // miss, overloaded: rewrite + XDP_TX
 	}
-	want := map[string]uint32{"noop": 2, "parse_only": 2, "prioritised": 4, "passed": 2, "offloaded": 3}
+	want := map[string]uint32{"noop": 2, "parse_plain": 2, "parse_vxlan": 2, "parse_gtpu": 2, "parse_only": 2,
+		"prioritised": 4, "passed": 2, "offloaded": 3}
 	samples := map[string][]float64{}
 	for r := 0; r < rounds; r++ {
 		for _, p := range paths {
