@@ -157,3 +157,9 @@ def snmp_counter(host, name):
         if k == name:
             return int(v)
     raise KeyError(name)
+
+
+def rcvbuf_drops(host):
+    """Datagrams the host's kernel dropped because a socket buffer was full
+    (the receiver fell behind: not a loss in the network under test)."""
+    return snmp_counter(host, "Udp.RcvbufErrors") + snmp_counter(host, "Udp6RcvbufErrors")

@@ -10,7 +10,7 @@ import pytest
 
 from lab.router_lab import (A4, A6, B4, B6, GW_A4, GW_A6, GW_B4, GW_B6, MAC_PA, MAC_PB,
                             flush_neigh, neigh_state)
-from lab.traffic import iperf3
+from lab.traffic import iperf3, rcvbuf_drops
 
 ROUTER_STAGES = ["parse", "neigh", "acl", "route", "rewrite"]
 # Drops that must never hit a flow between a and b.
@@ -99,14 +99,16 @@ IPERF_CASES = [
 @pytest.mark.parametrize("dst,udp", [c[1:] for c in IPERF_CASES], ids=[c[0] for c in IPERF_CASES])
 def test_iperf3_crosses_router_and_stages_count_it(router_lab, dst, udp):
     lab = router_lab
-    st0, dr0 = lab.dp.stages(), lab.dp.drops()
+    st0, dr0, rb0 = lab.dp.stages(), lab.dp.drops(), rcvbuf_drops(lab.b)
     r = iperf3(lab.a, dst, udp=udp, bitrate="30M" if udp else None, seconds=3)
-    st1, dr1 = lab.dp.stages(), lab.dp.drops()
+    st1, dr1, rb1 = lab.dp.stages(), lab.dp.drops(), rcvbuf_drops(lab.b)
     assert r.received_bytes > 0, r
     if udp:
         assert r.packets > 1000, r
-        # A modest rate through an idle router: loss, if any, is tiny.
-        assert r.lost_packets <= r.packets // 100, r
+        # A modest rate through an idle router: loss, if any, is tiny once
+        # datagrams host b's own kernel dropped (its receiver fell behind
+        # on a loaded machine: RcvbufErrors) are set aside.
+        assert r.lost_packets - (rb1 - rb0) <= r.packets // 100, (r, rb1 - rb0)
         forwarded = r.packets
     else:
         forwarded = r.received_bytes // 1500   # at least this many full segments

@@ -6,12 +6,7 @@ import time
 import pytest
 
 from lab.router_lab import A4, A6, B4, B6, MAC_B
-from lab.traffic import Iperf3Server, iperf3_finish, iperf3_start, snmp_counter
-
-
-def rcvbuf_drops(host):
-    """Datagrams the host's kernel dropped because a socket buffer was full."""
-    return snmp_counter(host, "Udp.RcvbufErrors") + snmp_counter(host, "Udp6RcvbufErrors")
+from lab.traffic import Iperf3Server, iperf3_finish, iperf3_start, rcvbuf_drops, snmp_counter
 
 
 def port_stats(dp):
