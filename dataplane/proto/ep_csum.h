@@ -35,19 +35,22 @@ ep_csum_update16(uint16_t cksum, uint16_t old_w, uint16_t new_w)
 
 /**
  * Decrement the IPv4 TTL and update the header checksum incrementally.
- * The TTL shares a 16-bit word with the protocol; on a little-endian host
- * that word, read as uint16_t from network order, is (proto << 8) | ttl, so
- * the new word is the old minus 1 in its low byte.  The caller checked
- * TTL > 1.
+ * The TTL shares a 16-bit word with the protocol: read in network order,
+ * the word is ttl << 8 | proto, so the new word is the old one minus 0x0100
+ * (no borrow: the caller checked TTL > 1).  The word is computed in a
+ * register and stored once.  Storing the TTL byte and then reloading the
+ * word it belongs to for the checksum would be a narrow store followed by a
+ * wider overlapping load, which store-to-load forwarding cannot serve: that
+ * stall was ~20 cycles per packet, most of the rewrite stage's own cost.
  */
-static inline void
+static __rte_always_inline void
 ep_ipv4_ttl_dec(struct rte_ipv4_hdr *ip)
 {
 	uint16_t old_w, new_w;
 
 	memcpy(&old_w, &ip->time_to_live, 2);
-	ip->time_to_live--;
-	memcpy(&new_w, &ip->time_to_live, 2);
+	new_w = (uint16_t)(old_w - RTE_BE16(0x0100));
+	memcpy(&ip->time_to_live, &new_w, 2);
 	ip->hdr_checksum = ep_csum_update16(ip->hdr_checksum, old_w, new_w);
 }
 

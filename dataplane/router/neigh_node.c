@@ -15,7 +15,13 @@
  *
  * The fast path only looks at ep_meta (l3_type, l4_proto): IP traffic costs
  * two compares per packet here.  The reply builders are out of line.
- * Measured: about 3 cycles/packet on forwarded traffic.
+ * In the router pipeline the stage is router_neigh_after_parse_stage: the
+ * parse stage ORs "ARP or ICMPv6" over the burst as it parses (one OR per
+ * packet, no extra line), and a burst without either skips the loop, so the
+ * stage costs the engine's two rdtsc and the next[] clear.  ARP and ND stay
+ * a separate stage with its own counters and drop reasons.
+ * Measured (test_router_cycles, minimum over trials): ~1 cycle/packet on
+ * forwarded traffic, against ~2.5 for the per-packet loop.
  */
 #include <rte_arp.h>
 #include <rte_icmp.h>
@@ -191,4 +197,16 @@ router_neigh_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	for (uint16_t i = 0; i < n; i++)
 		out += neigh_one(w, pkts[i], &next[i]);
 	return out;
+}
+
+/* In the router pipeline: router_parse_stage noted whether any packet of
+ * this burst was ARP or ICMPv6; without one there is nothing to look at. */
+uint16_t
+router_neigh_after_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	const struct router_worker *w = ctx;
+
+	if (likely(w->l2ctl == 0))
+		return 0;
+	return router_neigh_stage(ctx, pkts, next, n);
 }

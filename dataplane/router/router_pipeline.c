@@ -27,7 +27,7 @@
 
 const struct router_stage_def router_stages[5] = {
 	{ "parse", router_parse_stage },
-	{ "neigh", router_neigh_stage },
+	{ "neigh", router_neigh_after_parse_stage },
 	{ "acl", router_acl_stage },
 	{ "route", router_route_stage },
 	{ "rewrite", router_rewrite_stage },

@@ -173,6 +173,79 @@ EP_TEST(acl_packets_without_ports_match_as_port_zero)
 	env_free(&e);
 }
 
+/* rte_acl reads the common packet in place (the rule layout is the frame's,
+ * router_acl.c); options, extension headers and VLAN tags move the fields,
+ * and each of those frames must still be classified by its real ports. */
+EP_TEST(acl_ports_are_found_behind_vlans_ipv4_options_and_ipv6_extension_headers)
+{
+	const char *rules[] = { "deny proto udp src 198.18.0.2 dst 198.18.1.2 sport 1234 dport 80",
+				"deny proto udp src 2001:db8:0:1::2 dport 80" };
+	static const uint8_t dstopt[8] = { IPPROTO_UDP, 0, 1, 4, 0, 0, 0, 0 };  /* PadN */
+	struct acl_env e = env(rules, 2);
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+	struct rte_ipv4_hdr *ip;
+	uint16_t len;
+
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.n_vlans = 2;
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.dport = 81;
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+
+	/* IPv4 with one option word (NOP x4): ports 4 bytes further on. */
+	s = tp_default(0, IPPROTO_UDP);
+	len = tp_build(buf, &s);
+	memmove(buf + 14 + 24, buf + 14 + 20, len - 14 - 20);
+	memset(buf + 14 + 20, 1, 4);
+	ip = (struct rte_ipv4_hdr *)(buf + 14);
+	ip->version_ihl = 0x46;
+	ip->total_length = rte_cpu_to_be_16(rte_be_to_cpu_16(ip->total_length) + 4);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	{
+		struct rte_mbuf *m = tr_mbuf(buf, (uint16_t)(len + 4), 0);
+
+		EP_CHECK_EQ(ep_meta(m)->l4_off, 14 + 24);
+		EP_CHECK_EQ(tr_stage1(router_acl_stage, e.w, m), DENY);
+		rte_pktmbuf_free(m);
+	}
+
+	/* IPv6 with a destination options header before UDP. */
+	s = tp_default(1, IPPROTO_UDP);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.ext = dstopt;
+	s.ext_len = sizeof(dstopt);
+	s.ext_first = IPPROTO_DSTOPTS;
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.dport = 81;
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	env_free(&e);
+}
+
+EP_TEST(acl_rule_set_that_cannot_deny_is_flagged_pass_all)
+{
+	const char *permits[] = { "permit proto tcp dport 22", "permit" };
+	const char *deny[] = { "permit proto tcp dport 22", "deny proto udp" };
+	struct acl_env e = env(permits, 2);
+	struct ep_err err;
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+
+	EP_CHECK(e.r->acl->pass_all);
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	EP_CHECK_EQ(router_acl_set_default(e.r, "deny", &err), 0);
+	EP_CHECK(!e.r->acl->pass_all);
+	EP_CHECK_EQ(router_acl_replace(e.r, permits, 1, &err), 0);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);           /* default deny */
+	EP_CHECK_EQ(router_acl_set_default(e.r, "permit", &err), 0);
+	EP_CHECK_EQ(router_acl_replace(e.r, deny, 2, &err), 0);
+	EP_CHECK(!e.r->acl->pass_all);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	EP_CHECK_EQ(router_acl_replace(e.r, NULL, 0, &err), 0);
+	EP_CHECK(e.r->acl->pass_all);
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	env_free(&e);
+}
+
 EP_TEST(acl_default_action_applies_when_nothing_matches)
 {
 	const char *rules[] = { "permit proto tcp dport 443" };
