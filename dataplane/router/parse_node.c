@@ -48,8 +48,13 @@ mac_eq(const uint8_t *a, const struct rte_ether_addr *b)
 	return a4 == b4 && a2 == b2;
 }
 
-static __rte_always_inline uint16_t
-parse_one(const struct router_worker *w, struct rte_mbuf *m, uint16_t *next, uint32_t *l2ctl)
+/* Returns PARSE_DIVERTED and/or PARSE_L2CTL (bits, kept in registers by
+ * the caller's loop). */
+#define PARSE_DIVERTED 1u
+#define PARSE_L2CTL    2u
+
+static __rte_always_inline uint32_t
+parse_one(const struct router_worker *w, struct rte_mbuf *m, uint16_t *next)
 {
 	struct ep_meta *md = ep_meta(m);
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -59,23 +64,22 @@ parse_one(const struct router_worker *w, struct rte_mbuf *m, uint16_t *next, uin
 	if (likely(m->data_len >= RTE_ETHER_HDR_LEN) && (p[0] & 1) == 0 &&
 	    unlikely(md->in_port >= w->n_ports || !mac_eq(p, &w->port[md->in_port].mac))) {
 		*next = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
-		return 1;
+		return PARSE_DIVERTED;
 	}
 	rc = ep_parse_mbuf(m, md);
 	if (unlikely(rc != 0)) {
 		*next = EP_NEXT_DROP(rc);
-		return 1;
+		return PARSE_DIVERTED;
 	}
 	/* ARP or ICMPv6 (maybe ND): the neigh stage has work in this burst. */
-	*l2ctl |= (md->l3_type == EP_L3_ARP) | (md->l4_proto == IPPROTO_ICMPV6);
-	return 0;
+	return ((md->l3_type == EP_L3_ARP) | (md->l4_proto == IPPROTO_ICMPV6)) * PARSE_L2CTL;
 }
 
 uint16_t
 router_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct router_worker *w = ctx;
-	uint32_t l2ctl = 0;
+	uint32_t l2ctl = 0, r;
 	uint16_t out = 0;
 
 	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
@@ -83,8 +87,10 @@ router_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	for (uint16_t i = 0; i < n; i++) {
 		if (i + PREFETCH_AHEAD < n)
 			prefetch_pkt(pkts[i + PREFETCH_AHEAD]);
-		out += parse_one(w, pkts[i], &next[i], &l2ctl);
+		r = parse_one(w, pkts[i], &next[i]);
+		out += r & PARSE_DIVERTED;
+		l2ctl |= r;
 	}
-	w->l2ctl = l2ctl;
+	w->l2ctl = l2ctl & PARSE_L2CTL;
 	return out;
 }
