@@ -16,9 +16,11 @@
  * frame (pkt_len: what the IPv4 total length and IPv6 payload length are
  * checked against).  For a single-segment mbuf they are equal.
  *
- * Cost: an untagged IPv4/TCP frame takes about 25 cycles (most of it the
- * header checksum verification, five 32-bit adds), IPv6/UDP about 15; the
- * extension-header walk is out of line since most traffic has none.
+ * Cost: the router's parse stage, which is this parser plus a MAC compare
+ * and prefetches, measures ~26 cycles per 64-byte IPv4/UDP frame
+ * (test_router_cycles); the header checksum verification is two 64-bit and
+ * one 32-bit load and five adds.  The extension-header walk is out of line
+ * since most traffic has none.
  */
 #ifndef EP_PARSE_H
 #define EP_PARSE_H
