@@ -18,26 +18,56 @@
  * Best-effort oversubscription is a subport option (`tc_ov=on`, off by
  * default as in DPDK 22.07+): without it rte_sched ignores the pipes'
  * tc_ov_weight and an oversubscribed subport is split evenly among its busy
- * pipes.  With it, each pipe's best effort is capped at watermark x weight
- * per pipe tc_period; the watermark starts at tc_period x the largest
- * best-effort rate of any pipe profile and moves 1/128 per subport
- * tc_period, so it takes seconds to settle (measured in the shaping test:
- * two pipes still split ~1:1 and the subport ran ~19 % under its rate).
+ * pipes.  With it (rte_sched_subport_tc_ov_config; the flag is not part of
+ * the subport params in 22.11), each subport tc_period a pipe may send at
+ * most watermark x tc_ov_weight bytes of best effort.  The watermark is a
+ * slow controller: it starts at tc_ov_wm_max = subport tc_period x the
+ * largest best-effort rate in the subport's pipe profile table, and each
+ * subport tc_period it moves by 1/128 -- down when the subport's best effort
+ * was used up (within one MTU), up otherwise.  It settles where the busy
+ * pipes' shares add up to the subport: watermark = subport credits /
+ * sum(weights), i.e. after 128 x ln(tc_ov_wm_max / that) periods.
+ *
+ * That start point is why weights "did nothing": the profile table holds
+ * every profile of the BNG, including `default` at hqos_port_rate, so a
+ * 24 Mbit/s subport with 40 ms periods started at 1 Gbit/s x 40 ms = 5 MB
+ * against a settled 30 kB (weights 1+3): 650 periods, 26 s, longer than
+ * any test ran, and the pipes split ~1:1 meanwhile.  A pipe cannot take
+ * more of a traffic class than its subport has, so each subport gets its
+ * own copy of the table with every TC rate capped at the subport's
+ * (same profile ids, same limits in effect): tc_ov_wm_max is then one
+ * subport period of credits, and the watermark settles in
+ * 128 x ln(sum of the busy pipes' weights) periods -- 177 for 1+3.
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
 #define ALLOW_EXPERIMENTAL_API 1
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_errno.h>
 
 #include "bng.h"
 
+/* A pipe profile as subport @p sp holds it: every TC rate at most the
+ * subport's (what the subport's TC credits enforce anyway).  Only the
+ * TC rates move; tb_rate/tb_size keep profiles with different rates
+ * distinct, which rte_sched_subport_pipe_profile_add insists on. */
+static void
+bng_hqos_prof_capped(struct rte_sched_pipe_params *out, const struct rte_sched_pipe_params *in,
+		     const struct rte_sched_subport_profile_params *sp)
+{
+	*out = *in;
+	for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
+		out->tc_rate[t] = RTE_MIN(in->tc_rate[t], sp->tc_rate[t]);
+}
+
 struct rte_sched_port *
 bng_hqos_port_create(struct bng *b, unsigned int worker_id, int socket, struct ep_err *err)
 {
 	struct rte_sched_subport_profile_params sprof[BNG_MAX_SUBPORTS];
+	struct rte_sched_pipe_params *tbl;
 	struct rte_sched_port *port;
 	char name[64];
 	static uint32_t seq;
@@ -65,13 +95,21 @@ bng_hqos_port_create(struct bng *b, unsigned int worker_id, int socket, struct e
 			   "subports, %u pipes)", b->p.hqos_rate, b->n_subports, b->max_pipes);
 		return NULL;
 	}
+	tbl = malloc(sizeof(*tbl) * BNG_MAX_PIPE_PROF);
+	if (tbl == NULL) {
+		rte_sched_port_free(port);
+		return ep_err_set(err, "hqos: out of memory"), NULL;
+	}
 	for (uint32_t i = 0; i < b->n_subports; i++) {
 		struct rte_sched_subport_params sp = {
 			.n_pipes_per_subport_enabled = b->subport[i].n_pipes,
-			.pipe_profiles = b->sched, .n_pipe_profiles = b->n_sched,
+			.pipe_profiles = tbl, .n_pipe_profiles = b->n_sched,
 			.n_max_pipe_profiles = BNG_MAX_PIPE_PROF,
 		};
 		int rc;
+
+		for (uint32_t k = 0; k < b->n_sched; k++)
+			bng_hqos_prof_capped(&tbl[k], &b->sched[k], &b->subport[i].prof);
 
 		for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
 			sp.qsize[t] = (uint16_t)b->p.hqos_qsize;
@@ -84,10 +122,12 @@ bng_hqos_port_create(struct bng *b, unsigned int worker_id, int socket, struct e
 		if (rc != 0) {
 			ep_err_set(err, "hqos: subport %u: rte_sched_subport_config failed (%d): "
 				   "check its rate, pipes and the pipe profiles", i, rc);
+			free(tbl);
 			rte_sched_port_free(port);
 			return NULL;
 		}
 	}
+	free(tbl);
 	for (uint32_t id = 1; id <= b->p.max_subscribers; id++) {
 		const struct bng_sub *s = b->subs[id];
 
@@ -137,10 +177,20 @@ prof_on_worker(struct ep_worker *w, void *arg)
 	struct prof_msg *m = arg;
 
 	for (uint32_t sp = 0; sp < m->b->n_subports; sp++) {
+		struct rte_sched_pipe_params p;
 		uint32_t id;
 
-		if (rte_sched_subport_pipe_profile_add(m->d->sched, sp, &m->b->sched[m->slot],
-						       &id) != 0 || id != m->slot)
+		/* Capped as in bng_hqos_port_create.  rte_sched refuses a
+		 * profile equal to one it holds; two profiles that differ only
+		 * in TC rates above this subport's become equal once capped, so
+		 * this subport then takes the profile as given (same limits in
+		 * effect, only a slower watermark start). */
+		bng_hqos_prof_capped(&p, &m->b->sched[m->slot], &m->b->subport[sp].prof);
+		if (rte_sched_subport_pipe_profile_add(m->d->sched, sp, &p, &id) != 0 &&
+		    rte_sched_subport_pipe_profile_add(m->d->sched, sp, &m->b->sched[m->slot],
+						       &id) != 0)
+			m->rc = -1;
+		else if (id != m->slot)
 			m->rc = -1;
 	}
 }
