@@ -25,8 +25,8 @@
  * Measured (test_router_cycles, minimum over trials): ~43 cycles/packet
  * with 1000 rules that all miss (was ~44 with keys copied), almost all of it
  * inside rte_acl_classify (the trie walk).  In the benchmark, where the trie
- * competes with the packets and the LPM lines for L2, 57-70 with 1000 rules
- * (was 61-84) and ~23 with one rule (was ~27).  A set that cannot deny
+ * competes with the packets and the LPM lines for L2, ~60 with 1000 rules
+ * (was ~62) and ~23 with one rule (was ~27).  A set that cannot deny
  * returns at once: ~1.
  */
 #include <stddef.h>

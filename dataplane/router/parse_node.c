@@ -16,8 +16,9 @@
  *
  * Measured (test_router_cycles, burst 32, 64-byte frames in cache, 3/4 IPv4,
  * minimum over trials): ~26 cycles/packet; in the in-process benchmark
- * (bench/bench_router.py, packets fresh from net_pcap) 24-27, down from
- * 31-34 before the checksum stopped going through the stack (ep_parse.h).
+ * (bench/bench_router.py, packets fresh from net_pcap) ~25.  The checksum
+ * no longer goes through the stack (ep_parse.h): 26.1 -> 25.4 in an
+ * alternated A/B of whole builds, 34 -> 25 in another (noisy machine).
  * Prefetching the route stage's tbl24 line from here was tried and
  * measured worse: the miss cost moved into this stage (+14 cycles here,
  * -8 in route).

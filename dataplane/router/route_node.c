@@ -19,8 +19,8 @@
  *
  * Measured: ~22 cycles/packet in test_router_cycles (100K IPv4 /24 and 20K
  * IPv6 /48 routes, 1024 flows); in the benchmark (100K Internet-like IPv4
- * routes, 4000 destinations) 25, down from 31-33 with the bulk lookup and a
- * separate resolution pass.  Most of what is left is the tbl24 load: the
+ * routes, 4000 destinations) ~24, down from ~28 with the bulk lookup and a
+ * separate resolution pass (alternated A/B of whole builds).  Most of what is left is the tbl24 load: the
  * 64 MB table is hit at random, and the profile puts more than half of the
  * stage's samples on the prefetch instruction itself (the TLB walk; the
  * guest's 2 MB pages are not necessarily 2 MB on the host).  l3fwd pays the
