@@ -10,11 +10,12 @@
  *                (PPPoE discovery, LCP/NCP/auth, DHCP, DHCPv6, ARP, ND) is
  *                punted to the control port or the punt ring
  *     acl        the router's ACL stage on the BNG's uplink rule set
- *     classify   bulk rte_hash on the access key -> subscriber
- *     antispoof  source must be one of the subscriber's IPv4 ranges or in
- *                its IPv6 prefix
- *     police     rte_meter trTCM (RFC 2698, or RFC 4115), colour blind:
- *                green passes, yellow is DSCP-remarked, red is dropped
+ *     subscriber one stage for three steps: classify (bulk rte_hash on
+ *                the access key -> subscriber), antispoof (source must be
+ *                one of the subscriber's IPv4 ranges or in its IPv6
+ *                prefix), police (rte_meter trTCM, RFC 2698 or RFC 4115,
+ *                colour blind: green passes, yellow is DSCP-remarked, red
+ *                is dropped)
  *     route      the router's route stage on the BNG's core routing table
  *     encap      strip the access header, TTL/hop limit - 1, add the core
  *                header (none / VLAN / MPLS), next-hop MACs, tx core port
@@ -211,7 +212,9 @@ struct bng_subport {
 	uint32_t n_free;
 };
 
-/** Per-worker, per-subscriber uplink state.  Owned by one worker. */
+/** Per-worker, per-subscriber uplink state.  Owned by one worker.  Two
+ *  whole cache lines (104 bytes would straddle up to three), both
+ *  prefetched by the `subscriber` stage. */
 struct bng_up_dyn {
 	union {
 		struct rte_meter_trtcm m2698;
@@ -222,7 +225,7 @@ struct bng_up_dyn {
 	uint32_t pad;
 	uint64_t pkts[3], bytes[3];      /**< by colour: green, yellow, red */
 	uint64_t spoofed;
-};
+} __rte_aligned(2 * RTE_CACHE_LINE_SIZE);
 
 /** Per-worker, per-subscriber downlink state. */
 struct bng_down_dyn {
@@ -441,14 +444,14 @@ int bng_up_build(struct bng *b, struct ep_worker *w, struct ep_err *err);
 int bng_down_build(struct bng *b, struct ep_worker *w, struct ep_err *err);
 
 uint16_t bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-uint16_t bng_up_classify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-uint16_t bng_up_antispoof_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-uint16_t bng_up_police_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+/** classify + antispoof + police in one stage (`subscriber`). */
+uint16_t bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_encap_none_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_encap_vlan_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_encap_mpls_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-/** The police stage body with an explicit time (TSC cycles), for tests. */
+/** Policing alone, of packets whose ep_meta.user is their subscriber
+ *  record, at an explicit time (TSC cycles), for tests. */
 uint16_t bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
 			  uint64_t now);
 

@@ -9,30 +9,40 @@
  *              own addresses, through the router's neigh stage) or punted:
  *              to control_port as they are (tags kept: they name the
  *              subscriber), or into the punt ring (one burst enqueue)
- *   classify   key per packet, then ONE rte_hash_lookup_bulk_data over the
- *              burst (the cuckoo hash overlaps its bucket misses across
- *              keys); records and per-worker state of the hits prefetched
- *   antispoof  the subscriber's IPv4 ranges (up to 4 masked compares) or
- *              its IPv6 prefix (two masked 64-bit compares)
- *   police     rte_meter trTCM colour blind, one TSC read per burst; yellow
- *              packets get the profile's DSCP (precomputed 64-entry table,
- *              RFC 1624 checksum update), red ones are dropped
+ *   subscriber classify, antispoof and police in one stage (they were three:
+ *              each stage is a dispatch pass and two rdtsc, and the three
+ *              read the same record and per-worker state): keys built from
+ *              ep_meta as two word stores, ONE rte_hash_lookup_bulk_data over
+ *              the burst (the cuckoo hash overlaps its bucket misses across
+ *              keys), records and per-worker state of the hits prefetched
+ *              for the whole burst, then per packet: the subscriber's IPv4
+ *              ranges (up to 4 masked compares) or IPv6 prefix (two masked
+ *              64-bit compares); rte_meter trTCM colour blind, one TSC read
+ *              per burst; yellow packets get the profile's DSCP
+ *              (precomputed 64-entry table, RFC 1624 checksum update), red
+ *              ones are dropped.  It also prefetches the route stage's
+ *              tbl24 line of each IPv4 destination
+ *   route      the router's route stage (martians, bulk LPM, next hop)
  *   encap      strip the access header and push the core one in a single
  *              data-offset move, TTL/hop limit - 1, next-hop MACs: three
  *              specialisations (none, VLAN, MPLS) of one always_inline body,
  *              chosen at build time, so no per-packet branch on the mode
  *
- * Measured (test_bng_cycles: 4096 subscribers, one flow each, 128-byte QinQ
- * IPv4, 150-rule ACL no packet matches, bursts of 32, 2.6 GHz, minimum over
- * trials on a shared 2-core machine), cycles per packet:
+ * Measured (test_bng_cycles: 4096 subscribers, one flow each to 4096
+ * scattered destinations, 128-byte QinQ IPv4, 150-rule ACL no packet
+ * matches, bursts of 32, 2.6 GHz, minimum over trials on a shared 2-core
+ * machine), cycles per packet:
  *
- *   parse 36   acl 44   classify 40   antispoof 14   police 18   route 16
- *   encap 36   = ~205 before rx/tx (~12.5 Mpps per core of stage work)
+ *   parse 31   acl 50   subscriber 78   route 16   encap 26   = ~201
+ *   (before: parse 32, acl 50, classify 41, antispoof 13, police 18,
+ *   route 30, encap 28 = ~215 on the same input)
  *
- * parse is mostly ep_parse_ipv4 (the header checksum); classify is the bulk
- * hash (16-byte keys: one vector compare each) plus two prefetches of the
- * record; antispoof and police then find record, meter context and counters
- * in cache.
+ * parse is mostly ep_parse_ipv4 (the header checksum); subscriber is mostly
+ * the bulk hash (16-byte keys: one vector compare each) and rte_meter's
+ * colour check (two 64-bit divisions per packet).  route is the router's
+ * stage: its tbl24 lines (4096 scattered /24s miss) are prefetched here, one
+ * stage ahead, which took route from 30 to 16 for ~5 more here;
+ * prefetching them in parse instead moved the misses into parse (+13).
  *
  * Per-subscriber state (meter context, colour counters) is this worker's
  * (u->dyn[id]); a generation number in the record resets it when the id was
@@ -41,6 +51,8 @@
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
 #define ALLOW_EXPERIMENTAL_API 1
+#include <stdalign.h>
+
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 
@@ -184,48 +196,40 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	return out;
 }
 
-/* ---- classify ---- */
+/* ---- subscriber: classify, anti-spoofing, policing ---- */
 
-uint16_t
-bng_up_classify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+/*
+ * The access key of a parsed data frame, as bng_key_of builds it (the
+ * layout of struct bng_key, checked by test_bng_up), but assembled in two
+ * 64-bit registers and stored as two words: rte_hash's CRC reads the key 8
+ * bytes at a time, and an 8-byte load over several narrow stores cannot be
+ * forwarded from the store buffer (a ~12-cycle stall per load, two per key).
+ * IPoE keys come from ep_meta alone, without touching the frame.
+ */
+static __rte_always_inline void
+up_key(const uint8_t *p, const struct ep_meta *md, struct bng_key *k)
 {
-	struct bng_up *u = ctx;
-	struct bng *b = u->b;
-	uint64_t hits = 0;
-	uint16_t out = 0;
+	uint64_t outer = md->n_vlans >= 1 ? md->vlan_tci[0] & 0x0fff : 0;
+	uint64_t inner = md->n_vlans == 2 ? md->vlan_tci[1] & 0x0fff : 0;
+	uint64_t w0 = outer | inner << 16, w1 = (uint64_t)md->n_vlans << 32;
 
-	for (uint16_t i = 0; i < n; i++) {
-		const struct ep_meta *md = ep_meta(pkts[i]);
+	RTE_BUILD_BUG_ON(sizeof(struct bng_key) != 16 || offsetof(struct bng_key, session) != 4 ||
+			 offsetof(struct bng_key, mac) != 6 ||
+			 offsetof(struct bng_key, n_vlans) != 12 ||
+			 offsetof(struct bng_key, pppoe) != 13);
+	if (unlikely(md->user == BNG_USER_PPPOE)) {
+		/* Session id 8 bytes before the IP header, client MAC at 6. */
+		uint64_t sess = bng_be16(p + md->l3_off - 2 - BNG_PPPOE_HDR + 2);
+		uint16_t m01;
+		uint32_t m25;
 
-		bng_key_of(rte_pktmbuf_mtod(pkts[i], const uint8_t *), md, &u->keys[i]);
-		u->key_ptr[i] = &u->keys[i];
+		memcpy(&m01, p + 6, 2);
+		memcpy(&m25, p + 8, 4);
+		w0 |= sess << 32 | (uint64_t)m01 << 48;
+		w1 |= m25 | 1ull << 40;
 	}
-	rte_hash_lookup_bulk_data(b->keys, u->key_ptr, n, &hits, u->data);
-	for (uint16_t i = 0; i < n; i++) {
-		struct ep_meta *md = ep_meta(pkts[i]);
-		const struct bng_sub *s = NULL;
-
-		if (likely((hits >> i) & 1)) {
-			uint32_t id = (uint32_t)(uintptr_t)u->data[i];
-
-			s = ep_rcu_read(&b->subs[id]);
-			if (likely(s != NULL)) {
-				rte_prefetch0(s);
-				rte_prefetch0(s->v4_net);
-				rte_prefetch0(&u->dyn[id]);
-			}
-		}
-		if (unlikely(s == NULL)) {
-			next[i] = EP_NEXT_DROP(md->user == BNG_USER_PPPOE ?
-					       EP_DROP_BNG_PPPOE_BAD_SESSION :
-					       EP_DROP_BNG_UNKNOWN_SUBSCRIBER);
-			out++;
-			continue;
-		}
-		md->user = (uintptr_t)s;
-	}
-	u->pkts += n - out;
-	return out;
+	memcpy(k, &w0, 8);
+	memcpy((uint8_t *)k + 8, &w1, 8);
 }
 
 /* This worker's state of subscriber @p s, reset if the id changed hands. */
@@ -241,49 +245,25 @@ up_dyn(struct bng_up *u, const struct bng_sub *s)
 	return d;
 }
 
-/* ---- anti-spoofing ---- */
-
 static __rte_always_inline int
-src_is_subscribers(const struct bng_sub *s, const uint8_t *l3, uint8_t l3_type, bool src)
+src_is_subscribers(const struct bng_sub *s, const uint8_t *l3, uint8_t l3_type)
 {
 	if (l3_type == EP_L3_IPV4) {
 		uint32_t a;
 		int ok = 0;
 
-		memcpy(&a, l3 + (src ? 12 : 16), 4);
+		memcpy(&a, l3 + 12, 4);
 		for (int k = 0; k < s->n_v4; k++)
 			ok |= (a & s->v4_mask[k]) == s->v4_net[k];
 		return ok;
 	} else {
 		uint64_t w[2];
 
-		memcpy(w, l3 + (src ? 8 : 24), 16);
+		memcpy(w, l3 + 8, 16);
 		return s->has_v6 && (w[0] & s->v6_mask[0]) == s->v6_net[0] &&
 		       (w[1] & s->v6_mask[1]) == s->v6_net[1];
 	}
 }
-
-uint16_t
-bng_up_antispoof_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
-{
-	struct bng_up *u = ctx;
-	uint16_t out = 0;
-
-	for (uint16_t i = 0; i < n; i++) {
-		const struct ep_meta *md = ep_meta(pkts[i]);
-		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
-		const uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], const uint8_t *, md->l3_off);
-
-		if (likely(src_is_subscribers(s, l3, md->l3_type, true)))
-			continue;
-		up_dyn(u, s)->spoofed++;
-		next[i] = EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE);
-		out++;
-	}
-	return out;
-}
-
-/* ---- police ---- */
 
 void
 bng_set_dscp(uint8_t *l3, uint8_t l3_type, uint8_t dscp)
@@ -313,61 +293,166 @@ get_dscp(const uint8_t *l3, uint8_t l3_type)
 	return (uint8_t)(((l3[0] & 0x0f) << 4 | l3[1] >> 4) >> 2);
 }
 
+/*
+ * Police one packet of subscriber @p s: counts it by colour, remarks a
+ * yellow one, returns 1 for red (to be dropped).
+ */
+static __rte_always_inline int
+police_one(struct bng_up *u, const struct bng_sub *s, struct bng_up_dyn *d, uint8_t *l3,
+	   const struct ep_meta *md, uint64_t now)
+{
+	uint32_t len = md->l3_len;
+	enum rte_color c = RTE_COLOR_GREEN;
+	struct bng_policer *pol = NULL;
+
+	if (likely(s->policer != BNG_NO_POLICER)) {
+		pol = ep_rcu_read(&u->b->pol[s->policer]);
+		if (unlikely(d->pol != pol)) {
+			/* New subscriber or new profile: buckets full from now. */
+			if (pol->mode == BNG_RFC2698)
+				rte_meter_trtcm_config(&d->m2698, &pol->p2698);
+			else
+				rte_meter_trtcm_rfc4115_config(&d->m4115, &pol->p4115);
+			d->m2698.time_tc = d->m2698.time_tp = now;
+			d->pol = pol;
+		}
+		c = pol->mode == BNG_RFC2698 ?
+			rte_meter_trtcm_color_blind_check(&d->m2698, &pol->p2698, now, len) :
+			rte_meter_trtcm_rfc4115_color_blind_check(&d->m4115, &pol->p4115, now, len);
+	}
+	d->pkts[c]++;
+	d->bytes[c] += len;
+	u->colour_pkts[c]++;
+	u->colour_bytes[c] += len;
+	if (likely(c == RTE_COLOR_GREEN))
+		return 0;
+	if (c == RTE_COLOR_YELLOW) {
+		uint8_t dscp = get_dscp(l3, md->l3_type);
+
+		if (pol->yellow_dscp[dscp] != dscp)
+			bng_set_dscp(l3, md->l3_type, pol->yellow_dscp[dscp]);
+		return 0;
+	}
+	return 1;
+}
+
 uint16_t
 bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
 		 uint64_t now)
 {
-	struct bng *b = u->b;
 	uint16_t out = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
 		const struct ep_meta *md = ep_meta(pkts[i]);
 		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
-		struct bng_up_dyn *d = up_dyn(u, s);
-		uint32_t len = md->l3_len;
-		enum rte_color c = RTE_COLOR_GREEN;
-		struct bng_policer *pol = NULL;
+		uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, md->l3_off);
 
-		if (likely(s->policer != BNG_NO_POLICER)) {
-			pol = ep_rcu_read(&b->pol[s->policer]);
-			if (unlikely(d->pol != pol)) {
-				/* New subscriber or new profile: buckets full from now. */
-				if (pol->mode == BNG_RFC2698)
-					rte_meter_trtcm_config(&d->m2698, &pol->p2698);
-				else
-					rte_meter_trtcm_rfc4115_config(&d->m4115, &pol->p4115);
-				d->m2698.time_tc = d->m2698.time_tp = now;
-				d->pol = pol;
+		if (police_one(u, s, up_dyn(u, s), l3, md, now)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_BNG_POLICER_RED);
+			out++;
+		}
+	}
+	return out;
+}
+
+/*
+ * Stage `subscriber`: classification, anti-spoofing and policing of the
+ * burst in one stage (they were three: each stage is a dispatch pass and
+ * two rdtsc, and all three read the same record and per-worker state).
+ *
+ *   pass 1  keys from ep_meta (two word stores each, see up_key), and the
+ *           core route's tbl24 line prefetched for IPv4 (its lookup follows
+ *           in `route`, after this stage's own misses have been waited for)
+ *   pass 2  ONE rte_hash_lookup_bulk_data (the cuckoo hash prefetches every
+ *           key's buckets before comparing any)
+ *   pass 3  id -> record (one acquire load each); prefetch of the record's
+ *           two lines and of this worker's meter context and counters, for
+ *           the whole burst before any is used
+ *   pass 4  per packet: unknown subscriber, source check (up to 4 masked
+ *           IPv4 compares or two masked 64-bit IPv6 compares), trTCM colour
+ *           (rte_meter, colour blind, time = one TSC read per burst),
+ *           colour counters, yellow DSCP remark (RFC 1624 checksum update),
+ *           red drop
+ *
+ * ep_meta.user carries the record to `route`, which replaces it with the
+ * next hop; the record stays valid until this worker's quiescent state
+ * after the burst.
+ */
+static __rte_always_inline uint16_t
+up_subscriber(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
+	      uint64_t now)
+{
+	struct bng *b = u->b;
+	const struct rte_lpm *lpm = u->rw->r->lpm4;
+	const struct bng_sub *sub[EP_BURST_MAX];
+	uint64_t hits = 0;
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		const struct ep_meta *md = ep_meta(pkts[i]);
+		const uint8_t *p = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+
+		up_key(p, md, &u->keys[i]);
+		u->key_ptr[i] = &u->keys[i];
+		if (likely(md->l3_type == EP_L3_IPV4)) {
+			uint32_t dst;
+
+			memcpy(&dst, p + md->l3_off + 16, 4);
+			rte_prefetch0(&lpm->tbl24[rte_be_to_cpu_32(dst) >> 8]);
+		}
+	}
+	rte_hash_lookup_bulk_data(b->keys, u->key_ptr, n, &hits, u->data);
+	for (uint16_t i = 0; i < n; i++) {
+		const struct bng_sub *s = NULL;
+
+		if (likely((hits >> i) & 1)) {
+			uint32_t id = (uint32_t)(uintptr_t)u->data[i];
+
+			s = ep_rcu_read(&b->subs[id]);
+			if (likely(s != NULL)) {
+				rte_prefetch0(s);
+				rte_prefetch0(s->v4_net);
+				rte_prefetch0(&u->dyn[id]);
+				rte_prefetch0((const uint8_t *)&u->dyn[id] + RTE_CACHE_LINE_SIZE);
 			}
-			c = pol->mode == BNG_RFC2698 ?
-				rte_meter_trtcm_color_blind_check(&d->m2698, &pol->p2698, now, len) :
-				rte_meter_trtcm_rfc4115_color_blind_check(&d->m4115, &pol->p4115,
-									  now, len);
 		}
-		d->pkts[c]++;
-		d->bytes[c] += len;
-		u->colour_pkts[c]++;
-		u->colour_bytes[c] += len;
-		if (likely(c == RTE_COLOR_GREEN))
-			continue;
-		if (c == RTE_COLOR_YELLOW) {
-			uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, md->l3_off);
-			uint8_t dscp = get_dscp(l3, md->l3_type);
+		sub[i] = s;
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		struct ep_meta *md = ep_meta(pkts[i]);
+		const struct bng_sub *s = sub[i];
+		uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, md->l3_off);
+		struct bng_up_dyn *d;
 
-			if (pol->yellow_dscp[dscp] != dscp)
-				bng_set_dscp(l3, md->l3_type, pol->yellow_dscp[dscp]);
+		if (unlikely(s == NULL)) {
+			next[i] = EP_NEXT_DROP(md->user == BNG_USER_PPPOE ?
+					       EP_DROP_BNG_PPPOE_BAD_SESSION :
+					       EP_DROP_BNG_UNKNOWN_SUBSCRIBER);
+			out++;
 			continue;
 		}
-		next[i] = EP_NEXT_DROP(EP_DROP_BNG_POLICER_RED);
-		out++;
+		u->pkts++;
+		d = up_dyn(u, s);
+		if (unlikely(!src_is_subscribers(s, l3, md->l3_type))) {
+			d->spoofed++;
+			next[i] = EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE);
+			out++;
+			continue;
+		}
+		if (unlikely(police_one(u, s, d, l3, md, now))) {
+			next[i] = EP_NEXT_DROP(EP_DROP_BNG_POLICER_RED);
+			out++;
+			continue;
+		}
+		md->user = (uintptr_t)s;
 	}
 	return out;
 }
 
 uint16_t
-bng_up_police_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
-	return bng_up_police_at(ctx, pkts, next, n, rte_rdtsc());
+	return up_subscriber(ctx, pkts, next, n, rte_rdtsc());
 }
 
 /* ---- route ---- */
@@ -498,7 +583,7 @@ bng_up_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *err
 	u->b = b;
 	u->w = w;
 	u->dyn = rte_zmalloc_socket("ep_bng_updyn", sizeof(u->dyn[0]) * (b->p.max_subscribers + 1),
-				    RTE_CACHE_LINE_SIZE, socket);
+				    alignof(struct bng_up_dyn), socket);
 	u->rw = router_worker_create(b->rt, socket);
 	if (u->dyn == NULL || u->rw == NULL) {
 		ep_err_set(err, "bng: out of memory for an uplink worker (%u subscribers)",

@@ -14,21 +14,28 @@
 
 /* ---- policer ---- */
 
-/* Run one frame up to (not including) the police stage and return the mbuf
- * as police sees it. */
+/* Run one frame up to (not including) the subscriber stage (classify,
+ * antispoof, police in one), find its subscriber as that stage does, and
+ * return the mbuf as its policing part sees it (ep_meta.user = record). */
 static struct rte_mbuf *
 to_police(struct tb *t, const struct tb_pkt *p)
 {
 	uint8_t f[2048];
 	uint16_t len = tb_frame(f, p), next = 0;
 	struct rte_mbuf *m = ep_test_mbuf(f, len);
+	struct bng_key k;
+	int64_t id;
 
 	for (int i = 0; i < t->up->n_stages; i++) {
-		if (strcmp(t->up->stages[i].name, "police") == 0)
-			return m;
+		if (strcmp(t->up->stages[i].name, "subscriber") == 0)
+			break;
 		t->up->stages[i].fn(t->up->stages[i].ctx, &m, &next, 1);
 		EP_CHECK_EQ(next, EP_NEXT_CONTINUE);
 	}
+	bng_key_of(rte_pktmbuf_mtod(m, const uint8_t *), ep_meta(m), &k);
+	id = bng_sub_find_key(t->b, &k);
+	EP_CHECK(id > 0);
+	ep_meta(m)->user = (uintptr_t)bng_sub_get(t->b, (uint32_t)id);
 	return m;
 }
 
