@@ -67,8 +67,8 @@ def dp_config(sock, inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=No
         L += ["[worker down]", "pipeline = bng-downlink", "rx = core", f"lcore = {lc}", ""]
     L += ["[bng]", "access_port = access", "core_port = core",
           f"max_subscribers = {inputs.n}",
-          # The seed's single forwarding rule, as two /1s: rte_lpm takes no
-          # /0 (the router rejects 0.0.0.0/0) -- the same tbl24 read.
+          # The seed's single forwarding rule, as two /1s: l3fwd's rte_lpm
+          # takes no /0, and both sides get the same table (one tbl24 read).
           f"route = 0.0.0.0/1 via {CORE_NH_IP}", f"route = 128.0.0.0/1 via {CORE_NH_IP}",
           f"neighbor = {CORE_NH_IP} {CORE_NH_MAC}",
           f"acl_file = {inputs.acl_file()}",

@@ -201,11 +201,8 @@ router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 		uint16_t i = w->pkt4[j];
 		uint32_t idx;
 
-		if (unlikely(rte_lpm_lookup(lpm, w->ip4[j], &idx) != 0)) {
-			next[i] = EP_NEXT_DROP(EP_DROP_NO_ROUTE);
-			out++;
-			continue;
-		}
+		if (unlikely(rte_lpm_lookup(lpm, w->ip4[j], &idx) != 0))
+			idx = __atomic_load_n(&w->r->default_nh[0], __ATOMIC_ACQUIRE);
 		out += resolve(w, pkts[i], idx, &next[i]);
 	}
 	if (unlikely(n6 != 0)) {
@@ -213,12 +210,11 @@ router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 		for (uint16_t j = 0; j < n6; j++) {
 			uint16_t i = w->pkt6[j];
 
-			if (unlikely(w->nh6[j] < 0)) {
-				next[i] = EP_NEXT_DROP(EP_DROP_NO_ROUTE);
-				out++;
-				continue;
-			}
-			out += resolve(w, pkts[i], (uint32_t)w->nh6[j], &next[i]);
+			uint32_t idx = w->nh6[j] < 0 ?
+				__atomic_load_n(&w->r->default_nh[1], __ATOMIC_ACQUIRE) :
+				(uint32_t)w->nh6[j];
+
+			out += resolve(w, pkts[i], idx, &next[i]);
 		}
 	}
 	return out;

@@ -171,6 +171,11 @@ fib_set(struct router *r, uint8_t family, const uint8_t *addr, uint8_t plen, uin
 {
 	int rc;
 
+	if (plen == 0) {
+		/* The default route: one word, read by the route stage on a miss. */
+		__atomic_store_n(&r->default_nh[family == 4 ? 0 : 1], nh, __ATOMIC_RELEASE);
+		return 0;
+	}
 	if (family == 4) {
 		uint32_t ip;
 
@@ -201,6 +206,11 @@ fib_set(struct router *r, uint8_t family, const uint8_t *addr, uint8_t plen, uin
 static void
 fib_del(struct router *r, uint8_t family, const uint8_t *addr, uint8_t plen)
 {
+	if (plen == 0) {
+		__atomic_store_n(&r->default_nh[family == 4 ? 0 : 1], ROUTER_NO_DEFAULT,
+				 __ATOMIC_RELEASE);
+		return;
+	}
 	if (family == 4) {
 		uint32_t ip;
 
@@ -658,6 +668,8 @@ router_create(struct ep_engine *e, const struct router_params *p, struct ep_err 
 			goto fail_dpdk;
 	}
 	r->lpm6_cur = r->lpm6[0];
+	r->default_nh[0] = ROUTER_NO_DEFAULT;
+	r->default_nh[1] = ROUTER_NO_DEFAULT;
 
 	r->nh = rte_zmalloc("ep_router_nhp", sizeof(r->nh[0]) * p->max_nexthops,
 			    RTE_CACHE_LINE_SIZE);

@@ -128,6 +128,8 @@ struct router_params {
 	uint32_t max_acl_rules;
 };
 
+#define ROUTER_NO_DEFAULT UINT32_MAX
+
 struct router {
 	struct ep_engine *e;
 	struct router_params p;
@@ -137,6 +139,10 @@ struct router {
 	struct rte_lpm6 *lpm6_cur;          /**< published one of lpm6[] */
 	struct router_nh **nh;              /**< [max_nexthops], never NULL entries */
 	struct router_acl *acl;             /**< published rule set */
+	/** Next hop of 0.0.0.0/0 ([0]) and ::/0 ([1]), or ROUTER_NO_DEFAULT:
+	 *  rte_lpm/rte_lpm6 take depths from 1, so the default route is one
+	 *  word each, stored with release and used on a lookup miss. */
+	uint32_t default_nh[2];
 
 	/* Control thread only. */
 	struct rte_lpm6 *lpm6[2];

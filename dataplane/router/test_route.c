@@ -110,6 +110,36 @@ EP_TEST(lpm6_longest_match_and_delete_on_both_table_copies)
 	router_free(r);
 }
 
+EP_TEST(default_routes_catch_misses_and_lose_to_every_longer_prefix)
+{
+	struct router *r = tr_router();
+	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct ep_err err;
+	uint32_t nh = 0;
+
+	EP_CHECK_EQ(router_neigh_add(r, "198.18.1.3", "02:00:00:00:00:0c", NULL, &err), 0);
+	EP_CHECK_EQ(router_neigh_add(r, "2001:db8:0:2::3", "02:00:00:00:00:0c", NULL, &err), 0);
+	EP_CHECK_EQ(route_v4(w, "198.19.200.1", NULL), EP_NEXT_DROP(EP_DROP_NO_ROUTE));
+	EP_CHECK_EQ(router_route_add(r, "0.0.0.0/0", "198.18.1.3", &err), 0);
+	EP_CHECK_EQ(router_route_add(r, "::/0", "2001:db8:0:2::3", &err), 0);
+	EP_CHECK_EQ(router_route_add(r, "198.19.0.0/16", "198.18.1.2", &err), 0);
+	/* A miss takes the default; any covering prefix beats it. */
+	EP_CHECK_EQ(route_v4(w, "198.18.200.1", &nh), EP_NEXT_CONTINUE);
+	EP_CHECK_EQ(nh, nh_of(r, 4, "198.18.1.3"));
+	EP_CHECK_EQ(route_v4(w, "198.19.200.1", &nh), EP_NEXT_CONTINUE);
+	EP_CHECK_EQ(nh, nh_of(r, 4, "198.18.1.2"));
+	EP_CHECK_EQ(route_v6(w, "2001:db8:aaaa::1", &nh), EP_NEXT_CONTINUE);
+	EP_CHECK_EQ(nh, nh_of(r, 6, "2001:db8:0:2::3"));
+	/* Deleting a default brings back no_route, for that family only. */
+	EP_CHECK_EQ(router_route_del(r, "0.0.0.0/0", &err), 0);
+	EP_CHECK_EQ(route_v4(w, "198.18.200.1", NULL), EP_NEXT_DROP(EP_DROP_NO_ROUTE));
+	EP_CHECK_EQ(route_v6(w, "2001:db8:aaaa::1", NULL), EP_NEXT_CONTINUE);
+	EP_CHECK_EQ(router_route_del(r, "::/0", &err), 0);
+	EP_CHECK_EQ(route_v6(w, "2001:db8:aaaa::1", NULL), EP_NEXT_DROP(EP_DROP_NO_ROUTE));
+	router_worker_free(w);
+	router_free(r);
+}
+
 EP_TEST(connected_host_without_neighbour_is_unresolved_until_added)
 {
 	struct router *r = tr_router();
