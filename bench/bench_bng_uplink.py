@@ -22,7 +22,6 @@ from bench import common
 from bench.dp_run import DpProcess
 from bench.bng_bench import (POLICER, Ours, Peer, alternate, dp_config, frame_gbps, summarize)
 from bench.bng_inputs import ACL_RULES, CORE_NH_MAC, N_SUBS, Inputs
-from bench.bng_measure import rate
 from bench.bng_peers import ensure_l3fwd
 from bench.dpdk_peer import L3fwd
 

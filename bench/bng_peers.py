@@ -16,13 +16,12 @@ conservative ratio (benchmarks report the 2-core-normalised one as well).
         rate = measure_peer(qs.tel, port=1, seconds=2)
 """
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 from bench.common import ROOT
-from bench.dpdk_peer import L3FWD_BIN, Telemetry
+from bench.dpdk_peer import L3FWD_BIN, PeerProcess, Telemetry
 
 PEERS = ROOT / "build" / "peers"
 QOS_SCHED_BIN = PEERS / "qos_sched" / "build" / "qos_sched"
@@ -68,7 +67,7 @@ def write_qos_profile(path, pipes, pipe_rate_Bps, port_rate_Bps, qsize=64,
     return Path(path)
 
 
-class QosSched:
+class QosSched(PeerProcess):
     """DPDK qos_sched: port 0 = net_pcap (infinite rx of `pcap`), port 1 =
     net_null.  lcores: 0 = rx thread on CPU rx_cpu, 1 = worker (scheduler +
     tx) on CPU wt_cpu, 2 = the main thread (prints stats once a second) on
@@ -113,28 +112,6 @@ class QosSched:
         self.stop()
         raise RuntimeError("qos_sched did not reach its main loop: " + self.tail())
 
-    def tail(self, n=12):
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
-
-    def stop(self):
-        if self.tel:
-            self.tel.close()
-            self.tel = None
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._logf.close()
-        self.proc = None
-
     def __enter__(self):
         from bench.bng_bench import retry_on_memory
         try:
@@ -142,9 +119,6 @@ class QosSched:
         except BaseException:
             self.stop()
             raise
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 def measure_peer(tel, port, seconds, warmup=1.0):

@@ -59,7 +59,43 @@ class Telemetry:
         self.s.close()
 
 
-class L3fwd:
+class PeerProcess:
+    """A DPDK example application run as a benchmark peer: its log file,
+    telemetry handle and a clean stop (SIGINT, as a user would)."""
+
+    proc = None
+    tel = None
+    log = None
+    _logf = None
+    stop_timeout = 20
+
+    def tail(self, n=10):
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except (OSError, AttributeError):
+            return ""
+
+    def stop(self):
+        if self.tel:
+            self.tel.close()
+            self.tel = None
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._logf.close()
+        self.proc = None
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class L3fwd(PeerProcess):
     """DPDK l3fwd on one lcore with an rx vdev (port 0) and a tx vdev (port 1).
 
     lookup: "lpm" or "acl".  rule_ipv4/rule_ipv6: route files (LPM: "R<pfx> <port>"
@@ -109,30 +145,6 @@ class L3fwd:
         self.stop()
         raise RuntimeError("l3fwd did not reach its main loop: " + self.tail())
 
-    def tail(self, n=10):
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
-
-    def stop(self):
-        if self.tel:
-            self.tel.close()
-            self.tel = None
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._logf.close()
-        self.proc = None
-
     def __enter__(self):
         return self.start()
 
-    def __exit__(self, *exc):
-        self.stop()

@@ -26,7 +26,6 @@ ports >= 1024.
 """
 import random
 import struct
-from pathlib import Path
 
 from bench.common import OUT
 

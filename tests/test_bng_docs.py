@@ -5,7 +5,6 @@ it with the effect it describes.
 """
 import re
 import shlex
-import subprocess
 from pathlib import Path
 
 import pytest

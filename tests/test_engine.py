@@ -7,7 +7,7 @@ import pytest
 
 from lab.probe import udp_probe
 from lab.router_lab import RouterLab
-from lab.traffic import iperf3, iperf3_finish, iperf3_start
+from lab.traffic import iperf3, iperf3_start
 
 PEER_B = "198.18.0.3"  # host b in the xconnect lab
 

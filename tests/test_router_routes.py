@@ -1,11 +1,10 @@
 """Route changes while traffic flows: flows whose route did not change lose
 nothing (IPv4 tables change in place under RCU, IPv6 tables are double
 buffered), and a route that did change takes effect at once."""
-import time
 
 import pytest
 
-from lab.router_lab import A4, A6, B4, B6, MAC_B
+from lab.router_lab import A4, A6, B4, B6
 from lab.traffic import Iperf3Server, iperf3_finish, iperf3_start, rcvbuf_drops, snmp_counter
 
 
