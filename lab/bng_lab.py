@@ -48,7 +48,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from lab.dp import Dp, check_config
+from lab.dp import Dp, DpLab, check_config
 from lab.topology import Topology
 
 ACCESS_MAC = "02:00:00:00:01:01"
@@ -228,7 +228,7 @@ def bng_available(binary_path=None):
     return True, ""
 
 
-class BngLab:
+class BngLab(DpLab):
     """Namespaces sw, dut, core and one per subscriber; always torn down."""
 
     def __init__(self, subs, tag="bng", start=True, static_gateway=True, **dp_opts):
@@ -239,20 +239,6 @@ class BngLab:
         self.dp_opts = dp_opts
         self.topo = None
         self.dp = None
-
-    def __enter__(self):
-        try:
-            self.build()
-            if self.autostart:
-                self.start_dp()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def sub(self, name):
         return next(s for s in self.subs if s.name == name)
@@ -329,12 +315,6 @@ class BngLab:
             except BaseException:
                 self.dp.close()
                 raise
-
-    def close(self):
-        if self.dp is not None:
-            self.dp.close()
-        if self.topo is not None:
-            self.topo.close()
 
     # -- counters --------------------------------------------------------------
     def sub_get(self, sub_id):

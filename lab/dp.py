@@ -385,3 +385,34 @@ def check_config(text, binary_path=None, check=True, workdir=None, name="dp.conf
         argv.append("--check")
     res = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     return res, path
+
+
+class DpLab:
+    """What every lab with an edgeplane-dp in it shares: build the
+    namespaces, start the data plane unless asked not to, and always tear
+    both down (also when building or starting fails).  A lab defines
+    build() and start_dp() and sets self.topo and self.dp."""
+
+    topo = None
+    dp = None
+    autostart = True
+
+    def __enter__(self):
+        try:
+            self.build()
+            if self.autostart:
+                self.start_dp()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        if self.dp is not None:
+            self.dp.close()
+        if self.topo is not None:
+            self.topo.close()

@@ -22,7 +22,7 @@ layout (one worker polling both ports, or one per port), extra [engine] and
 [router] keys.  pipeline="xconnect" builds the same wiring with a patch
 cable instead of a router (hosts then share one subnet, see XconnectLab).
 """
-from .dp import Dp, check_config
+from .dp import Dp, DpLab, check_config
 from .topology import Topology
 
 # Addresses and MACs of the standard lab (RFC 2544 and RFC 3849 ranges).
@@ -108,7 +108,7 @@ def router_sections(routes=(), neighbors=None, acl=(), acl_default=None, device=
     return sections
 
 
-class RouterLab:
+class RouterLab(DpLab):
     """Namespaces a, dut, b; edgeplane-dp in dut.  Always torn down."""
 
     def __init__(self, pipeline="router", tag="rt", start=True, host_addrs=None, **dp_opts):
@@ -119,20 +119,6 @@ class RouterLab:
         self.host_addrs = host_addrs
         self.topo = None
         self.dp = None
-
-    def __enter__(self):
-        try:
-            self.build()
-            if self.autostart:
-                self.start_dp()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     # Host addressing: router lab = two subnets; xconnect = one subnet.
     def _addrs(self):
@@ -183,12 +169,6 @@ class RouterLab:
             self.dp.close()
             raise
         return self.dp
-
-    def close(self):
-        if self.dp is not None:
-            self.dp.close()
-        if self.topo is not None:
-            self.topo.close()
 
     # Convenience for tests and the demo.
     def ping(self, src, dst, count=3, interval=0.2, wait=1, timeout=10, check=False):
