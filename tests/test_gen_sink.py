@@ -70,6 +70,19 @@ class GenSinkLab:
                 dp.close()
         self.topo.close()
 
+    def drain(self, timeout=10):
+        """Wait until the sink stops receiving: frames of a stopped run can
+        still sit in the af_packet rings and would land after a reset."""
+        deadline = time.monotonic() + timeout
+        last = -1
+        while time.monotonic() < deadline:
+            rx = self.sink.ctl("sink-stats")["rx_pkts"]
+            if rx == last:
+                return
+            last = rx
+            time.sleep(0.3)
+        raise AssertionError("sink still receiving after the generator stopped")
+
     def run(self, timeout=30, **start):
         """sink-reset, gen-start with @start (count required), wait until the
         generator finished and the sink stopped receiving; (gen, sink) stats."""
@@ -150,6 +163,7 @@ def test_gen_start_restarts_sequences_and_counters(lab):
     time.sleep(0.3)
     stopped = lab.gen.ctl("gen-stop")
     assert stopped["running"] is False and stopped["sent_pkts"] > 0, stopped
+    lab.drain()
     g, s = lab.run(count=10000, rate_pps=RATE)
     assert g["sent_pkts"] == 10000
     check_no_loss(g, s)
