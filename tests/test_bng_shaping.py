@@ -55,6 +55,13 @@ WARMUP = 2
 RATES = {"s10": 10e6, "s20": 20e6, "s40": 40e6}
 SUBPORT1_RATE = 24e6
 WEIGHTS = {"w1": 1, "w3": 3}
+# The weights act through rte_sched's oversubscription watermark, which
+# moves by 1/128 per subport tc_period: from one period's credits down to a
+# quarter (weights 1 + 3) takes ~265 periods, 5.3 s at 20 ms.  So this
+# subport has 20 ms periods (not 40) and its run is longer and judged late.
+SUBPORT1_TC_PERIOD = 20
+SUBPORT1_SECONDS = 14
+SUBPORT1_WARMUP = 7
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +82,8 @@ def lab(request, dp_binary):
              "w1": "rate=40M tc_period=40 tb_size=200000 tc_ov_weight=1",
              "w3": "rate=40M tc_period=40 tb_size=200000 tc_ov_weight=3"}
     subports = {0: "rate=1G pipes=64",
-                1: f"rate={int(SUBPORT1_RATE)} pipes=64 tc_period=40 tb_size=120000"}
+                1: f"rate={int(SUBPORT1_RATE)} pipes=64 tc_period={SUBPORT1_TC_PERIOD} "
+                   "tb_size=120000 tc_ov=on"}
     lab = open_lab(request, subs, tag="bs", pipes=pipes, subports=subports,
                    bng_extra={"hqos_qsize": 256})
     for s in subs:
@@ -211,8 +219,9 @@ def subport_run(lab):
     subport, each offered 36 Mbit/s, judged by two tests.  A second run if
     the first fell short (starved worker, as in the three-pipe test)."""
     for attempt in range(2):
-        procs = {n: _client(lab, lab.sub(n), 36e6) for n in WEIGHTS}
-        res = {n: _receiver(p) for n, p in procs.items()}
+        procs = {n: _client(lab, lab.sub(n), 36e6, seconds=SUBPORT1_SECONDS) for n in WEIGHTS}
+        res = {n: _receiver(p, timeout=SUBPORT1_SECONDS + 30, warmup=SUBPORT1_WARMUP)
+               for n, p in procs.items()}
         total = sum(r["median_bps"] for r in res.values())
         if abs(total / (SUBPORT1_RATE * GOODPUT) - 1) < 0.03:
             break
@@ -236,17 +245,12 @@ def test_bng_subport_caps_its_pipes(subport_run):
         assert r["lost_percent"] > 25, res
 
 
-# Known defect, kept visible: pipes weighted 1 and 3 split the full subport
-# evenly (measured 1 : 1.02).  The subport's tc_ov=on (rte_sched's
-# best-effort oversubscription, the only place it reads a pipe's
-# tc_ov_weight) measured 1 : 1.05 and made the subport total itself miss
-# its rate in one run of two, so the subport here keeps the default (off).  strict: the
-# day weights work, this must be un-marked.
-@pytest.mark.xfail(strict=True, reason="bng/rte_sched: tc_ov_weight has no visible effect "
-                   "with tc_ov=on (pipes split the subport ~1:1)")
 def test_bng_subport_shared_by_weights(subport_run):
     res = subport_run
     share = res["w3"]["median_bps"] / res["w1"]["median_bps"]
     # rte_sched enforces the weights through the subport's oversubscription
     # watermark, adjusted once per subport tc_period: approximate, so +-25 %.
-    assert 3 / 1.25 < share < 3 * 1.25, (share, res)
+    print(f"weights 1:3 -> share 1:{share:.3f}", res)
+    ok = 3 / 1.25 < share < 3 * 1.25
+    _skip_if_overloaded(ok, res["loadavg"])
+    assert ok, (share, res)

@@ -16,28 +16,41 @@
  * whether or not packets arrive.
  *
  * Best-effort oversubscription is a subport option (`tc_ov=on`, off by
- * default as in DPDK 22.07+): without it rte_sched ignores the pipes'
- * tc_ov_weight and an oversubscribed subport is split evenly among its busy
- * pipes.  With it (rte_sched_subport_tc_ov_config; the flag is not part of
- * the subport params in 22.11), each subport tc_period a pipe may send at
- * most watermark x tc_ov_weight bytes of best effort.  The watermark is a
- * slow controller: it starts at tc_ov_wm_max = subport tc_period x the
- * largest best-effort rate in the subport's pipe profile table, and each
- * subport tc_period it moves by 1/128 -- down when the subport's best effort
- * was used up (within one MTU), up otherwise.  It settles where the busy
- * pipes' shares add up to the subport: watermark = subport credits /
- * sum(weights), i.e. after 128 x ln(tc_ov_wm_max / that) periods.
+ * default here): without it rte_sched ignores the pipes' tc_ov_weight and
+ * an oversubscribed subport is split evenly among its busy pipes.  With it
+ * (rte_sched_subport_tc_ov_config; not part of the subport params in
+ * 22.11), each subport tc_period a pipe may send at most watermark x
+ * tc_ov_weight bytes of best effort.  The watermark is a slow controller:
+ * each subport tc_period it moves by 1/128 -- down when the subport's best
+ * effort was used up (within one MTU), up otherwise -- and settles where
+ * the busy pipes' shares add up to the subport: watermark = subport
+ * credits / sum(weights).
  *
- * That start point is why weights "did nothing": the profile table holds
- * every profile of the BNG, including `default` at hqos_port_rate, so a
- * 24 Mbit/s subport with 40 ms periods started at 1 Gbit/s x 40 ms = 5 MB
- * against a settled 30 kB (weights 1+3): 650 periods, 26 s, longer than
- * any test ran, and the pipes split ~1:1 meanwhile.  A pipe cannot take
- * more of a traffic class than its subport has, so each subport gets its
- * own copy of the table with every TC rate capped at the subport's
- * (same profile ids, same limits in effect): tc_ov_wm_max is then one
- * subport period of credits, and the watermark settles in
- * 128 x ln(sum of the busy pipes' weights) periods -- 177 for 1+3.
+ * Where it starts is the catch.  DPDK 22.11 computes its ceiling,
+ * tc_ov_wm_max, in rte_sched_subport_config as
+ *
+ *     rte_sched_time_ms_to_bytes(profile->tc_period, pipe_tc_be_rate_max)
+ *
+ * but profile->tc_period is the subport period already converted to bytes
+ * of port time (tc_period_ms x port rate / 1000), not milliseconds: the
+ * ceiling comes out port_rate/1000 times too large.  A 100 Mbit/s subport
+ * with 10 ms periods on a 10 Gbit/s port starts at 1.6e11 bytes against a
+ * settled 31 kB (weights 1+3): 128 x ln(5e6) = 1975 periods, 20 s during
+ * which the weights do nothing (measured: 1:1.00 for as long as a test
+ * runs).  The ceiling is computed once, from the largest best-effort rate
+ * in the table the subport is configured with, and is not recomputed when
+ * profiles are added later.  So every subport is configured with a table
+ * of one placeholder profile whose best-effort rate makes the buggy
+ * formula give the intended ceiling -- one subport period of the subport's
+ * best-effort credits:
+ *
+ *     placeholder BE rate = subport BE rate x 1000 / port rate   (>= 1)
+ *
+ * and the real profiles are added after it with
+ * rte_sched_subport_pipe_profile_add: rte_sched profile id = our sched id
+ * + 1 in every subport of every port.  No pipe ever uses profile 0.  The
+ * watermark then settles in 128 x ln(sum of the busy pipes' weights)
+ * periods: 177 for 1+3 (test_bng_hqos.c).
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
@@ -50,24 +63,29 @@
 
 #include "bng.h"
 
-/* A pipe profile as subport @p sp holds it: every TC rate at most the
- * subport's (what the subport's TC credits enforce anyway).  Only the
- * TC rates move; tb_rate/tb_size keep profiles with different rates
- * distinct, which rte_sched_subport_pipe_profile_add insists on. */
+/* rte_sched pipe profile id of our profile slot (profile 0 is the
+ * watermark placeholder, see above). */
+#define HQOS_PROF_ID(sched_id) ((int32_t)(sched_id) + 1)
+
+/* The placeholder that sets a subport's tc_ov watermark ceiling: a copy
+ * of @p like whose TC rates are the smallest rte_sched accepts, with the
+ * best-effort rate chosen as explained at the top of this file. */
 static void
-bng_hqos_prof_capped(struct rte_sched_pipe_params *out, const struct rte_sched_pipe_params *in,
-		     const struct rte_sched_subport_profile_params *sp)
+bng_hqos_wm_placeholder(struct rte_sched_pipe_params *out, const struct rte_sched_pipe_params *like,
+			const struct rte_sched_subport_profile_params *sp, uint64_t port_rate)
 {
-	*out = *in;
+	uint64_t be = sp->tc_rate[RTE_SCHED_TRAFFIC_CLASS_BE] * 1000 / port_rate;
+
+	*out = *like;
 	for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
-		out->tc_rate[t] = RTE_MIN(in->tc_rate[t], sp->tc_rate[t]);
+		out->tc_rate[t] = 1;
+	out->tc_rate[RTE_SCHED_TRAFFIC_CLASS_BE] = RTE_MAX(be, (uint64_t)1);
 }
 
 struct rte_sched_port *
 bng_hqos_port_create(struct bng *b, unsigned int worker_id, int socket, struct ep_err *err)
 {
 	struct rte_sched_subport_profile_params sprof[BNG_MAX_SUBPORTS];
-	struct rte_sched_pipe_params *tbl;
 	struct rte_sched_port *port;
 	char name[64];
 	static uint32_t seq;
@@ -95,44 +113,40 @@ bng_hqos_port_create(struct bng *b, unsigned int worker_id, int socket, struct e
 			   "subports, %u pipes)", b->p.hqos_rate, b->n_subports, b->max_pipes);
 		return NULL;
 	}
-	tbl = malloc(sizeof(*tbl) * BNG_MAX_PIPE_PROF);
-	if (tbl == NULL) {
-		rte_sched_port_free(port);
-		return ep_err_set(err, "hqos: out of memory"), NULL;
-	}
 	for (uint32_t i = 0; i < b->n_subports; i++) {
+		struct rte_sched_pipe_params ph;
 		struct rte_sched_subport_params sp = {
 			.n_pipes_per_subport_enabled = b->subport[i].n_pipes,
-			.pipe_profiles = tbl, .n_pipe_profiles = b->n_sched,
-			.n_max_pipe_profiles = BNG_MAX_PIPE_PROF,
+			.pipe_profiles = &ph, .n_pipe_profiles = 1,
+			.n_max_pipe_profiles = BNG_MAX_PIPE_PROF + 1,
 		};
 		int rc;
 
-		for (uint32_t k = 0; k < b->n_sched; k++)
-			bng_hqos_prof_capped(&tbl[k], &b->sched[k], &b->subport[i].prof);
-
+		bng_hqos_wm_placeholder(&ph, &b->sched[0], &b->subport[i].prof, b->p.hqos_rate);
 		for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
 			sp.qsize[t] = (uint16_t)b->p.hqos_qsize;
 		rc = rte_sched_subport_config(port, i, &sp, i);
-		/* Best-effort oversubscription (off by default since DPDK 22.07):
-		 * when the subport's best effort is short, each pipe's share
-		 * follows its profile's tc_ov_weight. */
 		if (rc == 0)
 			rc = rte_sched_subport_tc_ov_config(port, i, b->subport[i].tc_ov);
+		for (uint32_t k = 0; rc == 0 && k < b->n_sched; k++) {
+			uint32_t id;
+
+			rc = rte_sched_subport_pipe_profile_add(port, i, &b->sched[k], &id);
+			if (rc == 0 && id != (uint32_t)HQOS_PROF_ID(k))
+				rc = -EINVAL;
+		}
 		if (rc != 0) {
 			ep_err_set(err, "hqos: subport %u: rte_sched_subport_config failed (%d): "
 				   "check its rate, pipes and the pipe profiles", i, rc);
-			free(tbl);
 			rte_sched_port_free(port);
 			return NULL;
 		}
 	}
-	free(tbl);
 	for (uint32_t id = 1; id <= b->p.max_subscribers; id++) {
 		const struct bng_sub *s = b->subs[id];
 
 		if (s != NULL && rte_sched_pipe_config(port, s->subport, s->pipe,
-				(int32_t)b->pipe_prof[s->pipe_prof].sched_id) != 0) {
+				HQOS_PROF_ID(b->pipe_prof[s->pipe_prof].sched_id)) != 0) {
 			ep_err_set(err, "hqos: pipe config of subscriber %u failed", id);
 			rte_sched_port_free(port);
 			return NULL;
@@ -150,7 +164,7 @@ pipes_on_worker(struct ep_worker *w, void *arg)
 
 	for (uint32_t i = 0; i < m->n; i++)
 		if (rte_sched_pipe_config(m->d->sched, m->c[i].subport, m->c[i].pipe,
-					  (int32_t)m->c[i].prof) != 0)
+					  HQOS_PROF_ID(m->c[i].prof)) != 0)
 			m->rc = -1;
 }
 
@@ -177,20 +191,10 @@ prof_on_worker(struct ep_worker *w, void *arg)
 	struct prof_msg *m = arg;
 
 	for (uint32_t sp = 0; sp < m->b->n_subports; sp++) {
-		struct rte_sched_pipe_params p;
 		uint32_t id;
 
-		/* Capped as in bng_hqos_port_create.  rte_sched refuses a
-		 * profile equal to one it holds; two profiles that differ only
-		 * in TC rates above this subport's become equal once capped, so
-		 * this subport then takes the profile as given (same limits in
-		 * effect, only a slower watermark start). */
-		bng_hqos_prof_capped(&p, &m->b->sched[m->slot], &m->b->subport[sp].prof);
-		if (rte_sched_subport_pipe_profile_add(m->d->sched, sp, &p, &id) != 0 &&
-		    rte_sched_subport_pipe_profile_add(m->d->sched, sp, &m->b->sched[m->slot],
-						       &id) != 0)
-			m->rc = -1;
-		else if (id != m->slot)
+		if (rte_sched_subport_pipe_profile_add(m->d->sched, sp, &m->b->sched[m->slot],
+						       &id) != 0 || id != (uint32_t)HQOS_PROF_ID(m->slot))
 			m->rc = -1;
 	}
 }

@@ -297,6 +297,37 @@ bng_pipe_find(const struct bng *b, const char *name)
 	return -1;
 }
 
+static bool
+pipe_params_equal(const struct rte_sched_pipe_params *x, const struct rte_sched_pipe_params *y)
+{
+	return x->tb_rate == y->tb_rate && x->tb_size == y->tb_size &&
+	       memcmp(x->tc_rate, y->tc_rate, sizeof(x->tc_rate)) == 0 &&
+	       x->tc_period == y->tc_period && x->tc_ov_weight == y->tc_ov_weight &&
+	       memcmp(x->wrr_weights, y->wrr_weights, sizeof(x->wrr_weights)) == 0;
+}
+
+/* The rte_sched profile slot holding @p p: an existing one with the same
+ * parameters (rte_sched refuses duplicates, and a profile changed back
+ * and forth then costs no slot), else a new one, added to every port. */
+static int
+pipe_slot(struct bng *b, const struct rte_sched_pipe_params *p, const char *name,
+	  struct ep_err *err)
+{
+	uint32_t slot;
+
+	for (slot = 0; slot < b->n_sched; slot++)
+		if (pipe_params_equal(&b->sched[slot], p))
+			return (int)slot;
+	if (b->n_sched == BNG_MAX_PIPE_PROF)
+		return ep_err_set(err, "pipe %s: all %d profile slots used", name,
+				  BNG_MAX_PIPE_PROF);
+	b->sched[slot] = *p;
+	if (b->n_down != 0 && bng_hqos_profile_add_all(b, slot, err) < 0)
+		return -1;
+	b->n_sched++;
+	return (int)slot;
+}
+
 int
 bng_pipe_set(struct bng *b, const char *name, const char *spec, struct ep_err *err)
 {
@@ -304,6 +335,7 @@ bng_pipe_set(struct bng *b, const char *name, const char *spec, struct ep_err *e
 				      .wrr_weights = { 1, 1, 1, 1 } } };
 	int idx = bng_pipe_find(b, name);
 	uint32_t slot;
+	int rc;
 
 	if (name[0] == '\0' || strlen(name) >= BNG_NAME_LEN)
 		return ep_err_set(err, "pipe: bad name '%s'", name);
@@ -326,14 +358,13 @@ bng_pipe_set(struct bng *b, const char *name, const char *spec, struct ep_err *e
 			return ep_err_set(err, "pipe %s: tc_rates[%d] must be > 0 and <= rate", name,
 					  i);
 	}
-	if (b->n_sched == BNG_MAX_PIPE_PROF || (idx < 0 && b->n_pipe_prof == BNG_MAX_PIPE_PROF))
-		return ep_err_set(err, "pipe %s: all %d profile slots used", name,
+	if (idx < 0 && b->n_pipe_prof == BNG_MAX_PIPE_PROF)
+		return ep_err_set(err, "pipe %s: all %d profile names used", name,
 				  BNG_MAX_PIPE_PROF);
-	slot = b->n_sched;
-	b->sched[slot] = a.p;
-	if (b->n_down != 0 && bng_hqos_profile_add_all(b, slot, err) < 0)
+	rc = pipe_slot(b, &a.p, name, err);
+	if (rc < 0)
 		return -1;
-	b->n_sched++;
+	slot = (uint32_t)rc;
 	if (idx < 0) {
 		idx = (int)b->n_pipe_prof++;
 		snprintf(b->pipe_prof[idx].name, BNG_NAME_LEN, "%s", name);
@@ -345,7 +376,6 @@ bng_pipe_set(struct bng *b, const char *name, const char *spec, struct ep_err *e
 		/* Move the pipes of this profile's subscribers to the new slot. */
 		struct bng_pipe_cfg *c = malloc(sizeof(*c) * (b->n_subs + 1));
 		uint32_t n = 0;
-		int rc;
 
 		if (c == NULL)
 			return ep_err_set(err, "out of memory");
