@@ -50,24 +50,11 @@
 #include "ep_rcu.h"
 #include "router/router.h"
 #include "bng.h"
+#include "bng_stage.h"
 
-#define PREFETCH_AHEAD 4
 #define MPLS_MAX_LABELS 4
 
 /* ---- parse ---- */
-
-static __rte_always_inline int
-mac_eq(const uint8_t *a, const struct rte_ether_addr *b)
-{
-	uint32_t a4, b4;
-	uint16_t a2, b2;
-
-	memcpy(&a4, a, 4);
-	memcpy(&b4, b->addr_bytes, 4);
-	memcpy(&a2, a + 4, 2);
-	memcpy(&b2, b->addr_bytes + 4, 2);
-	return a4 == b4 && a2 == b2;
-}
 
 static __rte_noinline int
 parse_mpls(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *md)
@@ -97,22 +84,14 @@ bng_down_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	struct bng_down *d = ctx;
 	uint16_t out = 0;
 
-	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++) {
-		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
-		rte_prefetch0(ep_meta(pkts[i]));
-	}
+	bng_prefetch_first(pkts, n);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ep_meta *md = ep_meta(m);
 		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 		int rc;
 
-		if (i + PREFETCH_AHEAD < n) {
-			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + PREFETCH_AHEAD], void *));
-			rte_prefetch0(ep_meta(pkts[i + PREFETCH_AHEAD]));
-		}
-		if (likely(m->data_len >= RTE_ETHER_HDR_LEN) && (p[0] & 1) == 0 &&
-		    unlikely(!mac_eq(p, &d->core_mac))) {
+		if (bng_next_not_for_us(pkts, i, n, &d->core_mac)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
 			out++;
 			continue;
