@@ -240,6 +240,39 @@ rate_list(const char *v, uint64_t *out, int n)
 	return i == n ? 0 : -1;
 }
 
+/* The token-bucket keys pipes and subports share (rate, tb_size, tc_rates,
+ * tc_period), into the fields rte_sched's pipe and subport profile
+ * parameters both have.  1 if @p k is one of them and @p v good, -1 if @p v
+ * is bad, 0 if @p k is another key. */
+static int
+tb_kv(const char *k, const char *v, uint64_t *tb_rate, uint64_t *tb_size, uint64_t *tc_rate,
+      uint64_t *tc_period, bool *has_rate, bool *has_tb, bool *has_tc, struct ep_err *err)
+{
+	uint64_t x;
+
+	if (strcmp(k, "rate") == 0) {
+		if (bng_parse_rate(v, &x) < 0 || x < 8)
+			return ep_err_set(err, "rate: '%s' is not a rate in bit/s", v);
+		*tb_rate = x / 8;
+		*has_rate = true;
+	} else if (strcmp(k, "tb_size") == 0) {
+		if (bng_parse_size(v, tb_size) < 0 || *tb_size == 0)
+			return ep_err_set(err, "tb_size: '%s' is not a size in bytes", v);
+		*has_tb = true;
+	} else if (strcmp(k, "tc_rates") == 0) {
+		if (rate_list(v, tc_rate, RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE) < 0)
+			return ep_err_set(err, "tc_rates: needs %d comma-separated rates in bit/s",
+					  RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE);
+		*has_tc = true;
+	} else if (strcmp(k, "tc_period") == 0) {
+		if (bng_parse_size(v, tc_period) < 0 || *tc_period == 0 || *tc_period > 1000)
+			return ep_err_set(err, "tc_period: '%s' is not 1-1000 ms", v);
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
 struct pipe_args { struct rte_sched_pipe_params p; bool has_rate, has_tc, has_tb; };
 
 static int
@@ -247,26 +280,12 @@ pipe_kv(void *arg, const char *k, const char *v, struct ep_err *err)
 {
 	struct pipe_args *a = arg;
 	uint64_t x;
+	int rc = tb_kv(k, v, &a->p.tb_rate, &a->p.tb_size, a->p.tc_rate, &a->p.tc_period,
+		       &a->has_rate, &a->has_tb, &a->has_tc, err);
 
-	if (strcmp(k, "rate") == 0) {
-		if (bng_parse_rate(v, &x) < 0 || x < 8)
-			return ep_err_set(err, "rate: '%s' is not a rate in bit/s", v);
-		a->p.tb_rate = x / 8;
-		a->has_rate = true;
-	} else if (strcmp(k, "tb_size") == 0) {
-		if (bng_parse_size(v, &a->p.tb_size) < 0 || a->p.tb_size == 0)
-			return ep_err_set(err, "tb_size: '%s' is not a size in bytes", v);
-		a->has_tb = true;
-	} else if (strcmp(k, "tc_rates") == 0) {
-		if (rate_list(v, a->p.tc_rate, RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE) < 0)
-			return ep_err_set(err, "tc_rates: needs %d comma-separated rates in bit/s",
-					  RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE);
-		a->has_tc = true;
-	} else if (strcmp(k, "tc_period") == 0) {
-		if (bng_parse_size(v, &a->p.tc_period) < 0 || a->p.tc_period == 0 ||
-		    a->p.tc_period > 1000)
-			return ep_err_set(err, "tc_period: '%s' is not 1-1000 ms", v);
-	} else if (strcmp(k, "wrr") == 0) {
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	if (strcmp(k, "wrr") == 0) {
 		unsigned int w[4];
 		char tail;
 
@@ -401,31 +420,16 @@ static int
 subport_kv(void *arg, const char *k, const char *v, struct ep_err *err)
 {
 	struct subport_args *a = arg;
-	uint64_t x;
+	int rc = tb_kv(k, v, &a->p.tb_rate, &a->p.tb_size, a->p.tc_rate, &a->p.tc_period,
+		       &a->has_rate, &a->has_tb, &a->has_tc, err);
 
-	if (strcmp(k, "rate") == 0) {
-		if (bng_parse_rate(v, &x) < 0 || x < 8)
-			return ep_err_set(err, "rate: '%s' is not a rate in bit/s", v);
-		a->p.tb_rate = x / 8;
-		a->has_rate = true;
-	} else if (strcmp(k, "pipes") == 0) {
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	if (strcmp(k, "pipes") == 0) {
 		/* rte_sched enables a power of two pipes per subport. */
 		if (bng_parse_size(v, &a->pipes) < 0 || a->pipes == 0 || a->pipes > 65536 ||
 		    !rte_is_power_of_2((uint32_t)a->pipes))
 			return ep_err_set(err, "pipes: '%s' is not a power of two 1-65536", v);
-	} else if (strcmp(k, "tb_size") == 0) {
-		if (bng_parse_size(v, &a->p.tb_size) < 0 || a->p.tb_size == 0)
-			return ep_err_set(err, "tb_size: '%s' is not a size in bytes", v);
-		a->has_tb = true;
-	} else if (strcmp(k, "tc_rates") == 0) {
-		if (rate_list(v, a->p.tc_rate, RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE) < 0)
-			return ep_err_set(err, "tc_rates: needs %d comma-separated rates in bit/s",
-					  RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE);
-		a->has_tc = true;
-	} else if (strcmp(k, "tc_period") == 0) {
-		if (bng_parse_size(v, &a->p.tc_period) < 0 || a->p.tc_period == 0 ||
-		    a->p.tc_period > 1000)
-			return ep_err_set(err, "tc_period: '%s' is not 1-1000 ms", v);
 	} else if (strcmp(k, "tc_ov") == 0) {
 		if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
 			return ep_err_set(err, "tc_ov: '%s' is not on or off", v);
