@@ -28,7 +28,7 @@ import statistics
 from bench import common
 from bench.dp_run import DpProcess
 from bench.bng_bench import (HQOS_PORT_RATE, Ours, Peer, alternate, dp_config, frame_gbps,
-                             mix_per_core, packet_mix_per_core, summarize)
+                             mix_per_core, packet_mix_per_core, result, summarize)
 from bench.bng_inputs import N_SUBS, Inputs
 from bench.bng_peers import QOS_SCHED_PORT_RATE, QosSched, ensure_qos_sched, write_qos_profile
 from bench.bng_measure import rate
@@ -112,19 +112,11 @@ def run(args):
     print(f"   up {up['cycles_per_pkt']:.0f} cyc/pkt, down {down['cycles_per_pkt']:.0f} "
           f"cyc/pkt; at 89/11 by volume {mix['gbps']:.2f} Gbit/s per core")
 
-    main = out_cases["504"]
-    return common.result(
+    return result(
         "bng-downlink",
-        config={"subscribers": N_SUBS, "flows": N_SUBS, "rpf_rules": N_SUBS,
-                "hqos": {"port_rate": HQOS_PORT_RATE, "subports": 1, "pipes": N_SUBS,
-                         "pipe_rate_bps": PIPE_RATE_BPS, "tcs": 13, "qsize": 64},
-                "frame": "504 B at the access side (QinQ added to 496 B)",
-                "input": "net_pcap infinite_rx -> net_null, one worker",
-                "rounds": rounds, "window_s": seconds, "quick": quick,
-                "per_core": "packets per CPU-second of the worker thread"},
-        metrics={"mpps_per_core": main["mpps_per_core"],
-                 "cycles_per_pkt": main["cycles_per_pkt"],
-                 "stages": main["stages"]},
-        peers={"dpdk-qos_sched": dict(peer_cases["504"], cases=peer_cases)},
-        ratios=ratios,
-        extra={"cases": out_cases, "mixed": mixed})
+        {"rpf_rules": N_SUBS,
+         "hqos": {"port_rate": HQOS_PORT_RATE, "subports": 1, "pipes": N_SUBS,
+                  "pipe_rate_bps": PIPE_RATE_BPS, "tcs": 13, "qsize": 64},
+         "frame": "504 B at the access side (QinQ added to 496 B)"},
+        out_cases, "504", "dpdk-qos_sched", peer_cases, ratios, rounds, seconds, quick,
+        extra={"mixed": mixed})

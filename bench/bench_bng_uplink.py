@@ -20,7 +20,8 @@ import statistics
 
 from bench import common
 from bench.dp_run import DpProcess
-from bench.bng_bench import (POLICER, Ours, Peer, alternate, dp_config, frame_gbps, summarize)
+from bench.bng_bench import (POLICER, Ours, Peer, alternate, dp_config, frame_gbps, result,
+                             summarize)
 from bench.bng_inputs import ACL_RULES, CORE_NH_MAC, N_SUBS, Inputs
 from bench.bng_peers import ensure_l3fwd
 from bench.dpdk_peer import L3fwd
@@ -66,18 +67,8 @@ def run(args):
         print(f"   ours {s['mpps_per_core']:.3f} Mpps/core, l3fwd "
               f"{peer_cases[name]['mpps_per_core']:.3f}, ratio {ratios[key]:.3f}")
 
-    main = out_cases["ipoe-128"]
-    return common.result(
+    return result(
         "bng-uplink",
-        config={"subscribers": N_SUBS, "flows": N_SUBS, "acl_rules": ACL_RULES,
-                "policer": POLICER, "routes": 1,
-                "frame": "128 B at the access side (QinQ/IPoE; PPPoE variant 128 B)",
-                "input": "net_pcap infinite_rx -> net_null, one worker",
-                "rounds": rounds, "window_s": seconds, "quick": quick,
-                "per_core": "packets per CPU-second of the worker thread"},
-        metrics={"mpps_per_core": main["mpps_per_core"],
-                 "cycles_per_pkt": main["cycles_per_pkt"],
-                 "stages": main["stages"]},
-        peers={"dpdk-l3fwd": dict(peer_cases["ipoe-128"], cases=peer_cases)},
-        ratios=ratios,
-        extra={"cases": out_cases})
+        {"acl_rules": ACL_RULES, "policer": POLICER, "routes": 1,
+         "frame": "128 B at the access side (QinQ/IPoE; PPPoE variant 128 B)"},
+        out_cases, "ipoe-128", "dpdk-l3fwd", peer_cases, ratios, rounds, seconds, quick)

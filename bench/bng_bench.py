@@ -15,7 +15,8 @@ import signal
 import statistics
 import time
 
-from bench.bng_inputs import CORE_NH_IP, CORE_NH_MAC, PCAP_MAC, mean_frame
+from bench import common
+from bench.bng_inputs import CORE_NH_IP, CORE_NH_MAC, N_SUBS, PCAP_MAC, mean_frame
 from bench.bng_measure import Window, find_threads, rate
 from bench.dp_run import DpProcess
 
@@ -261,3 +262,25 @@ def packet_mix_per_core(c_down, c_up, hz, n_d=8, n_u=1, down_size=504, up_size=1
 
 def frame_gbps(mpps, spec):
     return mpps * 1e6 * mean_frame(spec) * 8 / 1e9
+
+
+def result(name, config, cases, main_case, peer, peer_cases, ratios, rounds, seconds, quick,
+           extra=None):
+    """The result in DESIGN.md's shape: @p config (what is particular to the
+    benchmark) between the subscriber/flow counts and the windows'
+    description, the headline metrics from cases[main_case], the peer's
+    main case with all of its cases, and the cases (and @p extra) at the
+    top level."""
+    main = cases[main_case]
+    return common.result(
+        name,
+        config={"subscribers": N_SUBS, "flows": N_SUBS, **config,
+                "input": "net_pcap infinite_rx -> net_null, one worker",
+                "rounds": rounds, "window_s": seconds, "quick": quick,
+                "per_core": "packets per CPU-second of the worker thread"},
+        metrics={"mpps_per_core": main["mpps_per_core"],
+                 "cycles_per_pkt": main["cycles_per_pkt"],
+                 "stages": main["stages"]},
+        peers={peer: dict(peer_cases[main_case], cases=peer_cases)},
+        ratios=ratios,
+        extra={"cases": cases, **(extra or {})})
