@@ -273,6 +273,27 @@ tb_kv(const char *k, const char *v, uint64_t *tb_rate, uint64_t *tb_size, uint64
 	return 1;
 }
 
+/* After the keys: token-bucket size and TC rates that were not given
+ * default to 4 ms of the rate (at least a few full frames) and to the rate;
+ * every TC rate must be within the rate.  @p what names the pipe or
+ * subport in the error. */
+static int
+tb_finish(const struct bng *b, uint64_t tb_rate, uint64_t *tb_size, uint64_t *tc_rate,
+	  bool has_tb, bool has_tc, const char *what, struct ep_err *err)
+{
+	if (tb_rate > b->p.hqos_rate)
+		return ep_err_set(err, "%s: rate above hqos_port_rate", what);
+	if (!has_tb)
+		*tb_size = RTE_MAX(tb_rate / 250, 4ull * b->p.hqos_mtu);
+	for (int i = 0; i < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; i++) {
+		if (!has_tc)
+			tc_rate[i] = tb_rate;
+		if (tc_rate[i] == 0 || tc_rate[i] > tb_rate)
+			return ep_err_set(err, "%s: tc_rates[%d] must be > 0 and <= rate", what, i);
+	}
+	return 0;
+}
+
 struct pipe_args { struct rte_sched_pipe_params p; bool has_rate, has_tc, has_tb; };
 
 static int
@@ -353,6 +374,7 @@ bng_pipe_set(struct bng *b, const char *name, const char *spec, struct ep_err *e
 	struct pipe_args a = { .p = { .tc_period = 10, .tc_ov_weight = 1,
 				      .wrr_weights = { 1, 1, 1, 1 } } };
 	int idx = bng_pipe_find(b, name);
+	char what[BNG_NAME_LEN + 8];
 	uint32_t slot;
 	int rc;
 
@@ -365,18 +387,10 @@ bng_pipe_set(struct bng *b, const char *name, const char *spec, struct ep_err *e
 			return ep_err_set(err, "pipe %s: needs rate=", name);
 		a.p.tb_rate = b->p.hqos_rate;
 	}
-	if (a.p.tb_rate > b->p.hqos_rate)
-		return ep_err_set(err, "pipe %s: rate above hqos_port_rate", name);
-	if (!a.has_tb)
-		/* 4 ms worth of tokens, at least a few full frames. */
-		a.p.tb_size = RTE_MAX(a.p.tb_rate / 250, 4ull * b->p.hqos_mtu);
-	for (int i = 0; i < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; i++) {
-		if (!a.has_tc)
-			a.p.tc_rate[i] = a.p.tb_rate;
-		if (a.p.tc_rate[i] == 0 || a.p.tc_rate[i] > a.p.tb_rate)
-			return ep_err_set(err, "pipe %s: tc_rates[%d] must be > 0 and <= rate", name,
-					  i);
-	}
+	snprintf(what, sizeof(what), "pipe %s", name);
+	if (tb_finish(b, a.p.tb_rate, &a.p.tb_size, a.p.tc_rate, a.has_tb, a.has_tc, what,
+		      err) < 0)
+		return -1;
 	if (idx < 0 && b->n_pipe_prof == BNG_MAX_PIPE_PROF)
 		return ep_err_set(err, "pipe %s: all %d profile names used", name,
 				  BNG_MAX_PIPE_PROF);
@@ -445,6 +459,7 @@ int
 bng_subport_set(struct bng *b, uint32_t id, const char *spec, struct ep_err *err)
 {
 	struct subport_args a = { .p = { .tc_period = 10 }, .pipes = 4096 };
+	char what[32];
 	struct bng_subport *sp;
 
 	if (id >= BNG_MAX_SUBPORTS)
@@ -457,17 +472,10 @@ bng_subport_set(struct bng *b, uint32_t id, const char *spec, struct ep_err *err
 		return -1;
 	if (!a.has_rate)
 		a.p.tb_rate = b->p.hqos_rate;
-	if (a.p.tb_rate > b->p.hqos_rate)
-		return ep_err_set(err, "subport %u: rate above hqos_port_rate", id);
-	if (!a.has_tb)
-		a.p.tb_size = RTE_MAX(a.p.tb_rate / 250, 4ull * b->p.hqos_mtu);
-	for (int i = 0; i < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; i++) {
-		if (!a.has_tc)
-			a.p.tc_rate[i] = a.p.tb_rate;
-		if (a.p.tc_rate[i] == 0 || a.p.tc_rate[i] > a.p.tb_rate)
-			return ep_err_set(err, "subport %u: tc_rates[%d] must be > 0 and <= rate",
-					  id, i);
-	}
+	snprintf(what, sizeof(what), "subport %u", id);
+	if (tb_finish(b, a.p.tb_rate, &a.p.tb_size, a.p.tc_rate, a.has_tb, a.has_tc, what,
+		      err) < 0)
+		return -1;
 	sp = &b->subport[id];
 	sp->pipe_free = rte_malloc("ep_bng_pipes", sizeof(uint32_t) * a.pipes, 0);
 	if (sp->pipe_free == NULL)
