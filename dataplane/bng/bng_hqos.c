@@ -87,6 +87,7 @@ bng_hqos_port_create(struct bng *b, unsigned int worker_id, int socket, struct e
 {
 	struct rte_sched_subport_profile_params sprof[BNG_MAX_SUBPORTS];
 	struct rte_sched_port *port;
+	uint32_t n_sp;
 	char name[64];
 	static uint32_t seq;
 
@@ -100,35 +101,42 @@ bng_hqos_port_create(struct bng *b, unsigned int worker_id, int socket, struct e
 		}
 		sprof[i] = b->subport[i].prof;
 	}
+	/* rte_sched wants a power-of-two number of subports: the ones above
+	 * the configured ids are shaped like subport 0 and have one pipe, which
+	 * no subscriber ever gets. */
+	n_sp = rte_align32pow2(b->n_subports);
+	for (uint32_t i = b->n_subports; i < n_sp; i++)
+		sprof[i] = b->subport[0].prof;
 	snprintf(name, sizeof(name), "bng_hqos_%u_%u", worker_id,
 		 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
 	port = rte_sched_port_config(&(struct rte_sched_port_params){
 		.name = name, .socket = socket, .rate = b->p.hqos_rate, .mtu = b->p.hqos_mtu,
 		.frame_overhead = b->p.hqos_frame_overhead,
-		.n_subports_per_port = b->n_subports, .subport_profiles = sprof,
-		.n_subport_profiles = b->n_subports, .n_max_subport_profiles = b->n_subports,
+		.n_subports_per_port = n_sp, .subport_profiles = sprof,
+		.n_subport_profiles = n_sp, .n_max_subport_profiles = n_sp,
 		.n_pipes_per_subport = b->max_pipes });
 	if (port == NULL) {
 		ep_err_set(err, "hqos: rte_sched_port_config failed (rate %" PRIu64 " B/s, %u "
 			   "subports, %u pipes)", b->p.hqos_rate, b->n_subports, b->max_pipes);
 		return NULL;
 	}
-	for (uint32_t i = 0; i < b->n_subports; i++) {
+	for (uint32_t i = 0; i < n_sp; i++) {
+		bool real = i < b->n_subports;
 		struct rte_sched_pipe_params ph;
 		struct rte_sched_subport_params sp = {
-			.n_pipes_per_subport_enabled = b->subport[i].n_pipes,
+			.n_pipes_per_subport_enabled = real ? b->subport[i].n_pipes : 1,
 			.pipe_profiles = &ph, .n_pipe_profiles = 1,
 			.n_max_pipe_profiles = BNG_MAX_PIPE_PROF + 1,
 		};
 		int rc;
 
-		bng_hqos_wm_placeholder(&ph, &b->sched[0], &b->subport[i].prof, b->p.hqos_rate);
+		bng_hqos_wm_placeholder(&ph, &b->sched[0], &sprof[i], b->p.hqos_rate);
 		for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
 			sp.qsize[t] = (uint16_t)b->p.hqos_qsize;
 		rc = rte_sched_subport_config(port, i, &sp, i);
 		if (rc == 0)
-			rc = rte_sched_subport_tc_ov_config(port, i, b->subport[i].tc_ov);
-		for (uint32_t k = 0; rc == 0 && k < b->n_sched; k++) {
+			rc = rte_sched_subport_tc_ov_config(port, i, real && b->subport[i].tc_ov);
+		for (uint32_t k = 0; rc == 0 && real && k < b->n_sched; k++) {
 			uint32_t id;
 
 			rc = rte_sched_subport_pipe_profile_add(port, i, &b->sched[k], &id);
