@@ -16,21 +16,9 @@
 #include <rte_prefetch.h>
 
 #include "ep_meta.h"
+#include "ep_parse.h"
 
 #define BNG_PREFETCH_AHEAD 4
-
-static __rte_always_inline int
-bng_mac_eq(const uint8_t *a, const struct rte_ether_addr *b)
-{
-	uint32_t a4, b4;
-	uint16_t a2, b2;
-
-	memcpy(&a4, a, 4);
-	memcpy(&b4, b->addr_bytes, 4);
-	memcpy(&a2, a + 4, 2);
-	memcpy(&b2, b->addr_bytes + 4, 2);
-	return a4 == b4 && a2 == b2;
-}
 
 static __rte_always_inline void
 bng_prefetch_frame(struct rte_mbuf *m)
@@ -63,7 +51,7 @@ bng_next_not_for_us(struct rte_mbuf **pkts, uint16_t i, uint16_t n,
 	if (i + BNG_PREFETCH_AHEAD < n)
 		bng_prefetch_frame(pkts[i + BNG_PREFETCH_AHEAD]);
 	return likely(m->data_len >= RTE_ETHER_HDR_LEN) && (p[0] & 1) == 0 &&
-	       unlikely(!bng_mac_eq(p, mine));
+	       unlikely(!ep_mac_eq(p, mine));
 }
 
 #endif

@@ -290,4 +290,19 @@ ep_parse_mbuf(struct rte_mbuf *mb, struct ep_meta *m)
 /** Out-of-line ep_parse_frame() for slow paths, tests and the fuzzer. */
 int ep_parse(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *m);
 
+/* 1 if the 6 bytes at @p a are MAC @p b: one 4-byte and one 2-byte
+ * compare (the frame's destination is not 2-byte aligned for a wider one). */
+static __rte_always_inline int
+ep_mac_eq(const uint8_t *a, const struct rte_ether_addr *b)
+{
+	uint32_t a4, b4;
+	uint16_t a2, b2;
+
+	memcpy(&a4, a, 4);
+	memcpy(&b4, b->addr_bytes, 4);
+	memcpy(&a2, a + 4, 2);
+	memcpy(&b2, b->addr_bytes + 4, 2);
+	return a4 == b4 && a2 == b2;
+}
+
 #endif

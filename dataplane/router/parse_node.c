@@ -43,19 +43,6 @@ prefetch_pkt(struct rte_mbuf *m)
 	rte_prefetch0(ep_meta(m));
 }
 
-static __rte_always_inline int
-mac_eq(const uint8_t *a, const struct rte_ether_addr *b)
-{
-	uint32_t a4, b4;
-	uint16_t a2, b2;
-
-	memcpy(&a4, a, 4);
-	memcpy(&b4, b->addr_bytes, 4);
-	memcpy(&a2, a + 4, 2);
-	memcpy(&b2, b->addr_bytes + 4, 2);
-	return a4 == b4 && a2 == b2;
-}
-
 /* Returns PARSE_DIVERTED and/or PARSE_L2CTL (bits, kept in registers by
  * the caller's loop). */
 #define PARSE_DIVERTED 1u
@@ -70,7 +57,7 @@ parse_one(const struct router_worker *w, struct rte_mbuf *m, uint16_t *next)
 
 	/* Group bit clear = unicast: must be the in_port's MAC. */
 	if (likely(m->data_len >= RTE_ETHER_HDR_LEN) && (p[0] & 1) == 0 &&
-	    unlikely(md->in_port >= w->n_ports || !mac_eq(p, &w->port[md->in_port].mac))) {
+	    unlikely(md->in_port >= w->n_ports || !ep_mac_eq(p, &w->port[md->in_port].mac))) {
 		*next = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
 		return PARSE_DIVERTED;
 	}
