@@ -15,6 +15,15 @@ built by scripts/build-peers), on the same flows as plain Ethernet/IPv4
 frames -- l3fwd cannot parse VLAN tags or PPPoE, so it gets the packets
 the uplink emits (120 B).  The ratio `vs_dpdk-l3fwd` is our IPoE 128 B
 rate per core over l3fwd's.
+
+Second peer, on the main case: l3fwd --lookup=acl with the same 150 deny
+rules and the single forwarding rule in one rte_acl trie
+(Inputs.l3fwd_acl_rules) -- DPDK's own example doing the uplink's ACL work
+and its routing and nothing else.  `vs_dpdk-l3fwd-acl` is ours over it, and
+`acl_ceiling` (l3fwd-acl over l3fwd-lpm, both medians of this run) is the
+most any pipeline that evaluates the seed's 150 filters per packet with
+rte_acl can reach of l3fwd-lpm before it parses an access header,
+classifies, polices or encapsulates anything (docs/bng.md).
 """
 import statistics
 
@@ -36,7 +45,7 @@ def run(args):
     work.mkdir(parents=True, exist_ok=True)
     r4, r6 = inputs.l3fwd_routes()
     cases = [("128", False)] if quick else [("128", False), ("128", True), ("imix-up", False)]
-    out_cases, peer_cases, ratios = {}, {}, {}
+    out_cases, peer_cases, ratios, acl_peer = {}, {}, {}, {}
     for spec, pppoe in cases:
         name = f"{'pppoe' if pppoe else 'ipoe'}-{spec}"
         print(f"-- uplink {name} ({N_SUBS} subscribers, {ACL_RULES}-rule ACL)")
@@ -53,6 +62,8 @@ def run(args):
                 peer = Peer(l3, 1, ["l3fwd"])
                 o_res, p_res = alternate(ours, peer, rounds, seconds, warmup,
                                          peer_core_threads=["l3fwd"])
+            if name == "ipoe-128":
+                acl_peer = _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup)
         s = summarize(o_res, "up", hz)
         s["gbps_per_core"] = frame_gbps(s["mpps_per_core"], spec)
         out_cases[name] = s
@@ -67,8 +78,41 @@ def run(args):
         print(f"   ours {s['mpps_per_core']:.3f} Mpps/core, l3fwd "
               f"{peer_cases[name]['mpps_per_core']:.3f}, ratio {ratios[key]:.3f}")
 
+    extra, more_peers = {}, {}
+    if acl_peer:
+        ratios["vs_dpdk-l3fwd-acl"] = acl_peer.pop("ratio")
+        lpm = peer_cases["ipoe-128"]["mpps_per_core"]
+        more_peers["dpdk-l3fwd-acl"] = acl_peer
+        extra["acl_ceiling"] = {
+            "l3fwd_acl_over_l3fwd_lpm": acl_peer["mpps_per_core"] / lpm if lpm else 0.0,
+            "meaning": "what DPDK's l3fwd reaches of its own LPM mode when it also evaluates "
+                       "the uplink's 150 rules per packet with rte_acl (and does nothing "
+                       "else): the most a pipeline that must do that can reach of "
+                       "vs_dpdk-l3fwd before any BNG work"}
     return result(
         "bng-uplink",
         {"acl_rules": ACL_RULES, "policer": POLICER, "routes": 1,
          "frame": "128 B at the access side (QinQ/IPoE; PPPoE variant 128 B)"},
-        out_cases, "ipoe-128", "dpdk-l3fwd", peer_cases, ratios, rounds, seconds, quick)
+        out_cases, "ipoe-128", "dpdk-l3fwd", peer_cases, ratios, rounds, seconds, quick,
+        extra=extra, more_peers=more_peers)
+
+
+def _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup):
+    """ours (already running) against l3fwd --lookup=acl on the same flows."""
+    a4, a6 = inputs.l3fwd_acl_rules()
+    app = L3fwd(work, "l3fwd-acl-ipoe-128", [f"net_pcap0,rx_pcap={plain},infinite_rx=1",
+                                              "net_null0"],
+                "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC)
+    print(f"-- uplink ipoe-128 vs l3fwd --lookup=acl ({ACL_RULES} rules + 1 route, one trie)")
+    with app:
+        o_res, p_res = alternate(ours, Peer(app, 1, ["l3fwd"]), rounds, seconds, warmup,
+                                 peer_core_threads=["l3fwd"])
+    mpps = [p["mpps_per_core"] for p in p_res]
+    per_round = [o["up"]["mpps_per_core"] / p["mpps_per_core"]
+                 for o, p in zip(o_res, p_res) if p["mpps_per_core"]]
+    out = {"mpps_per_core": statistics.median(mpps),
+           "mpps_wall": statistics.median(p["mpps_wall"] for p in p_res),
+           "windows": [round(x, 4) for x in mpps], "lookup": "acl",
+           "rules": f"{ACL_RULES} deny + 1 forwarding rule", "ratio": statistics.median(per_round)}
+    print(f"   l3fwd-acl {out['mpps_per_core']:.3f} Mpps/core, ours/l3fwd-acl {out['ratio']:.3f}")
+    return out

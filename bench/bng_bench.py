@@ -265,12 +265,12 @@ def frame_gbps(mpps, spec):
 
 
 def result(name, config, cases, main_case, peer, peer_cases, ratios, rounds, seconds, quick,
-           extra=None):
+           extra=None, more_peers=None):
     """The result in DESIGN.md's shape: @p config (what is particular to the
     benchmark) between the subscriber/flow counts and the windows'
     description, the headline metrics from cases[main_case], the peer's
-    main case with all of its cases, and the cases (and @p extra) at the
-    top level."""
+    main case with all of its cases (and @p more_peers, measured on the main
+    case only), and the cases (and @p extra) at the top level."""
     main = cases[main_case]
     return common.result(
         name,
@@ -281,6 +281,6 @@ def result(name, config, cases, main_case, peer, peer_cases, ratios, rounds, sec
         metrics={"mpps_per_core": main["mpps_per_core"],
                  "cycles_per_pkt": main["cycles_per_pkt"],
                  "stages": main["stages"]},
-        peers={peer: dict(peer_cases[main_case], cases=peer_cases)},
+        peers={peer: dict(peer_cases[main_case], cases=peer_cases), **(more_peers or {})},
         ratios=ratios,
         extra={"cases": cases, **(extra or {})})

@@ -298,6 +298,27 @@ class Inputs:
                     f.write(acl_text(r) + "\n")
         return path
 
+    def l3fwd_acl_rules(self):
+        """l3fwd --lookup=acl files (its l3fwd_acl.c syntax): the same 150
+        deny rules as "@" lines, then the single forwarding rule as one "R"
+        rule to port 1 -- l3fwd's ACL mode classifies and routes in one
+        rte_acl pass over one trie, so this is DPDK's own example doing the
+        uplink's ACL work and its routing, and nothing else."""
+        p4 = self.dir / f"l3fwd-acl-{ACL_RULES}.v4"
+        p6 = self.dir / f"l3fwd-acl-{ACL_RULES}.v6"
+        any4, anyp = "0.0.0.0/0", "0 : 65535"
+        with open(p4, "w") as f:
+            for r in acl150():
+                ports = [(f"{r[k][0]} : {r[k][1]}" if isinstance(r[k], tuple)
+                          else f"{r[k]} : {r[k]}") if k in r else anyp
+                         for k in ("sport", "dport")]
+                proto = {"tcp": "6/0xff", "udp": "17/0xff"}[r["proto"]] if "proto" in r else "0/0"
+                f.write(f"@{r.get('src', any4)} {r.get('dst', any4)} {ports[0]} {ports[1]} "
+                        f"{proto}\n")
+            f.write(f"R{any4} {any4} {anyp} {anyp} 0/0 1\n")
+        p6.write_text("R0:0:0:0:0:0:0:0/0 0:0:0:0:0:0:0:0/0 0 : 65535 0 : 65535 0/0 1\n")
+        return p4, p6
+
     def uplink_pcap(self, spec, pppoe=False, encap=True):
         kind = ("pppoe" if pppoe else "ipoe") if encap else ("plain-pppoe" if pppoe else "plain")
         path = self.dir / f"up-{kind}-{spec}-{self.n}-v{VERSION}.pcap"

@@ -181,6 +181,84 @@ EP_TEST(engine_verdict_outside_contract_is_dropped_not_sent)
 	ep_worker_free(w);
 }
 
+/* Stage: even first bytes to port 0 one by one (the per-packet dispatch),
+ * the odd ones continue. */
+static uint16_t
+stage_evens_to_port0(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	uint16_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		if ((rte_pktmbuf_mtod(pkts[i], uint8_t *)[0] & 1) == 0) {
+			next[i] = EP_NEXT_TX(0);
+			k++;
+		}
+	}
+	return k;
+}
+
+EP_TEST(engine_whole_burst_to_one_port_queued_after_earlier_ones_in_order)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[16];
+	uint16_t port0 = 0;
+	struct ep_err err;
+
+	n_seen = 0;
+	ep_worker_add_stage(w, "evens", stage_evens_to_port0, NULL, &err);
+	ep_worker_add_stage(w, "rest", stage_record_and_tx, &port0, &err);
+	make_burst(pkts, 16);
+	EP_CHECK_EQ(ep_worker_run_burst(w, pkts, 16), 0);
+	/* The last stage's uniform verdict takes the copy path: its packets
+	 * follow the ones queued before, in burst order. */
+	EP_CHECK_EQ(w->txbuf[0].n, 16);
+	for (uint16_t i = 0; i < 16; i++)
+		EP_CHECK_EQ(rte_pktmbuf_mtod(w->txbuf[0].pkts[i], uint8_t *)[0],
+			    i < 8 ? 2 * i : 2 * (i - 8) + 1);
+	EP_CHECK_EQ(w->stages[0].stats.pkts_tx, 8);
+	EP_CHECK_EQ(w->stages[1].stats.pkts_tx, 8);
+	EP_CHECK_EQ(w->stages[1].stats.pkts_out, 0);
+	EP_CHECK_EQ(w->tx_pending, 1u);
+	ep_worker_flush_tx(w);
+	EP_CHECK_EQ(w->stats.tx_pkts, 16);
+	ep_worker_free(w);
+}
+
+/* Stage: note the clock the engine handed it, pass everything on. */
+static uint64_t clock_seen[2];
+static unsigned int n_clock;
+
+static uint16_t
+stage_note_clock(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	const struct ep_worker *w = ctx;
+
+	clock_seen[n_clock++ % 2] = w->stage_tsc;
+	return 0;
+}
+
+EP_TEST(engine_stage_clock_is_the_time_the_stage_was_called)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[4];
+	uint64_t before, after;
+	struct ep_err err;
+
+	n_clock = 0;
+	ep_worker_add_stage(w, "first", stage_note_clock, w, &err);
+	ep_worker_add_stage(w, "second", stage_note_clock, w, &err);
+	make_burst(pkts, 4);
+	before = rte_rdtsc();
+	ep_worker_run_burst(w, pkts, 4);
+	after = rte_rdtsc();
+	EP_CHECK_EQ(n_clock, 2);
+	EP_CHECK(clock_seen[0] >= before && clock_seen[0] <= after);
+	EP_CHECK(clock_seen[1] >= clock_seen[0] && clock_seen[1] <= after);
+	/* One boundary read: the first stage ends when the second starts. */
+	EP_CHECK_EQ(w->stages[0].stats.cycles, clock_seen[1] - clock_seen[0]);
+	ep_worker_free(w);
+}
+
 static void
 set_flag(struct ep_worker *w, void *arg)
 {
