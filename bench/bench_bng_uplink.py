@@ -85,10 +85,10 @@ def run(args):
         more_peers["dpdk-l3fwd-acl"] = acl_peer
         extra["acl_ceiling"] = {
             "l3fwd_acl_over_l3fwd_lpm": acl_peer["mpps_per_core"] / lpm if lpm else 0.0,
-            "meaning": "what DPDK's l3fwd reaches of its own LPM mode when it also evaluates "
-                       "the uplink's 150 rules per packet with rte_acl (and does nothing "
-                       "else): the most a pipeline that must do that can reach of "
-                       "vs_dpdk-l3fwd before any BNG work"}
+            "meaning": f"what DPDK's l3fwd reaches of its own LPM mode when it also "
+                       f"evaluates the uplink's {ACL_RULES} rules per packet with rte_acl (and "
+                       "does nothing else): the most a pipeline that must do that can reach "
+                       "of vs_dpdk-l3fwd before any BNG work"}
     return result(
         "bng-uplink",
         {"acl_rules": ACL_RULES, "policer": POLICER, "routes": 1,

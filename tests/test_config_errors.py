@@ -259,6 +259,8 @@ ROUTER_CASES = [
     ("acl_unknown_word", ["acl = deny protocol tcp # MARK"], ["key 'acl'", "unknown word 'protocol'"]),
     ("acl_port_out_of_range", ["acl = deny proto udp dport 65536 # MARK"], ["key 'acl'", "65536"]),
     ("acl_default_bad", ["acl_default = maybe # MARK"], ["key 'acl_default'", "permit or deny"]),
+    ("acl_classify_unknown", ["acl_classify = fastest # MARK"],
+     ["key 'acl_classify'", "avx512x16, avx2, sse or scalar"]),
     ("router_unknown_key", ["routes = 198.18.5.0/24 via 198.18.1.2 # MARK"],
      ["[router]", "unknown key 'routes'"]),
     ("router_size_out_of_range", ["max_nexthops = 2 # MARK"], ["key 'max_nexthops'", "outside"]),

@@ -195,13 +195,6 @@ int ep_worker_add_stage(struct ep_worker *w, const char *name, ep_stage_fn fn, v
 uint16_t ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n);
 void ep_worker_flush_tx(struct ep_worker *w);
 
-/** The same with the TSC chained: @p tsc is the time the burst starts (the
- * end of rx) and comes back as the time its last stage ended, which is the
- * start of the tx that follows (one rdtsc per stage boundary, not two). */
-uint16_t ep_worker_run_burst_at(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n,
-				uint64_t *tsc);
-uint64_t ep_worker_flush_tx_at(struct ep_worker *w, uint64_t t0);
-
 /**
  * Transmit packets that are not part of the current burst (a scheduler's
  * dequeue, generated replies) on logical port @p port with this worker's tx

@@ -62,7 +62,7 @@ ep_worker_add_stage(struct ep_worker *w, const char *name, ep_stage_fn fn, void 
  */
 static inline uint16_t
 dispatch(struct ep_worker *w, struct ep_stage *s, struct rte_mbuf **pkts, const uint16_t *next,
-	 uint16_t n)
+	 uint16_t n, uint16_t diverted)
 {
 	struct rte_mbuf *drop[EP_BURST_MAX];
 	uint16_t keep = 0, nd = 0, same = 0;
@@ -70,10 +70,12 @@ dispatch(struct ep_worker *w, struct ep_stage *s, struct rte_mbuf **pkts, const 
 
 	/* The whole burst to one port (the last stage of a forwarding
 	 * pipeline): one vectorisable compare pass and one copy instead of the
-	 * per-packet branches below. */
-	for (uint16_t i = 0; i < n; i++)
-		same |= (uint16_t)(next[i] ^ next[0]);
-	if (same == 0 && (next[0] & ~EP_NEXT_ARG_MASK) == EP_NEXT_TX_FLAG &&
+	 * per-packet branches below.  Looked for only when the stage says it
+	 * diverted every packet. */
+	if (diverted == n)
+		for (uint16_t i = 0; i < n; i++)
+			same |= (uint16_t)(next[i] ^ next[0]);
+	if (diverted == n && same == 0 && (next[0] & ~EP_NEXT_ARG_MASK) == EP_NEXT_TX_FLAG &&
 	    (next[0] & EP_NEXT_ARG_MASK) < n_ports) {
 		struct ep_txbuf *tb = &w->txbuf[next[0] & EP_NEXT_ARG_MASK];
 
@@ -116,8 +118,10 @@ dispatch(struct ep_worker *w, struct ep_stage *s, struct rte_mbuf **pkts, const 
 	return keep;
 }
 
-uint64_t
-ep_worker_flush_tx_at(struct ep_worker *w, uint64_t t0)
+/* tx of the queued packets, timed from @p t0 (the end of the last stage);
+ * returns the time it ended. */
+static uint64_t
+flush_tx_at(struct ep_worker *w, uint64_t t0)
 {
 	uint64_t t1;
 	uint32_t pending = w->tx_pending;
@@ -151,7 +155,7 @@ ep_worker_flush_tx_at(struct ep_worker *w, uint64_t t0)
 void
 ep_worker_flush_tx(struct ep_worker *w)
 {
-	ep_worker_flush_tx_at(w, rte_rdtsc());
+	flush_tx_at(w, rte_rdtsc());
 }
 
 void
@@ -202,8 +206,13 @@ run_service(struct ep_worker *w, uint64_t *tsc)
 	return k;
 }
 
-uint16_t
-ep_worker_run_burst_at(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc)
+/*
+ * The stages over one burst with the TSC chained: @p tsc is the time the
+ * burst starts (the end of rx) and comes back as the time its last stage
+ * ended, which is the start of the tx that follows.
+ */
+static uint16_t
+run_burst_at(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc)
 {
 	uint16_t next[EP_BURST_MAX];
 	uint64_t t0 = *tsc;
@@ -219,7 +228,7 @@ ep_worker_run_burst_at(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n, 
 		w->stage_tsc = t0;
 		k = s->fn(s->ctx, pkts, next, n);
 		if (k != 0)
-			n = dispatch(w, s, pkts, next, n);
+			n = dispatch(w, s, pkts, next, n, k);
 		s->stats.pkts_out += n;
 		t1 = rte_rdtsc();
 		s->stats.cycles += t1 - t0;
@@ -241,7 +250,7 @@ ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint64_t t = rte_rdtsc();
 
-	return ep_worker_run_burst_at(w, pkts, n, &t);
+	return run_burst_at(w, pkts, n, &t);
 }
 
 static void
@@ -294,9 +303,9 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 	t1 = rte_rdtsc();
 	w->rx_stage.stats.cycles += t1 - t0;
 	w->stats.rx_pkts += n;
-	ep_worker_run_burst_at(w, pkts, n, &t1);
+	run_burst_at(w, pkts, n, &t1);
 	if (w->tx_pending != 0)
-		t1 = ep_worker_flush_tx_at(w, t1);
+		t1 = flush_tx_at(w, t1);
 	*tsc = t1;
 	return n;
 }

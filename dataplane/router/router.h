@@ -155,6 +155,7 @@ struct router {
 	struct router_acl_rule *rules;
 	uint32_t n_rules;
 	bool default_deny;
+	enum rte_acl_classify_alg acl_alg;  /**< acl_classify (DEFAULT: rte_acl's pick) */
 	struct router_nh nh_static[ROUTER_NH_FIRST + 1]; /**< local, glean, "unused" entries */
 };
 
@@ -197,7 +198,12 @@ const char *router_ip_str(uint8_t family, const uint8_t *addr, char *buf, size_t
 int router_acl_parse(const char *text, struct router_acl_rule *rule, struct ep_err *err);
 void router_acl_format(const struct router_acl_rule *rule, char *buf, size_t n);
 struct router_acl *router_acl_build(const struct router_acl_rule *rules, uint32_t n,
-				    bool default_deny, uint32_t gen, struct ep_err *err);
+				    bool default_deny, uint32_t gen,
+				    enum rte_acl_classify_alg alg, struct ep_err *err);
+/** acl_classify value (auto, avx512x32, avx512x16, avx2, sse, scalar) ->
+ *  rte_acl method; -1 for a name it does not know. */
+int router_acl_alg_parse(const char *name, enum rte_acl_classify_alg *alg);
+const char *router_acl_alg_name(enum rte_acl_classify_alg alg);
 void router_acl_free(struct router_acl *acl);
 /** Build and publish @p rules (copied) as the new rule set; old one freed
  *  after a grace period.  On error nothing changes. */

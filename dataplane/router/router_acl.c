@@ -34,7 +34,9 @@
  * with the EAL's default SIMD width (256 bits) that is AVX512X16.
  * AVX512X32 (needs --force-max-simd-bitwidth=512) measured within noise of
  * it (test_router_cycles, 1000 rules), AVX2 about 10 % slower, so the
- * library's choice is kept.  One category: first match only.
+ * library's choice is the default; `acl_classify = <method>` overrides it
+ * (test_bng_cycles prints the uplink's acl stage under each).  One
+ * category: first match only.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -349,9 +351,55 @@ build_ctx(int family, const struct router_acl_rule *rules, uint32_t n, uint32_t 
 	return ctx;
 }
 
+static const struct { const char *name; enum rte_acl_classify_alg alg; } acl_algs[] = {
+	{ "auto", RTE_ACL_CLASSIFY_DEFAULT },
+	{ "avx512x32", RTE_ACL_CLASSIFY_AVX512X32 },
+	{ "avx512x16", RTE_ACL_CLASSIFY_AVX512X16 },
+	{ "avx2", RTE_ACL_CLASSIFY_AVX2 },
+	{ "sse", RTE_ACL_CLASSIFY_SSE },
+	{ "scalar", RTE_ACL_CLASSIFY_SCALAR },
+};
+
+int
+router_acl_alg_parse(const char *name, enum rte_acl_classify_alg *alg)
+{
+	for (size_t i = 0; i < RTE_DIM(acl_algs); i++)
+		if (strcmp(name, acl_algs[i].name) == 0) {
+			*alg = acl_algs[i].alg;
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+router_acl_alg_name(enum rte_acl_classify_alg alg)
+{
+	for (size_t i = 0; i < RTE_DIM(acl_algs); i++)
+		if (acl_algs[i].alg == alg)
+			return acl_algs[i].name;
+	return "?";
+}
+
+/* A chosen method the CPU or the EAL's SIMD width does not allow is an
+ * error, not a silent fallback: the operator asked for it. */
+static int
+set_alg(struct rte_acl_ctx *ctx, enum rte_acl_classify_alg alg, struct ep_err *err)
+{
+	int rc;
+
+	if (ctx == NULL || alg == RTE_ACL_CLASSIFY_DEFAULT)
+		return 0;
+	rc = rte_acl_set_ctx_classify(ctx, alg);
+	if (rc != 0)
+		return ep_err_set(err, "acl: classify method %s is not usable here (%s; AVX-512 "
+				  "methods also need the EAL's --force-max-simd-bitwidth)",
+				  router_acl_alg_name(alg), strerror(-rc));
+	return 0;
+}
+
 struct router_acl *
 router_acl_build(const struct router_acl_rule *rules, uint32_t n, bool default_deny,
-		 uint32_t gen, struct ep_err *err)
+		 uint32_t gen, enum rte_acl_classify_alg alg, struct ep_err *err)
 {
 	struct router_acl *acl = rte_zmalloc("ep_acl", sizeof(*acl) + n + 1, RTE_CACHE_LINE_SIZE);
 	bool need4 = false, need6 = false;
@@ -371,7 +419,8 @@ router_acl_build(const struct router_acl_rule *rules, uint32_t n, bool default_d
 	}
 	acl->ctx4 = build_ctx(4, rules, n, gen, err);
 	acl->ctx6 = build_ctx(6, rules, n, gen, err);
-	if ((need4 && acl->ctx4 == NULL) || (need6 && acl->ctx6 == NULL)) {
+	if ((need4 && acl->ctx4 == NULL) || (need6 && acl->ctx6 == NULL) ||
+	    set_alg(acl->ctx4, alg, err) < 0 || set_alg(acl->ctx6, alg, err) < 0) {
 		router_acl_free(acl);
 		return NULL;
 	}
@@ -409,7 +458,7 @@ router_acl_commit(struct router *r, const struct router_acl_rule *rules, uint32_
 		memcpy(copy, rules, sizeof(*copy) * n);
 	}
 	acl = router_acl_build(copy, n, default_deny,
-			       __atomic_add_fetch(&acl_seq, 1, __ATOMIC_RELAXED), err);
+			       __atomic_add_fetch(&acl_seq, 1, __ATOMIC_RELAXED), r->acl_alg, err);
 	if (acl == NULL) {
 		rte_free(copy);
 		return -1;

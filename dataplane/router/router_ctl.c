@@ -213,6 +213,7 @@ ctl_acl_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 	}
 	json_object_set_new(res, "rules", arr);
 	json_object_set_new(res, "default", json_string(r->default_deny ? "deny" : "permit"));
+	json_object_set_new(res, "classify", json_string(router_acl_alg_name(r->acl_alg)));
 	return 0;
 }
 

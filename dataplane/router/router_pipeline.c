@@ -11,6 +11,7 @@
  *   acl = deny proto tcp dst 198.18.10.0/24 dport 22
  *   acl_file = /path/acl.txt                         # one rule per line
  *   acl_default = permit
+ *   acl_classify = auto          # rte_acl method: avx512x32|avx512x16|avx2|sse|scalar
  *
  * Neighbours load first, so a route may go via a neighbour given with dev;
  * inline acl lines come before acl_file's, and the rule set is built once.
@@ -244,6 +245,12 @@ router_load_config(struct router *r, struct ep_cfg *cfg, struct ep_cfg_section *
 			ep_cfg_error(cfg, kv, err, "'%s' is not permit or deny", kv->val);
 			goto out;
 		}
+	}
+	kv = ep_cfg_get(cfg, s, "acl_classify", err);
+	if (kv != NULL && router_acl_alg_parse(kv->val, &r->acl_alg) < 0) {
+		ep_cfg_error(cfg, kv, err, "'%s' is not auto, avx512x32, avx512x16, avx2, sse or "
+			     "scalar", kv->val);
+		goto out;
 	}
 	if (router_acl_commit(r, c.rules, c.n_rules, deny, err) < 0)
 		goto out;

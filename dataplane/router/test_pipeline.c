@@ -209,6 +209,47 @@ EP_TEST(config_routes_neighbours_and_acl_load_in_order)
 	router_free(r);
 }
 
+/* Every classify method the CPU allows decides as the default one: a deny
+ * rule on a port, a permit, the default action.  A method it does not allow
+ * is refused by name and leaves the rule set as it was. */
+EP_TEST(config_acl_classify_methods_decide_alike)
+{
+	static const char *const names[] = { "auto", "avx512x32", "avx512x16", "avx2", "sse",
+					     "scalar" };
+	int usable = 0;
+
+	for (size_t i = 0; i < RTE_DIM(names); i++) {
+		struct router *r = tr_router();
+		struct ep_worker *w = tr_worker(r);
+		struct ep_err err = {{0}};
+		char text[512];
+
+		snprintf(text, sizeof(text), "[router]\n"
+			 "route = 198.18.30.0/24 via 198.18.1.30\n"
+			 "neighbor = 198.18.1.30 02:00:00:00:00:30\n"
+			 "acl = deny proto udp dport 7\n"
+			 "acl = permit proto udp dport 9\n"
+			 "acl_default = deny\n"
+			 "acl_classify = %s\n", names[i]);
+		if (load(r, text, &err) < 0) {
+			/* Not on this CPU / SIMD width: refused with its name. */
+			printf("    %s refused: %s\n", names[i], err.msg);
+			EP_CHECK(strstr(err.msg, names[i]) != NULL);
+			EP_CHECK(strcmp(names[i], "auto") != 0 && strcmp(names[i], "scalar") != 0);
+			EP_CHECK(r->acl == NULL || r->n_rules == 0);
+		} else {
+			usable++;
+			EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 9), 1);
+			EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 7), -1);
+			EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 11), -1);
+			EP_CHECK_EQ(strcmp(router_acl_alg_name(r->acl_alg), names[i]), 0);
+		}
+		tr_worker_free(w);
+		router_free(r);
+	}
+	EP_CHECK(usable >= 3);     /* auto, sse and scalar on any x86-64 DPDK supports */
+}
+
 EP_TEST(config_errors_name_file_line_and_field)
 {
 	static const struct { const char *text, *needle; } bad[] = {
@@ -217,6 +258,7 @@ EP_TEST(config_errors_name_file_line_and_field)
 		{ "[router]\nneighbor = 198.18.1.30\n", "<ip> <mac>" },
 		{ "[router]\nacl = permit proto udp dport x\n", "dport" },
 		{ "[router]\nacl_default = maybe\n", "permit or deny" },
+		{ "[router]\nacl = deny proto udp\nacl_classify = fastest\n", "avx2, sse or scalar" },
 		{ "[router]\nroute_file = /nonexistent/routes\n", "cannot open" },
 	};
 
