@@ -20,8 +20,9 @@
  *              64-bit compares); rte_meter trTCM colour blind (clock: the
  *              TSC the engine read to time the stage); yellow packets get
  *              the profile's DSCP (precomputed 64-entry table, RFC 1624
- *              checksum update), red ones are dropped.  It also prefetches the route stage's
- *              tbl24 line of each IPv4 destination
+ *              checksum update), red ones are dropped.  It also
+ *              prefetches the route stage's tbl24 line of each IPv4
+ *              destination
  *   route      the router's route stage (martians, bulk LPM, next hop)
  *   encap      strip the access header and push the core one in a single
  *              data-offset move, TTL/hop limit - 1, next-hop MACs: three
