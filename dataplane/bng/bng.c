@@ -273,16 +273,12 @@ parse_v4(struct bng_sub_req *r, const char *val, struct ep_err *err)
 	strcpy(buf, val);
 	for (char *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
 		uint8_t a[16], plen = 32;
-		const char *why;
 
 		if (r->n_v4 == BNG_MAX_V4)
 			return ep_err_set(err, "ipv4: more than %d addresses", BNG_MAX_V4);
-		if (strchr(t, '/') != NULL) {
-			if (router_parse_prefix(t, a, &plen, true, &why) != 4)
-				return ep_err_set(err, "ipv4: '%s' is not an IPv4 prefix", t);
-		} else if (router_parse_ip(t, a) != 4) {
-			return ep_err_set(err, "ipv4: '%s' is not an IPv4 address", t);
-		}
+		if (ep_prefix_parse(t, a, &plen, EP_PREFIX_BARE_OK, err) != 4)
+			return ep_err_set(err, "ipv4: '%s' is not an IPv4 %s", t,
+					  strchr(t, '/') != NULL ? "prefix" : "address");
 		if (plen < 8)
 			return ep_err_set(err, "ipv4: '%s' is shorter than /8", t);
 		memcpy(&r->v4[r->n_v4], a, 4);
@@ -338,9 +334,7 @@ bng_sub_req_set(struct bng_sub_req *r, const char *key, const char *val, struct 
 		r->n_v4 = 0;
 		return parse_v4(r, val, err);
 	} else if (strcmp(key, "ipv6") == 0) {
-		const char *why;
-
-		if (router_parse_prefix(val, r->v6, &r->v6_plen, true, &why) != 6)
+		if (ep_prefix_parse(val, r->v6, &r->v6_plen, 0, err) != 6)
 			return ep_err_set(err, "ipv6: '%s' %s", val,
 					  strchr(val, '/') ? "is not an IPv6 prefix with host bits "
 					  "clear" : "needs a prefix length (2001:db8:1::/56)");
@@ -411,7 +405,7 @@ static bool
 v4_has(const struct bng_sub *s, uint32_t a, uint8_t plen)
 {
 	for (int i = 0; s != NULL && i < s->n_v4; i++)
-		if (s->v4_net[i] == a && s->v4_plen[i] == plen)
+		if (s->ranges.v4_net[i] == a && s->v4_plen[i] == plen)
 			return true;
 	return false;
 }
@@ -552,19 +546,6 @@ batch_commit(struct bng *b, struct batch *bt, struct ep_err *err)
 	return rc;
 }
 
-static void
-v6_words(const uint8_t *a, uint8_t plen, uint64_t net[2], uint64_t mask[2])
-{
-	uint8_t m[16] = {0};
-
-	for (unsigned int i = 0; i < plen; i++)
-		m[i / 8] |= (uint8_t)(0x80 >> (i % 8));
-	memcpy(mask, m, 16);
-	memcpy(net, a, 16);
-	net[0] &= mask[0];
-	net[1] &= mask[1];
-}
-
 /* The access header template of the downlink (see bng_down.c). */
 static int
 build_template(struct bng *b, struct bng_sub *s, const struct bng_sub_req *r)
@@ -612,8 +593,8 @@ static void
 dst_undo(struct bng *b, const struct bng_sub *s, const struct bng_sub *old, int n4, bool v6)
 {
 	for (int j = 0; j < n4; j++)
-		if (!v4_has(old, s->v4_net[j], s->v4_plen[j]))
-			dst_del(b, 4, &s->v4_net[j], s->v4_plen[j]);
+		if (!v4_has(old, s->ranges.v4_net[j], s->v4_plen[j]))
+			dst_del(b, 4, &s->ranges.v4_net[j], s->v4_plen[j]);
 	if (v6)
 		dst_del(b, 6, s->v6, s->v6_plen);
 }
@@ -686,16 +667,14 @@ sub_add_one(struct bng *b, struct batch *bt, const struct bng_sub_req *r, struct
 	s->policer = pol < 0 ? BNG_NO_POLICER : (uint16_t)pol;
 	s->n_v4 = r->n_v4;
 	for (int i = 0; i < r->n_v4; i++) {
-		s->v4_mask[i] = rte_cpu_to_be_32(r->v4_plen[i] == 0 ? 0 :
-						 ~0u << (32 - r->v4_plen[i]));
-		s->v4_net[i] = r->v4[i] & s->v4_mask[i];
+		ep_prefix_set_v4(&s->ranges, i, r->v4[i], r->v4_plen[i]);
 		s->v4_plen[i] = r->v4_plen[i];
 	}
 	s->has_v6 = r->has_v6;
 	if (r->has_v6) {
 		memcpy(s->v6, r->v6, 16);
 		s->v6_plen = r->v6_plen;
-		v6_words(r->v6, r->v6_plen, s->v6_net, s->v6_mask);
+		ep_prefix_set_v6(&s->ranges, r->v6, r->v6_plen);
 	}
 	s->subport = r->subport;
 	s->pipe = pipe;
@@ -708,9 +687,9 @@ sub_add_one(struct bng *b, struct batch *bt, const struct bng_sub_req *r, struct
 
 	/* Inserts first (they can fail: undone), then publish, then removals. */
 	for (int i = 0; i < r->n_v4; i++) {
-		if (v4_has(old, s->v4_net[i], s->v4_plen[i]))
+		if (v4_has(old, s->ranges.v4_net[i], s->v4_plen[i]))
 			continue;
-		if (dst_add(b, 4, &s->v4_net[i], s->v4_plen[i], r->id) < 0) {
+		if (dst_add(b, 4, &s->ranges.v4_net[i], s->v4_plen[i], r->id) < 0) {
 			dst_undo(b, s, old, i, false);
 			b->rec_free[b->n_rec_free++] = s;
 			return ep_err_set(err, "ipv4: subscriber address table full");
@@ -734,8 +713,8 @@ sub_add_one(struct bng *b, struct batch *bt, const struct bng_sub_req *r, struct
 		if (memcmp(&old->key, &s->key, sizeof(s->key)) != 0)
 			rte_hash_del_key(b->keys, &old->key);
 		for (int i = 0; i < old->n_v4; i++)
-			if (!v4_has(s, old->v4_net[i], old->v4_plen[i]))
-				dst_del(b, 4, &old->v4_net[i], old->v4_plen[i]);
+			if (!v4_has(s, old->ranges.v4_net[i], old->v4_plen[i]))
+				dst_del(b, 4, &old->ranges.v4_net[i], old->v4_plen[i]);
 		if (old->has_v6 && !v6_same(old, s))
 			dst_del(b, 6, old->v6, old->v6_plen);
 		if (new_pipe) {
@@ -803,7 +782,7 @@ bng_sub_del(struct bng *b, uint32_t id, struct ep_err *err)
 	 * found it through a key or an address (defer queue). */
 	rte_hash_del_key(b->keys, &old->key);
 	for (int i = 0; i < old->n_v4; i++)
-		dst_del(b, 4, &old->v4_net[i], old->v4_plen[i]);
+		dst_del(b, 4, &old->ranges.v4_net[i], old->v4_plen[i]);
 	if (old->has_v6)
 		dst_del(b, 6, old->v6, old->v6_plen);
 	ep_rcu_publish(&b->subs[id], NULL);

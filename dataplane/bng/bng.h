@@ -85,9 +85,10 @@
 
 #include "ep_engine.h"
 #include "ep_err.h"
+#include "ep_ip.h"
 #include "ep_stage.h"
 
-#define BNG_MAX_V4          4       /**< IPv4 ranges per subscriber */
+#define BNG_MAX_V4          EP_PREFIX_SET_V4  /**< IPv4 ranges per subscriber */
 #define BNG_MAX_POLICERS    256     /**< policer profiles */
 #define BNG_MAX_PIPE_PROF   256     /**< HQoS pipe profiles (rte_sched per subport) */
 #define BNG_MAX_SUBPORTS    16
@@ -182,9 +183,7 @@ struct bng_sub {
 	uint32_t pipe;
 	uint8_t tpl[BNG_TPL_MAX];       /**< dst MAC, src MAC, tags, [PPPoE header] */
 	/* Line 1. */
-	uint32_t v4_net[BNG_MAX_V4] __rte_cache_aligned;  /**< network order, host bits clear */
-	uint32_t v4_mask[BNG_MAX_V4];
-	uint64_t v6_net[2], v6_mask[2]; /**< the prefix as two network-order words */
+	struct ep_prefix_set ranges __rte_cache_aligned;  /**< n_v4 IPv4 ranges, the IPv6 prefix if has_v6 */
 	/* Control side (sub-get). */
 	struct bng_key key;
 	uint8_t v4_plen[BNG_MAX_V4];
@@ -460,8 +459,5 @@ uint16_t bng_down_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next
 uint16_t bng_down_rpf_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_down_encap_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_down_hqos_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-
-/** IPv4 DSCP rewrite with an RFC 1624 checksum update / IPv6 traffic class. */
-void bng_set_dscp(uint8_t *l3, uint8_t l3_type, uint8_t dscp);
 
 #endif

@@ -186,7 +186,7 @@ sub_json(const struct bng *b, const struct bng_sub *s, bool counters)
 	for (int i = 0; i < s->n_v4; i++) {
 		char p[INET6_ADDRSTRLEN + 4];
 
-		inet_ntop(AF_INET, &s->v4_net[i], a, sizeof(a));
+		inet_ntop(AF_INET, &s->ranges.v4_net[i], a, sizeof(a));
 		snprintf(p, sizeof(p), s->v4_plen[i] == 32 ? "%s" : "%s/%u", a, s->v4_plen[i]);
 		json_array_append_new(v4, json_string(p));
 	}

@@ -45,38 +45,14 @@
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 
-#include "ep_csum.h"
+#include "ep_ip.h"
 #include "ep_parse.h"
 #include "ep_rcu.h"
+#include "ep_rx.h"
 #include "router/router.h"
 #include "bng.h"
-#include "bng_stage.h"
-
-#define MPLS_MAX_LABELS 4
 
 /* ---- parse ---- */
-
-static __rte_noinline int
-parse_mpls(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *md)
-{
-	uint32_t off = md->l3_off;
-
-	if (frame_len < seg_len)
-		seg_len = frame_len;
-	for (int k = 0; k < MPLS_MAX_LABELS; k++, off += 4) {
-		if (off + 5 > seg_len)
-			return EP_DROP_L2_TRUNCATED;
-		if (!(p[off + 2] & 1))
-			continue;                       /* not the bottom of the stack */
-		md->l3_off = (uint16_t)(off + 4);
-		switch (p[off + 4] >> 4) {
-		case 4: return ep_parse_ipv4(p, seg_len, frame_len, md);
-		case 6: return ep_parse_ipv6(p, seg_len, frame_len, md);
-		default: return EP_DROP_BNG_MPLS_UNSUPPORTED;
-		}
-	}
-	return EP_DROP_BNG_MPLS_UNSUPPORTED;
-}
 
 uint16_t
 bng_down_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
@@ -84,22 +60,19 @@ bng_down_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	struct bng_down *d = ctx;
 	uint16_t out = 0;
 
-	bng_prefetch_first(pkts, n);
+	ep_rx_prefetch_first(pkts, n, 1);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ep_meta *md = ep_meta(m);
-		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 		int rc;
 
-		if (bng_next_not_for_us(pkts, i, n, &d->core_mac)) {
+		ep_rx_prefetch_next(pkts, i, n, 1);
+		if (ep_rx_not_for_us(m, &d->core_mac)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
 			out++;
 			continue;
 		}
-		rc = ep_parse_mbuf(m, md);
-		if (unlikely(rc == EP_DROP_ETHERTYPE_UNSUPPORTED) &&
-		    p[md->l3_off - 2] == 0x88 && p[md->l3_off - 1] == 0x47)
-			rc = parse_mpls(p, m->data_len, m->pkt_len, md);
+		rc = ep_parse_mbuf_opts(m, md, EP_PARSE_F_MPLS);
 		if (unlikely(rc != 0)) {
 			next[i] = EP_NEXT_DROP(rc);
 			out++;
@@ -121,7 +94,7 @@ found(struct bng_down *d, struct rte_mbuf *m, uint32_t id, uint16_t *next)
 		return 1;
 	}
 	rte_prefetch0(s);
-	rte_prefetch0(s->v4_net);
+	rte_prefetch0(&s->ranges);
 	rte_prefetch0(&d->dyn[id]);
 	ep_meta(m)->user = (uintptr_t)s;
 	return 0;
@@ -220,23 +193,9 @@ bng_down_rpf_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 		const struct ep_meta *md = ep_meta(pkts[i]);
 		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
 		const uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], const uint8_t *, md->l3_off);
-		int own;
 
-		if (md->l3_type == EP_L3_IPV4) {
-			uint32_t a;
-
-			memcpy(&a, l3 + 12, 4);
-			own = 0;
-			for (int k = 0; k < s->n_v4; k++)
-				own |= (a & s->v4_mask[k]) == s->v4_net[k];
-		} else {
-			uint64_t w[2];
-
-			memcpy(w, l3 + 8, 16);
-			own = s->has_v6 && (w[0] & s->v6_mask[0]) == s->v6_net[0] &&
-			      (w[1] & s->v6_mask[1]) == s->v6_net[1];
-		}
-		if (unlikely(own)) {
+		if (unlikely(ep_prefix_set_has_src(&s->ranges, s->n_v4, s->has_v6, l3,
+						   md->l3_type))) {
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_RPF_FAIL);
 			out++;
 		}
@@ -259,29 +218,14 @@ bng_down_encap_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		uint8_t *l3 = rte_pktmbuf_mtod_offset(m, uint8_t *, md->l3_off);
 		uint32_t end = (uint32_t)md->l3_off + md->l3_len;
 		struct bng_down_dyn *dy;
-		uint16_t tag;
+		uint16_t tag = md->l3_type == EP_L3_IPV4 ? s->tag_v4 : s->tag_v6;
+		int rc = ep_ip_ttl_dec(l3, md->l3_type);
 		uint8_t *e;
 
-		if (md->l3_type == EP_L3_IPV4) {
-			struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
-
-			if (unlikely(ip->time_to_live <= 1)) {
-				next[i] = EP_NEXT_DROP(EP_DROP_IPV4_TTL_EXPIRED);
-				out++;
-				continue;
-			}
-			ep_ipv4_ttl_dec(ip);
-			tag = s->tag_v4;
-		} else {
-			struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)l3;
-
-			if (unlikely(ip->hop_limits <= 1)) {
-				next[i] = EP_NEXT_DROP(EP_DROP_IPV6_HOP_LIMIT_EXPIRED);
-				out++;
-				continue;
-			}
-			ip->hop_limits--;
-			tag = s->tag_v6;
+		if (unlikely(rc != 0)) {
+			next[i] = EP_NEXT_DROP(rc);
+			out++;
+			continue;
 		}
 		if (unlikely(!s->pppoe && !s->has_mac)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_NO_ENCAP);
@@ -337,9 +281,7 @@ bng_down_hqos_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t 
 		const struct ep_meta *md = ep_meta(m);
 		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
 		const uint8_t *l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
-		uint8_t dscp = md->l3_type == EP_L3_IPV4 ? l3[1] >> 2 :
-			       (uint8_t)(((l3[0] & 0x0f) << 4 | l3[1] >> 4) >> 2);
-		uint8_t tcq = d->dscp_tc[dscp];
+		uint8_t tcq = d->dscp_tc[ep_ip_dscp(l3, md->l3_type)];
 
 		rte_sched_port_pkt_write(d->sched, m, s->subport, s->pipe, tcq >> 2, tcq & 3,
 					 RTE_COLOR_GREEN);

@@ -59,11 +59,11 @@
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 
-#include "ep_csum.h"
+#include "ep_ip.h"
 #include "ep_rcu.h"
+#include "ep_rx.h"
 #include "router/router.h"
 #include "bng.h"
-#include "bng_stage.h"
 #include "bng_access.h"
 
 
@@ -140,14 +140,15 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	uint16_t punt[EP_BURST_MAX], nd[EP_BURST_MAX];
 	uint16_t out = 0, np = 0, nn = 0;
 
-	bng_prefetch_first(pkts, n);
+	ep_rx_prefetch_first(pkts, n, 1);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ep_meta *md = ep_meta(m);
 		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 		int rc;
 
-		if (bng_next_not_for_us(pkts, i, n, &u->access_mac)) {
+		ep_rx_prefetch_next(pkts, i, n, 1);
+		if (ep_rx_not_for_us(m, &u->access_mac)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
 			out++;
 			continue;
@@ -226,54 +227,6 @@ up_dyn(struct bng_up *u, const struct bng_sub *s)
 	return d;
 }
 
-static __rte_always_inline int
-src_is_subscribers(const struct bng_sub *s, const uint8_t *l3, uint8_t l3_type)
-{
-	if (l3_type == EP_L3_IPV4) {
-		uint32_t a;
-		int ok = 0;
-
-		memcpy(&a, l3 + 12, 4);
-		for (int k = 0; k < s->n_v4; k++)
-			ok |= (a & s->v4_mask[k]) == s->v4_net[k];
-		return ok;
-	} else {
-		uint64_t w[2];
-
-		memcpy(w, l3 + 8, 16);
-		return s->has_v6 && (w[0] & s->v6_mask[0]) == s->v6_net[0] &&
-		       (w[1] & s->v6_mask[1]) == s->v6_net[1];
-	}
-}
-
-void
-bng_set_dscp(uint8_t *l3, uint8_t l3_type, uint8_t dscp)
-{
-	if (l3_type == EP_L3_IPV4) {
-		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
-		uint16_t old_w, new_w;
-
-		memcpy(&old_w, l3, 2);
-		ip->type_of_service = (uint8_t)(dscp << 2 | (ip->type_of_service & 3));
-		memcpy(&new_w, l3, 2);
-		ip->hdr_checksum = ep_csum_update16(ip->hdr_checksum, old_w, new_w);
-	} else {
-		/* Traffic class straddles bytes 0 and 1: vvvv TTTT | TTTT ffff. */
-		uint8_t tc = (uint8_t)(dscp << 2 | (((l3[1] >> 4) & 3)));
-
-		l3[0] = (uint8_t)((l3[0] & 0xf0) | tc >> 4);
-		l3[1] = (uint8_t)((l3[1] & 0x0f) | (uint8_t)(tc << 4));
-	}
-}
-
-static __rte_always_inline uint8_t
-get_dscp(const uint8_t *l3, uint8_t l3_type)
-{
-	if (l3_type == EP_L3_IPV4)
-		return l3[1] >> 2;
-	return (uint8_t)(((l3[0] & 0x0f) << 4 | l3[1] >> 4) >> 2);
-}
-
 /*
  * Police one packet of subscriber @p s: counts it by colour, remarks a
  * yellow one, returns 1 for red (to be dropped).
@@ -308,10 +261,10 @@ police_one(struct bng_up *u, const struct bng_sub *s, struct bng_up_dyn *d, uint
 	if (likely(c == RTE_COLOR_GREEN))
 		return 0;
 	if (c == RTE_COLOR_YELLOW) {
-		uint8_t dscp = get_dscp(l3, md->l3_type);
+		uint8_t dscp = ep_ip_dscp(l3, md->l3_type);
 
 		if (pol->yellow_dscp[dscp] != dscp)
-			bng_set_dscp(l3, md->l3_type, pol->yellow_dscp[dscp]);
+			ep_ip_set_dscp(l3, md->l3_type, pol->yellow_dscp[dscp]);
 		return 0;
 	}
 	return 1;
@@ -392,7 +345,7 @@ up_subscriber(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 			s = ep_rcu_read(&b->subs[id]);
 			if (likely(s != NULL)) {
 				rte_prefetch0(s);
-				rte_prefetch0(s->v4_net);
+				rte_prefetch0(&s->ranges);
 				rte_prefetch0(&u->dyn[id]);
 				rte_prefetch0((const uint8_t *)&u->dyn[id] + RTE_CACHE_LINE_SIZE);
 			}
@@ -414,7 +367,8 @@ up_subscriber(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		}
 		u->pkts++;
 		d = up_dyn(u, s);
-		if (unlikely(!src_is_subscribers(s, l3, md->l3_type))) {
+		if (unlikely(!ep_prefix_set_has_src(&s->ranges, s->n_v4, s->has_v6, l3,
+						   md->l3_type))) {
 			d->spoofed++;
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE);
 			out++;
@@ -472,32 +426,16 @@ up_encap(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
 		const struct router_nh *nh = (const struct router_nh *)(uintptr_t)md->user;
 		uint8_t *l3 = rte_pktmbuf_mtod_offset(m, uint8_t *, md->l3_off);
 		uint32_t end = (uint32_t)md->l3_off + md->l3_len;
-		uint8_t ttl, dscp;
-		uint16_t et;
+		int rc = ep_ip_ttl_dec(l3, md->l3_type);
+		uint16_t et = md->l3_type == EP_L3_IPV4 ? RTE_BE16(RTE_ETHER_TYPE_IPV4) :
+						       RTE_BE16(RTE_ETHER_TYPE_IPV6);
 		uint8_t *e;
 
 		out++;
-		if (md->l3_type == EP_L3_IPV4) {
-			struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
-
-			if (unlikely(ip->time_to_live <= 1)) {
-				next[i] = EP_NEXT_DROP(EP_DROP_IPV4_TTL_EXPIRED);
-				continue;
-			}
-			ep_ipv4_ttl_dec(ip);
-			ttl = ip->time_to_live;
-			et = RTE_BE16(RTE_ETHER_TYPE_IPV4);
-		} else {
-			struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)l3;
-
-			if (unlikely(ip->hop_limits <= 1)) {
-				next[i] = EP_NEXT_DROP(EP_DROP_IPV6_HOP_LIMIT_EXPIRED);
-				continue;
-			}
-			ttl = --ip->hop_limits;
-			et = RTE_BE16(RTE_ETHER_TYPE_IPV6);
+		if (unlikely(rc != 0)) {
+			next[i] = EP_NEXT_DROP(rc);
+			continue;
 		}
-		dscp = get_dscp(l3, md->l3_type);
 		/* Ethernet padding and bytes past the PPPoE payload go. */
 		if (unlikely(m->pkt_len > end))
 			rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - end));
@@ -522,8 +460,9 @@ up_encap(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
 			/* One label, bottom of stack; TC = the DSCP's class
 			 * selector bits, TTL = the IP TTL (RFC 3443 uniform). */
 			uint16_t mpls = RTE_BE16(RTE_ETHER_TYPE_MPLS);
-			uint32_t lse = rte_cpu_to_be_32(u->core_tag | (uint32_t)(dscp >> 3) << 9 |
-							1u << 8 | ttl);
+			uint32_t lse = rte_cpu_to_be_32(u->core_tag |
+				(uint32_t)(ep_ip_dscp(l3, md->l3_type) >> 3) << 9 | 1u << 8 |
+				ep_ip_ttl(l3, md->l3_type));
 
 			memcpy(e + 12, &mpls, 2);
 			memcpy(e + 14, &lse, 4);

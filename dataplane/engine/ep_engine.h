@@ -23,6 +23,7 @@
 #include <rte_ring.h>
 #include <rte_rcu_qsbr.h>
 
+#include "ep_addr.h"
 #include "ep_config.h"
 #include "ep_err.h"
 #include "ep_stage.h"
@@ -210,11 +211,5 @@ void ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, ui
  */
 int ep_worker_call(struct ep_worker *w, void (*fn)(struct ep_worker *, void *), void *arg,
 		   unsigned int timeout_ms, struct ep_err *err);
-
-/** Parse "198.18.0.1/24" / "2001:db8::1/64": 4 or 6, or -1 with err. */
-int ep_parse_prefix(const char *s, void *addr /* 4 or 16 bytes */, uint8_t *plen,
-		    struct ep_err *err);
-/** Parse "02:00:00:00:00:01". */
-int ep_parse_mac(const char *s, struct rte_ether_addr *mac);
 
 #endif

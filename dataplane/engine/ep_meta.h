@@ -22,6 +22,7 @@ enum ep_l3_type {
 #define EP_META_F_FRAGMENT   0x01  /**< IPv4/IPv6 fragment: L4 header may be absent */
 #define EP_META_F_LOCAL      0x02  /**< destination is one of the data plane's own addresses */
 #define EP_META_F_HAS_L4     0x04  /**< l4_off points at a complete TCP/UDP/ICMP header */
+#define EP_META_F_MPLS       0x08  /**< an MPLS label stack precedes the IP header (l3_off is past it) */
 
 struct ep_meta {
 	uint16_t in_port;    /**< logical port index the packet arrived on */

@@ -24,7 +24,7 @@
  */
 #include <rte_prefetch.h>
 
-#include "ep_csum.h"
+#include "ep_ip.h"
 #include "router.h"
 
 static __rte_always_inline uint16_t
@@ -34,23 +34,11 @@ rewrite_one(struct rte_mbuf *m, uint16_t *next)
 	const struct router_nh *nh = (const struct router_nh *)(uintptr_t)md->user;
 	uint8_t *l3 = rte_pktmbuf_mtod_offset(m, uint8_t *, md->l3_off);
 	uint16_t strip;
+	int rc = ep_ip_ttl_dec(l3, md->l3_type);
 
-	if (md->l3_type == EP_L3_IPV4) {
-		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
-
-		if (unlikely(ip->time_to_live <= 1)) {
-			*next = EP_NEXT_DROP(EP_DROP_IPV4_TTL_EXPIRED);
-			return 1;
-		}
-		ep_ipv4_ttl_dec(ip);
-	} else {
-		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)l3;
-
-		if (unlikely(ip->hop_limits <= 1)) {
-			*next = EP_NEXT_DROP(EP_DROP_IPV6_HOP_LIMIT_EXPIRED);
-			return 1;
-		}
-		ip->hop_limits--;
+	if (unlikely(rc != 0)) {
+		*next = EP_NEXT_DROP(rc);
+		return 1;
 	}
 	strip = (uint16_t)(md->l3_off - RTE_ETHER_HDR_LEN);
 	if (unlikely(strip != 0)) {

@@ -30,43 +30,11 @@
 #include <rte_prefetch.h>
 
 #include "ep_csum.h"
+#include "ep_ip.h"
 #include "ep_rcu.h"
 #include "router.h"
 
 #define ECHO_REPLY_TTL 64
-
-/*
- * IPv4 martians (RFC 1812 5.3.7, RFC 3927): never forwarded and never
- * answered.  Source or destination in 0/8, 127/8, 169.254/16, 224/4 and
- * above (multicast, reserved, limited broadcast); multicast sources are
- * invalid and this router forwards no multicast.
- */
-static __rte_always_inline int
-ipv4_martian(uint32_t a /* host order */)
-{
-	uint8_t top = (uint8_t)(a >> 24);
-
-	/* Bitwise ors: four compares and no branch; the caller tests both
-	 * addresses with one branch. */
-	return (top == 0) | (top == 127) | (top >= 224) | ((a >> 16) == 0xa9fe);
-}
-
-/* IPv6: unspecified, loopback, multicast, link-local (RFC 4291 2.5.6: never
- * forwarded); ::ffff:0:0/96 mapped addresses never appear on the wire. */
-static __rte_always_inline int
-ipv6_martian(const uint8_t *a)
-{
-	static const uint8_t zero[15];
-	uint32_t w3;
-
-	if (a[0] == 0xff || (a[0] == 0xfe && (a[1] & 0xc0) == 0x80))
-		return 1;
-	if (a[0] != 0 || memcmp(a, zero, 10) != 0)
-		return 0;
-	memcpy(&w3, a + 12, 4);
-	return (a[10] == 0xff && a[11] == 0xff) ||
-	       (a[10] == 0 && a[11] == 0 && (w3 == 0 || w3 == RTE_BE32(1)));
-}
 
 /* ICMP echo request to one of our addresses -> echo reply out of in_port. */
 static __rte_noinline uint16_t
@@ -168,7 +136,7 @@ router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 			const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)l3;
 			uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
 
-			if (unlikely(ipv4_martian(dst) | ipv4_martian(rte_be_to_cpu_32(ip->src_addr)))) {
+			if (unlikely(ep_ipv4_martian(dst) | ep_ipv4_martian(rte_be_to_cpu_32(ip->src_addr)))) {
 				next[i] = EP_NEXT_DROP(EP_DROP_IPV4_BAD_ADDRESS);
 				out++;
 				continue;
@@ -183,7 +151,7 @@ router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 		} else if (md->l3_type == EP_L3_IPV6) {
 			const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)l3;
 
-			if (unlikely(ipv6_martian(ip->dst_addr) || ipv6_martian(ip->src_addr))) {
+			if (unlikely(ep_ipv6_martian(ip->dst_addr) || ep_ipv6_martian(ip->src_addr))) {
 				next[i] = EP_NEXT_DROP(EP_DROP_IPV6_BAD_ADDRESS);
 				out++;
 				continue;

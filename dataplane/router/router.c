@@ -54,78 +54,6 @@ router_params_default(struct router_params *p)
 	p->max_acl_rules = 65536;
 }
 
-/* ---- addresses ---- */
-
-int
-router_parse_ip(const char *s, uint8_t addr[16])
-{
-	memset(addr, 0, 16);
-	if (s == NULL)
-		return 0;
-	if (inet_pton(AF_INET, s, addr) == 1)
-		return 4;
-	if (inet_pton(AF_INET6, s, addr) == 1)
-		return 6;
-	return 0;
-}
-
-int
-router_parse_prefix(const char *s, uint8_t addr[16], uint8_t *plen, bool strict,
-		    const char **why)
-{
-	char ip[64];
-	const char *slash = s != NULL ? strchr(s, '/') : NULL;
-	char *end;
-	unsigned long len;
-	int fam;
-
-	*why = "is not a prefix (address/length)";
-	if (slash == NULL || (size_t)(slash - s) >= sizeof(ip))
-		return 0;
-	memcpy(ip, s, (size_t)(slash - s));
-	ip[slash - s] = '\0';
-	fam = router_parse_ip(ip, addr);
-	if (fam == 0 || slash[1] < '0' || slash[1] > '9')
-		return 0;
-	len = strtoul(slash + 1, &end, 10);
-	if (*end != '\0' || len > (fam == 4 ? 32u : 128u)) {
-		*why = "prefix length out of range";
-		return 0;
-	}
-	for (unsigned int bit = (unsigned int)len; bit < (fam == 4 ? 32u : 128u); bit++) {
-		uint8_t mask = (uint8_t)(0x80 >> (bit % 8));
-
-		if ((addr[bit / 8] & mask) != 0 && strict) {
-			*why = "has host bits set beyond the prefix length";
-			return 0;
-		}
-		addr[bit / 8] &= (uint8_t)~mask;
-	}
-	*plen = (uint8_t)len;
-	return fam;
-}
-
-const char *
-router_ip_str(uint8_t family, const uint8_t *addr, char *buf, size_t n)
-{
-	if (inet_ntop(family == 4 ? AF_INET : AF_INET6, addr, buf, (socklen_t)n) == NULL)
-		snprintf(buf, n, "?");
-	return buf;
-}
-
-static bool
-prefix_contains(uint8_t family, const uint8_t *net, uint8_t plen, const uint8_t *ip)
-{
-	unsigned int full = plen / 8u, rest = plen % 8u;
-
-	(void)family;
-	if (memcmp(net, ip, full) != 0)
-		return false;
-	if (rest == 0)
-		return true;
-	return ((net[full] ^ ip[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
-}
-
 /* Port whose connected subnet holds @p ip, or -1. */
 static int
 port_for(struct router *r, uint8_t family, const uint8_t *ip)
@@ -135,12 +63,12 @@ port_for(struct router *r, uint8_t family, const uint8_t *ip)
 
 		if (family == 4) {
 			for (int a = 0; a < p->n_v4; a++)
-				if (prefix_contains(4, (const uint8_t *)&p->v4[a].addr,
+				if (ep_prefix_contains((const uint8_t *)&p->v4[a].addr,
 						    p->v4[a].plen, ip))
 					return i;
 		} else {
 			for (int a = 0; a < p->n_v6; a++)
-				if (prefix_contains(6, p->v6[a].addr, p->v6[a].plen, ip))
+				if (ep_prefix_contains(p->v6[a].addr, p->v6[a].plen, ip))
 					return i;
 		}
 	}
@@ -426,16 +354,15 @@ int
 router_route_add(struct router *r, const char *prefix, const char *via, struct ep_err *err)
 {
 	uint8_t addr[16], gw[16], plen;
-	const char *why;
 	struct route_key k;
 	void *old;
 	bool exists;
 	int fam, gfam, nh, port;
 
-	fam = router_parse_prefix(prefix, addr, &plen, true, &why);
-	if (fam == 0)
-		return ep_err_set(err, "prefix: '%s' %s", prefix ? prefix : "", why);
-	gfam = router_parse_ip(via, gw);
+	fam = ep_prefix_parse(prefix, addr, &plen, 0, err);
+	if (fam < 0)
+		return ep_err_prefix(err, "prefix: ");
+	gfam = ep_addr_parse(via, gw);
 	if (gfam == 0)
 		return ep_err_set(err, "via: '%s' is not an IP address", via ? via : "");
 	if (gfam != fam)
@@ -473,14 +400,13 @@ int
 router_route_del(struct router *r, const char *prefix, struct ep_err *err)
 {
 	uint8_t addr[16], plen;
-	const char *why;
 	struct route_key k;
 	void *val;
 	int fam;
 
-	fam = router_parse_prefix(prefix, addr, &plen, true, &why);
-	if (fam == 0)
-		return ep_err_set(err, "prefix: '%s' %s", prefix ? prefix : "", why);
+	fam = ep_prefix_parse(prefix, addr, &plen, 0, err);
+	if (fam < 0)
+		return ep_err_prefix(err, "prefix: ");
 	route_key_make(&k, (uint8_t)fam, addr, plen);
 	if (!route_lookup(r, &k, &val))
 		return ep_err_set(err, "prefix: no route '%s'", prefix);
@@ -508,7 +434,7 @@ router_neigh_add(struct router *r, const char *ip_s, const char *mac_s, const ch
 	int fam, port, nh;
 	bool created = false;
 
-	fam = router_parse_ip(ip_s, ip);
+	fam = ep_addr_parse(ip_s, ip);
 	if (fam == 0)
 		return ep_err_set(err, "ip: '%s' is not an IP address", ip_s ? ip_s : "");
 	if (mac_s == NULL || ep_parse_mac(mac_s, &mac) < 0)
@@ -575,7 +501,7 @@ router_neigh_del(struct router *r, const char *ip_s, struct ep_err *err)
 	void *val;
 	int fam, nh;
 
-	fam = router_parse_ip(ip_s, ip);
+	fam = ep_addr_parse(ip_s, ip);
 	if (fam == 0)
 		return ep_err_set(err, "ip: '%s' is not an IP address", ip_s ? ip_s : "");
 	nh = nh_find(r, (uint8_t)fam, ip);

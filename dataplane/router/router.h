@@ -185,14 +185,6 @@ int router_route_each(struct router *r,
 		      int (*fn)(uint8_t family, const uint8_t *prefix, uint8_t plen,
 				enum router_route_kind kind, uint32_t nh, void *arg),
 		      void *arg);
-/** Parse "a.b.c.d" or an IPv6 address: 4 or 6, or 0. */
-int router_parse_ip(const char *s, uint8_t addr[16]);
-/** Parse "addr/len": 4 or 6 with plen set, or 0.  Host bits must be clear
- *  when @p strict. */
-int router_parse_prefix(const char *s, uint8_t addr[16], uint8_t *plen, bool strict,
-			const char **why);
-/** "addr" text of a family/address. */
-const char *router_ip_str(uint8_t family, const uint8_t *addr, char *buf, size_t n);
 
 /* ---- ACL (router_acl.c) ---- */
 int router_acl_parse(const char *text, struct router_acl_rule *rule, struct ep_err *err);

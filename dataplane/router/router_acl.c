@@ -191,19 +191,15 @@ router_acl_parse(const char *text, struct router_acl_rule *rule, struct ep_err *
 		} else if (k == 1 || k == 2) {
 			uint8_t *addr = k == 1 ? rule->src : rule->dst;
 			uint8_t *plen = k == 1 ? &rule->src_plen : &rule->dst_plen;
-			const char *why;
 			int fam;
 
 			if (strcmp(val, "any") == 0)
 				continue;
-			fam = router_parse_prefix(val, addr, plen, false, &why);
-			if (fam == 0) {
-				/* A bare address means the host. */
-				fam = router_parse_ip(val, addr);
-				*plen = fam == 4 ? 32 : 128;
-			}
-			if (fam == 0)
-				return ep_err_set(err, "rule: '%s': %s '%s' %s", text, tok, val, why);
+			/* A bare address means the host. */
+			fam = ep_prefix_parse(val, addr, plen, EP_PREFIX_BARE_OK | EP_PREFIX_CLEAR_HOST,
+					      err);
+			if (fam < 0)
+				return ep_err_prefix(err, "rule: '%s': %s: ", text, tok);
 			if (rule->family != 0 && rule->family != fam)
 				return ep_err_set(err, "rule: '%s': src and dst are different IP "
 						  "versions", text);
@@ -243,9 +239,9 @@ router_acl_format(const struct router_acl_rule *r, char *buf, size_t n)
 			OUT(" proto %u", r->proto);
 	}
 	if (r->src_plen != 0)
-		OUT(" src %s/%u", router_ip_str(r->family, r->src, a, sizeof(a)), r->src_plen);
+		OUT(" src %s/%u", ep_addr_str(r->family, r->src, a, sizeof(a)), r->src_plen);
 	if (r->dst_plen != 0)
-		OUT(" dst %s/%u", router_ip_str(r->family, r->dst, a, sizeof(a)), r->dst_plen);
+		OUT(" dst %s/%u", ep_addr_str(r->family, r->dst, a, sizeof(a)), r->dst_plen);
 	if (r->sport_lo != 0 || r->sport_hi != 65535)
 		OUT(r->sport_lo == r->sport_hi ? " sport %u" : " sport %u-%u", r->sport_lo,
 		    r->sport_hi);

@@ -72,12 +72,12 @@ route_one(uint8_t family, const uint8_t *prefix, uint8_t plen, enum router_route
 
 	if (c->count++ >= c->limit)
 		return 0;
-	snprintf(pfx, sizeof(pfx), "%s/%u", router_ip_str(family, prefix, a, sizeof(a)), plen);
+	snprintf(pfx, sizeof(pfx), "%s/%u", ep_addr_str(family, prefix, a, sizeof(a)), plen);
 	o = json_pack("{s:s, s:s, s:i}", "prefix", pfx, "kind", kinds[kind], "nexthop", (int)nh);
 	if (kind == ROUTER_RT_STATIC || kind == ROUTER_RT_NEIGH) {
 		const struct router_nhc *n = &c->r->nhc[nh];
 
-		json_object_set_new(o, "via", json_string(router_ip_str(n->family, n->ip, a,
+		json_object_set_new(o, "via", json_string(ep_addr_str(n->family, n->ip, a,
 									sizeof(a))));
 		json_object_set_new(o, "port", json_string(c->r->e->ports[n->port].name));
 		json_object_set_new(o, "resolved", json_boolean(n->neigh));
@@ -153,7 +153,7 @@ ctl_neigh_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err
 			continue;
 		rte_ether_format_addr(m, sizeof(m), &n->mac);
 		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:i, s:i}",
-			"ip", router_ip_str(n->family, n->ip, a, sizeof(a)), "mac", m,
+			"ip", ep_addr_str(n->family, n->ip, a, sizeof(a)), "mac", m,
 			"port", r->e->ports[n->port].name, "nexthop", (int)i,
 			"routes_via", (int)(n->refs - 1)));
 	}
@@ -290,10 +290,10 @@ ctl_addr_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 		rte_ether_format_addr(m, sizeof(m), &p->mac);
 		for (int k = 0; k < p->n_v4 + p->n_v6; k++) {
 			if (k < p->n_v4)
-				snprintf(s, sizeof(s), "%s/%u", router_ip_str(4,
+				snprintf(s, sizeof(s), "%s/%u", ep_addr_str(4,
 					 (const uint8_t *)&p->v4[k].addr, a, sizeof(a)), p->v4[k].plen);
 			else
-				snprintf(s, sizeof(s), "%s/%u", router_ip_str(6,
+				snprintf(s, sizeof(s), "%s/%u", ep_addr_str(6,
 					 p->v6[k - p->n_v4].addr, a, sizeof(a)),
 					 p->v6[k - p->n_v4].plen);
 			json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "port", p->name,

@@ -45,7 +45,7 @@ nh_of(struct router *r, int fam, const char *ip)
 {
 	uint8_t a[16];
 
-	router_parse_ip(ip, a);
+	ep_addr_parse(ip, a);
 	for (uint32_t i = ROUTER_NH_FIRST; i < r->p.max_nexthops; i++)
 		if (r->nhc[i].in_use && r->nhc[i].family == fam &&
 		    memcmp(r->nhc[i].ip, a, fam == 4 ? 4 : 16) == 0)
