@@ -138,7 +138,7 @@ bng_create(struct ep_engine *e, const struct bng_params *p, struct ep_err *err)
 	rp.lpm6_tbl8s = 1024;
 	rp.max_nexthops = 1024;
 	rp.max_acl_rules = 65536;
-	b->rt = router_create(e, &rp, err);
+	b->rt = router_create(e, "bng-uplink", &rp, err);
 	if (b->rt == NULL)
 		goto fail;
 

@@ -517,7 +517,7 @@ EP_TEST(readme_example_loads_and_control_commands_work)
 	json_decref(r);
 	EP_CHECK(ctl_ok(t, "{\"cmd\": \"acl-add\", \"rule\": \"deny proto tcp dport 25\", "
 		 "\"dir\": \"uplink\"}"));
-	EP_CHECK_EQ(t->b->rt->n_rules, 3);
+	EP_CHECK_EQ(t->b->rt->acl->n_rules, 3);
 	EP_CHECK(ctl_ok(t, "{\"cmd\": \"sub-del\", \"id\": 7}"));
 	EP_CHECK(!ctl_ok(t, "{\"cmd\": \"sub-del\", \"id\": 7}"));
 	bng_global = NULL;

@@ -407,6 +407,45 @@ ep_cfg_str(const struct ep_cfg *cfg, struct ep_cfg_section *s, const char *key,
 }
 
 int
+ep_cfg_read_lines(const struct ep_cfg *cfg, const struct ep_cfg_kv *kv,
+		  int (*fn)(void *arg, char *line, struct ep_err *err), void *arg,
+		  struct ep_err *err)
+{
+	FILE *f = fopen(kv->val, "r");
+	char line[1024];
+	int lineno = 0;
+
+	if (f == NULL)
+		return ep_cfg_error(cfg, kv, err, "cannot open '%s': %s", kv->val, strerror(errno));
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *s = line, *hash = strchr(line, '#');
+		size_t n;
+
+		lineno++;
+		if (strchr(line, '\n') == NULL && !feof(f)) {
+			fclose(f);
+			return ep_cfg_error(cfg, kv, err, "%s:%d: line longer than %zu bytes", kv->val,
+					    lineno, sizeof(line) - 2);
+		}
+		if (hash != NULL)
+			*hash = '\0';
+		s += strspn(s, " \t\r\n");
+		n = strlen(s);
+		while (n > 0 && strchr(" \t\r\n", s[n - 1]) != NULL)
+			s[--n] = '\0';
+		if (*s == '\0')
+			continue;
+		if (fn(arg, s, err) < 0) {
+			fclose(f);
+			ep_err_prefix(err, "%s:%d: ", kv->val, lineno);
+			return ep_cfg_error(cfg, kv, err, "%s", err->msg);
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+int
 ep_cfg_check_unused(const struct ep_cfg *cfg, struct ep_err *err)
 {
 	for (int i = 0; i < cfg->n_sec; i++) {

@@ -82,6 +82,15 @@ int ep_cfg_error(const struct ep_cfg *cfg, const struct ep_cfg_kv *kv, struct ep
 int ep_cfg_section_error(const struct ep_cfg *cfg, const struct ep_cfg_section *s,
 			 struct ep_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/**
+ * A side file named by @p kv (route_file, acl_file, subscriber_file): each
+ * line with '#' comments cut and surrounding blanks trimmed, blank lines
+ * skipped, goes to @p fn with the line as a writable string.  An error of
+ * @p fn comes back as "cfgfile:line: key 'k': sidefile:line: <its text>".
+ */
+int ep_cfg_read_lines(const struct ep_cfg *cfg, const struct ep_cfg_kv *kv,
+		      int (*fn)(void *arg, char *line, struct ep_err *err), void *arg,
+		      struct ep_err *err);
 /** -1 with an error naming the first key nobody read. */
 int ep_cfg_check_unused(const struct ep_cfg *cfg, struct ep_err *err);
 

@@ -65,7 +65,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	p.lpm4_tbl8s = 64;
 	p.lpm6_tbl8s = 256;
 	p.max_nexthops = 64;
-	r = router_create(&eng, &p, &err);
+	r = router_create(&eng, "router", &p, &err);
 	if (r == NULL ||
 	    router_neigh_add(r, "198.18.0.2", "02:00:00:00:00:0a", NULL, &err) < 0 ||
 	    router_neigh_add(r, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err) < 0 ||
@@ -73,7 +73,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	    router_route_add(r, "198.18.16.0/20", "198.18.1.2", &err) < 0 ||
 	    router_route_add(r, "198.18.16.0/28", "198.18.1.3", &err) < 0 ||
 	    router_route_add(r, "2001:db8:100::/48", "2001:db8:0:2::2", &err) < 0 ||
-	    router_acl_replace(r, acl, RTE_DIM(acl), &err) < 0) {
+	    ep_acl_replace(r->acl, acl, RTE_DIM(acl), &err) < 0) {
 		fprintf(stderr, "fuzz setup: %s\n", err.msg);
 		abort();
 	}

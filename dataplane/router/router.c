@@ -558,8 +558,10 @@ add_port_routes(struct router *r, struct ep_err *err)
 }
 
 struct router *
-router_create(struct ep_engine *e, const struct router_params *p, struct ep_err *err)
+router_create(struct ep_engine *e, const char *acl_name, const struct router_params *p,
+	      struct ep_err *err)
 {
+	struct ep_acl_params ap;
 	struct router *r = rte_zmalloc("ep_router", sizeof(*r), RTE_CACHE_LINE_SIZE);
 	uint32_t seq = __atomic_fetch_add(&name_seq, 1, __ATOMIC_RELAXED);
 	uint32_t extra = 2u * EP_MAX_PORTS * EP_MAX_ADDRS + p->max_nexthops;
@@ -626,7 +628,10 @@ router_create(struct ep_engine *e, const struct router_params *p, struct ep_err 
 		goto fail_dpdk;
 	if (add_port_routes(r, err) < 0)
 		goto fail;
-	if (router_acl_commit(r, NULL, 0, false, err) < 0)
+	ep_acl_params_default(&ap);
+	ap.max_rules = p->max_acl_rules;
+	r->acl = ep_acl_create(e, acl_name, &ap, err);
+	if (r->acl == NULL)
 		goto fail;
 	return r;
 
@@ -649,8 +654,7 @@ router_free(struct router *r)
 	for (uint32_t i = 0; r->nh != NULL && i < r->p.max_nexthops; i++)
 		if (r->nh[i] != NULL && !nh_is_static(r, r->nh[i]))
 			rte_free(r->nh[i]);
-	router_acl_free(r->acl);
-	rte_free(r->rules);
+	ep_acl_free(r->acl);
 	rte_hash_free(r->routes);
 	rte_hash_free(r->nh_by_ip);
 	rte_free(r->nh_free);

@@ -43,12 +43,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <rte_acl.h>
 #include <rte_ether.h>
 #include <rte_hash.h>
 #include <rte_lpm.h>
 #include <rte_lpm6.h>
 
+#include "acl/ep_acl_node.h"
 #include "ep_engine.h"
 #include "ep_err.h"
 #include "ep_stage.h"
@@ -69,43 +69,6 @@ struct router_nh {
 	uint16_t port;          /**< logical tx port */
 	uint8_t kind;           /**< enum router_nh_kind */
 };
-
-/** An ACL rule as the operator wrote it (addresses in network order). */
-struct router_acl_rule {
-	bool deny;
-	uint8_t family;         /**< 0 (both), 4 or 6: set by the src/dst prefixes */
-	bool any_proto;
-	uint8_t proto;
-	uint8_t src[16], dst[16];
-	uint8_t src_plen, dst_plen;  /**< 0 = any */
-	uint16_t sport_lo, sport_hi, dport_lo, dport_hi;
-};
-
-/** One built, immutable rule set: what the acl stage reads. */
-struct router_acl {
-	struct rte_acl_ctx *ctx4;   /**< NULL when no rule applies to IPv4 */
-	struct rte_acl_ctx *ctx6;
-	uint32_t n_rules;
-	bool default_deny;
-	bool pass_all;              /**< no deny rule and default permit: the acl stage returns at once */
-	uint8_t deny[];             /**< per rule: userdata (rule index + 1) -> 1 deny, 0 permit */
-};
-
-/** Scratch classification keys for packets rte_acl cannot read in place
- *  (router_acl.c): the frame's layout counted from the protocol byte. */
-struct router_acl_key4 {
-	uint8_t proto, pad[2];
-	uint8_t src[4], dst[4];
-	uint16_t sport, dport;
-	uint8_t pad2;
-} __attribute__((packed));
-
-struct router_acl_key6 {
-	uint8_t proto, pad;
-	uint8_t src[16], dst[16];
-	uint16_t sport, dport;
-	uint8_t pad2[2];
-} __attribute__((packed));
 
 /** Control-side record of a next hop. */
 struct router_nhc {
@@ -138,7 +101,7 @@ struct router {
 	struct rte_lpm *lpm4;
 	struct rte_lpm6 *lpm6_cur;          /**< published one of lpm6[] */
 	struct router_nh **nh;              /**< [max_nexthops], never NULL entries */
-	struct router_acl *acl;             /**< published rule set */
+	struct ep_acl *acl;                 /**< the ACL instance (acl/)*/
 	/** Next hop of 0.0.0.0/0 ([0]) and ::/0 ([1]), or ROUTER_NO_DEFAULT:
 	 *  rte_lpm/rte_lpm6 take depths from 1, so the default route is one
 	 *  word each, stored with release and used on a lookup miss. */
@@ -152,10 +115,6 @@ struct router {
 	struct rte_hash *nh_by_ip;          /**< {family, ip} -> index */
 	struct rte_hash *routes;            /**< {family, plen, prefix} -> route value */
 	uint32_t n_routes4, n_routes6;
-	struct router_acl_rule *rules;
-	uint32_t n_rules;
-	bool default_deny;
-	enum rte_acl_classify_alg acl_alg;  /**< acl_classify (DEFAULT: rte_acl's pick) */
 	struct router_nh nh_static[ROUTER_NH_FIRST + 1]; /**< local, glean, "unused" entries */
 };
 
@@ -169,8 +128,9 @@ enum router_route_kind {
 
 /* ---- tables and control operations (router.c) ---- */
 void router_params_default(struct router_params *p);
-struct router *router_create(struct ep_engine *e, const struct router_params *p,
-			     struct ep_err *err);
+/** Tables of a router; its ACL instance is named @p acl_name. */
+struct router *router_create(struct ep_engine *e, const char *acl_name,
+			     const struct router_params *p, struct ep_err *err);
 void router_free(struct router *r);
 /** The router of this process (set by the pipeline's setup), or NULL. */
 extern struct router *router_global;
@@ -185,27 +145,6 @@ int router_route_each(struct router *r,
 		      int (*fn)(uint8_t family, const uint8_t *prefix, uint8_t plen,
 				enum router_route_kind kind, uint32_t nh, void *arg),
 		      void *arg);
-
-/* ---- ACL (router_acl.c) ---- */
-int router_acl_parse(const char *text, struct router_acl_rule *rule, struct ep_err *err);
-void router_acl_format(const struct router_acl_rule *rule, char *buf, size_t n);
-struct router_acl *router_acl_build(const struct router_acl_rule *rules, uint32_t n,
-				    bool default_deny, uint32_t gen,
-				    enum rte_acl_classify_alg alg, struct ep_err *err);
-/** acl_classify value (auto, avx512x32, avx512x16, avx2, sse, scalar) ->
- *  rte_acl method; -1 for a name it does not know. */
-int router_acl_alg_parse(const char *name, enum rte_acl_classify_alg *alg);
-const char *router_acl_alg_name(enum rte_acl_classify_alg alg);
-void router_acl_free(struct router_acl *acl);
-/** Build and publish @p rules (copied) as the new rule set; old one freed
- *  after a grace period.  On error nothing changes. */
-int router_acl_commit(struct router *r, const struct router_acl_rule *rules, uint32_t n,
-		      bool default_deny, struct ep_err *err);
-int router_acl_insert(struct router *r, const char *rule, int64_t index, struct ep_err *err);
-int router_acl_delete(struct router *r, uint64_t index, struct ep_err *err);
-int router_acl_replace(struct router *r, const char *const *rules, uint32_t n,
-		       struct ep_err *err);
-int router_acl_set_default(struct router *r, const char *action, struct ep_err *err);
 
 /* ---- configuration ([router] section; router_config.c) ---- */
 int router_load_config(struct router *r, struct ep_cfg *cfg, struct ep_cfg_section *s,
@@ -230,14 +169,8 @@ struct router_worker {
 	/* parse -> neigh: non-zero when the burst had ARP or ICMPv6 packets */
 	uint32_t l2ctl;
 
-	/* acl */
-	const uint8_t *acl_data[EP_BURST_MAX];
-	uint32_t acl_res[EP_BURST_MAX];
-	uint16_t acl_pkt[EP_BURST_MAX];
-	union {
-		struct router_acl_key4 v4;
-		struct router_acl_key6 v6;
-	} acl_key[EP_BURST_MAX];
+	/* acl: the ACL module's filter stage */
+	struct ep_acl_filter *acl;
 
 	/* route */
 	uint32_t ip4[EP_BURST_MAX];
@@ -258,6 +191,7 @@ uint16_t router_neigh_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, u
  *  at once when the parse stage saw no ARP and no ICMPv6 in the burst. */
 uint16_t router_neigh_after_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next,
 					uint16_t n);
+/** The ACL module's filter stage on the router's instance. */
 uint16_t router_acl_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t router_rewrite_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);

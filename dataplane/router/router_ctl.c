@@ -10,11 +10,6 @@
  *   neigh-add     ip=<ip> mac=<mac> [dev=<port>]
  *   neigh-del     ip=<ip>
  *   neigh-list
- *   acl-add       rule="<rule>" [index=<n>]    (insert before rule n; default: append)
- *   acl-del       index=<n>
- *   acl-list
- *   acl-replace   rules=[...] | rules="<rule>; <rule>; ..."   (atomic)
- *   acl-set-default action=permit|deny
  *   addr-list
  */
 #include <stdio.h>
@@ -162,123 +157,6 @@ ctl_neigh_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err
 }
 
 static int
-ctl_acl_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
-{
-	struct router *r = router_or_err(err);
-	const char *rule;
-	uint64_t index;
-
-	if (r == NULL || (rule = ep_ctl_str(req, "rule", err)) == NULL ||
-	    ep_ctl_u64(req, "index", r->n_rules, UINT32_MAX, &index, err) < 0)
-		return -1;
-	if (router_acl_insert(r, rule, (int64_t)index, err) < 0)
-		return -1;
-	json_object_set_new(res, "index", json_integer((json_int_t)index));
-	json_object_set_new(res, "rules", json_integer(r->n_rules));
-	return 0;
-}
-
-static int
-ctl_acl_del(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
-{
-	struct router *r = router_or_err(err);
-	uint64_t index;
-
-	if (r == NULL)
-		return -1;
-	if (json_object_get(req, "index") == NULL)
-		return ep_err_set(err, "index: missing");
-	if (ep_ctl_u64(req, "index", 0, UINT32_MAX, &index, err) < 0)
-		return -1;
-	if (router_acl_delete(r, index, err) < 0)
-		return -1;
-	json_object_set_new(res, "rules", json_integer(r->n_rules));
-	return 0;
-}
-
-static int
-ctl_acl_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
-{
-	struct router *r = router_or_err(err);
-	json_t *arr;
-
-	if (r == NULL)
-		return -1;
-	arr = json_array();
-	for (uint32_t i = 0; i < r->n_rules; i++) {
-		char text[512];
-
-		router_acl_format(&r->rules[i], text, sizeof(text));
-		json_array_append_new(arr, json_pack("{s:i, s:s}", "index", (int)i, "rule", text));
-	}
-	json_object_set_new(res, "rules", arr);
-	json_object_set_new(res, "default", json_string(r->default_deny ? "deny" : "permit"));
-	json_object_set_new(res, "classify", json_string(router_acl_alg_name(r->acl_alg)));
-	return 0;
-}
-
-static int
-ctl_acl_replace(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
-{
-	struct router *r = router_or_err(err);
-	json_t *v = json_object_get(req, "rules");
-	const char **list = NULL;
-	char *copy = NULL;
-	uint32_t n = 0;
-	int rc;
-
-	if (r == NULL)
-		return -1;
-	if (json_is_array(v)) {
-		list = calloc(json_array_size(v) + 1, sizeof(*list));
-		for (size_t i = 0; list != NULL && i < json_array_size(v); i++) {
-			if (!json_is_string(json_array_get(v, i))) {
-				free(list);
-				return ep_err_set(err, "rules[%zu]: must be a string", i);
-			}
-			list[n++] = json_string_value(json_array_get(v, i));
-		}
-	} else if (json_is_string(v)) {
-		/* The CLI sends one string: rules separated by ';'. */
-		char *save = NULL;
-
-		copy = strdup(json_string_value(v));
-		list = calloc(strlen(json_string_value(v)) / 2 + 2, sizeof(*list));
-		for (char *t = copy ? strtok_r(copy, ";", &save) : NULL; list != NULL && t != NULL;
-		     t = strtok_r(NULL, ";", &save)) {
-			while (*t == ' ')
-				t++;
-			if (*t != '\0')
-				list[n++] = t;
-		}
-	} else {
-		return ep_err_set(err, "rules: missing (an array of rule strings, or one "
-				  "string with rules separated by ';')");
-	}
-	if (list == NULL) {
-		free(copy);
-		return ep_err_set(err, "out of memory");
-	}
-	rc = router_acl_replace(r, list, n, err);
-	free(list);
-	free(copy);
-	if (rc == 0)
-		json_object_set_new(res, "rules", json_integer(r->n_rules));
-	return rc;
-}
-
-static int
-ctl_acl_set_default(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
-{
-	struct router *r = router_or_err(err);
-	const char *action;
-
-	if (r == NULL || (action = ep_ctl_str(req, "action", err)) == NULL)
-		return -1;
-	return router_acl_set_default(r, action, err);
-}
-
-static int
 ctl_addr_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
 	json_t *arr = json_array();
@@ -316,16 +194,6 @@ static struct ep_ctl_cmd c_neigh_del = { "neigh-del", "ip=<ip>",
 	"delete a neighbour; routes via it become unresolved", ctl_neigh_del, NULL };
 static struct ep_ctl_cmd c_neigh_list = { "neigh-list", "",
 	"list neighbours", ctl_neigh_list, NULL };
-static struct ep_ctl_cmd c_acl_add = { "acl-add", "rule=<rule> [index=<n>]",
-	"insert an ACL rule before rule n (default: append)", ctl_acl_add, NULL };
-static struct ep_ctl_cmd c_acl_del = { "acl-del", "index=<n>",
-	"delete ACL rule n", ctl_acl_del, NULL };
-static struct ep_ctl_cmd c_acl_list = { "acl-list", "",
-	"list ACL rules in order and the default action", ctl_acl_list, NULL };
-static struct ep_ctl_cmd c_acl_replace = { "acl-replace", "rules=<rule;rule;...>",
-	"replace the whole ACL atomically", ctl_acl_replace, NULL };
-static struct ep_ctl_cmd c_acl_set_default = { "acl-set-default", "action=permit|deny",
-	"action when no rule matches", ctl_acl_set_default, NULL };
 static struct ep_ctl_cmd c_addr_list = { "addr-list", "",
 	"the data plane's own addresses per port", ctl_addr_list, NULL };
 
@@ -335,9 +203,4 @@ EP_CTL_REGISTER(c_route_list)
 EP_CTL_REGISTER(c_neigh_add)
 EP_CTL_REGISTER(c_neigh_del)
 EP_CTL_REGISTER(c_neigh_list)
-EP_CTL_REGISTER(c_acl_add)
-EP_CTL_REGISTER(c_acl_del)
-EP_CTL_REGISTER(c_acl_list)
-EP_CTL_REGISTER(c_acl_replace)
-EP_CTL_REGISTER(c_acl_set_default)
 EP_CTL_REGISTER(c_addr_list)

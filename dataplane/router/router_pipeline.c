@@ -64,8 +64,6 @@ struct load_ctx {
 	struct router *r;
 	struct ep_cfg *cfg;
 	struct ep_err *err;
-	struct router_acl_rule *rules;
-	uint32_t n_rules, cap;
 };
 
 /* Prefix an error already in ctx->err with "file:line: key 'k': ". */
@@ -119,24 +117,6 @@ route_line(char *line, struct router *r, struct ep_err *err)
 }
 
 static int
-acl_push(struct load_ctx *c, const char *text)
-{
-	if (c->n_rules == c->cap) {
-		uint32_t cap = c->cap ? c->cap * 2 : 64;
-		void *p = realloc(c->rules, sizeof(*c->rules) * cap);
-
-		if (p == NULL)
-			return ep_err_set(c->err, "out of memory");
-		c->rules = p;
-		c->cap = cap;
-	}
-	if (router_acl_parse(text, &c->rules[c->n_rules], c->err) < 0)
-		return -1;
-	c->n_rules++;
-	return 0;
-}
-
-static int
 each_neighbor(const struct ep_cfg_kv *kv, void *arg)
 {
 	struct load_ctx *c = arg;
@@ -157,64 +137,9 @@ each_route(const struct ep_cfg_kv *kv, void *arg)
 }
 
 static int
-each_acl(const struct ep_cfg_kv *kv, void *arg)
+file_route(void *arg, char *line, struct ep_err *err)
 {
-	struct load_ctx *c = arg;
-
-	return acl_push(c, kv->val) < 0 ? kv_error(c, kv) : 0;
-}
-
-/* Read @p path line by line ('#' comments, blank lines skipped). */
-static int
-load_file(struct load_ctx *c, const struct ep_cfg_kv *kv,
-	  int (*fn)(struct load_ctx *c, char *line))
-{
-	FILE *f = fopen(kv->val, "r");
-	char line[512];
-	int lineno = 0;
-
-	if (f == NULL) {
-		ep_err_set(c->err, "cannot open '%s': %s", kv->val, strerror(errno));
-		return kv_error(c, kv);
-	}
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char *s = line, *hash = strchr(line, '#');
-
-		lineno++;
-		if (hash != NULL)
-			*hash = '\0';
-		while (*s == ' ' || *s == '\t')
-			s++;
-		s[strcspn(s, "\r\n")] = '\0';
-		if (*s == '\0')
-			continue;
-		if (fn(c, s) < 0) {
-			char inner[sizeof(c->err->msg)];
-
-			snprintf(inner, sizeof(inner), "%s", c->err->msg);
-			ep_err_set(c->err, "%s:%d: %s", kv->val, lineno, inner);
-			fclose(f);
-			return -1;
-		}
-	}
-	fclose(f);
-	return 0;
-}
-
-static int
-file_route(struct load_ctx *c, char *line)
-{
-	return route_line(line, c->r, c->err);
-}
-
-static int
-file_acl(struct load_ctx *c, char *line)
-{
-	size_t n = strlen(line);
-
-	while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
-		line[--n] = '\0';
-	return acl_push(c, line);
+	return route_line(line, arg, err);
 }
 
 int
@@ -223,44 +148,25 @@ router_load_config(struct router *r, struct ep_cfg *cfg, struct ep_cfg_section *
 {
 	struct load_ctx c = { .r = r, .cfg = cfg, .err = err };
 	const struct ep_cfg_kv *kv;
-	bool deny = false;
-	int rc = -1;
 
 	if (ep_cfg_each(s, "neighbor", each_neighbor, &c) != 0 ||
 	    ep_cfg_each(s, "route", each_route, &c) != 0)
-		goto out;
+		return -1;
 	kv = ep_cfg_get(cfg, s, "route_file", err);
-	if (kv != NULL && load_file(&c, kv, file_route) < 0)
-		goto out;
-	if (ep_cfg_each(s, "acl", each_acl, &c) != 0)
-		goto out;
-	kv = ep_cfg_get(cfg, s, "acl_file", err);
-	if (kv != NULL && load_file(&c, kv, file_acl) < 0)
-		goto out;
-	kv = ep_cfg_get(cfg, s, "acl_default", err);
-	if (kv != NULL) {
-		if (strcmp(kv->val, "deny") == 0)
-			deny = true;
-		else if (strcmp(kv->val, "permit") != 0) {
-			ep_cfg_error(cfg, kv, err, "'%s' is not permit or deny", kv->val);
-			goto out;
-		}
-	}
-	kv = ep_cfg_get(cfg, s, "acl_classify", err);
-	if (kv != NULL && router_acl_alg_parse(kv->val, &r->acl_alg) < 0) {
-		ep_cfg_error(cfg, kv, err, "'%s' is not auto, avx512x32, avx512x16, avx2, sse or "
-			     "scalar", kv->val);
-		goto out;
-	}
-	if (router_acl_commit(r, c.rules, c.n_rules, deny, err) < 0)
-		goto out;
-	rc = 0;
-out:
-	free(c.rules);
-	return rc;
+	if (kv != NULL && ep_cfg_read_lines(cfg, kv, file_route, r, err) < 0)
+		return -1;
+	return ep_acl_load_config(r->acl, cfg, s, err);
 }
 
 /* ---- pipeline type ---- */
+
+uint16_t
+router_acl_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct router_worker *w = ctx;
+
+	return ep_acl_filter_stage(w->acl, pkts, next, n);
+}
 
 struct router_worker *
 router_worker_create(struct router *r, int socket)
@@ -271,6 +177,11 @@ router_worker_create(struct router *r, int socket)
 	if (w == NULL)
 		return NULL;
 	w->r = r;
+	w->acl = ep_acl_filter_create(r->acl, socket);
+	if (w->acl == NULL) {
+		rte_free(w);
+		return NULL;
+	}
 	w->n_ports = (uint16_t)r->e->n_ports;
 	for (int i = 0; i < r->e->n_ports && i < EP_MAX_PORTS; i++) {
 		const struct ep_port *p = &r->e->ports[i];
@@ -289,6 +200,9 @@ router_worker_create(struct router *r, int socket)
 void
 router_worker_free(struct router_worker *w)
 {
+	if (w == NULL)
+		return;
+	ep_acl_filter_free(w->acl);
 	rte_free(w);
 }
 
@@ -303,7 +217,7 @@ router_setup(struct ep_engine *e, struct ep_err *err)
 		return 0;
 	if (router_params_from_config(e->cfg, s, &p, err) < 0)
 		return -1;
-	r = router_create(e, &p, err);
+	r = router_create(e, "router", &p, err);
 	if (r == NULL)
 		return -1;
 	if (s != NULL && router_load_config(r, e->cfg, s, err) < 0) {

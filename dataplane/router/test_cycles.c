@@ -58,7 +58,7 @@ EP_TEST(stage_cycles_per_packet_with_1000_acl_rules_and_100k_routes)
 	int n_bursts = env_b != NULL && atoi(env_b) >= N_TRIALS ? atoi(env_b) : N_BURSTS;
 	uint32_t n4 = env != NULL ? (uint32_t)atoi(env) : EP_CYCLES_DEFAULT_ROUTES, n6 = EP_CYCLES_DEFAULT_ROUTES / 5;
 	struct router_params p;
-	struct router_acl_rule *rules = calloc(1000, sizeof(*rules));
+	struct ep_acl_rule *rules = calloc(1000, sizeof(*rules));
 	static uint8_t frames[N_FLOWS][128];
 	static uint16_t lens[N_FLOWS];
 	struct rte_mbuf *pkts[BURST], *out[EP_BURST_MAX];
@@ -77,7 +77,7 @@ EP_TEST(stage_cycles_per_packet_with_1000_acl_rules_and_100k_routes)
 	p.max_routes4 = n4 + 16;
 	p.max_routes6 = n6 + 16;
 	p.lpm6_tbl8s = 4096;            /* /48s under one /32 share most tbl8 groups */
-	r = router_create(&tr_eng, &p, &err);
+	r = router_create(&tr_eng, "router", &p, &err);
 	EP_CHECK(r != NULL);
 	if (r == NULL) {
 		printf("    %s\n", err.msg);
@@ -109,9 +109,9 @@ EP_TEST(stage_cycles_per_packet_with_1000_acl_rules_and_100k_routes)
 		if (i % 4 == 3)
 			snprintf(text, sizeof(text), "deny proto udp src 2001:db8:ffff::%x/128 dport %d",
 				 i, 1000 + i);
-		EP_CHECK_EQ(router_acl_parse(text, &rules[i], &err), 0);
+		EP_CHECK_EQ(ep_acl_rule_parse(text, false, &rules[i], &err), 0);
 	}
-	EP_CHECK_EQ(router_acl_commit(r, rules, 1000, false, &err), 0);
+	EP_CHECK_EQ(ep_acl_commit(r->acl, rules, 1000, false, &err), 0);
 	free(rules);
 	router_global = r;
 

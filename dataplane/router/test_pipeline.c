@@ -52,7 +52,7 @@ EP_TEST(pipeline_counts_each_drop_in_the_stage_that_decided)
 	uint16_t len;
 	int n = 0;
 
-	EP_CHECK_EQ(router_acl_insert(r, "deny proto udp dport 666", -1, &err), 0);
+	EP_CHECK_EQ(ep_acl_insert(r->acl, "deny proto udp dport 666", -1, &err), 0);
 	s = tp_default(0, IPPROTO_UDP);                /* forwarded */
 	pkts[n++] = frame(&s);
 	len = tp_build(buf, &s);                       /* bad header checksum */
@@ -124,11 +124,11 @@ EP_TEST(acl_deny_added_between_bursts_takes_effect_on_the_next_burst)
 	struct ep_err err;
 
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5001), 1);
-	EP_CHECK_EQ(router_acl_insert(r, "deny proto udp dport 5001", -1, &err), 0);
+	EP_CHECK_EQ(ep_acl_insert(r->acl, "deny proto udp dport 5001", -1, &err), 0);
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5001), -1);
 	EP_CHECK_EQ(tr_stage(w, "acl")->stats.drops[EP_DROP_ACL_DENY], 1);
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5002), 1);
-	EP_CHECK_EQ(router_acl_delete(r, 0, &err), 0);
+	EP_CHECK_EQ(ep_acl_delete(r->acl, 0, &err), 0);
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5001), 1);
 	tr_worker_free(w);
 	router_free(r);
@@ -203,8 +203,8 @@ EP_TEST(config_routes_neighbours_and_acl_load_in_order)
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 9), 1);
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.31.1", 9), 1);
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.31.1", 7), -1);
-	EP_CHECK_EQ(r->n_rules, 2);
-	EP_CHECK(r->default_deny);
+	EP_CHECK_EQ(r->acl->n_rules, 2);
+	EP_CHECK(r->acl->default_deny);
 	tr_worker_free(w);
 	router_free(r);
 }
@@ -236,13 +236,13 @@ EP_TEST(config_acl_classify_methods_decide_alike)
 			printf("    %s refused: %s\n", names[i], err.msg);
 			EP_CHECK(strstr(err.msg, names[i]) != NULL);
 			EP_CHECK(strcmp(names[i], "auto") != 0 && strcmp(names[i], "scalar") != 0);
-			EP_CHECK(r->acl == NULL || r->n_rules == 0);
+			EP_CHECK(r->acl == NULL || r->acl->n_rules == 0);
 		} else {
 			usable++;
 			EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 9), 1);
 			EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 7), -1);
 			EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 11), -1);
-			EP_CHECK_EQ(strcmp(router_acl_alg_name(r->acl_alg), names[i]), 0);
+			EP_CHECK_EQ(strcmp(ep_acl_alg_name(r->acl->p.alg), names[i]), 0);
 		}
 		tr_worker_free(w);
 		router_free(r);
@@ -297,7 +297,7 @@ EP_TEST(config_route_and_acl_files_load_with_line_numbers_in_errors)
 	EP_CHECK_EQ(send_udp(w, 0, "198.19.200.1", 1), 1);
 	EP_CHECK_EQ(send_udp(w, 1, "2001:db8:77::1", 1), 1);
 	EP_CHECK_EQ(send_udp(w, 0, "198.19.200.1", 9), -1);
-	EP_CHECK_EQ(r->n_rules, 2);
+	EP_CHECK_EQ(r->acl->n_rules, 2);
 	tr_worker_free(w);
 	router_free(r);
 
@@ -496,7 +496,7 @@ EP_TEST(readme_config_example_loads_and_its_commands_exist)
 		EP_CHECK_EQ(load(r, cfg, &err), 0);
 		if (err.msg[0])
 			printf("    README config: %s\n", err.msg);
-		EP_CHECK_EQ(r->n_rules, 2);
+		EP_CHECK_EQ(r->acl->n_rules, 2);
 	}
 	free(text);
 	router_free(r);

@@ -75,7 +75,7 @@ tr_router(void)
 	p.lpm4_tbl8s = 64;
 	p.lpm6_tbl8s = 512;
 	p.max_nexthops = 64;
-	r = router_create(&tr_eng, &p, &err);
+	r = router_create(&tr_eng, "router", &p, &err);
 	if (r == NULL) {
 		printf("    router_create: %s\n", err.msg);
 		abort();
