@@ -423,8 +423,6 @@ ep_acl_set_default(struct ep_acl *acl, const char *action, struct ep_err *err)
 
 /* ---- instances ---- */
 
-static struct ep_acl *acl_list;   /* control thread only */
-
 void
 ep_acl_params_default(struct ep_acl_params *p)
 {
@@ -436,27 +434,20 @@ ep_acl_params_default(struct ep_acl_params *p)
 struct ep_acl *
 ep_acl_find(struct ep_engine *e, const char *name)
 {
-	for (struct ep_acl *a = acl_list; a != NULL; a = a->next_acl)
-		if (a->e == e && strcmp(a->name, name) == 0)
-			return a;
-	return NULL;
+	return ep_instance_find(e, EP_ACL_KIND, name);
 }
 
 struct ep_acl *
 ep_acl_next(struct ep_engine *e, struct ep_acl *prev)
 {
-	for (struct ep_acl *a = prev != NULL ? prev->next_acl : acl_list; a != NULL;
-	     a = a->next_acl)
-		if (a->e == e)
-			return a;
-	return NULL;
+	return ep_instance_next(e, EP_ACL_KIND, prev);
 }
 
 struct ep_acl *
 ep_acl_create(struct ep_engine *e, const char *name, const struct ep_acl_params *p,
 	      struct ep_err *err)
 {
-	struct ep_acl *acl, **tail;
+	struct ep_acl *acl;
 
 	if (name == NULL || name[0] == '\0' || strlen(name) >= EP_ACL_NAME_LEN) {
 		ep_err_set(err, "acl: bad instance name '%s'", name ? name : "");
@@ -474,13 +465,12 @@ ep_acl_create(struct ep_engine *e, const char *name, const struct ep_acl_params 
 	snprintf(acl->name, sizeof(acl->name), "%s", name);
 	acl->e = e;
 	acl->p = *p;
-	if (ep_acl_commit(acl, NULL, 0, false, err) < 0) {
+	if (ep_acl_commit(acl, NULL, 0, false, err) < 0 ||
+	    ep_instance_add(e, EP_ACL_KIND, name, acl, err) < 0) {
+		set_free(acl->cur);
 		rte_free(acl);
 		return NULL;
 	}
-	for (tail = &acl_list; *tail != NULL; tail = &(*tail)->next_acl)
-		;
-	*tail = acl;
 	return acl;
 }
 
@@ -489,11 +479,7 @@ ep_acl_free(struct ep_acl *acl)
 {
 	if (acl == NULL)
 		return;
-	for (struct ep_acl **pp = &acl_list; *pp != NULL; pp = &(*pp)->next_acl)
-		if (*pp == acl) {
-			*pp = acl->next_acl;
-			break;
-		}
+	ep_instance_del(acl->e, acl);
 	set_free(acl->cur);
 	rte_free(acl->rules);
 	rte_free(acl);

@@ -22,28 +22,7 @@
 static struct ep_acl *
 acl_of(struct ep_engine *e, json_t *req, struct ep_err *err)
 {
-	json_t *t = json_object_get(req, "table");
-	struct ep_acl *a, *first;
-
-	if (t != NULL) {
-		if (!json_is_string(t))
-			return ep_err_set(err, "table: must be an ACL name"), NULL;
-		a = ep_acl_find(e, json_string_value(t));
-		if (a == NULL)
-			ep_err_set(err, "table: no ACL '%s' (acl-tables lists them)",
-				   json_string_value(t));
-		return a;
-	}
-	first = ep_acl_next(e, NULL);
-	if (first == NULL)
-		return ep_err_set(err, "no ACL is configured"), NULL;
-	a = ep_acl_next(e, first);
-	if (a != NULL) {
-		ep_err_set(err, "table: this process has several ACLs (%s, %s%s): name one",
-			   first->name, a->name, ep_acl_next(e, a) != NULL ? ", ..." : "");
-		return NULL;
-	}
-	return first;
+	return ep_ctl_instance(e, req, EP_ACL_KIND, err);
 }
 
 static int

@@ -44,6 +44,7 @@
 struct ep_engine;
 
 #define EP_ACL_NAME_LEN 32
+#define EP_ACL_KIND "ACL"       /**< its kind among the engine's named instances */
 
 /** A rule as the operator wrote it (addresses in network order). */
 struct ep_acl_rule {
@@ -87,7 +88,6 @@ struct ep_acl {
 	struct ep_acl_rule *rules;          /**< the list it was built from */
 	uint32_t n_rules;
 	bool default_deny;
-	struct ep_acl *next_acl;            /**< registry */
 };
 
 void ep_acl_params_default(struct ep_acl_params *p);

@@ -34,10 +34,7 @@
 #include <rte_malloc.h>
 
 #include "ep_rcu.h"
-#include "router/router.h"
 #include "bng.h"
-
-struct bng *bng_global;
 
 const char *const bng_punt_name[BNG_PUNT__COUNT] = {
 #define X(id, name) name,
@@ -107,6 +104,7 @@ bng_params_default(struct bng_params *p)
 	memset(p, 0, sizeof(*p));
 	p->max_subscribers = 65536;
 	p->max_routes = 1024;
+	ep_fib_params_default(&p->fib);
 	p->punt_ring_size = 1024;
 	p->hqos_rate = 10000000000ull / 8;
 	p->hqos_mtu = 1522;
@@ -121,7 +119,8 @@ bng_create(struct ep_engine *e, const struct bng_params *p, struct ep_err *err)
 	struct bng *b = rte_zmalloc("ep_bng", sizeof(*b), RTE_CACHE_LINE_SIZE);
 	uint32_t seq = __atomic_fetch_add(&name_seq, 1, __ATOMIC_RELAXED);
 	uint32_t max = p->max_subscribers;
-	struct router_params rp;
+	struct ep_fib_params fp = p->fib;
+	struct ep_acl_params ap;
 	char name[RTE_HASH_NAMESIZE];
 
 	if (b == NULL) {
@@ -132,14 +131,17 @@ bng_create(struct ep_engine *e, const struct bng_params *p, struct ep_err *err)
 	b->p = *p;
 	b->control_port = -1;
 
-	router_params_default(&rp);
-	rp.max_routes4 = rp.max_routes6 = p->max_routes;
-	rp.lpm4_tbl8s = 256;
-	rp.lpm6_tbl8s = 1024;
-	rp.max_nexthops = 1024;
-	rp.max_acl_rules = 65536;
-	b->rt = router_create(e, "bng-uplink", &rp, err);
-	if (b->rt == NULL)
+	/* The core side: few routes (a default and some aggregates). */
+	fp.max_routes4 = fp.max_routes6 = p->max_routes;
+	fp.lpm4_tbl8s = 256;
+	fp.lpm6_tbl8s = 1024;
+	fp.max_nexthops = 1024;
+	b->fib = ep_fib_create(e, "bng", &fp, err);
+	if (b->fib == NULL)
+		goto fail;
+	ep_acl_params_default(&ap);
+	b->acl = ep_acl_create(e, "bng-uplink", &ap, err);
+	if (b->acl == NULL)
 		goto fail;
 
 	b->subs = rte_zmalloc("ep_bng_subs", sizeof(b->subs[0]) * (max + 1), RTE_CACHE_LINE_SIZE);
@@ -210,8 +212,6 @@ bng_free(struct bng *b)
 {
 	if (b == NULL)
 		return;
-	if (bng_global == b)
-		bng_global = NULL;
 	if (b->punt_ring != NULL) {
 		void *m[32];
 		unsigned int k;
@@ -235,7 +235,8 @@ bng_free(struct bng *b)
 	rte_free(b->rec_free);
 	rte_free(b->rec_pool);
 	rte_free(b->subs);
-	router_free(b->rt);
+	ep_acl_free(b->acl);
+	ep_fib_free(b->fib);
 	rte_free(b);
 }
 

@@ -83,6 +83,8 @@
 #include <rte_ring.h>
 #include <rte_sched.h>
 
+#include "acl/ep_acl_node.h"
+#include "fib/ep_fib_node.h"
 #include "ep_engine.h"
 #include "ep_err.h"
 #include "ep_ip.h"
@@ -236,7 +238,8 @@ struct bng_down_dyn {
 /** Uplink worker context. */
 struct bng_up {
 	struct bng *b;
-	struct router_worker *rw;       /**< the router stages' context (acl, route) */
+	struct ep_fib_worker *fw;       /**< core routes, the access port's ARP/ND, ICMP */
+	struct ep_acl_filter *acl;      /**< the uplink ACL */
 	struct ep_worker *w;
 	struct bng_up_dyn *dyn;         /**< [max_subscribers + 1] */
 	struct ep_stage *parse_stage;   /**< for ring-full drops */
@@ -259,12 +262,13 @@ struct bng_up {
 /** Downlink worker context. */
 struct bng_down {
 	struct bng *b;
-	struct router_worker *rw;       /**< neigh stage */
+	struct ep_fib_worker *fw;       /**< the core port's ARP/ND, ICMP back to the core */
 	struct ep_worker *w;
 	struct bng_down_dyn *dyn;
 	struct rte_sched_port *sched;
 	struct ep_stage *hqos_stage;
 	uint16_t access_port, core_port;
+	uint16_t access_mtu;            /**< IP MTU of the access port */
 	struct rte_ether_addr core_mac;
 	uint8_t dscp_tc[64];            /**< tc << 2 | queue */
 	uint64_t pkts;
@@ -283,6 +287,7 @@ struct bng_down {
 struct bng_params {
 	uint32_t max_subscribers;
 	uint32_t max_routes;            /**< core routing table, per family */
+	struct ep_fib_params fib;       /**< the core FIB (sized from max_routes) */
 	uint32_t punt_ring_size;
 	uint64_t hqos_rate;             /**< bytes/s */
 	uint32_t hqos_mtu;
@@ -296,7 +301,8 @@ enum bng_core_encap { BNG_CORE_NONE = 0, BNG_CORE_VLAN, BNG_CORE_MPLS };
 struct bng {
 	struct ep_engine *e;
 	struct bng_params p;
-	struct router *rt;              /**< core routes, neighbours, uplink ACL */
+	struct ep_fib *fib;             /**< core routes and neighbours: FIB "bng" */
+	struct ep_acl *acl;             /**< uplink ACL: "bng-uplink" */
 
 	/* Read by workers. */
 	struct rte_hash *keys;          /**< bng_key -> id */
@@ -338,10 +344,13 @@ struct bng {
 	int n_up;
 };
 
-/** The BNG of this process (set by the pipelines' setup), or NULL. */
-extern struct bng *bng_global;
+/** The vBNG of engine @p e (built by the pipelines' setup), or NULL. */
+struct bng *bng_of(const struct ep_engine *e);
+/** Make @p b the vBNG of @p e, as the pipelines' setup does (tests that
+ *  build one without running the engine), or forget it with NULL. */
+int bng_attach(struct ep_engine *e, struct bng *b);
 
-/* ---- tables and operations (bng.c, bng_sub.c) ---- */
+/* ---- tables and operations (bng.c) ---- */
 void bng_params_default(struct bng_params *p);
 struct bng *bng_create(struct ep_engine *e, const struct bng_params *p, struct ep_err *err);
 void bng_free(struct bng *b);
@@ -443,8 +452,9 @@ int bng_up_build(struct bng *b, struct ep_worker *w, struct ep_err *err);
 int bng_down_build(struct bng *b, struct ep_worker *w, struct ep_err *err);
 
 uint16_t bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-/** classify + antispoof + police in one stage (`subscriber`). */
+/** classify + antispoof in one stage (`subscriber`). */
 uint16_t bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+uint16_t bng_up_police_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_encap_none_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_encap_vlan_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "router/router.h"
 #include "bng.h"
 
 static int
@@ -47,6 +46,8 @@ bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_
 	bng_params_default(p);
 	if (s == NULL)
 		return 0;
+	if (ep_fib_params_from_config(cfg, s, false, &p->fib, err) < 0)
+		return -1;
 	for (size_t i = 0; i < RTE_DIM(keys); i++) {
 		uint32_t *f = (uint32_t *)((char *)p + keys[i].off);
 		uint64_t v;
@@ -284,7 +285,8 @@ bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, str
 		if (bng_subport_set(b, 0, spec, err) < 0)
 			return -1;
 	}
-	if (router_load_config(b->rt, cfg, s, err) < 0)
+	if (ep_fib_load_config(b->fib, cfg, s, err) < 0 ||
+	    ep_acl_load_config(b->acl, cfg, s, err) < 0)
 		return -1;
 
 	for (int i = 0; i < s->n_kv; i++) {

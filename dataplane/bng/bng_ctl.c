@@ -17,9 +17,8 @@
  *   profile-list
  *   bng-stats
  *
- * The uplink ACL and the core routes are the router's commands (acl-add,
- * acl-del, acl-list, acl-replace, acl-set-default, route-*, neigh-*): the
- * BNG's router instance is the process's router_global.
+ * The uplink ACL and the core routes are the modules' commands (acl-*
+ * with table=bng-uplink, route-* and neigh-* with table=bng).
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
@@ -31,15 +30,16 @@
 #include <rte_cycles.h>
 
 #include "ep_ctl.h"
-#include "router/router.h"
 #include "bng.h"
 
 static struct bng *
-bng_or_err(struct ep_err *err)
+bng_or_err(struct ep_engine *e, struct ep_err *err)
 {
-	if (bng_global == NULL)
+	struct bng *b = bng_of(e);
+
+	if (b == NULL)
 		ep_err_set(err, "no bng pipeline is configured");
-	return bng_global;
+	return b;
 }
 
 /* A JSON scalar or array of scalars as config text. */
@@ -98,7 +98,7 @@ req_from_json(json_t *obj, struct bng_sub_req *r, struct ep_err *err)
 static int
 ctl_sub_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	struct bng_sub_req r;
 
 	if (b == NULL || req_from_json(req, &r, err) < 0)
@@ -109,7 +109,7 @@ ctl_sub_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 static int
 ctl_sub_add_bulk(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	json_t *arr = json_object_get(req, "subscribers"), *o;
 	struct bng_sub_req *r;
 	size_t i, n;
@@ -151,7 +151,7 @@ ctl_sub_add_bulk(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *e
 static int
 ctl_sub_del(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	uint64_t id;
 
 	if (b == NULL || ep_ctl_u64(req, "id", 0, UINT32_MAX, &id, err) < 0)
@@ -243,7 +243,7 @@ sub_json(const struct bng *b, const struct bng_sub *s, bool counters)
 static int
 ctl_sub_get(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	const struct bng_sub *s;
 	uint64_t id;
 
@@ -264,7 +264,7 @@ ctl_sub_get(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 static int
 ctl_sub_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	uint64_t limit, offset, seen = 0;
 	json_t *arr;
 
@@ -313,7 +313,7 @@ spec_from_json(json_t *req, char *spec, size_t n, const char **name, struct ep_e
 static int
 ctl_policer_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	const char *name;
 	char spec[512];
 
@@ -325,7 +325,7 @@ ctl_policer_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *er
 static int
 ctl_pipe_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	const char *name;
 	char spec[512];
 
@@ -337,7 +337,7 @@ ctl_pipe_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 static int
 ctl_profile_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	json_t *pols, *pipes;
 
 	if (b == NULL)
@@ -374,7 +374,7 @@ ctl_profile_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *e
 static int
 ctl_bng_stats(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	static const char *const colour[3] = { "green", "yellow", "red" };
 	uint64_t punt[BNG_PUNT__COUNT] = {0}, cp[3] = {0}, cb[3] = {0};
 	uint64_t up = 0, down = 0, full = 0, answered = 0;

@@ -10,7 +10,6 @@
 
 #include "bng/bng_access.h"
 #include "ep_ctl.h"
-#include "router/router.h"
 
 /* ---- policer ---- */
 
@@ -483,8 +482,6 @@ EP_TEST(readme_example_loads_and_control_commands_work)
 	}
 	EP_CHECK_EQ(t->b->n_subs, 3);
 	EP_CHECK_EQ(t->b->core_encap, BNG_CORE_NONE);
-	bng_global = t->b;
-	router_global = t->b->rt;
 
 	EP_CHECK(ctl_ok(t, "{\"cmd\": \"policer-add\", \"name\": \"bronze\", \"cir\": \"1M\", "
 		 "\"cbs\": \"16K\", \"pir\": \"2M\", \"pbs\": \"32K\"}"));
@@ -517,10 +514,8 @@ EP_TEST(readme_example_loads_and_control_commands_work)
 	json_decref(r);
 	EP_CHECK(ctl_ok(t, "{\"cmd\": \"acl-add\", \"rule\": \"deny proto tcp dport 25\", "
 		 "\"dir\": \"uplink\"}"));
-	EP_CHECK_EQ(t->b->rt->acl->n_rules, 3);
+	EP_CHECK_EQ(t->b->acl->n_rules, 3);
 	EP_CHECK(ctl_ok(t, "{\"cmd\": \"sub-del\", \"id\": 7}"));
 	EP_CHECK(!ctl_ok(t, "{\"cmd\": \"sub-del\", \"id\": 7}"));
-	bng_global = NULL;
-	router_global = NULL;
 	tb_free(t);
 }

@@ -49,4 +49,9 @@ const char *ep_ctl_str(json_t *req, const char *key, struct ep_err *err);
 int ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_t *out,
 	       struct ep_err *err);
 
+/** The module instance of @p kind ("ACL", "FIB") a request names with
+ *  `table`, or the only one there is; NULL with err (naming them) if none
+ *  or several and no table. */
+void *ep_ctl_instance(struct ep_engine *e, json_t *req, const char *kind, struct ep_err *err);
+
 #endif

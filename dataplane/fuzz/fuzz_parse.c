@@ -61,24 +61,23 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	port(0, "access", "02:00:00:00:01:01", "198.18.0.1/24", "2001:db8:0:1::1/64");
 	port(1, "core", "02:00:00:00:02:01", "198.18.1.1/24", "2001:db8:0:2::1/64");
 	router_params_default(&p);
-	p.max_routes4 = p.max_routes6 = 256;
-	p.lpm4_tbl8s = 64;
-	p.lpm6_tbl8s = 256;
-	p.max_nexthops = 64;
+	p.fib.max_routes4 = p.fib.max_routes6 = 256;
+	p.fib.lpm4_tbl8s = 64;
+	p.fib.lpm6_tbl8s = 256;
+	p.fib.max_nexthops = 64;
 	r = router_create(&eng, "router", &p, &err);
 	if (r == NULL ||
-	    router_neigh_add(r, "198.18.0.2", "02:00:00:00:00:0a", NULL, &err) < 0 ||
-	    router_neigh_add(r, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err) < 0 ||
-	    router_neigh_add(r, "2001:db8:0:2::2", "02:00:00:00:00:0b", NULL, &err) < 0 ||
-	    router_route_add(r, "198.18.16.0/20", "198.18.1.2", &err) < 0 ||
-	    router_route_add(r, "198.18.16.0/28", "198.18.1.3", &err) < 0 ||
-	    router_route_add(r, "2001:db8:100::/48", "2001:db8:0:2::2", &err) < 0 ||
+	    ep_fib_neigh_add(r->fib, "198.18.0.2", "02:00:00:00:00:0a", NULL, &err) < 0 ||
+	    ep_fib_neigh_add(r->fib, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err) < 0 ||
+	    ep_fib_neigh_add(r->fib, "2001:db8:0:2::2", "02:00:00:00:00:0b", NULL, &err) < 0 ||
+	    ep_fib_route_add(r->fib, "198.18.16.0/20", "198.18.1.2", &err) < 0 ||
+	    ep_fib_route_add(r->fib, "198.18.16.0/28", "198.18.1.3", &err) < 0 ||
+	    ep_fib_route_add(r->fib, "2001:db8:100::/48", "2001:db8:0:2::2", &err) < 0 ||
 	    ep_acl_replace(r->acl, acl, RTE_DIM(acl), &err) < 0) {
 		fprintf(stderr, "fuzz setup: %s\n", err.msg);
 		abort();
 	}
-	router_global = r;
-	rw = router_worker_create(r, SOCKET_ID_ANY);
+	rw = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	if (rw == NULL)
 		abort();
 	return 0;

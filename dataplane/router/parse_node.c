@@ -38,7 +38,7 @@
 #define PARSE_L2CTL    2u
 
 static __rte_always_inline uint32_t
-parse_one(const struct router_worker *w, struct rte_mbuf *m, uint16_t *next)
+parse_one(const struct ep_fib_worker *w, struct rte_mbuf *m, uint16_t *next)
 {
 	struct ep_meta *md = ep_meta(m);
 	int rc;
@@ -67,7 +67,7 @@ router_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	ep_rx_prefetch_first(pkts, n, PREFETCH_LINES);
 	for (uint16_t i = 0; i < n; i++) {
 		ep_rx_prefetch_next(pkts, i, n, PREFETCH_LINES);
-		r = parse_one(w, pkts[i], &next[i]);
+		r = parse_one(w->fw, pkts[i], &next[i]);
 		out += r & PARSE_DIVERTED;
 		l2ctl |= r;
 	}

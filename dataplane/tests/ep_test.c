@@ -59,7 +59,7 @@ ep_test_hexdump(const char *label, const void *p, size_t len)
 int
 main(int argc, char **argv)
 {
-	char *eal[] = { argv[0], "--no-huge", "-m", "256", "--no-shconf", "--no-pci",
+	char *eal[] = { argv[0], "--no-huge", "-m", "512", "--no-shconf", "--no-pci",
 			"--no-telemetry", "-l", "0", "--log-level", "lib.*:error", NULL };
 	const char *filter = argc > 1 ? argv[1] : NULL;
 	int passed = 0, failed = 0;
