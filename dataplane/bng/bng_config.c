@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The [bng] section (README.md has every key with examples).  Each line goes
- * through the same function the control socket uses (bng_policer_set,
- * bng_pipe_set, bng_sub_req_parse + bng_sub_add_bulk, the router's route,
- * neighbour and ACL loader), and every error is "file:line: key 'k': ...".
+ * through the same function the control socket uses (ep_policer_set,
+ * ep_sched_profile_set, bng_sub_req_parse + bng_sub_add, the FIB's route
+ * and neighbour loader, the ACL's), and every error is
+ * "file:line: key 'k': ...".
  *
  * Order: sizes (bng_params_from_config, before the tables exist), then
- * ports, core encapsulation, subports, policers, pipes, the router keys
- * (neighbor, route, route_file, acl, acl_file, acl_default), and last the
- * subscribers as one batch (one IPv6 table swap for all of them).
+ * ports, core encapsulation, subports, policers, pipes, the FIB keys
+ * (neighbor, route, route_file), the ACL keys (acl, acl_file, acl_default,
+ * acl_classify), and last the subscribers as one batch.
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
@@ -37,9 +38,9 @@ bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_
 		{ "max_subscribers", offsetof(struct bng_params, max_subscribers), 1, 1u << 20 },
 		{ "max_routes", offsetof(struct bng_params, max_routes), 16, 1u << 24 },
 		{ "punt_ring_size", offsetof(struct bng_params, punt_ring_size), 16, 1u << 20 },
-		{ "hqos_mtu", offsetof(struct bng_params, hqos_mtu), 64, 9216 },
-		{ "hqos_frame_overhead", offsetof(struct bng_params, hqos_frame_overhead), 0, 64 },
-		{ "hqos_qsize", offsetof(struct bng_params, hqos_qsize), 4, 4096 },
+		{ "hqos_mtu", offsetof(struct bng_params, hqos.mtu), 64, 9216 },
+		{ "hqos_frame_overhead", offsetof(struct bng_params, hqos.frame_overhead), 0, 64 },
+		{ "hqos_qsize", offsetof(struct bng_params, hqos.qsize), 4, 4096 },
 	};
 	const struct ep_cfg_kv *kv;
 
@@ -60,22 +61,22 @@ bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_
 	if (!rte_is_power_of_2(p->punt_ring_size))
 		return ep_cfg_error(cfg, kv, err, "must be a power of two");
 	kv = ep_cfg_get(cfg, s, "hqos_qsize", NULL);
-	if (!rte_is_power_of_2(p->hqos_qsize))
+	if (!rte_is_power_of_2(p->hqos.qsize))
 		return ep_cfg_error(cfg, kv, err, "must be a power of two");
 	kv = ep_cfg_get(cfg, s, "hqos_port_rate", err);
 	if (kv != NULL) {
 		uint64_t bps;
 
-		if (bng_parse_rate(kv->val, &bps) < 0 || bps < 8000)
+		if (ep_qos_parse_rate(kv->val, &bps) < 0 || bps < 8000)
 			return ep_cfg_error(cfg, kv, err, "'%s' is not a rate in bit/s (k, M, G)",
 					    kv->val);
-		p->hqos_rate = bps / 8;
+		p->hqos.rate = bps / 8;
 	}
 	for (int i = 0; i < s->n_kv; i++) {
 		if (strcmp(s->kv[i].key, "dscp_tc") != 0)
 			continue;
 		s->kv[i].used = true;
-		if (bng_dscp_map_parse(p->dscp_tc, s->kv[i].val, err) < 0)
+		if (ep_qos_dscp_map_parse(p->dscp_tc, s->kv[i].val, err) < 0)
 			return wrap(cfg, &s->kv[i], err);
 	}
 	return 0;
@@ -265,24 +266,24 @@ bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, str
 			id = strtoul(name, &end, 10);
 			if (*end != '\0' || name[0] < '0' || name[0] > '9')
 				return ep_cfg_error(cfg, k, err, "'%s' is not a subport id", name);
-			r = bng_subport_set(b, (uint32_t)id, spec, err);
+			r = ep_sched_subport_set(b->hqos, (uint32_t)id, spec, err);
 		} else if (strcmp(k->key, "policer") == 0 || strcmp(k->key, "pipe") == 0) {
 			s->kv[i].used = true;
 			if (name_and_spec(k->val, name, sizeof(name), &spec) < 0)
 				return ep_cfg_error(cfg, k, err, "expected '<name> key=value ...'");
-			r = k->key[1] == 'o' ? bng_policer_set(b, name, spec, err) :
-					       bng_pipe_set(b, name, spec, err);
+			r = k->key[1] == 'o' ? ep_policer_set(b->pol, name, spec, err) :
+					       ep_sched_profile_set(b->hqos, name, spec, err);
 		}
 		if (r < 0)
 			return wrap(cfg, k, err);
 	}
-	if (b->n_subports == 0) {
+	if (b->hqos->n_subports == 0) {
 		char spec[64];
 
 		/* One subport at the port rate; more pipes need subport lines. */
 		snprintf(spec, sizeof(spec), "pipes=%u",
 			 rte_align32pow2(RTE_MIN(b->p.max_subscribers, 4096u)));
-		if (bng_subport_set(b, 0, spec, err) < 0)
+		if (ep_sched_subport_set(b->hqos, 0, spec, err) < 0)
 			return -1;
 	}
 	if (ep_fib_load_config(b->fib, cfg, s, err) < 0 ||
@@ -314,7 +315,7 @@ bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, str
 			goto out;
 		}
 	}
-	if (ss.n != 0 && bng_sub_add_bulk_idx(b, ss.r, ss.n, &failed, err) < 0) {
+	if (ss.n != 0 && bng_sub_add(b, ss.r, ss.n, &failed, err) < 0) {
 		sub_error(cfg, ss.kv[failed], ss.fline[failed], err);
 		goto out;
 	}

@@ -103,7 +103,7 @@ ctl_sub_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 
 	if (b == NULL || req_from_json(req, &r, err) < 0)
 		return -1;
-	return bng_sub_add(b, &r, err);
+	return bng_sub_add(b, &r, 1, NULL, err);
 }
 
 static int
@@ -136,7 +136,7 @@ ctl_sub_add_bulk(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *e
 	if (rc == 0) {
 		uint64_t t0 = rte_rdtsc();
 
-		rc = bng_sub_add_bulk(b, r, (uint32_t)n, err);
+		rc = bng_sub_add(b, r, (uint32_t)n, NULL, err);
 		/* The table work alone (JSON decoding excluded), for adds/s. */
 		if (rc == 0)
 			json_object_set_new(res, "table_us", json_integer((json_int_t)(
@@ -199,8 +199,8 @@ sub_json(const struct bng *b, const struct bng_sub *s, bool counters)
 		json_object_set_new(o, "ipv6", json_string(p));
 	}
 	json_object_set_new(o, "policer", s->policer == BNG_NO_POLICER ? json_null() :
-			    json_string(b->pol_name[s->policer]));
-	json_object_set_new(o, "pipe", json_string(b->pipe_prof[s->pipe_prof].name));
+			    json_string(b->pol->pol[s->policer]->name));
+	json_object_set_new(o, "pipe", json_string(b->hqos->prof[s->pipe_prof].name));
 	json_object_set_new(o, "subport", json_integer(s->subport));
 	json_object_set_new(o, "pipe_id", json_integer(s->pipe));
 	if (counters) {
@@ -319,7 +319,7 @@ ctl_policer_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *er
 
 	if (b == NULL || spec_from_json(req, spec, sizeof(spec), &name, err) < 0)
 		return -1;
-	return bng_policer_set(b, name, spec, err);
+	return ep_policer_set(b->pol, name, spec, err);
 }
 
 static int
@@ -331,7 +331,7 @@ ctl_pipe_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 
 	if (b == NULL || spec_from_json(req, spec, sizeof(spec), &name, err) < 0)
 		return -1;
-	return bng_pipe_set(b, name, spec[0] ? spec : "", err);
+	return ep_sched_profile_set(b->hqos, name, spec[0] ? spec : "", err);
 }
 
 static int
@@ -343,9 +343,9 @@ ctl_profile_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *e
 	if (b == NULL)
 		return -1;
 	pols = json_array();
-	for (uint32_t i = 0; i < b->n_pol; i++) {
-		const struct bng_policer *p = b->pol[i];
-		bool r4115 = p->mode == BNG_RFC4115;
+	for (uint32_t i = 0; i < b->pol->n; i++) {
+		const struct ep_policer *p = b->pol->pol[i];
+		bool r4115 = p->mode == EP_POLICER_RFC4115;
 
 		json_array_append_new(pols, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:i}",
 			"name", p->name, "mode", r4115 ? "rfc4115" : "rfc2698",
@@ -354,8 +354,8 @@ ctl_profile_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *e
 			r4115 ? "ebs" : "pbs", (json_int_t)p->pbs, "yellow", p->yellow));
 	}
 	pipes = json_array();
-	for (uint32_t i = 0; i < b->n_pipe_prof; i++) {
-		const struct bng_pipe_prof *p = &b->pipe_prof[i];
+	for (uint32_t i = 0; i < b->hqos->n_prof; i++) {
+		const struct ep_sched_profile *p = &b->hqos->prof[i];
 		json_t *tc = json_array();
 
 		for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
@@ -380,7 +380,7 @@ ctl_bng_stats(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 	uint64_t up = 0, down = 0, full = 0, answered = 0;
 	json_t *u, *p, *d, *tcs;
 
-	if (b == NULL || bng_hqos_stats_collect(b, err) < 0)
+	if (b == NULL || ep_sched_stats_collect(b->hqos, err) < 0)
 		return -1;
 	for (int w = 0; w < b->n_up; w++) {
 		const struct bng_up *x = b->up[w];
@@ -410,9 +410,9 @@ ctl_bng_stats(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 	for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++) {
 		uint64_t enq = 0, drop = 0;
 
-		for (int w = 0; w < b->n_down; w++) {
-			enq += b->down[w]->tc_pkts[t];
-			drop += b->down[w]->tc_dropped[t];
+		for (int k = 0; k < b->hqos->n_ports; k++) {
+			enq += b->hqos->ports[k]->tc_pkts[t];
+			drop += b->hqos->ports[k]->tc_dropped[t];
 		}
 		json_array_append_new(tcs, json_pack("{s:i, s:I, s:I}", "tc", t, "enqueued",
 						     (json_int_t)enq, "dropped", (json_int_t)drop));

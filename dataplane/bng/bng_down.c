@@ -363,11 +363,12 @@ bng_down_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *e
 		bng_down_free(d);
 		return NULL;
 	}
-	d->sched = bng_hqos_port_create(b, w->id, socket, err);
-	if (d->sched == NULL) {
+	d->hqos = ep_sched_port_create(b->hqos, w, socket, err);
+	if (d->hqos == NULL) {
 		bng_down_free(d);
 		return NULL;
 	}
+	d->sched = d->hqos->port;
 	d->access_port = b->access_port;
 	d->core_port = b->core_port;
 	d->core_mac = b->e->ports[b->core_port].mac;
@@ -381,7 +382,7 @@ bng_down_free(struct bng_down *d)
 {
 	if (d == NULL)
 		return;
-	rte_sched_port_free(d->sched);
+	ep_sched_port_free(d->hqos);
 	ep_fib_worker_free(d->fw);
 	rte_free(d->dyn);
 	rte_free(d);

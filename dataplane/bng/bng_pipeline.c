@@ -159,7 +159,7 @@ down_service(struct ep_worker *w)
 {
 	struct bng_down *d = w->pipeline_ctx;
 	struct rte_mbuf *pkts[EP_BURST_MAX];
-	uint16_t n = bng_hqos_dequeue(d, pkts, w->burst);
+	uint16_t n = (uint16_t)rte_sched_port_dequeue(d->sched, pkts, w->burst);
 
 	if (n != 0)
 		ep_worker_tx(w, d->access_port, pkts, n);

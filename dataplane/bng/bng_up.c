@@ -216,22 +216,11 @@ police_one(struct bng_up *u, const struct bng_sub *s, struct bng_up_dyn *d, uint
 {
 	uint32_t len = md->l3_len;
 	enum rte_color c = RTE_COLOR_GREEN;
-	struct bng_policer *pol = NULL;
+	struct ep_policer *pol = NULL;
 
 	if (likely(s->policer != BNG_NO_POLICER)) {
-		pol = ep_rcu_read(&u->b->pol[s->policer]);
-		if (unlikely(d->pol != pol)) {
-			/* New subscriber or new profile: buckets full from now. */
-			if (pol->mode == BNG_RFC2698)
-				rte_meter_trtcm_config(&d->m2698, &pol->p2698);
-			else
-				rte_meter_trtcm_rfc4115_config(&d->m4115, &pol->p4115);
-			d->m2698.time_tc = d->m2698.time_tp = now;
-			d->pol = pol;
-		}
-		c = pol->mode == BNG_RFC2698 ?
-			rte_meter_trtcm_color_blind_check(&d->m2698, &pol->p2698, now, len) :
-			rte_meter_trtcm_rfc4115_color_blind_check(&d->m4115, &pol->p4115, now, len);
+		pol = ep_policer_read(u->b->pol, s->policer);
+		c = ep_policer_color(&d->meter, pol, now, len);
 	}
 	d->pkts[c]++;
 	d->bytes[c] += len;
@@ -240,10 +229,7 @@ police_one(struct bng_up *u, const struct bng_sub *s, struct bng_up_dyn *d, uint
 	if (likely(c == RTE_COLOR_GREEN))
 		return 0;
 	if (c == RTE_COLOR_YELLOW) {
-		uint8_t dscp = ep_ip_dscp(l3, md->l3_type);
-
-		if (pol->yellow_dscp[dscp] != dscp)
-			ep_ip_set_dscp(l3, md->l3_type, pol->yellow_dscp[dscp]);
+		ep_policer_remark_yellow(pol, l3, md->l3_type);
 		return 0;
 	}
 	return 1;

@@ -13,7 +13,7 @@
 #include "ep_engine.h"
 
 struct ep_instance {
-	char kind[8];
+	char kind[16];
 	char name[EP_INSTANCE_NAME_LEN];
 	void *obj;
 	struct ep_instance *next;
