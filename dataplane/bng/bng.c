@@ -112,7 +112,6 @@ bng_create(struct ep_engine *e, const struct bng_params *p, struct ep_err *err)
 	struct bng *b = rte_zmalloc("ep_bng", sizeof(*b), RTE_CACHE_LINE_SIZE);
 	uint32_t seq = __atomic_fetch_add(&name_seq, 1, __ATOMIC_RELAXED);
 	uint32_t max = p->max_subscribers;
-	struct ep_fib_params fp = p->fib;
 	struct ep_acl_params ap;
 	char name[RTE_HASH_NAMESIZE];
 
@@ -124,14 +123,6 @@ bng_create(struct ep_engine *e, const struct bng_params *p, struct ep_err *err)
 	b->p = *p;
 	b->control_port = -1;
 
-	/* The core side: few routes (a default and some aggregates). */
-	fp.max_routes4 = fp.max_routes6 = p->max_routes;
-	fp.lpm4_tbl8s = 256;
-	fp.lpm6_tbl8s = 1024;
-	fp.max_nexthops = 1024;
-	b->fib = ep_fib_create(e, "bng", &fp, err);
-	if (b->fib == NULL)
-		goto fail;
 	ep_acl_params_default(&ap);
 	b->acl = ep_acl_create(e, "bng-uplink", &ap, err);
 	if (b->acl == NULL)

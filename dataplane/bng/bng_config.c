@@ -82,6 +82,22 @@ bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_
 	return 0;
 }
 
+/* The core FIB "bng": few routes (a default and some aggregates), between
+ * the access and core ports only (another pipeline's ports are not its). */
+static int
+bng_fib_create(struct bng *b, struct ep_err *err)
+{
+	struct ep_fib_params fp = b->p.fib;
+
+	fp.max_routes4 = fp.max_routes6 = b->p.max_routes;
+	fp.lpm4_tbl8s = 256;
+	fp.lpm6_tbl8s = 1024;
+	fp.max_nexthops = 1024;
+	fp.ports = 1u << b->access_port | 1u << b->core_port;
+	b->fib = ep_fib_create(b->e, "bng", &fp, err);
+	return b->fib != NULL ? 0 : -1;
+}
+
 static int
 port_key(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, const char *key,
 	 bool required, int32_t *out, struct ep_err *err)
@@ -239,6 +255,8 @@ bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, str
 		return ep_cfg_section_error(cfg, s, err, "access_port and core_port must differ");
 	b->access_port = (uint16_t)access;
 	b->core_port = (uint16_t)core;
+	if (bng_fib_create(b, err) < 0)
+		return -1;
 	b->nd_answer = true;
 	kv = ep_cfg_get(cfg, s, "access_nd", err);
 	if (kv != NULL) {

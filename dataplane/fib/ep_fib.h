@@ -139,6 +139,10 @@ struct ep_fib_params {
 	uint32_t max_nexthops;
 	bool neigh_learn;               /**< resolve unresolved next hops (ARP / ND) */
 	uint32_t neigh_reachable_s;     /**< a learnt neighbour is reachable this long */
+	uint32_t ports;                 /**< bit per engine port the FIB routes between (0: all):
+	                                 *   its connected and local routes, the ports gateways
+	                                 *   may be on; a router and a vBNG in one process do
+	                                 *   not route into each other's links */
 	uint32_t icmp_rate;             /**< ICMP errors per second per worker (0: none) */
 	uint32_t icmp_burst;            /**< ... and the burst the limit allows */
 };

@@ -42,12 +42,20 @@ ep_fib_params_default(struct ep_fib_params *p)
 
 /* ---- addresses of the engine's ports ---- */
 
+static bool
+fib_has_port(const struct ep_fib *fib, int i)
+{
+	return fib->p.ports == 0 || (fib->p.ports & (1u << i)) != 0;
+}
+
 int
 ep_fib_port_for(const struct ep_fib *fib, uint8_t family, const uint8_t *ip)
 {
 	for (int i = 0; i < fib->e->n_ports; i++) {
 		const struct ep_port *p = &fib->e->ports[i];
 
+		if (!fib_has_port(fib, i))
+			continue;
 		for (int a = 0; family == 4 && a < p->n_v4; a++) {
 			uint8_t net[16] = {0};
 
@@ -74,6 +82,8 @@ ep_fib_is_own(const struct ep_fib *fib, uint8_t family, const uint8_t *ip)
 	for (int i = 0; i < fib->e->n_ports; i++) {
 		const struct ep_port *p = &fib->e->ports[i];
 
+		if (!fib_has_port(fib, i))
+			continue;
 		for (int a = 0; family == 4 && a < p->n_v4; a++)
 			if (memcmp(&p->v4[a].addr, ip, 4) == 0)
 				return true;
@@ -315,6 +325,8 @@ add_port_routes(struct ep_fib *fib, struct ep_err *err)
 	for (int i = 0; i < fib->e->n_ports; i++) {
 		const struct ep_port *p = &fib->e->ports[i];
 
+		if (!fib_has_port(fib, i))
+			continue;
 		for (int a = 0; a < p->n_v4 + p->n_v6; a++) {
 			uint8_t fam = a < p->n_v4 ? 4 : 6;
 			uint8_t host[16] = {0}, net[16], plen;

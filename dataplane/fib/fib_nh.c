@@ -213,8 +213,9 @@ ep_fib_neigh_add(struct ep_fib *fib, const char *ip_s, const char *mac_s, const 
 	if (dev != NULL && dev[0] != '\0') {
 		struct ep_port *p = ep_port_by_name(fib->e, dev);
 
-		if (p == NULL)
-			return ep_err_set(err, "dev: no port '%s'", dev);
+		if (p == NULL || (fib->p.ports != 0 && !(fib->p.ports & (1u << p->index))))
+			return ep_err_set(err, "dev: no port '%s'%s", dev,
+					  p != NULL ? " in this FIB" : "");
 		port = p->index;
 	} else {
 		port = ep_fib_port_for(fib, (uint8_t)fam, ip);

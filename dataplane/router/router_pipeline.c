@@ -112,6 +112,11 @@ router_setup(struct ep_engine *e, struct ep_err *err)
 
 	if (router_params_from_config(e->cfg, s, &p, err) < 0)
 		return -1;
+	/* The router routes between the ports its workers poll, and no other
+	 * pipeline's. */
+	for (int i = 0; i < e->n_workers; i++)
+		for (int q = 0; e->workers[i]->type == &router_type && q < e->workers[i]->n_rx; q++)
+			p.fib.ports |= 1u << e->workers[i]->rx[q].port;
 	r = router_create(e, "router", &p, err);
 	if (r == NULL)
 		return -1;
