@@ -25,7 +25,7 @@ struct ep_engine_opts {
 };
 int ep_engine_run(const struct ep_engine_opts *o);
 
-/* ctl.c: the socket server, polled on the main lcore */
+/* ctl_server.c: the socket server, polled on the main lcore */
 int ep_ctl_open(struct ep_engine *e, struct ep_err *err);
 void ep_ctl_poll(struct ep_engine *e, int timeout_ms);
 void ep_ctl_close(struct ep_engine *e);
