@@ -453,12 +453,17 @@ eviction_victim(struct ep_engine *e)
 	struct ep_ctl_client *partial = NULL, *idle = NULL;
 
 	for (struct ep_ctl_client *c = e->ctl_clients; c != NULL; c = c->next_client) {
+		char b;
+
 		if (out_pending(c) != 0 || c->closing || has_line(c))
 			continue;
 		if (c->in_off < c->in_len) {
 			if (partial == NULL || c->line_ms < partial->line_ms)
 				partial = c;
-		} else if (idle == NULL || c->active_ms < idle->active_ms) {
+		} else if ((idle == NULL || c->active_ms < idle->active_ms) &&
+			   recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0) {
+			/* Idle, and no request arrived since this round's read:
+			 * closing it loses nothing it asked for. */
 			idle = c;
 		}
 	}
