@@ -182,11 +182,13 @@ def test_cli_missing_socket_is_a_clear_error(tmp_path):
     assert "is edgeplane-dp running?" in res.stderr
 
 
-def test_cli_survives_server_closing_the_connection(xconnect_lab):
+@pytest.mark.parametrize("args", [["top", "--watch", "1"], ["--watch", "1", "top"]],
+                         ids=["watch_after_top", "watch_before_top"])
+def test_cli_survives_server_closing_the_connection(xconnect_lab, args):
     """`ctl top --watch` while the data plane stops: its next request meets
     a closed connection.  A message and exit status 1, not death by SIGPIPE."""
     dp = xconnect_lab.dp
-    cli = subprocess.Popen([str(binary()), "ctl", "-s", str(dp.ctl_path), "top", "--watch", "1"],
+    cli = subprocess.Popen([str(binary()), "ctl", "-s", str(dp.ctl_path), *args],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert "worker w0" in cli.stdout.readline() + cli.stdout.readline()
