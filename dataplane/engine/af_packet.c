@@ -57,12 +57,12 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len);
 int
 setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	int arg;
+	uint32_t arg;     /* id in bits 0-15, mode and flags in 16-31 */
 
 	if (level == SOL_PACKET && name == PACKET_FANOUT && val != NULL &&
 	    len == sizeof(arg)) {
 		memcpy(&arg, val, sizeof(arg));
-		arg &= ~(PACKET_FANOUT_FLAG_DEFRAG << 16);
+		arg &= ~((uint32_t)PACKET_FANOUT_FLAG_DEFRAG << 16);
 		val = &arg;
 		if (n_afp < EP_AFP_MAX_SOCKETS)
 			afp[n_afp++] = (typeof(afp[0])){ .fd = fd, .port = -1 };

@@ -203,7 +203,8 @@ out_append(struct ep_ctl_client *c, const char *s, size_t n)
 
 		if (nb == NULL)
 			return -1;
-		memcpy(nb, c->out + c->out_off, pending);
+		if (pending != 0)
+			memcpy(nb, c->out + c->out_off, pending);
 		free(c->out);
 		c->out = nb;
 		c->out_cap = cap;
@@ -292,9 +293,12 @@ serve_line(struct ep_engine *e, struct ep_ctl_client *c, const char *line, size_
 static char *
 next_line(struct ep_ctl_client *c, size_t *len)
 {
-	char *start = c->in + c->in_off;
-	char *nl = memchr(c->in + c->scanned, '\n', c->in_len - c->scanned);
+	char *start, *nl;
 
+	if (c->scanned == c->in_len)
+		return NULL;
+	start = c->in + c->in_off;
+	nl = memchr(c->in + c->scanned, '\n', c->in_len - c->scanned);
 	if (nl == NULL) {
 		c->scanned = c->in_len;
 		return NULL;
@@ -308,7 +312,8 @@ next_line(struct ep_ctl_client *c, size_t *len)
 static bool
 has_line(const struct ep_ctl_client *c)
 {
-	return memchr(c->in + c->scanned, '\n', c->in_len - c->scanned) != NULL;
+	return c->scanned < c->in_len &&
+	       memchr(c->in + c->scanned, '\n', c->in_len - c->scanned) != NULL;
 }
 
 /* Whether to read this client's socket this round. */
