@@ -77,3 +77,30 @@ def test_frames_dropped_on_a_full_ring_are_counted(router_pipeline):
         st = rx_packets(lab.dp, "pb")
         assert st["af_packet_drops"] >= 1500 - 512, st
         assert st["imissed"] >= st["af_packet_drops"], st
+
+
+def test_bng_downlink_sees_fragments_as_sent(request, dp_binary):
+    """The probe's case: untagged downlink fragments from the core host to a
+    subscriber.  10 two-fragment datagrams are 20 frames at the core port
+    (they were 10 reassembled packets), and 10 lone first fragments are 10
+    more (they were none)."""
+    from scapy.layers.inet import IP, UDP, fragment
+    from scapy.layers.l2 import Ether
+    from lab.bng_lab import CORE4, CORE_HOST_MAC, CORE_MAC, Subscriber, bng_available, open_lab
+    ok, why = bng_available(dp_binary)
+    if not ok:
+        pytest.skip(why)
+    lab = open_lab(request, [Subscriber("s1", id=1, vlan=101)], tag="bf")
+    dst = lab.subs[0].ipv4
+    whole = [IP(src=CORE4, dst=dst, id=0x5100 + i) / UDP(sport=40000, dport=9) / (b"w" * 2000)
+             for i in range(10)]
+    pairs = [bytes(Ether(src=CORE_HOST_MAC, dst=CORE_MAC) / f)
+             for d in whole for f in fragment(d, fragsize=1480)]
+    lone = [bytes(Ether(src=CORE_HOST_MAC, dst=CORE_MAC)
+                  / IP(src=CORE4, dst=dst, id=0x5200 + i, flags="MF")
+                  / UDP(sport=40000, dport=9) / (b"l" * 1000)) for i in range(10)]
+    assert len(pairs) == 20
+    before = rx_packets(lab.dp, "core")["ipackets"]
+    send_frames(lab.core, pairs)
+    send_frames(lab.core, lone)
+    assert rx_packets(lab.dp, "core")["ipackets"] - before >= 30
