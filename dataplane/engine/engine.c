@@ -477,7 +477,9 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 			n += (size_t)snprintf(lcores + n, sizeof(lcores) - n, ",%u@%s",
 					      e->lcore_plan[i], set);
 		if (n >= sizeof(lcores))
-			return ep_cfg_error(e->cfg, cpus_kv, err, "the lcore map is too long");
+			return cpus_kv != NULL ?
+				ep_cfg_error(e->cfg, cpus_kv, err, "the lcore map is too long") :
+				ep_err_set(err, "%s: the lcore map is too long", e->cfg->path);
 		ADD(lcores);
 		ADD("--main-lcore");
 		ADD("0");
