@@ -523,13 +523,14 @@ each_acl(const struct ep_cfg_kv *kv, void *arg)
 	return 0;
 }
 
+/* acl_file lines (ep_cfg_side_file strips comments and blanks, and puts
+ * "file:line" in front of an error). */
 static int
-file_line(void *arg, char *line, struct ep_err *err)
+file_line(void *arg, char *line, int lineno, struct ep_err *err)
 {
-	struct load_ctx *c = arg;
-
+	(void)lineno;
 	(void)err;
-	return push(c, line);
+	return push(arg, line);
 }
 
 int
@@ -552,7 +553,7 @@ ep_acl_load_config(struct ep_acl *acl, struct ep_cfg *cfg, struct ep_cfg_section
 	if (ep_cfg_each(s, "acl", each_acl, &c) != 0)
 		goto out;
 	kv = ep_cfg_get(cfg, s, "acl_file", err);
-	if (kv != NULL && ep_cfg_read_lines(cfg, kv, file_line, &c, err) < 0)
+	if (kv != NULL && ep_cfg_side_file(cfg, kv, file_line, &c, err) != 0)
 		goto out;
 	rc = ep_acl_commit(acl, c.rules, c.n, deny, err);
 out:

@@ -10,6 +10,7 @@
 
 #include "ep_acl.h"
 #include "ep_addr.h"
+#include "ep_text.h"
 
 int
 ep_acl_action_parse(const char *s, bool *deny)
@@ -23,23 +24,10 @@ ep_acl_action_parse(const char *s, bool *deny)
 	return 0;
 }
 
-/* Digits only, at most @p max. */
 static int
 parse_uint(const char *s, uint64_t max, uint64_t *out)
 {
-	uint64_t v = 0;
-
-	if (s == NULL || *s == '\0')
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (uint64_t)(*s - '0');
-		if (v > max)
-			return -1;
-	}
-	*out = v;
-	return 0;
+	return s == NULL ? -1 : ep_parse_u64(s, 0, max, out, NULL);
 }
 
 static int

@@ -46,6 +46,9 @@ json_t *ep_ctl_dispatch(struct ep_engine *e, json_t *req);
 /** Request helpers: a required string / optional integer field, with errors
  *  that name the command and the field. */
 const char *ep_ctl_str(json_t *req, const char *key, struct ep_err *err);
+/** A required name field: a string in the name grammar (ep_name_check), so a
+ *  name given here is one the configuration file can write too. */
+const char *ep_ctl_name(json_t *req, const char *key, struct ep_err *err);
 int ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_t *out,
 	       struct ep_err *err);
 

@@ -174,6 +174,7 @@ struct ep_engine {
 	struct ep_cfg *cfg;
 	enum ep_memory memory;          /**< [engine] memory */
 	char ctl_path[108];
+	int ctl_line;                   /**< line of [engine] ctl_socket, 0 if default */
 	uint16_t burst;
 	struct ep_poll_cfg poll;
 	struct ep_port ports[EP_MAX_PORTS];
@@ -189,7 +190,10 @@ struct ep_engine {
 	bool eal_up;
 	bool launched;
 	int ctl_fd;                     /**< listening control socket */
+	uint64_t ctl_dev, ctl_ino;      /**< its file: removed at exit only if still ours */
 	struct ep_ctl_client *ctl_clients;
+	int n_ctl_clients;
+	uint64_t ctl_accept_after_ms;   /**< accept paused (out of descriptors) until */
 	struct ep_tick *ticks;          /**< housekeeping of the modules' instances */
 	struct ep_instance *instances;  /**< the modules' named instances (instance.c) */
 	/** What each pipeline type's setup() built, for its build() and

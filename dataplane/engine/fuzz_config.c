@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libFuzzer: the config parser and its typed getters on arbitrary text. */
+/* libFuzzer: the config parser, its typed getters, the integer parsers and the
+ * name grammar on arbitrary text. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,20 @@ static int
 visit(const struct ep_cfg_kv *kv, void *arg)
 {
 	return 0;
+}
+
+/* Every value through the integer parsers and the name grammar too. */
+static void
+values(struct ep_cfg_section *s)
+{
+	struct ep_err err;
+	uint64_t v;
+
+	for (int k = 0; k < s->n_kv; k++) {
+		ep_parse_u64(s->kv[k].val, 0, UINT64_MAX, &v, &err);
+		ep_parse_u64_hex(s->kv[k].val, 1, 0xfffe, &v, &err);
+		ep_name_check(s->kv[k].val, &err);
+	}
 }
 
 int
@@ -32,6 +47,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ep_cfg_u64(c, &c->sec[i], "burst", 1, 0, 100, &v, &err);
 			ep_cfg_str(c, &c->sec[i], "device", NULL, &err);
 			ep_cfg_each(&c->sec[i], "route", visit, NULL);
+			values(&c->sec[i]);
 		}
 		ep_cfg_check_unused(c, &err);
 		ep_cfg_free(c);

@@ -11,6 +11,7 @@
 
 #include "ep_ctl.h"
 #include "ep_engine.h"
+#include "ep_text.h"
 
 struct ep_instance {
 	char kind[16];
@@ -25,8 +26,10 @@ ep_instance_add(struct ep_engine *e, const char *kind, const char *name, void *o
 {
 	struct ep_instance *in, **tail;
 
-	if (name == NULL || name[0] == '\0' || strlen(name) >= EP_INSTANCE_NAME_LEN)
-		return ep_err_set(err, "%s: bad instance name '%s'", kind, name ? name : "");
+	if (name == NULL)
+		return ep_err_set(err, "%s: an instance needs a name", kind);
+	if (ep_name_check(name, err) < 0)
+		return ep_err_prefix(err, "%s: instance name: ", kind);
 	if (ep_instance_find(e, kind, name) != NULL)
 		return ep_err_set(err, "%s: an instance named '%s' exists", kind, name);
 	in = calloc(1, sizeof(*in));

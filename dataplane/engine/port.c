@@ -25,17 +25,6 @@
 #define EP_RX_DESC_DEFAULT 1024
 #define EP_TX_DESC_DEFAULT 1024
 #define EP_AF_PACKET_FRAMES 4096
-/*
- * net_af_packet's frames.  DPDK 22.11's PMD joins its sockets to a fanout
- * group with PACKET_FANOUT_FLAG_DEFRAG, so the kernel reassembles IPv4
- * fragments before the data plane sees them, and a datagram longer than a
- * frame arrives truncated (and is dropped as ipv4_bad_total_length).  4096
- * bytes (a page) takes a 4000-byte datagram whole, which
- * the data plane then forwards, fragmenting it to the out port's MTU; a
- * port's mtu raises it.  A NIC, af_xdp and the other virtual devices hand
- * fragments over as they come.
- */
-#define EP_AF_PACKET_FRAME_MIN 4096
 #define EP_MTU_DEFAULT 1500
 
 struct addr_ctx {
@@ -169,17 +158,18 @@ is_af_packet(const struct ep_port *p)
 }
 
 /* Bytes of frame an mbuf of port @p p must hold: a full frame at the
- * port's MTU with two VLAN tags and a PPPoE header, and for af_packet the
- * frame size asked of the PMD (see EP_AF_PACKET_FRAME_MIN). */
+ * port's MTU with two VLAN tags and a PPPoE header (the default 2048 up to
+ * an MTU of 1500).  net_af_packet copies each frame into one mbuf, and its
+ * ring frames must be that size too: a jumbo port gets ring frames of
+ * whole pages, one per block. */
 static uint32_t
 frame_room(const struct ep_port *p)
 {
 	uint32_t room = RTE_ALIGN_CEIL((uint32_t)p->mtu + RTE_ETHER_HDR_LEN + 8 + 8 + 64, 1024);
 
-	room = RTE_MAX(room, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
-	/* af_packet: a frame is a whole number of pages, one frame a block. */
-	return is_af_packet(p) ? RTE_ALIGN_CEIL(RTE_MAX(room, (uint32_t)EP_AF_PACKET_FRAME_MIN),
-						4096) : room;
+	if (room <= RTE_MBUF_DEFAULT_DATAROOM)
+		return RTE_MBUF_DEFAULT_DATAROOM;
+	return is_af_packet(p) ? RTE_ALIGN_CEIL(room, 4096) : room;
 }
 
 /* The ethdev name of a device string: what precedes the first comma. */
@@ -205,7 +195,7 @@ ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 		int rc;
 
 		snprintf(devargs, sizeof(devargs), "%s", p->device);
-		if (is_af_packet(p) && strstr(devargs, "qpairs=") == NULL)
+		if (is_af_packet(p) && strstr(devargs, ",qpairs=") == NULL)
 			snprintf(devargs + strlen(devargs), sizeof(devargs) - strlen(devargs),
 				 ",qpairs=%u", queues);
 		/* af_packet's default ring is 512 frames: ~6 ms at 80 kpps, less
@@ -214,7 +204,8 @@ ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 		if (is_af_packet(p) && strstr(devargs, "framecnt=") == NULL)
 			snprintf(devargs + strlen(devargs), sizeof(devargs) - strlen(devargs),
 				 ",framecnt=%u", EP_AF_PACKET_FRAMES);
-		if (is_af_packet(p) && strstr(devargs, "framesz=") == NULL)
+		if (is_af_packet(p) && strstr(devargs, "framesz=") == NULL &&
+		    frame_room(p) > RTE_MBUF_DEFAULT_DATAROOM)
 			snprintf(devargs + strlen(devargs), sizeof(devargs) - strlen(devargs),
 				 ",framesz=%u,blocksz=%u", frame_room(p), frame_room(p));
 		rc = rte_dev_probe(devargs);
@@ -222,6 +213,8 @@ ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 			return ep_err_set(err, "%s:%d: key 'device': port %s: cannot probe device "
 					  "'%s': %s", e->cfg->path, p->device_line, p->name,
 					  devargs, rte_strerror(-rc));
+		if (strncmp(devargs, "net_af_packet", 13) == 0)
+			ep_af_packet_claim(p->index);
 		dev_name(p->device, name, sizeof(name));
 		if (rte_eth_dev_get_port_by_name(name, &p->port_id) != 0)
 			return ep_err_set(err, "port %s: device '%s' probed but no ethdev named '%s'",
@@ -316,6 +309,7 @@ ep_ports_start(struct ep_engine *e, struct ep_err *err)
 void
 ep_ports_stop(struct ep_engine *e)
 {
+	ep_af_packet_forget();
 	for (int i = 0; i < e->n_ports; i++) {
 		struct ep_port *p = &e->ports[i];
 

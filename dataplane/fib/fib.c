@@ -586,6 +586,14 @@ route_line(void *arg, char *line, struct ep_err *err)
 	return ep_fib_route_add(arg, w[0], w[2], err);
 }
 
+/* route_file lines (ep_cfg_side_file strips comments and blanks). */
+static int
+route_file_line(void *arg, char *line, int lineno, struct ep_err *err)
+{
+	(void)lineno;
+	return route_line(arg, line, err);
+}
+
 struct each_ctx {
 	struct ep_fib *fib;
 	struct ep_cfg *cfg;
@@ -597,7 +605,7 @@ static int
 each_line(const struct ep_cfg_kv *kv, void *arg)
 {
 	struct each_ctx *c = arg;
-	char buf[256];
+	char buf[EP_SIDE_MAX_LINE + 1];
 
 	snprintf(buf, sizeof(buf), "%s", kv->val);
 	if (c->fn(c->fib, buf, c->err) < 0)
@@ -616,7 +624,7 @@ ep_fib_load_config(struct ep_fib *fib, struct ep_cfg *cfg, struct ep_cfg_section
 	    ep_cfg_each(s, "route", each_line, &rc) != 0)
 		return -1;
 	kv = ep_cfg_get(cfg, s, "route_file", err);
-	if (kv != NULL && ep_cfg_read_lines(cfg, kv, route_line, fib, err) < 0)
+	if (kv != NULL && ep_cfg_side_file(cfg, kv, route_file_line, fib, err) != 0)
 		return -1;
 	return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "ep_addr.h"
 #include "ep_ip.h"
+#include "ep_text.h"
 
 int
 ep_addr_parse(const char *s, uint8_t addr[16])
@@ -45,7 +46,7 @@ ep_prefix_parse(const char *s, uint8_t addr[16], uint8_t *plen, unsigned int fla
 {
 	char ip[64];
 	const char *slash;
-	unsigned long len = 0;
+	uint64_t len = 0;
 	size_t n;
 	int fam;
 
@@ -69,15 +70,7 @@ ep_prefix_parse(const char *s, uint8_t addr[16], uint8_t *plen, unsigned int fla
 		*plen = (uint8_t)ep_addr_bits(fam);
 		return fam;
 	}
-	/* Digits only: strtoul would take "+8", " 8" and "0x8". */
-	for (const char *d = slash + 1; *d != '\0'; d++) {
-		if (*d < '0' || *d > '9' || len > 128) {
-			len = 999;
-			break;
-		}
-		len = len * 10 + (unsigned long)(*d - '0');
-	}
-	if (slash[1] == '\0' || len > ep_addr_bits(fam))
+	if (ep_parse_u64(slash + 1, 0, ep_addr_bits(fam), &len, NULL) < 0)
 		return ep_err_set(err, "'%s': prefix length must be 0..%u", s, ep_addr_bits(fam));
 	*plen = (uint8_t)len;
 	if (flags & EP_PREFIX_KEEP_HOST)

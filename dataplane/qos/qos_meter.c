@@ -7,7 +7,9 @@
  * rates: nothing changes then), published with one release store, the old
  * one retired after a grace period.  Control thread only.
  */
-#include <ctype.h>
+/* rte_sched's PIE inlines (through ep_qos.h) are still experimental in
+ * DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API 1
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "ep_engine.h"
 #include "ep_qos.h"
 #include "ep_rcu.h"
+#include "ep_text.h"
 
 #define EP_POLICERS_KIND "policers"
 
@@ -84,8 +87,10 @@ ep_policer_set_raw(struct ep_policers *t, const char *name, enum ep_policer_mode
 	struct ep_policer *p, *old;
 	int idx = ep_policer_find(t, name), rc;
 
-	if (name[0] == '\0' || strlen(name) >= EP_QOS_NAME_LEN || strcmp(name, "none") == 0)
-		return ep_err_set(err, "policer: bad name '%s'", name);
+	if (ep_name_check(name, err) < 0)
+		return -1;
+	if (strcmp(name, "none") == 0)
+		return ep_err_set(err, "policer: 'none' means no policer; pick another name");
 	if (idx < 0 && t->n == EP_POLICER_MAX)
 		return ep_err_set(err, "policer: all %d profiles in use", EP_POLICER_MAX);
 	p = rte_zmalloc("ep_policer", sizeof(*p), RTE_CACHE_LINE_SIZE);
@@ -156,14 +161,13 @@ pol_kv(void *arg, const char *k, const char *v, struct ep_err *err)
 		else
 			return ep_err_set(err, "mode: '%s' is not rfc2698 or rfc4115", v);
 	} else if (strcmp(k, "yellow") == 0) {
-		char *end;
-		long d = strtol(v, &end, 10);
+		uint64_t d;
 
 		if (strcmp(v, "bump") == 0)
 			a->yellow = -1;
 		else if (strcmp(v, "cs0") == 0)
 			a->yellow = -2;
-		else if (isdigit((unsigned char)*v) && *end == '\0' && d <= 63)
+		else if (ep_parse_u64(v, 0, 63, &d, NULL) == 0)
 			a->yellow = (int)d;
 		else
 			return ep_err_set(err, "yellow: '%s' is not bump, cs0 or a DSCP 0-63", v);

@@ -59,6 +59,7 @@
 
 #include "ep_engine.h"
 #include "ep_qos.h"
+#include "ep_text.h"
 
 #define EP_SCHED_KIND "scheduler"
 
@@ -345,16 +346,18 @@ pipe_kv(void *arg, const char *k, const char *v, struct ep_err *err)
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
 	if (strcmp(k, "wrr") == 0) {
-		unsigned int w[4];
-		char tail;
+		char buf[64], *save = NULL, *w;
+		int i = 0;
 
-		if (sscanf(v, "%u,%u,%u,%u%c", &w[0], &w[1], &w[2], &w[3], &tail) != 4)
+		if (snprintf(buf, sizeof(buf), "%s", v) >= (int)sizeof(buf))
 			return ep_err_set(err, "wrr: needs 4 comma-separated weights 1-255");
-		for (int i = 0; i < 4; i++) {
-			if (w[i] == 0 || w[i] > 255)
-				return ep_err_set(err, "wrr: weight %u is not 1-255", w[i]);
-			a->p.wrr_weights[i] = (uint8_t)w[i];
+		for (w = strtok_r(buf, ",", &save); w != NULL; w = strtok_r(NULL, ",", &save), i++) {
+			if (i == 4 || ep_parse_u64(w, 1, 255, &x, err) < 0)
+				return ep_err_set(err, "wrr: needs 4 comma-separated weights 1-255");
+			a->p.wrr_weights[i] = (uint8_t)x;
 		}
+		if (i != 4)
+			return ep_err_set(err, "wrr: needs 4 comma-separated weights 1-255");
 	} else if (strcmp(k, "tc_ov_weight") == 0) {
 		if (ep_qos_parse_size(v, &x) < 0 || x == 0 || x > 255)
 			return ep_err_set(err, "tc_ov_weight: '%s' is not 1-255", v);
@@ -477,8 +480,8 @@ ep_sched_profile_set(struct ep_sched *s, const char *name, const char *spec,
 
 	/* Plan: nothing changes until every check passed. */
 	a.tb = (struct tb){ &a.p.tb_rate, &a.p.tb_size, a.p.tc_rate, &a.p.tc_period };
-	if (name[0] == '\0' || strlen(name) >= EP_QOS_NAME_LEN)
-		return ep_err_set(err, "pipe: bad name '%s'", name);
+	if (ep_name_check(name, err) < 0)
+		return -1;
 	if (ep_qos_each_kv(spec, pipe_kv, &a, err) < 0)
 		return -1;
 	if (!a.tb.has_rate) {

@@ -3,6 +3,9 @@
  * The text forms QoS configuration shares (ep_qos.h): rates, sizes,
  * key=value specs, and the DSCP -> traffic class map.  Control path only.
  */
+/* rte_sched's PIE inlines (through ep_qos.h) are still experimental in
+ * DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API 1
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 #include <rte_common.h>
 
 #include "ep_qos.h"
+#include "ep_text.h"
 
 static int
 parse_scaled(const char *s, uint64_t unit, uint64_t *out)
@@ -98,8 +102,7 @@ dscp_value(const char *s)
 		{ "cs0", 0 }, { "cs1", 8 }, { "cs2", 16 }, { "cs3", 24 }, { "cs4", 32 },
 		{ "cs5", 40 }, { "cs6", 48 }, { "cs7", 56 },
 	};
-	char *end;
-	long v;
+	uint64_t v;
 
 	for (size_t i = 0; i < RTE_DIM(names); i++)
 		if (strcasecmp(s, names[i].n) == 0)
@@ -107,8 +110,7 @@ dscp_value(const char *s)
 	if ((s[0] == 'a' || s[0] == 'A') && (s[1] == 'f' || s[1] == 'F') && s[2] >= '1' &&
 	    s[2] <= '4' && s[3] >= '1' && s[3] <= '3' && s[4] == '\0')
 		return (s[2] - '0') * 8 + (s[3] - '0') * 2;
-	v = strtol(s, &end, 10);
-	if (!isdigit((unsigned char)*s) || *end != '\0' || v > 63)
+	if (ep_parse_u64(s, 0, 63, &v, NULL) < 0)
 		return -1;
 	return (int)v;
 }
@@ -122,8 +124,8 @@ ep_qos_dscp_map_parse(uint8_t map[64], const char *spec, struct ep_err *err)
 		return ep_err_set(err, "too long");
 	strcpy(buf, spec);
 	for (char *t = strtok_r(buf, " \t,", &save); t != NULL; t = strtok_r(NULL, " \t,", &save)) {
-		char *colon = strchr(t, ':'), *dot, *end;
-		long tc, q = 0;
+		char *colon = strchr(t, ':'), *dot;
+		uint64_t tc, q = 0;
 		int d;
 
 		if (colon == NULL)
@@ -134,15 +136,14 @@ ep_qos_dscp_map_parse(uint8_t map[64], const char *spec, struct ep_err *err)
 			return ep_err_set(err, "'%s' is not a DSCP (0-63, ef, afXY, csN, be, le, va)",
 					  t);
 		dot = strchr(colon + 1, '.');
-		tc = strtol(colon + 1, &end, 10);
-		if (!isdigit((unsigned char)colon[1]) || end != (dot ? dot : end) ||
-		    (dot == NULL && *end != '\0') || tc > RTE_SCHED_TRAFFIC_CLASS_BE)
+		if (dot != NULL)
+			*dot = '\0';
+		if (ep_parse_u64(colon + 1, 0, RTE_SCHED_TRAFFIC_CLASS_BE, &tc, NULL) < 0)
 			return ep_err_set(err, "'%s': traffic class must be 0-%d", colon + 1,
 					  RTE_SCHED_TRAFFIC_CLASS_BE);
 		if (dot != NULL) {
-			q = strtol(dot + 1, &end, 10);
-			if (!isdigit((unsigned char)dot[1]) || *end != '\0' ||
-			    tc != RTE_SCHED_TRAFFIC_CLASS_BE || q >= RTE_SCHED_BE_QUEUES_PER_PIPE)
+			if (ep_parse_u64(dot + 1, 0, RTE_SCHED_BE_QUEUES_PER_PIPE - 1, &q, NULL) < 0 ||
+			    tc != RTE_SCHED_TRAFFIC_CLASS_BE)
 				return ep_err_set(err, "'%s': only traffic class %d has queues 0-%d",
 						  colon + 1, RTE_SCHED_TRAFFIC_CLASS_BE,
 						  RTE_SCHED_BE_QUEUES_PER_PIPE - 1);

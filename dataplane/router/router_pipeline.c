@@ -112,11 +112,18 @@ router_setup(struct ep_engine *e, struct ep_err *err)
 
 	if (router_params_from_config(e->cfg, s, &p, err) < 0)
 		return -1;
-	/* The router routes between the ports its workers poll, and no other
-	 * pipeline's. */
+	/* The router routes between the ports its workers poll and those no
+	 * worker polls (a port it only sends on), never another pipeline's. */
+	uint32_t mine = 0, others = 0;
 	for (int i = 0; i < e->n_workers; i++)
-		for (int q = 0; e->workers[i]->type == &router_type && q < e->workers[i]->n_rx; q++)
-			p.fib.ports |= 1u << e->workers[i]->rx[q].port;
+		for (int q = 0; q < e->workers[i]->n_rx; q++) {
+			uint32_t bit = 1u << e->workers[i]->rx[q].port;
+			if (e->workers[i]->type == &router_type)
+				mine |= bit;
+			else
+				others |= bit;
+		}
+	p.fib.ports = (((e->n_ports >= 32 ? 0 : 1u << e->n_ports) - 1) & ~others) | mine;
 	r = router_create(e, "router", &p, err);
 	if (r == NULL)
 		return -1;
