@@ -10,13 +10,13 @@
  *                (RFC 2516) + PPP (RFC 1661) -> IPv4/IPv6; control traffic
  *                (PPPoE discovery, LCP/NCP/auth, DHCP, DHCPv6, ARP, ND) is
  *                punted to the control port or the punt ring
- *     subscriber classify (bulk rte_hash on the access key -> subscriber)
- *                and anti-spoofing (source must be one of the subscriber's
- *                IPv4 ranges or in its IPv6 prefix)
+ *     subscriber classify (bulk rte_hash on the access key -> subscriber),
+ *                anti-spoofing (source must be one of the subscriber's
+ *                IPv4 ranges or in its IPv6 prefix) and policing (rte_meter
+ *                trTCM, RFC 2698 or RFC 4115, of the subscriber's profile,
+ *                colour blind: green passes, yellow is DSCP-remarked, red
+ *                is dropped)
  *     acl        the ACL module's filter on the uplink ACL "bng-uplink"
- *     police     rte_meter trTCM (RFC 2698 or RFC 4115) of the subscriber's
- *                profile, colour blind: green passes, yellow is
- *                DSCP-remarked, red is dropped
  *     route      the FIB module's burst routing on the core FIB "bng"
  *     encap      strip the access header, TTL/hop limit - 1, add the core
  *                header (none / VLAN / MPLS), next-hop MACs, tx core port
@@ -66,7 +66,7 @@
  * written without atomics; a record's generation number tells the worker to
  * reset it when the subscriber was replaced by a new one with the same id.
  *
- * Subscriber changes are planned, then applied (bng.c): everything that
+ * Subscriber changes are planned, then applied (bng_sub.c): everything that
  * can fail -- validation, conflicts, records, pipes, the downlink workers'
  * HQoS pipe configuration -- happens before any record is published; a
  * batch goes in whole or not at all.
@@ -233,9 +233,10 @@ struct bng_down {
 	struct ep_sched_port *hqos;     /**< this worker's port of the scheduler "bng" */
 	struct rte_sched_port *sched;   /**< its rte_sched port */
 	struct ep_stage *hqos_stage;
+	/* Read per packet by parse: not across a cache line (a split load). */
+	struct rte_ether_addr core_mac;
 	uint16_t access_port, core_port;
 	uint16_t access_mtu;            /**< IP MTU of the access port */
-	struct rte_ether_addr core_mac;
 	uint8_t dscp_tc[64];            /**< tc << 2 | queue */
 	uint64_t pkts;
 	/* lookup scratch */
@@ -373,9 +374,8 @@ int bng_up_build(struct bng *b, struct ep_worker *w, struct ep_err *err);
 int bng_down_build(struct bng *b, struct ep_worker *w, struct ep_err *err);
 
 uint16_t bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-/** classify + antispoof in one stage (`subscriber`). */
+/** classify + antispoof + police in one stage (`subscriber`). */
 uint16_t bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-uint16_t bng_up_police_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_encap_none_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_encap_vlan_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);

@@ -103,7 +103,6 @@ bng_up_build(struct bng *b, struct ep_worker *w, struct ep_err *err)
 	u->parse_stage = &w->stages[w->n_stages - 1];
 	if (ep_worker_add_stage(w, "subscriber", bng_up_subscriber_stage, u, err) < 0 ||
 	    ep_worker_add_stage(w, "acl", ep_acl_filter_stage, u->acl, err) < 0 ||
-	    ep_worker_add_stage(w, "police", bng_up_police_stage, u, err) < 0 ||
 	    ep_worker_add_stage(w, "route", bng_up_route_stage, u, err) < 0 ||
 	    ep_worker_add_stage(w, "encap", encap[b->core_encap], u, err) < 0)
 		return -1;

@@ -24,6 +24,8 @@ enum ep_l3_type {
 #define EP_META_F_HAS_L4     0x04  /**< l4_off points at a complete TCP/UDP/ICMP header */
 #define EP_META_F_MPLS       0x08  /**< an MPLS label stack precedes the IP header (l3_off is past it) */
 
+struct ep_fib_nh;
+
 struct ep_meta {
 	uint16_t in_port;    /**< logical port index the packet arrived on */
 	uint16_t l3_off;     /**< bytes from the start of data to the L3 header */
@@ -34,8 +36,13 @@ struct ep_meta {
 	uint8_t n_vlans;     /**< 0, 1 or 2 */
 	uint8_t flags;       /**< EP_META_F_* */
 	uint16_t vlan_tci[2];/**< outer, inner TCI in host order */
-	uint32_t nexthop;    /**< next-hop index chosen by a route stage */
+	uint32_t nexthop;    /**< next-hop index chosen by a route stage (fib/: the id) */
 	uint64_t user;       /**< free for a pipeline (subscriber id, flow id...) */
+	/** That next hop's entry, set with nexthop, valid until the worker's
+	 *  quiescent state after the burst: the stage that writes the frame
+	 *  reads it without going through the FIB's table again (a dependent
+	 *  load less per packet: ~3 cycles in the vBNG's uplink encap). */
+	const struct ep_fib_nh *nexthop_entry;
 };
 
 #define EP_META_SIZE RTE_ALIGN(sizeof(struct ep_meta), RTE_MBUF_PRIV_ALIGN)

@@ -103,9 +103,10 @@ enum ep_fib_nh_kind {
 struct ep_fib_nh {
 	uint8_t eth[12];        /**< destination MAC, source MAC (the port's): the frame's first 12 bytes */
 	uint16_t port;          /**< logical tx port */
+	uint16_t mtu;           /**< its IP MTU (ports' MTUs are static): one load less per packet */
+	uint8_t ip[16];         /**< the gateway / neighbour: what to resolve */
 	uint8_t kind;           /**< enum ep_fib_nh_kind */
 	uint8_t family;         /**< 4 or 6 (gateways; 0 for the static entries) */
-	uint8_t ip[16];         /**< the gateway / neighbour: what to resolve */
 };
 
 /** Route kinds, stored with each route's next-hop index. */

@@ -240,10 +240,12 @@ ep_fib_nh_resolve(struct ep_fib_worker *fw, struct rte_mbuf *m, uint32_t idx, ui
 		  ep_fib_local_fn local, void *arg)
 {
 	const struct ep_fib *fib = fw->fib;
+	const struct ep_fib_nh *e;
 
 	if (likely(idx < fib->p.max_nexthops) &&
-	    likely(ep_fib_nh_read(fib, idx)->kind == EP_FIB_NH_FORWARD)) {
+	    likely((e = ep_fib_nh_read(fib, idx))->kind == EP_FIB_NH_FORWARD)) {
 		ep_meta(m)->nexthop = idx;
+		ep_meta(m)->nexthop_entry = e;
 		return 0;
 	}
 	return ep_fib_nh_slow(fw, m, idx, next, local, arg);
@@ -260,7 +262,8 @@ ep_fib_nh_resolve(struct ep_fib_worker *fw, struct rte_mbuf *m, uint32_t idx, ui
  *           EP_FIB_ROUTE_PREFETCH), IPv6 into a 16-byte array
  *   pass 2  IPv4: lookup and next-hop resolution in one loop; IPv6: one
  *           bulk lookup, then resolution.  Forwardable: ep_meta.nexthop
- *           set, next[] left alone; the rest by ep_fib_nh_slow
+ *           and nexthop_entry set, next[] left alone; the rest by
+ *           ep_fib_nh_slow
  *
  * @p flags and @p local are constants at every call: the compiler folds
  * them.  Returns the packets diverted.
@@ -315,11 +318,31 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 			out++;
 		}
 	}
-	for (uint16_t j = 0; j < n4; j++) {
-		uint16_t i = fw->pkt4[j];
+	/* Lookup and resolution in one loop, what it reads in registers (the
+	 * ep_meta stores could alias fib's fields as far as the compiler knows). */
+	{
+		const struct rte_lpm *lpm = fib->lpm4;
+		struct ep_fib_nh *const *nhs = fib->nh;
+		const uint32_t max_nh = fib->p.max_nexthops;
 
-		out += ep_fib_nh_resolve(fw, pkts[i], ep_fib_lookup4(fib, fw->ip4[j]), &next[i],
-					 local, arg);
+		for (uint16_t j = 0; j < n4; j++) {
+			uint16_t i = fw->pkt4[j];
+			uint32_t idx;
+
+			if (unlikely(rte_lpm_lookup(lpm, fw->ip4[j], &idx) != 0))
+				idx = __atomic_load_n(&fib->default_nh[0], __ATOMIC_ACQUIRE);
+			const struct ep_fib_nh *e;
+
+			if (likely(idx < max_nh) &&
+			    likely((e = __atomic_load_n(&nhs[idx], __ATOMIC_ACQUIRE))->kind ==
+				   EP_FIB_NH_FORWARD)) {
+				struct ep_meta *md = ep_meta(pkts[i]);
+
+				md->nexthop = idx;
+				md->nexthop_entry = e;
+			} else
+				out += ep_fib_nh_slow(fw, pkts[i], idx, &next[i], local, arg);
+		}
 	}
 	if (unlikely(n6 != 0)) {
 		uint32_t nh6[EP_BURST_MAX];

@@ -42,6 +42,8 @@ fib_nh_publish(struct ep_fib *fib, uint32_t idx, struct ep_err *err)
 		if (v == NULL)
 			return ep_err_set(err, "out of memory for a next hop");
 		v->port = c->port;
+		v->mtu = fib->e->ports[c->port].mtu != 0 ? fib->e->ports[c->port].mtu :
+							     RTE_ETHER_MTU;
 		v->family = c->family;
 		memcpy(v->ip, c->ip, 16);
 		if (c->neigh) {

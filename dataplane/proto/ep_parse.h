@@ -101,7 +101,7 @@ ep_parse_l2(const uint8_t *p, uint32_t seg_len, struct ep_meta *m, uint16_t *eth
  * @p ether_type.  Returns 0, EP_DROP_L2_TRUNCATED, or EP_DROP_MPLS_UNSUPPORTED
  * (deeper than EP_PARSE_MPLS_MAX, or not IP under the stack).
  */
-static __rte_noinline int
+static __rte_always_inline int
 ep_parse_mpls(const uint8_t *p, uint32_t seg_len, struct ep_meta *m, uint16_t *ether_type)
 {
 	uint32_t off = m->l3_off;
@@ -285,6 +285,19 @@ ep_parse_arp(const uint8_t *p, uint32_t seg_len, struct ep_meta *m)
 	return 0;
 }
 
+/** The MPLS label stack at m->l3_off and the IP packet under it. */
+static __rte_noinline int
+ep_parse_mpls_ip(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *m)
+{
+	uint16_t et;
+	int rc = ep_parse_mpls(p, seg_len, m, &et);
+
+	if (rc != 0)
+		return rc;
+	return et == RTE_ETHER_TYPE_IPV4 ? ep_parse_ipv4(p, seg_len, frame_len, m) :
+					   ep_parse_ipv6(p, seg_len, frame_len, m);
+}
+
 /**
  * Parse a whole frame: L2 (and, with EP_PARSE_F_MPLS, a label stack), then
  * IPv4, IPv6 or ARP.  Clears and fills every parsed field of @p m except
@@ -312,17 +325,16 @@ ep_parse_frame_opts(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, stru
 	rc = ep_parse_l2(p, seg_len, m, &et);
 	if (unlikely(rc != 0))
 		return rc;
-	if ((flags & EP_PARSE_F_MPLS) && unlikely(et == RTE_ETHER_TYPE_MPLS)) {
-		rc = ep_parse_mpls(p, seg_len, m, &et);
-		if (rc != 0)
-			return rc;
-	}
 	if (likely(et == RTE_ETHER_TYPE_IPV4))
 		return ep_parse_ipv4(p, seg_len, frame_len, m);
 	if (likely(et == RTE_ETHER_TYPE_IPV6))
 		return ep_parse_ipv6(p, seg_len, frame_len, m);
 	if (et == RTE_ETHER_TYPE_ARP)
 		return ep_parse_arp(p, seg_len, m);
+	/* Last, and out of line: IP frames pay nothing for it (a call on
+	 * their path made the compiler keep more registers: +3 cycles). */
+	if ((flags & EP_PARSE_F_MPLS) && et == RTE_ETHER_TYPE_MPLS)
+		return ep_parse_mpls_ip(p, seg_len, frame_len, m);
 	return EP_DROP_ETHERTYPE_UNSUPPORTED;
 }
 

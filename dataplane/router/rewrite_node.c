@@ -16,8 +16,8 @@
  *         the IP header stays where it is, and the 12 MAC bytes (next hop's
  *         MAC, port's MAC) are copied from the next-hop entry in one go
  *
- * `route` left the next-hop index in ep_meta.nexthop; the entry is read
- * again here (a line the route stage just loaded).
+ * `route` left the next hop in ep_meta (its index, and its entry: read
+ * here without going through the FIB's table again).
  *
  * Measured: ~17 cycles/packet (test_router_cycles and the benchmark), most
  * of it the engine's dispatch of every packet to a tx buffer, which the
@@ -33,9 +33,9 @@ static __rte_always_inline uint16_t
 rewrite_one(struct ep_fib_worker *fw, struct rte_mbuf *m, uint16_t *next)
 {
 	struct ep_meta *md = ep_meta(m);
-	const struct ep_fib_nh *nh = ep_fib_nh_read(fw->fib, md->nexthop);
+	const struct ep_fib_nh *nh = md->nexthop_entry;
 	uint8_t *l3 = rte_pktmbuf_mtod_offset(m, uint8_t *, md->l3_off);
-	uint16_t strip, mtu = fw->port[nh->port].mtu;
+	uint16_t strip, mtu = nh->mtu;
 	int rc = ep_ip_ttl_dec(l3, md->l3_type);
 	bool frag = false;
 
