@@ -487,13 +487,18 @@ void
 ep_fib_ask(struct ep_fib_worker *fw, struct rte_mempool *pool, uint8_t family,
 	   const uint8_t *ip, uint16_t port, const uint8_t *mac)
 {
-	uint32_t key = rte_hash_crc(ip, family == 4 ? 4 : 16, family);
+	uint64_t a[2] = { 0, 0 };       /* rte_hash_crc reads words: aligned */
+	uint32_t key;
 	uint64_t now = rte_rdtsc();
 	uint8_t src[16];
 	struct rte_mbuf *m;
 	uint8_t *b;
 	uint16_t len;
-	unsigned int slot = key % EP_FIB_ASK_SLOTS;
+	unsigned int slot;
+
+	memcpy(a, ip, family == 4 ? 4 : 16);
+	key = rte_hash_crc(a, family == 4 ? 4 : 16, family);
+	slot = key % EP_FIB_ASK_SLOTS;
 
 	if (fw->fib->events == NULL || port >= fw->n_ports)
 		return;
@@ -549,11 +554,13 @@ ep_fib_nh_slow(struct ep_fib_worker *fw, struct rte_mbuf *m, uint32_t idx, uint1
 	switch (nh->kind) {
 	case EP_FIB_NH_FORWARD:
 		md->nexthop = idx;
+		md->nexthop_entry = nh;
 		return 0;
 	case EP_FIB_NH_STALE:
 		/* Forwarded, and confirmed again by a unicast question. */
 		ep_fib_ask(fw, m->pool, nh->family, nh->ip, nh->port, nh->eth);
 		md->nexthop = idx;
+		md->nexthop_entry = nh;
 		return 0;
 	case EP_FIB_NH_IS_LOCAL:
 		*next = local(fw, m, arg);

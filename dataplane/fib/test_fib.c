@@ -400,9 +400,11 @@ EP_TEST(fib_icmp_errors_quote_the_packet_back_to_the_previous_hop)
 		EP_CHECK_EQ(icmp[0], cases[i].type);
 		EP_CHECK_EQ(icmp[1], cases[i].code);
 		if (!cases[i].v6) {
+			uint32_t src;
+
 			EP_CHECK_EQ(md.l3_len, 576);             /* RFC 1812 4.3.2.3 */
-			EP_CHECK_EQ(ntohl(*(const uint32_t *)(const void *)(l3 + 12)),
-				    tp_ip4("198.18.0.1"));
+			memcpy(&src, l3 + 12, 4);
+			EP_CHECK_EQ(ntohl(src), tp_ip4("198.18.0.1"));
 			EP_CHECK_EQ(rte_raw_cksum(icmp, md.l3_len - 20u), 0xffff);
 			EP_CHECK_MEM(icmp + 8, buf + 18, 20);    /* the original header */
 			if (cases[i].kind == EP_FIB_ICMP_FRAG_NEEDED)
