@@ -462,7 +462,12 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 	}
 	if ((!pci || check_only) && strstr(user, "--no-pci") == NULL && strstr(user, "-a ") == NULL)
 		ADD("--no-pci");
-	if (check_only)
+	/* No DPDK telemetry socket unless asked for: the control socket serves
+	 * our statistics, and every EAL process with the default file prefix
+	 * connect()s to the same /var/run/dpdk/rte/dpdk_telemetry.v2 at start,
+	 * which blocks for as long as the process listening there is stopped
+	 * (a benchmark's SIGSTOP) and never accepts. */
+	if (check_only || strstr(user, "telemetry") == NULL)
 		ADD("--no-telemetry");
 	if (strstr(user, "--lcores") == NULL && strstr(user, "-l ") == NULL) {
 		char set[256];
