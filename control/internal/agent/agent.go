@@ -354,7 +354,7 @@ func ParseAltNode(d AltNodeDoc) (steer.AltNode, error) {
 		}
 	}
 	if d.IPv6 != "" {
-		if n.IPv6, err = netip.ParseAddr(d.IPv6); err != nil || !n.IPv6.Is6() {
+		if n.IPv6, err = netip.ParseAddr(d.IPv6); err != nil || !n.IPv6.Is6() || n.IPv6.Is4In6() {
 			return n, bad("alternative node ipv6 %q is not an IPv6 address", d.IPv6)
 		}
 	}

@@ -242,18 +242,31 @@ func listenUnix(path string, gid int) (net.Listener, error) {
 // socket's group can traverse it. A directory it creates is 0750, owned
 // by that group.
 func socketDir(dir string, gid int) error {
-	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
 			return err
 		}
-		if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if st == nil || (st.Uid != 0 && int(st.Uid) != os.Geteuid()) ||
+			fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+			return fmt.Errorf("socket directory %s: its ancestor %s can be changed by another user, who could replace the socket", dir, p)
 		}
+		if p == "/" {
+			break
+		}
+	}
+	if err := os.Mkdir(dir, 0o750); err == nil {
 		if gid >= 0 {
 			if err := os.Lchown(dir, -1, gid); err != nil {
 				return err
 			}
 		}
+	} else if !errors.Is(err, os.ErrExist) {
+		return err
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
@@ -273,20 +286,7 @@ func socketDir(dir string, gid int) error {
 	case gid >= 0 && !(int(st.Gid) == gid && perm&0o010 != 0) && perm&0o001 == 0:
 		return fmt.Errorf("socket directory %s (mode %04o, gid %d) cannot be traversed by group %d: chgrp %d %s and chmod g+x it, or use another directory", dir, perm, st.Gid, gid, gid, dir)
 	}
-	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		st, _ := fi.Sys().(*syscall.Stat_t)
-		if st == nil || (st.Uid != 0 && int(st.Uid) != os.Geteuid()) ||
-			fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
-			return fmt.Errorf("socket directory %s: its ancestor %s can be changed by another user, who could replace the socket", dir, p)
-		}
-		if p == "/" || p == "." {
-			return nil
-		}
-	}
+	return nil
 }
 
 // removeStale removes a socket nothing answers on (its agent died);

@@ -6,6 +6,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +16,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -115,6 +118,10 @@ func (s *server) handle(rt route) {
 // unknown path (and for one the mux would redirect to its cleaned form),
 // 405 with the mux's Allow header for a method the path does not have.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p != canonical(p) {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no such path: %s (not in canonical form: no empty, . or .. segments)", p))
+		return
+	}
 	h, pattern := s.mux.Handler(r)
 	if s.patterns[pattern] {
 		s.mux.ServeHTTP(w, r)
@@ -128,6 +135,16 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeProblem(w, http.StatusNotFound, fmt.Sprintf("no such path: %s (GET /openapi.yaml lists them)", r.URL.Path))
+}
+
+// canonical is p as the mux would redirect it: cleaned, its trailing
+// slash kept.
+func canonical(p string) string {
+	c := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
 }
 
 // headerRecorder keeps the status and headers of the mux's own 404/405
@@ -189,14 +206,18 @@ func writeProblem(w http.ResponseWriter, code int, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		code = http.StatusInternalServerError
-		b, _ = json.Marshal(problem{code, "encode answer: " + err.Error()})
+		b.Reset()
+		enc.Encode(problem{code, "encode answer: " + err.Error()})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	w.Write(append(b, '\n'))
+	w.Write(b.Bytes())
 }
 
 func writeErr(w http.ResponseWriter, err error) {

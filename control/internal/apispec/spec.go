@@ -212,7 +212,7 @@ func explain(root *openapi3.Schema, v any, err error, prefix []string) error {
 			}
 		}
 		return &Invalid{Path: joinPath(path), Reason: want(s, se.Value, se.Reason)}
-	case "pattern", "format":
+	case "pattern", "format", "not":
 		return &Invalid{Path: joinPath(path), Reason: want(s, se.Value, se.Reason)}
 	case "required":
 		return &Invalid{Path: joinPath(path), Reason: "required, missing"}
