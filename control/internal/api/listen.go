@@ -260,6 +260,9 @@ func socketDir(dir string, gid int) error {
 		}
 	}
 	if err := os.Mkdir(dir, 0o750); err == nil {
+		if err := os.Chmod(dir, 0o750); err != nil { // whatever the umask
+			return err
+		}
 		if gid >= 0 {
 			if err := os.Lchown(dir, -1, gid); err != nil {
 				return err
