@@ -238,6 +238,32 @@ frame_set_len(struct rte_mbuf *m, uint32_t len)
 	return rte_pktmbuf_trim(m, (uint16_t)(m->data_len - len));
 }
 
+/* The IPv6 payload of a solicitation or advertisement (RFC 4861 4.3, 4.4):
+ * 32 bytes, hop limit 255, the target and one link-layer address option
+ * (@p opt: source for NS, target for NA) with @p mac; checksum last. */
+static void
+nd_message(struct rte_ipv6_hdr *ip, uint8_t *icmp, uint8_t type, uint8_t flags,
+	   const uint8_t *src, const uint8_t *dst, const uint8_t *target, uint8_t opt,
+	   const struct rte_ether_addr *mac)
+{
+	uint16_t ck;
+
+	ip->payload_len = RTE_BE16(32);
+	ip->proto = IPPROTO_ICMPV6;
+	ip->hop_limits = 255;
+	memcpy(ip->src_addr, src, 16);
+	memcpy(ip->dst_addr, dst, 16);
+	memset(icmp, 0, 32);
+	icmp[0] = type;
+	icmp[4] = flags;
+	memcpy(icmp + 8, target, 16);
+	icmp[24] = opt;
+	icmp[25] = 1;
+	memcpy(icmp + 26, mac, 6);
+	ck = ep_ipv6_l4_cksum(ip, icmp, 32, IPPROTO_ICMPV6);
+	memcpy(icmp + 2, &ck, 2);
+}
+
 /* RFC 4861 7.1.1 / 7.1.2 checks common to NS and NA, then the options:
  * 0 and the link-layer address option of @p want_opt (or NULL) in *lla,
  * or -1.  @p dad: source unspecified (no SLLA allowed). */
@@ -279,7 +305,6 @@ nd_in(struct ep_fib_worker *fw, struct rte_mbuf *m)
 	const struct rte_ether_addr *mac;
 	const uint8_t *lla;
 	bool dad;
-	uint16_t ck;
 
 	/* The parser guaranteed the 4-byte ICMPv6 header inside the first
 	 * segment; the rest is checked here. */
@@ -332,20 +357,9 @@ nd_in(struct ep_fib_worker *fw, struct rte_mbuf *m)
 	}
 	memcpy(p + 6, mac, 6);
 	fib_reply_tpid(fw, p, md->in_port, md->n_vlans);
-	ip->payload_len = RTE_BE16(32);
-	ip->proto = IPPROTO_ICMPV6;
-	ip->hop_limits = 255;
-	memcpy(ip->dst_addr, dst, 16);
-	memcpy(ip->src_addr, target, 16);
-	memset(icmp, 0, 32);
-	icmp[0] = ND_NA;
-	icmp[4] = NA_FLAG_ROUTER | NA_FLAG_OVERRIDE | (dad ? 0 : NA_FLAG_SOLICITED);
-	memcpy(icmp + 8, target, 16);
-	icmp[24] = ND_OPT_TLLA;
-	icmp[25] = 1;
-	memcpy(icmp + 26, mac, 6);
-	ck = ep_ipv6_l4_cksum(ip, icmp, 32, IPPROTO_ICMPV6);
-	memcpy(icmp + 2, &ck, 2);
+	nd_message(ip, icmp, ND_NA,
+		   NA_FLAG_ROUTER | NA_FLAG_OVERRIDE | (dad ? 0 : NA_FLAG_SOLICITED), target, dst,
+		   target, ND_OPT_TLLA, mac);
 	md->l4_off = (uint16_t)(md->l3_off + 40);
 	md->l3_len = 72;
 	md->flags = EP_META_F_HAS_L4;
@@ -452,7 +466,6 @@ nd_solicit(uint8_t *b, const struct rte_ether_addr *smac, const uint8_t *dmac,
 	struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(b + RTE_ETHER_HDR_LEN);
 	uint8_t *icmp = b + RTE_ETHER_HDR_LEN + 40;
 	uint8_t dst[16] = {0xff, 0x02, [11] = 0x01, [12] = 0xff};
-	uint16_t ck;
 
 	memcpy(dst + 13, target + 13, 3);
 	if (dmac != NULL) {
@@ -467,19 +480,7 @@ nd_solicit(uint8_t *b, const struct rte_ether_addr *smac, const uint8_t *dmac,
 	b[13] = 0xdd;
 	memset(ip, 0, 40);
 	ip->vtc_flow = RTE_BE32(6u << 28);
-	ip->payload_len = RTE_BE16(32);
-	ip->proto = IPPROTO_ICMPV6;
-	ip->hop_limits = 255;
-	memcpy(ip->src_addr, src, 16);
-	memcpy(ip->dst_addr, dst, 16);
-	memset(icmp, 0, 32);
-	icmp[0] = ND_NS;
-	memcpy(icmp + 8, target, 16);
-	icmp[24] = ND_OPT_SLLA;
-	icmp[25] = 1;
-	memcpy(icmp + 26, smac, 6);
-	ck = ep_ipv6_l4_cksum(ip, icmp, 32, IPPROTO_ICMPV6);
-	memcpy(icmp + 2, &ck, 2);
+	nd_message(ip, icmp, ND_NS, 0, src, dst, target, ND_OPT_SLLA, smac);
 	return RTE_ETHER_HDR_LEN + 40 + 32;
 }
 
