@@ -100,9 +100,15 @@ key6(struct ep_acl_scratch *sc, uint16_t i, const uint8_t *p, const struct ep_me
 	}
 }
 
+/*
+ * Passes 1 and 2 over a burst: rte_acl's results are left in sc->res[],
+ * IPv4 in slots [0, *n4), IPv6 in [EP_BURST_MAX - *n6, EP_BURST_MAX), each
+ * slot's packet in sc->pkt[].  A packet that is not IP gets @p not_ip(i).
+ */
 static __rte_always_inline void
-classify(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct rte_mbuf **pkts,
-	 uint16_t n, const uint16_t *set_ids, uint32_t *res, const bool sets)
+classify_slots(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct rte_mbuf **pkts,
+	       uint16_t n, const uint16_t *set_ids, const bool sets, uint16_t *n4o,
+	       uint16_t *n6o, uint32_t *res, uint16_t *next, uint16_t *out)
 {
 	uint16_t n4 = 0, n6 = 0;
 
@@ -124,8 +130,11 @@ classify(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct rte_mbu
 				p + md->l3_off + offsetof(struct rte_ipv6_hdr, proto) :
 				key6(sc, i, p, md, sid);
 			sc->pkt[slot] = i;
-		} else {
+		} else if (res != NULL) {
 			res[i] = EP_ACL_NOT_IP;
+		} else {
+			next[i] = EP_NEXT_DROP(EP_DROP_ETHERTYPE_UNSUPPORTED);
+			(*out)++;
 		}
 	}
 	if (n4 != 0) {
@@ -133,8 +142,6 @@ classify(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct rte_mbu
 			rte_acl_classify(set->ctx4, sc->data, sc->res, n4, 1);
 		else
 			memset(sc->res, 0, sizeof(sc->res[0]) * n4);
-		for (uint16_t j = 0; j < n4; j++)
-			res[sc->pkt[j]] = sc->res[j];
 	}
 	if (n6 != 0) {
 		uint16_t first = (uint16_t)(EP_BURST_MAX - n6);
@@ -144,9 +151,22 @@ classify(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct rte_mbu
 			rte_acl_classify(set->ctx6, &sc->data[first], &sc->res[first], n6, 1);
 		else
 			memset(&sc->res[first], 0, sizeof(sc->res[0]) * n6);
-		for (uint16_t j = first; j < EP_BURST_MAX; j++)
-			res[sc->pkt[j]] = sc->res[j];
 	}
+	*n4o = n4;
+	*n6o = n6;
+}
+
+static __rte_always_inline void
+classify(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct rte_mbuf **pkts,
+	 uint16_t n, const uint16_t *set_ids, uint32_t *res, const bool sets)
+{
+	uint16_t n4, n6;
+
+	classify_slots(set, sc, pkts, n, set_ids, sets, &n4, &n6, res, NULL, NULL);
+	for (uint16_t j = 0; j < n4; j++)
+		res[sc->pkt[j]] = sc->res[j];
+	for (uint16_t j = (uint16_t)(EP_BURST_MAX - n6); j < EP_BURST_MAX; j++)
+		res[sc->pkt[j]] = sc->res[j];
 }
 
 void
@@ -159,31 +179,35 @@ ep_acl_classify(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct 
 		classify(set, sc, pkts, n, NULL, res, false);
 }
 
+/* The verdicts straight from the result slots (no per-packet copy). */
+static __rte_always_inline uint16_t
+filter(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct rte_mbuf **pkts,
+       uint16_t *next, uint16_t n, const bool sets)
+{
+	uint16_t n4, n6, out = 0;
+
+	classify_slots(set, sc, pkts, n, NULL, sets, &n4, &n6, NULL, next, &out);
+	for (uint16_t j = 0; j < n4 + n6; j++) {
+		uint16_t slot = j < n4 ? j : (uint16_t)(EP_BURST_MAX - n6 + (j - n4));
+
+		if (unlikely(ep_acl_res_denies(set, sc->res[slot]))) {
+			next[sc->pkt[slot]] = EP_NEXT_DROP(EP_DROP_ACL_DENY);
+			out++;
+		}
+	}
+	return out;
+}
+
 uint16_t
 ep_acl_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct ep_acl_filter *f = ctx;
 	const struct ep_acl_set *set = ep_acl_read(f->acl);
-	uint16_t out = 0;
 
 	if (set->pass_all)
 		return 0;
-	if (set->sets)
-		classify(set, &f->sc, pkts, n, NULL, f->res, true);
-	else
-		classify(set, &f->sc, pkts, n, NULL, f->res, false);
-	for (uint16_t i = 0; i < n; i++) {
-		uint32_t res = f->res[i];
-
-		if (unlikely(res == EP_ACL_NOT_IP)) {
-			next[i] = EP_NEXT_DROP(EP_DROP_ETHERTYPE_UNSUPPORTED);
-			out++;
-		} else if (unlikely(ep_acl_res_denies(set, res))) {
-			next[i] = EP_NEXT_DROP(EP_DROP_ACL_DENY);
-			out++;
-		}
-	}
-	return out;
+	return set->sets ? filter(set, &f->sc, pkts, next, n, true) :
+			   filter(set, &f->sc, pkts, next, n, false);
 }
 
 struct ep_acl_filter *

@@ -127,7 +127,6 @@ ep_acl_res_value(const struct ep_acl_set *set, uint32_t res)
  */
 struct ep_acl_filter {
 	const struct ep_acl *acl;
-	uint32_t res[EP_BURST_MAX];
 	struct ep_acl_scratch sc;
 };
 
