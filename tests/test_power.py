@@ -6,6 +6,7 @@ One router lab with the benchmark tester (gen in a, sink in b) for the
 module; each test sets the policies it needs and puts busy polling back.
 """
 import time
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +176,35 @@ def test_worker_policy_overrides_the_engine_default(request, dp_binary):
 def _two_policies(sections):
     sections["worker w1"]["poll_policy"] = "sleep-rx"
     return sections
+
+
+def _cpu_flags():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+# What the machine may lack, judged by --check against the host itself.
+HOST_CASES = [
+    ("cpu_wait", {"poll_policy": "cpu-wait"}, "poll_policy",
+     lambda: bool({"waitpkg", "mwaitx"} & _cpu_flags()), "neither UMONITOR/UMWAIT"),
+    ("cpufreq", {"cpufreq": "on"}, "cpufreq",
+     lambda: Path("/sys/devices/system/cpu/cpu0/cpufreq").exists(), "no cpufreq driver"),
+]
+
+
+@pytest.mark.parametrize("worker,key,present,words", [c[1:] for c in HOST_CASES],
+                         ids=[c[0] for c in HOST_CASES])
+def test_what_the_host_lacks_is_refused_at_check(tmp_path, router_pipeline, worker, key, present,
+                                                 words):
+    sections = router_sections()
+    sections["worker w0"].update(worker)
+    res, path = check_config(sections, workdir=tmp_path)
+    if present():
+        assert res.returncode == 0, res.stderr
+        return
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1)
+                if t.startswith(f"{key} ="))
+    assert res.returncode != 0 and f"{path}:{line}:" in res.stderr and words in res.stderr, \
+        res.stderr

@@ -115,6 +115,20 @@ worker_cpu(const struct ep_worker *w, char *set, size_t len)
 	return n == 1 ? cpu : -1;
 }
 
+/* Whether this host has a cpufreq driver at all. */
+static int
+cpufreq_present(char *why, size_t len)
+{
+	const char *path = CPUFREQ_DIR "/cpu0/cpufreq";
+
+	why[0] = '\0';
+	if (access(path, F_OK) == 0)
+		return 0;
+	snprintf(why, len, "this host has no cpufreq driver (%s is missing, as in most VMs): "
+		 "the CPU's frequency is not ours to set", path);
+	return -1;
+}
+
 int
 ep_power_cpufreq_find(const struct ep_worker *w, struct ep_power_freq *fr, char *why,
 		      size_t len)
@@ -122,13 +136,8 @@ ep_power_cpufreq_find(const struct ep_worker *w, struct ep_power_freq *fr, char 
 	char path[160], set[128];
 	int cpu;
 
-	why[0] = '\0';
-	snprintf(path, sizeof(path), CPUFREQ_DIR "/cpu0/cpufreq");
-	if (access(path, F_OK) != 0) {
-		snprintf(why, len, "this host has no cpufreq driver (%s is missing, as in most "
-			 "VMs): the CPU's frequency is not ours to set", path);
+	if (cpufreq_present(why, len) < 0)
 		return -1;
-	}
 	cpu = worker_cpu(w, set, sizeof(set));
 	if (cpu < 0) {
 		snprintf(why, len, "worker %s may run on CPUs %s: frequency scaling needs it "
@@ -181,10 +190,11 @@ ep_power_facts(const struct ep_engine *e, const struct ep_worker *w, bool probed
 		q->has_fd = ep_af_packet_fd(p->index, w->rx[i].queue) >= 0;
 		q->has_monitor = rte_eth_get_monitor_addr(p->port_id, w->rx[i].queue, &pmc) == 0;
 	}
-	if (e->eal_up)
+	/* --check's EAL pins no lcore: there only the host is judged. */
+	if (probed)
 		ep_power_cpufreq_find(w, &fr, f->cpufreq_why, sizeof(f->cpufreq_why));
 	else
-		snprintf(f->cpufreq_why, sizeof(f->cpufreq_why), "not checked before start");
+		cpufreq_present(f->cpufreq_why, sizeof(f->cpufreq_why));
 	for (int i = 0; i < e->n_workers; i++) {
 		const struct ep_worker *o = e->workers[i];
 
