@@ -455,7 +455,14 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 	}
 	if ((!pci || check_only) && strstr(user, "--no-pci") == NULL && strstr(user, "-a ") == NULL)
 		ADD("--no-pci");
-	if (check_only)
+	/* The EAL's telemetry socket is /var/run/dpdk/<prefix>/dpdk_telemetry.v2,
+	 * one path for every instance with the default prefix, and
+	 * rte_telemetry_init() connect()s to it to see whether it is taken: with
+	 * its owner stopped (SIGSTOP, a debugger) and its backlog full, that
+	 * connect blocks every later instance's start for good.  Our counters
+	 * are on our own control socket, so the EAL's telemetry is off unless
+	 * [eal] args says --telemetry. */
+	if (check_only || strstr(user, "--telemetry") == NULL)
 		ADD("--no-telemetry");
 	if (strstr(user, "--lcores") == NULL && strstr(user, "-l ") == NULL) {
 		char set[256];
