@@ -145,7 +145,7 @@ def _run_load(slicer, zlr, load, names, rounds, seconds, log):
 def _summary(per, busy):
     """Medians of one policy's slices at one load, and its per-round savings."""
     keys = ("cpu", "runq_wait", "demand", "loss", "p50_us", "p99_us", "wake_p50_us",
-            "wake_p99_us", "wakeups_per_s", "offered_pps")
+            "wake_p99_us", "poll_p50_us", "wakeups_per_s", "offered_pps")
     out = {k: median([s.get(k) for s in per]) for k in keys}
     out["lost"] = sum(s["lost"] for s in per)
     out["offered_ok_rounds"] = sum(s["offered_ok"] for s in per)
