@@ -31,6 +31,8 @@
 #include "engine_internal.h"
 #include "power_internal.h"
 
+_Static_assert(EP_POWER_MAX_RX == EP_MAX_RX, "sleep-rx waits on every rx queue of a worker");
+
 #define RD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define POWER_CALL_MS 2000
 #define RAPL_ROOT "/sys/class/powercap"
