@@ -25,7 +25,9 @@
  * The same hook notes each fanout socket, so `stats` can read
  * PACKET_STATISTICS (frames dropped because the socket's ring was full),
  * which the 22.11 PMD does not report: they are added to the port's
- * imissed and shown as af_packet_drops.
+ * imissed and shown as af_packet_drops.  The PMD opens one socket per queue
+ * pair, in queue order, so the port's n-th fanout socket is its queue n:
+ * the sleep-rx polling policy waits on those (ep_af_packet_fd).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -86,6 +88,17 @@ ep_af_packet_sockets(uint16_t port)
 	for (unsigned int i = 0; i < n_afp; i++)
 		n += afp[i].port == port;
 	return n;
+}
+
+int
+ep_af_packet_fd(uint16_t port, uint16_t queue)
+{
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < n_afp; i++)
+		if (afp[i].port == port && k++ == queue)
+			return afp[i].fd;
+	return -1;
 }
 
 uint64_t

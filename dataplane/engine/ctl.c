@@ -83,6 +83,18 @@ ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_t *o
 	return 0;
 }
 
+int
+ep_ctl_value_text(const char *key, json_t *v, char *buf, size_t len, struct ep_err *err)
+{
+	if (json_is_integer(v))
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+	else if (json_is_string(v) && strlen(json_string_value(v)) < len)
+		snprintf(buf, len, "%s", json_string_value(v));
+	else
+		return ep_err_set(err, "field '%s' must be an integer or a short string", key);
+	return 0;
+}
+
 json_t *
 ep_ctl_dispatch(struct ep_engine *e, json_t *req)
 {

@@ -64,14 +64,16 @@ static json_t *
 worker_json(const struct ep_engine *e, const struct ep_worker *w, bool with_stages)
 {
 	uint64_t busy = RD(w->stats.busy_cycles), idle = RD(w->stats.idle_cycles);
-	json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:b, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	uint64_t slept = RD(w->stats.sleep_cycles), all = busy + idle + slept;
+	json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:b, s:s, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"name", w->name, "id", (int)w->id, "lcore", (int)w->lcore,
 		"pipeline", w->type->name,
 		"running", __atomic_load_n(&w->running, __ATOMIC_ACQUIRE),
+		"poll_policy", ep_poll_policy_name[w->poll.policy],
 		"busy_cycles", (json_int_t)busy, "idle_cycles", (json_int_t)idle,
-		"busy_pct", busy + idle ? 100.0 * (double)busy / (double)(busy + idle) : 0.0,
+		"busy_pct", all ? 100.0 * (double)busy / (double)all : 0.0,
 		"sleeps", (json_int_t)RD(w->stats.sleeps),
-		"sleep_cycles", (json_int_t)RD(w->stats.sleep_cycles),
+		"sleep_cycles", (json_int_t)slept,
 		"polls", (json_int_t)RD(w->stats.polls),
 		"empty_polls", (json_int_t)RD(w->stats.empty_polls),
 		"rx_pkts", (json_int_t)RD(w->stats.rx_pkts),

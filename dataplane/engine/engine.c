@@ -31,6 +31,7 @@
 #include "ep_engine.h"
 #include "ep_rcu.h"
 #include "engine_internal.h"
+#include "power_internal.h"
 
 #define EP_MAX_EAL_ARGS 64
 #define EP_HUGE_MIN_MB  512     /* free hugepage memory for `memory = auto` to use it */
@@ -69,15 +70,8 @@ parse_engine_section(struct ep_engine *e, struct ep_err *err)
 	if (ep_cfg_u64(e->cfg, s, "burst", 32, 1, EP_BURST_MAX, &v, err) < 0)
 		return -1;
 	e->burst = (uint16_t)v;
-	if (ep_cfg_u64(e->cfg, s, "idle_polls", 200, 0, 1u << 30, &v, err) < 0)
+	if (ep_power_engine_config(e, s, err) < 0)
 		return -1;
-	e->poll.idle_polls = (uint32_t)v;
-	if (ep_cfg_u64(e->cfg, s, "min_sleep_us", 1, 1, 100000, &v, err) < 0)
-		return -1;
-	e->poll.min_sleep_us = (uint32_t)v;
-	if (ep_cfg_u64(e->cfg, s, "max_sleep_us", 100, 1, 100000, &v, err) < 0)
-		return -1;
-	e->poll.max_sleep_us = (uint32_t)v;
 	{
 		const char *mem = ep_cfg_str(e->cfg, s, "memory", "auto", err);
 
@@ -93,9 +87,6 @@ parse_engine_section(struct ep_engine *e, struct ep_err *err)
 			return ep_cfg_error(e->cfg, ep_cfg_get(e->cfg, s, "memory", NULL), err,
 					    "'%s': expected auto, hugepages or no-huge", mem);
 	}
-	if (e->poll.max_sleep_us < e->poll.min_sleep_us)
-		return ep_cfg_section_error(e->cfg, s, err,
-					    "max_sleep_us is below min_sleep_us");
 	return 0;
 }
 
@@ -212,6 +203,8 @@ create_workers(struct ep_engine *e, struct ep_err *err)
 			return -1;
 		e->workers[e->n_workers++] = w;
 		w->cfg = s;
+		if (ep_power_worker_config(e, w, err) < 0)
+			return -1;
 		kv = ep_cfg_get(cfg, s, "pipeline", err);
 		if (kv == NULL)
 			return err->msg[0] ? -1 :
@@ -462,12 +455,14 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 	}
 	if ((!pci || check_only) && strstr(user, "--no-pci") == NULL && strstr(user, "-a ") == NULL)
 		ADD("--no-pci");
-	/* No DPDK telemetry socket unless asked for: the control socket serves
-	 * our statistics, and every EAL process with the default file prefix
-	 * connect()s to the same /var/run/dpdk/rte/dpdk_telemetry.v2 at start,
-	 * which blocks for as long as the process listening there is stopped
-	 * (a benchmark's SIGSTOP) and never accepts. */
-	if (check_only || strstr(user, "telemetry") == NULL)
+	/* The EAL's telemetry socket is /var/run/dpdk/<prefix>/dpdk_telemetry.v2,
+	 * one path for every instance with the default prefix, and
+	 * rte_telemetry_init() connect()s to it to see whether it is taken: with
+	 * its owner stopped (SIGSTOP, a debugger) and its backlog full, that
+	 * connect blocks every later instance's start for good.  Our counters
+	 * are on our own control socket, so the EAL's telemetry is off unless
+	 * [eal] args says --telemetry. */
+	if (check_only || strstr(user, "--telemetry") == NULL)
 		ADD("--no-telemetry");
 	if (strstr(user, "--lcores") == NULL && strstr(user, "-l ") == NULL) {
 		char set[256];
@@ -645,6 +640,10 @@ start(struct ep_engine *e, const struct ep_engine_opts *o, struct ep_err *err)
 		return -1;
 	if (!o->check_only && ep_ports_start(e, err) < 0)
 		return -1;
+	/* Polling policies need the ports' queues and sockets; pipelines'
+	 * builds read the worker's policy (the generator's pacing depth). */
+	if (ep_power_start(e, o->check_only, err) < 0)
+		return -1;
 	for (int i = 0; i < e->n_workers; i++) {
 		struct ep_worker *w = e->workers[i];
 
@@ -664,6 +663,7 @@ stop(struct ep_engine *e)
 	if (e->launched)
 		rte_eal_mp_wait_lcore();
 	if (e->eal_up) {
+		ep_power_stop(e);
 		teardown_pipelines(e);
 		ep_ports_stop(e);
 		for (int i = 0; i < e->n_workers; i++)

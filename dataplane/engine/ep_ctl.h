@@ -51,6 +51,10 @@ const char *ep_ctl_str(json_t *req, const char *key, struct ep_err *err);
 const char *ep_ctl_name(json_t *req, const char *key, struct ep_err *err);
 int ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_t *out,
 	       struct ep_err *err);
+/** A field's value as the text a configuration line would carry (integers
+ *  in decimal, strings as they are), for handlers that set keys through the
+ *  same parser as the file. */
+int ep_ctl_value_text(const char *key, json_t *v, char *buf, size_t len, struct ep_err *err);
 
 /** The module instance of @p kind ("ACL", "FIB") a request names with
  *  `table`, or the only one there is; NULL with err (naming them) if none

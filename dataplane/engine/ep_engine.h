@@ -26,6 +26,7 @@
 #include "ep_addr.h"
 #include "ep_config.h"
 #include "ep_err.h"
+#include "ep_power.h"
 #include "ep_stage.h"
 
 #define EP_MAX_PORTS     16
@@ -38,6 +39,7 @@ struct ep_engine;
 struct ep_worker;
 struct ep_ctl_client;
 struct ep_instance;
+struct ep_rapl;
 
 /** An address assigned to a port, with its prefix (connected subnet). */
 struct ep_addr4 { uint32_t addr; uint8_t plen; };         /* addr: network order */
@@ -63,17 +65,10 @@ struct ep_port {
 	bool started;
 };
 
-/** Adaptive polling: how a worker backs off when its queues are empty. */
-struct ep_poll_cfg {
-	uint32_t idle_polls;    /**< empty polls before the first pause */
-	uint32_t min_sleep_us;  /**< first pause */
-	uint32_t max_sleep_us;  /**< bound on pause = bound on added wake-up latency */
-};
-
 struct ep_worker_stats {
 	uint64_t busy_cycles;   /**< polls that found packets, and their processing */
-	uint64_t idle_cycles;   /**< empty polls and pauses */
-	uint64_t sleeps;        /**< pauses taken */
+	uint64_t idle_cycles;   /**< empty polls (pauses not included) */
+	uint64_t sleeps;        /**< pauses taken, by any policy's mechanism */
 	uint64_t sleep_cycles;  /**< TSC cycles spent paused */
 	uint64_t polls;         /**< rx polls */
 	uint64_t empty_polls;
@@ -159,6 +154,14 @@ struct ep_worker {
 	struct rte_ring *msgq;          /**< struct ep_worker_msg * from the control thread */
 	uint16_t burst;
 	bool running;
+	/** Its polling policy (ep_power.h): written only by the policy-change
+	 *  message on the worker, so the loop reads it without synchronisation
+	 *  and the control thread (which sends those messages and waits for
+	 *  each) reads it after the message's release of `done`. */
+	struct ep_poll_cfg poll;
+	struct ep_poll_state poll_state;
+	uint8_t sample;                 /**< enum ep_sample: what the next busy poll samples */
+	struct ep_power *power;         /**< wait resources and telemetry */
 } __rte_cache_aligned;
 
 enum ep_memory { EP_MEM_AUTO = 0, EP_MEM_HUGEPAGES, EP_MEM_NO_HUGE };
@@ -176,7 +179,9 @@ struct ep_engine {
 	char ctl_path[108];
 	int ctl_line;                   /**< line of [engine] ctl_socket, 0 if default */
 	uint16_t burst;
-	struct ep_poll_cfg poll;
+	struct ep_poll_cfg poll;        /**< [engine] polling policy: the workers' default */
+	struct ep_power_caps power_caps;
+	struct ep_rapl *rapl;           /**< package energy counters, NULL without RAPL */
 	struct ep_port ports[EP_MAX_PORTS];
 	int n_ports;
 	struct ep_worker *workers[EP_MAX_WORKERS];
