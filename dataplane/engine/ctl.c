@@ -86,6 +86,31 @@ ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_t *o
 	return 0;
 }
 
+int
+ep_ctl_text(json_t *v, char *buf, size_t n)
+{
+	size_t o = 0;
+	size_t i;
+	json_t *e;
+
+	if (json_is_string(v))
+		return snprintf(buf, n, "%s", json_string_value(v)) < (int)n ? 0 : -1;
+	if (json_is_integer(v))
+		return snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v)) < (int)n ?
+		       0 : -1;
+	if (!json_is_array(v) || n == 0)
+		return -1;
+	buf[0] = '\0';
+	json_array_foreach(v, i, e) {
+		char one[256];
+
+		if (json_is_array(e) || ep_ctl_text(e, one, sizeof(one)) < 0)
+			return -1;
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s", i ? "," : "", one);
+	}
+	return o < n ? 0 : -1;
+}
+
 json_t *
 ep_ctl_dispatch(struct ep_engine *e, json_t *req)
 {

@@ -49,4 +49,9 @@ const char *ep_ctl_str(json_t *req, const char *key, struct ep_err *err);
 int ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_t *out,
 	       struct ep_err *err);
 
+/** A request field as config-file text: a string as is, an integer in
+ *  decimal, an array of those joined with commas.  -1 for other types or
+ *  when it does not fit @p n bytes. */
+int ep_ctl_text(json_t *v, char *buf, size_t n);
+
 #endif

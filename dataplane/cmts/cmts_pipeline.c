@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The `cmts-ds` and `cmts-us` pipeline types.  The first setup() builds the
+ * process's vCMTS: the crypto device with one queue pair per vCMTS worker,
+ * then one service group per [cmts NAME] section.  A worker names its SG
+ * with `sg = NAME` (optional when there is one SG); a downstream worker
+ * polls the SG's net_port, an upstream worker its rpd_port.
+ */
+#define ALLOW_EXPERIMENTAL_API 1
+#include <string.h>
+
+#include <rte_malloc.h>
+
+#include "cmts.h"
+
+static struct ep_pipeline_type ds_type, us_type;
+
+static int
+cmts_setup(struct ep_engine *e, struct ep_err *err)
+{
+	struct cmts *c;
+	uint16_t n_qp = 0;
+
+	if (cmts_global != NULL)
+		return 0;
+	for (int i = 0; i < e->n_workers; i++)
+		n_qp += e->workers[i]->type == &ds_type || e->workers[i]->type == &us_type;
+	c = rte_zmalloc("cmts", sizeof(*c), RTE_CACHE_LINE_SIZE);
+	if (c == NULL)
+		return ep_err_set(err, "cmts: out of memory");
+	c->e = e;
+	cmts_global = c;
+	if (cmts_crypto_init(c, e->cfg, n_qp, err) < 0 || cmts_load_config(c, e->cfg, err) < 0)
+		goto fail;
+	if (c->n_sg == 0) {
+		ep_err_set(err, "cmts-ds / cmts-us need a [cmts <name>] section (a service group)");
+		goto fail;
+	}
+	return 0;
+fail:
+	cmts_free(c);
+	return -1;
+}
+
+static struct cmts_sg *
+worker_sg(struct ep_engine *e, struct ep_worker *w, uint16_t port, struct ep_err *err)
+{
+	const struct ep_cfg_kv *kv = ep_cfg_get(e->cfg, w->cfg, "sg", err);
+	struct cmts_sg *sg;
+
+	if (cmts_global == NULL)
+		return ep_err_set(err, "cmts: setup did not run"), NULL;
+	sg = cmts_sg_find(cmts_global, kv != NULL ? kv->val : NULL);
+	if (sg == NULL) {
+		if (kv != NULL)
+			ep_cfg_error(e->cfg, kv, err, "no [cmts %s]", kv->val);
+		else
+			ep_cfg_section_error(e->cfg, w->cfg, err, "sg = <name> is required with "
+					     "more than one service group");
+		return NULL;
+	}
+	if (port != UINT16_MAX &&
+	    (w->n_rx != 1 || w->rx[0].port != (port == 0 ? sg->net_port : sg->rpd_port))) {
+		ep_cfg_section_error(e->cfg, w->cfg, err, "a %s worker polls its service group's "
+				     "%s (rx = %s)", port == 0 ? "cmts-ds" : "cmts-us",
+				     port == 0 ? "net_port" : "rpd_port",
+				     e->ports[port == 0 ? sg->net_port : sg->rpd_port].name);
+		return NULL;
+	}
+	return sg;
+}
+
+static int
+ds_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
+{
+	struct cmts_sg *sg = worker_sg(e, w, 0, err);
+
+	return sg == NULL ? -1 : cmts_ds_build(sg, w, err);
+}
+
+static int
+us_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
+{
+	struct cmts_sg *sg = worker_sg(e, w, 1, err);
+
+	return sg == NULL ? -1 : cmts_us_build(sg, w, err);
+}
+
+static void
+teardown(struct ep_engine *e, const struct ep_pipeline_type *t)
+{
+	struct cmts *c = cmts_global;
+	bool left = false;
+
+	if (c == NULL)
+		return;
+	for (int i = 0; i < e->n_workers; i++) {
+		struct ep_worker *w = e->workers[i];
+
+		if (w == NULL || w->pipeline_ctx == NULL)
+			continue;
+		if (w->type == t) {
+			if (t == &ds_type)
+				cmts_ds_free(w->pipeline_ctx);
+			else
+				cmts_us_free(w->pipeline_ctx);
+			w->pipeline_ctx = NULL;
+		} else if (w->type == &ds_type || w->type == &us_type) {
+			left = true;
+		}
+	}
+	if (!left)
+		cmts_free(c);
+}
+
+static void
+ds_teardown(struct ep_engine *e)
+{
+	teardown(e, &ds_type);
+}
+
+static void
+us_teardown(struct ep_engine *e)
+{
+	teardown(e, &us_type);
+}
+
+static struct ep_pipeline_type ds_type = {
+	.name = "cmts-ds",
+	.setup = cmts_setup,
+	.build = ds_build,
+	.service = cmts_ds_service,
+	.teardown = ds_teardown,
+};
+static struct ep_pipeline_type us_type = {
+	.name = "cmts-us",
+	.setup = cmts_setup,
+	.build = us_build,
+	.teardown = us_teardown,
+};
+EP_PIPELINE_REGISTER(ds_type);
+EP_PIPELINE_REGISTER(us_type);
