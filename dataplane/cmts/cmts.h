@@ -296,6 +296,7 @@ struct cmts {
 	/* crypto (cmts_crypto.c) */
 	uint8_t cdev;
 	bool cdev_up;
+	bool cdev_created;              /**< probed by us (removed at the end) */
 	void *sec_ctx;                  /**< struct rte_security_ctx * */
 	struct rte_mempool *sess_pool;
 	uint16_t n_qp, next_qp;

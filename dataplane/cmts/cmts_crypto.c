@@ -108,6 +108,7 @@ cmts_crypto_init(struct cmts *c, struct ep_cfg *cfg, uint16_t n_qp, struct ep_er
 		id = rte_cryptodev_get_dev_id(dev);
 		if (id < 0)
 			return ep_err_set(err, "cmts: crypto device '%s' did not appear", dev);
+		c->cdev_created = true;
 	}
 	c->cdev = (uint8_t)id;
 	rte_cryptodev_info_get(c->cdev, &info);
@@ -153,8 +154,18 @@ cmts_crypto_fini(struct cmts *c)
 	c->crc_only_ds = NULL;
 	if (c->cdev_up) {
 		rte_cryptodev_stop(c->cdev);
-		rte_cryptodev_close(c->cdev);
 		c->cdev_up = false;
+	}
+	if (c->cdev_created) {
+		/* We made it: take it away, so a later setup in the same
+		 * process (tests) starts from nothing. */
+		struct rte_cryptodev_info info;
+
+		rte_cryptodev_info_get(c->cdev, &info);
+		rte_cryptodev_close(c->cdev);
+		if (info.device != NULL)
+			rte_dev_remove(info.device);
+		c->cdev_created = false;
 	}
 	rte_mempool_free(c->sess_pool);
 	c->sess_pool = NULL;

@@ -476,21 +476,27 @@ cmts_ds_crypto_drain(struct cmts_ds *d, struct rte_mbuf **out, uint16_t max)
 	struct rte_crypto_op *done[EP_BURST_MAX];
 	uint16_t got, n = 0;
 
-	if (d->in_flight == 0)
-		return 0;
-	got = rte_cryptodev_dequeue_burst(d->sg->c->cdev, d->qp, done, RTE_MIN(max, EP_BURST_MAX));
-	d->in_flight -= got;
-	__atomic_store_n(&d->deq_total, d->deq_total + got, __ATOMIC_RELEASE);
-	for (uint16_t j = 0; j < got; j++) {
-		struct rte_crypto_op *op = done[j];
+	max = RTE_MIN(max, EP_BURST_MAX);
+	/* With nothing new to submit each dequeue flushes the lanes, and a
+	 * flush may hand back one job at a time: collect until the device is
+	 * empty, so the frames of one channel still share DEPI packets. */
+	while (d->in_flight != 0 && n < max) {
+		got = rte_cryptodev_dequeue_burst(d->sg->c->cdev, d->qp, done, max - n);
+		if (got == 0)
+			break;
+		d->in_flight -= got;
+		__atomic_store_n(&d->deq_total, d->deq_total + got, __ATOMIC_RELEASE);
+		for (uint16_t j = 0; j < got; j++) {
+			struct rte_crypto_op *op = done[j];
 
-		d->op_free[d->n_op_free++] = op;
-		if (unlikely(op->status != RTE_CRYPTO_OP_STATUS_SUCCESS)) {
-			d->stage_crypto->stats.drops[EP_DROP_CMTS_CRYPTO_FAILED]++;
-			rte_pktmbuf_free(op->sym->m_src);
-			continue;
+			d->op_free[d->n_op_free++] = op;
+			if (unlikely(op->status != RTE_CRYPTO_OP_STATUS_SUCCESS)) {
+				d->stage_crypto->stats.drops[EP_DROP_CMTS_CRYPTO_FAILED]++;
+				rte_pktmbuf_free(op->sym->m_src);
+				continue;
+			}
+			out[n++] = op->sym->m_src;
 		}
-		out[n++] = op->sym->m_src;
 	}
 	d->crc_generated += n;
 	return n;
