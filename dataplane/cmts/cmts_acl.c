@@ -238,7 +238,7 @@ cmts_acl_build(struct cmts_sg *sg, struct ep_err *err)
 			const struct cmts_cls *c = &cm->cls[k];
 
 			if (c->in_use && builder_add(&b, &c->m, 0, 0, (uint16_t)id,
-					1u << CMTS_ACL_CAT_CLS, (int32_t)c->prio * 16 + (15 - k),
+					1u << CMTS_ACL_CAT_CLS, 1 + (int32_t)c->prio * 16 + (15 - k),
 					CMTS_ACL_CLS_UD(k, c->sf), err) < 0)
 				goto fail;
 		}
