@@ -220,16 +220,23 @@ struct cmts_filter {
 	struct cmts_match m;
 };
 
-/** Per-worker, per-CM downstream state. */
+/** Per-worker state of one SF of a CM: its token bucket and counters
+ *  (40 bytes: one cache line holds all an SF's packet needs). */
+struct cmts_sf_dyn {
+	struct rte_meter_srtcm meter;
+	uint64_t pkts, bytes;
+};
+
+/** Per-worker, per-CM downstream state.  The first line is what the
+ *  classify and ch_sched stages touch for every packet; the SF entries
+ *  follow (sf_sched touches the one of the packet's SF). */
 struct cmts_ds_dyn {
 	uint32_t gen;
 	uint16_t psn;                   /**< next DS packet sequence number (bonded DSID) */
 	uint16_t pad;
-	struct rte_meter_srtcm sf_meter[CMTS_MAX_SF];
-	uint64_t sf_pkts[CMTS_MAX_SF], sf_bytes[CMTS_MAX_SF];
-	uint64_t filter_permit, filter_deny, filter_unmatched;
 	uint64_t cls_matched, cls_unmatched;
-};
+	struct cmts_sf_dyn sf[CMTS_MAX_SF];
+} __rte_cache_aligned;
 
 /** Per-worker, per-CM upstream counters. */
 struct cmts_us_dyn {

@@ -3,15 +3,24 @@
  * Building the filter + classifier rte_acl contexts of a service group
  * (cmts_acl.h has the key layout and the categories).  Control thread only.
  *
- * Priorities: rte_acl returns, per category, the matching rule with the
- * highest priority.  A filter group is an ordered list (lower order first,
- * as docsSubmgt3 filter entries), so a filter rule's priority is
- * 0x10000 - order.  A classifier has its own rule priority (MULPI: higher
- * first); ties go to the lower classifier index.
+ * Only the fields some rule constrains are in a context: the key keeps its
+ * full layout and the context's field definitions point at the parts in
+ * use, a 4-byte input group at a time (rte_acl reads input in 4-byte
+ * groups after the first byte, the protocol, which is always there).  The
+ * default SG profile's rules (protocol and port, per filter group or CM)
+ * use 9 of the IPv4 key's 18 bytes and 9 of the IPv6 key's 42.  What a
+ * classify costs is set by the number of tries more than by the key:
+ * filter rules (any CM, one group) and classifiers (one CM, any group)
+ * have different wildcards, so rte_acl builds one trie for each, and each
+ * trie costs ~32 cycles a packet at a burst of 32 with AVX512X16 here,
+ * with the full key or the trimmed one alike (test_cmts_cycles; SSE ~40,
+ * AVX2 ~37, scalar ~60 per trie).
  *
- * Cost of a rebuild (cmts_acl_build, measured by test_cmts_acl): the
- * default SG profile's 6 x 16 filter rules and 300 x 16 classifiers build
- * in tens of milliseconds -- what a CM change costs on the control thread.
+ * Priorities: rte_acl returns, per category, the matching rule with the
+ * highest priority (1 and up).  A filter group is an ordered list (lower
+ * order first, as docsSubmgt3 filter entries), so a filter rule's priority
+ * is 0x10000 - order.  A classifier has its own rule priority (MULPI:
+ * higher first); ties go to the lower classifier index.
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,53 +31,83 @@
 #include "cmts.h"
 #include "cmts_acl.h"
 
-enum { F_PROTO, F_FGA, F_FGB, F_CM, F_SRC, F_DST, F_SPORT, F_DPORT, F_TOS, NF4 };
-enum { G_PROTO, G_FGA, G_FGB, G_CM, G_SRC0, G_DST0 = G_SRC0 + 4, G_SPORT = G_DST0 + 4,
-       G_DPORT, G_TOS, NF6 };
+/* The key's 4-byte input groups after the protocol byte. */
+enum { G_GROUPS = 1, G_SRC, G_DST, G_PORTS, G_TOS, G__N };
 
-RTE_ACL_RULE_DEF(cmts_rule4, NF4);
-RTE_ACL_RULE_DEF(cmts_rule6, NF6);
+/* One field of a context: where it is in the key and what fills it. */
+enum field_kind { K_PROTO, K_FGA, K_FGB, K_CM, K_SRC, K_DST, K_SPORT, K_DPORT, K_TOS };
 
-#define FD(t, sz, f, in, off) { .type = RTE_ACL_FIELD_TYPE_##t, .size = (sz), \
-	.field_index = (f), .input_index = (in), .offset = (off) }
-
-static const struct rte_acl_field_def defs4[NF4] = {
-	FD(BITMASK, 1, F_PROTO, 0, offsetof(struct cmts_acl_key4, proto)),
-	FD(BITMASK, 1, F_FGA, 1, offsetof(struct cmts_acl_key4, fg_a)),
-	FD(BITMASK, 1, F_FGB, 1, offsetof(struct cmts_acl_key4, fg_b)),
-	FD(BITMASK, 2, F_CM, 1, offsetof(struct cmts_acl_key4, cm)),
-	FD(MASK, 4, F_SRC, 2, offsetof(struct cmts_acl_key4, src)),
-	FD(MASK, 4, F_DST, 3, offsetof(struct cmts_acl_key4, dst)),
-	FD(RANGE, 2, F_SPORT, 4, offsetof(struct cmts_acl_key4, sport)),
-	FD(RANGE, 2, F_DPORT, 4, offsetof(struct cmts_acl_key4, dport)),
-	FD(RANGE, 1, F_TOS, 5, offsetof(struct cmts_acl_key4, tos)),
+struct layout {
+	int n;
+	uint8_t kind[RTE_ACL_MAX_FIELDS];
+	uint8_t word[RTE_ACL_MAX_FIELDS];       /* 32-bit word of an address */
+	struct rte_acl_field_def def[RTE_ACL_MAX_FIELDS];
 };
 
-static struct rte_acl_field_def defs6[NF6];
+/* Rule storage large enough for the widest (IPv6, every group) layout. */
+#define MAX_FIELDS 16
+RTE_ACL_RULE_DEF(cmts_rule, MAX_FIELDS);
 
-static void __attribute__((constructor))
-defs6_init(void)
+static void
+add_field(struct layout *l, uint8_t kind, uint8_t word, uint8_t type, uint8_t size, uint8_t input,
+	  uint32_t offset)
 {
-	defs6[G_PROTO] = (struct rte_acl_field_def)FD(BITMASK, 1, G_PROTO, 0,
-		offsetof(struct cmts_acl_key6, proto));
-	defs6[G_FGA] = (struct rte_acl_field_def)FD(BITMASK, 1, G_FGA, 1,
-		offsetof(struct cmts_acl_key6, fg_a));
-	defs6[G_FGB] = (struct rte_acl_field_def)FD(BITMASK, 1, G_FGB, 1,
-		offsetof(struct cmts_acl_key6, fg_b));
-	defs6[G_CM] = (struct rte_acl_field_def)FD(BITMASK, 2, G_CM, 1,
-		offsetof(struct cmts_acl_key6, cm));
-	for (int i = 0; i < 4; i++) {
-		defs6[G_SRC0 + i] = (struct rte_acl_field_def)FD(MASK, 4, G_SRC0 + i, 2 + i,
-			offsetof(struct cmts_acl_key6, src) + 4 * i);
-		defs6[G_DST0 + i] = (struct rte_acl_field_def)FD(MASK, 4, G_DST0 + i, 6 + i,
-			offsetof(struct cmts_acl_key6, dst) + 4 * i);
+	int i = l->n++;
+
+	l->kind[i] = kind;
+	l->word[i] = word;
+	l->def[i] = (struct rte_acl_field_def){ .type = type, .size = size,
+		.field_index = (uint8_t)i, .input_index = input, .offset = offset };
+}
+
+/* The fields of the groups in @p used (bit per G_*), for @p family. */
+static void
+layout_make(struct layout *l, int family, uint32_t used)
+{
+	bool v6 = family == 6;
+	uint32_t o_groups = v6 ? offsetof(struct cmts_acl_key6, fg_a) :
+				 offsetof(struct cmts_acl_key4, fg_a);
+	uint32_t o_src = v6 ? offsetof(struct cmts_acl_key6, src) : offsetof(struct cmts_acl_key4, src);
+	uint32_t o_dst = v6 ? offsetof(struct cmts_acl_key6, dst) : offsetof(struct cmts_acl_key4, dst);
+	uint32_t o_ports = v6 ? offsetof(struct cmts_acl_key6, sport) :
+				offsetof(struct cmts_acl_key4, sport);
+	uint32_t o_tos = v6 ? offsetof(struct cmts_acl_key6, tos) : offsetof(struct cmts_acl_key4, tos);
+	int words = v6 ? 4 : 1;
+	uint8_t in = 1;
+
+	memset(l, 0, sizeof(*l));
+	add_field(l, K_PROTO, 0, RTE_ACL_FIELD_TYPE_BITMASK, 1, 0, 0);
+	if (used & (1u << G_GROUPS)) {
+		add_field(l, K_FGA, 0, RTE_ACL_FIELD_TYPE_BITMASK, 1, in, o_groups);
+		add_field(l, K_FGB, 0, RTE_ACL_FIELD_TYPE_BITMASK, 1, in, o_groups + 1);
+		add_field(l, K_CM, 0, RTE_ACL_FIELD_TYPE_BITMASK, 2, in++, o_groups + 2);
 	}
-	defs6[G_SPORT] = (struct rte_acl_field_def)FD(RANGE, 2, G_SPORT, 10,
-		offsetof(struct cmts_acl_key6, sport));
-	defs6[G_DPORT] = (struct rte_acl_field_def)FD(RANGE, 2, G_DPORT, 10,
-		offsetof(struct cmts_acl_key6, dport));
-	defs6[G_TOS] = (struct rte_acl_field_def)FD(RANGE, 1, G_TOS, 11,
-		offsetof(struct cmts_acl_key6, tos));
+	for (int w = 0; (used & (1u << G_SRC)) && w < words; w++)
+		add_field(l, K_SRC, (uint8_t)w, RTE_ACL_FIELD_TYPE_MASK, 4, in++, o_src + 4 * w);
+	for (int w = 0; (used & (1u << G_DST)) && w < words; w++)
+		add_field(l, K_DST, (uint8_t)w, RTE_ACL_FIELD_TYPE_MASK, 4, in++, o_dst + 4 * w);
+	if (used & (1u << G_PORTS)) {
+		add_field(l, K_SPORT, 0, RTE_ACL_FIELD_TYPE_RANGE, 2, in, o_ports);
+		add_field(l, K_DPORT, 0, RTE_ACL_FIELD_TYPE_RANGE, 2, in++, o_ports + 2);
+	}
+	if (used & (1u << G_TOS))
+		add_field(l, K_TOS, 0, RTE_ACL_FIELD_TYPE_RANGE, 1, in, o_tos);
+}
+
+/* The input groups a match constrains. */
+static uint32_t
+groups_of(const struct cmts_match *m)
+{
+	return (m->src_plen ? 1u << G_SRC : 0) | (m->dst_plen ? 1u << G_DST : 0) |
+	       (m->sport_lo != 0 || m->sport_hi != 65535 || m->dport_lo != 0 ||
+		m->dport_hi != 65535 ? 1u << G_PORTS : 0) |
+	       (m->tos_lo != 0 || m->tos_hi != 255 ? 1u << G_TOS : 0);
+}
+
+static bool
+in_family(const struct cmts_match *m, int family)
+{
+	return m->family == 0 || m->family == family;
 }
 
 /* The part of a prefix that falls in 32-bit word @p w (host order) and
@@ -88,97 +127,53 @@ prefix_word(const uint8_t *a, uint8_t plen, int w, uint32_t *v, uint32_t *len)
 		*v &= ~0u << (32 - *len);
 }
 
-/* The match fields common to both families: proto, ports, tos. */
-#define SET_L4(f, P, SP, DP, TOS, m) do { \
-	(f)[P].value.u8 = (m)->has_proto ? (m)->proto : 0; \
-	(f)[P].mask_range.u8 = (m)->has_proto ? 0xff : 0; \
-	(f)[SP].value.u16 = (m)->sport_lo; (f)[SP].mask_range.u16 = (m)->sport_hi; \
-	(f)[DP].value.u16 = (m)->dport_lo; (f)[DP].mask_range.u16 = (m)->dport_hi; \
-	(f)[TOS].value.u8 = (m)->tos_lo; (f)[TOS].mask_range.u8 = (m)->tos_hi; \
-} while (0)
-
 static void
-rule4(struct cmts_rule4 *r, const struct cmts_match *m, uint8_t fga, uint8_t fgb, uint16_t cm)
-{
-	uint32_t v, l;
-
-	memset(r, 0, sizeof(*r));
-	SET_L4(r->field, F_PROTO, F_SPORT, F_DPORT, F_TOS, m);
-	r->field[F_FGA].value.u8 = fga;
-	r->field[F_FGA].mask_range.u8 = fga ? 0xff : 0;
-	r->field[F_FGB].value.u8 = fgb;
-	r->field[F_FGB].mask_range.u8 = fgb ? 0xff : 0;
-	r->field[F_CM].value.u16 = cm;
-	r->field[F_CM].mask_range.u16 = cm ? 0xffff : 0;
-	prefix_word(m->src, m->src_plen, 0, &v, &l);
-	r->field[F_SRC].value.u32 = v;
-	r->field[F_SRC].mask_range.u32 = l;
-	prefix_word(m->dst, m->dst_plen, 0, &v, &l);
-	r->field[F_DST].value.u32 = v;
-	r->field[F_DST].mask_range.u32 = l;
-}
-
-static void
-rule6(struct cmts_rule6 *r, const struct cmts_match *m, uint8_t fga, uint8_t fgb, uint16_t cm)
+rule_fill(struct cmts_rule *r, const struct layout *l, const struct cmts_match *m, uint8_t fga,
+	  uint8_t fgb, uint16_t cm)
 {
 	memset(r, 0, sizeof(*r));
-	SET_L4(r->field, G_PROTO, G_SPORT, G_DPORT, G_TOS, m);
-	r->field[G_FGA].value.u8 = fga;
-	r->field[G_FGA].mask_range.u8 = fga ? 0xff : 0;
-	r->field[G_FGB].value.u8 = fgb;
-	r->field[G_FGB].mask_range.u8 = fgb ? 0xff : 0;
-	r->field[G_CM].value.u16 = cm;
-	r->field[G_CM].mask_range.u16 = cm ? 0xffff : 0;
-	for (int w = 0; w < 4; w++) {
-		uint32_t v, l;
+	for (int i = 0; i < l->n; i++) {
+		struct rte_acl_field *f = &r->field[i];
+		uint32_t v, len;
 
-		prefix_word(m->src, m->src_plen, w, &v, &l);
-		r->field[G_SRC0 + w].value.u32 = v;
-		r->field[G_SRC0 + w].mask_range.u32 = l;
-		prefix_word(m->dst, m->dst_plen, w, &v, &l);
-		r->field[G_DST0 + w].value.u32 = v;
-		r->field[G_DST0 + w].mask_range.u32 = l;
-	}
-}
-
-struct acl_builder {
-	struct rte_acl_ctx *ctx[2];         /* IPv4, IPv6 */
-	uint32_t n[2];
-	uint32_t max;
-};
-
-static int
-builder_add(struct acl_builder *b, const struct cmts_match *m, uint8_t fga, uint8_t fgb,
-	    uint16_t cm, uint32_t cat_mask, int32_t prio, uint32_t userdata, struct ep_err *err)
-{
-	for (int f = 0; f < 2; f++) {
-		int rc;
-
-		if (m->family != 0 && m->family != (f == 0 ? 4 : 6))
-			continue;
-		if (b->n[f] == b->max)
-			return ep_err_set(err, "more than max_rules = %u filter rules and classifiers",
-					  b->max);
-		if (f == 0) {
-			struct cmts_rule4 r;
-
-			rule4(&r, m, fga, fgb, cm);
-			r.data = (struct rte_acl_rule_data){ .category_mask = cat_mask,
-				.priority = prio, .userdata = userdata };
-			rc = rte_acl_add_rules(b->ctx[0], (struct rte_acl_rule *)&r, 1);
-		} else {
-			struct cmts_rule6 r;
-
-			rule6(&r, m, fga, fgb, cm);
-			r.data = (struct rte_acl_rule_data){ .category_mask = cat_mask,
-				.priority = prio, .userdata = userdata };
-			rc = rte_acl_add_rules(b->ctx[1], (struct rte_acl_rule *)&r, 1);
+		switch (l->kind[i]) {
+		case K_PROTO:
+			f->value.u8 = m->has_proto ? m->proto : 0;
+			f->mask_range.u8 = m->has_proto ? 0xff : 0;
+			break;
+		case K_FGA:
+			f->value.u8 = fga;
+			f->mask_range.u8 = fga ? 0xff : 0;
+			break;
+		case K_FGB:
+			f->value.u8 = fgb;
+			f->mask_range.u8 = fgb ? 0xff : 0;
+			break;
+		case K_CM:
+			f->value.u16 = cm;
+			f->mask_range.u16 = cm ? 0xffff : 0;
+			break;
+		case K_SRC:
+		case K_DST:
+			prefix_word(l->kind[i] == K_SRC ? m->src : m->dst,
+				    l->kind[i] == K_SRC ? m->src_plen : m->dst_plen, l->word[i], &v, &len);
+			f->value.u32 = v;
+			f->mask_range.u32 = len;
+			break;
+		case K_SPORT:
+			f->value.u16 = m->sport_lo;
+			f->mask_range.u16 = m->sport_hi;
+			break;
+		case K_DPORT:
+			f->value.u16 = m->dport_lo;
+			f->mask_range.u16 = m->dport_hi;
+			break;
+		case K_TOS:
+			f->value.u8 = m->tos_lo;
+			f->mask_range.u8 = m->tos_hi;
+			break;
 		}
-		if (rc != 0)
-			return ep_err_set(err, "rte_acl_add_rules failed (%d)", rc);
-		b->n[f]++;
 	}
-	return 0;
 }
 
 void
@@ -192,84 +187,131 @@ cmts_acl_free(struct cmts_acl_set *s)
 	rte_free(s);
 }
 
-struct cmts_acl_set *
-cmts_acl_build(struct cmts_sg *sg, struct ep_err *err)
+/* Every rule of the family in @p ctx (NULL: count them); their number. */
+static int
+add_rules(struct cmts_sg *sg, int family, struct rte_acl_ctx *ctx, const struct layout *l,
+	  struct ep_err *err)
+{
+	struct cmts_rule r;
+	int n = 0;
+
+#define ADD(m, fga, fgb, cm, cat, prio, ud) do { \
+	if (in_family((m), family)) { \
+		if (ctx != NULL) { \
+			rule_fill(&r, l, (m), (fga), (fgb), (cm)); \
+			r.data = (struct rte_acl_rule_data){ .category_mask = 1u << (cat), \
+				.priority = (prio), .userdata = (ud) }; \
+			if (rte_acl_add_rules(ctx, (struct rte_acl_rule *)&r, 1) != 0) \
+				return ep_err_set(err, "rte_acl_add_rules failed"); \
+		} \
+		n++; \
+	} } while (0)
+
+	for (uint32_t i = 0; i < sg->n_filters; i++) {
+		const struct cmts_filter *f = &sg->filters[i];
+		int32_t prio = (int32_t)(0x10000 - f->order);
+
+		ADD(&f->m, f->group, 0, 0, CMTS_ACL_CAT_FG_A, prio, i + 1);
+		ADD(&f->m, 0, f->group, 0, CMTS_ACL_CAT_FG_B, prio, i + 1);
+	}
+	for (uint32_t id = 1; id <= sg->p.max_cms; id++) {
+		const struct cmts_cm *cm = sg->cms[id];
+
+		for (int k = 0; cm != NULL && k < CMTS_MAX_CLS; k++) {
+			const struct cmts_cls *c = &cm->cls[k];
+
+			if (c->in_use)
+				ADD(&c->m, 0, 0, (uint16_t)id, CMTS_ACL_CAT_CLS,
+				    1 + (int32_t)c->prio * 16 + (15 - k), CMTS_ACL_CLS_UD(k, c->sf));
+		}
+	}
+#undef ADD
+	return n;
+}
+
+/* The input groups the family's rules use. */
+static uint32_t
+groups_used(const struct cmts_sg *sg, int family)
+{
+	uint32_t used = 0;
+
+	for (uint32_t i = 0; i < sg->n_filters; i++)
+		if (in_family(&sg->filters[i].m, family))
+			used |= groups_of(&sg->filters[i].m) | 1u << G_GROUPS;
+	for (uint32_t id = 1; id <= sg->p.max_cms; id++) {
+		const struct cmts_cm *cm = sg->cms[id];
+
+		for (int k = 0; cm != NULL && k < CMTS_MAX_CLS; k++)
+			if (cm->cls[k].in_use && in_family(&cm->cls[k].m, family))
+				used |= groups_of(&cm->cls[k].m) | 1u << G_GROUPS;
+	}
+	return used;
+}
+
+static struct rte_acl_ctx *
+build_family(struct cmts_sg *sg, int family, uint32_t *n_rules, struct ep_err *err)
 {
 	static uint32_t seq;
+	struct layout l;
+	struct rte_acl_ctx *ctx;
+	struct rte_acl_config cfg = { .num_categories = CMTS_ACL_CATS };
+	char name[RTE_ACL_NAMESIZE];
+	int n = add_rules(sg, family, NULL, NULL, err), rc;
+
+	*n_rules = 0;
+	if (n <= 0)
+		return NULL;
+	if ((uint32_t)n > sg->p.max_rules)
+		return ep_err_set(err, "%d IPv%d filter rules and classifiers: more than max_rules "
+				  "= %u", n, family, sg->p.max_rules), NULL;
+	layout_make(&l, family, groups_used(sg, family));
+	snprintf(name, sizeof(name), "cmts_acl%d_%u", family,
+		 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	ctx = rte_acl_create(&(struct rte_acl_param){ .name = name, .socket_id = SOCKET_ID_ANY,
+		.rule_size = RTE_ACL_RULE_SZ(MAX_FIELDS), .max_rule_num = (uint32_t)n });
+	if (ctx == NULL)
+		return ep_err_set(err, "acl: out of memory"), NULL;
+	if (add_rules(sg, family, ctx, &l, err) < 0)
+		goto fail;
+	cfg.num_fields = (uint32_t)l.n;
+	memcpy(cfg.defs, l.def, sizeof(l.def[0]) * l.n);
+	rc = rte_acl_build(ctx, &cfg);
+	if (rc != 0) {
+		ep_err_set(err, "acl: rte_acl_build failed (%d) with %d rules", rc, n);
+		goto fail;
+	}
+	*n_rules = (uint32_t)n;
+	return ctx;
+fail:
+	rte_acl_free(ctx);
+	return NULL;
+}
+
+struct cmts_acl_set *
+cmts_acl_build(struct cmts_sg *sg, struct ep_err *err_out)
+{
 	struct cmts_acl_set *s = rte_zmalloc("cmts_acl", sizeof(*s), 0);
-	struct acl_builder b = { .max = sg->p.max_rules };
-	int rc;
+	struct ep_err local, *err = err_out != NULL ? err_out : &local;
 
 	if (s == NULL)
 		return ep_err_set(err, "acl: out of memory"), NULL;
 	s->n_filters = sg->n_filters;
 	s->filter_permit = rte_zmalloc("cmts_aclf", sg->n_filters + 1, 0);
-	if (s->filter_permit == NULL)
-		goto nomem;
-	for (int f = 0; f < 2; f++) {
-		char name[RTE_ACL_NAMESIZE];
-
-		snprintf(name, sizeof(name), "cmts_acl%d_%u", f ? 6 : 4,
-			 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
-		b.ctx[f] = rte_acl_create(&(struct rte_acl_param){ .name = name,
-			.socket_id = SOCKET_ID_ANY,
-			.rule_size = f ? RTE_ACL_RULE_SZ(NF6) : RTE_ACL_RULE_SZ(NF4),
-			.max_rule_num = b.max });
-		if (b.ctx[f] == NULL)
-			goto nomem;
+	if (s->filter_permit == NULL) {
+		rte_free(s);
+		return ep_err_set(err, "acl: out of memory"), NULL;
 	}
-	for (uint32_t i = 0; i < sg->n_filters; i++) {
-		const struct cmts_filter *fl = &sg->filters[i];
-		int32_t prio = (int32_t)(0x10000 - fl->order);
-
-		s->filter_permit[i] = fl->permit;
-		if (builder_add(&b, &fl->m, fl->group, 0, 0, 1u << CMTS_ACL_CAT_FG_A, prio, i + 1,
-				err) < 0 ||
-		    builder_add(&b, &fl->m, 0, fl->group, 0, 1u << CMTS_ACL_CAT_FG_B, prio, i + 1,
-				err) < 0)
-			goto fail;
-	}
-	for (uint32_t id = 1; id <= sg->p.max_cms; id++) {
-		const struct cmts_cm *cm = sg->cms[id];
-
-		if (cm == NULL)
-			continue;
-		for (int k = 0; k < CMTS_MAX_CLS; k++) {
-			const struct cmts_cls *c = &cm->cls[k];
-
-			if (c->in_use && builder_add(&b, &c->m, 0, 0, (uint16_t)id,
-					1u << CMTS_ACL_CAT_CLS, 1 + (int32_t)c->prio * 16 + (15 - k),
-					CMTS_ACL_CLS_UD(k, c->sf), err) < 0)
-				goto fail;
-		}
-	}
-	for (int f = 0; f < 2; f++) {
-		struct rte_acl_config cfg = { .num_categories = CMTS_ACL_CATS,
-			.num_fields = f ? NF6 : NF4 };
-
-		if (b.n[f] == 0) {
-			rte_acl_free(b.ctx[f]);
-			b.ctx[f] = NULL;
-			continue;
-		}
-		memcpy(cfg.defs, f ? defs6 : defs4, sizeof(cfg.defs[0]) * cfg.num_fields);
-		rc = rte_acl_build(b.ctx[f], &cfg);
-		if (rc != 0) {
-			ep_err_set(err, "acl: rte_acl_build failed (%d) with %u rules", rc, b.n[f]);
-			goto fail;
-		}
-	}
-	s->ctx4 = b.ctx[0];
-	s->ctx6 = b.ctx[1];
-	s->n_rules4 = b.n[0];
-	s->n_rules6 = b.n[1];
+	for (uint32_t i = 0; i < sg->n_filters; i++)
+		s->filter_permit[i] = sg->filters[i].permit;
+	err->msg[0] = '\0';
+	s->ctx4 = build_family(sg, 4, &s->n_rules4, err);
+	if (s->ctx4 == NULL && err->msg[0] != '\0')
+		goto fail;
+	s->ctx6 = build_family(sg, 6, &s->n_rules6, err);
+	if (s->ctx6 == NULL && err->msg[0] != '\0')
+		goto fail;
 	return s;
-nomem:
-	ep_err_set(err, "acl: out of memory (max_rules %u)", b.max);
 fail:
-	rte_acl_free(b.ctx[0]);
-	rte_acl_free(b.ctx[1]);
-	rte_free(s->filter_permit);
-	rte_free(s);
+	cmts_acl_free(s);
 	return NULL;
 }

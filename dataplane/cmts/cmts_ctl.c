@@ -284,8 +284,8 @@ cm_json(const struct cmts_sg *sg, const struct cmts_cm *cm, bool detail)
 				const struct cmts_ds_dyn *y = &sg->ds[w]->dyn[cm->id];
 
 				if (RD(y->gen) == cm->gen) {
-					p += RD(y->sf_pkts[s]);
-					b += RD(y->sf_bytes[s]);
+					p += RD(y->sf[s].pkts);
+					b += RD(y->sf[s].bytes);
 				}
 			}
 			json_array_append_new(sfs, json_pack("{s:i, s:I, s:i, s:i, s:I, s:I}", "sf", s,

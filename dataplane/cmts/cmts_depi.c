@@ -23,6 +23,7 @@
  * (1..7, 8+), TS packets.
  */
 #include <rte_malloc.h>
+#include <rte_prefetch.h>
 
 #include "ep_csum.h"
 #include "ep_depi.h"
@@ -208,8 +209,20 @@ cmts_ds_depi_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	uint64_t open = 0;              /* channels with a packet being built: bit c % 64 */
 	const uint16_t tx = EP_NEXT_TX(d->rpd_port);
 
+	/* Frames out of the crypto device are often earlier bursts': their
+	 * mbuf and metadata lines went cold while the device streamed through
+	 * the payloads. */
+	for (uint16_t i = 0; i < n && i < 4; i++) {
+		rte_prefetch0(pkts[i]);
+		rte_prefetch0(ep_meta(pkts[i]));
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
+
+		if (i + 4 < n) {
+			rte_prefetch0(pkts[i + 4]);
+			rte_prefetch0(ep_meta(pkts[i + 4]));
+		}
 		uint8_t c = DSM_CH(ep_meta(m)->user);
 		struct cmts_ds_chan *ch = &d->ch[c];
 		uint32_t flen = m->pkt_len;

@@ -144,10 +144,10 @@ cmts_ds_sf_sched_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16
 		q = &d->sfq[DSM_CM(u) * CMTS_MAX_SF + s];
 		if (likely(q->n == 0) &&
 		    (!cm->sf[s].shaped ||
-		     rte_meter_srtcm_color_blind_check(&y->sf_meter[s], cmts_sf_prof(cm, s), now, len) ==
+		     rte_meter_srtcm_color_blind_check(&y->sf[s].meter, cmts_sf_prof(cm, s), now, len) ==
 		     RTE_COLOR_GREEN)) {
-			y->sf_pkts[s]++;
-			y->sf_bytes[s] += len;
+			y->sf[s].pkts++;
+			y->sf[s].bytes += len;
 			continue;
 		}
 		/* Over its rate, or behind packets that are: wait in order. */
@@ -267,12 +267,12 @@ drain_sf(struct cmts_ds *d, struct rte_mbuf **out, uint16_t max, uint64_t now)
 				if (cm->sf[s].shaped) {
 					struct cmts_ds_dyn *y = cmts_ds_dyn_of(d, cm);
 
-					if (rte_meter_srtcm_color_blind_check(&y->sf_meter[s],
+					if (rte_meter_srtcm_color_blind_check(&y->sf[s].meter,
 							cmts_sf_prof(cm, s), now, pdu_len(m)) !=
 					    RTE_COLOR_GREEN)
 						break;
-					y->sf_pkts[s]++;
-					y->sf_bytes[s] += pdu_len(m);
+					y->sf[s].pkts++;
+					y->sf[s].bytes += pdu_len(m);
 				}
 				out[n++] = cmts_fifo_pop(q);
 				d->queued--;

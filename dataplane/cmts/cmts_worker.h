@@ -267,7 +267,7 @@ cmts_ds_dyn_of(struct cmts_ds *d, const struct cmts_cm *cm)
 		y->gen = cm->gen;
 		for (int s = 0; s < CMTS_MAX_SF; s++)
 			if (cm->sf[s].shaped)
-				rte_meter_srtcm_config(&y->sf_meter[s], cmts_sf_prof(cm, s));
+				rte_meter_srtcm_config(&y->sf[s].meter, cmts_sf_prof(cm, s));
 	}
 	return y;
 }

@@ -212,10 +212,10 @@ EP_TEST(ds_classifier_to_each_flow)
 	}
 	EP_CHECK_EQ(y->cls_matched, 5);
 	EP_CHECK_EQ(y->cls_unmatched, 1);
-	EP_CHECK_EQ(y->sf_pkts[0], 1);
-	EP_CHECK_EQ(y->sf_pkts[1], 2);
-	EP_CHECK_EQ(y->sf_pkts[2], 2);
-	EP_CHECK_EQ(y->sf_pkts[3], 1);
+	EP_CHECK_EQ(y->sf[0].pkts, 1);
+	EP_CHECK_EQ(y->sf[1].pkts, 2);
+	EP_CHECK_EQ(y->sf[2].pkts, 2);
+	EP_CHECK_EQ(y->sf[3].pkts, 1);
 	cb_free(t);
 }
 
