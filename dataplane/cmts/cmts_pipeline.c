@@ -47,6 +47,7 @@ worker_sg(struct ep_engine *e, struct ep_worker *w, uint16_t port, struct ep_err
 {
 	const struct ep_cfg_kv *kv = ep_cfg_get(e->cfg, w->cfg, "sg", err);
 	struct cmts_sg *sg;
+	bool bad;
 
 	if (cmts_global == NULL)
 		return ep_err_set(err, "cmts: setup did not run"), NULL;
@@ -59,8 +60,11 @@ worker_sg(struct ep_engine *e, struct ep_worker *w, uint16_t port, struct ep_err
 					     "more than one service group");
 		return NULL;
 	}
-	if (port != UINT16_MAX &&
-	    (w->n_rx != 1 || w->rx[0].port != (port == 0 ? sg->net_port : sg->rpd_port))) {
+	bad = w->n_rx == 0;
+	/* (An af_packet port may give the worker several queues of it.) */
+	for (int i = 0; i < w->n_rx; i++)
+		bad |= w->rx[i].port != (port == 0 ? sg->net_port : sg->rpd_port);
+	if (bad) {
 		ep_cfg_section_error(e->cfg, w->cfg, err, "a %s worker polls its service group's "
 				     "%s (rx = %s)", port == 0 ? "cmts-ds" : "cmts-us",
 				     port == 0 ? "net_port" : "rpd_port",
