@@ -28,6 +28,7 @@
 #include <rte_mbuf.h>
 
 #include "ep_depi.h"
+#include "ep_docsis.h"
 #include "cmts.h"
 #include "cmts_worker.h"
 
@@ -55,7 +56,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	us.fr = rte_malloc(NULL, sizeof(us.fr[0]) * CMTS_US_MAX_FRAMES, 0);
 	if (pool == NULL || frames == NULL || us.fr == NULL)
 		abort();
-	sg.cmts_ip = rte_cpu_to_be_32(RTE_IPV4(198, 18, 10, 1));
+	sg.cmts_ip = rte_cpu_to_be_32(UINT32_C(0xc6120a01)); /* 198.18.10.1 */
 	us.sg = &sg;
 	us.w = &w;
 	us.pool = frames;
@@ -68,10 +69,12 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* The packet's bytes and its shared-info block go together. */
 static void
 ext_free(void *addr, void *opaque)
 {
 	free(addr);
+	free(opaque);
 }
 
 /* A packet whose bytes are a malloc()ed buffer of exactly their size. */
@@ -91,12 +94,12 @@ packet(const uint8_t *l2tp, uint16_t len)
 	ip->total_length = rte_cpu_to_be_16((uint16_t)(20 + len));
 	ip->time_to_live = 64;
 	ip->next_proto_id = EP_IPPROTO_L2TP;
-	ip->src_addr = rte_cpu_to_be_32(RTE_IPV4(198, 18, 10, 2));
+	ip->src_addr = rte_cpu_to_be_32(UINT32_C(0xc6120a02)); /* 198.18.10.2 */
 	ip->dst_addr = sg.cmts_ip;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	memcpy(b + 34, l2tp, len);
 	sh->free_cb = ext_free;
-	sh->fcb_opaque = NULL;
+	sh->fcb_opaque = sh;
 	rte_mbuf_ext_refcnt_set(sh, 1);
 	rte_pktmbuf_attach_extbuf(m, b, 0, total, sh);
 	m->data_off = 0;
