@@ -404,8 +404,10 @@ void cmts_key_destroy(struct cmts *c, struct cmts_key *k);
 /* ---- workers (cmts_ds.c, cmts_us.c) ---- */
 struct cmts_ds;
 struct cmts_us;
-int cmts_ds_build(struct cmts_sg *sg, struct ep_worker *w, struct ep_err *err);
-int cmts_us_build(struct cmts_sg *sg, struct ep_worker *w, struct ep_err *err);
+/** A worker of @p sg whose output leaves by logical port @p tx (the SG's
+ *  rpd_port for cmts-ds and net_port for cmts-us unless the worker says). */
+int cmts_ds_build(struct cmts_sg *sg, struct ep_worker *w, uint16_t tx, struct ep_err *err);
+int cmts_us_build(struct cmts_sg *sg, struct ep_worker *w, uint16_t tx, struct ep_err *err);
 void cmts_ds_free(struct cmts_ds *d);
 void cmts_us_free(struct cmts_us *u);
 uint16_t cmts_ds_service(struct ep_worker *w);

@@ -228,3 +228,45 @@ cmts_crypto_worker_fini(struct rte_mempool *pool, struct rte_crypto_op **free_op
 	rte_free(free_ops);
 	rte_mempool_free(pool);
 }
+
+int
+cmts_crypto_once(struct cmts *c, uint16_t qp, struct rte_mempool *ops, struct rte_mempool *mbufs,
+		 void *sess, const uint8_t iv[16], uint8_t *buf, uint32_t len,
+		 const struct cmts_crypto_range *r)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(mbufs);
+	struct rte_crypto_op *op = rte_crypto_op_alloc(ops, RTE_CRYPTO_OP_TYPE_SYMMETRIC), *d = NULL;
+	uint64_t spins = 0;
+	int rc = -1;
+
+	if (m == NULL || op == NULL || len > rte_pktmbuf_tailroom(m))
+		goto out;
+	memcpy(rte_pktmbuf_append(m, (uint16_t)len), buf, len);
+	op->sess_type = RTE_CRYPTO_OP_SECURITY_SESSION;
+	op->sym->session = sess;
+	op->sym->m_src = m;
+	memcpy(rte_crypto_op_ctod_offset(op, uint8_t *, CMTS_IV_OFF), iv, 16);
+	op->sym->auth.data.offset = r->crc_off;
+	op->sym->auth.data.length = r->crc_len;
+	op->sym->cipher.data.offset = r->cipher_off;
+	op->sym->cipher.data.length = r->cipher_len;
+	if (rte_cryptodev_enqueue_burst(c->cdev, qp, &op, 1) != 1)
+		goto out;
+	/* aesni_mb flushes its lanes when a dequeue finds nothing done: the
+	 * operation comes back on the first or second call. */
+	while (rte_cryptodev_dequeue_burst(c->cdev, qp, &d, 1) == 0 && ++spins < 100000000)
+		;
+	if (d == NULL)
+		goto out;       /* the operation stays with the device: do not free it */
+	if (d->status == RTE_CRYPTO_OP_STATUS_SUCCESS) {
+		memcpy(buf, rte_pktmbuf_mtod(m, uint8_t *), len);
+		rc = 0;
+	}
+	rte_crypto_op_free(op);
+	rte_pktmbuf_free(m);
+	return rc;
+out:
+	rte_pktmbuf_free(m);
+	rte_crypto_op_free(op);
+	return -1;
+}

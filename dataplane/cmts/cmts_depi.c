@@ -40,7 +40,7 @@ int
 cmts_depi_init(struct cmts_ds *d, int socket, struct ep_err *err)
 {
 	struct cmts_sg *sg = d->sg;
-	struct ep_port *port = &sg->e->ports[sg->rpd_port];
+	struct ep_port *port = &sg->e->ports[d->rpd_port];
 	struct rte_ether_hdr *eh = (struct rte_ether_hdr *)d->depi_tpl;
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(d->depi_tpl + RTE_ETHER_HDR_LEN);
 	char name[RTE_MEMPOOL_NAMESIZE];

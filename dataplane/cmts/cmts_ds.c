@@ -577,7 +577,7 @@ cmts_ds_free(struct cmts_ds *d)
 }
 
 int
-cmts_ds_build(struct cmts_sg *sg, struct ep_worker *w, struct ep_err *err)
+cmts_ds_build(struct cmts_sg *sg, struct ep_worker *w, uint16_t tx, struct ep_err *err)
 {
 	int socket = (int)rte_lcore_to_socket_id(w->lcore);
 	struct cmts_ds *d;
@@ -601,7 +601,7 @@ cmts_ds_build(struct cmts_sg *sg, struct ep_worker *w, struct ep_err *err)
 		return ep_err_set(err, "cmts: out of memory for a downstream worker");
 	d->sg = sg;
 	d->w = w;
-	d->rpd_port = sg->rpd_port;
+	d->rpd_port = tx;
 	d->dyn = rte_zmalloc_socket("cmts_dsdyn", sizeof(d->dyn[0]) * (sg->p.max_cms + 1),
 				    RTE_CACHE_LINE_SIZE, socket);
 	if (d->dyn == NULL) {

@@ -652,7 +652,7 @@ cmts_us_free(struct cmts_us *u)
 }
 
 int
-cmts_us_build(struct cmts_sg *sg, struct ep_worker *w, struct ep_err *err)
+cmts_us_build(struct cmts_sg *sg, struct ep_worker *w, uint16_t tx, struct ep_err *err)
 {
 	static const struct { const char *name; ep_stage_fn fn; } st[ST__N] = {
 		[ST_VERIFY] = { "uepi_verify", cmts_us_verify_stage },
@@ -674,7 +674,7 @@ cmts_us_build(struct cmts_sg *sg, struct ep_worker *w, struct ep_err *err)
 		return ep_err_set(err, "cmts: out of memory for an upstream worker");
 	u->sg = sg;
 	u->w = w;
-	u->net_port = sg->net_port;
+	u->net_port = tx;
 	for (int c = 0; c < CMTS_MAX_US_CH; c++) {
 		u->ch[c].in_use = sg->us_ch[c].in_use;
 		u->ch[c].session = sg->us_ch[c].session;

@@ -282,6 +282,21 @@ void cmts_depi_fini(struct cmts_ds *d);
 int cmts_crypto_worker_init(struct cmts *c, struct rte_mempool **pool,
 			    struct rte_crypto_op ***free_ops, uint32_t *n_free, uint16_t *qp,
 			    const char *name, int socket, struct ep_err *err);
+/** What one DOCSIS operation covers: CRC-32 over [crc_off, crc_off +
+ *  crc_len) written after it, AES over [cipher_off, cipher_off + cipher_len);
+ *  a length of 0 skips that part. */
+struct cmts_crypto_range {
+	uint32_t crc_off, crc_len, cipher_off, cipher_len;
+};
+/**
+ * One operation on @p len bytes at @p buf, synchronously, through queue
+ * pair @p qp (nobody else's): control path only (the generator's frames,
+ * tests).  The bytes go through a scratch mbuf of @p mbufs and come back in
+ * place.  0, or -1 when the device failed it or nothing was free.
+ */
+int cmts_crypto_once(struct cmts *c, uint16_t qp, struct rte_mempool *ops,
+		     struct rte_mempool *mbufs, void *sess, const uint8_t iv[16], uint8_t *buf,
+		     uint32_t len, const struct cmts_crypto_range *r);
 void cmts_crypto_worker_fini(struct rte_mempool *pool, struct rte_crypto_op **free_ops,
 			     uint32_t n_free);
 /** Dequeue completed downstream operations (service hook): returns mbufs

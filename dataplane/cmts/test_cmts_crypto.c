@@ -184,27 +184,14 @@ vectors(struct vec *v, int max)
 static int
 run(struct cb *t, void *sess, const struct cmts_key *k, const struct vec_buf *in, uint8_t *out)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(ep_test_pool());
-	struct rte_crypto_op *op = rte_crypto_op_alloc(t->op_pool, RTE_CRYPTO_OP_TYPE_SYMMETRIC), *d;
-	int rc;
+	struct cmts_crypto_range r = {
+		in->crc_offset, in->no_crc ? 0 : in->len - in->crc_offset - 4,
+		in->cipher_offset, in->no_cipher ? 0 : in->len - in->cipher_offset,
+	};
 
-	memcpy(rte_pktmbuf_append(m, (uint16_t)in->len), in->data, in->len);
-	op->sess_type = RTE_CRYPTO_OP_SECURITY_SESSION;
-	op->sym->session = sess;
-	op->sym->m_src = m;
-	memcpy(rte_crypto_op_ctod_offset(op, uint8_t *, IV_OFF), k->iv, 16);
-	op->sym->auth.data.offset = in->crc_offset;
-	op->sym->auth.data.length = in->no_crc ? 0 : in->len - in->crc_offset - 4;
-	op->sym->cipher.data.offset = in->cipher_offset;
-	op->sym->cipher.data.length = in->no_cipher ? 0 : in->len - in->cipher_offset;
-	rte_cryptodev_enqueue_burst(t->c->cdev, t->qp, &op, 1);
-	while (rte_cryptodev_dequeue_burst(t->c->cdev, t->qp, &d, 1) == 0)
-		;
-	rc = d->status == RTE_CRYPTO_OP_STATUS_SUCCESS ? 0 : -1;
-	memcpy(out, rte_pktmbuf_mtod(m, uint8_t *), in->len);
-	rte_pktmbuf_free(m);
-	rte_crypto_op_free(op);
-	return rc;
+	memcpy(out, in->data, in->len);
+	return cmts_crypto_once(t->c, t->qp, t->op_pool, ep_test_pool(), sess, k->iv, out, in->len,
+				&r);
 }
 
 EP_TEST(dpdk_docsis_vectors_through_our_sessions)

@@ -16,7 +16,6 @@
 #include "ep_docsis.h"
 #include "test_pkt.h"
 
-#define IV_OFF (sizeof(struct rte_crypto_op) + sizeof(struct rte_crypto_sym_op))
 
 const uint8_t cb_rpd_port_mac[6] = { 0x02, 0, 0, 0, 0x0a, 0x01 };
 const uint8_t cb_net_port_mac[6] = { 0x02, 0, 0, 0, 0x0b, 0x01 };
@@ -114,7 +113,8 @@ cb_try(const char *text, struct ep_err *err)
 	    ep_cfg_check_unused(t->cfg, err) < 0)
 		goto fail;
 	t->sg = t->c->sg[0];
-	if (cmts_ds_build(t->sg, t->ds, err) < 0 || cmts_us_build(t->sg, t->us, err) < 0)
+	if (cmts_ds_build(t->sg, t->ds, t->sg->rpd_port, err) < 0 ||
+	    cmts_us_build(t->sg, t->us, t->sg->net_port, err) < 0)
 		goto fail;
 	t->qp = 2;
 	t->op_pool = rte_crypto_op_pool_create("cb_ops", RTE_CRYPTO_OP_TYPE_SYMMETRIC, 64, 0, 16,
@@ -395,33 +395,9 @@ static int
 crypt(struct cb *t, void *sess, uint8_t *buf, uint32_t at, uint32_t pdu, bool crc, bool cipher,
       const uint8_t iv[16])
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(ep_test_pool());
-	struct rte_crypto_op *op = rte_crypto_op_alloc(t->op_pool, RTE_CRYPTO_OP_TYPE_SYMMETRIC), *d;
-	int rc = -1;
+	struct cmts_crypto_range r = { at, crc ? pdu - 4 : 0, at + 12, cipher ? pdu - 12 : 0 };
 
-	if (m == NULL || op == NULL)
-		goto out;
-	memcpy(rte_pktmbuf_append(m, (uint16_t)(at + pdu)), buf, at + pdu);
-	op->sess_type = RTE_CRYPTO_OP_SECURITY_SESSION;
-	op->sym->session = sess;
-	op->sym->m_src = m;
-	memcpy(rte_crypto_op_ctod_offset(op, uint8_t *, IV_OFF), iv, 16);
-	op->sym->auth.data.offset = at;
-	op->sym->auth.data.length = crc ? pdu - 4 : 0;
-	op->sym->cipher.data.offset = at + 12;
-	op->sym->cipher.data.length = cipher ? pdu - 12 : 0;
-	if (rte_cryptodev_enqueue_burst(t->c->cdev, t->qp, &op, 1) != 1)
-		goto out;
-	while (rte_cryptodev_dequeue_burst(t->c->cdev, t->qp, &d, 1) == 0)
-		;
-	if (d->status == RTE_CRYPTO_OP_STATUS_SUCCESS) {
-		memcpy(buf, rte_pktmbuf_mtod(m, uint8_t *), at + pdu);
-		rc = 0;
-	}
-out:
-	rte_pktmbuf_free(m);
-	rte_crypto_op_free(op);
-	return rc;
+	return cmts_crypto_once(t->c, t->qp, t->op_pool, ep_test_pool(), sess, iv, buf, at + pdu, &r);
 }
 
 int
