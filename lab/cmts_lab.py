@@ -179,6 +179,39 @@ def cmts_sections(profile, workdir, engine=None, sg_extra=None, eal_args=None):
     return s
 
 
+def inproc_sections(profile, workdir, sock, lcores="0@0,1@1,2@0,3@1", gen=None, sg_extra=None,
+                    memory="auto"):
+    """The in-process configuration of the benchmark (and of its smoke test):
+    a cmts-gen worker plays the network and the RPD into two net_ring ports
+    (the SG's net_port and rpd_port), the cmts-ds and cmts-us workers send
+    their output to net_null ports.  No kernel, no veth: what is measured is
+    the pipelines' compute.
+
+        cmts-gen --ds_in (ring)--> cmts-ds --> ds_out (null)
+                 --us_in (ring)--> cmts-us --> us_out (null)
+
+    The generator must be the first worker: a net_ring port loops tx queue i
+    back to rx queue i, and the engine gives worker i tx queue i, while the
+    cmts workers poll rx queue 0."""
+    path = workdir / "cms.txt"
+    path.write_text("\n".join(profile.table_lines()) + "\n")
+    s = {"eal": {"args": f"--lcores={lcores}"},
+         "engine": {"ctl_socket": str(sock), "burst": 32, "idle_polls": 10,
+                    "memory": memory},
+         "port ds_in": {"device": "net_ring_cdsi"},
+         "port us_in": {"device": "net_ring_cusi"},
+         "port ds_out": {"device": "net_null_cdso"},
+         "port us_out": {"device": "net_null_cuso"},
+         "worker gen": {"pipeline": "cmts-gen", "ds_port": "ds_in", "us_port": "us_in",
+                        "lcore": 1, **(gen or {})},
+         "worker ds": {"pipeline": "cmts-ds", "rx": "ds_in", "tx": "ds_out", "lcore": 2},
+         "worker us": {"pipeline": "cmts-us", "rx": "us_in", "tx": "us_out", "lcore": 3},
+         "cmts": {"crypto_sessions": 4 * len(profile.cms) + 256},
+         "cmts sg0": profile.section(path, rpd_port="us_in", net_port="ds_in",
+                                     **(sg_extra or {}))}
+    return s
+
+
 class RawPort:
     """An AF_PACKET socket on an interface inside a namespace."""
 
