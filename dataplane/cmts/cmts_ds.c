@@ -378,8 +378,6 @@ cmts_ds_classify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16
 			y->cls_unmatched++;
 		}
 		rte_prefetch0(&y->sf[sf]);
-		/* The headroom line framing and depi write their headers into. */
-		rte_prefetch0_write(rte_pktmbuf_mtod(pkts[i], uint8_t *) - RTE_CACHE_LINE_SIZE);
 		md->user = DSM_MAKE(cm->id, sf, cm->sf[sf].prio);
 	}
 	return out;
@@ -393,6 +391,8 @@ cmts_ds_framing_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 	struct cmts_ds *d = ctx;
 	uint16_t out = 0;
 
+	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
+		rte_prefetch0_write(rte_pktmbuf_mtod(pkts[i], uint8_t *) - RTE_CACHE_LINE_SIZE);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ep_meta *md = ep_meta(m);
@@ -407,6 +407,9 @@ cmts_ds_framing_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 			out++;
 			continue;
 		}
+		if (i + PREFETCH_AHEAD < n)
+			rte_prefetch0_write(rte_pktmbuf_mtod(pkts[i + PREFETCH_AHEAD], uint8_t *) -
+					    RTE_CACHE_LINE_SIZE);
 		hl = cm->hdr_len;
 		if (unlikely(pdu > EP_DOCSIS_PDU_MAX)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_FRAME_TOO_LONG);
