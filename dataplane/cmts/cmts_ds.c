@@ -3,8 +3,9 @@
  * The cmts-ds stages from lookup to crypto (the schedulers are in
  * cmts_sched.c, DEPI in cmts_depi.c), and the downstream worker.
  *
- *   lookup    ep_parse (Ethernet, VLANs, IPv4 with its checksum, IPv6 with
- *             extension headers), then one rte_hash_lookup_bulk_data for the
+ *   lookup    Ethernet, VLANs, IPv4 (lengths, not the checksum: ds_parse
+ *             says why), IPv6 with extension headers (the proto helpers'
+ *             walk), then one rte_hash_lookup_bulk_data for the
  *             burst on 16-byte keys (IPv4 as IPv4-mapped IPv6, so both
  *             families share one table and one call); the CM record and the
  *             worker's state of it are prefetched for the stages after
