@@ -252,6 +252,14 @@ int ep_worker_add_stage(struct ep_worker *w, const char *name, ep_stage_fn fn, v
  * NO_NEXT and freed).  Exposed for unit tests and in-process benchmarks.
  */
 uint16_t ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n);
+/**
+ * The same from stage index @p first on: a pipeline's service hook sends
+ * packets it held back (a scheduler's queues, operations completed by an
+ * asynchronous device) through the rest of its own pipeline, every stage
+ * timed and counted as usual.  Worker context only; call
+ * ep_worker_flush_tx() after.
+ */
+uint16_t ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n);
 void ep_worker_flush_tx(struct ep_worker *w);
 
 /**

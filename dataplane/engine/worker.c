@@ -234,12 +234,12 @@ run_service(struct ep_worker *w, uint64_t *tsc)
  * ended, which is the start of the tx that follows.
  */
 static uint16_t
-run_burst_at(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc)
+run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc)
 {
 	uint16_t next[EP_BURST_MAX];
 	uint64_t t0 = *tsc;
 
-	for (int si = 0; si < w->n_stages && n != 0; si++) {
+	for (int si = first; si < w->n_stages && n != 0; si++) {
 		struct ep_stage *s = &w->stages[si];
 		uint64_t t1;
 		uint16_t k;
@@ -272,7 +272,20 @@ ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint64_t t = rte_rdtsc();
 
-	return run_burst_at(w, pkts, n, &t);
+	return run_burst_at(w, 0, pkts, n, &t);
+}
+
+uint16_t
+ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint64_t t = rte_rdtsc();
+
+	if (unlikely(first < 0 || first >= w->n_stages)) {
+		w->rx_stage.stats.drops[EP_DROP_NO_NEXT] += n;
+		rte_pktmbuf_free_bulk(pkts, n);
+		return n;
+	}
+	return run_burst_at(w, first, pkts, n, &t);
 }
 
 static void
@@ -328,7 +341,7 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 	/* The oldest frame of the burst: after a pause it waited longest. */
 	if (unlikely(w->sample != EP_SAMPLE_NONE))
 		ep_power_sample(w, pkts[0], t1);
-	run_burst_at(w, pkts, n, &t1);
+	run_burst_at(w, 0, pkts, n, &t1);
 	if (w->tx_pending != 0)
 		t1 = flush_tx_at(w, t1);
 	*tsc = t1;
