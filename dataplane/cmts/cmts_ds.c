@@ -39,6 +39,7 @@
 #include "ep_docsis.h"
 #include "ep_parse.h"
 #include "ep_rcu.h"
+#include "ep_rx.h"
 #include "cmts.h"
 #include "cmts_worker.h"
 

@@ -43,6 +43,7 @@
 #include "ep_depi.h"
 #include "ep_docsis.h"
 #include "ep_parse.h"
+#include "ep_rx.h"
 #include "cmts.h"
 #include "cmts_worker.h"
 

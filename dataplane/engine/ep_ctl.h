@@ -56,6 +56,10 @@ int ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_
  *  same parser as the file. */
 int ep_ctl_value_text(const char *key, json_t *v, char *buf, size_t len, struct ep_err *err);
 
+/** The module instance of @p kind ("ACL", "FIB") a request names with
+ *  `table`, or the only one there is; NULL with err (naming them) if none
+ *  or several and no table. */
+void *ep_ctl_instance(struct ep_engine *e, json_t *req, const char *kind, struct ep_err *err);
 /** A request field as config-file text: a string as is, an integer in
  *  decimal, an array of those joined with commas.  -1 for other types or
  *  when it does not fit @p n bytes. */

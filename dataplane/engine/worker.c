@@ -161,6 +161,26 @@ ep_worker_flush_tx(struct ep_worker *w)
 }
 
 void
+ep_worker_emit(struct ep_worker *w, uint16_t port, struct rte_mbuf *m)
+{
+	struct ep_txbuf *tb;
+
+	if (unlikely(port >= w->engine->n_ports)) {
+		w->tx_stage.stats.drops[EP_DROP_BAD_TX_PORT]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	tb = &w->txbuf[port];
+	/* Keep room for a whole burst the dispatch may still add. */
+	if (tb->n >= EP_BURST_MAX) {
+		ep_worker_tx(w, port, tb->pkts, tb->n);
+		tb->n = 0;
+	}
+	tb->pkts[tb->n++] = m;
+	w->tx_pending |= 1u << port;
+}
+
+void
 ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint64_t t0 = rte_rdtsc();

@@ -59,7 +59,7 @@ ep_test_hexdump(const char *label, const void *p, size_t len)
 int
 main(int argc, char **argv)
 {
-	char *eal[] = { argv[0], "--no-huge", "-m", "256", "--no-shconf", "--no-pci",
+	char *eal[] = { argv[0], "--no-huge", "-m", "512", "--no-shconf", "--no-pci",
 			"--no-telemetry", "-l", "0", "--log-level", "lib.*:error", NULL };
 
 	/* EP_TEST_HUGE=1: hugepages instead of 4 KiB pages, for the cases that
