@@ -36,6 +36,36 @@ struct ep_ctl_client {
 
 static struct ep_ctl_cmd *cmds;
 
+/* Descriptors pipelines asked the control thread to watch. */
+static struct {
+	int fd;
+	void (*fn)(void *arg);
+	void *arg;
+} watch[EP_CTL_MAX_WATCH];
+static int n_watch;
+
+int
+ep_ctl_watch(struct ep_engine *e, int fd, void (*fn)(void *arg), void *arg)
+{
+	if (n_watch == EP_CTL_MAX_WATCH)
+		return -1;
+	watch[n_watch].fd = fd;
+	watch[n_watch].fn = fn;
+	watch[n_watch].arg = arg;
+	n_watch++;
+	return 0;
+}
+
+void
+ep_ctl_unwatch(struct ep_engine *e, int fd)
+{
+	for (int i = 0; i < n_watch; i++)
+		if (watch[i].fd == fd) {
+			watch[i] = watch[--n_watch];
+			return;
+		}
+}
+
 void
 ep_ctl_register(struct ep_ctl_cmd *cmd)
 {
@@ -272,19 +302,33 @@ client_read(struct ep_engine *e, struct ep_ctl_client *c)
 void
 ep_ctl_poll(struct ep_engine *e, int timeout_ms)
 {
-	struct pollfd pfd[EP_CTL_MAX_CLIENTS + 1];
+	struct pollfd pfd[EP_CTL_MAX_CLIENTS + 1 + EP_CTL_MAX_WATCH];
 	struct ep_ctl_client *cl[EP_CTL_MAX_CLIENTS];
-	int n = 0, k;
+	int n = 0, k, nw = n_watch, first_watch;
 
 	pfd[n++] = (struct pollfd){ .fd = e->ctl_fd, .events = POLLIN };
 	for (struct ep_ctl_client *c = e->ctl_clients; c != NULL; c = c->next_client) {
 		cl[n - 1] = c;
 		pfd[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
 	}
+	first_watch = n;
+	for (int i = 0; i < nw; i++)
+		pfd[n++] = (struct pollfd){ .fd = watch[i].fd, .events = POLLIN };
 	k = poll(pfd, (nfds_t)n, timeout_ms);
 	if (k <= 0)
 		return;
-	for (int i = 1; i < n; i++)
+	/* Watched descriptors first: a callback may unwatch (n_watch shrinks),
+	 * so each is matched by descriptor, not by slot. */
+	for (int i = first_watch; i < n; i++) {
+		if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0)
+			continue;
+		for (int j = 0; j < n_watch; j++)
+			if (watch[j].fd == pfd[i].fd) {
+				watch[j].fn(watch[j].arg);
+				break;
+			}
+	}
+	for (int i = 1; i < first_watch; i++)
 		if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
 		    client_read(e, cl[i - 1]) < 0)
 			client_close(e, cl[i - 1]);

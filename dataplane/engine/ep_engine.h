@@ -105,6 +105,11 @@ struct ep_pipeline_type {
 	 *  Returns the packets it moved; non-zero counts as busy and keeps the
 	 *  worker from pausing.  Timed as the worker's "service" stage. */
 	uint16_t (*service)(struct ep_worker *w);
+	/** Optional: replaces the adaptive-polling pause (nanosleep) of an idle
+	 *  worker, for a pipeline that can be woken by its own descriptors (an
+	 *  application's doorbell).  Called RCU-offline; must return within
+	 *  about @p us microseconds and may return earlier. */
+	void (*wait)(struct ep_worker *w, uint32_t us);
 	/** Once at shutdown, after workers stopped.  May be NULL. */
 	void (*teardown)(struct ep_engine *e);
 	struct ep_pipeline_type *next_type;

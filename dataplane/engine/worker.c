@@ -324,7 +324,10 @@ pause_worker(struct ep_worker *w, uint32_t us)
 	uint64_t t0 = rte_rdtsc();
 
 	rte_rcu_qsbr_thread_offline(w->engine->qsbr, w->id);
-	nanosleep(&ts, NULL);
+	if (w->type->wait != NULL)
+		w->type->wait(w, us);
+	else
+		nanosleep(&ts, NULL);
 	rte_rcu_qsbr_thread_online(w->engine->qsbr, w->id);
 	w->stats.sleeps++;
 	w->stats.sleep_cycles += rte_rdtsc() - t0;
