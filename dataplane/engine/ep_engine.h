@@ -209,6 +209,14 @@ void ep_worker_flush_tx(struct ep_worker *w);
 void ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n);
 
 /**
+ * The same for a caller that applies back-pressure (a host stack's send
+ * path): returns how many the port took; the rest stay the caller's, to
+ * offer again later, and are not counted as drops.  Worker context only.
+ */
+uint16_t ep_worker_tx_keep(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts,
+			   uint16_t n);
+
+/**
  * Run @p fn on worker @p w between two bursts and wait until it ran (control
  * thread only).  Returns -1 with err set if the worker did not answer within
  * @p timeout_ms (it is stuck or stopped).

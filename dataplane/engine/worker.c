@@ -188,6 +188,30 @@ ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_
 	w->tx_stage.stats.cycles += rte_rdtsc() - t0;
 }
 
+uint16_t
+ep_worker_tx_keep(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint64_t t0 = rte_rdtsc();
+	uint16_t sent = 0;
+
+	if (unlikely(port >= w->engine->n_ports))
+		return 0;
+	while (sent < n) {
+		uint16_t k = rte_eth_tx_burst(w->engine->ports[port].port_id, w->txq[port],
+					      pkts + sent, n - sent);
+
+		if (k == 0)
+			break;
+		sent += k;
+	}
+	w->tx_stage.stats.calls++;
+	w->tx_stage.stats.pkts_in += sent;
+	w->tx_stage.stats.pkts_out += sent;
+	w->stats.tx_pkts += sent;
+	w->tx_stage.stats.cycles += rte_rdtsc() - t0;
+	return sent;
+}
+
 /* The pipeline's service hook, timed like a stage. */
 static inline uint16_t
 run_service(struct ep_worker *w, uint64_t *tsc)

@@ -60,6 +60,8 @@
 #define HS_MAX_POLICY      1024
 #define HS_NEIGH_QUEUE     8       /**< packets held per unresolved neighbour (Linux: 3 by default, unres_qlen_bytes) */
 #define HS_TX_BUDGET       64      /**< datagrams one socket may send per service round */
+#define HS_PORTQ           512     /**< frames waiting for a port (back-pressure, see hs_flush_ports) */
+#define HS_MAX_FRAGS       48      /**< fragments of one datagram (64 KiB over a 1280-byte MTU) */
 
 /* ------------------------------------------------------------------------ */
 /* Addresses, routes, neighbours (hs_route.c)                                 */
@@ -284,6 +286,7 @@ struct hs_params {
 	uint32_t icmp_rate;     /**< ICMP errors per second per worker */
 	uint32_t shed_watermark_pct;    /**< rx ring fill above which low priority is shed */
 	uint8_t shed_priority;  /**< priorities below it are shed above the watermark */
+	uint8_t default_priority;       /**< of datagrams no policy rule matches */
 	uint32_t max_wait_us;   /**< longest a sleeping worker waits for a kick */
 	uint16_t mtu[EP_MAX_PORTS];
 };
@@ -402,9 +405,13 @@ struct hs_wctx {
 	struct rte_mbuf *hairpin[EP_BURST_MAX];
 	uint16_t n_hairpin;
 
-	/* per-port tx batch of the service round */
-	struct rte_mbuf *txq[EP_MAX_PORTS][EP_BURST_MAX];
+	/* frames for each port: sent in bursts; what a full port does not take
+	 * waits here, and while it waits no socket ring is drained towards
+	 * that port (back-pressure to the application, as a full qdisc
+	 * pushes back on a kernel socket) */
+	struct rte_mbuf *txq[EP_MAX_PORTS][HS_PORTQ];
 	uint16_t n_txq[EP_MAX_PORTS];
+	uint64_t txq_stall_tsc[EP_MAX_PORTS];   /**< since when a port took nothing */
 
 	/* which routes snapshot the burst uses */
 	const struct hs_routes *rt;
@@ -491,6 +498,8 @@ void hs_output_ip(struct hs_wctx *c, struct rte_mbuf *m, uint8_t family,
 /** The same with the route already looked up. */
 void hs_output_nh(struct hs_wctx *c, struct rte_mbuf *m, const struct hs_nexthop *nh);
 void hs_flush_ports(struct hs_wctx *c);
+void hs_flush_port(struct hs_wctx *c, uint16_t port);
+void hs_port_queue(struct hs_wctx *c, uint16_t port, struct rte_mbuf *m);
 void hs_worker_sync(struct hs_stack *s, struct hs_sock *k);
 /** Signal every socket touched in this burst whose reader waits. */
 void hs_signal_touched(struct hs_wctx *c);

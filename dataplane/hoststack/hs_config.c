@@ -23,6 +23,7 @@
  *   icmp_ratelimit = 1000           # ICMP errors per second per worker
  *   shed_watermark_pct = 75         # receive ring fill above which ...
  *   shed_priority = 4               # ... datagrams of a lower priority are refused
+ *   default_priority = 4            # datagrams no policy rule matches
  *
  * Errors name file:line and the key, like every section.
  */
@@ -75,6 +76,9 @@ hs_params_from_config(struct ep_engine *e, struct ep_cfg_section *s, struct hs_p
 	if (ep_cfg_u64(e->cfg, s, "shed_priority", p->shed_priority, 0, 8, &x, err) < 0)
 		return -1;
 	p->shed_priority = (uint8_t)x;
+	if (ep_cfg_u64(e->cfg, s, "default_priority", p->default_priority, 0, 7, &x, err) < 0)
+		return -1;
+	p->default_priority = (uint8_t)x;
 	v = ep_cfg_str(e->cfg, s, "attach_socket", p->attach_path, err);
 	if (v == NULL)
 		return -1;

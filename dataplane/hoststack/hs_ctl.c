@@ -138,7 +138,7 @@ ctl_stats(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 		const struct hs_wstats *w = &s->w[i]->st;
 
 		json_array_append_new(arr, json_pack(
-			"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			"worker", s->w[i]->w != NULL ? s->w[i]->w->name : "",
 			"icmp_unreach_sent", (json_int_t)RD(w->icmp_unreach_sent),
 			"icmp_unreach_suppressed", (json_int_t)RD(w->icmp_unreach_suppressed),

@@ -444,10 +444,51 @@ eth_out(struct hs_wctx *c, struct rte_mbuf *m, uint16_t port, uint8_t family,
 	rte_ether_addr_copy(dmac, &eh->dst_addr);
 	rte_ether_addr_copy(&c->rt->mac[port], &eh->src_addr);
 	eh->ether_type = family == 4 ? RTE_BE16(RTE_ETHER_TYPE_IPV4) : RTE_BE16(RTE_ETHER_TYPE_IPV6);
+	hs_port_queue(c, port, m);
+}
+
+void
+hs_port_queue(struct hs_wctx *c, uint16_t port, struct rte_mbuf *m)
+{
+	if (c->n_txq[port] == HS_PORTQ) {
+		/* Only frames that are not from a socket ring get here when it
+		 * is full (ARP, ICMP): the port has been refusing for a while. */
+		c->w->tx_stage.stats.drops[EP_DROP_TX_FULL]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
 	c->txq[port][c->n_txq[port]++] = m;
-	if (c->n_txq[port] == EP_BURST_MAX) {
-		ep_worker_tx(c->w, port, c->txq[port], c->n_txq[port]);
-		c->n_txq[port] = 0;
+	if (c->n_txq[port] >= EP_BURST_MAX)
+		hs_flush_port(c, port);
+}
+
+/* Offer a port its queue; keep what it does not take.  A port that takes
+ * nothing for 100 ms (a peer gone, a link down) has its queue dropped, so
+ * a dead link does not hold the sockets forever. */
+void
+hs_flush_port(struct hs_wctx *c, uint16_t p)
+{
+	uint16_t n = c->n_txq[p], sent;
+	uint64_t now;
+
+	if (n == 0)
+		return;
+	sent = ep_worker_tx_keep(c->w, p, c->txq[p], n);
+	if (sent == n) {
+		c->n_txq[p] = 0;
+		c->txq_stall_tsc[p] = 0;
+		return;
+	}
+	memmove(c->txq[p], c->txq[p] + sent, sizeof(c->txq[p][0]) * (n - sent));
+	c->n_txq[p] = (uint16_t)(n - sent);
+	now = rte_rdtsc();
+	if (sent != 0 || c->txq_stall_tsc[p] == 0) {
+		c->txq_stall_tsc[p] = now;
+	} else if (now - c->txq_stall_tsc[p] > c->tsc_hz / 10) {
+		c->w->tx_stage.stats.drops[EP_DROP_TX_FULL] += c->n_txq[p];
+		rte_pktmbuf_free_bulk(c->txq[p], c->n_txq[p]);
+		c->n_txq[p] = 0;
+		c->txq_stall_tsc[p] = 0;
 	}
 }
 
@@ -455,10 +496,7 @@ void
 hs_flush_ports(struct hs_wctx *c)
 {
 	for (uint16_t p = 0; p < EP_MAX_PORTS && p < c->s->e->n_ports; p++)
-		if (c->n_txq[p] != 0) {
-			ep_worker_tx(c->w, p, c->txq[p], c->n_txq[p]);
-			c->n_txq[p] = 0;
-		}
+		hs_flush_port(c, p);
 }
 
 /* ARP request (RFC 826) or neighbour solicitation (RFC 4861 4.3) for @p nb. */
@@ -530,11 +568,7 @@ nb_probe(struct hs_wctx *c, struct hs_neigh *nb, uint64_t now)
 		memcpy(icmp + 2, &ck, 2);
 		c->st.ns_sent++;
 	}
-	c->txq[nb->port][c->n_txq[nb->port]++] = m;
-	if (c->n_txq[nb->port] == EP_BURST_MAX) {
-		ep_worker_tx(c->w, nb->port, c->txq[nb->port], c->n_txq[nb->port]);
-		c->n_txq[nb->port] = 0;
-	}
+	hs_port_queue(c, nb->port, m);
 }
 
 void

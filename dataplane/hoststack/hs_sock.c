@@ -502,6 +502,7 @@ hs_sock_open(struct hs_stack *s, uint8_t family, int wake_fd, uint64_t dev, uint
 	k->app = app;
 	k->pid = app != NULL ? app->pid : 0;
 	k->worker = (uint16_t)(s->rr++ % (uint32_t)s->n_w);
+	k->prio = s->p.default_priority;
 	k->rx_slots = s->p.rx_slots;
 	k->tx_slots = s->p.tx_slots;
 	k->rx_bytes = s->p.rx_bytes;

@@ -47,7 +47,7 @@
 #include "hs_ring.h"
 
 #define SERVICE_BUDGET 256      /* datagrams sent per service call */
-#define MAX_FRAGS      48       /* 64 KiB over a 1280-byte MTU */
+#define MAX_FRAGS      HS_MAX_FRAGS
 
 /* ---- messages from the control thread (run between bursts) ---- */
 
@@ -228,6 +228,14 @@ fragment(struct hs_wctx *c, struct rte_mbuf *m, uint8_t family, uint16_t mtu,
 		else
 			n = rte_ipv4_fragment_packet(m, out, MAX_FRAGS, mtu, pool,
 						     c->s->indirect_pool);
+		/* rte_ip_frag leaves the header checksum to tx offload, which
+		 * virtual ports do not have. */
+		for (int32_t i = 0; i < n; i++) {
+			struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(out[i], struct rte_ipv4_hdr *);
+
+			ip->hdr_checksum = 0;
+			ip->hdr_checksum = rte_ipv4_cksum(ip);
+		}
 	} else {
 		n = rte_ipv6_fragment_packet(m, out, MAX_FRAGS, mtu, pool, c->s->indirect_pool);
 		if (n > 0) {
@@ -426,7 +434,7 @@ tx_socket(struct hs_wctx *c, struct hs_sock *k, uint32_t budget, uint64_t now)
 	const struct hs_policy *pol = ep_rcu_read(&c->s->policy);
 	struct hs_desc d[HS_TX_BUDGET];
 	struct hs_flow fl[HS_TX_BUDGET];
-	uint32_t res[HS_TX_BUDGET], n;
+	uint32_t res[HS_TX_BUDGET], n, i;
 	uint8_t fam[HS_TX_BUDGET], tos;
 	struct hs_ip dst[HS_TX_BUDGET];
 	uint16_t dport[HS_TX_BUDGET];
@@ -441,7 +449,7 @@ tx_socket(struct hs_wctx *c, struct hs_sock *k, uint32_t budget, uint64_t now)
 	}
 	n = RTE_MIN((uint32_t)avail, RTE_MIN(budget, (uint32_t)HS_TX_BUDGET));
 	tos = (uint8_t)__atomic_load_n(&k->shm->opt_tos, __ATOMIC_RELAXED);
-	for (uint32_t i = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		struct hs_ip src;
 
 		/* One copy out of shared memory, then only the copy is used. */
@@ -463,7 +471,7 @@ tx_socket(struct hs_wctx *c, struct hs_sock *k, uint32_t budget, uint64_t now)
 	memset(res, 0, sizeof(res[0]) * n);
 	if (pol != NULL && pol->n != 0)
 		hs_policy_classify(pol, HS_DIR_TX, fl, n, res);
-	for (uint32_t i = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		const struct hs_policy_rule *r = res[i] ? &pol->rules[res[i] - 1] : NULL;
 		struct hs_nexthop nh, *nhp = &nh;
 		struct hs_ip src;
@@ -471,14 +479,6 @@ tx_socket(struct hs_wctx *c, struct hs_sock *k, uint32_t budget, uint64_t now)
 
 		if (!ok[i])
 			continue;
-		if (r != NULL) {
-			k->prio = r->priority;
-			if (r->drop || !hs_policy_meter(c, r, HS_DIR_TX, d[i].len, now)) {
-				ss->drops[r->drop ? EP_DROP_HS_POLICY_DROP : EP_DROP_HS_POLICY_RATE]++;
-				k->st.tx_policy_drop++;
-				continue;
-			}
-		}
 		/* A connected socket keeps its route until the table changes. */
 		if (!(d[i].flags & HS_DESC_F_PEER) && k->rt_gen == c->rt->gen) {
 			nhp = &k->nh;
@@ -489,6 +489,19 @@ tx_socket(struct hs_wctx *c, struct hs_sock *k, uint32_t budget, uint64_t now)
 		} else if (!(d[i].flags & HS_DESC_F_PEER)) {
 			k->nh = nh;
 			k->rt_gen = c->rt->gen;
+		}
+		/* Back-pressure: a port (or the hairpin) without room for this
+		 * datagram's frames stops the ring here; the rest waits in it. */
+		if (nhp->local ? c->n_hairpin == EP_BURST_MAX :
+		    c->n_txq[nhp->port] + d[i].len / 1024u + 2 > HS_PORTQ)
+			break;
+		if (r != NULL) {
+			k->prio = r->priority;
+			if (r->drop || !hs_policy_meter(c, r, HS_DIR_TX, d[i].len, now)) {
+				ss->drops[r->drop ? EP_DROP_HS_POLICY_DROP : EP_DROP_HS_POLICY_RATE]++;
+				k->st.tx_policy_drop++;
+				continue;
+			}
 		}
 		sock_src(k, fam[i], &src);
 		if (hs_ip_is_zero(fam[i], &src))
@@ -503,6 +516,7 @@ tx_socket(struct hs_wctx *c, struct hs_sock *k, uint32_t budget, uint64_t now)
 		k->st.tx_bytes += d[i].len;
 		hs_output_nh(c, m, nhp);
 	}
+	n = i;
 	/* Payloads are copied: the application may reuse the space. */
 	k->tx_cons += n;
 	hs_store_rel(&k->shm->tx_cons.v, k->tx_cons);
@@ -673,6 +687,9 @@ hs_service(struct ep_worker *w)
 	hs_signal_touched(c);
 	if (c->n_hairpin != 0)
 		run_hairpin(c);
+	/* Frames a full port refused keep the worker polling. */
+	for (uint16_t p = 0; p < c->s->e->n_ports; p++)
+		moved = (uint16_t)(moved + (c->n_txq[p] != 0));
 	return moved;
 }
 

@@ -348,7 +348,7 @@ hs_udp_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 	for (uint16_t i = 0; i < n; i++) {
 		const struct hs_policy_rule *r;
 		struct hs_sock *k;
-		uint8_t prio = 0;
+		uint8_t prio = c->s->p.default_priority;
 		int rc;
 
 		if (next[i] != EP_NEXT_CONTINUE) {
