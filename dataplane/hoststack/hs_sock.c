@@ -338,6 +338,9 @@ hs_sock_autobind(struct hs_stack *s, struct hs_sock *k, uint16_t want_port)
 
 	if (k->state & HS_ST_BOUND)
 		return 0;
+	/* An address bind() chose survives connect(AF_UNSPEC). */
+	if (k->bind_addr_locked)
+		memcpy(a.addr, k->local.addr, sizeof(a.addr));
 	rc = do_bind(s, k, &a, false);
 	if (rc == 0) {
 		k->bind_port_locked = want_port != 0;
@@ -376,12 +379,16 @@ hs_sock_connect(struct hs_stack *s, struct hs_sock *k, const struct hs_sockaddr 
 		disconnect(s, k);
 		if (was_bound) {
 			unbind(s, k);
+			if (!k->bind_addr_locked)
+				memset(keep.addr, 0, sizeof(keep.addr));
 			if (k->bind_port_locked) {
-				if (!k->bind_addr_locked)
-					memset(keep.addr, 0, sizeof(keep.addr));
 				rc = do_bind(s, k, &keep, true);
 				if (rc < 0)
 					return rc;
+			} else if (k->bind_addr_locked) {
+				/* unbound, but the address bind() chose stays */
+				keep.port = 0;
+				k->local = keep;
 			}
 		}
 		ep_rcu_synchronize(s->e);
@@ -451,6 +458,10 @@ hs_sock_shutdown(struct hs_stack *s, struct hs_sock *k, int how)
 
 	if (how < SHUT_RD || how > SHUT_RDWR)
 		return -EINVAL;
+	/* Linux (6.x) answers ENOTCONN for an unconnected UDP socket and
+	 * leaves it as it was. */
+	if (!(k->state & HS_ST_CONNECTED))
+		return -ENOTCONN;
 	if (how != SHUT_WR)
 		k->state |= HS_ST_SHUT_RD;
 	if (how != SHUT_RD)
@@ -461,9 +472,7 @@ hs_sock_shutdown(struct hs_stack *s, struct hs_sock *k, int how)
 	__atomic_store_n(&k->shm->rx_signalled.v, 1, __ATOMIC_SEQ_CST);
 	if (send(k->wake_fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
 		k->st.wakeups++;
-	/* Linux answers ENOTCONN for an unconnected UDP socket but still shuts
-	 * it down and wakes its waiters. */
-	return (k->state & HS_ST_CONNECTED) ? 0 : -ENOTCONN;
+	return 0;
 }
 
 struct hs_sock *

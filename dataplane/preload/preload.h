@@ -116,6 +116,12 @@ struct epl_sock {
 	uint32_t worker;
 	uint32_t sock_id;
 	uint32_t sends;                 /**< liveness of the dp checked every 256 sends */
+	/** The library's own descriptor of the socket (a close-on-exec dup at a
+	 *  high number): waits and wake-byte reads use it, never the
+	 *  application's numbers, which another thread may close and reuse
+	 *  meanwhile.  Closed with the last reference, so a call in flight
+	 *  keeps the socket alive as a kernel syscall in flight keeps its file. */
+	int wfd;
 	struct epl_sock *next_free;
 };
 
@@ -135,6 +141,8 @@ int epl_request(struct hs_req *q, const int *fds, int n_fds, struct hs_resp *r,
 int epl_open(int fd, struct epl_sock *cand, uint16_t action, const struct sockaddr *sa,
 	     socklen_t len, struct epl_sock **out);
 int epl_map_region(struct epl_sock *p, int shm_fd, uint32_t size, bool init_locks);
+/** Give @p p its private descriptor, a dup of @p fd; -errno on failure. */
+int epl_own_fd(struct epl_sock *p, int fd);
 void epl_doorbell(struct epl_sock *p);
 void epl_scan_inherited(void);
 void epl_warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

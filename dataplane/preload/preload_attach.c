@@ -435,7 +435,8 @@ identify(int fd)
 		return;
 	}
 	p = epl_alloc();
-	if (p != NULL && epl_map_region(p, rfd, r.region_size, false) == 0) {
+	if (p != NULL && epl_map_region(p, rfd, r.region_size, false) == 0 &&
+	    epl_own_fd(p, fd) == 0) {
 		epl_set(fd, p);
 		epl_debug("fd %d: inherited socket %u", fd, p->sock_id);
 	}

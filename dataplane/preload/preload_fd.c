@@ -15,7 +15,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "preload.h"
 
@@ -83,6 +85,9 @@ epl_put(struct epl_sock *p)
 		munmap(p->shm, p->region_size);
 	p->shm = NULL;
 	p->sh = NULL;
+	if (p->wfd >= 0)
+		epl_libc.close(p->wfd);
+	p->wfd = -1;
 	pthread_mutex_lock(&pool_lock);
 	p->next_free = free_list;
 	free_list = p;
@@ -105,6 +110,7 @@ epl_alloc(void)
 		return NULL;
 	/* refs goes last: a racing epl_get must not see a half-made record. */
 	memset((char *)p + sizeof(p->refs), 0, sizeof(*p) - sizeof(p->refs));
+	p->wfd = -1;
 	__atomic_store_n(&p->refs, 1, __ATOMIC_RELEASE);
 	return p;
 }
@@ -128,6 +134,25 @@ epl_take(int fd)
 	struct epl_sock **e = slot(fd, false);
 
 	return e == NULL ? NULL : __atomic_exchange_n(e, NULL, __ATOMIC_ACQ_REL);
+}
+
+/* High, so the application's "lowest free descriptor" stays its own. */
+int
+epl_own_fd(struct epl_sock *p, int fd)
+{
+	struct rlimit rl;
+	int lo = 512, nfd;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 2 > 512)
+		lo = (int)(rl.rlim_cur / 2 > 1u << 20 ? 1u << 20 : rl.rlim_cur / 2);
+	nfd = epl_libc.fcntl(fd, F_DUPFD_CLOEXEC, lo);
+	if (nfd < 0)
+		nfd = epl_libc.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (nfd < 0)
+		return -errno;
+	p->wfd = nfd;
+	return 0;
 }
 
 void

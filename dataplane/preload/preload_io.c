@@ -55,7 +55,8 @@ unsignal(int fd, struct epl_sock *p)
 	char buf[64];
 	ssize_t n;
 
-	while ((n = epl_libc.recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+	(void)fd;
+	while ((n = epl_libc.recv(p->wfd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
 		;
 	if (n == 0)
 		return -ENETDOWN;
@@ -67,9 +68,9 @@ unsignal(int fd, struct epl_sock *p)
 bool
 epl_dead(int fd, struct epl_sock *p)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
+	struct pollfd pfd = { .fd = p->wfd, .events = POLLRDHUP };
 
-	(void)p;
+	(void)fd;
 	return epl_libc.poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP)) != 0;
 }
 
@@ -181,6 +182,17 @@ epl_sendmsg(int fd, struct epl_sock *p, const struct msghdr *m, int flags)
 		return -1;
 	}
 	d.len = (uint32_t)total;
+	/* A pending asynchronous error (ICMP port unreachable) is reported by
+	 * the next send as by the next receive, as Linux does. */
+	rc = (int)__atomic_exchange_n(&p->shm->so_error.v, 0, __ATOMIC_ACQ_REL);
+	if (rc != 0) {
+		errno = rc;
+		return -1;
+	}
+	if (__atomic_load_n(&p->shm->state, __ATOMIC_ACQUIRE) & HS_ST_SHUT_WR) {
+		errno = EPIPE;
+		return -1;
+	}
 	/* A dp that went away: found by its hang-up, every 256 sends (a
 	 * blocked sender finds it at once). */
 	if ((p->sends++ & 255) == 0 && epl_dead(fd, p)) {
@@ -227,7 +239,7 @@ epl_sendmsg(int fd, struct epl_sock *p, const struct msghdr *m, int flags)
 			errno = EAGAIN;
 			return -1;
 		}
-		rc = wait_fd(fd, POLLRDHUP, deadline, step);
+		rc = wait_fd(p->wfd, POLLRDHUP, deadline, step);
 		if (rc == 0 && epl_dead(fd, p))
 			rc = -ENETDOWN;
 		if (rc < 0) {
@@ -388,7 +400,7 @@ epl_recvmsg(int fd, struct epl_sock *p, struct msghdr *m, int flags)
 			errno = EAGAIN;
 			return -1;
 		}
-		rc = wait_fd(fd, POLLIN | POLLRDHUP, deadline, 0);
+		rc = wait_fd(p->wfd, POLLIN | POLLRDHUP, deadline, 0);
 		if (rc < 0) {
 			errno = -rc;
 			return -1;

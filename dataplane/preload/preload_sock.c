@@ -225,7 +225,12 @@ epl_open(int fd, struct epl_sock *cand, uint16_t action, const struct sockaddr *
 		epl_libc.close(sv[0]);
 		return rc;
 	}
+	rc = epl_own_fd(p, sv[0]);
 	epl_libc.close(sv[0]);
+	if (rc < 0) {
+		epl_put(p);
+		return rc;
+	}
 	epl_set(fd, p);
 	epl_debug("fd %d: edgeplane-dp socket %u (worker %u)", fd, p->sock_id, p->worker);
 	*out = p;
