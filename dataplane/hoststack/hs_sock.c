@@ -613,10 +613,6 @@ hs_serves_bind(struct hs_stack *s, const struct hs_sockaddr *a, bool dual)
 
 	if (!wild && !hs_is_own(s->routes, fam, &ip, NULL))
 		return false;
-	/* bind(any, 0) stays with the kernel: nothing says yet where the
-	 * socket will talk; its first connect() or sendto() decides. */
-	if (wild && port == 0)
-		return false;
 	if (s->n_term == 0)
 		return true;
 	for (int i = 0; i < s->n_term; i++) {
@@ -626,7 +622,9 @@ hs_serves_bind(struct hs_stack *s, const struct hs_sockaddr *a, bool dual)
 
 		if (!r->any_addr && wild && r->family != fam && !(dual && fam == 6))
 			addr_ok = false;
-		if (addr_ok && (port == 0 || (port >= r->lo && port <= r->hi)))
+		/* Port 0 asks for an ephemeral port: the rule must allow them all. */
+		if (addr_ok && (port == 0 ? r->lo <= s->p.eph_lo && r->hi >= s->p.eph_hi :
+					    port >= r->lo && port <= r->hi))
 			return true;
 	}
 	return false;

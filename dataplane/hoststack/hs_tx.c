@@ -49,6 +49,8 @@
 #define SERVICE_BUDGET 256      /* datagrams sent per service call */
 #define MAX_FRAGS      HS_MAX_FRAGS
 
+static void activate(struct hs_wctx *c, struct hs_sock *k);
+
 /* ---- messages from the control thread (run between bursts) ---- */
 
 struct app_msg {
@@ -78,6 +80,20 @@ app_msg_fn(struct ep_worker *w, void *arg)
 	}
 	for (int i = 0; i < c->n_apps; i++)
 		if (c->apps[i].app_id == m->a->id) {
+			/* Doorbells the application pushed before it went (a child
+			 * that sends and exits): their sockets outlive it. */
+			uint32_t ids[64];
+			int n;
+
+			while ((n = hs_db_pop(&c->apps[i].shm->ring[c->idx], c->apps[i].slots,
+					      c->apps[i].n_slots, &c->apps[i].cons, ids,
+					      RTE_DIM(ids))) > 0)
+				for (int j = 0; j < n; j++) {
+					struct hs_sock *k = hs_sock_get(c->s, ids[j]);
+
+					if (k != NULL && k->worker == c->idx)
+						activate(c, k);
+				}
 			c->apps[i] = c->apps[--c->n_apps];
 			return;
 		}

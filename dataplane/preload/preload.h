@@ -141,6 +141,8 @@ int epl_request(struct hs_req *q, const int *fds, int n_fds, struct hs_resp *r,
 int epl_open(int fd, struct epl_sock *cand, uint16_t action, const struct sockaddr *sa,
 	     socklen_t len, struct epl_sock **out);
 int epl_map_region(struct epl_sock *p, int shm_fd, uint32_t size, bool init_locks);
+/** Where the library's own descriptors start (half RLIMIT_NOFILE, >= 512). */
+int epl_high_fd_base(void);
 /** Give @p p its private descriptor, a dup of @p fd; -errno on failure. */
 int epl_own_fd(struct epl_sock *p, int fd);
 void epl_doorbell(struct epl_sock *p);

@@ -122,6 +122,23 @@ epl_debug(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The library's own descriptors live high, out of the way of the
+ * application's "lowest free descriptor" (a program that closes 0 and
+ * opens a file expects 0). */
+static int
+high_fd(int fd)
+{
+	int nfd;
+
+	if (fd < 0)
+		return fd;
+	nfd = epl_libc.fcntl(fd, F_DUPFD_CLOEXEC, epl_high_fd_base());
+	if (nfd < 0)
+		return fd;
+	epl_libc.close(fd);
+	return nfd;
+}
+
 static void
 detach_locked(void)
 {
@@ -213,7 +230,7 @@ attach_locked(void)
 		return 0;
 	/* A forked child: the parent's connection and rings are the parent's. */
 	detach_locked();
-	att.conn = epl_libc.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	att.conn = high_fd(epl_libc.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
 	if (att.conn < 0)
 		return -ENETDOWN;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", att.path);
@@ -252,7 +269,7 @@ attach_locked(void)
 	att.wpage_size = r.worker_size;
 	att.n_workers = r.n_workers;
 	for (uint32_t i = 0; i < r.n_workers; i++)
-		att.kick[i] = fds[2 + i];
+		att.kick[i] = high_fd(fds[2 + i]);
 	if (att.wpage == NULL || att.app->n_workers != r.n_workers ||
 	    att.app->db_slots == 0 || (att.app->db_slots & (att.app->db_slots - 1)) != 0) {
 		detach_locked();

@@ -136,17 +136,24 @@ epl_take(int fd)
 	return e == NULL ? NULL : __atomic_exchange_n(e, NULL, __ATOMIC_ACQ_REL);
 }
 
-/* High, so the application's "lowest free descriptor" stays its own. */
 int
-epl_own_fd(struct epl_sock *p, int fd)
+epl_high_fd_base(void)
 {
 	struct rlimit rl;
-	int lo = 512, nfd;
+	int lo = 512;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur / 2 > 512)
 		lo = (int)(rl.rlim_cur / 2 > 1u << 20 ? 1u << 20 : rl.rlim_cur / 2);
-	nfd = epl_libc.fcntl(fd, F_DUPFD_CLOEXEC, lo);
+	return lo;
+}
+
+/* High, so the application's "lowest free descriptor" stays its own. */
+int
+epl_own_fd(struct epl_sock *p, int fd)
+{
+	int nfd = epl_libc.fcntl(fd, F_DUPFD_CLOEXEC, epl_high_fd_base());
+
 	if (nfd < 0)
 		nfd = epl_libc.fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (nfd < 0)
