@@ -222,6 +222,11 @@ enum hs_op {
 	HS_OP_CONNECT,          /**< fds: [socket]; addr (family 0: AF_UNSPEC, dissolve) */
 	HS_OP_SHUTDOWN,         /**< fds: [socket]; how */
 	HS_OP_IDENTIFY,         /**< fds: [unknown fd]; <- socket region if it is ours */
+	/** The library closed its last descriptor of socket sock_id/gen: if
+	 *  that was the last one anywhere (the dp end hung up), free it now,
+	 *  so that a bind() right after close() finds the port free, as with
+	 *  the kernel.  Only a check: it frees nothing that is still open. */
+	HS_OP_CLOSED,
 };
 
 /** What OPEN does once the socket exists. */
@@ -258,7 +263,9 @@ struct hs_req {
 	uint32_t opt_sndbuf;
 	uint32_t opt_tos;
 	uint64_t ino;           /**< OPEN: st_ino of the app end (for IDENTIFY later) */
-	uint32_t pad[4];
+	uint32_t sock_id;       /**< CLOSED */
+	uint32_t gen;           /**< CLOSED */
+	uint32_t pad[2];
 };
 
 struct hs_resp {

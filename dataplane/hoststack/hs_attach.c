@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,7 +330,10 @@ do_open(struct hs_stack *s, struct hs_app *a, const struct hs_req *q, const int 
 		hs_sock_close(s, k);
 		return rc;
 	}
-	ev = (struct epoll_event){ .events = EPOLLIN | EPOLLRDHUP, .data.u64 = TAG(TAG_SOCK, k->id) };
+	/* The generation rides along: an event still queued for a socket
+	 * freed meanwhile must not touch the next socket in its slot. */
+	ev = (struct epoll_event){ .events = EPOLLIN | EPOLLRDHUP,
+				   .data.u64 = TAG(TAG_SOCK, (uint64_t)k->gen << 24 | k->id) };
 	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, k->wake_fd, &ev) < 0) {
 		k->wake_fd = -1;
 		hs_sock_close(s, k);
@@ -371,6 +375,16 @@ handle(struct hs_stack *s, struct hs_app *a, const struct hs_req *q, const int *
 			kept = 1;
 			rc = 0;
 		}
+		break;
+	case HS_OP_CLOSED:
+		if (n_in == 0 && q->sock_id < s->p.max_sockets && (k = s->socks[q->sock_id]) != NULL &&
+		    k->gen == q->gen) {
+			struct pollfd pfd = { .fd = k->wake_fd, .events = POLLRDHUP };
+
+			if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP)) != 0)
+				hs_sock_close(s, k);
+		}
+		rc = 0;
 		break;
 	case HS_OP_BIND:
 	case HS_OP_CONNECT:
@@ -464,12 +478,13 @@ serve_app(struct hs_stack *s, struct hs_app *a, uint32_t events)
 /* Bytes an application wrote into its own socket end arrive here: nothing
  * is expected, so they are read and dropped. */
 static void
-serve_sock(struct hs_stack *s, uint32_t id, uint32_t events)
+serve_sock(struct hs_stack *s, uint64_t v, uint32_t events)
 {
+	uint32_t id = (uint32_t)(v & ((1u << 24) - 1)), gen = (uint32_t)(v >> 24);
 	struct hs_sock *k = id < s->p.max_sockets ? s->socks[id] : NULL;
 	char junk[256];
 
-	if (k == NULL)
+	if (k == NULL || k->gen != gen)
 		return;
 	if (events & EPOLLIN)
 		while (recv(k->wake_fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
@@ -496,7 +511,7 @@ hs_attach_poll(void *arg)
 			if (a != NULL)
 				serve_app(s, a, ev[i].events);
 		} else if (tag == TAG_SOCK) {
-			serve_sock(s, (uint32_t)v, ev[i].events);
+			serve_sock(s, v, ev[i].events);
 		}
 	}
 }

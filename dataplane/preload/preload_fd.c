@@ -79,8 +79,14 @@ epl_get(int fd)
 void
 epl_put(struct epl_sock *p)
 {
+	bool closed_accel;
+	uint32_t id, gen;
+
 	if (p == NULL || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	closed_accel = p->accel && p->shm != NULL;
+	id = p->sock_id;
+	gen = closed_accel ? p->shm->gen : 0;
 	if (p->shm != NULL)
 		munmap(p->shm, p->region_size);
 	p->shm = NULL;
@@ -88,6 +94,14 @@ epl_put(struct epl_sock *p)
 	if (p->wfd >= 0)
 		epl_libc.close(p->wfd);
 	p->wfd = -1;
+	/* This process held its last descriptor: have the dp look now, so the
+	 * port is free when close() returns, as the kernel's is. */
+	if (closed_accel) {
+		struct hs_req q = { .h.op = HS_OP_CLOSED, .sock_id = id, .gen = gen };
+		struct hs_resp r;
+
+		epl_request(&q, NULL, 0, &r, NULL, 0, NULL);
+	}
 	pthread_mutex_lock(&pool_lock);
 	p->next_free = free_list;
 	free_list = p;
