@@ -175,7 +175,7 @@ struct hs_sock {
 	int shm_fd;             /**< memfd of the region */
 	uint64_t ino, dev;      /**< the application end, for IDENTIFY */
 	struct hs_app *app;     /**< creator (for listing only) */
-	uint32_t pid;
+	uint32_t pid, uid;      /**< of the process that opened it */
 
 	struct hs_sock_shm *shm;
 	uint32_t region_size;

@@ -34,49 +34,56 @@
 #include "ep_rcu.h"
 #include "hoststack.h"
 
-/* Classification keys (rte_acl: the first field is one byte; fields are
- * grouped in 4-byte input words). */
+/* Classification keys.  rte_acl reads the first field as one byte and
+ * every later group (input_index) as one word of 4 bytes that its fields
+ * must fill, so the DSCP byte shares its word with two match-anything
+ * padding fields. */
 struct key4 {
-	uint8_t proto, dscp, pad[2];
+	uint8_t proto, pad0[3];
 	uint8_t remote[4], local[4];
 	uint16_t rport, lport;          /* network order */
+	uint8_t dscp, pad1[3];
 } __attribute__((packed));
 
 struct key6 {
-	uint8_t proto, dscp, pad[2];
+	uint8_t proto, pad0[3];
 	uint8_t remote[16], local[16];
 	uint16_t rport, lport;
+	uint8_t dscp, pad1[3];
 } __attribute__((packed));
 
-enum { F_PROTO, F_DSCP, F_REMOTE, F_LOCAL = F_REMOTE + 4, F_RPORT = F_LOCAL + 4, F_LPORT,
-       F_MAX };
+static void
+field(struct rte_acl_field_def *d, int *n, uint8_t type, uint8_t size, int input, uint32_t off)
+{
+	d[*n] = (struct rte_acl_field_def){ .type = type, .size = size, .field_index = (uint8_t)*n,
+					    .input_index = (uint8_t)input, .offset = off };
+	(*n)++;
+}
 
+/* Field order: proto, remote (1 or 4 words), local, rport, lport, dscp, 2 x pad. */
 static int
 fields(uint8_t family, struct rte_acl_field_def *d)
 {
-	int n = 0, w = family == 4 ? 1 : 4;
+	int n = 0, w = family == 4 ? 1 : 4, input = 1;
 	uint32_t off_r = family == 4 ? offsetof(struct key4, remote) : offsetof(struct key6, remote);
 	uint32_t off_l = family == 4 ? offsetof(struct key4, local) : offsetof(struct key6, local);
 	uint32_t off_p = family == 4 ? offsetof(struct key4, rport) : offsetof(struct key6, rport);
-	int input = 0;
+	uint32_t off_d = family == 4 ? offsetof(struct key4, dscp) : offsetof(struct key6, dscp);
 
-	d[n++] = (struct rte_acl_field_def){ RTE_ACL_FIELD_TYPE_BITMASK, 1, (uint8_t)n, 0, 0 };
-	d[n++] = (struct rte_acl_field_def){ RTE_ACL_FIELD_TYPE_BITMASK, 1, (uint8_t)n, 0, 1 };
-	input = 1;
-	for (int i = 0; i < w; i++, input++)
-		d[n++] = (struct rte_acl_field_def){ RTE_ACL_FIELD_TYPE_MASK, 4, (uint8_t)n,
-						     (uint8_t)input, off_r + 4u * i };
-	for (int i = 0; i < w; i++, input++)
-		d[n++] = (struct rte_acl_field_def){ RTE_ACL_FIELD_TYPE_MASK, 4, (uint8_t)n,
-						     (uint8_t)input, off_l + 4u * i };
-	d[n++] = (struct rte_acl_field_def){ RTE_ACL_FIELD_TYPE_RANGE, 2, (uint8_t)n,
-					     (uint8_t)input, off_p };
-	d[n++] = (struct rte_acl_field_def){ RTE_ACL_FIELD_TYPE_RANGE, 2, (uint8_t)n,
-					     (uint8_t)input, off_p + 2 };
+	field(d, &n, RTE_ACL_FIELD_TYPE_BITMASK, 1, 0, 0);
+	for (int i = 0; i < w; i++)
+		field(d, &n, RTE_ACL_FIELD_TYPE_MASK, 4, input++, off_r + 4u * (uint32_t)i);
+	for (int i = 0; i < w; i++)
+		field(d, &n, RTE_ACL_FIELD_TYPE_MASK, 4, input++, off_l + 4u * (uint32_t)i);
+	field(d, &n, RTE_ACL_FIELD_TYPE_RANGE, 2, input, off_p);
+	field(d, &n, RTE_ACL_FIELD_TYPE_RANGE, 2, input++, off_p + 2);
+	field(d, &n, RTE_ACL_FIELD_TYPE_BITMASK, 1, input, off_d);
+	field(d, &n, RTE_ACL_FIELD_TYPE_BITMASK, 1, input, off_d + 1);
+	field(d, &n, RTE_ACL_FIELD_TYPE_BITMASK, 2, input, off_d + 2);
 	return n;
 }
 
-RTE_ACL_RULE_DEF(hs_acl_rule, 2 + 8 + 2);
+RTE_ACL_RULE_DEF(hs_acl_rule, 1 + 8 + 2 + 3);
 
 /* A prefix as rte_acl MASK fields: one 32-bit word per field, host order. */
 static void
@@ -126,16 +133,16 @@ build_ctx(const struct hs_policy_rule *rules, uint32_t n, uint8_t family, enum h
 		ar.data.userdata = i + 1;
 		ar.field[0].value.u8 = IPPROTO_UDP;
 		ar.field[0].mask_range.u8 = 0xff;
+		prefix_fields(&ar.field[1], family, &r->src, r->family ? r->src_plen : 0);
+		prefix_fields(&ar.field[1 + w], family, &r->dst, r->family ? r->dst_plen : 0);
+		ar.field[1 + 2 * w].value.u16 = r->sport_lo;
+		ar.field[1 + 2 * w].mask_range.u16 = r->sport_hi;
+		ar.field[2 + 2 * w].value.u16 = r->dport_lo;
+		ar.field[2 + 2 * w].mask_range.u16 = r->dport_hi;
 		if (r->dscp >= 0) {
-			ar.field[1].value.u8 = (uint8_t)r->dscp;
-			ar.field[1].mask_range.u8 = 0x3f;
+			ar.field[3 + 2 * w].value.u8 = (uint8_t)r->dscp;
+			ar.field[3 + 2 * w].mask_range.u8 = 0x3f;
 		}
-		prefix_fields(&ar.field[2], family, &r->src, r->family ? r->src_plen : 0);
-		prefix_fields(&ar.field[2 + w], family, &r->dst, r->family ? r->dst_plen : 0);
-		ar.field[2 + 2 * w].value.u16 = r->sport_lo;
-		ar.field[2 + 2 * w].mask_range.u16 = r->sport_hi;
-		ar.field[3 + 2 * w].value.u16 = r->dport_lo;
-		ar.field[3 + 2 * w].mask_range.u16 = r->dport_hi;
 		if (rte_acl_add_rules(ctx, (const struct rte_acl_rule *)&ar, 1) < 0) {
 			rte_acl_free(ctx);
 			ep_err_set(err, "rule %s: rte_acl_add_rules failed", r->name);

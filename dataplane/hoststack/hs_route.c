@@ -644,7 +644,7 @@ hs_nb_timers(struct hs_wctx *c, uint64_t now)
 	while ((pos = rte_hash_iterate(c->nb_hash, &key, &data, &it)) >= 0) {
 		struct hs_neigh *nb = &c->nb[pos];
 
-		if (nb->state != HS_NB_INCOMPLETE || now - nb->probe_tsc < c->tsc_hz)
+		if (nb->state != HS_NB_INCOMPLETE || now < nb->probe_tsc + c->tsc_hz)
 			continue;
 		if (nb->probes < 3) {
 			nb_probe(c, nb, now);

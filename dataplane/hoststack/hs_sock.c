@@ -144,8 +144,8 @@ bind_conflict(struct hs_stack *s, const struct hs_sock *k, const struct hs_key_b
 		of = opt_flags(o);
 		if ((kflags & of & HS_OPT_REUSEADDR) != 0)
 			continue;
-		if ((kflags & of & HS_OPT_REUSEPORT) != 0 && o->app != NULL && k->app != NULL &&
-		    o->app->uid == k->app->uid)
+		/* SO_REUSEPORT shares a port among sockets of one user only. */
+		if ((kflags & of & HS_OPT_REUSEPORT) != 0 && o->uid == k->uid)
 			continue;
 		for (int a = 0; a < n_claims; a++)
 			for (int b = 0; b < o->n_bkey; b++)
@@ -510,6 +510,7 @@ hs_sock_open(struct hs_stack *s, uint8_t family, int wake_fd, uint64_t dev, uint
 	k->ino = ino;
 	k->app = app;
 	k->pid = app != NULL ? app->pid : 0;
+	k->uid = app != NULL ? app->uid : 0;
 	k->worker = (uint16_t)(s->rr++ % (uint32_t)s->n_w);
 	k->prio = s->p.default_priority;
 	k->rx_slots = s->p.rx_slots;
