@@ -178,6 +178,9 @@ class HostStackLab(_PreloadMixin, DpLab):
         """Start (or restart) the data planes; b first: it is the memif server."""
         for node in nodes:
             self.stop_dp(node)
+            if node == "b" and self.link == "memif":
+                # net_memif leaves its server socket file behind.
+                (self.workdir / "memif.sock").unlink(missing_ok=True)
             dp = Dp(getattr(self, node), self.sections(node), name=f"{self.tag}-{node}")
             try:
                 dp.start()

@@ -58,7 +58,7 @@
 #define HS_MAX_ROUTES      256
 #define HS_MAX_TERMINATE   256
 #define HS_MAX_POLICY      1024
-#define HS_NEIGH_QUEUE     8       /**< packets held per unresolved neighbour (Linux: 3 by default, unres_qlen_bytes) */
+#define HS_NEIGH_QUEUE     64      /**< frames held per unresolved neighbour (Linux holds unres_qlen_bytes, 208 KiB) */
 #define HS_TX_BUDGET       64      /**< datagrams one socket may send per service round */
 #define HS_PORTQ           512     /**< frames waiting for a port (back-pressure, see hs_flush_ports) */
 #define HS_MAX_FRAGS       48      /**< fragments of one datagram (64 KiB over a 1280-byte MTU) */

@@ -19,7 +19,7 @@
  * replies and from NS/NA of hosts on its connected subnets, and resolves
  * what it needs itself: the first datagram to an unknown next hop sends an
  * ARP request or a neighbour solicitation and waits in a queue of
- * HS_NEIGH_QUEUE packets; three probes a second apart, then the queue is
+ * HS_NEIGH_QUEUE frames; three probes a second apart, then the queue is
  * dropped (neighbor_unresolved) and the next datagram starts over.
  */
 #include <arpa/inet.h>

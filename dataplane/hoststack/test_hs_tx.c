@@ -131,7 +131,9 @@ EP_TEST(unknown_neighbour_is_resolved_by_arp_and_the_datagram_then_leaves)
 	struct rte_mbuf *out[8], *m;
 	const uint8_t *p;
 
+	fill();
 	th_send(s, &t, "hello", 5, "198.18.30.44", 9000);
+	th_send(s, &t, payload, 1860, "198.18.30.44", 9000);    /* two fragments */
 	th_service(s, 0);
 	EP_CHECK_EQ(th_take_tx(out, 8), 1);             /* only the ARP request */
 	p = rte_pktmbuf_mtod(out[0], const uint8_t *);
@@ -144,11 +146,14 @@ EP_TEST(unknown_neighbour_is_resolved_by_arp_and_the_datagram_then_leaves)
 	memcpy(b, TH_MAC_PORT, 6);
 	m = ep_test_mbuf(b, 60);
 	th_rx(s, &m, 1);
-	EP_CHECK_EQ(th_take_tx(out, 8), 1);
-	p = rte_pktmbuf_mtod(out[0], const uint8_t *);
-	EP_CHECK_MEM(p, mac, 6);
-	EP_CHECK_EQ(p[12] << 8 | p[13], RTE_ETHER_TYPE_IPV4);
-	rte_pktmbuf_free(out[0]);
+	EP_CHECK_EQ(th_take_tx(out, 8), 3);
+	for (int i = 0; i < 3; i++) {
+		p = rte_pktmbuf_mtod(out[i], const uint8_t *);
+		EP_CHECK_MEM(p, mac, 6);
+		EP_CHECK_EQ(p[12] << 8 | p[13], RTE_ETHER_TYPE_IPV4);
+	}
+	rte_pktmbuf_free_bulk(out, 3);
+	EP_CHECK_EQ(th_stage(s, "service")->stats.drops[EP_DROP_NEIGHBOR_UNRESOLVED], 0);
 	th_close(s, &t);
 	th_stack_free(s);
 }
