@@ -186,7 +186,8 @@ group_change(struct hs_stack *s, const struct hs_key_bind *key, uint32_t id, boo
 
 	if (rte_hash_lookup_data(s->bind, key, (void **)&old) < 0)
 		old = NULL;
-	g = malloc(sizeof(*g) + sizeof(uint32_t) * ((old ? old->n : 0) + 1));
+	/* In rte_malloc memory like the hash that points to it. */
+	g = rte_malloc("hs_group", sizeof(*g) + sizeof(uint32_t) * ((old ? old->n : 0) + 1), 0);
 	if (g == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; old != NULL && i < old->n; i++)
@@ -200,16 +201,16 @@ group_change(struct hs_stack *s, const struct hs_key_bind *key, uint32_t id, boo
 		     (opt_flags(s->socks[g->ids[i]]) & HS_OPT_REUSEPORT) != 0;
 	g->reuseport = rp && n > 1;
 	if (n == 0) {
-		free(g);
+		rte_free(g);
 		if (old != NULL)
 			rte_hash_del_key(s->bind, key);
 	} else if (rte_hash_add_key_data(s->bind, key, g) < 0) {
-		free(g);
+		rte_free(g);
 		return -ENOMEM;
 	}
 	if (old != NULL) {
 		ep_rcu_synchronize(s->e);
-		free(old);
+		rte_free(old);
 	}
 	return 0;
 }

@@ -197,7 +197,7 @@ hs_stack_free(struct hs_stack *s)
 		uint32_t it = 0;
 
 		while (rte_hash_iterate(s->bind, &key, &data, &it) >= 0)
-			free(data);
+			rte_free(data);
 	}
 	hs_port_users_free(s);
 	rte_hash_free(s->conn);
