@@ -129,19 +129,21 @@ enum { HS_NB_FREE = 0, HS_NB_STATIC, HS_NB_REACHABLE, HS_NB_INCOMPLETE };
 /* Sockets (hs_sock.c)                                                        */
 /* ------------------------------------------------------------------------ */
 
+/* Hash keys are 8-byte aligned (rte_hash_crc reads them 8 bytes at a
+ * time) and zeroed whole before they are filled: padding is hashed too. */
 struct hs_key_conn {
 	uint8_t family;
 	uint8_t pad[3];
 	uint16_t lport, rport;  /**< network order */
 	struct hs_ip laddr, raddr;
-};
+} __attribute__((aligned(8)));
 
 struct hs_key_bind {
 	uint8_t family;
 	uint8_t pad;
 	uint16_t port;          /**< network order */
 	struct hs_ip addr;      /**< all-zero: wildcard */
-};
+} __attribute__((aligned(8)));
 
 /** Sockets bound to one (address, port): immutable, replaced whole. */
 struct hs_group {

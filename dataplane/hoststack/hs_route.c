@@ -357,7 +357,7 @@ struct nb_key {
 	uint8_t family;
 	uint8_t pad[3];
 	struct hs_ip ip;
-};
+} __attribute__((aligned(8)));
 
 int
 hs_nb_init(struct hs_wctx *c, uint32_t max, struct ep_err *err)

@@ -399,7 +399,7 @@ unreach_in(struct hs_wctx *c, struct rte_mbuf *m, uint8_t family)
 {
 	const struct ep_meta *md = ep_meta(m);
 	uint32_t off = md->l4_off + 8;
-	struct hs_key_conn key = { .family = family };
+	struct hs_key_conn key;
 	uint8_t inner[48];
 	uint32_t hl, id;
 	const uint8_t *in;
@@ -407,6 +407,8 @@ unreach_in(struct hs_wctx *c, struct rte_mbuf *m, uint8_t family)
 	in = rte_pktmbuf_read(m, off, family == 4 ? 28 : 48, inner);
 	if (in == NULL)
 		return;
+	memset(&key, 0, sizeof(key));
+	key.family = family;
 	if (family == 4) {
 		if ((in[0] >> 4) != 4 || in[9] != IPPROTO_UDP)
 			return;
