@@ -290,6 +290,7 @@ struct hs_params {
 	uint8_t shed_priority;  /**< priorities below it are shed above the watermark */
 	uint8_t default_priority;       /**< of datagrams no policy rule matches */
 	uint32_t max_wait_us;   /**< longest a sleeping worker waits for a kick */
+	uint32_t spin_us;       /**< after the last packet, yield the CPU instead of sleeping this long */
 	uint16_t mtu[EP_MAX_PORTS];
 };
 
@@ -419,6 +420,8 @@ struct hs_wctx {
 	const struct hs_routes *rt;
 
 	uint32_t frag_id;               /**< IPv4 identification / IPv6 fragment id */
+	uint64_t last_busy_tsc;         /**< when the worker last moved a packet (hs_wait) */
+	uint64_t last_rx_pkts;
 	struct hs_wstats st;
 	uint64_t tsc_hz;
 };

@@ -55,6 +55,7 @@ hs_params_from_config(struct ep_engine *e, struct ep_cfg_section *s, struct hs_p
 		{ "icmp_ratelimit", offsetof(struct hs_params, icmp_rate), 0, 1000000, false },
 		{ "shed_watermark_pct", offsetof(struct hs_params, shed_watermark_pct), 1, 100, false },
 		{ "max_wait_us", offsetof(struct hs_params, max_wait_us), 1, 1000000, false },
+		{ "spin_us", offsetof(struct hs_params, spin_us), 0, 1000000, false },
 	};
 	const struct ep_cfg_kv *kv;
 	const char *v;

@@ -30,6 +30,7 @@
 #define ALLOW_EXPERIMENTAL_API 1   /* rte_ip_frag_table_del_expired_entries, rte_ipv4_fragment_copy_nonseg_packet */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -703,6 +704,8 @@ hs_service(struct ep_worker *w)
 	hs_signal_touched(c);
 	if (c->n_hairpin != 0)
 		run_hairpin(c);
+	if (moved != 0)
+		c->last_busy_tsc = now;
 	/* Frames a full port refused keep the worker polling. */
 	for (uint16_t p = 0; p < c->s->e->n_ports; p++)
 		moved = (uint16_t)(moved + (c->n_txq[p] != 0));
@@ -726,7 +729,19 @@ hs_wait(struct ep_worker *w, uint32_t us)
 	struct pollfd pfd = { .fd = c->s->kick_fd[c->idx], .events = POLLIN };
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
 	bool work = false;
-	uint64_t v;
+	uint64_t v, now = rte_rdtsc();
+
+	/* Shortly after traffic, give the CPU away without sleeping: a woken
+	 * application runs at once, and the next packet of a request/response
+	 * exchange finds the worker awake instead of a timer away. */
+	if (w->stats.rx_pkts != c->last_rx_pkts) {
+		c->last_rx_pkts = w->stats.rx_pkts;
+		c->last_busy_tsc = now;
+	}
+	if (now - c->last_busy_tsc < c->tsc_hz / 1000000 * c->s->p.spin_us) {
+		sched_yield();
+		return;
+	}
 
 	__atomic_store_n(&ws->sleeping.v, 1, __ATOMIC_RELAXED);
 	hs_fence();

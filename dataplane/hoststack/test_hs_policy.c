@@ -4,9 +4,6 @@
  * directions, first-match order, meters that keep their state across
  * changes of other rules.
  */
-#include <rte_cycles.h>
-
-#include "ep_test.h"
 #include "test_hs.h"
 
 static struct hs_flow
