@@ -11,9 +11,9 @@
  *   neighbor = 198.18.10.1 02:00:00:00:10:01
  *   policy = telemetry lport=9000-9099 dscp=46 priority=7
  *   max_sockets = 4096
- *   rx_bytes = 4194304              # per socket and direction: the largest SO_RCVBUF / SO_SNDBUF
+ *   rx_bytes = 8388608              # per socket and direction: the largest SO_RCVBUF / SO_SNDBUF
  *   tx_bytes = 4194304
- *   rx_slots = 4096                 # datagrams per ring (power of two)
+ *   rx_slots = 8192                 # datagrams per ring (power of two)
  *   tx_slots = 4096
  *   doorbell_slots = 4096           # per application and worker (power of two)
  *   ephemeral_ports = 32768-60999
