@@ -475,8 +475,10 @@ serve_app(struct hs_stack *s, struct hs_app *a, uint32_t events)
 		app_free(s, a);
 }
 
-/* Bytes an application wrote into its own socket end arrive here: nothing
- * is expected, so they are read and dropped. */
+/* Bytes the library writes into its socket end arrive here: each asks for
+ * the wake byte back (it drained one while a datagram was being
+ * published, preload_io.c).  Anything else an application writes is read
+ * and dropped the same way. */
 static void
 serve_sock(struct hs_stack *s, uint64_t v, uint32_t events)
 {
@@ -486,9 +488,18 @@ serve_sock(struct hs_stack *s, uint64_t v, uint32_t events)
 
 	if (k == NULL || k->gen != gen)
 		return;
-	if (events & EPOLLIN)
+	if (events & EPOLLIN) {
+		bool asked = false;
+		static const uint8_t byte = 1;
+
 		while (recv(k->wake_fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
-			;
+			asked = true;
+		if (asked && __atomic_load_n(&k->shm->rx_prod.v, __ATOMIC_ACQUIRE) !=
+			     __atomic_load_n(&k->shm->rx_cons.v, __ATOMIC_ACQUIRE) &&
+		    __atomic_exchange_n(&k->shm->rx_signalled.v, 1, __ATOMIC_ACQ_REL) == 0 &&
+		    send(k->wake_fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
+			k->st.wakeups++;
+	}
 	if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 		hs_sock_close(s, k);
 }

@@ -28,6 +28,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -76,6 +78,11 @@ struct epl_libc {
 	ssize_t (*splice)(int, off_t *, int, off_t *, size_t, unsigned int);
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 	int (*poll)(struct pollfd *, unsigned long, int);
+	int (*ppoll)(struct pollfd *, unsigned long, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+		       const sigset_t *);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 };
 extern struct epl_libc epl_libc;
 
@@ -92,6 +99,10 @@ struct epl_shared {
 	int32_t keepalive;
 	struct linger linger;
 	int32_t mtu_discover;
+	/** epoll sets the socket was added to (epoll_ctl, any process): while
+	 *  non-zero a receive that empties the ring makes the descriptor exact
+	 *  at once, since epoll_wait is not intercepted (preload_poll.c). */
+	uint32_t epoll_users;
 };
 #define EPL_SHARED_INIT 0x45504c31u
 
@@ -163,6 +174,10 @@ ssize_t epl_recvmsg(int fd, struct epl_sock *p, struct msghdr *m, int flags);
 int epl_fionread(struct epl_sock *p);
 int epl_siocoutq(struct epl_sock *p);
 bool epl_dead(int fd, struct epl_sock *p);
+/** Drain the wake bytes and clear rx_signalled: the descriptor is exact
+ *  again (readable <=> a datagram waits).  -ENETDOWN at end of file. */
+int epl_unsignal(struct epl_sock *p);
+int64_t epl_now_us(void);
 /** May a call interrupted by a signal be restarted (every handler the
  *  process installed has SA_RESTART)? */
 bool epl_restart_ok(void);

@@ -524,7 +524,8 @@ epl_init(void)
 	RESOLVE(ioctl); RESOLVE(send); RESOLVE(sendto); RESOLVE(sendmsg); RESOLVE(sendmmsg);
 	RESOLVE(recv); RESOLVE(recvfrom); RESOLVE(recvmsg); RESOLVE(recvmmsg); RESOLVE(read);
 	RESOLVE(write); RESOLVE(readv); RESOLVE(writev); RESOLVE(sendfile); RESOLVE(splice);
-	RESOLVE(sigaction); RESOLVE(poll);
+	RESOLVE(sigaction); RESOLVE(poll); RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect);
+	RESOLVE(epoll_ctl);
 	for (int i = 0; i < (int)HS_MAX_WORKERS; i++)
 		att.kick[i] = -1;
 	if (v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "off") == 0 || strcmp(v, "no") == 0))

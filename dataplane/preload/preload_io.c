@@ -32,8 +32,8 @@
 #include "hs_ring.h"
 #include "preload.h"
 
-static int64_t
-now_us(void)
+int64_t
+epl_now_us(void)
 {
 	struct timespec ts;
 
@@ -48,20 +48,27 @@ nonblocking(const struct epl_sock *p, int flags)
 	       (__atomic_load_n(&p->shm->opt_flags, __ATOMIC_RELAXED) & HS_OPT_NONBLOCK) != 0;
 }
 
-/* Drain wake bytes and clear rx_signalled; -ENETDOWN at end of file. */
-static int
-unsignal(int fd, struct epl_sock *p)
+int
+epl_unsignal(struct epl_sock *p)
 {
+	static const uint8_t again = 1;
 	char buf[64];
 	ssize_t n;
 
-	(void)fd;
 	while ((n = epl_libc.recv(p->wfd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
 		;
 	if (n == 0)
 		return -ENETDOWN;
 	__atomic_store_n(&p->shm->rx_signalled.v, 0, __ATOMIC_RELAXED);
 	hs_fence();
+	/* A datagram published while the bytes were drained found the flag
+	 * still set and wrote no byte: the descriptor would say "nothing" with
+	 * a datagram waiting.  Ask the dp for the byte back (it answers from
+	 * its control thread when the ring is not empty). */
+	if (hs_load_acq(&p->shm->rx_prod.v) != p->shm->rx_cons.v &&
+	    epl_libc.send(p->wfd, &again, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* a full buffer already holds requests */
+	}
 	return 0;
 }
 
@@ -86,7 +93,7 @@ wait_fd(int fd, short events, int64_t deadline, int64_t step_us)
 		int rc;
 
 		if (deadline != 0) {
-			int64_t rem = deadline - now_us();
+			int64_t rem = deadline - epl_now_us();
 
 			if (rem <= 0)
 				return -EAGAIN;
@@ -95,7 +102,7 @@ wait_fd(int fd, short events, int64_t deadline, int64_t step_us)
 		}
 		ts.tv_sec = left / 1000000;
 		ts.tv_nsec = (left % 1000000) * 1000;
-		rc = ppoll(&pfd, 1, left > 0 ? &ts : NULL, NULL);
+		rc = epl_libc.ppoll(&pfd, 1, left > 0 ? &ts : NULL, NULL);
 		if (rc > 0 || (rc == 0 && step_us > 0))
 			return 0;
 		if (rc < 0 && errno == EINTR) {
@@ -200,7 +207,7 @@ epl_sendmsg(int fd, struct epl_sock *p, const struct msghdr *m, int flags)
 		return -1;
 	}
 	if (p->sh->sndtimeo_us > 0)
-		deadline = now_us() + p->sh->sndtimeo_us;
+		deadline = epl_now_us() + p->sh->sndtimeo_us;
 	for (;;) {
 		uint32_t prod, cons, off, nhead, tail;
 		int64_t queued;
@@ -333,7 +340,7 @@ epl_recvmsg(int fd, struct epl_sock *p, struct msghdr *m, int flags)
 		return -1;
 	}
 	if (p->sh->rcvtimeo_us > 0 && !nonblocking(p, flags))
-		deadline = now_us() + p->sh->rcvtimeo_us;
+		deadline = epl_now_us() + p->sh->rcvtimeo_us;
 	for (;;) {
 		uint32_t cons, prod;
 		int64_t queued;
@@ -357,7 +364,6 @@ epl_recvmsg(int fd, struct epl_sock *p, struct msghdr *m, int flags)
 		if (queued > 0) {
 			struct hs_desc d = p->rx_desc[cons & (p->rx_slots - 1)];
 			uint32_t copied = 0;
-			bool emptied;
 
 			if (!hs_desc_in_area(d.off, d.len, p->rx_bytes))
 				d.len = 0;      /* never read outside the area */
@@ -374,21 +380,24 @@ epl_recvmsg(int fd, struct epl_sock *p, struct msghdr *m, int flags)
 				epl_hs_to_sa(p, d.addr, d.family, d.port, m->msg_name, &m->msg_namelen);
 			if (m->msg_control != NULL || m->msg_controllen != 0)
 				control(p, m, &d);
-			emptied = false;
-			if (!(flags & MSG_PEEK)) {
+			if (!(flags & MSG_PEEK))
 				hs_store_rel(&p->shm->rx_cons.v, cons + 1);
-				emptied = cons + 1 == prod;
-			}
 			epl_unlock(&sh->rx_lock);
-			/* Readable exactly while datagrams wait. */
-			if (emptied && hs_load_acq(&p->shm->rx_prod.v) == cons + 1)
-				unsignal(fd, p);
+			/* The descriptor may stay readable on an empty ring until
+			 * something is about to sleep on it (preload_poll.c) or a
+			 * receive finds the ring empty (below); in an epoll set,
+			 * whose waits the library does not see, it is made exact
+			 * as soon as the ring empties. */
+			if (!(flags & MSG_PEEK) &&
+			    __atomic_load_n(&sh->epoll_users, __ATOMIC_RELAXED) != 0 &&
+			    hs_load_acq(&p->shm->rx_prod.v) == cons + 1)
+				epl_unsignal(p);
 			return (flags & MSG_TRUNC) ? (ssize_t)d.len : (ssize_t)copied;
 		}
 		epl_unlock(&sh->rx_lock);
 		if (__atomic_load_n(&p->shm->state, __ATOMIC_ACQUIRE) & HS_ST_SHUT_RD)
 			return 0;
-		rc = unsignal(fd, p);
+		rc = epl_unsignal(p);
 		if (rc < 0) {
 			epl_warn_once("gone-rx", "edgeplane-dp is gone: receives fail with ENETDOWN");
 			errno = ENETDOWN;
@@ -702,7 +711,7 @@ recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *
 			errno = EINVAL;
 			return -1;
 		}
-		deadline = now_us() + timeout->tv_sec * 1000000 + timeout->tv_nsec / 1000;
+		deadline = epl_now_us() + timeout->tv_sec * 1000000 + timeout->tv_nsec / 1000;
 	}
 	for (i = 0; i < n; i++) {
 		int f = flags & ~MSG_WAITFORONE;
@@ -716,7 +725,7 @@ recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *
 			break;
 		v[i].msg_len = (unsigned int)k;
 		/* Linux checks the timeout after each datagram, as here. */
-		if (deadline != 0 && now_us() >= deadline) {
+		if (deadline != 0 && epl_now_us() >= deadline) {
 			i++;
 			break;
 		}
