@@ -54,7 +54,7 @@ hs_params_default(struct hs_params *p)
 	p->shed_priority = 4;
 	p->default_priority = 4;
 	p->max_wait_us = 1000;
-	p->spin_us = 200;
+	p->spin_us = 1000;
 	for (int i = 0; i < EP_MAX_PORTS; i++)
 		p->mtu[i] = 1500;
 }
