@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from bench import common
-from lab.hoststack_lab import B4, HostStackLab
+from lab.hoststack_lab import B4, B6, HostStackLab
 from lab.traffic import iperf3_argv, parse_iperf3
 from lab.udp_tools import iperf3_server, sockperf_ping_pong, sockperf_throughput
 
@@ -67,13 +67,13 @@ def _children_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def iperf3_run(lab, preload, rate, seconds, parallel, port=5201):
+def iperf3_run(lab, preload, rate, seconds, parallel, port=5201, server=B4):
     """One iperf3 UDP run; (Iperf3Result, cpu_seconds, sent_bps)."""
     dp_pids = [dp.proc.pid for dp in lab.dps.values()] if preload else []
     cpu0 = _children_cpu() + _ksoftirqd_cpu() + sum(_proc_cpu(p) for p in dp_pids)
     srv = iperf3_server(lab, "b", preload, port=port)
     extra = ["-P", str(parallel)] if parallel > 1 else []
-    argv = iperf3_argv(B4, udp=True, bitrate=rate, seconds=seconds, port=port, length=1860,
+    argv = iperf3_argv(server, udp=True, bitrate=rate, seconds=seconds, port=port, length=1860,
                        extra=extra)
     res = lab.run("a", argv, preload=preload, timeout=seconds + 60)
     try:
@@ -170,16 +170,18 @@ def run(args):
     quick = getattr(args, "quick", False)
     probe_s, full_s, rounds, sp_s = (3, 5, 1, 3) if quick else (5, 20, 3, 10)
     log = lambda s: print(s, flush=True)  # noqa: E731
-    result = {}
+    result, ipv6, sockperf = {}, {}, {}
     with HostStackLab(tag="bu") as lab:
-        for scen, parallel in (("s1", 1), ("s2", 10)):
-            for stack in ("ours", "kernel"):
-                preload = stack == "ours"
-                if preload and not lab.dps:
-                    lab.start_dp()
-                if not preload:
-                    for node in list(lab.dps):
-                        lab.stop_dp(node)
+        for stack in ("ours", "kernel"):
+            preload = stack == "ours"
+            # Each side gets the machine: the kernel runs with both data
+            # planes stopped.
+            if preload and not lab.dps:
+                lab.start_dp()
+            if not preload:
+                for node in list(lab.dps):
+                    lab.stop_dp(node)
+            for scen, parallel in (("s1", 1), ("s2", 10)):
                 log(f"{scen} {stack}:")
                 summary, runs = search(lab, preload, parallel, probe_s, full_s, rounds, log)
                 summary["iperf3_json"] = keep(runs, f"{scen}-{stack}")
@@ -188,12 +190,16 @@ def run(args):
                     summary["workers_busy_pct"] = {
                         n: [w["busy_pct"] for w in dp.workers()] for n, dp in lab.dps.items()}
                 result[(scen, stack)] = summary
-        log("sockperf:")
-        lab.start_dp()
-        sp_ours = sockperf_rounds(lab, True, rounds, sp_s, log)
-        for node in list(lab.dps):
-            lab.stop_dp(node)
-        sp_kernel = sockperf_rounds(lab, False, rounds, sp_s, log)
+            # IPv6: one run at the most the sender offers, for the record.
+            for scen, parallel in (("s1", 1), ("s2", 10)):
+                r, cpu, sent = iperf3_run(lab, preload, "0", probe_s * 2, parallel, server=B6)
+                ipv6[f"{scen}_{stack}"] = {"received_gbps": r.bits_per_second / 1e9,
+                                           "sent_gbps": sent / 1e9, "loss_pct": r.lost_percent}
+                log(f"ipv6 {scen} {stack} at max: received {r.bits_per_second / 1e9:.2f} "
+                    f"Gbit/s, loss {r.lost_percent:.3f} %")
+            log(f"sockperf {stack}:")
+            sockperf[stack] = sockperf_rounds(lab, preload, rounds, sp_s, log)
+    sp_ours, sp_kernel = sockperf["ours"], sockperf["kernel"]
     link = {}
     if not quick:
         for kind in ("memif", "af_xdp"):
@@ -216,7 +222,7 @@ def run(args):
         "sockperf_p99_9_us": sp_ours.get("p99.9"),
         "sockperf_tp_msg_per_s": sp_ours.get("tp_msg_per_s"),
         "stages": {k: v for k, v in s2.get("stage_cycles", {}).items() if k.startswith("b.")},
-        "s1": s1, "s2": s2, "link_compare": link,
+        "s1": s1, "s2": s2, "ipv6_at_max": ipv6, "link_compare": link,
     }
     peers = {"kernel": {
         "s1_goodput_gbps": k1["goodput_gbps"], "s2_goodput_gbps": k2["goodput_gbps"],
