@@ -132,8 +132,10 @@ class HostStackLab(_PreloadMixin, DpLab):
     """Two host-stack nodes (see the module docstring).  Always torn down."""
 
     def __init__(self, link="memif", tag="hs", start=True, hoststack=None, engine=None,
-                 central=False, workers=1, binary_path=None):
+                 central=False, workers=1, binary_path=None, cpus=None):
         self.link = link
+        # {node: "0"}: pin that node's edgeplane-dp ([engine] cpus).
+        self.cpus = dict(cpus or {})
         self.tag = tag
         self.autostart = start
         self.hs_opts = {"a": dict(hoststack or {}), "b": dict(hoststack or {})}
@@ -174,8 +176,11 @@ class HostStackLab(_PreloadMixin, DpLab):
         return self
 
     def sections(self, node):
+        engine = dict(self.engine or {})
+        if node in self.cpus:
+            engine["cpus"] = self.cpus[node]
         return hoststack_sections(node, self.link, self.workdir, self.hs_opts[node],
-                                  self.engine, central=self.central, workers=self.workers)
+                                  engine, central=self.central, workers=self.workers)
 
     def start_dp(self, nodes=("b", "a")):
         """Start (or restart) the data planes; b first: it is the memif server."""

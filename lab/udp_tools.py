@@ -103,16 +103,25 @@ def parse_sockperf(text):
     return out
 
 
-def sockperf_server(lab, node, ip, preload, port=11111):
-    p = lab.popen(node, ["sockperf", "sr", "-i", ip, "-p", str(port)], preload=preload)
+def _pinned(argv, cpu):
+    """argv under `taskset -c CPU` when CPU is given (the preload library
+    follows the exec into the program)."""
+    return ["taskset", "-c", str(cpu), *argv] if cpu is not None else list(argv)
+
+
+def sockperf_server(lab, node, ip, preload, port=11111, cpu=None):
+    p = lab.popen(node, _pinned(["sockperf", "sr", "-i", ip, "-p", str(port)], cpu),
+                  preload=preload)
     wait_udp_bound(getattr(lab, node), port, p, preload=preload, lab=lab, node=node)
     return p
 
 
-def _sockperf_client(lab, mode, ip, preload, seconds, size, port, extra):
-    argv = ["sockperf", mode, "-i", ip, "-p", str(port), "-t", str(seconds), "-m", str(size),
-            *extra]
-    srv = sockperf_server(lab, "b", ip, preload, port=port)
+def _sockperf_client(lab, mode, ip, preload, seconds, size, port, extra, pin=None):
+    """PIN: {node: cpu} runs that node's sockperf under taskset."""
+    pin = pin or {}
+    argv = _pinned(["sockperf", mode, "-i", ip, "-p", str(port), "-t", str(seconds),
+                    "-m", str(size), *extra], pin.get("a"))
+    srv = sockperf_server(lab, "b", ip, preload, port=port, cpu=pin.get("b"))
     try:
         res = lab.run("a", argv, preload=preload, timeout=seconds + 30)
     finally:
@@ -127,9 +136,9 @@ def _sockperf_client(lab, mode, ip, preload, seconds, size, port, extra):
     return out
 
 
-def sockperf_ping_pong(lab, ip, preload, seconds=2, size=64, port=11111, extra=()):
+def sockperf_ping_pong(lab, ip, preload, seconds=2, size=64, port=11111, extra=(), pin=None):
     """`sockperf ping-pong`: latency percentiles in usec (half round trip)."""
-    return _sockperf_client(lab, "pp", ip, preload, seconds, size, port, extra)
+    return _sockperf_client(lab, "pp", ip, preload, seconds, size, port, extra, pin)
 
 
 def sockperf_throughput(lab, ip, preload, seconds=2, size=1472, port=11112, extra=()):
