@@ -187,9 +187,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		m = rte_pktmbuf_alloc(pool);
 		if (m == NULL)
 			break;
-		/* The frame ends where the buffer ends: a read past it leaves
-		 * the mbuf's data room. */
-		m->data_off = (uint16_t)(m->buf_len - len);
+		/* The frame ends within 7 bytes of the buffer's end (a read
+		 * past it leaves the mbuf's data room) and starts 8-byte
+		 * aligned, as a NIC writes it: the parsers rely on the 2-byte
+		 * alignment of headers a real frame has. */
+		m->data_off = (uint16_t)((m->buf_len - len) & ~7u);
 		p = rte_pktmbuf_append(m, (uint16_t)len);
 		if (p == NULL) {
 			rte_pktmbuf_free(m);
