@@ -29,6 +29,7 @@
 
 #include <rte_arp.h>
 #include <rte_cycles.h>
+#include <rte_ethdev.h>
 #include <rte_hash_crc.h>
 #include <rte_malloc.h>
 
@@ -462,9 +463,22 @@ hs_port_queue(struct hs_wctx *c, uint16_t port, struct rte_mbuf *m)
 		hs_flush_port(c, port);
 }
 
-/* Offer a port its queue; keep what it does not take.  A port that takes
- * nothing for 100 ms (a peer gone, a link down) has its queue dropped, so
- * a dead link does not hold the sockets forever. */
+/* Offer a port its queue; keep what it does not take, so the sockets'
+ * senders block as on a full qdisc.  A port that takes nothing has its
+ * queue dropped after 100 ms if its link is down (a peer gone) and after
+ * 1 s otherwise: a live peer that the scheduler starves (other processes
+ * on shared cores) must not turn its pauses into loss, a dead one must
+ * not hold the sockets.  The link is read only on that slow path. */
+static bool
+port_link_up(const struct hs_wctx *c, uint16_t p)
+{
+	struct rte_eth_link link;
+
+	if (rte_eth_link_get_nowait(c->s->e->ports[p].port_id, &link) != 0)
+		return true;    /* unknown: wait the full second */
+	return link.link_status == RTE_ETH_LINK_UP;
+}
+
 void
 hs_flush_port(struct hs_wctx *c, uint16_t p)
 {
@@ -484,7 +498,8 @@ hs_flush_port(struct hs_wctx *c, uint16_t p)
 	now = rte_rdtsc();
 	if (sent != 0 || c->txq_stall_tsc[p] == 0) {
 		c->txq_stall_tsc[p] = now;
-	} else if (now - c->txq_stall_tsc[p] > c->tsc_hz / 10) {
+	} else if (now - c->txq_stall_tsc[p] > c->tsc_hz ||
+		   (now - c->txq_stall_tsc[p] > c->tsc_hz / 10 && !port_link_up(c, p))) {
 		c->w->tx_stage.stats.drops[EP_DROP_TX_FULL] += c->n_txq[p];
 		rte_pktmbuf_free_bulk(c->txq[p], c->n_txq[p]);
 		c->n_txq[p] = 0;

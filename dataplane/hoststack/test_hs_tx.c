@@ -307,3 +307,41 @@ EP_TEST(policy_rate_limit_and_drop_apply_on_the_send_path)
 	th_close(s, &t);
 	th_stack_free(s);
 }
+
+/* A port that refuses (the peer's ring is full) keeps its queue: for a
+ * second while its link is up (a peer starved of CPU), for 100 ms once its
+ * link is down (a peer gone); then the queue is dropped as tx_full. */
+EP_TEST(refusing_port_keeps_its_queue_1s_with_link_up_100ms_with_link_down)
+{
+	static const uint8_t frame[60] = { 2, 0, 0, 0, 0x30, 2, 2, 0, 0, 0, 0x30, 1, 8, 0 };
+	struct hs_stack *s = th_stack();
+	struct hs_wctx *c = s->w[0];
+	uint64_t *tx_full = &th_stage(s, "tx")->stats.drops[EP_DROP_TX_FULL];
+	uint16_t port_id = th_eng.ports[0].port_id, kept;
+
+	for (int i = 0; i < 3000 && c->n_txq[0] < 100; i++) {
+		hs_port_queue(c, 0, ep_test_mbuf(frame, sizeof(frame)));
+		hs_flush_port(c, 0);
+	}
+	kept = c->n_txq[0];
+	EP_CHECK(kept >= 100);                  /* the ring refused; nothing lost */
+	EP_CHECK_EQ(*tx_full, 0);
+	c->txq_stall_tsc[0] = rte_rdtsc() - c->tsc_hz / 2;
+	hs_flush_port(c, 0);
+	EP_CHECK_EQ(c->n_txq[0], kept);         /* link up, 0.5 s: still kept */
+	c->txq_stall_tsc[0] = rte_rdtsc() - 2 * c->tsc_hz;
+	hs_flush_port(c, 0);
+	EP_CHECK_EQ(c->n_txq[0], 0);            /* link up, 2 s: dropped */
+	EP_CHECK_EQ(*tx_full, kept);
+	for (int i = 0; i < 10; i++)
+		hs_port_queue(c, 0, ep_test_mbuf(frame, sizeof(frame)));
+	hs_flush_port(c, 0);
+	EP_CHECK_EQ(c->n_txq[0], 10);
+	EP_CHECK_EQ(rte_eth_dev_set_link_down(port_id), 0);
+	c->txq_stall_tsc[0] = rte_rdtsc() - c->tsc_hz / 5;
+	hs_flush_port(c, 0);
+	EP_CHECK_EQ(c->n_txq[0], 0);            /* link down, 200 ms: dropped */
+	EP_CHECK_EQ(*tx_full, kept + 10u);
+	EP_CHECK_EQ(rte_eth_dev_set_link_up(port_id), 0);
+	th_stack_free(s);
+}
