@@ -43,11 +43,6 @@ B4, B6 = "198.18.30.2", "2001:db8:30::2"
 C4, GW_C4 = "198.18.31.2", "198.18.31.1"
 MAC_A, MAC_B = "02:00:00:00:30:01", "02:00:00:00:30:02"
 SEM4, SEM4B, SEM6 = "198.18.20.1", "198.18.20.2", "2001:db8:20::1"
-# DPDK's telemetry socket is one per runtime directory; at start-up a new
-# instance connects to an existing one to see whether it lives, and hangs
-# if that instance is stopped (SIGSTOP, a debugger) on a shared machine.
-# The labs do not use telemetry.
-NO_TELEMETRY = "--no-telemetry"
 
 
 def preload_library(binary_path=None):
@@ -104,7 +99,7 @@ def hoststack_sections(node, link, workdir, hoststack=None, engine=None, eal_arg
                        central=False, workers=1):
     """One node's edgeplane-dp configuration."""
     v4, v6, mac = (A4, A6, MAC_A) if node == "a" else (B4, B6, MAC_B)
-    sections = {"eal": {"args": eal_args or NO_TELEMETRY}}
+    sections = {"eal": {"args": eal_args}} if eal_args else {}
     sections["engine"] = dict(engine or {})
     if link == "memif":
         role = "client" if node == "a" else "server"
@@ -235,7 +230,6 @@ class SemanticsLab(_PreloadMixin, DpLab):
 
     def sections(self):
         return {
-            "eal": {"args": NO_TELEMETRY},
             "engine": {},
             "port m": {"device": f"net_memif9,role=server,socket={self.workdir}/memif.sock,"
                                  "socket-abstract=no,id=0",

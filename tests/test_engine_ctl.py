@@ -2,16 +2,19 @@
 {"ok": false, "error": ...} and the server keeps answering."""
 import json
 import os
+import select
 import socket
 import stat
+import subprocess
 import threading
+import time
 
 import pytest
 
-from lab.dp import CtlClient, CtlError
+from lab.dp import CtlClient, CtlError, binary
 
-MAX_LINE = 8 << 20   # EP_CTL_MAX_LINE in dataplane/engine/ctl.c
-MAX_CLIENTS = 32      # EP_CTL_MAX_CLIENTS in dataplane/engine/ctl.c
+MAX_LINE = 8 << 20   # EP_CTL_MAX_LINE in dataplane/engine/ctl_server.c
+MAX_CLIENTS = 64      # EP_CTL_MAX_CLIENTS in dataplane/engine/ctl_server.c
 
 
 @pytest.fixture
@@ -121,27 +124,33 @@ def test_ctl_client_vanishing_mid_line_does_not_disturb_others(dp, conn):
     assert_alive(conn)
 
 
-def test_ctl_connection_flood_is_bounded_and_server_survives(dp):
-    dp.ctl("version")     # the lab's own connection is open: it holds one slot
+def test_ctl_connection_flood_evicts_oldest_idle_and_server_survives(dp):
+    """More connections than client slots: each one over the limit takes
+    the slot of the connection idle the longest, which is told why; the
+    newest MAX_CLIENTS are served."""
+    dp.ctl("version")     # the lab's own connection: the oldest idle one
     socks = []
+    extra = 36
     try:
-        for _ in range(64):
+        for _ in range(MAX_CLIENTS + extra):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             socks.append(s)
             # Blocking connect: waits while the listen backlog is full.
             s.connect(str(dp.ctl_path))
             s.settimeout(5)
-        answered = 0
+        time.sleep(0.5)   # every connection accepted
+        answered = evicted = 0
         for s in socks:
-            try:
-                s.sendall(b'{"cmd":"version"}\n')
-                if s.recv(4096).startswith(b'{"ok":true'):
-                    answered += 1
-            except OSError:
-                pass  # a connection over the server's limit is closed
-        # Connections over the limit are accepted and closed at once; the
-        # ones within it are served.
-        assert answered == MAX_CLIENTS - 1, answered
+            readable = select.select([s], [], [], 0)[0]
+            pending = s.recv(4096) if readable else b""
+            if b"client slots full" in pending:
+                evicted += 1
+                continue
+            s.sendall(b'{"cmd":"version"}\n')
+            if s.recv(4096).startswith(b'{"ok":true'):
+                answered += 1
+        assert answered == MAX_CLIENTS, answered
+        assert evicted == extra, evicted
     finally:
         for s in socks:
             s.close()
@@ -162,3 +171,34 @@ def test_cli_exit_status_and_error_text(dp):
     assert bad.returncode == 1 and "unknown command 'bogus'" in bad.stderr
     usage = dp.cli("version", "notkeyvalue", check=False)
     assert usage.returncode == 2 and "not key=value" in usage.stderr
+
+
+def test_cli_missing_socket_is_a_clear_error(tmp_path):
+    sock = tmp_path / "nobody-here.sock"
+    res = subprocess.run([str(binary()), "ctl", "-s", str(sock), "stats"],
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 1, res
+    assert f"ctl: cannot connect to {sock}: No such file or directory" in res.stderr
+    assert "is edgeplane-dp running?" in res.stderr
+
+
+@pytest.mark.parametrize("args", [["top", "--watch", "1"], ["--watch", "1", "top"]],
+                         ids=["watch_after_top", "watch_before_top"])
+def test_cli_survives_server_closing_the_connection(xconnect_lab, args):
+    """`ctl top --watch` while the data plane stops: its next request meets
+    a closed connection.  A message and exit status 1, not death by SIGPIPE."""
+    dp = xconnect_lab.dp
+    cli = subprocess.Popen([str(binary()), "ctl", "-s", str(dp.ctl_path), *args],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "worker w0" in cli.stdout.readline() + cli.stdout.readline()
+        dp.stop()
+        rc = cli.wait(timeout=10)
+        err = cli.stderr.read()
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    assert rc == 1, f"exit status {rc} (negative: killed by a signal)\n{err}"
+    assert "the data plane closed the connection" in err or \
+           "cannot connect" in err, err

@@ -251,13 +251,9 @@ bng_sub_req_init(struct bng_sub_req *r)
 static int
 parse_u32(const char *s, uint32_t max, uint32_t *out)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
 
-	if (s == NULL || *s < '0' || *s > '9')
-		return -1;
-	v = strtoull(s, &end, 0);
-	if (*end != '\0' || v > max)
+	if (ep_parse_u64(s, 0, max, &v, NULL) < 0)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
@@ -324,9 +320,11 @@ bng_sub_req_set(struct bng_sub_req *r, const char *key, const char *val, struct 
 		r->key.inner = (uint16_t)w;
 		r->has_key_vlan = true;
 	} else if (strcmp(key, "pppoe") == 0) {
-		if (parse_u32(val, 0xfffe, &v) < 0 || v == 0)
+		uint64_t sid;
+
+		if (ep_parse_u64_hex(val, 1, 0xfffe, &sid, NULL) < 0)
 			return ep_err_set(err, "pppoe: '%s' is not a session id 1-65534", val);
-		r->key.session = (uint16_t)v;
+		r->key.session = (uint16_t)sid;
 		r->key.pppoe = 1;
 		r->has_pppoe = true;
 	} else if (strcmp(key, "mac") == 0) {
@@ -347,14 +345,15 @@ bng_sub_req_set(struct bng_sub_req *r, const char *key, const char *val, struct 
 		if (r->v6_plen < 16 || r->v6_plen > 64)
 			return ep_err_set(err, "ipv6: '%s': a subscriber's prefix is /16 to /64", val);
 		r->has_v6 = true;
-	} else if (strcmp(key, "policer") == 0) {
-		if (strlen(val) >= sizeof(r->policer))
-			return ep_err_set(err, "policer: name too long");
-		strcpy(r->policer, strcmp(val, "none") == 0 ? "" : val);
-	} else if (strcmp(key, "pipe") == 0) {
-		if (strlen(val) >= sizeof(r->pipe))
-			return ep_err_set(err, "pipe: name too long");
-		strcpy(r->pipe, val);
+	} else if (strcmp(key, "policer") == 0 || strcmp(key, "pipe") == 0) {
+		struct ep_err why;
+
+		if (ep_name_check(val, &why) < 0)
+			return ep_err_set(err, "%s: %.400s", key, why.msg);
+		if (key[1] == 'o')
+			snprintf(r->policer, sizeof(r->policer), "%s", strcmp(val, "none") ? val : "");
+		else
+			snprintf(r->pipe, sizeof(r->pipe), "%s", val);
 	} else if (strcmp(key, "subport") == 0) {
 		if (parse_u32(val, BNG_MAX_SUBPORTS - 1, &r->subport) < 0)
 			return ep_err_set(err, "subport: '%s' is not 0-%d", val, BNG_MAX_SUBPORTS - 1);

@@ -104,23 +104,22 @@ static int
 core_encap(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, struct ep_err *err)
 {
 	const struct ep_cfg_kv *kv = ep_cfg_get(cfg, s, "core_encap", err);
-	char kind[16];
-	unsigned long v;
-	char tail;
+	char kind[16], num[24], tail;
+	uint64_t v;
 	int n;
 
 	if (kv == NULL)
 		return 0;
-	n = sscanf(kv->val, "%15s %lu %c", kind, &v, &tail);
+	n = sscanf(kv->val, "%15s %23s %c", kind, num, &tail);
 	if (n == 1 && strcmp(kind, "none") == 0)
 		return 0;
-	if (n == 2 && strcmp(kind, "vlan") == 0 && v >= 1 && v <= 4094) {
+	if (n == 2 && strcmp(kind, "vlan") == 0 && ep_parse_u64(num, 1, 4094, &v, NULL) == 0) {
 		b->core_encap = BNG_CORE_VLAN;
 		b->core_tag = (uint32_t)v;
 		return 0;
 	}
 	/* Labels 0-15 are reserved (RFC 3032). */
-	if (n == 2 && strcmp(kind, "mpls") == 0 && v >= 16 && v <= 0xfffff) {
+	if (n == 2 && strcmp(kind, "mpls") == 0 && ep_parse_u64(num, 16, 0xfffff, &v, NULL) == 0) {
 		b->core_encap = BNG_CORE_MPLS;
 		b->core_tag = (uint32_t)v << 12;
 		return 0;
@@ -190,34 +189,18 @@ sub_error(const struct ep_cfg *cfg, const struct ep_cfg_kv *kv, int fline, struc
 	return wrap(cfg, kv, err);
 }
 
+struct sub_file {
+	struct subs *ss;
+	const struct ep_cfg_kv *kv;
+};
+
+/* One subscriber_file line; ep_cfg_side_file adds "file:line" to an error. */
 static int
-load_sub_file(struct subs *ss, const struct ep_cfg *cfg, const struct ep_cfg_kv *kv,
-	      struct ep_err *err)
+sub_file_line(void *arg, char *line, int lineno, struct ep_err *err)
 {
-	FILE *f = fopen(kv->val, "r");
-	char line[1024];
-	int n = 0;
+	struct sub_file *f = arg;
 
-	if (f == NULL) {
-		ep_err_set(err, "cannot open '%s': %s", kv->val, strerror(errno));
-		return wrap(cfg, kv, err);
-	}
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char *hash = strchr(line, '#'), *t = line;
-
-		n++;
-		if (hash != NULL)
-			*hash = '\0';
-		t += strspn(t, " \t\r\n");
-		if (*t == '\0')
-			continue;
-		if (subs_push(ss, t, kv, n, err) < 0) {
-			fclose(f);
-			return sub_error(cfg, kv, n, err);
-		}
-	}
-	fclose(f);
-	return 0;
+	return subs_push(f->ss, line, f->kv, lineno, err);
 }
 
 int
@@ -255,15 +238,13 @@ bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, str
 		int r = 0;
 
 		if (strcmp(k->key, "subport") == 0) {
-			char *end;
-			unsigned long id;
+			uint64_t id;
 
 			s->kv[i].used = true;
 			if (name_and_spec(k->val, name, sizeof(name), &spec) < 0)
 				return ep_cfg_error(cfg, k, err, "expected '<id> rate=... pipes=...'");
-			id = strtoul(name, &end, 10);
-			if (*end != '\0' || name[0] < '0' || name[0] > '9')
-				return ep_cfg_error(cfg, k, err, "'%s' is not a subport id", name);
+			if (ep_parse_u64(name, 0, BNG_MAX_SUBPORTS - 1, &id, err) < 0)
+				return wrap(cfg, k, err);
 			r = bng_subport_set(b, (uint32_t)id, spec, err);
 		} else if (strcmp(k->key, "policer") == 0 || strcmp(k->key, "pipe") == 0) {
 			s->kv[i].used = true;
@@ -297,7 +278,8 @@ bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, str
 		}
 	}
 	kv = ep_cfg_get(cfg, s, "subscriber_file", err);
-	if (kv != NULL && load_sub_file(&ss, cfg, kv, err) < 0)
+	if (kv != NULL &&
+	    ep_cfg_side_file(cfg, kv, sub_file_line, &(struct sub_file){ &ss, kv }, err) != 0)
 		goto out;
 	if (b->control_port < 0 && b->punt_ring == NULL) {
 		char name[RTE_RING_NAMESIZE];

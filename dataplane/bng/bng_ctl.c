@@ -291,7 +291,7 @@ spec_from_json(json_t *req, char *spec, size_t n, const char **name, struct ep_e
 	json_t *v;
 	size_t o = 0;
 
-	*name = ep_ctl_str(req, "name", err);
+	*name = ep_ctl_name(req, "name", err);
 	if (*name == NULL)
 		return -1;
 	spec[0] = '\0';
@@ -302,6 +302,14 @@ spec_from_json(json_t *req, char *spec, size_t n, const char **name, struct ep_e
 			continue;
 		if (json_text(v, text, sizeof(text)) < 0)
 			return ep_err_set(err, "%s: must be a string or an integer", key);
+		/* The spec is "k=v k=v": a key or value with a blank in it would
+		 * smuggle in a key of its own. */
+		if (ep_name_check(key, NULL) < 0 || strpbrk(text, " \t\r\n") != NULL) {
+			char q[48];
+
+			return ep_err_set(err, "field '%s': names are letters, digits, '_', '-', '.' "
+					  "and values have no blanks", ep_text_quote(key, q, sizeof(q)));
+		}
 		o += (size_t)snprintf(spec + o, o < n ? n - o : 0, "%s%s=%s", o ? " " : "", key,
 				      text);
 	}

@@ -120,8 +120,10 @@ bng_policer_set_raw(struct bng *b, const char *name, enum bng_police_mode mode, 
 	struct bng_policer *p, *old;
 	int idx = bng_policer_find(b, name), rc;
 
-	if (name[0] == '\0' || strlen(name) >= BNG_NAME_LEN || strcmp(name, "none") == 0)
-		return ep_err_set(err, "policer: bad name '%s'", name);
+	if (ep_name_check(name, err) < 0)
+		return -1;
+	if (strcmp(name, "none") == 0)
+		return ep_err_set(err, "policer: 'none' means no policer; pick another name");
 	if (idx < 0 && b->n_pol == BNG_MAX_POLICERS)
 		return ep_err_set(err, "policer: all %d profiles in use", BNG_MAX_POLICERS);
 	p = rte_zmalloc("ep_bng_pol", sizeof(*p), RTE_CACHE_LINE_SIZE);
@@ -188,14 +190,13 @@ pol_kv(void *arg, const char *k, const char *v, struct ep_err *err)
 		else
 			return ep_err_set(err, "mode: '%s' is not rfc2698 or rfc4115", v);
 	} else if (strcmp(k, "yellow") == 0) {
-		char *end;
-		long d = strtol(v, &end, 10);
+		uint64_t d;
 
 		if (strcmp(v, "bump") == 0)
 			a->yellow = -1;
 		else if (strcmp(v, "cs0") == 0)
 			a->yellow = -2;
-		else if (isdigit((unsigned char)*v) && *end == '\0' && d <= 63)
+		else if (ep_parse_u64(v, 0, 63, &d, NULL) == 0)
 			a->yellow = (int)d;
 		else
 			return ep_err_set(err, "yellow: '%s' is not bump, cs0 or a DSCP 0-63", v);
@@ -307,16 +308,18 @@ pipe_kv(void *arg, const char *k, const char *v, struct ep_err *err)
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
 	if (strcmp(k, "wrr") == 0) {
-		unsigned int w[4];
-		char tail;
+		char buf[64], *save = NULL, *w;
+		int i = 0;
 
-		if (sscanf(v, "%u,%u,%u,%u%c", &w[0], &w[1], &w[2], &w[3], &tail) != 4)
+		if (snprintf(buf, sizeof(buf), "%s", v) >= (int)sizeof(buf))
 			return ep_err_set(err, "wrr: needs 4 comma-separated weights 1-255");
-		for (int i = 0; i < 4; i++) {
-			if (w[i] == 0 || w[i] > 255)
-				return ep_err_set(err, "wrr: weight %u is not 1-255", w[i]);
-			a->p.wrr_weights[i] = (uint8_t)w[i];
+		for (w = strtok_r(buf, ",", &save); w != NULL; w = strtok_r(NULL, ",", &save), i++) {
+			if (i == 4 || ep_parse_u64(w, 1, 255, &x, err) < 0)
+				return ep_err_set(err, "wrr: needs 4 comma-separated weights 1-255");
+			a->p.wrr_weights[i] = (uint8_t)x;
 		}
+		if (i != 4)
+			return ep_err_set(err, "wrr: needs 4 comma-separated weights 1-255");
 	} else if (strcmp(k, "tc_ov_weight") == 0) {
 		if (bng_parse_size(v, &x) < 0 || x == 0 || x > 255)
 			return ep_err_set(err, "tc_ov_weight: '%s' is not 1-255", v);
@@ -378,8 +381,8 @@ bng_pipe_set(struct bng *b, const char *name, const char *spec, struct ep_err *e
 	uint32_t slot;
 	int rc;
 
-	if (name[0] == '\0' || strlen(name) >= BNG_NAME_LEN)
-		return ep_err_set(err, "pipe: bad name '%s'", name);
+	if (ep_name_check(name, err) < 0)
+		return -1;
 	if (each_kv(spec, pipe_kv, &a, err) < 0)
 		return -1;
 	if (!a.has_rate) {
@@ -523,8 +526,7 @@ dscp_value(const char *s)
 		{ "cs0", 0 }, { "cs1", 8 }, { "cs2", 16 }, { "cs3", 24 }, { "cs4", 32 },
 		{ "cs5", 40 }, { "cs6", 48 }, { "cs7", 56 },
 	};
-	char *end;
-	long v;
+	uint64_t v;
 
 	for (size_t i = 0; i < RTE_DIM(names); i++)
 		if (strcasecmp(s, names[i].n) == 0)
@@ -532,8 +534,7 @@ dscp_value(const char *s)
 	if ((s[0] == 'a' || s[0] == 'A') && (s[1] == 'f' || s[1] == 'F') && s[2] >= '1' &&
 	    s[2] <= '4' && s[3] >= '1' && s[3] <= '3' && s[4] == '\0')
 		return (s[2] - '0') * 8 + (s[3] - '0') * 2;
-	v = strtol(s, &end, 10);
-	if (!isdigit((unsigned char)*s) || *end != '\0' || v > 63)
+	if (ep_parse_u64(s, 0, 63, &v, NULL) < 0)
 		return -1;
 	return (int)v;
 }
@@ -547,8 +548,8 @@ bng_dscp_map_parse(uint8_t map[64], const char *spec, struct ep_err *err)
 		return ep_err_set(err, "too long");
 	strcpy(buf, spec);
 	for (char *t = strtok_r(buf, " \t,", &save); t != NULL; t = strtok_r(NULL, " \t,", &save)) {
-		char *colon = strchr(t, ':'), *dot, *end;
-		long tc, q = 0;
+		char *colon = strchr(t, ':'), *dot;
+		uint64_t tc, q = 0;
 		int d;
 
 		if (colon == NULL)
@@ -559,15 +560,14 @@ bng_dscp_map_parse(uint8_t map[64], const char *spec, struct ep_err *err)
 			return ep_err_set(err, "'%s' is not a DSCP (0-63, ef, afXY, csN, be, le, va)",
 					  t);
 		dot = strchr(colon + 1, '.');
-		tc = strtol(colon + 1, &end, 10);
-		if (!isdigit((unsigned char)colon[1]) || end != (dot ? dot : end) ||
-		    (dot == NULL && *end != '\0') || tc > RTE_SCHED_TRAFFIC_CLASS_BE)
+		if (dot != NULL)
+			*dot = '\0';
+		if (ep_parse_u64(colon + 1, 0, RTE_SCHED_TRAFFIC_CLASS_BE, &tc, NULL) < 0)
 			return ep_err_set(err, "'%s': traffic class must be 0-%d", colon + 1,
 					  RTE_SCHED_TRAFFIC_CLASS_BE);
 		if (dot != NULL) {
-			q = strtol(dot + 1, &end, 10);
-			if (!isdigit((unsigned char)dot[1]) || *end != '\0' ||
-			    tc != RTE_SCHED_TRAFFIC_CLASS_BE || q >= RTE_SCHED_BE_QUEUES_PER_PIPE)
+			if (ep_parse_u64(dot + 1, 0, RTE_SCHED_BE_QUEUES_PER_PIPE - 1, &q, NULL) < 0 ||
+			    tc != RTE_SCHED_TRAFFIC_CLASS_BE)
 				return ep_err_set(err, "'%s': only traffic class %d has queues 0-%d",
 						  colon + 1, RTE_SCHED_TRAFFIC_CLASS_BE,
 						  RTE_SCHED_BE_QUEUES_PER_PIPE - 1);

@@ -386,7 +386,7 @@ EP_TEST(config_errors_name_file_and_line)
 	expect_error("dscp_tc = ef:13\n", "test.conf:12", "traffic class");
 	expect_error("subscriber = id=1 pppoe=5 vlan=3\n", "test.conf:12", "mac");
 	expect_error("hqos_qsize = 48\n", "test.conf:12", "power of two");
-	expect_error("subscriber_file = /nonexistent/subs\n", "test.conf:12", "cannot open");
+	expect_error("subscriber_file = /nonexistent/subs\n", "test.conf:12", "No such file or directory");
 }
 
 /* ---- the README's example and the control commands ---- */

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@
 
 #include "engine_internal.h"
 
+#define CTL_MAX_ANSWER (256 << 20)
+
 static int
 ctl_connect(const char *path)
 {
@@ -31,13 +34,18 @@ ctl_connect(const char *path)
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "ctl: socket path too long\n");
+		fprintf(stderr, "ctl: socket path %s is too long\n", path);
 		return -1;
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "ctl: cannot connect to %s: %s\n", path, strerror(errno));
+		int e = errno;
+
+		fprintf(stderr, "ctl: cannot connect to %s: %s%s\n", path, strerror(e),
+			e == ENOENT || e == ECONNREFUSED ?
+			" (is edgeplane-dp running? the path is [engine] ctl_socket; give it "
+			"with -s or EDGEPLANE_CTL)" : "");
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -45,38 +53,80 @@ ctl_connect(const char *path)
 	return fd;
 }
 
-/* Send one request, read one response line. */
+/*
+ * Send one request, read one answer line.  The data plane may close the
+ * connection at any time (it stops, or drops a client that broke a limit):
+ * that is an error message and exit status 1, never death by SIGPIPE.
+ */
 static json_t *
-ctl_call(int fd, json_t *req)
+ctl_call(int fd, const char *path, json_t *req)
 {
 	char *line = json_dumps(req, JSON_COMPACT);
-	size_t cap = 65536, len = 0;
+	size_t cap = 65536, len = 0, off = 0, n;
 	char *buf = malloc(cap);
 	json_t *resp = NULL;
+	json_error_t jerr;
 
-	if (line == NULL || buf == NULL)
+	if (line == NULL || buf == NULL) {
+		fprintf(stderr, "ctl: out of memory\n");
 		goto out;
-	if (write(fd, line, strlen(line)) < 0 || write(fd, "\n", 1) < 0)
-		goto out;
+	}
+	n = strlen(line);
+	line[n] = '\n';        /* json_dumps' NUL becomes the line's end */
+	while (off <= n) {
+		ssize_t k = send(fd, line + off, n + 1 - off, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+			/* Closed on us: it may have said why first (a request
+			 * over its line limit), so read before giving up. */
+			break;
+		}
+		if (k < 0) {
+			fprintf(stderr, "ctl: %s: sending the request: %s\n", path, strerror(errno));
+			goto out;
+		}
+		off += (size_t)k;
+	}
 	for (;;) {
 		ssize_t k;
 
 		if (len == cap) {
-			char *nb = realloc(buf, cap * 2);
+			char *nb = cap < CTL_MAX_ANSWER ? realloc(buf, cap * 2) : NULL;
 
-			if (nb == NULL)
+			if (nb == NULL) {
+				fprintf(stderr, "ctl: %s: answer longer than %d MiB\n", path,
+					CTL_MAX_ANSWER >> 20);
 				goto out;
+			}
 			buf = nb;
 			cap *= 2;
 		}
-		k = read(fd, buf + len, cap - len);
-		if (k <= 0)
+		k = recv(fd, buf + len, cap - len, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == ECONNRESET)
+			k = 0;
+		if (k < 0) {
+			fprintf(stderr, "ctl: %s: reading the answer: %s\n", path, strerror(errno));
 			goto out;
+		}
+		if (k == 0) {
+			fprintf(stderr, "ctl: %s: the data plane closed the connection before it "
+				"answered\n", path);
+			goto out;
+		}
 		len += (size_t)k;
 		if (memchr(buf + len - (size_t)k, '\n', (size_t)k) != NULL)
 			break;
 	}
-	resp = json_loadb(buf, len, 0, NULL);
+	resp = json_loadb(buf, (size_t)((char *)memchr(buf, '\n', len) - buf), 0, &jerr);
+	if (resp == NULL || !json_is_object(resp)) {
+		fprintf(stderr, "ctl: %s: the answer is not a JSON object\n", path);
+		json_decref(resp);
+		resp = NULL;
+	}
 out:
 	free(line);
 	free(buf);
@@ -165,36 +215,64 @@ ep_cli_main(int argc, char **argv)
 		{ "watch", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int raw = 0, watch = 0, c, fd, rc = 0;
+	int raw = 0, c, fd, rc = 0;
+	bool top = false;
+	uint64_t watch = 0;
+	struct ep_err err;
 	json_t *req;
 
+	/* Writes report EPIPE instead of killing us (and send() says
+	 * MSG_NOSIGNAL too, for callers that install their own handler). */
+	signal(SIGPIPE, SIG_IGN);
 	if (sock == NULL)
 		sock = "/run/edgeplane/dp.sock";
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+s:rw:", opts, NULL)) != -1) {
+	for (;;) {
+		c = getopt_long(argc, argv, "+s:rw:", opts, NULL);
+		if (c == -1) {
+			/* `top` takes its options after it: top --watch 1. */
+			if (!top && optind < argc && strcmp(argv[optind], "top") == 0) {
+				top = true;
+				optind++;
+				continue;
+			}
+			break;
+		}
 		switch (c) {
 		case 's': sock = optarg; break;
 		case 'r': raw = 1; break;
-		case 'w': watch = atoi(optarg); break;
+		case 'w':
+			if (ep_parse_u64(optarg, 1, 86400, &watch, &err) < 0) {
+				fprintf(stderr, "ctl: --watch: %s seconds\n", err.msg);
+				return 2;
+			}
+			break;
 		default: usage(); return 2;
 		}
 	}
-	if (optind >= argc) {
+	if (top ? optind < argc : optind >= argc) {
 		usage();
 		return 2;
 	}
 	fd = ctl_connect(sock);
 	if (fd < 0)
 		return 1;
-	if (strcmp(argv[optind], "top") == 0) {
+	if (top) {
 		for (;;) {
 			json_t *resp;
 
 			req = json_pack("{s:s}", "cmd", "stages");
-			resp = ctl_call(fd, req);
+			resp = ctl_call(fd, sock, req);
 			json_decref(req);
 			if (resp == NULL) {
-				fprintf(stderr, "ctl: no response\n");
+				rc = 1;
+				break;
+			}
+			if (!json_is_true(json_object_get(resp, "ok"))) {
+				const char *msg = json_string_value(json_object_get(resp, "error"));
+
+				fprintf(stderr, "error: %s\n", msg != NULL ? msg : "(no error text)");
+				json_decref(resp);
 				rc = 1;
 				break;
 			}
@@ -223,14 +301,12 @@ ep_cli_main(int argc, char **argv)
 		json_object_set_new(req, argv[i], value_of(eq + 1));
 	}
 	{
-		json_t *resp = ctl_call(fd, req);
+		json_t *resp = ctl_call(fd, sock, req);
 
 		json_decref(req);
 		close(fd);
-		if (resp == NULL) {
-			fprintf(stderr, "ctl: no response from %s\n", sock);
+		if (resp == NULL)
 			return 1;
-		}
 		if (raw) {
 			char *s = json_dumps(resp, JSON_COMPACT);
 
@@ -242,8 +318,9 @@ ep_cli_main(int argc, char **argv)
 			printf("%s\n", s);
 			free(s);
 		} else {
-			fprintf(stderr, "error: %s\n",
-				json_string_value(json_object_get(resp, "error")));
+			const char *msg = json_string_value(json_object_get(resp, "error"));
+
+			fprintf(stderr, "error: %s\n", msg != NULL ? msg : "(no error text)");
 		}
 		rc = json_is_true(json_object_get(resp, "ok")) ? 0 : 1;
 		json_decref(resp);

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ep_config.h"
 
@@ -35,17 +35,6 @@ trim(char *s)
 	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
 		*--e = '\0';
 	return s;
-}
-
-static int
-valid_ident(const char *s)
-{
-	if (*s == '\0')
-		return 0;
-	for (; *s != '\0'; s++)
-		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.')
-			return 0;
-	return 1;
 }
 
 /* Strip a trailing comment that is not inside double quotes; unquote. */
@@ -169,9 +158,11 @@ ep_cfg_parse(const char *text, const char *name, struct ep_err *err)
 			if (*sname != '\0')
 				*sname++ = '\0';
 			sname = trim(sname);
-			if (!valid_ident(type) || (*sname != '\0' && !valid_ident(sname))) {
+			if (ep_name_check(type, NULL) < 0 ||
+			    (*sname != '\0' && ep_name_check(sname, NULL) < 0)) {
 				ep_err_set(err, "%s:%d: section must be [type] or [type name] "
-					   "(letters, digits, '_', '-', '.')", name, line);
+					   "(1 to %d letters, digits, '_', '-', '.')", name, line,
+					   EP_NAME_MAX);
 				goto fail;
 			}
 			if (ep_cfg_find(cfg, type, sname) != NULL) {
@@ -195,8 +186,11 @@ ep_cfg_parse(const char *text, const char *name, struct ep_err *err)
 		{
 			char *key = trim(l), *val;
 
-			if (!valid_ident(key)) {
-				ep_err_set(err, "%s:%d: bad key '%s'", name, line, key);
+			if (ep_name_check(key, NULL) < 0) {
+				char q[48];
+
+				ep_err_set(err, "%s:%d: bad key '%s'", name, line,
+					   ep_text_quote(key, q, sizeof(q)));
 				goto fail;
 			}
 			if (clean_value(eq + 1, &val) < 0) {
@@ -224,36 +218,31 @@ fail:
 struct ep_cfg *
 ep_cfg_load(const char *path, struct ep_err *err)
 {
-	FILE *f = fopen(path, "r");
 	struct ep_cfg *cfg = NULL;
-	struct stat st;
+	uint64_t size;
 	char *text;
-	size_t n;
+	ssize_t n;
+	int fd = ep_open_regular(path, EP_CFG_MAX_FILE, &size, err);
 
-	if (f == NULL) {
-		ep_err_set(err, "%s: %s", path, strerror(errno));
+	if (fd < 0)
 		return NULL;
-	}
-	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-		ep_err_set(err, "%s: not a regular file", path);
-		fclose(f);
-		return NULL;
-	}
-	if ((uint64_t)st.st_size > EP_CFG_MAX_FILE) {
-		ep_err_set(err, "%s: larger than %u MiB", path, EP_CFG_MAX_FILE >> 20);
-		fclose(f);
-		return NULL;
-	}
-	text = malloc((size_t)st.st_size + 1);
+	text = malloc((size_t)size + 1);
 	if (text == NULL) {
 		ep_err_set(err, "%s: out of memory", path);
-		fclose(f);
+		close(fd);
 		return NULL;
 	}
-	n = fread(text, 1, (size_t)st.st_size, f);
+	do
+		n = pread(fd, text, (size_t)size, 0);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n < 0) {
+		ep_err_set(err, "%s: read: %s", path, strerror(errno));
+		free(text);
+		return NULL;
+	}
 	text[n] = '\0';
-	fclose(f);
-	if (memchr(text, '\0', n) != NULL)
+	if (memchr(text, '\0', (size_t)n) != NULL)
 		ep_err_set(err, "%s: contains a NUL byte (binary file?)", path);
 	else
 		cfg = ep_cfg_parse(text, path, err);
@@ -367,28 +356,24 @@ ep_cfg_u64(const struct ep_cfg *cfg, struct ep_cfg_section *s, const char *key, 
 	   uint64_t min, uint64_t max, uint64_t *out, struct ep_err *err)
 {
 	const struct ep_cfg_kv *kv;
-	unsigned long long v;
-	char *end;
+	struct ep_err tmp;
 
-	if (err != NULL)
-		err->msg[0] = '\0';
+	if (err == NULL)
+		err = &tmp;
+	err->msg[0] = '\0';
 	kv = ep_cfg_get(cfg, s, key, err);
 	if (kv == NULL) {
-		if (err != NULL && err->msg[0] != '\0')
+		if (err->msg[0] != '\0')
 			return -1;
 		*out = def;
 		return 0;
 	}
-	errno = 0;
-	if (kv->val[0] == '-' || kv->val[0] == '\0')
-		return ep_cfg_error(cfg, kv, err, "'%s' is not a non-negative integer", kv->val);
-	v = strtoull(kv->val, &end, 0);
-	if (errno != 0 || *end != '\0')
-		return ep_cfg_error(cfg, kv, err, "'%s' is not a non-negative integer", kv->val);
-	if (v < min || v > max)
-		return ep_cfg_error(cfg, kv, err, "%llu is outside [%llu, %llu]", v,
-				    (unsigned long long)min, (unsigned long long)max);
-	*out = v;
+	if (ep_parse_u64(kv->val, min, max, out, err) < 0) {
+		char inner[sizeof(err->msg)];
+
+		snprintf(inner, sizeof(inner), "%s", err->msg);
+		return ep_cfg_error(cfg, kv, err, "%s", inner);
+	}
 	return 0;
 }
 
@@ -419,4 +404,17 @@ ep_cfg_check_unused(const struct ep_cfg *cfg, struct ep_err *err)
 						  s->name[0] ? " " : "", s->name, s->kv[k].key);
 	}
 	return 0;
+}
+
+int
+ep_cfg_side_file(const struct ep_cfg *cfg, const struct ep_cfg_kv *kv,
+		 int (*fn)(void *arg, char *line, int lineno, struct ep_err *err), void *arg,
+		 struct ep_err *err)
+{
+	char inner[sizeof(err->msg)];
+
+	if (ep_side_file_each(kv->val, fn, arg, err) == 0)
+		return 0;
+	snprintf(inner, sizeof(inner), "%s", err->msg);
+	return ep_cfg_error(cfg, kv, err, "%s", inner);
 }

@@ -1,70 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The control socket server, polled on the main lcore (never on a worker).
+ * Control commands: the registry, the dispatcher and the helpers handlers
+ * use to read their fields.  The socket itself (connections, queues,
+ * deadlines) is ctl_server.c.
  *
  * Protocol: newline-delimited JSON over a Unix stream socket created with
  * mode 0600 (only its owner, normally root, may change the data plane).  Each
  * request line gets exactly one response line, in order.  Requests are
- * hostile input: a line over EP_CTL_MAX_LINE bytes, bad JSON, a missing or
- * unknown "cmd" each get {"ok": false, "error": "..."}; nothing a client
- * sends can stop the server or other clients.
+ * hostile input: bad JSON, a missing or unknown "cmd", a field of the wrong
+ * type or outside its range each get {"ok": false, "error": "..."}.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include "ep_ctl.h"
 #include "ep_engine.h"
 #include "engine_internal.h"
 
-#define EP_CTL_MAX_LINE    (8u << 20)  /* 8 MiB: acl-replace with many rules */
-#define EP_CTL_MAX_CLIENTS 32
-
-struct ep_ctl_client {
-	int fd;
-	char *buf;
-	size_t len, cap;
-	struct ep_ctl_client *next_client;
-};
-
 static struct ep_ctl_cmd *cmds;
-
-/* Descriptors pipelines asked the control thread to watch. */
-static struct {
-	int fd;
-	void (*fn)(void *arg);
-	void *arg;
-} watch[EP_CTL_MAX_WATCH];
-static int n_watch;
-
-int
-ep_ctl_watch(struct ep_engine *e, int fd, void (*fn)(void *arg), void *arg)
-{
-	if (n_watch == EP_CTL_MAX_WATCH)
-		return -1;
-	watch[n_watch].fd = fd;
-	watch[n_watch].fn = fn;
-	watch[n_watch].arg = arg;
-	n_watch++;
-	return 0;
-}
-
-void
-ep_ctl_unwatch(struct ep_engine *e, int fd)
-{
-	for (int i = 0; i < n_watch; i++)
-		if (watch[i].fd == fd) {
-			watch[i] = watch[--n_watch];
-			return;
-		}
-}
 
 void
 ep_ctl_register(struct ep_ctl_cmd *cmd)
@@ -95,6 +49,19 @@ ep_ctl_str(json_t *req, const char *key, struct ep_err *err)
 	return json_string_value(v);
 }
 
+const char *
+ep_ctl_name(json_t *req, const char *key, struct ep_err *err)
+{
+	const char *s = ep_ctl_str(req, key, err);
+	char inner[sizeof(err->msg)];
+
+	if (s == NULL || ep_name_check(s, err) == 0)
+		return s;
+	snprintf(inner, sizeof(inner), "%s", err->msg);
+	ep_err_set(err, "field '%s': %s", key, inner);
+	return NULL;
+}
+
 int
 ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_t *out,
 	   struct ep_err *err)
@@ -113,6 +80,39 @@ ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_t *o
 		return ep_err_set(err, "field '%s': %lld is outside [0, %llu]", key, (long long)i,
 				  (unsigned long long)max);
 	*out = (uint64_t)i;
+	return 0;
+}
+
+int
+ep_ctl_text(json_t *v, char *buf, size_t n)
+{
+	size_t o = 0;
+	size_t i;
+	json_t *e;
+
+	if (json_is_string(v))
+		return snprintf(buf, n, "%s", json_string_value(v)) < (int)n ? 0 : -1;
+	if (json_is_integer(v))
+		return snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v)) < (int)n ?
+		       0 : -1;
+	if (!json_is_array(v) || n == 0)
+		return -1;
+	buf[0] = '\0';
+	json_array_foreach(v, i, e) {
+		char one[256];
+
+		if (json_is_array(e) || ep_ctl_text(e, one, sizeof(one)) < 0)
+			return -1;
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s", i ? "," : "", one);
+	}
+	return o < n ? 0 : -1;
+}
+
+int
+ep_ctl_value_text(const char *key, json_t *v, char *buf, size_t len, struct ep_err *err)
+{
+	if ((!json_is_integer(v) && !json_is_string(v)) || ep_ctl_text(v, buf, len) < 0)
+		return ep_err_set(err, "field '%s' must be an integer or a short string", key);
 	return 0;
 }
 
@@ -148,214 +148,5 @@ ep_ctl_dispatch(struct ep_engine *e, json_t *req)
 
 		snprintf(msg, sizeof(msg), "unknown command '%.200s' (try 'help')", name);
 		return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
-	}
-}
-
-int
-ep_ctl_open(struct ep_engine *e, struct ep_err *err)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(e->ctl_path)], *slash;
-	mode_t old;
-	int fd;
-
-	snprintf(dir, sizeof(dir), "%s", e->ctl_path);
-	slash = strrchr(dir, '/');
-	if (slash != NULL && slash != dir) {
-		*slash = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return ep_err_set(err, "control socket directory %s: %s", dir,
-					  strerror(errno));
-	}
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", e->ctl_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return ep_err_set(err, "control socket: %s", strerror(errno));
-	/* A socket file whose server is gone is stale; a live one is an error. */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		close(fd);
-		return ep_err_set(err, "control socket %s is in use by another edgeplane-dp",
-				  e->ctl_path);
-	}
-	unlink(e->ctl_path);
-	old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		umask(old);
-		close(fd);
-		return ep_err_set(err, "control socket %s: bind: %s", e->ctl_path, strerror(errno));
-	}
-	umask(old);
-	chmod(e->ctl_path, 0600);
-	if (listen(fd, 16) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
-		close(fd);
-		return ep_err_set(err, "control socket: listen: %s", strerror(errno));
-	}
-	e->ctl_fd = fd;
-	return 0;
-}
-
-static void
-client_close(struct ep_engine *e, struct ep_ctl_client *c)
-{
-	struct ep_ctl_client **pp = &e->ctl_clients;
-
-	while (*pp != c)
-		pp = &(*pp)->next_client;
-	*pp = c->next_client;
-	close(c->fd);
-	free(c->buf);
-	free(c);
-}
-
-static int
-send_all(int fd, const char *s, size_t n)
-{
-	while (n != 0) {
-		ssize_t k = send(fd, s, n, MSG_NOSIGNAL);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd p = { .fd = fd, .events = POLLOUT };
-
-			if (poll(&p, 1, 2000) <= 0)
-				return -1;  /* a client that stops reading is dropped */
-			continue;
-		}
-		if (k <= 0)
-			return -1;
-		s += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-static int
-handle_line(struct ep_engine *e, struct ep_ctl_client *c, const char *line, size_t len)
-{
-	json_error_t jerr;
-	json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr), *resp;
-	char *out;
-	int rc;
-
-	if (req == NULL) {
-		char msg[300];
-
-		snprintf(msg, sizeof(msg), "bad JSON at column %d: %s", jerr.column, jerr.text);
-		resp = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
-	} else {
-		resp = ep_ctl_dispatch(e, req);
-		json_decref(req);
-	}
-	out = json_dumps(resp, JSON_COMPACT);
-	json_decref(resp);
-	if (out == NULL)
-		return -1;
-	rc = send_all(c->fd, out, strlen(out));
-	if (rc == 0)
-		rc = send_all(c->fd, "\n", 1);
-	free(out);
-	return rc;
-}
-
-static int
-client_read(struct ep_engine *e, struct ep_ctl_client *c)
-{
-	char tmp[65536];
-	ssize_t k = recv(c->fd, tmp, sizeof(tmp), 0);
-	size_t start = 0;
-
-	if (k < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	if (k <= 0)
-		return -1;
-	if (c->len + (size_t)k > EP_CTL_MAX_LINE) {
-		static const char msg[] =
-			"{\"ok\":false,\"error\":\"request line longer than 8 MiB\"}\n";
-
-		send_all(c->fd, msg, sizeof(msg) - 1);
-		return -1;
-	}
-	if (c->len + (size_t)k > c->cap) {
-		size_t ncap = RTE_MAX(c->cap * 2, c->len + (size_t)k);
-		char *nb = realloc(c->buf, ncap);
-
-		if (nb == NULL)
-			return -1;
-		c->buf = nb;
-		c->cap = ncap;
-	}
-	memcpy(c->buf + c->len, tmp, (size_t)k);
-	c->len += (size_t)k;
-	for (size_t i = 0; i < c->len; i++) {
-		if (c->buf[i] != '\n')
-			continue;
-		if (i > start && handle_line(e, c, c->buf + start, i - start) < 0)
-			return -1;
-		start = i + 1;
-	}
-	memmove(c->buf, c->buf + start, c->len - start);
-	c->len -= start;
-	return 0;
-}
-
-void
-ep_ctl_poll(struct ep_engine *e, int timeout_ms)
-{
-	struct pollfd pfd[EP_CTL_MAX_CLIENTS + 1 + EP_CTL_MAX_WATCH];
-	struct ep_ctl_client *cl[EP_CTL_MAX_CLIENTS];
-	int n = 0, k, nw = n_watch, first_watch;
-
-	pfd[n++] = (struct pollfd){ .fd = e->ctl_fd, .events = POLLIN };
-	for (struct ep_ctl_client *c = e->ctl_clients; c != NULL; c = c->next_client) {
-		cl[n - 1] = c;
-		pfd[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
-	}
-	first_watch = n;
-	for (int i = 0; i < nw; i++)
-		pfd[n++] = (struct pollfd){ .fd = watch[i].fd, .events = POLLIN };
-	k = poll(pfd, (nfds_t)n, timeout_ms);
-	if (k <= 0)
-		return;
-	/* Watched descriptors first: a callback may unwatch (n_watch shrinks),
-	 * so each is matched by descriptor, not by slot. */
-	for (int i = first_watch; i < n; i++) {
-		if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0)
-			continue;
-		for (int j = 0; j < n_watch; j++)
-			if (watch[j].fd == pfd[i].fd) {
-				watch[j].fn(watch[j].arg);
-				break;
-			}
-	}
-	for (int i = 1; i < first_watch; i++)
-		if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
-		    client_read(e, cl[i - 1]) < 0)
-			client_close(e, cl[i - 1]);
-	if ((pfd[0].revents & POLLIN) != 0) {
-		int fd = accept4(e->ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct ep_ctl_client *c;
-
-		if (fd < 0)
-			return;
-		if (n - 1 >= EP_CTL_MAX_CLIENTS || (c = calloc(1, sizeof(*c))) == NULL) {
-			close(fd);
-			return;
-		}
-		c->fd = fd;
-		c->next_client = e->ctl_clients;
-		e->ctl_clients = c;
-	}
-}
-
-void
-ep_ctl_close(struct ep_engine *e)
-{
-	while (e->ctl_clients != NULL)
-		client_close(e, e->ctl_clients);
-	if (e->ctl_fd > 0) {
-		close(e->ctl_fd);
-		unlink(e->ctl_path);
-		e->ctl_fd = -1;
 	}
 }

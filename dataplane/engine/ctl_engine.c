@@ -64,14 +64,16 @@ static json_t *
 worker_json(const struct ep_engine *e, const struct ep_worker *w, bool with_stages)
 {
 	uint64_t busy = RD(w->stats.busy_cycles), idle = RD(w->stats.idle_cycles);
-	json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:b, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	uint64_t slept = RD(w->stats.sleep_cycles), all = busy + idle + slept;
+	json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:b, s:s, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"name", w->name, "id", (int)w->id, "lcore", (int)w->lcore,
 		"pipeline", w->type->name,
 		"running", __atomic_load_n(&w->running, __ATOMIC_ACQUIRE),
+		"poll_policy", ep_poll_policy_name[w->poll.policy],
 		"busy_cycles", (json_int_t)busy, "idle_cycles", (json_int_t)idle,
-		"busy_pct", busy + idle ? 100.0 * (double)busy / (double)(busy + idle) : 0.0,
+		"busy_pct", all ? 100.0 * (double)busy / (double)all : 0.0,
 		"sleeps", (json_int_t)RD(w->stats.sleeps),
-		"sleep_cycles", (json_int_t)RD(w->stats.sleep_cycles),
+		"sleep_cycles", (json_int_t)slept,
 		"polls", (json_int_t)RD(w->stats.polls),
 		"empty_polls", (json_int_t)RD(w->stats.empty_polls),
 		"rx_pkts", (json_int_t)RD(w->stats.rx_pkts),
@@ -115,12 +117,22 @@ port_json(const struct ep_port *p)
 	o = json_pack("{s:s, s:i, s:s, s:i, s:s, s:i, s:i, s:o, s:o}", "name", p->name,
 		      "index", p->index, "device", p->device, "port_id", p->port_id, "mac", mac,
 		      "rx_queues", p->n_rxq, "tx_queues", p->n_txq, "ipv4", v4, "ipv6", v6);
-	if (p->started && rte_eth_stats_get(p->port_id, &st) == 0)
-		json_object_set_new(o, "stats", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	if (p->started && rte_eth_stats_get(p->port_id, &st) == 0) {
+		json_t *s;
+		/* af_packet: frames the kernel dropped on a full ring (af_packet.c),
+		 * which the 22.11 PMD does not count, are missed frames too. */
+		bool afp = ep_af_packet_sockets(p->index) != 0;
+		uint64_t kdrops = afp ? ep_af_packet_drops(p->index) : 0;
+
+		s = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			"ipackets", (json_int_t)st.ipackets, "opackets", (json_int_t)st.opackets,
 			"ibytes", (json_int_t)st.ibytes, "obytes", (json_int_t)st.obytes,
-			"imissed", (json_int_t)st.imissed, "ierrors", (json_int_t)st.ierrors,
-			"oerrors", (json_int_t)st.oerrors, "rx_nombuf", (json_int_t)st.rx_nombuf));
+			"imissed", (json_int_t)(st.imissed + kdrops), "ierrors", (json_int_t)st.ierrors,
+			"oerrors", (json_int_t)st.oerrors, "rx_nombuf", (json_int_t)st.rx_nombuf);
+		if (afp)
+			json_object_set_new(s, "af_packet_drops", json_integer((json_int_t)kdrops));
+		json_object_set_new(o, "stats", s);
+	}
 	if (p->started && rte_eth_link_get_nowait(p->port_id, &link) == 0)
 		json_object_set_new(o, "link_up", json_boolean(link.link_status));
 	return o;

@@ -14,6 +14,7 @@
  * exits non-zero; nothing half-started is left (the EAL runs --in-memory).
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "ep_engine.h"
 #include "ep_rcu.h"
 #include "engine_internal.h"
+#include "power_internal.h"
 
 #define EP_MAX_EAL_ARGS 64
 #define EP_HUGE_MIN_MB  512     /* free hugepage memory for `memory = auto` to use it */
@@ -63,18 +65,13 @@ parse_engine_section(struct ep_engine *e, struct ep_err *err)
 				    "must be an absolute path shorter than %zu bytes",
 				    sizeof(e->ctl_path));
 	snprintf(e->ctl_path, sizeof(e->ctl_path), "%s", path);
+	if (ep_cfg_get(e->cfg, s, "ctl_socket", NULL) != NULL)
+		e->ctl_line = ep_cfg_get(e->cfg, s, "ctl_socket", NULL)->line;
 	if (ep_cfg_u64(e->cfg, s, "burst", 32, 1, EP_BURST_MAX, &v, err) < 0)
 		return -1;
 	e->burst = (uint16_t)v;
-	if (ep_cfg_u64(e->cfg, s, "idle_polls", 200, 0, 1u << 30, &v, err) < 0)
+	if (ep_power_engine_config(e, s, err) < 0)
 		return -1;
-	e->poll.idle_polls = (uint32_t)v;
-	if (ep_cfg_u64(e->cfg, s, "min_sleep_us", 1, 1, 100000, &v, err) < 0)
-		return -1;
-	e->poll.min_sleep_us = (uint32_t)v;
-	if (ep_cfg_u64(e->cfg, s, "max_sleep_us", 100, 1, 100000, &v, err) < 0)
-		return -1;
-	e->poll.max_sleep_us = (uint32_t)v;
 	{
 		const char *mem = ep_cfg_str(e->cfg, s, "memory", "auto", err);
 
@@ -90,9 +87,6 @@ parse_engine_section(struct ep_engine *e, struct ep_err *err)
 			return ep_cfg_error(e->cfg, ep_cfg_get(e->cfg, s, "memory", NULL), err,
 					    "'%s': expected auto, hugepages or no-huge", mem);
 	}
-	if (e->poll.max_sleep_us < e->poll.min_sleep_us)
-		return ep_cfg_section_error(e->cfg, s, err,
-					    "max_sleep_us is below min_sleep_us");
 	return 0;
 }
 
@@ -107,7 +101,7 @@ static int
 parse_rx(const struct ep_cfg_kv *kv, void *arg)
 {
 	struct rx_ctx *c = arg;
-	char buf[512], *tok, *save = NULL;
+	char buf[EP_SIDE_MAX_LINE + 1], *tok, *save = NULL;
 
 	snprintf(buf, sizeof(buf), "%s", kv->val);
 	for (tok = strtok_r(buf, ", \t", &save); tok != NULL; tok = strtok_r(NULL, ", \t", &save)) {
@@ -140,15 +134,28 @@ parse_rx(const struct ep_cfg_kv *kv, void *arg)
 static int
 assign_forced_rx_queues(struct ep_engine *e, struct ep_port *p, struct ep_err *err)
 {
-	const char *qp = strstr(p->device, "qpairs=");
+	const char *qp = strstr(p->device, ",qpairs=");
 	uint16_t forced = p->n_rxq;
 	int k = 0;
 
 	if (strncmp(p->device, "net_af_packet", 13) != 0)
 		return 0;
-	forced = qp != NULL ? (uint16_t)atoi(qp + 7) : RTE_MAX(p->n_rxq, p->n_txq);
+	forced = RTE_MAX(p->n_rxq, p->n_txq);
+	if (qp != NULL) {
+		char num[16];
+		size_t n = strcspn(qp + 8, ",");
+		uint64_t v;
+
+		snprintf(num, sizeof(num), "%.*s", (int)RTE_MIN(n, sizeof(num) - 1), qp + 8);
+		if (n >= sizeof(num) || ep_parse_u64(num, 1, EP_MAX_WORKERS * EP_MAX_RX, &v, err) < 0)
+			return ep_err_set(err, "%s:%d: key 'device': port %s: qpairs=%.*s is not "
+					  "1-%d", e->cfg->path, p->device_line, p->name, (int)n,
+					  qp + 8, EP_MAX_WORKERS * EP_MAX_RX);
+		forced = (uint16_t)v;
+	}
 	if (forced < p->n_rxq || forced < p->n_txq)
-		return ep_err_set(err, "port %s: qpairs=%u but %u workers poll it and %u send on it",
+		return ep_err_set(err, "%s:%d: key 'device': port %s: qpairs=%u but %u workers "
+				  "poll it and %u send on it", e->cfg->path, p->device_line,
 				  p->name, forced, p->n_rxq, p->n_txq);
 	if (p->n_rxq == 0)
 		return 0;
@@ -196,6 +203,8 @@ create_workers(struct ep_engine *e, struct ep_err *err)
 			return -1;
 		e->workers[e->n_workers++] = w;
 		w->cfg = s;
+		if (ep_power_worker_config(e, w, err) < 0)
+			return -1;
 		kv = ep_cfg_get(cfg, s, "pipeline", err);
 		if (kv == NULL)
 			return err->msg[0] ? -1 :
@@ -270,6 +279,87 @@ check_section_types(struct ep_engine *e, struct ep_err *err)
 	return 0;
 }
 
+/* A CPU set as "0-3,6" for messages. */
+static void
+cpu_set_str(const cpu_set_t *set, char *buf, size_t n)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int c = 0; c < CPU_SETSIZE && o < n; c++) {
+		int last = c;
+
+		if (!CPU_ISSET(c, set))
+			continue;
+		while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+			last++;
+		o += (size_t)snprintf(buf + o, n - o, last > c ? "%s%d-%d" : "%s%d", o ? "," : "",
+				      c, last);
+		c = last;
+	}
+}
+
+/*
+ * [engine] cpus = "0-1" or "0,2-3": checked here, with its line, because
+ * the EAL only says "Invalid argument" about the lcore map built from it.
+ * Every CPU must be one this process may run on.
+ */
+static int
+check_cpus(const struct ep_cfg *cfg, const struct ep_cfg_kv *kv, struct ep_err *err)
+{
+	char buf[256], allowed_str[128], *tok, *save = NULL;
+	cpu_set_t allowed;
+	int n = 0;
+
+	if (snprintf(buf, sizeof(buf), "%s", kv->val) >= (int)sizeof(buf))
+		return ep_cfg_error(cfg, kv, err, "longer than %zu bytes", sizeof(buf) - 1);
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+		return ep_cfg_error(cfg, kv, err, "sched_getaffinity: %s", strerror(errno));
+	cpu_set_str(&allowed, allowed_str, sizeof(allowed_str));
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save), n++) {
+		char *dash = strchr(tok, '-');
+		uint64_t lo, hi;
+
+		if (dash != NULL)
+			*dash = '\0';
+		if (ep_parse_u64(tok, 0, CPU_SETSIZE - 1, &lo, err) < 0 ||
+		    ep_parse_u64(dash != NULL ? dash + 1 : tok, lo, CPU_SETSIZE - 1, &hi, err) < 0)
+			return ep_cfg_error(cfg, kv, err, "'%s' is not a CPU list such as 0-1 or "
+					    "0,2-3 (ranges ascending)", kv->val);
+		for (uint64_t c = lo; c <= hi; c++)
+			if (!CPU_ISSET(c, &allowed))
+				return ep_cfg_error(cfg, kv, err, "CPU %llu is not one this process "
+						    "may run on (%s)", (unsigned long long)c,
+						    allowed_str);
+	}
+	if (n == 0)
+		return ep_cfg_error(cfg, kv, err, "'%s' names no CPU", kv->val);
+	return 0;
+}
+
+/*
+ * rte_eal_init() failed: DPDK printed its reason; ours names the key the
+ * arguments came from and the whole command line the EAL saw.
+ */
+static int
+eal_failed(struct ep_engine *e, int argc, char **argv, struct ep_err *err)
+{
+	struct ep_cfg_section *s = ep_cfg_find(e->cfg, "eal", NULL);
+	const struct ep_cfg_kv *kv = ep_cfg_get(e->cfg, s, "args", NULL);
+	char line[300];
+	size_t o = 0;
+
+	for (int i = 1; i < argc && o < sizeof(line); i++)
+		o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s", i > 1 ? " " : "", argv[i]);
+	if (kv == NULL)
+		kv = ep_cfg_get(e->cfg, ep_cfg_find(e->cfg, "engine", NULL), "cpus", NULL);
+	if (kv == NULL)
+		return ep_err_set(err, "%s: EAL init failed: %s (EAL arguments: %s)", e->cfg->path,
+				  rte_strerror(rte_errno), line);
+	return ep_cfg_error(e->cfg, kv, err, "EAL init failed: %s (EAL arguments: %s; DPDK's "
+			    "message is above)", rte_strerror(rte_errno), line);
+}
+
 /*
  * EAL arguments: [eal] args first (the operator wins), then defaults for
  * what they did not say: --in-memory (no files left behind), hugepages or
@@ -284,8 +374,10 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 	struct ep_cfg_section *s = ep_cfg_find(e->cfg, "eal", NULL);
 	struct ep_cfg_section *es = ep_cfg_find(e->cfg, "engine", NULL);
 	const char *user = ep_cfg_str(e->cfg, s, "args", "", err);
+	const struct ep_cfg_kv *args_kv = ep_cfg_get(e->cfg, s, "args", NULL);
+	const struct ep_cfg_kv *cpus_kv;
 	const char *cpus;
-	char lcores[1024];
+	char lcores[8192];
 	size_t used = 0;
 	int argc = 0;
 	bool pci = false, no_huge = false;
@@ -297,21 +389,33 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 	cpus = ep_cfg_str(e->cfg, es, "cpus", NULL, err);
 	if (cpus == NULL && err->msg[0] != '\0')
 		return -1;
+	cpus_kv = ep_cfg_get(e->cfg, es, "cpus", NULL);
+	if (cpus_kv != NULL && check_cpus(e->cfg, cpus_kv, err) < 0)
+		return -1;
 #define ADD(str) do { \
 		size_t l_ = strlen(str) + 1; \
 		if (argc >= EP_MAX_EAL_ARGS - 1 || used + l_ > store_len) \
-			return ep_err_set(err, "EAL arguments too long"); \
+			return args_kv != NULL ? \
+				ep_cfg_error(e->cfg, args_kv, err, "with the engine's own EAL " \
+					     "arguments, more than %d arguments or %zu bytes", \
+					     EP_MAX_EAL_ARGS - 1, store_len) : \
+				ep_err_set(err, "%s: EAL arguments too long", e->cfg->path); \
 		memcpy(store + used, (str), l_); \
 		argv[argc++] = store + used; \
 		used += l_; \
 	} while (0)
 	ADD("edgeplane-dp");
 	{
-		char buf[1024], *tok, *save = NULL;
+		char buf[EP_SIDE_MAX_LINE + 1], *tok, *save = NULL;
 
 		snprintf(buf, sizeof(buf), "%s", user);
-		for (tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
+		for (tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+			/* The EAL answers these by exiting 0: the start would look fine. */
+			if (strcmp(tok, "-h") == 0 || strcmp(tok, "--help") == 0)
+				return ep_cfg_error(e->cfg, args_kv, err, "'%s' makes the EAL print "
+						    "its usage and exit", tok);
 			ADD(tok);
+		}
 	}
 	f = fopen("/proc/meminfo", "r");
 	if (f != NULL) {
@@ -351,7 +455,14 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 	}
 	if ((!pci || check_only) && strstr(user, "--no-pci") == NULL && strstr(user, "-a ") == NULL)
 		ADD("--no-pci");
-	if (check_only)
+	/* The EAL's telemetry socket is /var/run/dpdk/<prefix>/dpdk_telemetry.v2,
+	 * one path for every instance with the default prefix, and
+	 * rte_telemetry_init() connect()s to it to see whether it is taken: with
+	 * its owner stopped (SIGSTOP, a debugger) and its backlog full, that
+	 * connect blocks every later instance's start for good.  Our counters
+	 * are on our own control socket, so the EAL's telemetry is off unless
+	 * [eal] args says --telemetry. */
+	if (check_only || strstr(user, "--telemetry") == NULL)
 		ADD("--no-telemetry");
 	if (strstr(user, "--lcores") == NULL && strstr(user, "-l ") == NULL) {
 		char set[256];
@@ -365,6 +476,10 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 		for (int i = 0; i < e->n_plan && n < sizeof(lcores); i++)
 			n += (size_t)snprintf(lcores + n, sizeof(lcores) - n, ",%u@%s",
 					      e->lcore_plan[i], set);
+		if (n >= sizeof(lcores))
+			return cpus_kv != NULL ?
+				ep_cfg_error(e->cfg, cpus_kv, err, "the lcore map is too long") :
+				ep_err_set(err, "%s: the lcore map is too long", e->cfg->path);
 		ADD(lcores);
 		ADD("--main-lcore");
 		ADD("0");
@@ -447,7 +562,7 @@ start(struct ep_engine *e, const struct ep_engine_opts *o, struct ep_err *err)
 	if (argc < 0)
 		return -1;
 	if (rte_eal_init(argc, argv) < 0)
-		return ep_err_set(err, "EAL init failed: %s", rte_strerror(rte_errno));
+		return eal_failed(e, argc, argv, err);
 	e->eal_up = true;
 	e->tsc_hz = rte_get_tsc_hz();
 	e->start_tsc = rte_rdtsc();
@@ -466,6 +581,10 @@ start(struct ep_engine *e, const struct ep_engine_opts *o, struct ep_err *err)
 	if (setup_pipelines(e, err) < 0)
 		return -1;
 	if (!o->check_only && ep_ports_start(e, err) < 0)
+		return -1;
+	/* Polling policies need the ports' queues and sockets; pipelines'
+	 * builds read the worker's policy (the generator's pacing depth). */
+	if (ep_power_start(e, o->check_only, err) < 0)
 		return -1;
 	for (int i = 0; i < e->n_workers; i++) {
 		struct ep_worker *w = e->workers[i];
@@ -486,6 +605,7 @@ stop(struct ep_engine *e)
 	if (e->launched)
 		rte_eal_mp_wait_lcore();
 	if (e->eal_up) {
+		ep_power_stop(e);
 		teardown_pipelines(e);
 		ep_ports_stop(e);
 		for (int i = 0; i < e->n_workers; i++)
@@ -516,8 +636,15 @@ ep_engine_run(const struct ep_engine_opts *o)
 		rc = 0;
 		goto out;
 	}
-	if (ep_ctl_open(e, &err) < 0)
+	if (ep_ctl_open(e, &err) < 0) {
+		char inner[sizeof(err.msg)];
+
+		snprintf(inner, sizeof(inner), "%s", err.msg);
+		if (e->ctl_line != 0)
+			ep_err_set(&err, "%s:%d: key 'ctl_socket': %s", e->cfg->path, e->ctl_line,
+				   inner);
 		goto out;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);

@@ -18,6 +18,13 @@ int ep_ports_probe(struct ep_engine *e, struct ep_err *err);
 int ep_ports_start(struct ep_engine *e, struct ep_err *err);
 void ep_ports_stop(struct ep_engine *e);
 
+/* af_packet.c: af_packet ports without kernel reassembly; their kernel drops */
+void ep_af_packet_claim(uint16_t port);          /* sockets probed since: port's */
+unsigned int ep_af_packet_sockets(uint16_t port);
+int ep_af_packet_fd(uint16_t port, uint16_t queue);  /* its rx queue's socket, or -1 */
+uint64_t ep_af_packet_drops(uint16_t port);      /* ring-full drops since start */
+void ep_af_packet_forget(void);                  /* before the PMD closes them */
+
 /* engine.c */
 struct ep_engine_opts {
 	const char *config;
@@ -25,7 +32,7 @@ struct ep_engine_opts {
 };
 int ep_engine_run(const struct ep_engine_opts *o);
 
-/* ctl.c: the socket server, polled on the main lcore */
+/* ctl_server.c: the socket server, polled on the main lcore */
 int ep_ctl_open(struct ep_engine *e, struct ep_err *err);
 void ep_ctl_poll(struct ep_engine *e, int timeout_ms);
 void ep_ctl_close(struct ep_engine *e);

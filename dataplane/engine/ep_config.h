@@ -30,6 +30,7 @@
 #include <stdarg.h>
 
 #include "ep_err.h"
+#include "ep_text.h"
 
 struct ep_cfg_kv {
 	char *key;
@@ -68,7 +69,8 @@ const struct ep_cfg_kv *ep_cfg_get(const struct ep_cfg *cfg, struct ep_cfg_secti
 int ep_cfg_each(struct ep_cfg_section *s, const char *key,
 		int (*fn)(const struct ep_cfg_kv *kv, void *arg), void *arg);
 
-/** Integer in [min, max]; @p def when absent.  0 or -1 with err set. */
+/** Integer in [min, max] (ep_parse_u64: decimal digits, never truncated); @p def
+ *  when absent.  0 or -1 with err set. */
 int ep_cfg_u64(const struct ep_cfg *cfg, struct ep_cfg_section *s, const char *key,
 	       uint64_t def, uint64_t min, uint64_t max, uint64_t *out, struct ep_err *err);
 /** String value or @p def. */
@@ -82,6 +84,14 @@ int ep_cfg_error(const struct ep_cfg *cfg, const struct ep_cfg_kv *kv, struct ep
 int ep_cfg_section_error(const struct ep_cfg *cfg, const struct ep_cfg_section *s,
 			 struct ep_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/**
+ * Read the side file named by @p kv (route_file = PATH, ...) line by line
+ * with ep_side_file_each(); an error names both places:
+ * "dp.conf:12: key 'route_file': /etc/routes:3: what is wrong".
+ */
+int ep_cfg_side_file(const struct ep_cfg *cfg, const struct ep_cfg_kv *kv,
+		     int (*fn)(void *arg, char *line, int lineno, struct ep_err *err), void *arg,
+		     struct ep_err *err);
 /** -1 with an error naming the first key nobody read. */
 int ep_cfg_check_unused(const struct ep_cfg *cfg, struct ep_err *err);
 

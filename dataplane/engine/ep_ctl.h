@@ -55,7 +55,19 @@ json_t *ep_ctl_dispatch(struct ep_engine *e, json_t *req);
 /** Request helpers: a required string / optional integer field, with errors
  *  that name the command and the field. */
 const char *ep_ctl_str(json_t *req, const char *key, struct ep_err *err);
+/** A required name field: a string in the name grammar (ep_name_check), so a
+ *  name given here is one the configuration file can write too. */
+const char *ep_ctl_name(json_t *req, const char *key, struct ep_err *err);
 int ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_t *out,
 	       struct ep_err *err);
+/** A field's value as the text a configuration line would carry (integers
+ *  in decimal, strings as they are), for handlers that set keys through the
+ *  same parser as the file. */
+int ep_ctl_value_text(const char *key, json_t *v, char *buf, size_t len, struct ep_err *err);
+
+/** A request field as config-file text: a string as is, an integer in
+ *  decimal, an array of those joined with commas.  -1 for other types or
+ *  when it does not fit @p n bytes. */
+int ep_ctl_text(json_t *v, char *buf, size_t n);
 
 #endif

@@ -25,6 +25,7 @@
 
 #include "ep_config.h"
 #include "ep_err.h"
+#include "ep_power.h"
 #include "ep_stage.h"
 
 #define EP_MAX_PORTS     16
@@ -36,6 +37,7 @@
 struct ep_engine;
 struct ep_worker;
 struct ep_ctl_client;
+struct ep_rapl;
 
 /** An address assigned to a port, with its prefix (connected subnet). */
 struct ep_addr4 { uint32_t addr; uint8_t plen; };         /* addr: network order */
@@ -59,17 +61,10 @@ struct ep_port {
 	bool started;
 };
 
-/** Adaptive polling: how a worker backs off when its queues are empty. */
-struct ep_poll_cfg {
-	uint32_t idle_polls;    /**< empty polls before the first pause */
-	uint32_t min_sleep_us;  /**< first pause */
-	uint32_t max_sleep_us;  /**< bound on pause = bound on added wake-up latency */
-};
-
 struct ep_worker_stats {
 	uint64_t busy_cycles;   /**< polls that found packets, and their processing */
-	uint64_t idle_cycles;   /**< empty polls and pauses */
-	uint64_t sleeps;        /**< pauses taken */
+	uint64_t idle_cycles;   /**< empty polls (pauses not included) */
+	uint64_t sleeps;        /**< pauses taken, by any policy's mechanism */
 	uint64_t sleep_cycles;  /**< TSC cycles spent paused */
 	uint64_t polls;         /**< rx polls */
 	uint64_t empty_polls;
@@ -105,10 +100,11 @@ struct ep_pipeline_type {
 	 *  Returns the packets it moved; non-zero counts as busy and keeps the
 	 *  worker from pausing.  Timed as the worker's "service" stage. */
 	uint16_t (*service)(struct ep_worker *w);
-	/** Optional: replaces the adaptive-polling pause (nanosleep) of an idle
-	 *  worker, for a pipeline that can be woken by its own descriptors (an
-	 *  application's doorbell).  Called RCU-offline; must return within
-	 *  about @p us microseconds and may return earlier. */
+	/** Optional: replaces the nanosleep of the `sleep` polling policy (the
+	 *  default; sleep-rx and cpu-wait keep their own waits), for a pipeline
+	 *  that can be woken by its own descriptors (an application's
+	 *  doorbell).  Called RCU-offline; must return within about @p us
+	 *  microseconds and may return earlier. */
 	void (*wait)(struct ep_worker *w, uint32_t us);
 	/** Once at shutdown, after workers stopped.  May be NULL. */
 	void (*teardown)(struct ep_engine *e);
@@ -158,6 +154,14 @@ struct ep_worker {
 	struct rte_ring *msgq;          /**< struct ep_worker_msg * from the control thread */
 	uint16_t burst;
 	bool running;
+	/** Its polling policy (ep_power.h): written only by the policy-change
+	 *  message on the worker, so the loop reads it without synchronisation
+	 *  and the control thread (which sends those messages and waits for
+	 *  each) reads it after the message's release of `done`. */
+	struct ep_poll_cfg poll;
+	struct ep_poll_state poll_state;
+	uint8_t sample;                 /**< enum ep_sample: what the next busy poll samples */
+	struct ep_power *power;         /**< wait resources and telemetry */
 } __rte_cache_aligned;
 
 enum ep_memory { EP_MEM_AUTO = 0, EP_MEM_HUGEPAGES, EP_MEM_NO_HUGE };
@@ -166,8 +170,11 @@ struct ep_engine {
 	struct ep_cfg *cfg;
 	enum ep_memory memory;          /**< [engine] memory */
 	char ctl_path[108];
+	int ctl_line;                   /**< line of [engine] ctl_socket, 0 if default */
 	uint16_t burst;
-	struct ep_poll_cfg poll;
+	struct ep_poll_cfg poll;        /**< [engine] polling policy: the workers' default */
+	struct ep_power_caps power_caps;
+	struct ep_rapl *rapl;           /**< package energy counters, NULL without RAPL */
 	struct ep_port ports[EP_MAX_PORTS];
 	int n_ports;
 	struct ep_worker *workers[EP_MAX_WORKERS];
@@ -181,7 +188,10 @@ struct ep_engine {
 	bool eal_up;
 	bool launched;
 	int ctl_fd;                     /**< listening control socket */
+	uint64_t ctl_dev, ctl_ino;      /**< its file: removed at exit only if still ours */
 	struct ep_ctl_client *ctl_clients;
+	int n_ctl_clients;
+	uint64_t ctl_accept_after_ms;   /**< accept paused (out of descriptors) until */
 };
 
 /** Port by name or NULL. */
@@ -198,6 +208,14 @@ int ep_worker_add_stage(struct ep_worker *w, const char *name, ep_stage_fn fn, v
  * NO_NEXT and freed).  Exposed for unit tests and in-process benchmarks.
  */
 uint16_t ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n);
+/**
+ * The same from stage index @p first on: a pipeline's service hook sends
+ * packets it held back (a scheduler's queues, operations completed by an
+ * asynchronous device) through the rest of its own pipeline, every stage
+ * timed and counted as usual.  Worker context only; call
+ * ep_worker_flush_tx() after.
+ */
+uint16_t ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n);
 void ep_worker_flush_tx(struct ep_worker *w);
 
 /**

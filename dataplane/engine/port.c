@@ -169,7 +169,7 @@ ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 		int rc;
 
 		snprintf(devargs, sizeof(devargs), "%s", p->device);
-		if (strncmp(devargs, "net_af_packet", 13) == 0 && strstr(devargs, "qpairs=") == NULL)
+		if (strncmp(devargs, "net_af_packet", 13) == 0 && strstr(devargs, ",qpairs=") == NULL)
 			snprintf(devargs + strlen(devargs), sizeof(devargs) - strlen(devargs),
 				 ",qpairs=%u", queues);
 		/* af_packet's default ring is 512 frames: ~6 ms at 80 kpps, less
@@ -183,6 +183,8 @@ ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 			return ep_err_set(err, "%s:%d: key 'device': port %s: cannot probe device "
 					  "'%s': %s", e->cfg->path, p->device_line, p->name,
 					  devargs, rte_strerror(-rc));
+		if (strncmp(devargs, "net_af_packet", 13) == 0)
+			ep_af_packet_claim(p->index);
 		dev_name(p->device, name, sizeof(name));
 		if (rte_eth_dev_get_port_by_name(name, &p->port_id) != 0)
 			return ep_err_set(err, "port %s: device '%s' probed but no ethdev named '%s'",
@@ -276,6 +278,7 @@ ep_ports_start(struct ep_engine *e, struct ep_err *err)
 void
 ep_ports_stop(struct ep_engine *e)
 {
+	ep_af_packet_forget();
 	for (int i = 0; i < e->n_ports; i++) {
 		struct ep_port *p = &e->ports[i];
 

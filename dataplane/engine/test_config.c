@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Config parser: grammar, line numbers in errors, repeated and unused keys. */
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ep_config.h"
 #include "ep_engine.h"
@@ -119,4 +122,143 @@ EP_TEST(config_parse_prefix_and_mac)
 	EP_CHECK_EQ(mac.addr_bytes[5], 0x0a);
 	EP_CHECK(ep_parse_mac("02:00:00:00:00", &mac) < 0);
 	EP_CHECK(ep_parse_mac("02:00:00:00:00:0a:", &mac) < 0);
+}
+
+EP_TEST(config_mac_refuses_sign_and_blank)
+{
+	struct rte_ether_addr mac;
+
+	EP_CHECK(ep_parse_mac("-1:00:00:00:00:0a", &mac) < 0);
+	EP_CHECK(ep_parse_mac("+2:00:00:00:00:0a", &mac) < 0);
+	EP_CHECK(ep_parse_mac(" 2:00:00:00:00:0a", &mac) < 0);
+	EP_CHECK(ep_parse_mac("02-00-00-00-00-0a", &mac) < 0);
+	EP_CHECK(ep_parse_mac("0A:00:00:00:00:0B", &mac) == 0);
+}
+
+EP_TEST(text_integer_is_never_truncated_wrapped_or_guessed)
+{
+	struct ep_err err;
+	uint64_t v = 7;
+
+	EP_CHECK(ep_parse_u64("4294967297", 0, UINT32_MAX, &v, &err) < 0);
+	EP_CHECK(strstr(err.msg, "4294967297 is outside [0, 4294967295]") != NULL);
+	EP_CHECK(ep_parse_u64("18446744073709551616", 0, UINT64_MAX, &v, &err) < 0);
+	EP_CHECK(strstr(err.msg, "is outside") != NULL);
+	EP_CHECK(ep_parse_u64("18446744073709551615", 0, UINT64_MAX, &v, &err) == 0);
+	EP_CHECK_EQ(v, UINT64_MAX);
+	static const char *const garbage[] = { "", "-1", "+1", " 1", "1 ", "1x", "0x10", "1e3",
+					       "1.0", "\xff" };
+	for (size_t i = 0; i < RTE_DIM(garbage); i++) {
+		EP_CHECK(ep_parse_u64(garbage[i], 0, UINT64_MAX, &v, &err) < 0);
+		EP_CHECK(strstr(err.msg, "is not a non-negative integer") != NULL);
+	}
+	EP_CHECK(strstr(err.msg, "\\xff") != NULL);     /* quoted, not raw */
+	EP_CHECK(ep_parse_u64("010", 0, 100, &v, &err) == 0);
+	EP_CHECK_EQ(v, 10);                              /* not octal */
+	EP_CHECK(ep_parse_u64("5", 6, 9, &v, &err) < 0);
+	EP_CHECK(ep_parse_u64_hex("0x0012", 1, 0xfffe, &v, &err) == 0);
+	EP_CHECK_EQ(v, 0x12);
+	EP_CHECK(ep_parse_u64_hex("0x", 0, 10, &v, &err) < 0);
+	EP_CHECK(ep_parse_u64_hex("0x1g", 0, 100, &v, &err) < 0);
+	EP_CHECK(ep_parse_u64_hex("0x10000000000000000", 0, UINT64_MAX, &v, &err) < 0);
+}
+
+EP_TEST(text_name_grammar_is_the_file_grammar)
+{
+	struct ep_err err;
+	static const char *const bad[] = { "", " ", "a b", "a\nb", "%s%n", "a/b", "caf\xc3\xa9",
+					   "n23456789012345678901234567890123" };
+
+	EP_CHECK(ep_name_check("gold-1.5_x", &err) == 0);
+	EP_CHECK(ep_name_check("n234567890123456789012345678901", &err) == 0);   /* 31 */
+	for (size_t i = 0; i < RTE_DIM(bad); i++)
+		EP_CHECK(ep_name_check(bad[i], &err) < 0);
+	EP_CHECK(strstr(err.msg, "is not a name") != NULL);
+	EP_CHECK(ep_name_check("a\nb", &err) < 0);
+	EP_CHECK(strstr(err.msg, "a\\x0ab") != NULL);
+}
+
+struct lines {
+	char text[8][64];
+	int lineno[8];
+	int n;
+};
+
+static int
+collect(void *arg, char *line, int lineno, struct ep_err *err)
+{
+	struct lines *l = arg;
+
+	if (strcmp(line, "fail") == 0)
+		return ep_err_set(err, "asked to fail");
+	if (l->n < 8) {
+		snprintf(l->text[l->n], sizeof(l->text[0]), "%s", line);
+		l->lineno[l->n++] = lineno;
+	}
+	return 0;
+}
+
+static void
+write_file(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	EP_CHECK(f != NULL);
+	if (f == NULL)
+		return;
+	EP_CHECK_EQ(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+EP_TEST(side_file_reads_lines_whole_or_refuses_them)
+{
+	char path[] = "/tmp/ep_side_XXXXXX", fifo[64];
+	struct ep_err err;
+	struct lines l = { .n = 0 };
+	int fd = mkstemp(path);
+	static char big[9000];
+
+	EP_CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	close(fd);
+	/* A comment longer than any old read chunk stays one comment. */
+	memset(big, ' ', sizeof(big));
+	big[0] = '#';
+	memcpy(big + 600, "deny src 198.18.1.2/32\n", 23);
+	write_file(path, big, 623);
+	EP_CHECK(ep_side_file_each(path, collect, &l, &err) == 0);
+	EP_CHECK_EQ(l.n, 0);
+	/* Blank lines, comments, CRLF, a last line without newline. */
+	write_file(path, "\n# c\n  a b  # t\r\n\n\tlast", 23);
+	EP_CHECK(ep_side_file_each(path, collect, &l, &err) == 0);
+	EP_CHECK_EQ(l.n, 2);
+	EP_CHECK(strcmp(l.text[0], "a b") == 0);
+	EP_CHECK_EQ(l.lineno[0], 3);
+	EP_CHECK(strcmp(l.text[1], "last") == 0);
+	EP_CHECK_EQ(l.lineno[1], 5);
+	/* Errors name the file and the line. */
+	write_file(path, "ok\n\nfail\n", 9);
+	EP_CHECK(ep_side_file_each(path, collect, &l, &err) != 0);
+	EP_CHECK(strstr(err.msg, ":3: asked to fail") != NULL);
+	memset(big, 'x', sizeof(big));
+	write_file(path, big, sizeof(big));
+	EP_CHECK(ep_side_file_each(path, collect, &l, &err) < 0);
+	EP_CHECK(strstr(err.msg, ":1: line longer than 4095 bytes") != NULL);
+	write_file(path, "a\nb\0c\n", 6);
+	EP_CHECK(ep_side_file_each(path, collect, &l, &err) < 0);
+	EP_CHECK(strstr(err.msg, ":2: NUL byte") != NULL);
+	unlink(path);
+	/* Not regular files: refused before anything is read. */
+	EP_CHECK(ep_side_file_each("/dev/zero", collect, &l, &err) < 0);
+	EP_CHECK(strstr(err.msg, "/dev/zero: not a regular file (a character device)") != NULL);
+	EP_CHECK(ep_side_file_each("/tmp", collect, &l, &err) < 0);
+	EP_CHECK(strstr(err.msg, "a directory") != NULL);
+	snprintf(fifo, sizeof(fifo), "%s.fifo", path);
+	EP_CHECK(mkfifo(fifo, 0600) == 0);
+	EP_CHECK(ep_side_file_each(fifo, collect, &l, &err) < 0);
+	EP_CHECK(strstr(err.msg, "a FIFO") != NULL);
+	unlink(fifo);
+	EP_CHECK(ep_side_file_each("/nonexistent/x", collect, &l, &err) < 0);
+	EP_CHECK(strstr(err.msg, "No such file or directory") != NULL);
 }

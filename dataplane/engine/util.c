@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Address parsing shared by the config file and the control socket. */
 #include <arpa/inet.h>
-#include <errno.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +36,9 @@ ep_parse_prefix(const char *s, void *addr, uint8_t *plen, struct ep_err *err)
 	if (slash == NULL) {
 		*plen = (uint8_t)max;
 	} else {
-		char *end;
-		long v;
+		uint64_t v;
 
-		errno = 0;
-		v = strtol(slash + 1, &end, 10);
-		if (slash[1] == '\0' || *end != '\0' || errno != 0 || v < 0 || v > max)
+		if (ep_parse_u64(slash + 1, 0, (uint64_t)max, &v, NULL) < 0)
 			return ep_err_set(err, "'%s': prefix length must be 0..%d", s, max);
 		*plen = (uint8_t)v;
 	}
@@ -52,12 +49,15 @@ int
 ep_parse_mac(const char *s, struct rte_ether_addr *mac)
 {
 	unsigned int b[6];
-	char tail;
 
-	if (s == NULL || sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
-				&b[4], &b[5], &tail) != 6)
+	/* Exactly xx:xx:xx:xx:xx:xx: sscanf's %x alone also takes a sign or a
+	 * blank ("-1:..." would wrap to ff). */
+	if (s == NULL || strlen(s) != 17)
 		return -1;
-	if (strlen(s) != 17)
+	for (int i = 0; i < 17; i++)
+		if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char)s[i]))
+			return -1;
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6)
 		return -1;
 	for (int i = 0; i < 6; i++)
 		mac->addr_bytes[i] = (uint8_t)b[i];

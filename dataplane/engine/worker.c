@@ -10,8 +10,9 @@
  *                              queue for tx, or note consumed; compact the rest
  *        tx_burst per port with pending packets   timed as the "tx" stage
  *     between bursts: run control messages, report RCU quiescent state
- *     after idle_polls empty polls: go RCU-offline, pause min..max_sleep_us
- *       (doubling), come back online
+ *     after an empty poll: the worker's polling policy (ep_power.h) says
+ *       poll again or pause; a pause goes RCU-offline, sleeps, waits on the
+ *       rx sockets or in the core's light sleep, and comes back online
  *
  * Cost of the machinery itself: one rdtsc per stage boundary (the end of
  * one stage is the start of the next: rx, each stage and tx cost one read
@@ -35,6 +36,7 @@
 
 #include "ep_engine.h"
 #include "engine_internal.h"
+#include "power_internal.h"
 
 #define EP_CALL_SPIN_US 50   /* ep_worker_call: spin this long before sleeping */
 
@@ -236,12 +238,12 @@ run_service(struct ep_worker *w, uint64_t *tsc)
  * ended, which is the start of the tx that follows.
  */
 static uint16_t
-run_burst_at(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc)
+run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc)
 {
 	uint16_t next[EP_BURST_MAX];
 	uint64_t t0 = *tsc;
 
-	for (int si = 0; si < w->n_stages && n != 0; si++) {
+	for (int si = first; si < w->n_stages && n != 0; si++) {
 		struct ep_stage *s = &w->stages[si];
 		uint64_t t1;
 		uint16_t k;
@@ -274,7 +276,20 @@ ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint64_t t = rte_rdtsc();
 
-	return run_burst_at(w, pkts, n, &t);
+	return run_burst_at(w, 0, pkts, n, &t);
+}
+
+uint16_t
+ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint64_t t = rte_rdtsc();
+
+	if (unlikely(first < 0 || first >= w->n_stages)) {
+		w->rx_stage.stats.drops[EP_DROP_NO_NEXT] += n;
+		rte_pktmbuf_free_bulk(pkts, n);
+		return n;
+	}
+	return run_burst_at(w, first, pkts, n, &t);
 }
 
 static void
@@ -327,7 +342,10 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 	t1 = rte_rdtsc();
 	w->rx_stage.stats.cycles += t1 - t0;
 	w->stats.rx_pkts += n;
-	run_burst_at(w, pkts, n, &t1);
+	/* The oldest frame of the burst: after a pause it waited longest. */
+	if (unlikely(w->sample != EP_SAMPLE_NONE))
+		ep_power_sample(w, pkts[0], t1);
+	run_burst_at(w, 0, pkts, n, &t1);
 	if (w->tx_pending != 0)
 		t1 = flush_tx_at(w, t1);
 	*tsc = t1;
@@ -335,21 +353,24 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 }
 
 /*
- * Adaptive polling: pause with the thread offline for RCU so that a grace
- * period never waits for a sleeper.  Pauses double from min to max_sleep_us,
- * which bounds the extra latency a packet arriving during a pause sees.
- * Timer slack is set to 1 us in the worker so the kernel honours short pauses
- * (the default 50 us slack would dominate them).
+ * A pause, with the thread offline for RCU so that a grace period never
+ * waits for a paused worker.  Timer slack is set to 1 us in the worker so
+ * the kernel honours short sleeps (the default 50 us slack would dominate
+ * them).  Its cycles count as sleep_cycles, not idle_cycles.
  */
 static void
-pause_worker(struct ep_worker *w, uint32_t us)
+pause_worker(struct ep_worker *w, enum ep_poll_act act, uint32_t us)
 {
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
 	uint64_t t0 = rte_rdtsc();
 
 	rte_rcu_qsbr_thread_offline(w->engine->qsbr, w->id);
-	if (w->type->wait != NULL)
-		w->type->wait(w, us);
+	if (act == EP_ACT_WAIT_RX)
+		ep_power_wait_rx(w, us);
+	else if (act == EP_ACT_CPU_WAIT)
+		ep_power_cpu_wait(w, t0 + w->engine->tsc_hz / 1000000 * us);
+	else if (w->type->wait != NULL)
+		w->type->wait(w, us);       /* the pipeline's own wake-up sources */
 	else
 		nanosleep(&ts, NULL);
 	rte_rcu_qsbr_thread_online(w->engine->qsbr, w->id);
@@ -362,16 +383,15 @@ ep_worker_main(void *arg)
 {
 	struct ep_worker *w = arg;
 	struct ep_engine *e = w->engine;
-	const struct ep_poll_cfg *pc = &e->poll;
 	struct ep_rx_queue src = { 0, 0 };
-	uint32_t idle = 0, sleep_us = pc->min_sleep_us;
 
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	ep_power_thread_start(w);
 	rte_rcu_qsbr_thread_online(e->qsbr, w->id);
 	__atomic_store_n(&w->running, true, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&e->quit, __ATOMIC_ACQUIRE)) {
 		uint64_t t0 = rte_rdtsc(), t1 = t0;
-		uint32_t got = 0;
+		uint32_t got = 0, us = 0;
 
 		if (w->type->source != NULL) {
 			got = poll_one(w, &src, &t1);
@@ -385,17 +405,23 @@ ep_worker_main(void *arg)
 			t1 = rte_rdtsc();
 		if (got != 0) {
 			w->stats.busy_cycles += t1 - t0;
-			idle = 0;
-			sleep_us = pc->min_sleep_us;
+			ep_poll_found(&w->poll, &w->poll_state);
+			if ((++w->power->busy_iters & (EP_SAMPLE_EVERY - 1)) == 0)
+				w->sample = EP_SAMPLE_POLL;
 		} else {
+			enum ep_poll_act act = ep_poll_empty(&w->poll, &w->poll_state, &us);
+
 			w->stats.idle_cycles += t1 - t0;
-			if (pc->idle_polls != 0 && ++idle >= pc->idle_polls) {
-				pause_worker(w, sleep_us);
-				w->stats.idle_cycles += rte_rdtsc() - t1;
-				if (sleep_us < pc->max_sleep_us)
-					sleep_us = RTE_MIN(sleep_us * 2, pc->max_sleep_us);
+			/* Nothing waited through the pause before this poll. */
+			if (w->sample == EP_SAMPLE_WAKE)
+				w->sample = EP_SAMPLE_NONE;
+			if (act != EP_ACT_POLL) {
+				pause_worker(w, act, us);
+				w->sample = EP_SAMPLE_WAKE;
 			}
 		}
+		if (unlikely(w->poll.cpufreq))
+			ep_power_freq_tick(w, t1, got != 0 ? t1 - t0 : 0);
 		run_messages(w);
 		rte_rcu_qsbr_quiescent(e->qsbr, w->id);
 	}
@@ -467,9 +493,22 @@ ep_worker_create(struct ep_engine *e, unsigned int id, const char *name, struct 
 		ep_err_set(err, "worker %s: out of memory", name);
 		return NULL;
 	}
+	w->power = rte_zmalloc("ep_power", sizeof(*w->power), RTE_CACHE_LINE_SIZE);
+	if (w->power == NULL) {
+		rte_free(w);
+		ep_err_set(err, "worker %s: out of memory", name);
+		return NULL;
+	}
+	w->power->freq_fd = -1;
+	ep_hist_reset(&w->power->wake_lat);
+	ep_hist_reset(&w->power->poll_lat);
 	w->id = id;
 	w->engine = e;
 	w->burst = e->burst;
+	/* Busy polling until ep_power_start() applies the configured policy. */
+	w->poll = (struct ep_poll_cfg){ .policy = EP_POLL_BUSY, .min_sleep_us = 1,
+					.max_sleep_us = 1 };
+	ep_poll_state_reset(&w->poll, &w->poll_state);
 	snprintf(w->name, sizeof(w->name), "%s", name);
 	snprintf(w->rx_stage.name, sizeof(w->rx_stage.name), "rx");
 	snprintf(w->tx_stage.name, sizeof(w->tx_stage.name), "tx");
@@ -477,6 +516,7 @@ ep_worker_create(struct ep_engine *e, unsigned int id, const char *name, struct 
 	snprintf(rname, sizeof(rname), "ep_msgq_%u", id);
 	w->msgq = rte_ring_create(rname, 64, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	if (w->msgq == NULL) {
+		rte_free(w->power);
 		rte_free(w);
 		ep_err_set(err, "worker %s: message ring: %s", name, rte_strerror(rte_errno));
 		return NULL;
@@ -490,5 +530,6 @@ ep_worker_free(struct ep_worker *w)
 	if (w == NULL)
 		return;
 	rte_ring_free(w->msgq);
+	rte_free(w->power);
 	rte_free(w);
 }

@@ -36,7 +36,7 @@ xconnect_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 {
 	struct xconnect_ctx *c = rte_zmalloc("xconnect", sizeof(*c), RTE_CACHE_LINE_SIZE);
 	const struct ep_cfg_kv *kv = ep_cfg_get(e->cfg, w->cfg, "pairs", err);
-	char buf[256], *tok, *save = NULL;
+	char buf[EP_SIDE_MAX_LINE + 1], *tok, *save = NULL;
 
 	if (c == NULL)
 		return ep_err_set(err, "worker %s: out of memory", w->name);

@@ -134,7 +134,7 @@ gen_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 	if (pool == NULL)
 		return ep_cfg_section_error(cfg, w->cfg, err, "mbuf pool of %u: %s",
 					    GEN_POOL_MBUFS, rte_strerror(rte_errno));
-	g = ep_gen_create(&p, pool, w->burst, e->poll.max_sleep_us + GEN_DEPTH_MARGIN_US, socket,
+	g = ep_gen_create(&p, pool, w->burst, w->poll.max_sleep_us + GEN_DEPTH_MARGIN_US, socket,
 			  &e2);
 	if (g == NULL) {
 		rte_mempool_free(pool);
@@ -224,7 +224,7 @@ ep_gen_time_json(const struct ep_engine *e, uint64_t tsc)
 {
 	if (tsc == 0)
 		return json_null();
-	return json_integer((json_int_t)ep_gen_cyc_to_ns(tsc > e->start_tsc ? tsc - e->start_tsc : 0,
+	return json_integer((json_int_t)ep_cyc_to_ns(tsc > e->start_tsc ? tsc - e->start_tsc : 0,
 							 e->tsc_hz));
 }
 
@@ -300,24 +300,11 @@ gen_json(const struct ep_engine *e, const struct ep_worker *w, const struct ep_g
 			 "sent_bytes", (json_int_t)m->c.sent_bytes,
 			 "alloc_failed_pkts", (json_int_t)m->c.alloc_failed_pkts,
 			 "tx_full_pkts", (json_int_t)m->tx_full_pkts,
-			 "elapsed_ns", (json_int_t)ep_gen_cyc_to_ns(el, e->tsc_hz),
+			 "elapsed_ns", (json_int_t)ep_cyc_to_ns(el, e->tsc_hz),
 			 "measured_pps", secs > 0 ? (double)m->c.sent_pkts / secs : 0.0,
 			 "start_ns", ep_gen_time_json(e, m->c.start_tsc),
 			 "first_tx_ns", ep_gen_time_json(e, m->c.first_tx_tsc),
 			 "last_tx_ns", ep_gen_time_json(e, m->c.last_tx_tsc));
-}
-
-/* A request value as the text ep_gen_param_set() parses. */
-static int
-value_text(const char *key, json_t *v, char *buf, size_t len, struct ep_err *err)
-{
-	if (json_is_integer(v))
-		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
-	else if (json_is_string(v) && strlen(json_string_value(v)) < len)
-		snprintf(buf, len, "%s", json_string_value(v));
-	else
-		return ep_err_set(err, "field '%s' must be an integer or a short string", key);
-	return 0;
 }
 
 /* Phase 1 for one worker: the message to send, or -1 with nothing changed. */
@@ -342,7 +329,7 @@ gen_prepare(struct ep_worker *w, json_t *req, enum gen_op op, struct ep_gen_para
 			continue;
 		if (strcmp(key, "start") == 0)
 			return ep_err_set(err, "'start' is a configuration key: use gen-start");
-		if (value_text(key, v, val, sizeof(val), err) < 0 ||
+		if (ep_ctl_value_text(key, v, val, sizeof(val), err) < 0 ||
 		    ep_gen_param_set(np, key, val, err) < 0)
 			return -1;
 		rebuild = rebuild || ep_gen_param_is_template(key);

@@ -36,17 +36,19 @@
 #include <rte_mbuf.h>
 
 #include "ep_err.h"
+#include "ep_hist.h"
 #include "ep_stage.h"
+#include "ep_stamp.h"
 
-#define EP_GEN_MAGIC        0x31475045u /**< "EPG1" as little-endian bytes */
-#define EP_GEN_HDR_LEN      18          /**< payload header bytes on the wire */
+#define EP_GEN_MAGIC        EP_STAMP_MAGIC /**< "EPG1" (proto/ep_stamp.h: its readers) */
+#define EP_GEN_HDR_LEN      EP_STAMP_LEN /**< payload header bytes on the wire */
 #define EP_GEN_MAX_FLOWS    65536       /**< flow ids fit the u16 field */
 #define EP_GEN_MAX_CLASSES  16          /**< distinct sizes in one profile */
 #define EP_GEN_MAX_SCHED    65536       /**< iMix period limit, packets */
 #define EP_GEN_MAX_FRAME    1522        /**< largest size: 1518 + a VLAN tag */
 #define EP_GEN_FCS_LEN      RTE_ETHER_CRC_LEN
 #define EP_GEN_MAX_RATE     1000000000ull /**< pps; bounds the pacing arithmetic */
-#define EP_GEN_MASK48       ((1ull << 48) - 1)
+#define EP_GEN_MASK48       EP_STAMP_MASK48
 #define EP_GEN_TPL_LEN      96          /**< template bytes copied per packet */
 
 /** The payload header as read and written (wire layout above). */
@@ -75,13 +77,6 @@ ep_gen_u48(const uint8_t *p)
 
 	memcpy(&v, p, 6);
 	return rte_le_to_cpu_64(v);
-}
-
-/** TSC cycles to nanoseconds without overflowing for any 64-bit @p cyc. */
-static inline uint64_t
-ep_gen_cyc_to_ns(uint64_t cyc, uint64_t hz)
-{
-	return cyc / hz * 1000000000ull + cyc % hz * 1000000000ull / hz;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -295,73 +290,6 @@ uint16_t ep_gen_produce(struct ep_gen *g, struct rte_mbuf **pkts, uint16_t max, 
 
 /** The stage after the source: every packet to the tx port. */
 uint16_t ep_gen_tx_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-
-/* ------------------------------------------------------------------------ */
-/* Latency histogram: log-linear, HdrHistogram-like.                        */
-
-/**
- * Values below 256 cycles have their own bucket; above, each power of two
- * is split into 128 buckets, so a bucket is at most 1/128 (0.78%) of its
- * value wide and the reported midpoint is within 0.4%.  Values up to 2^47
- * cycles (13 hours at 3 GHz) fit; 5248 buckets, 42 KB.
- */
-#define EP_HIST_SUB_BITS 7
-#define EP_HIST_MAX_BITS 47
-#define EP_HIST_BUCKETS  ((EP_HIST_MAX_BITS - EP_HIST_SUB_BITS + 1) << EP_HIST_SUB_BITS)
-
-static inline uint32_t
-ep_hist_index(uint64_t v)
-{
-	unsigned int shift;
-
-	if (v >= (1ull << EP_HIST_MAX_BITS))
-		v = (1ull << EP_HIST_MAX_BITS) - 1;
-	if (v < (2u << EP_HIST_SUB_BITS))
-		return (uint32_t)v;
-	shift = (unsigned int)(63 - __builtin_clzll(v)) - EP_HIST_SUB_BITS;
-	/* v >> shift is in [128, 256): the index is continuous with the exact
-	 * buckets below. */
-	return (uint32_t)((shift << EP_HIST_SUB_BITS) + (v >> shift));
-}
-
-/** Lowest value of bucket @p i and its width. */
-static inline uint64_t
-ep_hist_lower(uint32_t i, uint64_t *width)
-{
-	unsigned int shift;
-
-	if (i < (2u << EP_HIST_SUB_BITS)) {
-		*width = 1;
-		return i;
-	}
-	shift = (i >> EP_HIST_SUB_BITS) - 1;
-	*width = 1ull << shift;
-	return (uint64_t)(i - (shift << EP_HIST_SUB_BITS)) << shift;
-}
-
-struct ep_hist {
-	uint64_t count;
-	uint64_t min, max, sum;      /**< cycles; min is UINT64_MAX when empty */
-	uint64_t b[EP_HIST_BUCKETS];
-};
-
-static inline void
-ep_hist_add(struct ep_hist *h, uint64_t v)
-{
-	h->b[ep_hist_index(v)]++;
-	h->count++;
-	h->sum += v;
-	if (v < h->min)
-		h->min = v;
-	if (v > h->max)
-		h->max = v;
-}
-
-void ep_hist_reset(struct ep_hist *h);
-void ep_hist_merge(struct ep_hist *dst, const struct ep_hist *src);
-/** Value at @p permille (500 = median, 999 = p99.9): the midpoint of the
- *  bucket holding that rank, clamped to [min, max]; 0 when empty. */
-uint64_t ep_hist_percentile(const struct ep_hist *h, unsigned int permille);
 
 /* ------------------------------------------------------------------------ */
 /* The sink.                                                                */

@@ -33,17 +33,7 @@ static const struct {
 static int
 parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-
-	if (s == NULL || *s == '\0' || *s == '-' || *s == '+')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v > max)
-		return -1;
-	*out = v;
-	return 0;
+	return ep_parse_u64(s, 0, max, out, NULL);
 }
 
 int

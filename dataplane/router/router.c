@@ -75,8 +75,7 @@ router_parse_prefix(const char *s, uint8_t addr[16], uint8_t *plen, bool strict,
 {
 	char ip[64];
 	const char *slash = s != NULL ? strchr(s, '/') : NULL;
-	char *end;
-	unsigned long len;
+	uint64_t len;
 	int fam;
 
 	*why = "is not a prefix (address/length)";
@@ -87,8 +86,7 @@ router_parse_prefix(const char *s, uint8_t addr[16], uint8_t *plen, bool strict,
 	fam = router_parse_ip(ip, addr);
 	if (fam == 0 || slash[1] < '0' || slash[1] > '9')
 		return 0;
-	len = strtoul(slash + 1, &end, 10);
-	if (*end != '\0' || len > (fam == 4 ? 32u : 128u)) {
+	if (ep_parse_u64(slash + 1, 0, fam == 4 ? 32u : 128u, &len, NULL) < 0) {
 		*why = "prefix length out of range";
 		return 0;
 	}

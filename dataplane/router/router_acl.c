@@ -116,19 +116,16 @@ defs6_init(void)
 static int
 parse_ports(const char *s, uint16_t *lo, uint16_t *hi)
 {
-	char *end;
-	unsigned long a, b;
+	char buf[16], *dash;
+	uint64_t a, b;
 
-	if (s == NULL || *s < '0' || *s > '9')
+	if (s == NULL || snprintf(buf, sizeof(buf), "%s", s) >= (int)sizeof(buf))
 		return -1;
-	a = strtoul(s, &end, 10);
-	b = a;
-	if (*end == '-') {
-		if (end[1] < '0' || end[1] > '9')
-			return -1;
-		b = strtoul(end + 1, &end, 10);
-	}
-	if (*end != '\0' || a > 65535 || b > 65535 || a > b)
+	dash = strchr(buf, '-');
+	if (dash != NULL)
+		*dash = '\0';
+	if (ep_parse_u64(buf, 0, 65535, &a, NULL) < 0 ||
+	    ep_parse_u64(dash != NULL ? dash + 1 : buf, a, 65535, &b, NULL) < 0)
 		return -1;
 	*lo = (uint16_t)a;
 	*hi = (uint16_t)b;
@@ -168,8 +165,7 @@ router_acl_parse(const char *text, struct router_acl_rule *rule, struct ep_err *
 		if (val == NULL)
 			return ep_err_set(err, "rule: '%s': %s needs a value", text, tok);
 		if (k == 0) {
-			char *end;
-			unsigned long p;
+			uint64_t p;
 
 			rule->any_proto = false;
 			if (strcmp(val, "tcp") == 0)
@@ -182,8 +178,7 @@ router_acl_parse(const char *text, struct router_acl_rule *rule, struct ep_err *
 				rule->proto = IPPROTO_ICMPV6;
 			else if (strcmp(val, "any") == 0)
 				rule->any_proto = true;
-			else if (p = strtoul(val, &end, 10), *val >= '0' && *val <= '9' &&
-				 *end == '\0' && p <= 255)
+			else if (ep_parse_u64(val, 0, 255, &p, NULL) == 0)
 				rule->proto = (uint8_t)p;
 			else
 				return ep_err_set(err, "rule: '%s': proto '%s' is not tcp, udp, icmp, "

@@ -251,6 +251,14 @@ ctl_acl_replace(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *er
 			if (*t != '\0')
 				list[n++] = t;
 		}
+		/* "" or " " is more likely a mistake than a wish to drop every
+		 * rule: emptying the ACL takes an explicit empty list. */
+		if (list != NULL && n == 0) {
+			free(list);
+			free(copy);
+			return ep_err_set(err, "rules: the string holds no rule; to remove every "
+					  "rule send an empty list (rules=[])");
+		}
 	} else {
 		return ep_err_set(err, "rules: missing (an array of rule strings, or one "
 				  "string with rules separated by ';')");

@@ -140,7 +140,7 @@ static int
 each_neighbor(const struct ep_cfg_kv *kv, void *arg)
 {
 	struct load_ctx *c = arg;
-	char buf[256];
+	char buf[EP_SIDE_MAX_LINE + 1];
 
 	snprintf(buf, sizeof(buf), "%s", kv->val);
 	return neighbor_line(buf, c->r, c->err) < 0 ? kv_error(c, kv) : 0;
@@ -150,7 +150,7 @@ static int
 each_route(const struct ep_cfg_kv *kv, void *arg)
 {
 	struct load_ctx *c = arg;
-	char buf[256];
+	char buf[EP_SIDE_MAX_LINE + 1];
 
 	snprintf(buf, sizeof(buf), "%s", kv->val);
 	return route_line(buf, c->r, c->err) < 0 ? kv_error(c, kv) : 0;
@@ -164,57 +164,17 @@ each_acl(const struct ep_cfg_kv *kv, void *arg)
 	return acl_push(c, kv->val) < 0 ? kv_error(c, kv) : 0;
 }
 
-/* Read @p path line by line ('#' comments, blank lines skipped). */
+/* route_file and acl_file lines (ep_cfg_side_file strips comments and blanks). */
 static int
-load_file(struct load_ctx *c, const struct ep_cfg_kv *kv,
-	  int (*fn)(struct load_ctx *c, char *line))
+file_route(void *arg, char *line, int lineno, struct ep_err *err)
 {
-	FILE *f = fopen(kv->val, "r");
-	char line[512];
-	int lineno = 0;
-
-	if (f == NULL) {
-		ep_err_set(c->err, "cannot open '%s': %s", kv->val, strerror(errno));
-		return kv_error(c, kv);
-	}
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char *s = line, *hash = strchr(line, '#');
-
-		lineno++;
-		if (hash != NULL)
-			*hash = '\0';
-		while (*s == ' ' || *s == '\t')
-			s++;
-		s[strcspn(s, "\r\n")] = '\0';
-		if (*s == '\0')
-			continue;
-		if (fn(c, s) < 0) {
-			char inner[sizeof(c->err->msg)];
-
-			snprintf(inner, sizeof(inner), "%s", c->err->msg);
-			ep_err_set(c->err, "%s:%d: %s", kv->val, lineno, inner);
-			fclose(f);
-			return -1;
-		}
-	}
-	fclose(f);
-	return 0;
+	return route_line(line, ((struct load_ctx *)arg)->r, err);
 }
 
 static int
-file_route(struct load_ctx *c, char *line)
+file_acl(void *arg, char *line, int lineno, struct ep_err *err)
 {
-	return route_line(line, c->r, c->err);
-}
-
-static int
-file_acl(struct load_ctx *c, char *line)
-{
-	size_t n = strlen(line);
-
-	while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
-		line[--n] = '\0';
-	return acl_push(c, line);
+	return acl_push(arg, line);
 }
 
 int
@@ -230,12 +190,12 @@ router_load_config(struct router *r, struct ep_cfg *cfg, struct ep_cfg_section *
 	    ep_cfg_each(s, "route", each_route, &c) != 0)
 		goto out;
 	kv = ep_cfg_get(cfg, s, "route_file", err);
-	if (kv != NULL && load_file(&c, kv, file_route) < 0)
+	if (kv != NULL && ep_cfg_side_file(cfg, kv, file_route, &c, err) != 0)
 		goto out;
 	if (ep_cfg_each(s, "acl", each_acl, &c) != 0)
 		goto out;
 	kv = ep_cfg_get(cfg, s, "acl_file", err);
-	if (kv != NULL && load_file(&c, kv, file_acl) < 0)
+	if (kv != NULL && ep_cfg_side_file(cfg, kv, file_acl, &c, err) != 0)
 		goto out;
 	kv = ep_cfg_get(cfg, s, "acl_default", err);
 	if (kv != NULL) {

@@ -259,7 +259,7 @@ EP_TEST(config_errors_name_file_line_and_field)
 		{ "[router]\nacl = permit proto udp dport x\n", "dport" },
 		{ "[router]\nacl_default = maybe\n", "permit or deny" },
 		{ "[router]\nacl = deny proto udp\nacl_classify = fastest\n", "avx2, sse or scalar" },
-		{ "[router]\nroute_file = /nonexistent/routes\n", "cannot open" },
+		{ "[router]\nroute_file = /nonexistent/routes\n", "No such file or directory" },
 	};
 
 	for (size_t i = 0; i < RTE_DIM(bad); i++) {

@@ -1,6 +1,8 @@
 // Command edgeplane is the node agent and its tools.
 //
-//	edgeplane agent --iface eth0 [--listen 127.0.0.1:9180] [--alt-node MAC,IPv4,IPv6 ...]
+//	edgeplane agent --iface eth0 [--listen unix:/run/edgeplane/eth0.sock] [--api-group edgeplane]
+//	                [--listen tcp:HOST:PORT --api-token-file FILE | --api-tls-cert ... --api-client-ca ...]
+//	                [--alt-node MAC,IPv4,IPv6 ...]
 //	edgeplane detach --iface eth0 [--bpffs /sys/fs/bpf]
 package main
 
@@ -10,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -68,12 +69,20 @@ func (a *altFlags) Set(s string) error {
 func runAgent(args []string) error {
 	fs := flag.NewFlagSet("agent", flag.ExitOnError)
 	var cfg agent.Config
+	var lc api.ListenConfig
 	var alts altFlags
 	fs.StringVar(&cfg.Iface, "iface", "", "interface to attach the XDP program to")
 	fs.StringVar(&cfg.Mode, "xdp-mode", "auto", "native, generic, or auto (native, falling back to generic)")
 	fs.StringVar(&cfg.BPFFS, "bpffs", "/sys/fs/bpf", "bpffs mount for pinned maps (mounted if absent)")
 	fs.StringVar(&cfg.StateDir, "state-dir", "", "intents and overload mode (default /run/edgeplane/<iface>)")
-	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:9180", "REST API and /metrics: host:port or unix:/path")
+	fs.StringVar(&lc.Addr, "listen", "", "REST API and /metrics: unix:/path (default unix:/run/edgeplane/<iface>.sock, mode 0660) or tcp:host:port (needs --api-token-file or mutual TLS)")
+	fs.StringVar(&lc.Group, "api-group", "", "group (name or gid) of the API socket: its members may use the API (default: the agent's group)")
+	fs.StringVar(&lc.TokenFile, "api-token-file", "", "file holding the bearer token every request must carry (required on tcp: unless mutual TLS)")
+	fs.StringVar(&lc.CertFile, "api-tls-cert", "", "TLS certificate of a tcp: listener (PEM)")
+	fs.StringVar(&lc.KeyFile, "api-tls-key", "", "its private key (PEM)")
+	fs.StringVar(&lc.ClientCAFile, "api-client-ca", "", "CA certificates (PEM) a client certificate must be signed by: mutual TLS")
+	fs.BoolVar(&lc.InsecureLoopback, "api-insecure-loopback", false, "allow a tcp: listener on a loopback address without authentication (tests only; logged as such)")
+	readTimeout := fs.Duration("api-read-timeout", api.DefaultReadTimeout, "time a client has to send a whole request, body included (408 after)")
 	fs.Var(&alts, "alt-node", "alternative node MAC,IPv4[,IPv6] (repeatable; replaces the pinned list)")
 	fs.StringVar(&cfg.Overload, "overload", "", "auto, off, host (offload non-prioritised) or all (CPUs too) (default: the stored mode, else auto)")
 	fs.Float64Var(&cfg.High, "load-high", 0.90, "CPU busy fraction entering overload")
@@ -96,29 +105,33 @@ func runAgent(args []string) error {
 			cfg.AltNodes = append(cfg.AltNodes, n)
 		}
 	}
+	if cfg.Iface == "" {
+		return errors.New("--iface is required")
+	}
+	if lc.Addr == "" {
+		lc.Addr = "unix:" + filepath.Join("/run/edgeplane", cfg.Iface+".sock")
+	}
+	// The listener first: a wrong --listen or --api-* flag fails before
+	// the program is attached, and nothing else creates files yet while
+	// the socket is bound under a tight umask.
+	ep, err := api.Listen(lc)
+	if err != nil {
+		return err
+	}
+	defer ep.Listener.Close()
 	a, err := agent.Start(cfg)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 
-	var ln net.Listener
-	if path, ok := strings.CutPrefix(cfg.Listen, "unix:"); ok {
-		os.Remove(path)
-		ln, err = net.Listen("unix", path)
-	} else {
-		ln, err = net.Listen("tcp", cfg.Listen)
-	}
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: api.Handler(a), ReadHeaderTimeout: 5 * time.Second}
+	srv := api.NewServer(api.Handler(a, ep.Options), *readTimeout)
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ep.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("api", "err", err)
 		}
 	}()
-	slog.Info("api listening", "addr", cfg.Listen)
+	slog.Info("api listening", "on", ep.Desc, "read_timeout", srv.ReadTimeout)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"edgeplane/control/internal/apispec"
 	"edgeplane/control/internal/intent"
 	"edgeplane/control/internal/load"
 	"edgeplane/control/internal/ntuple"
@@ -30,7 +31,6 @@ type Config struct {
 	Mode           string // XDP attach mode: auto, native, generic
 	BPFFS          string // bpffs mount; pins go to <BPFFS>/edgeplane/<Iface>
 	StateDir       string // intents.json and overload mode; default /run/edgeplane/<Iface>
-	Listen         string // host:port or unix:/path
 	AltNodes       []steer.AltNode
 	Overload       string // auto, on, off; "" keeps the stored mode (default auto)
 	High, Low      float64
@@ -328,9 +328,21 @@ type AltNodeDoc struct {
 	IPv6 string `json:"ipv6,omitempty"`
 }
 
-// ParseAltNode validates one alternative node.
+// ParseAltNode validates one alternative node against the API's AltNode
+// schema (the --alt-node flag and PUT /v1/alt-nodes share the grammar),
+// then reads it.
 func ParseAltNode(d AltNodeDoc) (steer.AltNode, error) {
 	bad := func(f string, a ...any) error { return &intent.Error{Status: 400, Msg: fmt.Sprintf(f, a...)} }
+	doc := map[string]any{"mac": d.MAC}
+	if d.IPv4 != "" {
+		doc["ipv4"] = d.IPv4
+	}
+	if d.IPv6 != "" {
+		doc["ipv6"] = d.IPv6
+	}
+	if err := apispec.CheckNamed("AltNode", doc); err != nil {
+		return steer.AltNode{}, bad("alternative node: %v", err)
+	}
 	mac, err := net.ParseMAC(d.MAC)
 	if err != nil || len(mac) != 6 || mac[0]&1 != 0 {
 		return steer.AltNode{}, bad("alternative node MAC %q: want a unicast Ethernet address", d.MAC)
@@ -345,9 +357,6 @@ func ParseAltNode(d AltNodeDoc) (steer.AltNode, error) {
 		if n.IPv6, err = netip.ParseAddr(d.IPv6); err != nil || !n.IPv6.Is6() || n.IPv6.Is4In6() {
 			return n, bad("alternative node ipv6 %q is not an IPv6 address", d.IPv6)
 		}
-	}
-	if d.IPv4 == "" && d.IPv6 == "" {
-		return n, bad("alternative node %s has no address", d.MAC)
 	}
 	return n, nil
 }

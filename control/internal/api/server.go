@@ -1,53 +1,235 @@
 // Package api is the northbound REST interface (the seed's NBI): intents in,
 // statistics out. Handlers decode, call one agent function, encode; they
-// never touch the maps. openapi.yaml documents every route.
+// never touch the maps. The OpenAPI document (internal/apispec) lists every
+// route and is the validator of every request body and path parameter;
+// listen.go and auth.go decide who may reach the handlers at all.
 package api
 
 import (
 	"bytes"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"mime"
+	"net"
 	"net/http"
+	"os"
+	"path"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"edgeplane/control/internal/agent"
+	"edgeplane/control/internal/apispec"
 	"edgeplane/control/internal/intent"
 )
 
-//go:embed openapi.yaml
-var OpenAPI []byte
+// MaxBody bounds a request body: an intent is a few hundred bytes, a batch
+// of a thousand fits.
+const MaxBody = 1 << 20
 
-// maxBody bounds a request: an intent is a few hundred bytes, a batch of
-// a thousand fits.
-const maxBody = 1 << 20
-
-// Handler serves the API for an agent.
-func Handler(a *agent.Agent) http.Handler {
-	mux := http.NewServeMux()
-	h := &handlers{a}
-	mux.HandleFunc("GET /v1/intents", h.list)
-	mux.HandleFunc("POST /v1/intents", h.apply)
-	mux.HandleFunc("GET /v1/intents/{id}", h.get)
-	mux.HandleFunc("DELETE /v1/intents/{id}", h.delete)
-	mux.HandleFunc("GET /v1/stats", h.stats)
-	mux.HandleFunc("GET /v1/overload", h.getOverload)
-	mux.HandleFunc("PUT /v1/overload", h.putOverload)
-	mux.HandleFunc("GET /v1/alt-nodes", h.getAlt)
-	mux.HandleFunc("PUT /v1/alt-nodes", h.putAlt)
-	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		w.Write(OpenAPI)
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
-	return timed(a.Metrics, mux)
+// Options are how the handler authenticates and what it logs.
+type Options struct {
+	Token []byte // bearer token every request must carry; nil: none (the Unix socket's mode decides)
+	// Unauthenticated marks an unauthenticated TCP listener: every change
+	// it serves is logged as such.
+	Unauthenticated bool
 }
 
+type route struct {
+	method, path string
+	serve        func(w http.ResponseWriter, r *http.Request, body []byte)
+}
+
+type server struct {
+	a        *agent.Agent
+	mux      *http.ServeMux
+	patterns map[string]bool
+	opts     Options
+}
+
+// Handler serves the API for an agent.
+func Handler(a *agent.Agent, o Options) http.Handler {
+	s := &server{a: a, mux: http.NewServeMux(), patterns: map[string]bool{}, opts: o}
+	metrics := promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})
+	for _, rt := range []route{
+		{"GET", "/v1/intents", s.list},
+		{"POST", "/v1/intents", s.apply},
+		{"GET", "/v1/intents/{id}", s.get},
+		{"DELETE", "/v1/intents/{id}", s.delete},
+		{"GET", "/v1/stats", s.stats},
+		{"GET", "/v1/overload", s.getOverload},
+		{"PUT", "/v1/overload", s.putOverload},
+		{"GET", "/v1/alt-nodes", s.getAlt},
+		{"PUT", "/v1/alt-nodes", s.putAlt},
+		{"GET", "/openapi.yaml", func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			w.Header().Set("Content-Type", "application/yaml")
+			w.Write(apispec.Document)
+		}},
+		{"GET", "/metrics", func(w http.ResponseWriter, r *http.Request, _ []byte) { metrics.ServeHTTP(w, r) }},
+	} {
+		s.handle(rt)
+	}
+	var h http.Handler = s
+	if o.Token != nil {
+		h = requireToken(o.Token, h)
+	}
+	return timed(a.Metrics, recovered(audited(o, h)))
+}
+
+// handle registers a route with the checks its operation in the document
+// asks for: path parameters against their schemas (an intent id outside
+// the grammar names no intent: 404), a body's media type (415), size
+// (413), arrival within the read timeout (408), syntax and schema (400).
+func (s *server) handle(rt route) {
+	op := apispec.Operation(rt.method, rt.path)
+	if op == nil {
+		panic(fmt.Sprintf("api: %s %s is not in openapi.yaml", rt.method, rt.path))
+	}
+	params := apispec.PathParameters(rt.path, op)
+	body := apispec.RequestSchema(op)
+	pattern := rt.method + " " + rt.path
+	s.patterns[pattern] = true
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		for name, schema := range params {
+			if err := apispec.Check(schema, r.PathValue(name)); err != nil {
+				writeProblem(w, http.StatusNotFound, fmt.Sprintf("no %s %q: %v", name, r.PathValue(name), err))
+				return
+			}
+		}
+		var b []byte
+		if body != nil {
+			var ok bool
+			if b, ok = readJSON(w, r, body); !ok {
+				return
+			}
+		}
+		rt.serve(w, r, b)
+	})
+}
+
+// ServeHTTP answers what the mux has no route for as JSON: 404 for an
+// unknown path (and for one the mux would redirect to its cleaned form),
+// 405 with the mux's Allow header for a method the path does not have.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p != canonical(p) {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no such path: %s (not in canonical form: no empty, . or .. segments)", p))
+		return
+	}
+	h, pattern := s.mux.Handler(r)
+	if s.patterns[pattern] {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	rec := &headerRecorder{header: http.Header{}, code: http.StatusOK}
+	h.ServeHTTP(rec, r)
+	if rec.code == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", rec.header.Get("Allow"))
+		writeProblem(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow")))
+		return
+	}
+	writeProblem(w, http.StatusNotFound, fmt.Sprintf("no such path: %s (GET /openapi.yaml lists them)", r.URL.Path))
+}
+
+// canonical is p as the mux would redirect it: cleaned, its trailing
+// slash kept.
+func canonical(p string) string {
+	c := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+// headerRecorder keeps the status and headers of the mux's own 404/405
+// answers and drops their text/plain body.
+type headerRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (h *headerRecorder) WriteHeader(code int)        { h.code = code }
+
+// readJSON reads and checks a request body; on a refusal it has answered.
+func readJSON(w http.ResponseWriter, r *http.Request, schema *openapi3.Schema) ([]byte, bool) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeProblem(w, http.StatusUnsupportedMediaType,
+			fmt.Sprintf("Content-Type %q: the body must be application/json", r.Header.Get("Content-Type")))
+		return nil, false
+	}
+	if r.ContentLength > MaxBody {
+		writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes: at most %d", r.ContentLength, MaxBody))
+		return nil, false
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	var tooLarge *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &tooLarge):
+		writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBody))
+		return nil, false
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		writeProblem(w, http.StatusRequestTimeout, "request body not received within the read timeout")
+		return nil, false
+	case err != nil:
+		writeProblem(w, http.StatusBadRequest, fmt.Sprintf("request body: %v", err))
+		return nil, false
+	}
+	v, err := apispec.Decode(b)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, fmt.Sprintf("request body is not a JSON object: %v", err))
+		return nil, false
+	}
+	if err := apispec.Check(schema, v); err != nil {
+		writeProblem(w, http.StatusBadRequest, err.Error())
+		return nil, false
+	}
+	return b, true
+}
+
+type problem struct {
+	Status int    `json:"status"`
+	Error  string `json:"error"`
+}
+
+func writeProblem(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, problem{code, msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		code = http.StatusInternalServerError
+		b.Reset()
+		enc.Encode(problem{code, "encode answer: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(b.Bytes())
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	var ie *intent.Error
+	if errors.As(err, &ie) {
+		writeProblem(w, ie.Status, ie.Msg)
+		return
+	}
+	writeProblem(w, http.StatusInternalServerError, err.Error())
+}
+
+// statusWriter remembers the status a handler answered with.
 type statusWriter struct {
 	http.ResponseWriter
 	code int
@@ -55,67 +237,71 @@ type statusWriter struct {
 
 func (s *statusWriter) WriteHeader(c int) { s.code = c; s.ResponseWriter.WriteHeader(c) }
 
+// methodLabel bounds the metrics' method label: a client choosing the
+// method must not choose the number of time series.
+func methodLabel(m string) string {
+	switch m {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT":
+		return m
+	}
+	return "other"
+}
+
 func timed(m *agent.Metrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{w, 200}
+		sw := &statusWriter{w, http.StatusOK}
 		next.ServeHTTP(sw, r)
-		m.APIDur.WithLabelValues(r.Method, strconv.Itoa(sw.code)).Observe(time.Since(start).Seconds())
+		m.APIDur.WithLabelValues(methodLabel(r.Method), strconv.Itoa(sw.code)).Observe(time.Since(start).Seconds())
 	})
 }
 
-type handlers struct{ a *agent.Agent }
-
-type problem struct {
-	Status int    `json:"status"`
-	Error  string `json:"error"`
+// recovered answers a panicking handler with a 500 (net/http would drop
+// the connection without an answer) and logs its stack.
+func recovered(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				slog.Error("api handler panic", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				writeProblem(w, http.StatusInternalServerError, "internal error (logged)")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
-}
-
-func writeErr(w http.ResponseWriter, err error) {
-	var ie *intent.Error
-	if errors.As(err, &ie) {
-		writeJSON(w, ie.Status, problem{ie.Status, ie.Msg})
-		return
-	}
-	writeJSON(w, 500, problem{500, err.Error()})
-}
-
-func readBody(r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
-	if err != nil {
-		return nil, &intent.Error{Status: 413, Msg: fmt.Sprintf("request body: %v", err)}
-	}
-	return b, nil
+// audited logs every request that may change state, with who sent it.
+func audited(o Options, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "GET" || r.Method == "HEAD" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusWriter{w, http.StatusOK}
+		next.ServeHTTP(sw, r)
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", sw.code, "peer", peer(r)}
+		if o.Unauthenticated {
+			attrs = append(attrs, "unauthenticated", true)
+		}
+		slog.Info("api request", attrs...)
+	})
 }
 
 // apply takes one intent document, or {"intents": [doc, ...]} applied as
-// one change.
-func (h *handlers) apply(w http.ResponseWriter, r *http.Request) {
-	b, err := readBody(r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	docs := []json.RawMessage{b}
+// one change (the schema has told the two apart: a batch is the only
+// document with "intents").
+func (s *server) apply(w http.ResponseWriter, r *http.Request, b []byte) {
 	var batch struct {
 		Intents []json.RawMessage `json:"intents"`
 	}
-	if bytes.Contains(b, []byte(`"intents"`)) && json.Unmarshal(b, &batch) == nil && batch.Intents != nil {
-		if len(batch.Intents) == 0 {
-			writeErr(w, &intent.Error{Status: 400, Msg: "intents is empty"})
-			return
-		}
+	docs := []json.RawMessage{b}
+	if json.Unmarshal(b, &batch) == nil && batch.Intents != nil {
 		docs = batch.Intents
 	}
-	views, err := h.a.ApplyIntents(docs)
+	views, err := s.a.ApplyIntents(docs)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -123,93 +309,80 @@ func (h *handlers) apply(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"intents": views})
 }
 
-func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, 200, map[string]any{"intents": h.a.Intents()})
+func (s *server) list(w http.ResponseWriter, r *http.Request, _ []byte) {
+	writeJSON(w, http.StatusOK, map[string]any{"intents": s.a.Intents()})
 }
 
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
-	v, err := h.a.Intent(r.PathValue("id"))
+func (s *server) get(w http.ResponseWriter, r *http.Request, _ []byte) {
+	v, err := s.a.Intent(r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, 200, v)
+	writeJSON(w, http.StatusOK, v)
 }
 
-func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
-	if err := h.a.DeleteIntent(r.PathValue("id")); err != nil {
+func (s *server) delete(w http.ResponseWriter, r *http.Request, _ []byte) {
+	if err := s.a.DeleteIntent(r.PathValue("id")); err != nil {
 		writeErr(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (h *handlers) stats(w http.ResponseWriter, r *http.Request) {
-	st, err := h.a.Stats()
+func (s *server) stats(w http.ResponseWriter, r *http.Request, _ []byte) {
+	st, err := s.a.Stats()
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, 200, st)
+	writeJSON(w, http.StatusOK, st)
 }
 
-func (h *handlers) getOverload(w http.ResponseWriter, r *http.Request) {
-	st, err := h.a.Overload()
+func (s *server) getOverload(w http.ResponseWriter, r *http.Request, _ []byte) {
+	st, err := s.a.Overload()
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, 200, st)
+	writeJSON(w, http.StatusOK, st)
 }
 
-func decodeStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return &intent.Error{Status: 400, Msg: err.Error()}
+func (s *server) putOverload(w http.ResponseWriter, r *http.Request, b []byte) {
+	var req struct {
+		Mode string `json:"mode"`
 	}
-	return nil
+	if err := json.Unmarshal(b, &req); err != nil {
+		writeProblem(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := s.a.SetOverloadMode(req.Mode); err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.getOverload(w, r, nil)
 }
 
-func (h *handlers) putOverload(w http.ResponseWriter, r *http.Request) {
-	b, err := readBody(r)
-	if err == nil {
-		var req struct {
-			Mode string `json:"mode"`
-		}
-		if err = decodeStrict(b, &req); err == nil {
-			err = h.a.SetOverloadMode(req.Mode)
-		}
-	}
+func (s *server) getAlt(w http.ResponseWriter, r *http.Request, _ []byte) {
+	n, err := s.a.AltNodes()
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	h.getOverload(w, r)
+	writeJSON(w, http.StatusOK, map[string]any{"altNodes": n})
 }
 
-func (h *handlers) getAlt(w http.ResponseWriter, r *http.Request) {
-	n, err := h.a.AltNodes()
-	if err != nil {
+func (s *server) putAlt(w http.ResponseWriter, r *http.Request, b []byte) {
+	var req struct {
+		AltNodes []agent.AltNodeDoc `json:"altNodes"`
+	}
+	if err := json.Unmarshal(b, &req); err != nil {
+		writeProblem(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := s.a.SetAltNodes(req.AltNodes); err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, 200, map[string]any{"altNodes": n})
-}
-
-func (h *handlers) putAlt(w http.ResponseWriter, r *http.Request) {
-	b, err := readBody(r)
-	if err == nil {
-		var req struct {
-			AltNodes []agent.AltNodeDoc `json:"altNodes"`
-		}
-		if err = decodeStrict(b, &req); err == nil {
-			err = h.a.SetAltNodes(req.AltNodes)
-		}
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	h.getAlt(w, r)
+	s.getAlt(w, r, nil)
 }

@@ -1,8 +1,8 @@
 package intent
 
 import (
+	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -22,31 +22,26 @@ import (
 // (the seed's is_active = 0). Outer-tunnel filters (srcTunnelAddress, ...)
 // and QoS marks (qCI, dSCP, tC) are refused: the XDP key has no such field.
 type mecDoc struct {
-	ID            string      `json:"trafficRuleId"`
-	FilterType    string      `json:"filterType"`
-	Priority      *int        `json:"priority"`
-	TrafficFilter []mecFilter `json:"trafficFilter"`
-	Action        string      `json:"action"`
-	State         string      `json:"state"`
-	DstInterface  []any       `json:"dstInterface"`
-	CPU           *uint32     `json:"x-edgeplane-cpu"`
-	Interface     string      `json:"x-edgeplane-interface"`
+	ID            string          `json:"trafficRuleId"`
+	FilterType    string          `json:"filterType"`
+	Priority      json.RawMessage `json:"priority"` // MEC 011's 0..255; one rule per flow, so unused
+	TrafficFilter []mecFilter     `json:"trafficFilter"`
+	Action        string          `json:"action"`
+	State         string          `json:"state"`
+	DstInterface  []any           `json:"dstInterface"`
+	CPU           json.RawMessage `json:"x-edgeplane-cpu"`
+	Interface     string          `json:"x-edgeplane-interface"`
 }
 
+// mecFilter has the trafficFilter fields the XDP key can match; the API's
+// schema refuses the others (srcTunnelAddress, qCI, ...) by name.
 type mecFilter struct {
-	SrcAddress       []string `json:"srcAddress"`
-	DstAddress       []string `json:"dstAddress"`
-	SrcPort          []string `json:"srcPort"`
-	DstPort          []string `json:"dstPort"`
-	Protocol         []string `json:"protocol"`
-	Tag              []string `json:"tag"`
-	SrcTunnelAddress []string `json:"srcTunnelAddress"`
-	TgtTunnelAddress []string `json:"tgtTunnelAddress"`
-	SrcTunnelPort    []string `json:"srcTunnelPort"`
-	DstTunnelPort    []string `json:"dstTunnelPort"`
-	QCI              *int     `json:"qCI"`
-	DSCP             *int     `json:"dSCP"`
-	TC               *int     `json:"tC"`
+	SrcAddress []string `json:"srcAddress"`
+	DstAddress []string `json:"dstAddress"`
+	SrcPort    []string `json:"srcPort"`
+	DstPort    []string `json:"dstPort"`
+	Protocol   []string `json:"protocol"`
+	Tag        []string `json:"tag"`
 }
 
 func one(field string, i int, vs []string) (string, error) {
@@ -87,7 +82,11 @@ func parseMEC(doc []byte) (Intent, error) {
 	}
 	cpu := "" // none
 	if d.CPU != nil {
-		cpu = strconv.FormatUint(uint64(*d.CPU), 10)
+		v, err := value(d.CPU)
+		if err != nil {
+			return Intent{}, badRequest("x-edgeplane-cpu: %v", err)
+		}
+		cpu = v
 	}
 	c, err := parseCPU(cpu)
 	if err != nil {
@@ -97,12 +96,6 @@ func parseMEC(doc []byte) (Intent, error) {
 		return Intent{}, badRequest("trafficFilter is empty")
 	}
 	for i, f := range d.TrafficFilter {
-		if len(f.SrcTunnelAddress)+len(f.TgtTunnelAddress)+len(f.SrcTunnelPort)+len(f.DstTunnelPort) != 0 {
-			return Intent{}, badRequest("trafficFilter[%d]: outer tunnel filters are not supported; name the tunnel by tag vxlan:<VNI> or gtp:<TEID>", i)
-		}
-		if f.QCI != nil || f.DSCP != nil || f.TC != nil {
-			return Intent{}, badRequest("trafficFilter[%d]: qCI, dSCP and tC are not supported", i)
-		}
 		r := Rule{Resources: []string{fmt.Sprintf("trafficFilter[%d]", i)}, CPU: c, Active: active}
 		s := setter{&r}
 		steps := []struct {

@@ -7,11 +7,12 @@ package intent
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"edgeplane/control/internal/apispec"
 	"edgeplane/control/internal/steer"
 )
 
@@ -49,9 +50,8 @@ type Intent struct {
 	Doc       json.RawMessage `json:"document"` // as received
 }
 
-var idRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-
-// value reads a JSON string or number as a string.
+// value reads a JSON string or number as a string. A number is read as
+// the schema reads it: 5004, 5004.0 and 5.004e3 are the integer 5004.
 func value(raw json.RawMessage) (string, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
@@ -59,6 +59,9 @@ func value(raw json.RawMessage) (string, error) {
 	}
 	var n json.Number
 	if err := json.Unmarshal(raw, &n); err == nil {
+		if f, err := n.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return strconv.FormatInt(int64(f), 10), nil
+		}
 		return n.String(), nil
 	}
 	return "", fmt.Errorf("%s is neither a string nor a number", string(raw))
@@ -165,8 +168,23 @@ func parseCPU(v string) (uint32, error) {
 
 // Parse reads one intent document, in either format: a document with
 // "Resources" is the seed's intent message, one with "trafficRuleId" an
-// ETSI MEC 011 TrafficRule.
+// ETSI MEC 011 TrafficRule. The document is first checked against the
+// API's schema (apispec's Intent), then for what a schema cannot say.
 func Parse(doc []byte) (Intent, error) {
+	v, err := apispec.Decode(doc)
+	if err != nil {
+		return Intent{}, badRequest("intent is not a JSON object: %v", err)
+	}
+	if err := apispec.CheckNamed("Intent", v); err != nil {
+		return Intent{}, badRequest("%v", err)
+	}
+	return parse(doc)
+}
+
+// parse is Parse without the schema: the stored documents of an earlier
+// version are read with it (Store.Load), so that what was accepted then is
+// not lost to a stricter schema now.
+func parse(doc []byte) (Intent, error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &probe); err != nil {
 		return Intent{}, badRequest("intent is not a JSON object: %v", err)
@@ -194,9 +212,6 @@ func Parse(doc []byte) (Intent, error) {
 	}
 	if in.ID == "" {
 		in.ID = fmt.Sprintf("intent-%08x", in.Rules[0].Hash())
-	}
-	if !idRE.MatchString(in.ID) {
-		return Intent{}, badRequest("intent id %q: want 1-64 of A-Z a-z 0-9 . _ -", in.ID)
 	}
 	in.Doc = json.RawMessage(append([]byte(nil), doc...))
 	return in, nil

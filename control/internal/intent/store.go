@@ -3,8 +3,12 @@ package intent
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+
+	"edgeplane/control/internal/apispec"
 )
 
 // Store keeps the applied intents' documents in a JSON file, so a restarted
@@ -43,7 +47,10 @@ func (s *Store) Save(ins []Intent, nicLoc map[uint32]int) error {
 	return os.Rename(tmp, s.Path)
 }
 
-// Load parses the stored documents again (the same parser as the API).
+// Load parses the stored documents again, with the API's parser less its
+// schema: a document an earlier version accepted is restored even where
+// the schema has since become stricter (an intent id "..", say), with a
+// warning that names it.
 func (s *Store) Load() ([]Intent, map[uint32]int, error) {
 	b, err := os.ReadFile(s.Path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -58,9 +65,17 @@ func (s *Store) Load() ([]Intent, map[uint32]int, error) {
 	}
 	var out []Intent
 	for _, st := range f.Intents {
-		in, err := Parse(st.Doc)
+		in, err := parse(st.Doc)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("%s: intent %q: %w", s.Path, st.ID, err)
+		}
+		if _, err := Parse(st.Doc); err != nil {
+			slog.Warn("stored intent restored, but the API would refuse it now; delete and apply it again",
+				"file", s.Path, "intent", st.ID, "why", err)
+		}
+		if err := apispec.CheckNamed("IntentId", st.ID); err != nil {
+			slog.Warn("stored intent id cannot be addressed by URL; remove it from the state file to delete it",
+				"file", s.Path, "intent", st.ID, "why", err)
 		}
 		in.ID = st.ID
 		out = append(out, in)

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * net_af_packet ports as a data plane needs them: IPv4 fragments as they
+ * were sent, and the frames the kernel dropped before our rx counted.
+ *
+ * DPDK 22.11's af_packet PMD (drivers/net/af_packet/rte_eth_af_packet.c,
+ * rte_pmd_init_internals) joins every queue's socket, for any qpairs, to a
+ * PACKET_FANOUT group with PACKET_FANOUT_FLAG_DEFRAG, and has no devarg to
+ * leave the flag out.  With it the kernel reassembles IPv4 before the
+ * fanout (ip_check_defrag, net/packet/af_packet.c):
+ *
+ *   wire: frag 0 (1514 B), frag 1 (1514 B), frag 2 (62 B)
+ *   rx:   one 3028-byte datagram, cut to the 2048-byte ring frame
+ *   wire: a lone first fragment
+ *   rx:   nothing; it waits in the kernel's reassembly queue until
+ *         ipfrag_time (30 s) and is freed, counted in no counter of ours
+ *
+ * A router forwards fragments as they come; reassembly is the destination's
+ * business (RFC 791, RFC 1812).  So edgeplane-dp defines setsockopt()
+ * itself (exported from the executable, which the dynamic linker searches
+ * before libc when it binds the PMD's call): for SOL_PACKET/PACKET_FANOUT it
+ * clears that one flag, and it passes every call to the kernel by syscall,
+ * otherwise unchanged.  The group keeps its mode (hash) and rollover.
+ *
+ * The same hook notes each fanout socket, so `stats` can read
+ * PACKET_STATISTICS (frames dropped because the socket's ring was full),
+ * which the 22.11 PMD does not report: they are added to the port's
+ * imissed and shown as af_packet_drops.  The PMD opens one socket per queue
+ * pair, in queue order, so the port's n-th fanout socket is its queue n:
+ * the sleep-rx polling policy waits on those (ep_af_packet_fd).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/if_packet.h>
+
+#include "engine_internal.h"
+
+#define EP_AFP_MAX_SOCKETS 256
+
+/*
+ * Fanout sockets in the order the PMD made them; port is the logical port
+ * index, or -1 until ep_af_packet_claim().  Written by setsockopt() during
+ * rte_dev_probe() and read by the control socket's `stats`, both on the
+ * control thread; workers never touch it.
+ */
+static struct {
+	int fd;
+	int port;
+	uint64_t drops;         /* summed: reading PACKET_STATISTICS resets it */
+} afp[EP_AFP_MAX_SOCKETS];
+static unsigned int n_afp;
+
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len);
+
+int
+setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	uint32_t arg;     /* id in bits 0-15, mode and flags in 16-31 */
+
+	if (level == SOL_PACKET && name == PACKET_FANOUT && val != NULL &&
+	    len == sizeof(arg)) {
+		memcpy(&arg, val, sizeof(arg));
+		arg &= ~((uint32_t)PACKET_FANOUT_FLAG_DEFRAG << 16);
+		val = &arg;
+		if (n_afp < EP_AFP_MAX_SOCKETS)
+			afp[n_afp++] = (typeof(afp[0])){ .fd = fd, .port = -1 };
+	}
+	return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
+}
+
+void
+ep_af_packet_claim(uint16_t port)
+{
+	for (unsigned int i = 0; i < n_afp; i++)
+		if (afp[i].port < 0)
+			afp[i].port = port;
+}
+
+unsigned int
+ep_af_packet_sockets(uint16_t port)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < n_afp; i++)
+		n += afp[i].port == port;
+	return n;
+}
+
+int
+ep_af_packet_fd(uint16_t port, uint16_t queue)
+{
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < n_afp; i++)
+		if (afp[i].port == port && k++ == queue)
+			return afp[i].fd;
+	return -1;
+}
+
+uint64_t
+ep_af_packet_drops(uint16_t port)
+{
+	uint64_t total = 0;
+
+	for (unsigned int i = 0; i < n_afp; i++) {
+		struct tpacket_stats st;
+		socklen_t len = sizeof(st);
+
+		if (afp[i].port != port)
+			continue;
+		if (getsockopt(afp[i].fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0)
+			afp[i].drops += st.tp_drops;
+		total += afp[i].drops;
+	}
+	return total;
+}
+
+void
+ep_af_packet_forget(void)
+{
+	n_afp = 0;
+}

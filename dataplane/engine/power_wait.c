@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The idle actions of the polling policies, run on the worker (RCU-offline:
+ * worker.c goes offline around them), and its telemetry.
+ *
+ *   sleep-rx   ppoll() on the worker's rx sockets.  The af_packet PMD reads
+ *              a TPACKET_V2 ring the kernel fills; packet_poll() reports
+ *              POLLIN while the frame before the kernel's head is not yet
+ *              handed back, i.e. while the ring holds an unread frame.  A
+ *              frame that lands after our last empty rx_burst and before
+ *              ppoll() is therefore seen at once, never slept through.
+ *
+ *   cpu-wait   the core's monitored wait: it arms a monitor on one cache
+ *              line, checks the condition once more (a write that came
+ *              before the arm would never wake it), and waits until that
+ *              line is written or the deadline passes.  The line is the rx
+ *              queue's next descriptor when the worker polls one queue whose
+ *              PMD names it (rte_eth_get_monitor_addr: net_ring, af_xdp,
+ *              most NICs), else the producer tail of the worker's message
+ *              ring, so a control message still ends the wait early.
+ *              Intel: DPDK's rte_power_monitor() (UMONITOR/UMWAIT, C0.2 as
+ *              DPDK asks for it).  AMD: MONITORX/MWAITX below, because DPDK
+ *              22.11's rte_power_monitor() has no AMD path (later DPDK
+ *              releases added one); MWAITX's timer counts TSC cycles.
+ */
+#define ALLOW_EXPERIMENTAL_API 1
+
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_power_intrinsics.h>
+
+#include "ep_engine.h"
+#include "ep_stamp.h"
+#include "power_internal.h"
+
+/* The EAL thread outlives the worker loop (it waits for the next launch),
+ * so its CPU clock stays readable after the loop returns. */
+void
+ep_power_thread_start(struct ep_worker *w)
+{
+	w->power->thread = pthread_self();
+	w->power->tid = gettid();
+	__atomic_store_n(&w->power->have_thread, true, __ATOMIC_RELEASE);
+}
+
+void
+ep_power_wait_rx(struct ep_worker *w, uint32_t us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
+
+	ppoll(w->power->fds, (nfds_t)w->power->n_fds, &ts, NULL);
+}
+
+static uint64_t
+monitored_value(const struct rte_power_monitor_cond *pmc)
+{
+	switch (pmc->size) {
+	case 1: return *(const volatile uint8_t *)pmc->addr;
+	case 2: return *(const volatile uint16_t *)pmc->addr;
+	case 4: return *(const volatile uint32_t *)pmc->addr;
+	default: return *(const volatile uint64_t *)pmc->addr;
+	}
+}
+
+/* The ring's condition: abort the wait once the producer tail moved. */
+static int
+ring_tail_moved(const uint64_t val, const uint64_t opaque[RTE_POWER_MONITOR_OPAQUE_SZ])
+{
+	return val != opaque[0] ? -1 : 0;
+}
+
+__attribute__((target("mwaitx"))) static void
+mwaitx_until(const struct rte_power_monitor_cond *pmc, uint64_t deadline)
+{
+	uint64_t now = rte_rdtsc();
+
+	if (now >= deadline)
+		return;
+	_mm_monitorx((void *)(uintptr_t)pmc->addr, 0, 0);
+	if (pmc->fn != NULL && pmc->fn(monitored_value(pmc), pmc->opaque) != 0)
+		return;
+	/* ECX bit 1: EBX holds a timeout in TSC cycles; hint 0: C1. */
+	_mm_mwaitx(0x2, 0, (unsigned int)RTE_MIN(deadline - now, (uint64_t)UINT32_MAX));
+}
+
+void
+ep_power_cpu_wait(struct ep_worker *w, uint64_t deadline)
+{
+	struct ep_power *p = w->power;
+	struct rte_power_monitor_cond pmc;
+
+	if (!p->rx_monitor ||
+	    rte_eth_get_monitor_addr(w->engine->ports[p->mon_port].port_id, p->mon_queue,
+				     &pmc) != 0) {
+		pmc = (struct rte_power_monitor_cond){
+			.addr = &w->msgq->prod.tail,
+			.size = sizeof(w->msgq->prod.tail),
+			.fn = ring_tail_moved,
+		};
+		pmc.opaque[0] = w->msgq->prod.tail;
+	}
+	if (w->engine->power_caps.waitpkg)
+		rte_power_monitor(&pmc, deadline);
+	else
+		mwaitx_until(&pmc, deadline);
+}
+
+void
+ep_power_freq_tick(struct ep_worker *w, uint64_t now, uint64_t busy)
+{
+	struct ep_power *p = w->power;
+	enum ep_freq_act a = ep_freq_account(&p->gov, now, busy);
+	char buf[24];
+	int n;
+
+	if (a == EP_FREQ_KEEP || p->freq_fd < 0)
+		return;
+	/* A write to sysfs: ~10 us, at most once per window (10 ms). */
+	n = snprintf(buf, sizeof(buf), "%u", a == EP_FREQ_LOW ? p->freq_low_khz : p->freq_high_khz);
+	if (pwrite(p->freq_fd, buf, (size_t)n, 0) == n)
+		p->freq_changes++;
+	else
+		p->freq_errors++;
+}
+
+void
+ep_power_sample(struct ep_worker *w, const struct rte_mbuf *m, uint64_t now)
+{
+	struct ep_power *p = w->power;
+	uint64_t tsc, age;
+
+	if (w->sample == EP_SAMPLE_WAKE)
+		p->wakeups_rx++;
+	if (!ep_stamp_tsc(m, &tsc))
+		p->stamp_missing++;
+	else if ((age = ep_stamp_age(tsc, now)) == UINT64_MAX)
+		p->stamp_invalid++;
+	else
+		ep_hist_add(w->sample == EP_SAMPLE_WAKE ? &p->wake_lat : &p->poll_lat, age);
+	w->sample = EP_SAMPLE_NONE;
+}
