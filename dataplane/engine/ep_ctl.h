@@ -40,6 +40,15 @@ void ep_ctl_register(struct ep_ctl_cmd *cmd);
 #define EP_CTL_REGISTER(c) \
 	static void __attribute__((constructor)) ep_ctl_register_##c(void) { ep_ctl_register(&(c)); }
 
+/**
+ * Watch a descriptor on the control thread: @p fn(@p arg) runs there
+ * whenever @p fd is readable (a pipeline's own control sockets, such as the
+ * host stack's attach socket).  At most EP_CTL_MAX_WATCH; -1 when full.
+ */
+#define EP_CTL_MAX_WATCH 4
+int ep_ctl_watch(struct ep_engine *e, int fd, void (*fn)(void *arg), void *arg);
+void ep_ctl_unwatch(struct ep_engine *e, int fd);
+
 /** Run one request (used by the socket and by tests); returns the response. */
 json_t *ep_ctl_dispatch(struct ep_engine *e, json_t *req);
 

@@ -104,6 +104,12 @@ struct ep_pipeline_type {
 	 *  Returns the packets it moved; non-zero counts as busy and keeps the
 	 *  worker from pausing.  Timed as the worker's "service" stage. */
 	uint16_t (*service)(struct ep_worker *w);
+	/** Optional: replaces the nanosleep of the `sleep` polling policy (the
+	 *  default; sleep-rx and cpu-wait keep their own waits), for a pipeline
+	 *  that can be woken by its own descriptors (an application's
+	 *  doorbell).  Called RCU-offline; must return within about @p us
+	 *  microseconds and may return earlier. */
+	void (*wait)(struct ep_worker *w, uint32_t us);
 	/** Once at shutdown, after workers stopped.  May be NULL. */
 	void (*teardown)(struct ep_engine *e);
 	struct ep_pipeline_type *next_type;
@@ -276,6 +282,14 @@ void ep_worker_emit(struct ep_worker *w, uint16_t port, struct rte_mbuf *m);
  * counted as tx_full.  Worker context only.
  */
 void ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n);
+
+/**
+ * The same for a caller that applies back-pressure (a host stack's send
+ * path): returns how many the port took; the rest stay the caller's, to
+ * offer again later, and are not counted as drops.  Worker context only.
+ */
+uint16_t ep_worker_tx_keep(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts,
+			   uint16_t n);
 
 /**
  * Run @p fn on worker @p w between two bursts and wait until it ran (control

@@ -210,6 +210,30 @@ ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_
 	w->tx_stage.stats.cycles += rte_rdtsc() - t0;
 }
 
+uint16_t
+ep_worker_tx_keep(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint64_t t0 = rte_rdtsc();
+	uint16_t sent = 0;
+
+	if (unlikely(port >= w->engine->n_ports))
+		return 0;
+	while (sent < n) {
+		uint16_t k = rte_eth_tx_burst(w->engine->ports[port].port_id, w->txq[port],
+					      pkts + sent, n - sent);
+
+		if (k == 0)
+			break;
+		sent += k;
+	}
+	w->tx_stage.stats.calls++;
+	w->tx_stage.stats.pkts_in += sent;
+	w->tx_stage.stats.pkts_out += sent;
+	w->stats.tx_pkts += sent;
+	w->tx_stage.stats.cycles += rte_rdtsc() - t0;
+	return sent;
+}
+
 /* The pipeline's service hook, timed like a stage. */
 static inline uint16_t
 run_service(struct ep_worker *w, uint64_t *tsc)
@@ -365,6 +389,8 @@ pause_worker(struct ep_worker *w, enum ep_poll_act act, uint32_t us)
 		ep_power_wait_rx(w, us);
 	else if (act == EP_ACT_CPU_WAIT)
 		ep_power_cpu_wait(w, t0 + w->engine->tsc_hz / 1000000 * us);
+	else if (w->type->wait != NULL)
+		w->type->wait(w, us);       /* the pipeline's own wake-up sources */
 	else
 		nanosleep(&ts, NULL);
 	rte_rcu_qsbr_thread_online(w->engine->qsbr, w->id);
