@@ -28,7 +28,9 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/woodsbury/decimal128 v1.3.0 // indirect
+	go.etcd.io/bbolt v1.4.3 // indirect
 	golang.org/x/net v0.59.0 // indirect
+	golang.org/x/time v0.12.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
