@@ -56,8 +56,10 @@ func StartBNG(t testing.TB, o Options) *BNG {
 	dir := t.TempDir()
 	b := &BNG{Socket: filepath.Join(dir, "dp.sock"), Config: filepath.Join(dir, "dp.conf"), t: t,
 		exited: make(chan struct{})}
+	// A pipe per subscriber (rte_sched wants a power of two); queues of
+	// 16 packets keep rte_sched's queue memory at 1 KiB a pipe.
 	pipes := 64
-	for pipes < o.MaxSubscribers && pipes < 4096 {
+	for pipes < o.MaxSubscribers {
 		pipes *= 2
 	}
 	// Ordinary memory (these tests move no packets) and no telemetry
@@ -92,6 +94,7 @@ neighbor = 198.18.1.2 02:00:00:00:02:02
 route = 0.0.0.0/1 via 198.18.1.2
 route = 128.0.0.0/1 via 198.18.1.2
 hqos_port_rate = 10G
+hqos_qsize = 16
 subport = 0 rate=10G pipes=%d
 %s
 `, b.Socket, o.MaxSubscribers, pipes, o.Extra)

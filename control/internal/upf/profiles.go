@@ -212,3 +212,20 @@ func (p *Profiles) has(policer, pipe string) bool {
 	defer p.mu.Unlock()
 	return (policer == "" || p.known[policer]) && (pipe == "" || p.known[pipe])
 }
+
+// missingFrom reports whether a profile we know is not among names (the
+// data plane's list): it lost them, it restarted.
+func (p *Profiles) missingFrom(names []string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in := make(map[string]bool, len(names))
+	for _, n := range names {
+		in[n] = true
+	}
+	for n := range p.known {
+		if !in[n] {
+			return true
+		}
+	}
+	return false
+}

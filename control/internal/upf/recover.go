@@ -152,6 +152,10 @@ func (u *UPF) saveAssociation(a *assoc) {
 // the state: at start and after a reconnection a read-back reconcile, after
 // a restart of the data plane a replay.  Runs on the applier goroutine
 // with no batch in flight.
+//
+// A restart is recognised by the data plane's start time (stats uptime)
+// or, should two starts fall within the clock's noise, by what it lacks:
+// profiles we created, or every one of our subscribers.
 func (u *UPF) resync(ctx context.Context) {
 	stats, err := u.dp.Stats(ctx)
 	if err != nil {
@@ -159,18 +163,66 @@ func (u *UPF) resync(ctx context.Context) {
 		return
 	}
 	started := time.Now().Add(-time.Duration(stats.UptimeS * float64(time.Second)))
-	restarted := !u.dpStart.IsZero() && started.Sub(u.dpStart) > 2*time.Second
+	gen := u.dp.Generation()
+	if !u.dpStart.IsZero() && gen == u.dpGen && started.Sub(u.dpStart).Abs() < 500*time.Millisecond {
+		return // the same instance on the same connection: nothing to do
+	}
+	profs, err := u.dp.ProfileList(ctx)
+	if err != nil {
+		slog.Warn("data plane reconcile: profile-list", "err", err)
+		return
+	}
+	have, err := u.readBack(ctx)
+	if err != nil {
+		slog.Warn("data plane reconcile: sub-list", "err", err)
+		return
+	}
+	var names []string
+	for _, p := range profs.Policers {
+		names = append(names, p.Name)
+	}
+	for _, p := range profs.Pipes {
+		names = append(names, p.Name)
+	}
+	ours := 0
+	for id := range have {
+		if id >= u.cfg.SubIDLo && id <= u.cfg.SubIDHi {
+			ours++
+		}
+	}
+	_, subs := u.st.Sessions()
+	restarted := !u.dpStart.IsZero() && (started.Sub(u.dpStart).Abs() >= 500*time.Millisecond ||
+		u.prof.missingFrom(names) || subs > 0 && ours == 0)
 	if restarted {
 		u.c.dpRestarts.Add(1)
-		slog.Warn("data plane restarted: replaying every subscriber", "socket", u.dp.Path())
+		slog.Warn("data plane restarted: replaying every subscriber", "socket", u.dp.Path(), "subscribers", subs)
 		u.carryOver()
 		u.prof.Forget()
 	}
-	if err := u.reconcile(ctx); err != nil {
+	u.prof.Learn(names)
+	if err := u.reconcile(ctx, have); err != nil {
 		slog.Warn("data plane reconcile incomplete; tried again at the next check", "err", err)
 		return
 	}
-	u.dpStart, u.dpGen = started, u.dp.Generation()
+	u.dpStart, u.dpGen = started, gen
+}
+
+// readBack lists every subscriber the data plane holds.
+func (u *UPF) readBack(ctx context.Context) (map[uint32]dpctl.SubscriberState, error) {
+	have := map[uint32]dpctl.SubscriberState{}
+	for off := 0; ; {
+		page, total, err := u.dp.SubList(ctx, off, 10000)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range page {
+			have[s.ID] = s
+		}
+		off += len(page)
+		if len(page) == 0 || off >= total {
+			return have, nil
+		}
+	}
 }
 
 // carryOver adds what the vanished data plane counted (as last read) to
@@ -193,35 +245,9 @@ func (u *UPF) carryOver() {
 	}
 }
 
-// reconcile reads the data plane back and makes our subscriber ids in it
+// reconcile makes our subscriber ids in the data plane (have, read back)
 // what the state says.
-func (u *UPF) reconcile(ctx context.Context) error {
-	profs, err := u.dp.ProfileList(ctx)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, p := range profs.Policers {
-		names = append(names, p.Name)
-	}
-	for _, p := range profs.Pipes {
-		names = append(names, p.Name)
-	}
-	u.prof.Learn(names)
-	have := map[uint32]dpctl.SubscriberState{}
-	for off := 0; ; {
-		page, total, err := u.dp.SubList(ctx, off, 10000)
-		if err != nil {
-			return err
-		}
-		for _, s := range page {
-			have[s.ID] = s
-		}
-		off += len(page)
-		if len(page) == 0 || off >= total {
-			break
-		}
-	}
+func (u *UPF) reconcile(ctx context.Context, have map[uint32]dpctl.SubscriberState) error {
 	st := u.st
 	st.mu.Lock()
 	want := map[uint32]dpctl.Subscriber{}

@@ -296,7 +296,13 @@ func (u *UPF) dispatch(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 			u.dups.Forget(peer, h.Sequence)
 			return
 		}
-		u.refuse(peer, h, reject(ie.CauseNoEstablishedPFCPAssociation, 0, "no association with %s", peer.Addr()))
+		rj := reject(ie.CauseNoEstablishedPFCPAssociation, 0, "no association with %s", peer.Addr())
+		if fs := findIE(ies, ie.FSEID); fs != nil && h.Type == message.MsgTypeSessionEstablishmentRequest {
+			if f, bad := decodeFSEID(fs); bad == nil {
+				rj.cpSEID = f.SEID
+			}
+		}
+		u.refuse(peer, h, rj)
 		return
 	}
 	switch h.Type {

@@ -148,6 +148,16 @@ func (c *CP) WriteRaw(to netip.AddrPort, b []byte) error {
 // NextSeq is a fresh sequence number.
 func (c *CP) NextSeq() uint32 { return c.seq.Add(1) & 0xffffff }
 
+// Expect returns the channel the answer with this sequence number will
+// arrive on (for requests sent with WriteRaw).
+func (c *CP) Expect(seq uint32) <-chan message.Message {
+	ch := make(chan message.Message, 1)
+	c.mu.Lock()
+	c.pending[seq] = ch
+	c.mu.Unlock()
+	return ch
+}
+
 // Async sends a request (its sequence number already set) and returns the
 // channel its answer arrives on.
 func (c *CP) Async(m message.Message) (<-chan message.Message, error) {
