@@ -287,7 +287,7 @@ func (u *UPF) finish(ops []*op) {
 	}
 	now := u.now()
 	st := u.st
-	var puts []*Session
+	var puts []record
 	var dels []uint64
 	var again []queued
 	var answers []*op
@@ -326,8 +326,9 @@ func (u *UPF) finish(ops []*op) {
 			}
 			o.next.SubID, o.next.Chosen = o.nextSub, chosenMap(o.nextPlan)
 			e.s, e.plan, e.subID, e.live = o.next, o.nextPlan, o.nextSub, true
+			st.meter(o.seid, e)
 			u.cpr.update(o.seid, o.nextPlan)
-			puts = append(puts, o.next)
+			puts = append(puts, record{o.next, o.raw})
 			if o.kind == opEstablish {
 				u.c.established.Add(1)
 			} else {
@@ -341,6 +342,7 @@ func (u *UPF) finish(ops []*op) {
 			}
 			delete(st.sess, o.seid)
 			delete(st.byCP, cpRef{o.prev.CPNode, o.prev.CPSEID})
+			st.meter(o.seid, nil)
 			dels = append(dels, o.seid)
 			u.cpr.update(o.seid, nil)
 			u.c.deleted.Add(1)
@@ -362,11 +364,15 @@ func (u *UPF) finish(ops []*op) {
 		u.c.storeErrors.Add(1)
 		slog.Error("session store", "err", err)
 	}
+	out := make([]outMsg, 0, len(answers))
 	for i, o := range answers {
 		if msgs[i] != nil {
-			u.answer(o.peer, o.seq, msgs[i])
+			if b := u.answerBytes(o.peer, o.seq, msgs[i]); b != nil {
+				out = append(out, outMsg{o.peer, b})
+			}
 		}
 	}
+	u.writeAll(out)
 	for _, q := range again {
 		u.process(q.msg, q.peer)
 	}

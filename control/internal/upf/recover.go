@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wmnsk/go-pfcp/ie"
+
 	"edgeplane/control/internal/dpctl"
+	"edgeplane/control/internal/pfcp/wire"
 )
 
 // State across restarts.
@@ -41,7 +44,7 @@ func (u *UPF) restore() error {
 		ts = time.Now()
 	}
 	u.recovery = ts.Truncate(time.Second)
-	sessions, err := u.store.Sessions()
+	sessions, err := u.store.Sessions(u.storedEstablishment)
 	if err != nil {
 		return err
 	}
@@ -101,6 +104,7 @@ func (u *UPF) restore() error {
 		e := &entry{s: s, plan: plan, subID: s.SubID, live: true}
 		st.sess[s.SEID] = e
 		st.byCP[cpRef{s.CPNode, s.CPSEID}] = s.SEID
+		st.meter(s.SEID, e)
 		if s.SubID != 0 {
 			st.subs++
 		}
@@ -240,7 +244,7 @@ func (u *UPF) carryOver() {
 		dirty = append(dirty, e.s)
 	}
 	st.mu.Unlock()
-	if err := u.store.Commit(dirty, nil); err != nil {
+	if err := u.store.CommitModels(dirty); err != nil {
 		u.c.storeErrors.Add(1)
 	}
 }
@@ -344,6 +348,7 @@ func (u *UPF) runPurge(ctx context.Context, o *op) {
 		}
 		delete(st.sess, seid)
 		delete(st.byCP, cpRef{e.s.CPNode, e.s.CPSEID})
+		st.meter(seid, nil)
 		u.cpr.update(seid, nil)
 		again = append(again, e.queue...)
 	}
@@ -379,3 +384,29 @@ func (u *UPF) runPurge(ctx context.Context, o *op) {
 }
 
 func asErr(err error, target **dpctl.Error) bool { return errors.As(err, target) }
+
+// storedEstablishment rebuilds a session from its stored establishment.
+func (u *UPF) storedEstablishment(raw []byte, created time.Time) (*Session, error) {
+	if werr := wire.CheckIEs(raw); werr != nil {
+		return nil, werr
+	}
+	ies := wire.ParseIEs(raw)
+	nid, fs := findIE(ies, ie.NodeID), findIE(ies, ie.FSEID)
+	if nid == nil || fs == nil {
+		return nil, errors.New("stored establishment without Node ID or F-SEID")
+	}
+	node, rj := decodeNodeID(nid)
+	if rj != nil {
+		return nil, rj
+	}
+	f, rj := decodeFSEID(fs)
+	if rj != nil {
+		return nil, rj
+	}
+	var p parser
+	s, rj := p.establishment(node, f, ies, created)
+	if rj != nil {
+		return nil, rj
+	}
+	return s, nil
+}

@@ -3,6 +3,7 @@ package upf
 import (
 	"net/netip"
 	"reflect"
+	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
@@ -58,6 +59,7 @@ type op struct {
 
 	tries int
 	fail  *Reject
+	raw   []byte // a new session's establishment IEs (its stored form)
 }
 
 // top-level IEs of an establishment and of a modification that are
@@ -98,7 +100,7 @@ func (u *UPF) fseidIE(seid uint64) *ie.IE {
 	return ie.NewFSEID(seid, a.Unmap().AsSlice(), nil)
 }
 
-func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, ies []*ie.IE) {
+func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE) {
 	var p parser
 	defer func() { u.c.ignoredIEs.Add(uint64(p.ignored)) }()
 	nid, fs := findIE(ies, ie.NodeID), findIE(ies, ie.FSEID)
@@ -137,47 +139,8 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, ies []*ie.IE) {
 		return
 	}
 	now := u.now()
-	s := newSession(0, now)
-	s.CPSEID, s.CPAddr, s.CPNode = f.SEID, f.Addr, node
-	for _, c := range ies {
-		if rj := p.topLevel(c.Type, c, true); rj != nil {
-			refuse(rj)
-			return
-		}
-		switch {
-		case c.Type == ie.PDNType:
-			v, rj := u8(c)
-			if rj != nil {
-				refuse(rj)
-				return
-			}
-			s.PDNType = v & 0x07
-			if s.PDNType == 4 || s.PDNType == 0 || s.PDNType > 5 {
-				refuse(reject(ie.CauseServiceNotSupported, c.Type, "PDN type %d: IPv4, IPv6, IPv4v6 or Ethernet", s.PDNType))
-				return
-			}
-		case bbf.Is(c, bbf.MTU):
-			m, err := bbf.ParseMTU(c)
-			if err != nil {
-				refuse(badIE(c, err))
-				return
-			}
-			if m < 576 {
-				refuse(reject(ie.CauseMandatoryIEIncorrect, c.Type, "MTU %d below 576", m))
-				return
-			}
-			s.MTU = m
-		}
-	}
-	if findIE(ies, ie.CreatePDR) == nil {
-		refuse(reject(ie.CauseMandatoryIEMissing, ie.CreatePDR, "no Create PDR"))
-		return
-	}
-	if findIE(ies, ie.CreateFAR) == nil {
-		refuse(reject(ie.CauseMandatoryIEMissing, ie.CreateFAR, "no Create FAR"))
-		return
-	}
-	if rj := p.rules(s, ies, now); rj != nil {
+	s, rj := p.establishment(node, f, ies, now)
+	if rj != nil {
 		refuse(rj)
 		return
 	}
@@ -219,8 +182,52 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, ies []*ie.IE) {
 	st.sess[s.SEID] = e
 	st.byCP[cpRef{node, f.SEID}] = s.SEID
 	o.peer, o.seq, o.cpSEID, o.node, o.epoch = peer, h.Sequence, f.SEID, node, epoch
+	// The request itself is what the store keeps of a new session.
+	o.raw = append([]byte(nil), wire.Body(raw, h)...)
 	st.mu.Unlock()
 	u.submit(o)
+}
+
+// establishment builds a new session from an establishment's IEs (also
+// how a stored one is read back: the same code, the same result).
+func (p *parser) establishment(node string, f fseid, ies []*ie.IE, now time.Time) (*Session, *Reject) {
+	s := newSession(0, now)
+	s.CPSEID, s.CPAddr, s.CPNode = f.SEID, f.Addr, node
+	for _, c := range ies {
+		if rj := p.topLevel(c.Type, c, true); rj != nil {
+			return nil, rj
+		}
+		switch {
+		case c.Type == ie.PDNType:
+			v, rj := u8(c)
+			if rj != nil {
+				return nil, rj
+			}
+			s.PDNType = v & 0x07
+			if s.PDNType == 4 || s.PDNType == 0 || s.PDNType > 5 {
+				return nil, reject(ie.CauseServiceNotSupported, c.Type, "PDN type %d: IPv4, IPv6, IPv4v6 or Ethernet", s.PDNType)
+			}
+		case bbf.Is(c, bbf.MTU):
+			m, err := bbf.ParseMTU(c)
+			if err != nil {
+				return nil, badIE(c, err)
+			}
+			if m < 576 {
+				return nil, reject(ie.CauseMandatoryIEIncorrect, c.Type, "MTU %d below 576", m)
+			}
+			s.MTU = m
+		}
+	}
+	if findIE(ies, ie.CreatePDR) == nil {
+		return nil, reject(ie.CauseMandatoryIEMissing, ie.CreatePDR, "no Create PDR")
+	}
+	if findIE(ies, ie.CreateFAR) == nil {
+		return nil, reject(ie.CauseMandatoryIEMissing, ie.CreateFAR, "no Create FAR")
+	}
+	if rj := p.rules(s, ies, now); rj != nil {
+		return nil, rj
+	}
+	return s, nil
 }
 
 // planChange translates next, reserves what it needs beyond what e holds,

@@ -28,6 +28,10 @@ type State struct {
 	nextSEID uint64
 	nextTEID uint32
 	subs     int // sessions with a subscriber (committed)
+	// metered are the committed sessions with URRs and a subscriber: the
+	// ones usage polling reads (a scan of every session each poll cost
+	// more than the establishments themselves at 64K sessions).
+	metered map[uint64]struct{}
 }
 
 // cpRef is the control plane's name for a session.
@@ -57,7 +61,7 @@ type queued struct {
 func NewState(lo, hi uint32, firstSEID uint64) *State {
 	return &State{sess: map[uint64]*entry{}, byCP: map[cpRef]uint64{}, keys: map[dpKey]uint64{},
 		addrs: map[netip.Prefix]uint64{}, teids: map[uint32]uint64{}, nextID: lo, maxID: hi,
-		nextSEID: firstSEID, nextTEID: 1}
+		nextSEID: firstSEID, nextTEID: 1, metered: map[uint64]struct{}{}}
 }
 
 func (st *State) allocID() (uint32, bool) {
@@ -233,4 +237,13 @@ func (st *State) Sessions() (all, withSub int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return len(st.sess), st.subs
+}
+
+// meter records whether a committed session is polled for usage.
+func (st *State) meter(seid uint64, e *entry) {
+	if e != nil && e.live && e.subID != 0 && len(e.s.URRs) > 0 {
+		st.metered[seid] = struct{}{}
+	} else {
+		delete(st.metered, seid)
+	}
 }

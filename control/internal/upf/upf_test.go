@@ -23,7 +23,7 @@ var lo = netip.MustParseAddr("127.0.0.1")
 // rig is a UP function on a real edgeplane-dp (net_null ports) and a
 // control plane talking to it over loopback.
 type rig struct {
-	t      *testing.T
+	t      testing.TB
 	dp     *dptest.BNG
 	dpc    *dpctl.Client
 	cfg    upf.Config
@@ -33,9 +33,13 @@ type rig struct {
 	cp     *cpsim.CP
 }
 
-func newRig(t *testing.T, mod func(*upf.Config)) *rig {
+func newRig(t testing.TB, mod func(*upf.Config)) *rig {
 	t.Helper()
-	r := &rig{t: t, dp: dptest.StartBNG(t, dptest.Options{MaxSubscribers: 16384})}
+	max := 16384
+	if _, ok := t.(*testing.B); ok {
+		max = 65536
+	}
+	r := &rig{t: t, dp: dptest.StartBNG(t, dptest.Options{MaxSubscribers: max})}
 	r.dpc = dpctl.New(r.dp.Socket, dpctl.Options{})
 	t.Cleanup(func() { r.dpc.Close() })
 	r.cfg = upf.Config{Listen: netip.AddrPortFrom(lo, 0), GTPU: netip.AddrPortFrom(lo, 0),
@@ -218,7 +222,7 @@ func TestDeletionRemovesTheSubscriberAndReportsUsage(t *testing.T) {
 	}
 }
 
-func wait(t *testing.T, ch <-chan message.Message, d time.Duration) message.Message {
+func wait(t testing.TB, ch <-chan message.Message, d time.Duration) message.Message {
 	t.Helper()
 	select {
 	case m := <-ch:
@@ -657,4 +661,13 @@ func TestPeriodicUsageReports(t *testing.T) {
 			t.Fatalf("report %d: UR-SEQN %d PERIO %v", i, seq, perio)
 		}
 	}
+}
+
+// BenchmarkEstablishments: b.N establishments pipelined (window 4096)
+// through the function into the real data plane.
+func BenchmarkEstablishments(b *testing.B) {
+	r := newRig(b, func(c *upf.Config) { c.SubIDHi = 65536 })
+	r.associate()
+	b.ResetTimer()
+	r.establishAll(b.N, 0)
 }

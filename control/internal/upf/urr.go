@@ -155,8 +155,8 @@ func (u *UPF) pollUsage(ctx context.Context, now time.Time) {
 	st := u.st
 	var items []pollItem
 	st.mu.Lock()
-	for seid, e := range st.sess {
-		if e.live && !e.busy && e.subID != 0 && len(e.s.URRs) > 0 {
+	for seid := range st.metered {
+		if e := st.sess[seid]; e != nil && !e.busy {
 			items = append(items, pollItem{seid: seid, sub: e.subID})
 		}
 	}
@@ -240,7 +240,7 @@ func (u *UPF) pollUsage(ctx context.Context, now time.Time) {
 		send = append(send, out{peer, it.seid, m, seq})
 	}
 	st.mu.Unlock()
-	if err := u.store.Commit(dirty, nil); err != nil {
+	if err := u.store.CommitModels(dirty); err != nil {
 		u.c.storeErrors.Add(1)
 	}
 	for _, x := range send {

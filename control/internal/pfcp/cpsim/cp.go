@@ -12,6 +12,7 @@ import (
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
+	"golang.org/x/net/ipv4"
 )
 
 // CP is one control plane: a PFCP endpoint with an association to one
@@ -36,6 +37,11 @@ type CP struct {
 	ReportCause atomic.Uint32
 	// Trace, when set, sees every datagram both ways (captures).
 	Trace func(out bool, b []byte)
+	// Raw, when set, receives every datagram that is not a request of the
+	// function's, undecoded (a benchmark's answers: decoding each with
+	// go-pfcp would cost the client more than the function spends).
+	Raw chan []byte
+	bc  *ipv4.PacketConn
 }
 
 // New binds a control plane at local (port 0: any) towards the function
@@ -52,6 +58,7 @@ func New(local, up netip.AddrPort, node string) (*CP, error) {
 	}
 	cp := &CP{conn: c, up: up, node: node, addr: local.Addr(), recovery: time.Now().Truncate(time.Second),
 		pending: map[uint32]chan message.Message{}}
+	cp.bc = ipv4.NewPacketConn(c)
 	cp.AnswerHeartbeats.Store(true)
 	cp.ReportCause.Store(uint32(ie.CauseRequestAccepted))
 	go cp.read()
@@ -79,50 +86,86 @@ func (c *CP) Reports() []*message.SessionReportRequest {
 }
 
 func (c *CP) read() {
-	buf := make([]byte, 65536)
+	msgs := make([]ipv4.Message, 64)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, 65536)}
+	}
 	for {
-		n, peer, err := c.conn.ReadFromUDPAddrPort(buf)
+		n, err := c.bc.ReadBatch(msgs, 0)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		b := append([]byte(nil), buf[:n]...)
-		if c.Trace != nil {
-			c.Trace(false, b)
-		}
-		m, err := message.Parse(b)
-		if err != nil {
-			continue
-		}
-		switch r := m.(type) {
-		case *message.HeartbeatRequest:
-			c.hbFromUP.Add(1)
-			if c.AnswerHeartbeats.Load() {
-				c.write(peer, message.NewHeartbeatResponse(r.Sequence(), ie.NewRecoveryTimeStamp(c.recovery)))
+		for i := 0; i < n; i++ {
+			ua, _ := msgs[i].Addr.(*net.UDPAddr)
+			if ua == nil {
+				continue
 			}
-			continue
-		case *message.SessionReportRequest:
-			c.mu.Lock()
-			c.reports = append(c.reports, r)
-			c.mu.Unlock()
-			c.write(peer, message.NewSessionReportResponse(0, 0, 0, r.Sequence(), 0,
-				ie.NewCause(uint8(c.ReportCause.Load()))))
-			continue
-		case *message.AssociationSetupRequest:
-			c.write(peer, message.NewAssociationSetupResponse(r.Sequence(), ie.NewNodeIDHeuristic(c.node),
-				ie.NewCause(ie.CauseRequestAccepted), ie.NewRecoveryTimeStamp(c.recovery)))
-			continue
-		}
-		c.mu.Lock()
-		ch := c.pending[m.Sequence()]
-		delete(c.pending, m.Sequence())
-		c.mu.Unlock()
-		if ch != nil {
-			ch <- m
+			c.handle(append([]byte(nil), msgs[i].Buffers[0][:msgs[i].N]...), ua.AddrPort())
 		}
 	}
+}
+
+func (c *CP) handle(b []byte, peer netip.AddrPort) {
+	if c.Trace != nil {
+		c.Trace(false, b)
+	}
+	if c.Raw != nil && len(b) > 1 && b[1] != message.MsgTypeHeartbeatRequest &&
+		b[1] != message.MsgTypeSessionReportRequest && b[1] != message.MsgTypeAssociationSetupRequest {
+		c.Raw <- b
+		return
+	}
+	m, err := message.Parse(b)
+	if err != nil {
+		return
+	}
+	switch r := m.(type) {
+	case *message.HeartbeatRequest:
+		c.hbFromUP.Add(1)
+		if c.AnswerHeartbeats.Load() {
+			c.write(peer, message.NewHeartbeatResponse(r.Sequence(), ie.NewRecoveryTimeStamp(c.recovery)))
+		}
+		return
+	case *message.SessionReportRequest:
+		c.mu.Lock()
+		c.reports = append(c.reports, r)
+		c.mu.Unlock()
+		c.write(peer, message.NewSessionReportResponse(0, 0, 0, r.Sequence(), 0,
+			ie.NewCause(uint8(c.ReportCause.Load()))))
+		return
+	case *message.AssociationSetupRequest:
+		c.write(peer, message.NewAssociationSetupResponse(r.Sequence(), ie.NewNodeIDHeuristic(c.node),
+			ie.NewCause(ie.CauseRequestAccepted), ie.NewRecoveryTimeStamp(c.recovery)))
+		return
+	}
+	c.mu.Lock()
+	ch := c.pending[m.Sequence()]
+	delete(c.pending, m.Sequence())
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- m
+	}
+}
+
+// WriteBatch sends many encoded requests to the function with as few
+// system calls as the kernel allows (sendmmsg).
+func (c *CP) WriteBatch(bs [][]byte) error {
+	msgs := make([]ipv4.Message, len(bs))
+	to := net.UDPAddrFromAddrPort(c.up)
+	for i, b := range bs {
+		msgs[i].Buffers = [][]byte{b}
+		msgs[i].Addr = to
+	}
+	for len(msgs) > 0 {
+		n, err := c.bc.WriteBatch(msgs, 0)
+		if err != nil {
+			return err
+		}
+		msgs = msgs[n:]
+	}
+	return nil
 }
 
 func (c *CP) write(to netip.AddrPort, m message.Message) error {
@@ -156,6 +199,19 @@ func (c *CP) Expect(seq uint32) <-chan message.Message {
 	c.pending[seq] = ch
 	c.mu.Unlock()
 	return ch
+}
+
+// AsyncTo sends a request whose answer goes to out (shared by many
+// requests: no goroutine or channel each).
+func (c *CP) AsyncTo(m message.Message, out chan message.Message) error {
+	c.mu.Lock()
+	c.pending[m.Sequence()] = out
+	c.mu.Unlock()
+	if err := c.write(c.up, m); err != nil {
+		c.forget(m.Sequence())
+		return err
+	}
+	return nil
 }
 
 // Async sends a request (its sequence number already set) and returns the
