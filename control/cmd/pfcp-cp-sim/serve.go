@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -64,7 +66,9 @@ func serve(args []string) error {
 	for in.Scan() {
 		var req map[string]any
 		var res map[string]any
-		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(in.Bytes()))
+		dec.UseNumber() // SEIDs are 64-bit: not through float64
+		if err := dec.Decode(&req); err != nil {
 			res = map[string]any{"ok": false, "error": err.Error()}
 		} else if r, err := s.do(req); err != nil {
 			res = map[string]any{"ok": false, "error": err.Error()}
@@ -86,8 +90,9 @@ type server struct {
 }
 
 func num(req map[string]any, k string) uint64 {
-	v, _ := req[k].(float64)
-	return uint64(v)
+	n, _ := req[k].(json.Number)
+	v, _ := strconv.ParseUint(string(n), 10, 64)
+	return v
 }
 
 func str(req map[string]any, k string) string {

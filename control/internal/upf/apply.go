@@ -364,6 +364,7 @@ func (u *UPF) finish(ops []*op) {
 		u.c.storeErrors.Add(1)
 		slog.Error("session store", "err", err)
 	}
+	u.keepSEIDBound()
 	out := make([]outMsg, 0, len(answers))
 	for i, o := range answers {
 		if msgs[i] != nil {

@@ -59,6 +59,7 @@ type CPR struct {
 
 	mu       sync.RWMutex
 	down     map[uint32]CPRDown
+	downOf   map[uint64][]uint32 // a session's tunnels (TEIDs)
 	perSess  map[uint64][]CPRUp
 	byTags   map[tagKey][]uint64
 	defaults []CPRUp
@@ -74,7 +75,8 @@ type tagKey struct {
 }
 
 func newCPR(u *UPF) (*CPR, error) {
-	c := &CPR{u: u, down: map[uint32]CPRDown{}, perSess: map[uint64][]CPRUp{}, byTags: map[tagKey][]uint64{}}
+	c := &CPR{u: u, down: map[uint32]CPRDown{}, downOf: map[uint64][]uint32{}, perSess: map[uint64][]CPRUp{},
+		byTags: map[tagKey][]uint64{}}
 	g, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(u.cfg.GTPU))
 	if err != nil {
 		return nil, fmt.Errorf("redirect GTP-U socket %s: %w", u.cfg.GTPU, err)
@@ -117,11 +119,10 @@ func (c *CPR) close() {
 func (c *CPR) update(seid uint64, p *Plan) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for t, d := range c.down {
-		if d.SEID == seid {
-			delete(c.down, t)
-		}
+	for _, t := range c.downOf[seid] {
+		delete(c.down, t)
 	}
+	delete(c.downOf, seid)
 	for _, r := range c.perSess[seid] {
 		k := tagKey{r.Key.Port, r.Key.STag, r.Key.CTag}
 		c.byTags[k] = slices.DeleteFunc(c.byTags[k], func(s uint64) bool { return s == seid })
@@ -130,12 +131,15 @@ func (c *CPR) update(seid uint64, p *Plan) {
 		}
 	}
 	delete(c.perSess, seid)
-	c.defaults = slices.DeleteFunc(c.defaults, func(r CPRUp) bool { return r.SEID == seid })
-	if p == nil {
+	if len(c.defaults) > 0 {
+		c.defaults = slices.DeleteFunc(c.defaults, func(r CPRUp) bool { return r.SEID == seid })
+	}
+	if p == nil || len(p.CPRUp) == 0 && len(p.CPRDown) == 0 {
 		return
 	}
 	for _, d := range p.CPRDown {
 		c.down[d.TEID] = d
+		c.downOf[seid] = append(c.downOf[seid], d.TEID)
 	}
 	var mine []CPRUp
 	for _, r := range p.CPRUp {

@@ -48,9 +48,11 @@ func (u *UPF) restore() error {
 	if err != nil {
 		return err
 	}
-	// SEIDs never repeat across restarts: above every stored one and the
-	// stored bound, and above the start time's own range.
-	base := uint64(time.Now().Unix()) << 24
+	// SEIDs never repeat across restarts: above every stored one, above
+	// the stored bound (moved ahead as they are handed out, seidReserve at
+	// a time) and above the start time's own range.  They stay below 2^53
+	// (JSON numbers of the tools that show them).
+	base := uint64(time.Now().Unix()) << 16
 	if nextSEID > base {
 		base = nextSEID
 	}
@@ -60,7 +62,8 @@ func (u *UPF) restore() error {
 		}
 	}
 	u.st = NewState(u.cfg.SubIDLo, u.cfg.SubIDHi, base)
-	if err := u.store.PutMeta(u.recovery, base+1<<32); err != nil {
+	u.seidBound = base + seidReserve
+	if err := u.store.PutMeta(u.recovery, u.seidBound); err != nil {
 		return err
 	}
 	assocs, err := u.store.Associations()
@@ -409,4 +412,22 @@ func (u *UPF) storedEstablishment(raw []byte, created time.Time) (*Session, erro
 		return nil, rj
 	}
 	return s, nil
+}
+
+// seidReserve is how far ahead of the SEIDs handed out the stored bound is.
+const seidReserve = 1 << 20
+
+// keepSEIDBound moves the stored SEID bound ahead when the SEIDs handed
+// out come near it (one store write per seidReserve/2 sessions).
+func (u *UPF) keepSEIDBound() {
+	u.st.mu.Lock()
+	next := u.st.nextSEID
+	u.st.mu.Unlock()
+	if next+seidReserve/2 < u.seidBound {
+		return
+	}
+	u.seidBound = next + seidReserve
+	if err := u.store.PutMeta(u.recovery, u.seidBound); err != nil {
+		u.c.storeErrors.Add(1)
+	}
 }

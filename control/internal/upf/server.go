@@ -49,16 +49,17 @@ type UPF struct {
 	mute     *rate.Limiter // answers to peers without an association
 	cpr      *CPR
 
-	applyCh  chan *op
-	retryCh  chan *op
-	doneCh   chan *batch
-	slots    chan struct{} // batches in flight
-	kick     chan struct{} // resync request
-	dpStart  time.Time     // when the data plane we talk to started
-	dpGen    uint64
-	wg       sync.WaitGroup
-	closeOne sync.Once
-	now      func() time.Time
+	applyCh   chan *op
+	retryCh   chan *op
+	doneCh    chan *batch
+	slots     chan struct{} // batches in flight
+	kick      chan struct{} // resync request
+	dpStart   time.Time     // when the data plane we talk to started
+	seidBound uint64        // stored: no SEID handed out reaches it
+	dpGen     uint64
+	wg        sync.WaitGroup
+	closeOne  sync.Once
+	now       func() time.Time
 }
 
 // New opens the store, restores sessions and binds the PFCP socket; Run
