@@ -3,9 +3,18 @@
     s1, s2, p1 ... (the subscribers of lab.bng_lab, behind the access switch)
          |
     dut (netns) acc [edgeplane-dp] core        edgeplane upf  198.18.2.1
+         |          ctl ==veth== ctlp ------------> |  (punted frames in, frames to
+         |                                          |   subscribers out: AF_PACKET)
          |                                          |  PFCP (UDP 8805), GTP-U (2152)
          |                               cp0 ------ eth0
     core (netns)                                cp (netns) pfcp-cp-sim 198.18.2.2
+
+The data plane's control port `ctl` (net_af_packet on a veth whose other
+end, `ctlp`, the function reads and writes) carries the control packet
+redirect:
+punted frames (PPPoE discovery, DHCP, ...) out, and frames the control
+plane sends to subscribers in, which a `bng-inject` worker sends out of
+the access port.
 
 edgeplane-dp starts with no subscriber in its configuration: every
 subscriber comes from a PFCP session the control plane (`pfcp-cp-sim
@@ -86,7 +95,8 @@ class Upf:
         argv = [str(go_binary("edgeplane")), "upf", "--listen", f"{UPF_ADDR}:8805",
                 "--gtpu", f"{UPF_ADDR}:2152", "--dp-socket", str(self.dp.ctl_path),
                 "--state-dir", str(self.state_dir), "--logical-port", "access",
-                "--metrics", f"{UPF_ADDR}:9101", "--urr-poll", "500ms", *self.extra]
+                "--metrics", f"{UPF_ADDR}:9101", "--urr-poll", "500ms", "--punt-iface", "ctlp",
+                *self.extra]
         self.proc = self.host.popen(argv, stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -147,6 +157,9 @@ class CupsLab(BngLab):
 
     def build(self):
         super().build()
+        self.topo.link(self.dut, "ctl", self.dut, "ctlp", mtu=1600)
+        self.dut.offload_off("ctl")
+        self.dut.offload_off("ctlp")
         self.cph = self.topo.host("cp")
         self.topo.link(self.cph, "eth0", self.dut, "cp0", ipv4_a=f"{CP_ADDR}/24", ipv4_b=f"{UPF_ADDR}/24")
         self.cph.run(["ip", "addr", "add", f"{CP_ADDR2}/24", "dev", "eth0"])
@@ -160,7 +173,16 @@ class CupsLab(BngLab):
         # No DPDK telemetry socket: its start-up check blocks while another
         # DPDK process on the machine is stopped (benchmarks SIGSTOP theirs).
         opts.setdefault("eal_args", "--no-telemetry")
-        return bng_sections([], **opts)
+        extra = dict(opts.pop("bng_extra", None) or {})
+        extra.setdefault("control_port", "ctl")
+        sec = bng_sections([], bng_extra=extra, **opts)
+        out = {}
+        for k, v in sec.items():
+            out[k] = v
+            if k == "port core":
+                out["port ctl"] = {"device": "net_af_packet2,iface=ctl"}
+        out["worker inject"] = {"pipeline": "bng-inject", "rx": "ctl"}
+        return out
 
     def start_dp(self, **override):
         dp = super().start_dp(**override)

@@ -21,7 +21,7 @@ import pytest
 
 from lab.bng_lab import (ACCESS_MAC, CORE4, CORE6, Capture, Subscriber, bng_available,
                          send_frames, wait_for)
-from lab.cups_lab import CP_ADDR2, UPF_ADDR, CupsLab
+from lab.cups_lab import CP_ADDR, CP_ADDR2, UPF_ADDR, CupsLab
 from lab.traffic import Iperf3Server, iperf3
 
 PAYLOAD = 1176                      # iperf3 UDP payload (see test_bng_shaping)
@@ -287,6 +287,65 @@ def test_pfcp_kill_9_of_the_data_plane(lab):
     assert r["cause"] == 1, r
     ul, _ = usage_total([x for x in lab.cp.request("reports")["reports"] if x["cp_seid"] == cp_seid] + r["usage"])
     assert ul == 2 * n * (size + 28), (ul, 2 * n * (size + 28))
+
+
+def cp_frames(lab, teid):
+    return [bytes.fromhex(f["frame"]) for f in lab.cp.request("gtpu-frames")["frames"] or []
+            if f["teid"] == teid]
+
+
+def test_pfcp_control_packet_redirect_both_ways(lab):
+    """TR-459's redirect: the default session (made right after
+    association) sends a subscriber's PPPoE discovery and DHCP to the
+    control plane in GTP-U, whole frames with their tags; a session's own
+    tunnel carries its LCP; the control plane's answer, sent untagged to
+    the tunnel the function chose, reaches the subscriber with its tags."""
+    from scapy.layers.dhcp import BOOTP, DHCP
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
+    from scapy.layers.ppp import PPPoE, PPPoED
+    from scapy.packet import Raw
+    lab.cp.request("gtpu-listen", addr=f"{CP_ADDR}:2152")
+    r = lab.cp.request("default", cp_seid=0x9000, port="access", teid=0x1000)
+    assert r["cause"] == 1, r
+    p, s2 = lab.sub("p1"), lab.sub("s2")
+    padi = bytes(Ether(src=p.mac, dst="ff:ff:ff:ff:ff:ff") / Dot1AD(vlan=100) / Dot1Q(vlan=201)
+                 / PPPoED(code=0x09, sessionid=0))
+    send_frames(p.host, [padi])
+    dhcp = bytes(Ether(src=s2.mac, dst="ff:ff:ff:ff:ff:ff") / IP(src="0.0.0.0", dst="255.255.255.255")
+                 / UDP(sport=68, dport=67) / BOOTP(chaddr=bytes.fromhex(s2.mac.replace(":", "")))
+                 / DHCP(options=[("message-type", "discover"), "end"]))
+    send_frames(s2.host, [dhcp])        # the host's tc shim tags it (VLAN 101)
+    assert wait_for(lambda: len(cp_frames(lab, 0x1000)) >= 2, timeout=10), lab.upf.metrics()
+    got = [Ether(f) for f in cp_frames(lab, 0x1000)]
+    pd = [f for f in got if f.haslayer(PPPoED)]
+    dh = [f for f in got if f.haslayer(BOOTP)]
+    assert len(pd) == 1 and pd[0][Dot1Q].vlan in (100, 201) and pd[0].src == p.mac, got
+    tags = [t.vlan for t in (pd[0].getlayer(Dot1Q, 1), pd[0].getlayer(Dot1Q, 2)) if t is not None]
+    assert tags == [100, 201], tags      # as on the wire (the outer TPID: see lab/bng_lab.py)
+    assert len(dh) == 1 and dh[0][Dot1Q].vlan == 101 and dh[0].src == s2.mac, got
+
+    # The session's own tunnel, both ways.
+    old = lab.seids.pop("p1", None)
+    if old is not None:
+        lab.cp.request("delete", up_seid=old)
+    r = lab.cp.request("establish", sub=lab.session("p1", redirect=True, cp_addr=CP_ADDR, cp_teid=0x2003))
+    assert r["cause"] == 1 and len(r["created"]) == 1, r
+    lab.seids["p1"] = r["up_seid"]
+    tunnel = r["created"][0]
+    assert tunnel["addr"] == UPF_ADDR, tunnel
+    lcp = bytes(Ether(src=p.mac, dst=ACCESS_MAC) / Dot1AD(vlan=100) / Dot1Q(vlan=201)
+                / PPPoE(code=0, sessionid=0x12, len=10) / Raw(b"\xc0\x21\x09\x01\x00\x08" + b"\x12\x34\x56\x78"))
+    send_frames(p.host, [lcp])
+    assert wait_for(lambda: cp_frames(lab, 0x2003), timeout=10), lab.upf.metrics()
+    assert Ether(cp_frames(lab, 0x2003)[0])[PPPoE].sessionid == 0x12
+    pads = bytes(Ether(src=ACCESS_MAC, dst=p.mac, type=0x8863) / PPPoED(code=0x65, sessionid=0x12))
+    with Capture(p.host, "eth0", "ether proto 0x88a8 or vlan") as cap:
+        lab.cp.request("gtpu-send", to=f"{UPF_ADDR}:2152", teid=tunnel["teid"], frame=pads.hex())
+        time.sleep(1)
+    rows = cap.fields("ieee8021ad.id", "vlan.id", "pppoe.code", "pppoe.session_id", "eth.dst",
+                      display_filter="pppoed")
+    assert rows == [["100", "201", "0x65", "0x0012", p.mac]], rows
 
 
 def test_pfcp_capture_decodes_without_malformed_fields(lab):

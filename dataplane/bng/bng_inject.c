@@ -14,8 +14,13 @@
  * The frame is the function's, not a subscriber's, so nothing is looked
  * up; it is checked for size only: at least an Ethernet header (else
  * l2_truncated), at most a QinQ-tagged 1500-byte frame (else
- * bng_inject_oversize).  About 20 cycles a packet; the worker sleeps with
- * the engine's adaptive polling while the control plane is quiet.
+ * bng_inject_oversize).  A double-tagged frame leaves with an 802.1ad
+ * outer tag, as the downlink sends QinQ subscribers theirs: a control
+ * port on net_af_packet hands frames in with the outer TPID turned into
+ * 0x8100 (the kernel moves a received frame's outer tag into its metadata
+ * and DPDK 22.11's PMD puts it back as 0x8100).  About 20 cycles a packet;
+ * the worker sleeps with the engine's adaptive polling while the control
+ * plane is quiet.
  *
  *   [worker inject]
  *   pipeline = bng-inject
@@ -48,8 +53,16 @@ bng_inject_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 			next[i] = EP_NEXT_DROP(EP_DROP_L2_TRUNCATED);
 		else if (len > BNG_INJECT_MAX_FRAME)
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_INJECT_OVERSIZE);
-		else
+		else {
+			struct rte_ether_hdr *eh = rte_pktmbuf_mtod(pkts[i], struct rte_ether_hdr *);
+			struct rte_vlan_hdr *v = (struct rte_vlan_hdr *)(eh + 1);
+
+			if (len >= RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN &&
+			    eh->ether_type == RTE_BE16(RTE_ETHER_TYPE_VLAN) &&
+			    v->eth_proto == RTE_BE16(RTE_ETHER_TYPE_VLAN))
+				eh->ether_type = RTE_BE16(RTE_ETHER_TYPE_QINQ);
 			next[i] = EP_NEXT_TX(c->access_port);
+		}
 	}
 	return n;
 }

@@ -4,11 +4,12 @@
  * byte for byte; a runt or an oversized frame is dropped by its reason;
  * a worker that would take frames from another port is refused.
  */
+#include "test_bng.h"
+
 #include <string.h>
 
 #include <rte_malloc.h>
 
-#include "test_bng.h"
 #include "bng/bng_inject.h"
 
 static struct ep_worker *
@@ -51,6 +52,28 @@ EP_TEST(inject_frame_leaves_the_access_port_unchanged)
 	EP_CHECK_EQ(tb_run(t, w, f, len, out, &olen), EP_NEXT_TX(TB_ACCESS));
 	EP_CHECK_EQ(olen, len);
 	EP_CHECK_MEM(out, f, len);
+	inject_free(w);
+	tb_free(t);
+}
+
+EP_TEST(inject_qinq_frame_leaves_with_an_802_1ad_outer_tag)
+{
+	struct tb *t = tb_new("control_port = core\n");
+	struct ep_err err;
+	struct ep_worker *w = inject_worker(t, &err);
+	struct tb_pkt p = { .dst = tb_sub_mac, .src = tb_access_mac, .n_vlans = 2, .vid = { 100, 200 },
+			    .ether_type = 0x8863, .payload = 40 };
+	uint8_t f[512], out[2048];
+	uint16_t len = tb_frame(f, &p), olen = 0;
+
+	/* As net_af_packet hands it in: the outer TPID 0x8100. */
+	f[12] = 0x81;
+	f[13] = 0x00;
+	EP_CHECK_EQ(tb_run(t, w, f, len, out, &olen), EP_NEXT_TX(TB_ACCESS));
+	EP_CHECK_EQ(out[12], 0x88);
+	EP_CHECK_EQ(out[13], 0xa8);
+	EP_CHECK_EQ(out[16], 0x81);
+	EP_CHECK_MEM(out + 14, f + 14, len - 14);
 	inject_free(w);
 	tb_free(t);
 }

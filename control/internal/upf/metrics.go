@@ -100,10 +100,12 @@ var (
 	descSessions = prometheus.NewDesc("edgeplane_upf_sessions", "PFCP sessions.", nil, nil)
 	descSubs     = prometheus.NewDesc("edgeplane_upf_subscribers", "Sessions with a subscriber in the data plane.", nil, nil)
 	descAssoc    = prometheus.NewDesc("edgeplane_upf_associations", "PFCP associations.", nil, nil)
+	descCPR      = prometheus.NewDesc("edgeplane_upf_redirect_frames_total",
+		"Control packet redirect (TR-459): frames by direction and outcome.", []string{"direction", "outcome"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRx, descTx, descCause, descBad, descEvents, descSessions, descSubs, descAssoc} {
+	for _, d := range []*prometheus.Desc{descRx, descTx, descCause, descBad, descEvents, descSessions, descSubs, descAssoc, descCPR} {
 		ch <- d
 	}
 }
@@ -147,4 +149,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(k.Sessions))
 	ch <- prometheus.MustNewConstMetric(descSubs, prometheus.GaugeValue, float64(k.Subscribers))
 	ch <- prometheus.MustNewConstMetric(descAssoc, prometheus.GaugeValue, float64(c.u.nodes.count()))
+	r := c.u.CPRStats()
+	for _, x := range []struct {
+		dir, outcome string
+		v            uint64
+	}{{"to_cp", "sent", r.Up}, {"to_cp", "no_rule", r.UpNoRule}, {"to_cp", "unparsable", r.UpBad},
+		{"to_subscriber", "sent", r.Down}, {"to_subscriber", "unknown_teid", r.DownNoTEID},
+		{"to_subscriber", "unparsable", r.DownBad}, {"echo", "answered", r.Echo}, {"both", "send_error", r.SendErrors}} {
+		cnt(descCPR, x.v, x.dir, x.outcome)
+	}
 }
