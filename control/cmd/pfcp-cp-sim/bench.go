@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -57,14 +56,15 @@ func percentile(d []time.Duration, p float64) float64 {
 // bench establishes sessions as fast as the function answers, with up to
 // window requests outstanding; latency is request sent to answer received
 // (the answer comes when the data plane's tables hold the subscriber).
+// --fill sessions are established first and reported apart: the timed run
+// then starts with that many installed.
 func bench(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	upAddr := fs.String("upf", "", "the function's PFCP address")
 	local := fs.String("local", "127.0.0.1:0", "our PFCP address")
-	n := fs.Int("sessions", 10000, "sessions to establish")
-	offset := fs.Int("offset", 0, "first subscriber index")
+	fill := fs.Int("fill", 0, "sessions established before the timed run")
+	n := fs.Int("sessions", 10000, "sessions established in the timed run")
 	window := fs.Int("window", 4096, "requests outstanding at most")
-	assoc := fs.Bool("associate", true, "set up the association first")
 	del := fs.Bool("delete", false, "delete the sessions afterwards (not timed)")
 	fs.Parse(args)
 	up, err := netip.ParseAddrPort(*upAddr)
@@ -81,46 +81,71 @@ func bench(args []string) error {
 	}
 	defer cp.Close()
 	ctx := context.Background()
-	if *assoc {
-		a, err := cp.Associate(ctx)
+	a, err := cp.Associate(ctx)
+	if err != nil {
+		return err
+	}
+	if c := cpsim.Cause(a); c != ie.CauseRequestAccepted {
+		return fmt.Errorf("association: cause %d", c)
+	}
+	cp.Raw = make(chan []byte, *window+64)
+	out := map[string]result{}
+	var seids []uint64
+	if *fill > 0 {
+		r, s, err := establishRun(cp, 0, *fill, *window)
 		if err != nil {
 			return err
 		}
-		if c := cpsim.Cause(a); c != ie.CauseRequestAccepted {
-			return fmt.Errorf("association: cause %d", c)
+		out["fill"], seids = r, append(seids, s...)
+	}
+	r, s, err := establishRun(cp, *fill, *n, *window)
+	if err != nil {
+		return err
+	}
+	out["run"], seids = r, append(seids, s...)
+	cp.Raw = nil
+	if *del {
+		for _, s := range seids {
+			if s != 0 {
+				cp.Delete(ctx, s)
+			}
 		}
 	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// establishRun establishes subscribers offset..offset+n-1 and times it.
+func establishRun(cp *cpsim.CP, offset, n, window int) (result, []uint64, error) {
 	// Encoded before the clock starts: the control plane's own cost is
 	// not the function's.  Sent in bursts of up to 64 per system call,
 	// answers taken undecoded (sequence number and cause read in place).
-	raw := make([][]byte, *n)
-	seqIdx := make(map[uint32]int, *n)
+	raw := make([][]byte, n)
+	seqIdx := make(map[uint32]int, n)
 	for i := range raw {
-		s := benchSub(*offset + i)
+		s := benchSub(offset + i)
 		m := cp.EstablishMsg(s.CPSEID, s.Establishment())
 		b := make([]byte, m.MarshalLen())
 		if err := m.MarshalTo(b); err != nil {
-			return err
+			return result{}, nil, err
 		}
 		raw[i] = b
 		seqIdx[m.Sequence()] = i
 	}
-	cp.Raw = make(chan []byte, *window+64)
-	sent := make([]time.Time, *n)
-	lats := make([]time.Duration, 0, *n)
+	sent := make([]time.Time, n)
+	lats := make([]time.Duration, 0, n)
 	causes := map[string]int{}
-	seids := make([]uint64, *n)
+	seids := make([]uint64, n)
 	start := time.Now()
 	next, got := 0, 0
-	for got < *n {
-		if next < *n && next-got < *window {
-			k := min(*n-next, *window-(next-got), 64)
+	for got < n {
+		if next < n && next-got < window {
+			k := min(n-next, window-(next-got), 64)
 			now := time.Now()
 			for j := next; j < next+k; j++ {
 				sent[j] = now
 			}
 			if err := cp.WriteBatch(raw[next : next+k]); err != nil {
-				return err
+				return result{}, nil, err
 			}
 			next += k
 		}
@@ -141,78 +166,89 @@ func bench(args []string) error {
 				seids[i] = seid
 			}
 		case <-time.After(60 * time.Second):
-			causes["timeout"] += *n - got
-			got = *n
+			causes["timeout"] += n - got
+			got = n
 		}
 	}
 	el := time.Since(start).Seconds()
-	res := result{Sessions: len(lats), Seconds: el, PerS: float64(len(lats)) / el,
-		P50MS: percentile(lats, 0.5), P99MS: percentile(lats, 0.99), Causes: causes}
-	if *del {
-		for _, s := range seids {
-			if s != 0 {
-				cp.Delete(ctx, s)
-			}
-		}
-	}
-	return json.NewEncoder(os.Stdout).Encode(res)
+	return result{Sessions: len(lats), Seconds: el, PerS: float64(len(lats)) / el,
+		P50MS: percentile(lats, 0.5), P99MS: percentile(lats, 0.99), Causes: causes}, seids, nil
 }
 
 // direct adds the same subscribers through edgeplane-dp's control socket
 // (sub-add-bulk of batch subscribers, window requests pipelined): the
-// peer of bench, the data plane's own rate for this work.
+// peer of bench, the data plane's own rate for this work.  --fill and the
+// timed run as in bench.
 func direct(args []string) error {
 	fs := flag.NewFlagSet("direct", flag.ExitOnError)
 	sock := fs.String("socket", "", "edgeplane-dp's control socket")
-	n := fs.Int("sessions", 10000, "subscribers to add")
-	offset := fs.Int("offset", 0, "first subscriber index")
+	fill := fs.Int("fill", 0, "subscribers added before the timed run")
+	n := fs.Int("sessions", 10000, "subscribers added in the timed run")
 	idBase := fs.Int("id-base", 1, "subscriber id of the first")
-	batch := fs.Int("batch", 1000, "subscribers per sub-add-bulk")
+	batch := fs.Int("batch", 1000, "subscribers per sub-add-bulk in the timed run (1: one sub-add each)")
+	fillBatch := fs.Int("fill-batch", 1000, "subscribers per sub-add-bulk while filling")
 	window := fs.Int("window", 2, "requests in flight")
-	profiles := fs.Bool("profiles", true, "create the rate tiers' profiles first")
-	del := fs.Bool("delete", false, "delete them afterwards (not timed)")
 	fs.Parse(args)
 	c := dpctl.New(*sock, dpctl.Options{MaxInFlight: *window + 1})
 	defer c.Close()
 	ctx := context.Background()
-	subs := make([]dpctl.Subscriber, *n)
+	for t := 1; t <= 4; t++ {
+		r := uint64(t) * 10000
+		if err := c.PolicerAdd(ctx, dpctl.Policer{Name: fmt.Sprintf("direct-u%d", r), CIR: fmt.Sprint(r * 1000),
+			CBS: "64K", PIR: fmt.Sprint(r * 1000), PBS: "64K"}); err != nil {
+			return err
+		}
+		if err := c.PipeAdd(ctx, dpctl.Pipe{Name: fmt.Sprintf("direct-d%d", 2*r), Rate: fmt.Sprint(2 * r * 1000)}); err != nil {
+			return err
+		}
+	}
+	out := map[string]result{}
+	if *fill > 0 {
+		r, err := addRun(ctx, c, 0, *fill, *idBase, *fillBatch, 2)
+		if err != nil {
+			return err
+		}
+		out["fill"] = r
+	}
+	r, err := addRun(ctx, c, *fill, *n, *idBase, *batch, *window)
+	if err != nil {
+		return err
+	}
+	out["run"] = r
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+func addRun(ctx context.Context, c *dpctl.Client, offset, n, idBase, batch, window int) (result, error) {
+	subs := make([]dpctl.Subscriber, n)
 	for i := range subs {
-		s := benchSub(*offset + i)
-		subs[i] = dpctl.Subscriber{ID: uint32(*idBase + i), QinQ: fmt.Sprintf("%d.%d", s.STag, s.CTag),
+		s := benchSub(offset + i)
+		subs[i] = dpctl.Subscriber{ID: uint32(idBase + offset + i), QinQ: fmt.Sprintf("%d.%d", s.STag, s.CTag),
 			MAC: s.MAC.String(), IPv4: []string{s.IPv4.String()}, IPv6: s.IPv6.String(),
 			Policer: fmt.Sprintf("direct-u%d", s.ULMBR), Pipe: fmt.Sprintf("direct-d%d", s.DLMBR)}
 	}
-	if *profiles {
-		for t := 1; t <= 4; t++ {
-			r := uint64(t) * 10000
-			if err := c.PolicerAdd(ctx, dpctl.Policer{Name: fmt.Sprintf("direct-u%d", r), CIR: fmt.Sprint(r * 1000),
-				CBS: "64K", PIR: fmt.Sprint(r * 1000), PBS: "64K"}); err != nil {
-				return err
-			}
-			if err := c.PipeAdd(ctx, dpctl.Pipe{Name: fmt.Sprintf("direct-d%d", 2*r), Rate: fmt.Sprint(2 * r * 1000)}); err != nil {
-				return err
-			}
-		}
-	}
 	// Lines encoded before the clock starts, as bench's messages are.
 	var lines [][]byte
-	for off := 0; off < *n; off += *batch {
-		lines = append(lines, dpctl.SubAddBulkLine(subs[off:min(off+*batch, *n)]))
+	cmd := "sub-add-bulk"
+	for off := 0; off < n; off += batch {
+		if batch == 1 {
+			cmd = "sub-add"
+			lines = append(lines, append([]byte(`{"cmd":"sub-add",`), subs[off].AppendJSON(nil)[1:]...))
+			continue
+		}
+		lines = append(lines, dpctl.SubAddBulkLine(subs[off:min(off+batch, n)]))
+	}
+	type sent struct {
+		k  *dpctl.Call
+		t0 time.Time
 	}
 	var lats []time.Duration
 	var table int64
-	inflight := make(chan struct {
-		k  *dpctl.Call
-		t0 time.Time
-	}, *window)
+	inflight := make(chan sent, window)
 	errc := make(chan error, 1)
 	start := time.Now()
 	go func() {
 		for _, l := range lines {
-			inflight <- struct {
-				k  *dpctl.Call
-				t0 time.Time
-			}{c.GoRaw(ctx, "sub-add-bulk", l), time.Now()}
+			inflight <- sent{c.GoRaw(ctx, cmd, l), time.Now()}
 		}
 		close(inflight)
 	}()
@@ -231,19 +267,11 @@ func direct(args []string) error {
 		errc <- nil
 	}()
 	if err := <-errc; err != nil {
-		return err
+		return result{}, err
 	}
 	el := time.Since(start).Seconds()
-	res := result{Sessions: *n, Seconds: el, PerS: float64(*n) / el, P50MS: percentile(lats, 0.5),
-		P99MS: percentile(lats, 0.99), Batches: len(lines), TableUS: table}
-	if *del {
-		for i := range subs {
-			if err := c.SubDel(ctx, subs[i].ID); err != nil && !errors.Is(err, dpctl.ErrConnLost) {
-				return err
-			}
-		}
-	}
-	return json.NewEncoder(os.Stdout).Encode(res)
+	return result{Sessions: n, Seconds: el, PerS: float64(n) / el, P50MS: percentile(lats, 0.5),
+		P99MS: percentile(lats, 0.99), Batches: len(lines), TableUS: table}, nil
 }
 
 // answerFields reads an establishment answer's sequence number, cause and

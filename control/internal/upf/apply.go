@@ -81,6 +81,13 @@ func (u *UPF) applier(ctx context.Context) {
 			u.runPurge(ctx, first)
 			continue
 		}
+		// A slot first, the batch second: whatever arrives while the data
+		// plane works on the batches in flight joins this one.
+		select {
+		case u.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		ops := []*op{first}
 	drain:
 		for len(ops) < u.cfg.BatchMax {
@@ -100,13 +107,7 @@ func (u *UPF) applier(ctx context.Context) {
 			}
 			ops = append(ops, o)
 		}
-		b := u.sendBatch(ctx, ops)
-		select {
-		case u.slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		u.doneCh <- b
+		u.doneCh <- u.sendBatch(ctx, ops)
 	}
 }
 
