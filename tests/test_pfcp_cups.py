@@ -348,6 +348,37 @@ def test_pfcp_control_packet_redirect_both_ways(lab):
     assert rows == [["100", "201", "0x65", "0x0012", p.mac]], rows
 
 
+def doc_block(tag):
+    import re
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "docs" / "cups.md").read_text()
+    m = re.search(rf"<!-- test: {tag} -->\n```json\n(.*?)```", text, re.S)
+    assert m, f"docs/cups.md has no '{tag}' block"
+    return m.group(1)
+
+
+def test_pfcp_doc_worked_example(lab):
+    """docs/cups.md's worked example, run as written: the commands' answers
+    and the subscriber the data plane then holds."""
+    old = lab.seids.pop("s1", None)
+    if old is not None:
+        lab.cp.request("delete", up_seid=old)
+    for line in doc_block("cups-example-commands").splitlines():
+        req = json.loads(line)
+        r = lab.cp.request(req.pop("cmd"), **req)
+        assert r.get("cause") == 1, (line, r)
+        if "up_seid" in r:
+            lab.seids["s1"] = r["up_seid"]
+    want = json.loads(doc_block("cups-example-subscriber"))
+    got = find_sub(lab, "s1")
+    assert {k: got.get(k) for k in want} == want, got
+    prof = lab.dp.ctl("profile-list")
+    pol = next(p for p in prof["policers"] if p["name"] == "pfcp-u20000-10000")
+    assert (pol["mode"], pol["cir"], pol["pir"]) == ("rfc2698", 10_000_000, 20_000_000), pol
+    pipe = next(p for p in prof["pipes"] if p["name"] == "pfcp-d50000")
+    assert pipe["rate"] == 50_000_000, pipe
+
+
 def test_pfcp_capture_decodes_without_malformed_fields(lab):
     """Everything PFCP the control plane and the function exchanged in this
     module, decoded by tshark: no malformed field, no expert warning, and

@@ -56,6 +56,7 @@ func runUPF(args []string) error {
 	fs.IntVar(&cfg.Pipeline, "pipeline", 2, "batches in flight to the data plane")
 	fs.DurationVar(&cfg.URRPoll, "urr-poll", time.Second, "counter polling for usage reports")
 	fs.BoolVar(&cfg.Sync, "sync", false, "fsync the session store at every batch")
+	fs.Float64Var(&cfg.UnassocRate, "unassoc-rate", 100, "answers per second to peers without an association (the rest are counted, not answered)")
 	metrics := fs.String("metrics", "", "serve Prometheus /metrics on HOST:PORT")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (runtime/pprof) to FILE until exit")
 	fs.Parse(args)

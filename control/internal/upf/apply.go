@@ -72,7 +72,7 @@ func (u *UPF) applier(ctx context.Context) {
 				continue
 			}
 		}
-		if u.dp.Generation() != u.dpGen && u.dpGen != 0 {
+		if u.dp.Generation() != u.dpGen && !u.dpSeen.IsZero() {
 			u.barrier()
 			u.resync(ctx)
 		}

@@ -160,19 +160,30 @@ func (u *UPF) saveAssociation(a *assoc) {
 // a restart of the data plane a replay.  Runs on the applier goroutine
 // with no batch in flight.
 //
-// A restart is recognised by the data plane's start time (stats uptime)
-// or, should two starts fall within the clock's noise, by what it lacks:
-// profiles we created, or every one of our subscribers.
+// A restart is recognised on a new connection (a restart breaks the old
+// one) by the data plane's uptime (stats) that did not go on with the
+// wall clock, or by what it lacks: profiles we created, or every one of
+// our subscribers.
 func (u *UPF) resync(ctx context.Context) {
 	stats, err := u.dp.Stats(ctx)
 	if err != nil {
 		slog.Warn("data plane unreachable; sessions wait", "socket", u.dp.Path(), "err", err)
 		return
 	}
-	started := time.Now().Add(-time.Duration(stats.UptimeS * float64(time.Second)))
+	now := time.Now()
 	gen := u.dp.Generation()
-	if !u.dpStart.IsZero() && gen == u.dpGen && started.Sub(u.dpStart).Abs() < 500*time.Millisecond {
-		return // the same instance on the same connection: nothing to do
+	if !u.dpSeen.IsZero() && gen == u.dpGen {
+		// The same connection: the same data plane (a restart breaks it).
+		u.dpUptime, u.dpSeen = stats.UptimeS, now
+		return
+	}
+	// A new connection: the same data plane if its uptime went on with
+	// the wall clock since we last saw it (2 s and 1 % of slack: its
+	// clock is the TSC), a new one if it started since.
+	newInstance := false
+	if !u.dpSeen.IsZero() {
+		expected := u.dpUptime + now.Sub(u.dpSeen).Seconds()
+		newInstance = stats.UptimeS+2 < expected*0.99
 	}
 	profs, err := u.dp.ProfileList(ctx)
 	if err != nil {
@@ -198,8 +209,7 @@ func (u *UPF) resync(ctx context.Context) {
 		}
 	}
 	_, subs := u.st.Sessions()
-	restarted := !u.dpStart.IsZero() && (started.Sub(u.dpStart).Abs() >= 500*time.Millisecond ||
-		u.prof.missingFrom(names) || subs > 0 && ours == 0)
+	restarted := !u.dpSeen.IsZero() && (newInstance || u.prof.missingFrom(names) || subs > 0 && ours == 0)
 	if restarted {
 		u.c.dpRestarts.Add(1)
 		slog.Warn("data plane restarted: replaying every subscriber", "socket", u.dp.Path(), "subscribers", subs)
@@ -211,7 +221,7 @@ func (u *UPF) resync(ctx context.Context) {
 		slog.Warn("data plane reconcile incomplete; tried again at the next check", "err", err)
 		return
 	}
-	u.dpStart, u.dpGen = started, gen
+	u.dpUptime, u.dpSeen, u.dpGen = stats.UptimeS, now, gen
 }
 
 // readBack lists every subscriber the data plane holds.

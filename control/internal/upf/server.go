@@ -54,7 +54,8 @@ type UPF struct {
 	doneCh    chan *batch
 	slots     chan struct{} // batches in flight
 	kick      chan struct{} // resync request
-	dpStart   time.Time     // when the data plane we talk to started
+	dpSeen    time.Time     // when we last read the data plane's uptime
+	dpUptime  float64       // what it was
 	seidBound uint64        // stored: no SEID handed out reaches it
 	dpGen     uint64
 	wg        sync.WaitGroup
