@@ -270,3 +270,55 @@ func (c *Client) Stats(ctx context.Context) (EngineStats, error) {
 	err := c.Cmd(ctx, "stats", nil, &s)
 	return s, err
 }
+
+// Counters is one subscriber's row of sub-counters: uplink IP bytes by
+// policer colour, downlink access frame bytes.
+type Counters struct {
+	ID                       uint32
+	Green, Yellow, Red, Down Counter
+}
+
+// CountersResult is sub-counters' answer.
+type CountersResult struct {
+	Rows    []Counters
+	Missing []uint32 // ids that hold no subscriber
+}
+
+// GoSubCounters asks for the counters of many subscribers (at most 65536)
+// without waiting; DecodeCounters reads the answer.
+func (c *Client) GoSubCounters(ctx context.Context, ids []uint32) *Call {
+	b := []byte(`{"cmd":"sub-counters","ids":[`)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(id), 10)
+	}
+	return c.GoRaw(ctx, "sub-counters", append(b, ']', '}'))
+}
+
+// DecodeCounters reads a sub-counters answer.
+func DecodeCounters(raw json.RawMessage) (CountersResult, error) {
+	var r struct {
+		Counters [][9]uint64 `json:"counters"`
+		Missing  []uint32    `json:"missing"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return CountersResult{}, err
+	}
+	out := CountersResult{Rows: make([]Counters, len(r.Counters)), Missing: r.Missing}
+	for i, x := range r.Counters {
+		out.Rows[i] = Counters{ID: uint32(x[0]), Green: Counter{x[1], x[2]}, Yellow: Counter{x[3], x[4]},
+			Red: Counter{x[5], x[6]}, Down: Counter{x[7], x[8]}}
+	}
+	return out, nil
+}
+
+// SubCounters reads the counters of many subscribers.
+func (c *Client) SubCounters(ctx context.Context, ids []uint32) (CountersResult, error) {
+	raw, err := c.GoSubCounters(ctx, ids).Wait(ctx)
+	if err != nil {
+		return CountersResult{}, err
+	}
+	return DecodeCounters(raw)
+}

@@ -217,3 +217,30 @@ func TestSubscriberJSONMatchesEncodingJSON(t *testing.T) {
 		t.Fatalf("AppendJSON\n got %s\nwant %s", got, want)
 	}
 }
+
+func TestSubCountersReadsManySubscribersAtOnce(t *testing.T) {
+	dp := dptest.StartBNG(t, dptest.Options{})
+	c := dpctl.New(dp.Socket, dpctl.Options{})
+	defer c.Close()
+	var subs []dpctl.Subscriber
+	var ids []uint32
+	for id := uint32(1); id <= 500; id++ {
+		subs = append(subs, sub(id))
+		ids = append(ids, id)
+	}
+	if _, err := c.SubAddBulk(ctx(t), subs); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.SubCounters(ctx(t), append(ids, 4000, 4001))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rows) != 500 || r.Rows[499].ID != 500 || len(r.Missing) != 2 || r.Missing[0] != 4000 {
+		t.Fatalf("%d rows (last %+v), missing %v", len(r.Rows), r.Rows[len(r.Rows)-1], r.Missing)
+	}
+	_, err = c.SubCounters(ctx(t), []uint32{0})
+	var de *dpctl.Error
+	if !errors.As(err, &de) || !strings.Contains(de.Msg, "ids[0]") {
+		t.Fatalf("id 0: %v", err)
+	}
+}

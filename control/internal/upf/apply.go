@@ -2,7 +2,6 @@ package upf
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -41,7 +40,7 @@ import (
 
 type batch struct {
 	ops     []*op
-	reads   []*dpctl.Call
+	reads   *dpctl.Call // one sub-counters for every op that reports usage
 	readOps []*op
 	bulk    *dpctl.Call
 	addOps  []*op
@@ -153,11 +152,15 @@ func (u *UPF) sendBatch(ctx context.Context, ops []*op) *batch {
 			live = keep
 		}
 	}
+	var ids []uint32
 	for _, o := range live {
 		if o.readUsage {
 			b.readOps = append(b.readOps, o)
-			b.reads = append(b.reads, u.dp.Go(ctx, "sub-get", map[string]any{"cmd": "sub-get", "id": o.prevSubOrNext()}))
+			ids = append(ids, o.prevSubOrNext())
 		}
+	}
+	if len(ids) > 0 {
+		b.reads = u.dp.GoSubCounters(ctx, ids)
 	}
 	var subs []dpctl.Subscriber
 	for _, o := range live {
@@ -206,16 +209,24 @@ func (u *UPF) completer(ctx context.Context) {
 		}
 		wait := context.Background() // answers always come: the connection either answers or dies
 		retry := map[*op]bool{}
-		for i, k := range b.reads {
-			res, err := k.Wait(wait)
-			o := b.readOps[i]
+		if b.reads != nil {
+			res, err := b.reads.Wait(wait)
 			if err == nil {
-				var s dpctl.SubscriberState
-				if jerr := jsonUnmarshal(res, &s); jerr == nil {
-					o.usage, o.usageOK = usageOf(&s), true
+				if r, derr := dpctl.DecodeCounters(res); derr == nil {
+					byID := make(map[uint32]dpctl.Counters, len(r.Rows))
+					for _, row := range r.Rows {
+						byID[row.ID] = row
+					}
+					for _, o := range b.readOps {
+						if row, ok := byID[o.prevSubOrNext()]; ok {
+							o.usage, o.usageOK = usageFrom(row, o.accessHeader()), true
+						}
+					}
 				}
 			} else if errors.Is(err, dpctl.ErrConnLost) {
-				retry[o] = true
+				for _, o := range b.readOps {
+					retry[o] = true
+				}
 			}
 		}
 		if b.bulk != nil {
@@ -426,35 +437,42 @@ func (u *UPF) refuseOp(o *op, rj *Reject) {
 	u.refuse(o.peer, h, rj)
 }
 
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
-// usageOf reads a subscriber's counters as usage: uplink IP octets by what
-// the policer passed (green, yellow) and dropped (red); downlink octets
-// are the data plane's access frame octets less the access header of each
-// packet (Ethernet 14, 4 a tag, PPPoE session and PPP 8).
-func usageOf(s *dpctl.SubscriberState) Usage {
-	var u Usage
-	for c, k := range s.Uplink {
-		if c == "red" {
-			u.ULRedBytes += k.Bytes
-			u.ULRedPkts += k.Pkts
-		} else {
-			u.ULBytes += k.Bytes
-			u.ULPkts += k.Pkts
-		}
-	}
-	hdr := uint64(14)
-	if s.QinQ != "" {
-		hdr += 8
-	} else if s.VLAN != 0 {
-		hdr += 4
-	}
-	if s.PPPoE != 0 {
-		hdr += 8
-	}
-	u.DLPkts = s.Downlink.Pkts
-	if s.Downlink.Bytes > u.DLPkts*hdr {
-		u.DLBytes = s.Downlink.Bytes - u.DLPkts*hdr
+// usageFrom reads a subscriber's counters as usage: uplink IP octets by
+// what the policer passed (green, yellow) and dropped (red); downlink
+// octets are the data plane's access frame octets less the access header
+// of each packet (hdr).
+func usageFrom(c dpctl.Counters, hdr uint64) Usage {
+	u := Usage{ULBytes: c.Green.Bytes + c.Yellow.Bytes, ULPkts: c.Green.Pkts + c.Yellow.Pkts,
+		ULRedBytes: c.Red.Bytes, ULRedPkts: c.Red.Pkts, DLPkts: c.Down.Pkts}
+	if c.Down.Bytes > u.DLPkts*hdr {
+		u.DLBytes = c.Down.Bytes - u.DLPkts*hdr
 	}
 	return u
+}
+
+// accessHeader is the octets the data plane puts in front of a
+// subscriber's IP packets: Ethernet 14, 4 a tag, PPPoE session and PPP 8.
+func accessHeader(k AccessKey) uint64 {
+	h := uint64(14)
+	if k.STag != 0 {
+		h += 4
+	}
+	if k.CTag != 0 {
+		h += 4
+	}
+	if k.PPPoE != 0 {
+		h += 8
+	}
+	return h
+}
+
+// accessHeader of the subscriber an op reads the counters of.
+func (o *op) accessHeader() uint64 {
+	if o.prevSub != 0 && o.prevPlan != nil && o.prevPlan.Sub != nil {
+		return accessHeader(o.prevPlan.Sub.Key)
+	}
+	if o.nextPlan != nil && o.nextPlan.Sub != nil {
+		return accessHeader(o.nextPlan.Sub.Key)
+	}
+	return 14
 }

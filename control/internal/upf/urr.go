@@ -2,7 +2,6 @@ package upf
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -144,7 +143,7 @@ func (u *UPF) timers(ctx context.Context) {
 type pollItem struct {
 	seid  uint64
 	sub   uint32
-	call  *dpctl.Call
+	hdr   uint64
 	usage Usage
 	ok    bool
 }
@@ -156,25 +155,38 @@ func (u *UPF) pollUsage(ctx context.Context, now time.Time) {
 	var items []pollItem
 	st.mu.Lock()
 	for seid := range st.metered {
-		if e := st.sess[seid]; e != nil && !e.busy {
-			items = append(items, pollItem{seid: seid, sub: e.subID})
+		if e := st.sess[seid]; e != nil && !e.busy && e.plan.Sub != nil {
+			items = append(items, pollItem{seid: seid, sub: e.subID, hdr: accessHeader(e.plan.Sub.Key)})
 		}
 	}
 	st.mu.Unlock()
 	if len(items) == 0 {
 		return
 	}
-	for i := range items {
-		items[i].call = u.dp.Go(ctx, "sub-get", map[string]any{"cmd": "sub-get", "id": items[i].sub})
+	// One sub-counters request per 65536 sessions (the command's limit).
+	byID := make(map[uint32]int, len(items))
+	var calls []*dpctl.Call
+	for off := 0; off < len(items); off += 65536 {
+		var ids []uint32
+		for i := off; i < min(off+65536, len(items)); i++ {
+			ids = append(ids, items[i].sub)
+			byID[items[i].sub] = i
+		}
+		calls = append(calls, u.dp.GoSubCounters(ctx, ids))
 	}
-	for i := range items {
-		res, err := items[i].call.Wait(ctx)
+	for _, k := range calls {
+		res, err := k.Wait(ctx)
 		if err != nil {
 			continue
 		}
-		var s dpctl.SubscriberState
-		if json.Unmarshal(res, &s) == nil {
-			items[i].usage, items[i].ok = usageOf(&s), true
+		r, err := dpctl.DecodeCounters(res)
+		if err != nil {
+			continue
+		}
+		for _, row := range r.Rows {
+			if i, ok := byID[row.ID]; ok {
+				items[i].usage, items[i].ok = usageFrom(row, items[i].hdr), true
+			}
 		}
 	}
 	type out struct {
