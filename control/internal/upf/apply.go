@@ -208,7 +208,8 @@ func (u *UPF) completer(ctx context.Context) {
 		case b = <-u.doneCh:
 		}
 		wait := context.Background() // answers always come: the connection either answers or dies
-		retry := map[*op]bool{}
+		retry := map[*op]bool{}      // again: a sibling in a refused bulk, or no answer
+		lost := false                // no answer: the data plane is gone or restarting
 		if b.reads != nil {
 			res, err := b.reads.Wait(wait)
 			if err == nil {
@@ -224,6 +225,7 @@ func (u *UPF) completer(ctx context.Context) {
 					}
 				}
 			} else if errors.Is(err, dpctl.ErrConnLost) {
+				lost = true
 				for _, o := range b.readOps {
 					retry[o] = true
 				}
@@ -252,6 +254,7 @@ func (u *UPF) completer(ctx context.Context) {
 						}
 					}
 				} else {
+					lost = true
 					for _, o := range b.addOps {
 						retry[o] = true
 					}
@@ -262,10 +265,26 @@ func (u *UPF) completer(ctx context.Context) {
 			_, err := k.Wait(wait)
 			if err != nil && !isGone(err) {
 				if errors.Is(err, dpctl.ErrConnLost) {
+					lost = true
 					retry[b.delOps[i]] = true
 				} else {
 					slog.Warn("data plane refused a subscriber deletion", "id", b.delOps[i].del, "err", err)
 				}
+			}
+		}
+		// The data plane did not answer (gone, restarting): the ops go
+		// round again after a pause that grows with their tries, so a
+		// restart of a few seconds does not use up maxTries at once.
+		pause := time.Duration(0)
+		for o := range retry {
+			if d := time.Duration(o.tries+1) * 200 * time.Millisecond; lost && d > pause {
+				pause = d
+			}
+		}
+		if pause > 0 {
+			select {
+			case <-time.After(pause):
+			case <-ctx.Done():
 			}
 		}
 		var ok []*op
@@ -335,6 +354,11 @@ func (u *UPF) finish(ops []*op) {
 						r.NextPerio = now.Add(time.Duration(r.PeriodS) * time.Second)
 					}
 				}
+			}
+			if o.prev != nil && o.prev.CPSEID != o.next.CPSEID {
+				// The control plane moved the session to a new F-SEID.
+				delete(st.byCP, cpRef{o.prev.CPNode, o.prev.CPSEID})
+				st.byCP[cpRef{o.next.CPNode, o.next.CPSEID}] = o.seid
 			}
 			o.next.SubID, o.next.Chosen = o.nextSub, chosenMap(o.nextPlan)
 			e.s, e.plan, e.subID, e.live = o.next, o.nextPlan, o.nextSub, true

@@ -671,3 +671,30 @@ func BenchmarkEstablishments(b *testing.B) {
 	b.ResetTimer()
 	r.establishAll(b.N, 0)
 }
+
+func TestEstablishmentForAHeldCPFSEIDReplacesTheSession(t *testing.T) {
+	r := newRig(t, nil)
+	r.associate()
+	s := subscriber(11)
+	seid := r.establish(s)
+	// The control plane moves the session to a new F-SEID ...
+	resp, err := r.cp.Modify(r.ctx(), seid, []*ie.IE{ie.NewFSEID(7777, net.ParseIP("127.0.0.1"), nil)})
+	if err != nil || cpsim.Cause(resp) != ie.CauseRequestAccepted {
+		t.Fatalf("F-SEID change: %v %d", err, cpsim.Cause(resp))
+	}
+	// ... and, having lost our answer, establishes it again there: the
+	// same session, replaced, not a second one (the key would clash).
+	s.CPSEID, s.DLMBR = 7777, 30000
+	if again := r.establish(s); again != seid {
+		t.Fatalf("re-establishment got SEID %#x, the session is %#x", again, seid)
+	}
+	subs := r.subs()
+	if len(subs) != 1 {
+		t.Fatalf("%d subscribers", len(subs))
+	}
+	for _, x := range subs {
+		if x.Pipe != "pfcp-d30000" {
+			t.Fatalf("pipe %s after the replacing establishment", x.Pipe)
+		}
+	}
+}
