@@ -123,8 +123,9 @@ func runUPF(args []string) error {
 		}()
 		defer srv.Close()
 	}
-	slog.Info("pfcp user-plane function", "listen", u.Addr(), "node_id", cfg.NodeID, "dp", cfg.DPSocket,
-		"state", cfg.StateDir, "ports", cfg.Ports)
+	c := u.Config()
+	slog.Info("pfcp user-plane function", "listen", u.Addr(), "node_id", c.NodeID, "gtpu", c.GTPU,
+		"dp", c.DPSocket, "state", c.StateDir, "ports", c.Ports, "punt", c.PuntIface)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	return u.Run(ctx)

@@ -106,6 +106,9 @@ func New(cfg Config) (*UPF, error) {
 	return u, nil
 }
 
+// Config is the configuration in use (defaults filled in).
+func (u *UPF) Config() Config { return u.cfg }
+
 // Addr is the PFCP socket's address.
 func (u *UPF) Addr() netip.AddrPort { return u.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
 
