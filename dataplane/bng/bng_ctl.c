@@ -31,6 +31,7 @@
 
 #include "ep_ctl.h"
 #include "bng.h"
+#include "bng_counters.h"
 
 static struct bng *
 bng_or_err(struct ep_engine *e, struct ep_err *err)
@@ -204,37 +205,17 @@ sub_json(const struct bng *b, const struct bng_sub *s, bool counters)
 	json_object_set_new(o, "subport", json_integer(s->subport));
 	json_object_set_new(o, "pipe_id", json_integer(s->pipe));
 	if (counters) {
-		uint64_t pk[3] = {0}, by[3] = {0}, spoof = 0, dp = 0, db = 0;
 		static const char *const colour[3] = { "green", "yellow", "red" };
+		struct bng_sub_counters c;
 		json_t *up = json_object(), *drops;
 
-		/* Other workers' counters: plain 64-bit loads, never torn on
-		 * the 64-bit targets DPDK supports. */
-		for (int w = 0; w < b->n_up; w++) {
-			const struct bng_up_dyn *d = &b->up[w]->dyn[s->id];
-
-			if (d->gen != s->gen)
-				continue;
-			for (int c = 0; c < 3; c++) {
-				pk[c] += d->pkts[c];
-				by[c] += d->bytes[c];
-			}
-			spoof += d->spoofed;
-		}
-		for (int w = 0; w < b->n_down; w++) {
-			const struct bng_down_dyn *d = &b->down[w]->dyn[s->id];
-
-			if (d->gen == s->gen) {
-				dp += d->pkts;
-				db += d->bytes;
-			}
-		}
-		for (int c = 0; c < 3; c++)
-			json_object_set_new(up, colour[c], counter(pk[c], by[c]));
+		bng_sub_counters(b, s, &c);
+		for (int k = 0; k < 3; k++)
+			json_object_set_new(up, colour[k], counter(c.pkts[k], c.bytes[k]));
 		json_object_set_new(o, "uplink", up);
-		json_object_set_new(o, "downlink", counter(dp, db));
-		drops = json_pack("{s:I, s:I}", "bng_policer_red", (json_int_t)pk[2],
-				  "bng_spoofed_source", (json_int_t)spoof);
+		json_object_set_new(o, "downlink", counter(c.down_pkts, c.down_bytes));
+		drops = json_pack("{s:I, s:I}", "bng_policer_red", (json_int_t)c.pkts[2],
+				  "bng_spoofed_source", (json_int_t)c.spoofed);
 		json_object_set_new(o, "drops", drops);
 	}
 	return o;

@@ -4,6 +4,8 @@
 //	                [--listen tcp:HOST:PORT --api-token-file FILE | --api-tls-cert ... --api-client-ca ...]
 //	                [--alt-node MAC,IPv4,IPv6 ...]
 //	edgeplane detach --iface eth0 [--bpffs /sys/fs/bpf]
+//	edgeplane upf --listen ADDR:8805 --dp-socket /run/edgeplane/bng.sock [--state-dir DIR]
+//	              [--logical-port NAME ...] [--punt-iface IF] [--associate CP:8805 ...] [--metrics HOST:PORT]
 package main
 
 import (
@@ -35,6 +37,8 @@ func main() {
 		err = runAgent(os.Args[2:])
 	case "detach":
 		err = runDetach(os.Args[2:])
+	case "upf":
+		err = runUPF(os.Args[2:])
 	default:
 		usage()
 	}
@@ -45,7 +49,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach [flags]  (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach|upf [flags]  (-h for flags)")
 	os.Exit(2)
 }
 
