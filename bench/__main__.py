@@ -44,6 +44,7 @@ def main(argv=None):
             print(f"bench {name}: FAILED: {exc}")
             failed.append(name)
             continue
+        result.setdefault("config", {}).setdefault("quick", args.quick)
         path = common.write_result(result)
         print(report.table(json.loads(path.read_text())))
         print(f"wrote {path}, report {report.render(path)}")

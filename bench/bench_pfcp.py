@@ -174,7 +174,7 @@ def run(args):
               "goal_pfcp_vs_direct": 0.5}
     config = {"fill": fill, "timed": n, "rounds": rounds, "window": 4096, "direct_batch": 1000,
               "direct_in_flight": 2, "ports": "net_null (no traffic)", "pipes": TOTAL, "hqos_qsize": 16}
-    comparisons = [common.comparison("64K table, last 16K", rate, "direct-control-socket",
+    comparisons = [common.comparison(f"{n} more after {fill}", rate, "direct-control-socket",
                                      direct_rate, "pfcp_vs_direct", vs_direct,
                                      metric="sessions_per_s", unit="sessions/s",
                                      ours_rounds=[round(per_s(x)) for x in pf],

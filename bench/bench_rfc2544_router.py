@@ -32,7 +32,7 @@ rate / the kernel's, per frame size.
 import statistics
 import time
 
-from bench import common, pcapgen
+from bench import ab, common, pcapgen
 from lab.dp import Dp
 from lab.router_lab import A4, B4, GW_A4, GW_B4, MAC_A, MAC_B, MAC_PA, RouterLab
 
@@ -229,41 +229,63 @@ def run(args):
     resolution = 0.10 if quick else 0.02
     max_rate = 2_000_000
     log = print
-    runs = {"edgeplane": {s: [] for s in sizes}, "linux": {s: [] for s in sizes}}
+    runs = {"edgeplane": {}, "linux": {}}
     drops = {}
     # Small tables: this lab has one route, and the machine's hugepages are
     # shared (rte_lpm's 64 MB tbl24 is the floor).
     small = {"max_routes4": 1024, "max_routes6": 1024, "lpm4_tbl8s": 64, "lpm6_tbl8s": 256,
              "max_acl_rules": 1024}
-    # The two DUTs alternate, size by size, so both see the same neighbours
-    # on this shared machine; medians over repetitions.
     with RouterLab(tag="rfc", routes=[(ROUTED, B4)], router=small, start=False) as lab:
+
+        def run_ours(size):
+            log(f"rfc2544-router: {size}: DUT = edgeplane-dp router")
+            start_router(lab)
+            with Tester(lab) as t:
+                r = measure_size(t, size, trial_s, resolution, max_rate, log)
+            for k, v in stop_router(lab).items():
+                drops[k] = drops.get(k, 0) + v
+            return r
+
+        def run_linux(size):
+            log(f"rfc2544-router: {size}: DUT = Linux IPv4 forwarding")
+            kernel_dut(lab)
+            with Tester(lab) as t:
+                r = measure_size(t, size, trial_s, resolution, max_rate, log)
+            kernel_off(lab)
+            return r
+
+        # The two DUTs alternate (bench/ab.py), size by size, so both see
+        # the same neighbours on this shared machine; medians over rounds.
         for size in sizes:
-            for rep in range(reps.get(size, 1)):
-                log(f"rfc2544-router: {size} #{rep + 1}: DUT = edgeplane-dp router")
-                start_router(lab)
-                with Tester(lab) as t:
-                    runs["edgeplane"][size].append(
-                        measure_size(t, size, trial_s, resolution, max_rate, log))
-                for k, v in stop_router(lab).items():
-                    drops[k] = drops.get(k, 0) + v
-                log(f"rfc2544-router: {size} #{rep + 1}: DUT = Linux IPv4 forwarding")
-                kernel_dut(lab)
-                with Tester(lab) as t:
-                    runs["linux"][size].append(
-                        measure_size(t, size, trial_s, resolution, max_rate, log))
-                kernel_off(lab)
+            res = ab.alternate([ab.Call("edgeplane", lambda: run_ours(size), _said),
+                                ab.Call("linux", lambda: run_linux(size), _said)],
+                               reps.get(size, 1), log=log)
+            runs["edgeplane"][size], runs["linux"][size] = res["edgeplane"], res["linux"]
     ours = {s: median_of(runs["edgeplane"][s]) for s in sizes}
     linux = {s: median_of(runs["linux"][s]) for s in sizes}
     for d in (ours, linux):
         for s, r in d.items():
             r["throughput_mbps"] = round(r["throughput_pps"] * pcapgen.mean_frame_bytes(s)
                                          * 8 / 1e6, 2)
-    ratios = {}
+    ratios, ratio_rounds, comparisons = {}, {}, []
     for size in sizes:
         if linux[size]["throughput_pps"]:
             key = "vs_linux-forwarding" if size == "64" else f"vs_linux-forwarding_{size}"
-            ratios[key] = round(ours[size]["throughput_pps"] / linux[size]["throughput_pps"], 3)
+            r, ratio_rounds[key] = ab.ratio(runs["edgeplane"][size], runs["linux"][size],
+                                            "throughput_pps")
+            ratios[key] = round(r, 3) if r is not None else None
+            comparisons.append(common.comparison(
+                size, ours[size]["throughput_pps"], "linux-forwarding",
+                linux[size]["throughput_pps"], key, ratios[key], metric="throughput_pps",
+                unit="pps, zero loss", ours_rounds=ours[size]["runs_pps"],
+                peer_rounds=linux[size]["runs_pps"]))
+    lat_o, lat_l = (ours["64"].get("latency_ns") or {}), (linux["64"].get("latency_ns") or {})
+    if lat_o.get("p50") and lat_l.get("p50"):
+        ratios["latency_p50_vs_linux-forwarding"] = round(lat_o["p50"] / lat_l["p50"], 3)
+        comparisons.append(common.comparison(
+            "64", lat_o["p50"] / 1e3, "linux-forwarding", lat_l["p50"] / 1e3,
+            "latency_p50_vs_linux-forwarding", ratios["latency_p50_vs_linux-forwarding"],
+            metric="latency_p50", unit="us, p50 at the rate found", higher_is_better=False))
     h = ours["64"]
     lat = h["latency_ns"] or {}
     metrics = {"throughput_pps_64": h["throughput_pps"], "throughput_mbps_64": h["throughput_mbps"],
@@ -278,4 +300,9 @@ def run(args):
               "sizes": sizes, "quick": quick}
     peers = {"linux-forwarding": {"by_size": linux,
                                   "throughput_pps_64": linux["64"]["throughput_pps"]}}
-    return common.result("rfc2544-router", config, metrics, peers, ratios)
+    return common.result("rfc2544-router", config, metrics, peers, ratios,
+                         extra={"comparisons": comparisons, "ratio_rounds": ratio_rounds})
+
+
+def _said(r):
+    return f"{r['throughput_pps']} pps zero loss"

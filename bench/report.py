@@ -38,7 +38,7 @@ MAX_LIST = 12          # longer lists are summarised
 # ---- values and tables ------------------------------------------------------
 
 def fmt(v):
-    """A number as a person reads it: 3 decimals below 100, 1 below 1e5."""
+    """A number as a person reads it: 3 decimals below 100, 1 below 10^4."""
     if v is None:
         return "-"
     if isinstance(v, bool):
@@ -47,7 +47,7 @@ def fmt(v):
         return str(v)
     if isinstance(v, float):
         a = abs(v)
-        if a >= 1e5:
+        if a >= 1e4:
             return f"{v:.0f}"
         if a >= 100:
             return f"{v:.1f}"
@@ -297,12 +297,16 @@ def plot_vs_peer(comps, path, title):
 # ---- the report -------------------------------------------------------------------
 
 def render(json_path, out_dir=None):
-    """<name>.md and its plots in out_dir (default: beside the JSON)."""
+    """<name>.md and its plots in out_dir (default: beside the JSON; a
+    copy of the JSON goes there otherwise)."""
     json_path = Path(json_path)
     r = json.loads(json_path.read_text())
     name = r.get("name") or json_path.stem
     out_dir = Path(out_dir) if out_dir else json_path.parent
     out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir.resolve() != json_path.parent.resolve():
+        # The report's directory holds its JSON too (what the index reads).
+        (out_dir / f"{name}.json").write_text(json_path.read_text())
     md = [f"# Benchmark `{name}`", "",
           f"From `{json_path.name}`, written {r.get('written', '(time not recorded)')}. "
           f"Host: {host_line(r)}.", ""]
