@@ -50,7 +50,7 @@ import statistics
 import time
 from pathlib import Path
 
-from bench import ab, common, power_plot
+from bench import ab, common
 from bench.bench_rfc2544_router import ROUTED, Tester, search
 from bench.power_measure import (POLICIES, TUNING, Slicer, median, pair_saving, prioritise,
                                  probe_refusals)
@@ -270,10 +270,8 @@ def run(args):
             metric="cpu_saved_at_10pct", unit="CPU saved vs busy polling",
             ours_rounds=ten[HEADLINE]["cpu_saved_rounds"],
             peer_rounds=ten["dpdk-pmgmt"]["cpu_saved_rounds"])]
-    result = common.result("power", config, metrics, peers, ratios, extra=extra)
-    common.OUT.mkdir(parents=True, exist_ok=True)
-    log(f"power: the day's plot: {power_plot.plot(result, common.OUT / 'power-day.png')}")
-    return result
+    # The day's plot (bench/power_plot.py) is drawn with the report.
+    return common.result("power", config, metrics, peers, ratios, extra=extra)
 
 
 def _noise_floor(busy_rounds):

@@ -13,8 +13,8 @@ cycles per packet = TSC Hz x CPU seconds / packets.  Per-stage cycles come
 from edgeplane-dp's `stages` (TSC around each stage call), scaled to add up
 to that figure (raw TSC values are kept too: they include time the thread
 was preempted inside a stage).  The subjects of one comparison are started
-together, stopped with SIGSTOP and measured one at a time in alternation;
-ratios are of medians.
+together, stopped with SIGSTOP and measured one at a time in alternation
+(bench/ab.py); a ratio is the median of the rounds' ratios.
 
 Comparisons (see docs/benchmarks.md for what each side does):
   dpdk-l3fwd      l3fwd --lookup=lpm on the headline input: 64 B frames,
@@ -199,8 +199,10 @@ def run(args):
         """Ratio rk: the median of the rounds' ours/peer (measured back to back)."""
         r, ratio_rounds[rk] = ab.ratio(o_w, p_w, "mpps_per_core")
         ratios[rk] = round(r, 3)
+        # Ours as measured beside this peer (a case may be measured beside two).
         comparisons.append(common.comparison(
-            case, cases[case]["mpps_per_core"], peer, ps["mpps_per_core"], rk, ratios[rk],
+            case, round(ab.median([w["mpps_per_core"] for w in o_w]), 4), peer,
+            ps["mpps_per_core"], rk, ratios[rk],
             stages_of=f"cases.{case}", peer_rounds=ps["windows"],
             ours_rounds=[round(w["mpps_per_core"], 4) for w in o_w]))
 

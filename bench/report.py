@@ -21,10 +21,12 @@ name.  It shows:
 
 Plots (matplotlib, Agg): <name>-stages.png (cycles per packet per stage,
 stacked bars per case) and <name>-vs-peer.png (ours and the peer per case,
-per-round values as dots, the ratio above); other <name>-*.png a benchmark
-wrote itself are linked too.
+per-round values as dots, the ratio above); a benchmark's own plots come
+from bench/<name>_plot.py's plots(result, out_dir) when it has one, and
+every other <name>-*.png beside the report is linked too.
 """
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -296,6 +298,16 @@ def plot_vs_peer(comps, path, title):
 
 # ---- the report -------------------------------------------------------------------
 
+def _plot_hook(name):
+    """plots(result, out_dir) of bench/<name>_plot.py, if the benchmark has
+    plots of its own (power: the compressed day)."""
+    try:
+        mod = importlib.import_module(f"bench.{name.replace('-', '_')}_plot")
+    except ImportError:
+        return None
+    return getattr(mod, "plots", None)
+
+
 def render(json_path, out_dir=None):
     """<name>.md and its plots in out_dir (default: beside the JSON; a
     copy of the JSON goes there otherwise)."""
@@ -340,6 +352,9 @@ def render(json_path, out_dir=None):
         headers, rows = _case_table(cases)
         if len(headers) > 1:
             md += ["## Cases", "", markdown(headers, rows), ""]
+    hook = _plot_hook(name)
+    if hook is not None:
+        hook(r, out_dir)
     own = sorted(p for p in out_dir.glob(f"{name}-*.png")
                  if p.name not in (f"{name}-vs-peer.png", f"{name}-stages.png"))
     if own:
