@@ -305,7 +305,13 @@ class Dp:
     # -- life cycle ------------------------------------------------------------
     def start(self):
         """Start and wait until the control socket answers; see the class
-        doc for the memory policy.  DpError with the output on failure."""
+        doc for the memory policy.  DpError with the output on failure.
+        Also starts it again after it stopped or was killed (same
+        configuration, same control socket)."""
+        self._close_files()
+        if self.client is not None:
+            self.client.close()
+            self.client = None
         text = self.config_text()
         self.memory = memory_choice(text)
         for attempt in itertools.count(1):
