@@ -104,20 +104,21 @@ def flatten(obj, prefix="", depth=MAX_DEPTH):
     return rows
 
 
-def lookup(r, dotted):
-    """r["a"]["b/c"] for "a.b/c": dict keys may hold dots, so the longest
-    key that matches is taken at each level."""
-    cur, rest = r, dotted
-    while rest:
-        if not isinstance(cur, dict):
-            return None
-        for k in sorted(cur, key=len, reverse=True):
-            if rest == k or rest.startswith(k + "."):
-                cur, rest = cur[k], rest[len(k) + 1:]
-                break
-        else:
-            return None
-    return cur
+def _deep(v):
+    return isinstance(v, dict) or (isinstance(v, list) and any(isinstance(x, (dict, list))
+                                                                 for x in v))
+
+
+def key_values(obj, depth=MAX_DEPTH):
+    """flatten() without what is nested deeper than a table shows: those
+    keys are named on a last row, pointing at the JSON."""
+    rows = flatten(obj, depth=depth)
+    deeper = [k for k, v in rows if _deep(v)]
+    rows = [(k, v) for k, v in rows if not _deep(v)]
+    if deeper:
+        shown = ", ".join(deeper[:8]) + (f" and {len(deeper) - 8} more" if len(deeper) > 8 else "")
+        rows.append(("(nested, in the JSON)", shown))
+    return rows
 
 
 # ---- what the result holds --------------------------------------------------
@@ -199,8 +200,7 @@ def _case_table(cases):
 
 def _scalars(d):
     """Top-level and nested scalar metrics, without the stages (shown apart)."""
-    return [(k, v) for k, v in flatten({k: v for k, v in d.items()
-                                        if k not in ("stages", "stages_tsc")})]
+    return key_values({k: v for k, v in d.items() if k not in ("stages", "stages_tsc")})
 
 
 def table(r):
@@ -361,14 +361,14 @@ def render(json_path, out_dir=None):
         md += ["## Other plots", ""] + [f"![{p.stem}]({p.name})" for p in own] + [""]
     for title, key in (("Metrics", "metrics"), ("Peers", "peers"), ("Configuration", "config"),
                        ("Host", "host")):
-        rows = flatten(r.get(key) or {})
+        rows = key_values(r.get(key) or {})
         if rows:
             md += [f"## {title}", "", markdown(["key", "value"], rows), ""]
     rest = {k: v for k, v in r.items() if k not in (
         "name", "machine", "host", "written", "config", "metrics", "peers", "ratios",
         "comparisons", "ratio_rounds", "cases")}
     if rest:
-        md += ["## More", "", markdown(["key", "value"], flatten(rest)), ""]
+        md += ["## More", "", markdown(["key", "value"], key_values(rest)), ""]
     path = out_dir / f"{name}.md"
     path.write_text("\n".join(md))
     return path
