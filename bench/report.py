@@ -170,6 +170,11 @@ def host_line(r):
             + (f"; load {h['loadavg'][0]:.1f}" if h.get("loadavg") else ""))
 
 
+def _figure(c):
+    fig = c.get("unit") or c.get("metric") or ""
+    return fig + (" (lower is better)" if c.get("higher_is_better") is False else "")
+
+
 def _ratio_cell(c):
     if c.get("ratio") is None:
         return "-"
@@ -209,9 +214,8 @@ def table(r):
     comps = comparison_rows(r)
     if comps:
         out.append(aligned(["case", "figure", "ours", "peer", "peer's", "ratio"],
-                           [[c.get("case") or "", c.get("unit") or c.get("metric") or "",
-                             c.get("ours"), c.get("peer") or "", c.get("peer_value"),
-                             _ratio_cell(c)] for c in comps],
+                           [[c.get("case") or "", _figure(c), c.get("ours"), c.get("peer") or "",
+                             c.get("peer_value"), _ratio_cell(c)] for c in comps],
                            numeric=[False, False, True, False, True, False]))
     st = stage_rows(r)
     if st:
@@ -330,9 +334,8 @@ def render(json_path, out_dir=None):
     if comps:
         md += ["## Ours against the peers", "",
                markdown(["case", "figure", "ours", "peer", "peer's", "ratio"],
-                        [[c.get("case") or "", c.get("unit") or c.get("metric") or "",
-                          c.get("ours"), c.get("peer") or "", c.get("peer_value"),
-                          _ratio_cell(c)] for c in comps]), ""]
+                        [[c.get("case") or "", _figure(c), c.get("ours"), c.get("peer") or "",
+                          c.get("peer_value"), _ratio_cell(c)] for c in comps]), ""]
         if plotted:
             png = plot_vs_peer(plotted, out_dir / f"{name}-vs-peer.png", f"{name}: ours and the peer")
             md += [f"![ours against the peer]({png.name})", ""]
