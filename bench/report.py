@@ -252,6 +252,7 @@ def plot_stages(rows, path, title):
         left = [a + b for a, b in zip(left, vals)]
     for y, tot in enumerate(left):
         ax.text(tot, y, f" {tot:.0f}", va="center", fontsize=8)
+    ax.set_xlim(0, max(left + [1.0]) * 1.12)
     ax.invert_yaxis()
     ax.set_xlabel("cycles per packet (the bar's number: the stages' sum)")
     ax.set_title(title, fontsize=10)
