@@ -357,7 +357,8 @@ def test_overload_offloads_to_alt_node_with_rewritten_headers(clean):
     after = n.stats()
     at_alt = read_capture(pcap)
     # Prioritised traffic stays; the rest goes to alt, none lost.
-    assert got["unique"] == {"A": 100}, (after["counters"]["paths"], {k: len(v) for k, v in at_alt.items()}, n.dut.run("nstat -az Udp*").stdout)
+    assert got["unique"] == {"A": 100}, (after["counters"]["paths"], {k: len(v) for k, v in at_alt.items()},
+                                         n.dut.run("nstat -az Udp*").stdout)
     assert sorted(at_alt) == ["B", "C"] and len(at_alt["B"]) == 100 and len(at_alt["C"]) == 100
     for f in at_alt["B"]:
         assert (f["eth.dst"], f["eth.src"], f["ip.dst"]) == (ALT_MAC, DUT_MAC, ALT4)
