@@ -120,7 +120,8 @@ EP_TEST(downstream_cycles_default_profile)
 	uint32_t f = 0;
 	uint8_t frame[2048];
 
-	/* The seed's 6 OFDM channels in 2 bonding groups, at rates the
+	/* The 6 OFDM channels in 2 bonding groups of Intel's vCMTS reference
+	 * benchmark configuration, at rates the
 	 * scheduler never reaches (the run measures cost, not shaping):
 	 * channels 0-2 of the bed are group 0, 1 and 4-5 group 3. */
 	sprintf(full, "%s%s", channels, text);
