@@ -1,6 +1,6 @@
 """The vBNG benchmarks' common part: edgeplane-dp in-process with the vBNG
 white paper's per-instance configuration (bng_inputs), the peers on the same input, alternating
-measurement windows, and the result in DESIGN.md's shape.
+measurement windows, and the result in bench/common.py's shape.
 
 In-process: the rx port is net_pcap (rx_pcap=FILE, infinite_rx=1: the pcap
 is loaded into mbufs once and replayed for ever), the tx port net_null.  No
@@ -266,7 +266,7 @@ def frame_gbps(mpps, spec):
 
 def result(name, config, cases, main_case, peer, peer_cases, ratios, rounds, seconds, quick,
            extra=None, more_peers=None):
-    """The result in DESIGN.md's shape: @p config (what is particular to the
+    """The result in bench/common.py's shape: @p config (what is particular to the
     benchmark) between the subscriber/flow counts and the windows'
     description, the headline metrics from cases[main_case], the peer's
     main case with all of its cases (and @p more_peers, measured on the main
