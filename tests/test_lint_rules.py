@@ -140,6 +140,9 @@ REFUSED = [
     f"see {ISSUE} 10",
     f"fixed in {ISSUE} #3",
     f"the #3 {ISSUE} said so",
+    "in the result shape of " + "DESIGN" + ".md",
+    "it supersedes `notes/" + "BNG_SPEC.md`",
+    "see ../" + "shared/research/xdp.md",
 ]
 ACCEPTED = [
     "rng = random.Random(seed * 1000003 + n)",
