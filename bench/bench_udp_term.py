@@ -1,6 +1,6 @@
 """`make bench BENCH=udp-term`: edge UDP termination, the scenarios of
-"Edge-Native Cable Access Network with UDP Termination" (Ivanets, Ovsiak,
-Ovsiak; Lviv Polytechnic National University; "the paper" below):
+"Edge-Native Cable Access Network with UDP Termination" (Ivanets, Ovsyak,
+Ovsyak; Lviv Polytechnic National University; "the paper" below):
 edgeplane-dp's host stack under libedgeplane-preload.so against the kernel,
 the same commands on the same two namespaces in the same run.
 
