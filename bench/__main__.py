@@ -1,11 +1,11 @@
 """`make bench [BENCH=name]`: run one benchmark or all of them.
 
 A benchmark is a module bench/bench_<name with - as _>.py that defines
-`run(args) -> dict` returning the DESIGN.md result shape; this runner writes
-build/bench/<name>.json (bench/common.write_result adds the host), prints
-it as tables and renders its report with plots beside it, then the index
-of every report (bench/report.py; `python -m bench.report` re-renders them
-from the JSON without running anything).
+`run(args) -> dict` returning the result shape of bench/common.py; this
+runner writes build/bench/<name>.json (bench/common.write_result adds the
+host), prints it as tables and renders its report with plots beside it,
+then the index of every report (bench/report.py; `python -m bench.report`
+re-renders them from the JSON without running anything).
 """
 import argparse
 import importlib

@@ -1,5 +1,5 @@
-"""Shared result shape for every benchmark (see ../shared/DESIGN.md), and
-the one writer of build/bench/<name>.json.
+"""Shared result shape for every benchmark, what build/bench/<name>.json holds
+(docs/benchmarks.md), and the one writer of it.
 
 {"name", "machine", "host", "config",
  "metrics": {"mpps_per_core", "cycles_per_pkt", "stages": {...}},
