@@ -257,8 +257,8 @@ def run(args):
         # The two DUTs alternate (bench/ab.py), size by size, so both see
         # the same neighbours on this shared machine; medians over rounds.
         for size in sizes:
-            res = ab.alternate([ab.Call("edgeplane", lambda: run_ours(size), _said),
-                                ab.Call("linux", lambda: run_linux(size), _said)],
+            res = ab.alternate([ab.Call("edgeplane", lambda s=size: run_ours(s), _said),
+                                ab.Call("linux", lambda s=size: run_linux(s), _said)],
                                reps.get(size, 1), log=log)
             runs["edgeplane"][size], runs["linux"][size] = res["edgeplane"], res["linux"]
     ours = {s: median_of(runs["edgeplane"][s]) for s in sizes}

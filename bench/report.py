@@ -6,9 +6,8 @@ a Markdown report with plots beside each JSON, and an index of the reports.
 
 Everything is rendered from the JSON files alone (no benchmark runs), so a
 result copied from another machine renders the same.  The shape is
-DESIGN.md's (name, config, metrics, peers, ratios) plus what bench/common.py
-adds (host, comparisons, ratio_rounds); the renderer knows no benchmark by
-name.  It shows:
+bench/common.py's (name, config, metrics, peers, ratios, and host,
+comparisons, ratio_rounds); the renderer knows no benchmark by name.  It shows:
 
 - ours against the peer per case: `comparisons` (case, figure, ours, peer,
   ratio), and any ratio no comparison names, on a row of its own;
