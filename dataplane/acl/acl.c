@@ -216,6 +216,8 @@ static const struct { const char *name; enum rte_acl_classify_alg alg; } acl_alg
 	{ "avx2", RTE_ACL_CLASSIFY_AVX2 },
 	{ "sse", RTE_ACL_CLASSIFY_SSE },
 	{ "scalar", RTE_ACL_CLASSIFY_SCALAR },
+	{ "neon", RTE_ACL_CLASSIFY_NEON },
+	{ "altivec", RTE_ACL_CLASSIFY_ALTIVEC },
 };
 
 int
@@ -238,21 +240,55 @@ ep_acl_alg_name(enum rte_acl_classify_alg alg)
 	return "?";
 }
 
+/*
+ * rte_acl's own preference, best first (acl_get_best_alg in DPDK's
+ * rte_acl.c for x86; NEON and AltiVec where they exist), so that "auto"
+ * can name the method it got: rte_acl keeps its choice in a private
+ * field, and rte_acl_set_ctx_classify refuses exactly the methods its
+ * choice would have skipped (CPU flags, the EAL's max SIMD width, what
+ * DPDK was compiled with).  The classify cost depends on it (on one Zen 4
+ * host: AVX512X16 against AVX2, about 10 %), so benchmarks record it.
+ */
+static const enum rte_acl_classify_alg acl_alg_pref[] = {
+	RTE_ACL_CLASSIFY_AVX512X32, RTE_ACL_CLASSIFY_AVX512X16, RTE_ACL_CLASSIFY_AVX2,
+	RTE_ACL_CLASSIFY_SSE, RTE_ACL_CLASSIFY_NEON, RTE_ACL_CLASSIFY_ALTIVEC,
+	RTE_ACL_CLASSIFY_SCALAR,
+};
+
 /* A chosen method the CPU or the EAL's SIMD width does not allow is an
- * error, not a silent fallback: the operator asked for it. */
+ * error, not a silent fallback: the operator asked for it.  *used: the
+ * method the context classifies with (DEFAULT when there is no context). */
 static int
-set_alg(struct rte_acl_ctx *ctx, enum rte_acl_classify_alg alg, struct ep_err *err)
+set_alg(struct rte_acl_ctx *ctx, enum rte_acl_classify_alg alg,
+	enum rte_acl_classify_alg *used, struct ep_err *err)
 {
 	int rc;
 
-	if (ctx == NULL || alg == RTE_ACL_CLASSIFY_DEFAULT)
+	if (ctx == NULL)
 		return 0;
+	if (alg == RTE_ACL_CLASSIFY_DEFAULT) {
+		for (size_t i = 0; i < RTE_DIM(acl_alg_pref); i++)
+			if (rte_acl_set_ctx_classify(ctx, acl_alg_pref[i]) == 0) {
+				*used = acl_alg_pref[i];
+				return 0;
+			}
+		return 0;   /* not reached: scalar is always usable */
+	}
 	rc = rte_acl_set_ctx_classify(ctx, alg);
 	if (rc != 0)
 		return ep_err_set(err, "acl: classify method %s is not usable here (%s; AVX-512 "
 				  "methods also need the EAL's --force-max-simd-bitwidth)",
 				  ep_acl_alg_name(alg), strerror(-rc));
+	*used = alg;
 	return 0;
+}
+
+const char *
+ep_acl_method_name(const struct ep_acl *acl)
+{
+	const struct ep_acl_set *s = acl->cur;
+
+	return s == NULL || s->alg == RTE_ACL_CLASSIFY_DEFAULT ? "none" : ep_acl_alg_name(s->alg);
 }
 
 /* ---- rule sets ---- */
@@ -298,8 +334,8 @@ set_build(const struct ep_acl_params *p, const struct ep_acl_rule *rules, uint32
 	if (need4 && s->ctx4 == NULL)
 		goto fail;
 	s->ctx6 = build_ctx(6, p->sets, rules, n, err);
-	if ((need6 && s->ctx6 == NULL) || set_alg(s->ctx4, p->alg, err) < 0 ||
-	    set_alg(s->ctx6, p->alg, err) < 0)
+	if ((need6 && s->ctx6 == NULL) || set_alg(s->ctx4, p->alg, &s->alg, err) < 0 ||
+	    set_alg(s->ctx6, p->alg, &s->alg, err) < 0)
 		goto fail;
 	return s;
 fail:
