@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/getkin/kin-openapi v0.133.0
-	github.com/gopacket/gopacket v1.2.0
+	github.com/gopacket/gopacket v1.7.7
 	github.com/omec-project/pfcpsim v1.4.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/wmnsk/go-pfcp v0.0.24

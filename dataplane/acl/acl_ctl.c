@@ -6,8 +6,9 @@
  * handler calls the one function of acl.c the config loader uses too.
  *
  *   acl-tables       each instance: rules, default, sets, classify (as configured)
- *                    and classify_method (the rte_acl method in use: what
- *                    "auto" resolved to on this CPU and EAL)
+ *                    classify_method (the rte_acl method in use: what
+ *                    "auto" resolved to on this CPU and EAL) and, for
+ *                    "auto", classify_calibration {method: cycles per key}
  *   acl-add          [table=<acl>] rule="<rule>" [index=<n>]   (before rule n; default: append)
  *   acl-del          [table=<acl>] index=<n>
  *   acl-list         [table=<acl>]
@@ -27,17 +28,29 @@ acl_of(struct ep_engine *e, json_t *req, struct ep_err *err)
 	return ep_ctl_instance(e, req, EP_ACL_KIND, err);
 }
 
+/* {method: cycles per key} of the calibration "auto" ran (acl.c), or {}. */
+static json_t *
+calibration_json(const struct ep_acl *a)
+{
+	json_t *o = json_object();
+
+	for (uint8_t i = 0; a->cur != NULL && i < a->cur->n_cal; i++)
+		json_object_set_new(o, ep_acl_alg_name(a->cur->cal[i].alg),
+				    json_real(a->cur->cal[i].cycles));
+	return o;
+}
+
 static int
 ctl_acl_tables(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
 	json_t *arr = json_array();
 
 	for (struct ep_acl *a = ep_acl_next(e, NULL); a != NULL; a = ep_acl_next(e, a))
-		json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:b, s:s, s:s}", "table",
+		json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:b, s:s, s:s, s:o}", "table",
 			a->name, "rules", (int)a->n_rules, "default",
 			a->default_deny ? "deny" : "permit", "sets", a->p.sets,
 			"classify", ep_acl_alg_name(a->p.alg), "classify_method",
-			ep_acl_method_name(a)));
+			ep_acl_method_name(a), "classify_calibration", calibration_json(a)));
 	json_object_set_new(res, "tables", arr);
 	return 0;
 }

@@ -70,6 +70,8 @@ struct ep_acl_set {
 	bool sets;                  /**< keys carry a set id (EP_ACL_KEY_*_SET layouts) */
 	enum rte_acl_classify_alg alg;  /**< the method its contexts classify with
 	                                 *   (DEFAULT: no context, nothing to classify) */
+	uint8_t n_cal;                  /**< "auto" only: the methods timed at build */
+	struct { enum rte_acl_classify_alg alg; double cycles; } cal[8];  /**< cycles per key */
 	const uint32_t *value;      /**< [n_rules]: each rule's value (0 when none given) */
 	uint8_t deny[];             /**< [n_rules + 1]: rule index -> 1 deny, 0 permit */
 };
