@@ -9,7 +9,10 @@ and the vBNG uplink, follows the CPU.
                    17 Zen 4 Genoa), the SIMD extensions rte_acl chooses by
   acl_methods(dp)  {ACL table: the rte_acl method in use}, from edgeplane-dp's
                    acl-tables (what `acl_classify = auto` resolved to)
+  mitigations()    the kernel's speculative-execution mitigations that tax a
+                   kernel `ret` (the XDP program's helper calls): SRSO, Retbleed
 """
+from pathlib import Path
 
 SIMD_FLAGS = ("sse4_1", "avx2", "avx512f", "avx512bw", "avx512vl")
 
@@ -39,3 +42,13 @@ def acl_methods(dp):
     """{table: classify_method} of a running edgeplane-dp (DpProcess)."""
     return {t["table"]: t.get("classify_method", "unknown")
             for t in dp.ctl("acl-tables")["tables"]}
+
+
+def mitigations():
+    out = {}
+    for name in ("spec_rstack_overflow", "retbleed", "spectre_v2"):
+        try:
+            out[name] = (Path("/sys/devices/system/cpu/vulnerabilities") / name).read_text().strip()
+        except OSError:
+            pass
+    return out
