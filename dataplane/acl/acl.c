@@ -334,7 +334,7 @@ calibrate(struct rte_acl_ctx *ctx, struct ep_acl_set *s)
 }
 
 /* A chosen method the CPU or the EAL's SIMD width does not allow is an
- * error, not a silent fallback: the operator asked for it.  *used: the
+ * error, not a silent fallback: the operator asked for it.  s->alg: the
  * method the set classifies with; "auto" calibrates on the first context
  * and gives the second the same method. */
 static int
