@@ -47,7 +47,7 @@ def run(args):
     work.mkdir(parents=True, exist_ok=True)
     r4, r6 = inputs.l3fwd_routes()
     cases = [("128", False)] if quick else [("128", False), ("128", True), ("imix-up", False)]
-    out_cases, peer_cases, ratios, acl_peer = {}, {}, {}, {}
+    out_cases, peer_cases, ratios, acl_peer, methods = {}, {}, {}, {}, {}
     ratio_rounds, comparisons = {}, []
     for spec, pppoe in cases:
         name = f"{'pppoe' if pppoe else 'ipoe'}-{spec}"
@@ -60,12 +60,15 @@ def run(args):
                    "lpm", r4, r6, lcore=1, eth_dest=CORE_NH_MAC)
         with Ours(work, f"ours-{name}", cfg) as ours:
             hz = ours.tsc_hz
+            methods["ours"] = ours.acl_methods.get("bng-uplink", "unknown")
             with l3:
                 peer = Peer(l3, 1, ["l3fwd"])
                 res = ab.alternate([ours, peer], rounds, warmup_s=warmup, window_s=seconds)
                 o_res, p_res = res[ours], res[peer]
             if name == "ipoe-128":
-                acl_peer = _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup)
+                acl_peer = _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup,
+                                         methods["ours"])
+                methods["dpdk-l3fwd-acl"] = acl_peer["alg"]
                 ratio_rounds["vs_dpdk-l3fwd-acl"] = acl_peer.pop("ratio_rounds")
         s = summarize(o_res, "up", hz)
         s["gbps_per_core"] = frame_gbps(s["mpps_per_core"], spec)
@@ -106,15 +109,16 @@ def run(args):
          "frame": "128 B at the access side (QinQ/IPoE; PPPoE variant 128 B)"},
         out_cases, "ipoe-128", "dpdk-l3fwd", peer_cases, ratios, rounds, seconds, quick,
         extra={**extra, "comparisons": comparisons, "ratio_rounds": ratio_rounds},
-        more_peers=more_peers)
+        more_peers=more_peers, acl_classify=methods)
 
 
-def _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup):
-    """ours (already running) against l3fwd --lookup=acl on the same flows."""
+def _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup, alg):
+    """ours (already running) against l3fwd --lookup=acl on the same flows,
+    classifying with rte_acl method @p alg (ours)."""
     a4, a6 = inputs.l3fwd_acl_rules()
     app = L3fwd(work, "l3fwd-acl-ipoe-128", [f"net_pcap0,rx_pcap={plain},infinite_rx=1",
                                               "net_null0"],
-                "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC)
+                "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC, alg=alg)
     print(f"-- uplink ipoe-128 vs l3fwd --lookup=acl ({ACL_RULES} rules + 1 route, one trie)")
     with app:
         peer = Peer(app, 1, ["l3fwd"])
@@ -126,7 +130,7 @@ def _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup):
     out = {"mpps_per_core": statistics.median(mpps),
            "mpps_wall": statistics.median(p["mpps_wall"] for p in p_res),
            "windows": [round(x, 4) for x in mpps], "lookup": "acl",
-           "rules": f"{ACL_RULES} deny + 1 forwarding rule", "ratio": ratio,
+           "rules": f"{ACL_RULES} deny + 1 forwarding rule", "alg": alg, "ratio": ratio,
            "ratio_rounds": per_round,
            "ours_windows": [round(o["up"]["mpps_per_core"], 4) for o in o_res]}
     print(f"   l3fwd-acl {out['mpps_per_core']:.3f} Mpps/core, ours/l3fwd-acl {out['ratio']:.3f}")

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import ab, common
+from bench import ab, common, host_info
 from lab.topology import Topology
 
 ROOT = common.ROOT
@@ -247,5 +247,15 @@ def run(args):
                           pps["without"], "veth_with_vs_without_xdp",
                           ratios["veth_with_vs_without_xdp"], metric="pps", unit="pps",
                           ours_rounds=pps_rounds["with"], peer_rounds=pps_rounds["without"])]
+    # Per-round values (every path and the no-op timed in each round), and
+    # what decides the cost of a helper call's return on this host: the CPU
+    # and the kernel's speculative-return mitigation (SRSO "Safe RET" sends
+    # every kernel ret, a helper's included, through a thunk the return
+    # predictor misses).
+    rounds = {k: [float(x) for x in v] for k, v in cost["samples"].items()}
+    per_round_above = [p - n for p, n in zip(rounds["prioritised"], rounds["noop"])]
     return common.result("xdp-steer", config, metrics, peers, ratios,
-                         extra={"comparisons": comparisons, "veth_pps_rounds": pps_rounds})
+                         extra={"comparisons": comparisons, "veth_pps_rounds": pps_rounds,
+                                "rounds_ns_per_pkt": rounds,
+                                "rounds_prioritised_ns_above_floor": per_round_above,
+                                "cpu": host_info.cpu(), "mitigations": host_info.mitigations()})

@@ -33,8 +33,11 @@ CPU_FLAGS = ("sse4_2", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512cd", "a
 
 
 def cpuinfo(path="/proc/cpuinfo"):
-    """{"model", "flags": set, "mhz", "vendor"} of the first CPU in cpuinfo."""
-    out = {"model": "unknown", "flags": set(), "mhz": None, "vendor": None}
+    """{"model", "flags": set, "mhz", "vendor", "family", "model_number",
+    "stepping"} of the first CPU in cpuinfo."""
+    out = {"model": "unknown", "flags": set(), "mhz": None, "vendor": None, "family": -1,
+           "model_number": -1, "stepping": -1}
+    numbers = {"cpu family": "family", "model": "model_number", "stepping": "stepping"}
     try:
         text = Path(path).read_text()
     except OSError:
@@ -50,6 +53,8 @@ def cpuinfo(path="/proc/cpuinfo"):
             out["mhz"] = float(v)
         elif k == "flags":
             out["flags"] = set(v.split())
+        elif k in numbers and v.isdigit():
+            out[numbers[k]] = int(v)
     return out
 
 
@@ -61,7 +66,11 @@ def host(cpuinfo_path="/proc/cpuinfo"):
         usable = len(os.sched_getaffinity(0))
     except OSError:
         usable = os.cpu_count()
+    # The hypervisor may show "AMD EPYC" only: family/model tell Zen 3
+    # (25/1) from Zen 4 (25/17).
     h = {"cpu_model": ci["model"], "cpu_vendor": ci["vendor"], "cpu_mhz": ci["mhz"],
+         "cpu_family": ci["family"], "cpu_model_number": ci["model_number"],
+         "cpu_stepping": ci["stepping"],
          "flags": {f: f in ci["flags"] for f in CPU_FLAGS},
          "cpus": os.cpu_count(), "cpus_usable": usable,
          "kernel": platform.release(), "dpdk": _dpdk_version()}

@@ -163,7 +163,9 @@ def host_line(r):
     if not h:
         return r.get("machine", "host not recorded")
     flags = [f for f, on in (h.get("flags") or {}).items() if on and f.startswith("avx")]
-    return (f"{h.get('cpu_model')}; {h.get('cpus')} CPUs; "
+    fam = (f" (family {h['cpu_family']} model {h['cpu_model_number']})"
+           if h.get("cpu_family", -1) not in (-1, None) else "")
+    return (f"{h.get('cpu_model')}{fam}; {h.get('cpus')} CPUs; "
             f"{' '.join(flags) if flags else 'no AVX2/AVX-512'}; kernel {h.get('kernel')}"
             + (f"; DPDK {h['dpdk']}" if h.get("dpdk") else "")
             + (f"; load {h['loadavg'][0]:.1f}" if h.get("loadavg") else ""))
