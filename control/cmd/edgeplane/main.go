@@ -4,6 +4,8 @@
 //	                [--listen tcp:HOST:PORT --api-token-file FILE | --api-tls-cert ... --api-client-ca ...]
 //	                [--alt-node MAC,IPv4,IPv6 ...]
 //	edgeplane detach --iface eth0 [--bpffs /sys/fs/bpf]
+//	edgeplane bng-cp -c /etc/edgeplane/bng-cp.yaml [--check]
+//	edgeplane bng [--api unix:/run/edgeplane/bng-cp.sock] sessions|show|clear|profile|stats|counters
 package main
 
 import (
@@ -35,6 +37,10 @@ func main() {
 		err = runAgent(os.Args[2:])
 	case "detach":
 		err = runDetach(os.Args[2:])
+	case "bng-cp":
+		err = runBNGCP(os.Args[2:])
+	case "bng":
+		err = runBNG(os.Args[2:])
 	default:
 		usage()
 	}
@@ -45,7 +51,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach [flags]  (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach|bng-cp|bng [flags]  (-h for flags)")
 	os.Exit(2)
 }
 

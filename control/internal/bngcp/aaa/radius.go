@@ -52,7 +52,7 @@ type Radius struct {
 
 	// Counters (exported through the server's metrics).
 	AccessRequests, AccessAccepts, AccessRejects, AuthTimeouts atomic.Uint64
-	AcctRequests, AcctResponses, AcctTimeouts, AcctDropped    atomic.Uint64
+	AcctRequests, AcctResponses, AcctTimeouts, AcctDropped     atomic.Uint64
 }
 
 // NewRadius starts the client's accounting workers.

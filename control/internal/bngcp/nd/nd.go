@@ -180,11 +180,11 @@ func NABody(target netip.Addr, mac frame.MAC) []byte {
 
 // ARP is an Ethernet/IPv4 ARP packet (RFC 826).
 type ARP struct {
-	Op         uint16 // 1 request, 2 reply
-	SenderMAC  frame.MAC
-	SenderIP   netip.Addr
-	TargetMAC  frame.MAC
-	TargetIP   netip.Addr
+	Op        uint16 // 1 request, 2 reply
+	SenderMAC frame.MAC
+	SenderIP  netip.Addr
+	TargetMAC frame.MAC
+	TargetIP  netip.Addr
 }
 
 // ParseARP reads an Ethernet/IPv4 ARP packet.

@@ -493,3 +493,8 @@ func (f *FSM) ruc(raw []byte) {
 	}
 	f.scj(raw)
 }
+
+// Restore puts the automaton in a state without any action (a session
+// brought back after a restart of the control plane, whose peer saw no
+// change).
+func (f *FSM) Restore(s State) { f.State = s }
