@@ -6,9 +6,15 @@ require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/getkin/kin-openapi v0.133.0
 	github.com/gopacket/gopacket v1.7.7
+	github.com/insomniacslk/dhcp v0.0.0-20260901064844-234b97448fae
 	github.com/prometheus/client_golang v1.25.0
+	github.com/wmnsk/go-pfcp v0.0.24
+	go.etcd.io/bbolt v1.4.3
+	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.48.0
+	golang.org/x/time v0.12.0
 	gopkg.in/yaml.v3 v3.0.1
+	layeh.com/radius v0.0.0-20231213012653-1006025d24f8
 )
 
 require (
@@ -16,7 +22,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect
-	github.com/insomniacslk/dhcp v0.0.0-20260901064844-234b97448fae // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/josharian/native v1.1.0 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
@@ -30,12 +35,8 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/u-root/uio v0.0.0-20230220225925-ffce2a382923 // indirect
-	github.com/wmnsk/go-pfcp v0.0.24 // indirect
 	github.com/woodsbury/decimal128 v1.3.0 // indirect
-	go.etcd.io/bbolt v1.4.3 // indirect
-	golang.org/x/time v0.12.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-	layeh.com/radius v0.0.0-20231213012653-1006025d24f8 // indirect
 )
 
 tool github.com/cilium/ebpf/cmd/bpf2go

@@ -297,25 +297,21 @@ func (sh *shard) account(s *session, t aaa.AcctType) {
 	srv.acct.Account(rec)
 }
 
-// report takes a usage report from the user plane (periodic: interim
-// accounting).
-func (sh *shard) report(s *session, u aaa.Usage) {
+// report adds a usage report of the user plane (the volume since its
+// last report: TS 29.244 5.2.2.3.1) to the session; a periodic one is an
+// interim accounting record.
+func (sh *shard) report(s *session, delta aaa.Usage, periodic bool) {
 	sh.srv.ctr.inc(cUPReport)
-	s.usage = maxUsage(s.usage, u)
-	if s.state == stUp {
+	s.usage = addUsage(s.usage, delta)
+	if periodic && s.state == stUp {
 		sh.account(s, aaa.AcctInterim)
+		sh.save(s)
 	}
 }
 
-func maxUsage(a, b aaa.Usage) aaa.Usage {
-	m := func(x, y uint64) uint64 {
-		if y > x {
-			return y
-		}
-		return x
-	}
-	return aaa.Usage{InOctets: m(a.InOctets, b.InOctets), OutOctets: m(a.OutOctets, b.OutOctets),
-		InPackets: m(a.InPackets, b.InPackets), OutPackets: m(a.OutPackets, b.OutPackets)}
+func addUsage(a, b aaa.Usage) aaa.Usage {
+	return aaa.Usage{InOctets: a.InOctets + b.InOctets, OutOctets: a.OutOctets + b.OutOctets,
+		InPackets: a.InPackets + b.InPackets, OutPackets: a.OutPackets + b.OutPackets}
 }
 
 // unlink removes s from the shard's lookups: a new session of the same
@@ -374,7 +370,7 @@ func (sh *shard) terminate(s *session, cause int) {
 				srv.ctr.inc(cUPDeleteFail)
 				slog.Warn("user plane deletion", "session", s.acctID(), "err", err)
 			}
-			s.usage = maxUsage(s.usage, final)
+			s.usage = addUsage(s.usage, final)
 			sh.finish(s)
 		})
 	})

@@ -322,7 +322,7 @@ func (s *Server) Report(r UsageReport) {
 	}
 	sh.post(func() {
 		if x := sh.all[r.ID]; x != nil {
-			sh.report(x, r.Usage)
+			sh.report(x, r.Delta, r.Periodic)
 		}
 	})
 }

@@ -17,9 +17,10 @@ import (
 //     session id taken again, its protocols in the state they were (LCP
 //     and the NCPs Opened with the same magic numbers and identifiers,
 //     DHCP bindings with their lease ends), its timers re-armed;
-//  2. the user plane is asked about each (a Session Modification that
-//     changes nothing): one it lost is established again, one it has
-//     keeps forwarding untouched.
+//  2. once a user plane is associated (UserPlane implementations call
+//     ResyncUserPlane), it is asked about each of its sessions (a
+//     Session Modification that only queries usage): one it lost is
+//     established again, one it has keeps forwarding untouched.
 //
 // A record whose port or pool is gone is dropped, and its session on the
 // user plane deleted.
@@ -68,7 +69,6 @@ func (s *Server) restore(ctx context.Context) error {
 	if len(restored) > 0 {
 		slog.Info("sessions restored", "count", len(restored))
 	}
-	go s.resyncUserPlane(ctx, restored)
 	return nil
 }
 
@@ -243,4 +243,22 @@ func (s *Server) resyncUserPlane(ctx context.Context, sessions []*session) {
 			})
 		}()
 	}
+}
+
+// ResyncUserPlane checks every session on a user plane that restarted
+// without its state, and establishes again the ones it lost.
+func (s *Server) ResyncUserPlane(ctx context.Context, name string) {
+	var list []*session
+	var mu sync.Mutex
+	s.onShards(ctx, func(sh *shard) {
+		sh.each(func(x *session) {
+			if x.upDone && x.state == stUp && x.port.cfg.UserPlane == name {
+				mu.Lock()
+				list = append(list, x)
+				mu.Unlock()
+			}
+		})
+	})
+	slog.Info("resynchronising with a restarted user plane", "up", name, "sessions", len(list))
+	s.resyncUserPlane(ctx, list)
 }

@@ -172,6 +172,26 @@ func (s *Store) getMeta(k string) uint64 {
 	return v
 }
 
+// SetBlob keeps a small value of another part (the PFCP side's default
+// sessions) under key.
+func (s *Store) SetBlob(k string, v []byte) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put([]byte("blob/"+k), v)
+	})
+}
+
+// GetBlob reads what SetBlob kept (nil: nothing).
+func (s *Store) GetBlob(k string) []byte {
+	var v []byte
+	s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketMeta).Get([]byte("blob/" + k)); b != nil {
+			v = append([]byte(nil), b...)
+		}
+		return nil
+	})
+	return v
+}
+
 // record is a session as stored.
 type record struct {
 	ID        uint64        `json:"id"`

@@ -31,15 +31,16 @@ type UserPlane interface {
 	Delete(s *SessionSpec, upSEID uint64, done func(final aaa.Usage, err error))
 	// Check asks whether the user plane still has the session (restart
 	// resynchronisation); ok false: it does not.  The usage it reports
-	// comes back through the report handler.
+	// comes back through Server.Report.
 	Check(ctx context.Context, s *SessionSpec, upSEID uint64) (ok bool, err error)
 }
 
 // UsageReport is what a user plane reports for a session: the volume
-// since the session started.
+// since its previous report.
 type UsageReport struct {
-	ID    uint64 // our SEID
-	Usage aaa.Usage
+	ID       uint64 // our SEID
+	Delta    aaa.Usage
+	Periodic bool // a periodic report (interim accounting); else a query's answer
 }
 
 // noUserPlane stands for a user plane that needs no programming (direct
