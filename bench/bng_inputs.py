@@ -105,8 +105,8 @@ def _port(p):
 
 
 def acl150():
-    """150 rules as (text, matcher) pairs; text is the router's ACL syntax
-    (dataplane/router/router_acl.c: permit|deny [proto P] [src PFX] [dst PFX]
+    """150 rules as (text, matcher) pairs; text is the ACL module's grammar
+    (dataplane/acl/ep_acl.h: permit|deny [proto P] [src PFX] [dst PFX]
     [sport P|LO-HI] [dport P|LO-HI])."""
     rules = []
     for b in BOGONS:

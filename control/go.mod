@@ -7,6 +7,7 @@ require (
 	github.com/getkin/kin-openapi v0.133.0
 	github.com/gopacket/gopacket v1.7.7
 	github.com/insomniacslk/dhcp v0.0.0-20260901064844-234b97448fae
+	github.com/omec-project/pfcpsim v1.4.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/wmnsk/go-pfcp v0.0.24
 	go.etcd.io/bbolt v1.4.3
@@ -36,6 +37,8 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/u-root/uio v0.0.0-20230220225925-ffce2a382923 // indirect
 	github.com/woodsbury/decimal128 v1.3.0 // indirect
+	go.uber.org/multierr v1.11.0 // indirect
+	go.uber.org/zap v1.27.1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 

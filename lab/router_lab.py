@@ -18,8 +18,8 @@ neighbours (the two hosts) are static in its config, from the fixed MACs.
 
 Parameters cover what tests and benchmarks vary: extra routes and
 neighbours, ACL rules and default, the ports' DPDK device kind, the worker
-layout (one worker polling both ports, or one per port), extra [engine] and
-[router] keys.  pipeline="xconnect" builds the same wiring with a patch
+layout (one worker polling both ports, or one per port), the links' and
+ports' MTUs, extra [engine] and [router] keys.  pipeline="xconnect" builds the same wiring with a patch
 cable instead of a router (hosts then share one subnet, see XconnectLab).
 """
 from .dp import Dp, DpLab, check_config
@@ -60,7 +60,7 @@ def router_available(binary_path=None):
 
 def router_sections(routes=(), neighbors=None, acl=(), acl_default=None, device="af_packet",
                     workers=1, engine=None, router=None, eal_args=None, pipeline="router",
-                    ifaces=("pa", "pb")):
+                    ifaces=("pa", "pb"), mtus=None):
     """The DUT's configuration as sections (see lab.dp.render)."""
     pa, pb = ifaces
     sections = {}
@@ -74,6 +74,8 @@ def router_sections(routes=(), neighbors=None, acl=(), acl_default=None, device=
     if device != "af_xdp":
         sections["port pa"]["mac"] = MAC_PA
         sections["port pb"]["mac"] = MAC_PB
+    if mtus:
+        sections["port pa"]["mtu"], sections["port pb"]["mtu"] = mtus
     if pipeline == "router":
         sections["port pa"].update(ipv4=f"{GW_A4}/24", ipv6=f"{GW_A6}/64")
         sections["port pb"].update(ipv4=f"{GW_B4}/24", ipv6=f"{GW_B6}/64")
@@ -143,8 +145,12 @@ class RouterLab(DpLab):
         addrs = self._addrs()
         a4, a6, gwa4, gwa6 = addrs["a"]
         b4, b6, gwb4, gwb6 = addrs["b"]
-        t.link(self.a, "eth0", self.dut, "pa", mac_a=MAC_A, mac_b=MAC_PA, ipv4_a=a4, ipv6_a=a6)
-        t.link(self.b, "eth0", self.dut, "pb", mac_a=MAC_B, mac_b=MAC_PB, ipv4_a=b4, ipv6_a=b6)
+        # mtus=(pa, pb): the links' MTUs and the router ports' (default 1500).
+        mtu_a, mtu_b = self.dp_opts.get("mtus") or (1500, 1500)
+        t.link(self.a, "eth0", self.dut, "pa", mac_a=MAC_A, mac_b=MAC_PA, ipv4_a=a4, ipv6_a=a6,
+               mtu=mtu_a)
+        t.link(self.b, "eth0", self.dut, "pb", mac_a=MAC_B, mac_b=MAC_PB, ipv4_a=b4, ipv6_a=b6,
+               mtu=mtu_b)
         for h, ifname in ((self.a, "eth0"), (self.dut, "pa"), (self.dut, "pb"), (self.b, "eth0")):
             h.offload_off(ifname)
         for h, gw4, gw6 in ((self.a, gwa4, gwa6), (self.b, gwb4, gwb6)):

@@ -1,29 +1,30 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * The vBNG data plane (issue 3; Intel's vBNG reference architecture, seed
- * 003): subscribers, their shared profiles, and the two pipelines.
+ * The vBNG data plane, after the BNG of Intel's vBNG reference
+ * architecture and BBF TR-459's user plane: subscribers, and the two
+ * pipelines, built on the shared modules (acl/, fib/, qos/).
  *
  *   bng-uplink   (subscriber -> core), stages in order:
  *     parse      access encapsulation: Ethernet, VLAN/QinQ, PPPoE session
  *                (RFC 2516) + PPP (RFC 1661) -> IPv4/IPv6; control traffic
  *                (PPPoE discovery, LCP/NCP/auth, DHCP, DHCPv6, ARP, ND) is
  *                punted to the control port or the punt ring
- *     acl        the router's ACL stage on the BNG's uplink rule set
- *     subscriber one stage for three steps: classify (bulk rte_hash on
- *                the access key -> subscriber), antispoof (source must be
- *                one of the subscriber's IPv4 ranges or in its IPv6
- *                prefix), police (rte_meter trTCM, RFC 2698 or RFC 4115,
+ *     subscriber classify (bulk rte_hash on the access key -> subscriber),
+ *                anti-spoofing (source must be one of the subscriber's
+ *                IPv4 ranges or in its IPv6 prefix) and policing (rte_meter
+ *                trTCM, RFC 2698 or RFC 4115, of the subscriber's profile,
  *                colour blind: green passes, yellow is DSCP-remarked, red
  *                is dropped)
- *     route      the router's route stage on the BNG's core routing table
+ *     acl        the ACL module's filter on the uplink ACL "bng-uplink"
+ *     route      the FIB module's burst routing on the core FIB "bng"
  *     encap      strip the access header, TTL/hop limit - 1, add the core
  *                header (none / VLAN / MPLS), next-hop MACs, tx core port
  *
  *   bng-downlink (core -> subscriber):
  *     parse      Ethernet (+ tags or an MPLS label stack) -> IPv4/IPv6
- *     neigh      the router's ARP/NS responder for the core port's addresses
- *     lookup     bulk rte_lpm / rte_lpm6 on the destination -> subscriber
+ *     neigh      the core FIB's ARP/NS responder for the core port's addresses
+ *     lookup     bulk rte_hash on the destination -> subscriber
  *     rpf        reverse-path rule of the subscriber: a packet to the
  *                subscriber whose source is in the subscriber's own ranges
  *                did not come from it through the core: drop
@@ -44,28 +45,31 @@
  *   dst prefix -> id      rte_hash {family, length, prefix}, lock-free
  *                         readers, RCU-QSBR; searched per prefix length in
  *                         use, longest first (tuple space, as VPP's IPv6 FIB
- *                         does with bihash).  Not rte_lpm/rte_lpm6: their
- *                         fixed 64 MiB tbl24s (x2 for a double-buffered
- *                         lpm6) are what the router's three tables already
- *                         spend, and subscriber prefixes come in one or two
- *                         lengths (/32, /56), so one bulk hash lookup per
- *                         burst and family does the job in place
+ *                         does with bihash).  Not a FIB instance: a FIB's
+ *                         rte_lpm and rte_lpm6 tables take 192 MiB whatever
+ *                         they hold, and subscriber prefixes come in one or
+ *                         two lengths (/32, /56), so one bulk hash lookup
+ *                         per burst and family does the job in place
  *   prefix lengths in use immutable list, published, old one freed after a
  *                         grace period (changes only when a length appears
  *                         or disappears)
- *   policer profiles      array of pointers to immutable profiles, replaced
- *                         like records; per-worker meter contexts follow
- *   pipe profiles, pipes  messages (ep_worker_call): rte_sched_pipe_config and
- *                         rte_sched_subport_pipe_profile_add on each downlink
- *                         worker's own rte_sched port
- *   uplink ACL            the router's double-buffered rte_acl set
- *   core routes, next hops the router's tables (rte_lpm with RCU, rte_lpm6
- *                         double-buffered, immutable next-hop entries)
+ *   policer profiles      the QoS module's table "bng" (array of pointers to
+ *                         immutable profiles); per-worker meter contexts
+ *   pipe profiles, pipes  the QoS module's scheduler "bng": messages
+ *                         (ep_worker_call) to each downlink worker's own
+ *                         rte_sched port
+ *   uplink ACL            the ACL module's double-buffered rte_acl set
+ *   core routes, next hops the FIB module's instance
  *   DSCP map, core encap  static after start (copied into worker contexts)
  *
  * Per-subscriber dynamic state (meter contexts, counters) is per worker and
  * written without atomics; a record's generation number tells the worker to
  * reset it when the subscriber was replaced by a new one with the same id.
+ *
+ * Subscriber changes are planned, then applied (bng_sub.c): everything that
+ * can fail -- validation, conflicts, records, pipes, the downlink workers'
+ * HQoS pipe configuration -- happens before any record is published; a
+ * batch goes in whole or not at all.
  *
  * Control operations run on the control thread only (config loading and
  * control socket share them: one function per operation).
@@ -83,16 +87,17 @@
 #include <rte_ring.h>
 #include <rte_sched.h>
 
+#include "acl/ep_acl_node.h"
+#include "fib/ep_fib_node.h"
+#include "qos/ep_qos_node.h"
 #include "ep_engine.h"
 #include "ep_err.h"
+#include "ep_ip.h"
 #include "ep_stage.h"
 
-#define BNG_MAX_V4          4       /**< IPv4 ranges per subscriber */
-#define BNG_MAX_POLICERS    256     /**< policer profiles */
-#define BNG_MAX_PIPE_PROF   256     /**< HQoS pipe profiles (rte_sched per subport) */
-#define BNG_MAX_SUBPORTS    16
+#define BNG_MAX_V4          EP_PREFIX_SET_V4  /**< IPv4 ranges per subscriber */
 #define BNG_MAX_DOWN        EP_MAX_WORKERS
-#define BNG_NAME_LEN        32
+#define BNG_NAME_LEN        EP_QOS_NAME_LEN
 #define BNG_NO_POLICER      0xffffu
 #define BNG_TPL_MAX         32      /**< longest access header: 12 + 8 + 8 + 2 */
 
@@ -145,22 +150,6 @@ struct bng_lens {
 	uint8_t len6[129];
 };
 
-enum bng_police_mode { BNG_RFC2698 = 0, BNG_RFC4115 = 1 };
-
-/** A policer profile: immutable once published. */
-struct bng_policer {
-	uint8_t mode;                   /**< enum bng_police_mode */
-	uint8_t yellow_dscp[64];        /**< DSCP of a yellow packet, by its DSCP */
-	union {
-		struct rte_meter_trtcm_profile p2698;
-		struct rte_meter_trtcm_rfc4115_profile p4115;
-	};
-	/* As configured, for profile-list (bytes/s and bytes). */
-	uint64_t cir, cbs, pir, pbs;    /**< pir/pbs are eir/ebs in RFC 4115 mode */
-	int yellow;                     /**< -1 bump, -2 cs0... see bng_policer_yellow */
-	char name[BNG_NAME_LEN];
-};
-
 /**
  * A subscriber, as workers read it: immutable once published.  Two cache
  * lines carry everything the fast path reads, both prefetched by the stage
@@ -172,7 +161,7 @@ struct bng_sub {
 	/* Line 0. */
 	uint32_t id;
 	uint32_t gen;                   /**< unique per subscriber, kept on replace */
-	uint16_t policer;               /**< index into bng.pol[], BNG_NO_POLICER */
+	uint16_t policer;               /**< index into bng.pol->pol[], BNG_NO_POLICER */
 	uint8_t n_v4;
 	uint8_t has_v6;
 	uint8_t pppoe;
@@ -182,45 +171,22 @@ struct bng_sub {
 	uint32_t pipe;
 	uint8_t tpl[BNG_TPL_MAX];       /**< dst MAC, src MAC, tags, [PPPoE header] */
 	/* Line 1. */
-	uint32_t v4_net[BNG_MAX_V4] __rte_cache_aligned;  /**< network order, host bits clear */
-	uint32_t v4_mask[BNG_MAX_V4];
-	uint64_t v6_net[2], v6_mask[2]; /**< the prefix as two network-order words */
+	struct ep_prefix_set ranges __rte_cache_aligned;  /**< n_v4 IPv4 ranges, the IPv6 prefix if has_v6 */
 	/* Control side (sub-get). */
 	struct bng_key key;
 	uint8_t v4_plen[BNG_MAX_V4];
 	uint8_t v6_plen;
 	uint8_t v6[16];
-	uint16_t pipe_prof;             /**< index into bng.pipe_prof[] */
+	uint16_t pipe_prof;             /**< index into bng.hqos->prof[] */
 	struct rte_ether_addr mac;      /**< IPoE downlink destination / PPPoE client */
 	bool has_mac;
 } __rte_cache_aligned;
-
-/** HQoS pipe profile (control side; rte_sched holds the worker copy). */
-struct bng_pipe_prof {
-	char name[BNG_NAME_LEN];
-	struct rte_sched_pipe_params p;  /**< bytes/s */
-	uint32_t sched_id;               /**< profile id in every subport of every port */
-	bool in_use;
-};
-
-struct bng_subport {
-	bool in_use;
-	bool tc_ov;                      /**< best-effort oversubscription: pipes share by tc_ov_weight */
-	uint32_t n_pipes;
-	struct rte_sched_subport_profile_params prof;
-	uint32_t *pipe_free;             /**< stack of free pipe ids */
-	uint32_t n_free;
-};
 
 /** Per-worker, per-subscriber uplink state.  Owned by one worker.  Two
  *  whole cache lines (104 bytes would straddle up to three), both
  *  prefetched by the `subscriber` stage. */
 struct bng_up_dyn {
-	union {
-		struct rte_meter_trtcm m2698;
-		struct rte_meter_trtcm_rfc4115 m4115;
-	};
-	const struct bng_policer *pol;   /**< profile the meter was set up for */
+	struct ep_policer_ctx meter;
 	uint32_t gen;
 	uint32_t pad;
 	uint64_t pkts[3], bytes[3];      /**< by colour: green, yellow, red */
@@ -237,7 +203,8 @@ struct bng_down_dyn {
 /** Uplink worker context. */
 struct bng_up {
 	struct bng *b;
-	struct router_worker *rw;       /**< the router stages' context (acl, route) */
+	struct ep_fib_worker *fw;       /**< core routes, the access port's ARP/ND, ICMP */
+	struct ep_acl_filter *acl;      /**< the uplink ACL */
 	struct ep_worker *w;
 	struct bng_up_dyn *dyn;         /**< [max_subscribers + 1] */
 	struct ep_stage *parse_stage;   /**< for ring-full drops */
@@ -260,18 +227,18 @@ struct bng_up {
 /** Downlink worker context. */
 struct bng_down {
 	struct bng *b;
-	struct router_worker *rw;       /**< neigh stage */
+	struct ep_fib_worker *fw;       /**< the core port's ARP/ND, ICMP back to the core */
 	struct ep_worker *w;
 	struct bng_down_dyn *dyn;
-	struct rte_sched_port *sched;
+	struct ep_sched_port *hqos;     /**< this worker's port of the scheduler "bng" */
+	struct rte_sched_port *sched;   /**< its rte_sched port */
 	struct ep_stage *hqos_stage;
-	uint16_t access_port, core_port;
+	/* Read per packet by parse: not across a cache line (a split load). */
 	struct rte_ether_addr core_mac;
+	uint16_t access_port, core_port;
+	uint16_t access_mtu;            /**< IP MTU of the access port */
 	uint8_t dscp_tc[64];            /**< tc << 2 | queue */
 	uint64_t pkts;
-	/* HQoS statistics accumulated from rte_sched (which clears on read). */
-	uint64_t tc_pkts[RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE];
-	uint64_t tc_dropped[RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE];
 	/* lookup scratch */
 	uint8_t addr[EP_BURST_MAX][16];
 	uint16_t pend[EP_BURST_MAX];
@@ -284,11 +251,9 @@ struct bng_down {
 struct bng_params {
 	uint32_t max_subscribers;
 	uint32_t max_routes;            /**< core routing table, per family */
+	struct ep_fib_params fib;       /**< the core FIB (sized from max_routes) */
 	uint32_t punt_ring_size;
-	uint64_t hqos_rate;             /**< bytes/s */
-	uint32_t hqos_mtu;
-	uint32_t hqos_frame_overhead;
-	uint32_t hqos_qsize;
+	struct ep_sched_params hqos;    /**< the downlink scheduler's port */
 	uint8_t dscp_tc[64];
 };
 
@@ -297,14 +262,16 @@ enum bng_core_encap { BNG_CORE_NONE = 0, BNG_CORE_VLAN, BNG_CORE_MPLS };
 struct bng {
 	struct ep_engine *e;
 	struct bng_params p;
-	struct router *rt;              /**< core routes, neighbours, uplink ACL */
+	struct ep_fib *fib;             /**< core routes and neighbours: FIB "bng" */
+	struct ep_acl *acl;             /**< uplink ACL: "bng-uplink" */
 
 	/* Read by workers. */
 	struct rte_hash *keys;          /**< bng_key -> id */
 	struct bng_sub **subs;          /**< [max_subscribers + 1] */
 	struct rte_hash *dst;           /**< bng_dst_key -> id */
 	struct bng_lens *lens;
-	struct bng_policer *pol[BNG_MAX_POLICERS];
+	struct ep_policers *pol;        /**< uplink policer profiles: "bng" */
+	struct ep_sched *hqos;          /**< downlink scheduler: "bng" */
 	struct rte_ring *punt_ring;
 
 	/* Static after setup. */
@@ -322,27 +289,19 @@ struct bng {
 	uint32_t n_rec_free, n_rec;
 	uint32_t gen;
 	uint32_t n_subs;
-	char pol_name[BNG_MAX_POLICERS][BNG_NAME_LEN];
-	uint32_t n_pol;
-	struct bng_pipe_prof pipe_prof[BNG_MAX_PIPE_PROF];
-	uint32_t n_pipe_prof;
-	/* rte_sched's pipe profile table, identical in every subport of every
-	 * port: a changed profile takes a new slot (rte_sched has no edit). */
-	struct rte_sched_pipe_params sched[BNG_MAX_PIPE_PROF];
-	uint32_t n_sched;
-	struct bng_subport subport[BNG_MAX_SUBPORTS];
-	uint32_t n_subports;
-	uint32_t max_pipes;             /**< largest subport, power of two: rte_sched's n_pipes_per_subport */
 	struct bng_down *down[BNG_MAX_DOWN];
 	int n_down;
 	struct bng_up *up[BNG_MAX_DOWN];
 	int n_up;
 };
 
-/** The BNG of this process (set by the pipelines' setup), or NULL. */
-extern struct bng *bng_global;
+/** The vBNG of engine @p e (built by the pipelines' setup), or NULL. */
+struct bng *bng_of(const struct ep_engine *e);
+/** Make @p b the vBNG of @p e, as the pipelines' setup does (tests that
+ *  build one without running the engine), or forget it with NULL. */
+int bng_attach(struct ep_engine *e, struct bng *b);
 
-/* ---- tables and operations (bng.c, bng_sub.c) ---- */
+/* ---- tables and operations (bng.c) ---- */
 void bng_params_default(struct bng_params *p);
 struct bng *bng_create(struct ep_engine *e, const struct bng_params *p, struct ep_err *err);
 void bng_free(struct bng *b);
@@ -372,15 +331,17 @@ int bng_sub_req_set(struct bng_sub_req *r, const char *key, const char *val,
 /** Parse a whole "id=1 qinq=100.200 ..." line. */
 int bng_sub_req_parse(struct bng_sub_req *r, const char *line, struct ep_err *err);
 
-/** Add or replace subscribers (one message per downlink worker for the
- *  batch's pipe configurations).  Stops at the first bad
- *  entry: the ones before it are in, err names the index. */
-int bng_sub_add_bulk(struct bng *b, const struct bng_sub_req *reqs, uint32_t n,
-		     struct ep_err *err);
-/** The same, telling which entry failed. */
-int bng_sub_add_bulk_idx(struct bng *b, const struct bng_sub_req *reqs, uint32_t n,
-			 uint32_t *failed, struct ep_err *err);
-int bng_sub_add(struct bng *b, const struct bng_sub_req *req, struct ep_err *err);
+/**
+ * Add or replace @p n subscribers, whole or not at all: planned (every
+ * entry validated, checked against the tables and the rest of the batch,
+ * records and pipes taken aside), then the downlink workers' HQoS pipes
+ * configured (one message per worker for the batch), then published.  If
+ * any step fails nothing is left of the batch; err names the first bad
+ * entry ("subscribers[i] (id n): ..." for a batch) and @p failed (if not
+ * NULL) its index.
+ */
+int bng_sub_add(struct bng *b, const struct bng_sub_req *reqs, uint32_t n, uint32_t *failed,
+		struct ep_err *err);
 int bng_sub_del(struct bng *b, uint32_t id, struct ep_err *err);
 /** Current record of @p id (control thread), or NULL. */
 const struct bng_sub *bng_sub_get(const struct bng *b, uint32_t id);
@@ -388,43 +349,12 @@ const struct bng_sub *bng_sub_get(const struct bng *b, uint32_t id);
 int64_t bng_sub_find_key(const struct bng *b, const struct bng_key *k);
 /** Longest-prefix subscriber of a destination (4 or 16 bytes): id or -1. */
 int64_t bng_sub_find_dst(const struct bng *b, int family, const void *addr);
-
-/* ---- profiles (bng_profile.c) ---- */
 /** rte_free @p obj after a grace period (never waits). */
 void bng_defer_free(struct bng *b, void *obj);
-/** policer NAME: text "cir=20M cbs=64K pir=40M pbs=128K [mode=rfc2698|rfc4115]
- *  [yellow=bump|cs0|<dscp>]" (rates in bit/s, sizes in bytes). */
-int bng_policer_set(struct bng *b, const char *name, const char *spec, struct ep_err *err);
-/** Lower level, for tests: rates in bytes/s. */
-int bng_policer_set_raw(struct bng *b, const char *name, enum bng_police_mode mode,
-			uint64_t cir, uint64_t cbs, uint64_t pir, uint64_t pbs, int yellow,
-			struct ep_err *err);
-int bng_policer_find(const struct bng *b, const char *name);
-/** pipe NAME: "rate=100M [tb_size=] [tc_rates=r0,..,r12] [tc_period=ms]
- *  [wrr=w0,w1,w2,w3] [tc_ov_weight=]" */
-int bng_pipe_set(struct bng *b, const char *name, const char *spec, struct ep_err *err);
-int bng_pipe_find(const struct bng *b, const char *name);
-/** subport N: "rate=1G pipes=4096 [tb_size=] [tc_rates=...] [tc_period=]";
- *  before the downlink workers are built only. */
-int bng_subport_set(struct bng *b, uint32_t id, const char *spec, struct ep_err *err);
-/** dscp_tc: "ef:0 cs6:1 10:12.3 ..." on top of the current map. */
-int bng_dscp_map_parse(uint8_t map[64], const char *spec, struct ep_err *err);
-void bng_dscp_map_default(uint8_t map[64]);
-/** Parse "20M" (bit/s, k/M/G = 10^3..) or "64K" (bytes, K/M = 2^10..). */
-int bng_parse_rate(const char *s, uint64_t *bps);
-int bng_parse_size(const char *s, uint64_t *bytes);
-
-/* ---- HQoS (bng_hqos.c) ---- */
-struct rte_sched_port *bng_hqos_port_create(struct bng *b, unsigned int worker_id, int socket,
-					    struct ep_err *err);
-/** Configure pipes on every downlink worker (message each). */
-struct bng_pipe_cfg { uint32_t subport, pipe, prof; };
-int bng_hqos_pipes_config(struct bng *b, const struct bng_pipe_cfg *c, uint32_t n,
-			  struct ep_err *err);
-int bng_hqos_profile_add_all(struct bng *b, uint32_t prof, struct ep_err *err);
-/** Read and clear rte_sched subport stats on each worker into the contexts. */
-int bng_hqos_stats_collect(struct bng *b, struct ep_err *err);
-uint16_t bng_hqos_dequeue(struct bng_down *d, struct rte_mbuf **pkts, uint16_t max);
+/** A subscriber record from the pool (control side), or NULL. */
+struct bng_sub *bng_rec_alloc(struct bng *b);
+/** Back to the pool once no worker can hold it. */
+void bng_rec_retire(struct bng *b, struct bng_sub *rec);
 
 /* ---- configuration ([bng]; bng_config.c) ---- */
 int bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_params *p,
@@ -460,8 +390,5 @@ uint16_t bng_down_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next
 uint16_t bng_down_rpf_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_down_encap_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_down_hqos_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-
-/** IPv4 DSCP rewrite with an RFC 1624 checksum update / IPv6 traffic class. */
-void bng_set_dscp(uint8_t *l3, uint8_t l3_type, uint8_t dscp);
 
 #endif

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The [bng] section (README.md has every key with examples).  Each line goes
- * through the same function the control socket uses (bng_policer_set,
- * bng_pipe_set, bng_sub_req_parse + bng_sub_add_bulk, the router's route,
- * neighbour and ACL loader), and every error is "file:line: key 'k': ...".
+ * through the same function the control socket uses (ep_policer_set,
+ * ep_sched_profile_set, bng_sub_req_parse + bng_sub_add, the FIB's route
+ * and neighbour loader, the ACL's), and every error is
+ * "file:line: key 'k': ...".
  *
  * Order: sizes (bng_params_from_config, before the tables exist), then
- * ports, core encapsulation, subports, policers, pipes, the router keys
- * (neighbor, route, route_file, acl, acl_file, acl_default), and last the
- * subscribers as one batch (one IPv6 table swap for all of them).
+ * ports, core encapsulation, subports, policers, pipes, the FIB keys
+ * (neighbor, route, route_file), the ACL keys (acl, acl_file, acl_default,
+ * acl_classify), and last the subscribers as one batch.
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
@@ -18,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "router/router.h"
 #include "bng.h"
 
 static int
@@ -38,15 +38,17 @@ bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_
 		{ "max_subscribers", offsetof(struct bng_params, max_subscribers), 1, 1u << 20 },
 		{ "max_routes", offsetof(struct bng_params, max_routes), 16, 1u << 24 },
 		{ "punt_ring_size", offsetof(struct bng_params, punt_ring_size), 16, 1u << 20 },
-		{ "hqos_mtu", offsetof(struct bng_params, hqos_mtu), 64, 9216 },
-		{ "hqos_frame_overhead", offsetof(struct bng_params, hqos_frame_overhead), 0, 64 },
-		{ "hqos_qsize", offsetof(struct bng_params, hqos_qsize), 4, 4096 },
+		{ "hqos_mtu", offsetof(struct bng_params, hqos.mtu), 64, 9216 },
+		{ "hqos_frame_overhead", offsetof(struct bng_params, hqos.frame_overhead), 0, 64 },
+		{ "hqos_qsize", offsetof(struct bng_params, hqos.qsize), 4, 4096 },
 	};
 	const struct ep_cfg_kv *kv;
 
 	bng_params_default(p);
 	if (s == NULL)
 		return 0;
+	if (ep_fib_params_from_config(cfg, s, false, &p->fib, err) < 0)
+		return -1;
 	for (size_t i = 0; i < RTE_DIM(keys); i++) {
 		uint32_t *f = (uint32_t *)((char *)p + keys[i].off);
 		uint64_t v;
@@ -59,25 +61,41 @@ bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_
 	if (!rte_is_power_of_2(p->punt_ring_size))
 		return ep_cfg_error(cfg, kv, err, "must be a power of two");
 	kv = ep_cfg_get(cfg, s, "hqos_qsize", NULL);
-	if (!rte_is_power_of_2(p->hqos_qsize))
+	if (!rte_is_power_of_2(p->hqos.qsize))
 		return ep_cfg_error(cfg, kv, err, "must be a power of two");
 	kv = ep_cfg_get(cfg, s, "hqos_port_rate", err);
 	if (kv != NULL) {
 		uint64_t bps;
 
-		if (bng_parse_rate(kv->val, &bps) < 0 || bps < 8000)
+		if (ep_qos_parse_rate(kv->val, &bps) < 0 || bps < 8000)
 			return ep_cfg_error(cfg, kv, err, "'%s' is not a rate in bit/s (k, M, G)",
 					    kv->val);
-		p->hqos_rate = bps / 8;
+		p->hqos.rate = bps / 8;
 	}
 	for (int i = 0; i < s->n_kv; i++) {
 		if (strcmp(s->kv[i].key, "dscp_tc") != 0)
 			continue;
 		s->kv[i].used = true;
-		if (bng_dscp_map_parse(p->dscp_tc, s->kv[i].val, err) < 0)
+		if (ep_qos_dscp_map_parse(p->dscp_tc, s->kv[i].val, err) < 0)
 			return wrap(cfg, &s->kv[i], err);
 	}
 	return 0;
+}
+
+/* The core FIB "bng": few routes (a default and some aggregates), between
+ * the access and core ports only (another pipeline's ports are not its). */
+static int
+bng_fib_create(struct bng *b, struct ep_err *err)
+{
+	struct ep_fib_params fp = b->p.fib;
+
+	fp.max_routes4 = fp.max_routes6 = b->p.max_routes;
+	fp.lpm4_tbl8s = 256;
+	fp.lpm6_tbl8s = 1024;
+	fp.max_nexthops = 1024;
+	fp.ports = 1u << b->access_port | 1u << b->core_port;
+	b->fib = ep_fib_create(b->e, "bng", &fp, err);
+	return b->fib != NULL ? 0 : -1;
 }
 
 static int
@@ -220,6 +238,8 @@ bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, str
 		return ep_cfg_section_error(cfg, s, err, "access_port and core_port must differ");
 	b->access_port = (uint16_t)access;
 	b->core_port = (uint16_t)core;
+	if (bng_fib_create(b, err) < 0)
+		return -1;
 	b->nd_answer = true;
 	kv = ep_cfg_get(cfg, s, "access_nd", err);
 	if (kv != NULL) {
@@ -243,29 +263,30 @@ bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, str
 			s->kv[i].used = true;
 			if (name_and_spec(k->val, name, sizeof(name), &spec) < 0)
 				return ep_cfg_error(cfg, k, err, "expected '<id> rate=... pipes=...'");
-			if (ep_parse_u64(name, 0, BNG_MAX_SUBPORTS - 1, &id, err) < 0)
+			if (ep_parse_u64(name, 0, EP_SCHED_MAX_SUBPORTS - 1, &id, err) < 0)
 				return wrap(cfg, k, err);
-			r = bng_subport_set(b, (uint32_t)id, spec, err);
+			r = ep_sched_subport_set(b->hqos, (uint32_t)id, spec, err);
 		} else if (strcmp(k->key, "policer") == 0 || strcmp(k->key, "pipe") == 0) {
 			s->kv[i].used = true;
 			if (name_and_spec(k->val, name, sizeof(name), &spec) < 0)
 				return ep_cfg_error(cfg, k, err, "expected '<name> key=value ...'");
-			r = k->key[1] == 'o' ? bng_policer_set(b, name, spec, err) :
-					       bng_pipe_set(b, name, spec, err);
+			r = k->key[1] == 'o' ? ep_policer_set(b->pol, name, spec, err) :
+					       ep_sched_profile_set(b->hqos, name, spec, err);
 		}
 		if (r < 0)
 			return wrap(cfg, k, err);
 	}
-	if (b->n_subports == 0) {
+	if (b->hqos->n_subports == 0) {
 		char spec[64];
 
 		/* One subport at the port rate; more pipes need subport lines. */
 		snprintf(spec, sizeof(spec), "pipes=%u",
 			 rte_align32pow2(RTE_MIN(b->p.max_subscribers, 4096u)));
-		if (bng_subport_set(b, 0, spec, err) < 0)
+		if (ep_sched_subport_set(b->hqos, 0, spec, err) < 0)
 			return -1;
 	}
-	if (router_load_config(b->rt, cfg, s, err) < 0)
+	if (ep_fib_load_config(b->fib, cfg, s, err) < 0 ||
+	    ep_acl_load_config(b->acl, cfg, s, err) < 0)
 		return -1;
 
 	for (int i = 0; i < s->n_kv; i++) {
@@ -294,7 +315,7 @@ bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, str
 			goto out;
 		}
 	}
-	if (ss.n != 0 && bng_sub_add_bulk_idx(b, ss.r, ss.n, &failed, err) < 0) {
+	if (ss.n != 0 && bng_sub_add(b, ss.r, ss.n, &failed, err) < 0) {
 		sub_error(cfg, ss.kv[failed], ss.fline[failed], err);
 		goto out;
 	}

@@ -17,9 +17,8 @@
  *   profile-list
  *   bng-stats
  *
- * The uplink ACL and the core routes are the router's commands (acl-add,
- * acl-del, acl-list, acl-replace, acl-set-default, route-*, neigh-*): the
- * BNG's router instance is the process's router_global.
+ * The uplink ACL and the core routes are the modules' commands (acl-*
+ * with table=bng-uplink, route-* and neigh-* with table=bng).
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
@@ -31,15 +30,17 @@
 #include <rte_cycles.h>
 
 #include "ep_ctl.h"
-#include "router/router.h"
 #include "bng.h"
+#include "bng_counters.h"
 
 static struct bng *
-bng_or_err(struct ep_err *err)
+bng_or_err(struct ep_engine *e, struct ep_err *err)
 {
-	if (bng_global == NULL)
+	struct bng *b = bng_of(e);
+
+	if (b == NULL)
 		ep_err_set(err, "no bng pipeline is configured");
-	return bng_global;
+	return b;
 }
 
 /* A JSON scalar or array of scalars as config text. */
@@ -98,18 +99,18 @@ req_from_json(json_t *obj, struct bng_sub_req *r, struct ep_err *err)
 static int
 ctl_sub_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	struct bng_sub_req r;
 
 	if (b == NULL || req_from_json(req, &r, err) < 0)
 		return -1;
-	return bng_sub_add(b, &r, err);
+	return bng_sub_add(b, &r, 1, NULL, err);
 }
 
 static int
 ctl_sub_add_bulk(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	json_t *arr = json_object_get(req, "subscribers"), *o;
 	struct bng_sub_req *r;
 	size_t i, n;
@@ -136,7 +137,7 @@ ctl_sub_add_bulk(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *e
 	if (rc == 0) {
 		uint64_t t0 = rte_rdtsc();
 
-		rc = bng_sub_add_bulk(b, r, (uint32_t)n, err);
+		rc = bng_sub_add(b, r, (uint32_t)n, NULL, err);
 		/* The table work alone (JSON decoding excluded), for adds/s. */
 		if (rc == 0)
 			json_object_set_new(res, "table_us", json_integer((json_int_t)(
@@ -151,7 +152,7 @@ ctl_sub_add_bulk(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *e
 static int
 ctl_sub_del(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	uint64_t id;
 
 	if (b == NULL || ep_ctl_u64(req, "id", 0, UINT32_MAX, &id, err) < 0)
@@ -186,7 +187,7 @@ sub_json(const struct bng *b, const struct bng_sub *s, bool counters)
 	for (int i = 0; i < s->n_v4; i++) {
 		char p[INET6_ADDRSTRLEN + 4];
 
-		inet_ntop(AF_INET, &s->v4_net[i], a, sizeof(a));
+		inet_ntop(AF_INET, &s->ranges.v4_net[i], a, sizeof(a));
 		snprintf(p, sizeof(p), s->v4_plen[i] == 32 ? "%s" : "%s/%u", a, s->v4_plen[i]);
 		json_array_append_new(v4, json_string(p));
 	}
@@ -199,42 +200,22 @@ sub_json(const struct bng *b, const struct bng_sub *s, bool counters)
 		json_object_set_new(o, "ipv6", json_string(p));
 	}
 	json_object_set_new(o, "policer", s->policer == BNG_NO_POLICER ? json_null() :
-			    json_string(b->pol_name[s->policer]));
-	json_object_set_new(o, "pipe", json_string(b->pipe_prof[s->pipe_prof].name));
+			    json_string(b->pol->pol[s->policer]->name));
+	json_object_set_new(o, "pipe", json_string(b->hqos->prof[s->pipe_prof].name));
 	json_object_set_new(o, "subport", json_integer(s->subport));
 	json_object_set_new(o, "pipe_id", json_integer(s->pipe));
 	if (counters) {
-		uint64_t pk[3] = {0}, by[3] = {0}, spoof = 0, dp = 0, db = 0;
 		static const char *const colour[3] = { "green", "yellow", "red" };
+		struct bng_sub_counters c;
 		json_t *up = json_object(), *drops;
 
-		/* Other workers' counters: plain 64-bit loads, never torn on
-		 * the 64-bit targets DPDK supports. */
-		for (int w = 0; w < b->n_up; w++) {
-			const struct bng_up_dyn *d = &b->up[w]->dyn[s->id];
-
-			if (d->gen != s->gen)
-				continue;
-			for (int c = 0; c < 3; c++) {
-				pk[c] += d->pkts[c];
-				by[c] += d->bytes[c];
-			}
-			spoof += d->spoofed;
-		}
-		for (int w = 0; w < b->n_down; w++) {
-			const struct bng_down_dyn *d = &b->down[w]->dyn[s->id];
-
-			if (d->gen == s->gen) {
-				dp += d->pkts;
-				db += d->bytes;
-			}
-		}
-		for (int c = 0; c < 3; c++)
-			json_object_set_new(up, colour[c], counter(pk[c], by[c]));
+		bng_sub_counters(b, s, &c);
+		for (int k = 0; k < 3; k++)
+			json_object_set_new(up, colour[k], counter(c.pkts[k], c.bytes[k]));
 		json_object_set_new(o, "uplink", up);
-		json_object_set_new(o, "downlink", counter(dp, db));
-		drops = json_pack("{s:I, s:I}", "bng_policer_red", (json_int_t)pk[2],
-				  "bng_spoofed_source", (json_int_t)spoof);
+		json_object_set_new(o, "downlink", counter(c.down_pkts, c.down_bytes));
+		drops = json_pack("{s:I, s:I}", "bng_policer_red", (json_int_t)c.pkts[2],
+				  "bng_spoofed_source", (json_int_t)c.spoofed);
 		json_object_set_new(o, "drops", drops);
 	}
 	return o;
@@ -243,7 +224,7 @@ sub_json(const struct bng *b, const struct bng_sub *s, bool counters)
 static int
 ctl_sub_get(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	const struct bng_sub *s;
 	uint64_t id;
 
@@ -264,7 +245,7 @@ ctl_sub_get(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 static int
 ctl_sub_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	uint64_t limit, offset, seen = 0;
 	json_t *arr;
 
@@ -321,39 +302,39 @@ spec_from_json(json_t *req, char *spec, size_t n, const char **name, struct ep_e
 static int
 ctl_policer_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	const char *name;
 	char spec[512];
 
 	if (b == NULL || spec_from_json(req, spec, sizeof(spec), &name, err) < 0)
 		return -1;
-	return bng_policer_set(b, name, spec, err);
+	return ep_policer_set(b->pol, name, spec, err);
 }
 
 static int
 ctl_pipe_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	const char *name;
 	char spec[512];
 
 	if (b == NULL || spec_from_json(req, spec, sizeof(spec), &name, err) < 0)
 		return -1;
-	return bng_pipe_set(b, name, spec[0] ? spec : "", err);
+	return ep_sched_profile_set(b->hqos, name, spec[0] ? spec : "", err);
 }
 
 static int
 ctl_profile_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	json_t *pols, *pipes;
 
 	if (b == NULL)
 		return -1;
 	pols = json_array();
-	for (uint32_t i = 0; i < b->n_pol; i++) {
-		const struct bng_policer *p = b->pol[i];
-		bool r4115 = p->mode == BNG_RFC4115;
+	for (uint32_t i = 0; i < b->pol->n; i++) {
+		const struct ep_policer *p = b->pol->pol[i];
+		bool r4115 = p->mode == EP_POLICER_RFC4115;
 
 		json_array_append_new(pols, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:i}",
 			"name", p->name, "mode", r4115 ? "rfc4115" : "rfc2698",
@@ -362,8 +343,8 @@ ctl_profile_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *e
 			r4115 ? "ebs" : "pbs", (json_int_t)p->pbs, "yellow", p->yellow));
 	}
 	pipes = json_array();
-	for (uint32_t i = 0; i < b->n_pipe_prof; i++) {
-		const struct bng_pipe_prof *p = &b->pipe_prof[i];
+	for (uint32_t i = 0; i < b->hqos->n_prof; i++) {
+		const struct ep_sched_profile *p = &b->hqos->prof[i];
 		json_t *tc = json_array();
 
 		for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
@@ -382,13 +363,13 @@ ctl_profile_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *e
 static int
 ctl_bng_stats(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct bng *b = bng_or_err(err);
+	struct bng *b = bng_or_err(e, err);
 	static const char *const colour[3] = { "green", "yellow", "red" };
 	uint64_t punt[BNG_PUNT__COUNT] = {0}, cp[3] = {0}, cb[3] = {0};
 	uint64_t up = 0, down = 0, full = 0, answered = 0;
 	json_t *u, *p, *d, *tcs;
 
-	if (b == NULL || bng_hqos_stats_collect(b, err) < 0)
+	if (b == NULL || ep_sched_stats_collect(b->hqos, err) < 0)
 		return -1;
 	for (int w = 0; w < b->n_up; w++) {
 		const struct bng_up *x = b->up[w];
@@ -418,9 +399,9 @@ ctl_bng_stats(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 	for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++) {
 		uint64_t enq = 0, drop = 0;
 
-		for (int w = 0; w < b->n_down; w++) {
-			enq += b->down[w]->tc_pkts[t];
-			drop += b->down[w]->tc_dropped[t];
+		for (int k = 0; k < b->hqos->n_ports; k++) {
+			enq += b->hqos->ports[k]->tc_pkts[t];
+			drop += b->hqos->ports[k]->tc_dropped[t];
 		}
 		json_array_append_new(tcs, json_pack("{s:i, s:I, s:I}", "tc", t, "enqueued",
 						     (json_int_t)enq, "dropped", (json_int_t)drop));

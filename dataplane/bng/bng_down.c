@@ -1,38 +1,42 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The bng-downlink stages (core -> subscriber).  The neigh stage is the
- * router's (ARP / NS for the core port's own addresses).
+ * The bng-downlink stages (core -> subscriber):
  *
- *   parse    Ethernet destination check, ep_parse; an MPLS label stack
- *            (core_encap = mpls on the way up) is walked to the IP header
+ *   parse    Ethernet destination check, ep_parse with MPLS (core_encap =
+ *            mpls on the way up): the label stack is walked to the IP header
+ *   neigh    the core FIB's ARP/ND responder for the core port's addresses
+ *            (and what it hears resolves the core next hops)
  *   lookup   per family, for each prefix length in use (longest first;
  *            usually one: /32, /56): keys of the packets still unresolved,
  *            one rte_hash_lookup_bulk_data; record pointer into
  *            ep_meta.user, record and per-worker state prefetched
  *   rpf      the subscriber's reverse-path rule: a packet addressed to it
  *            whose source lies in its own ranges did not come from it
- *            through the core (reflection / spoofing): dropped.  The seed's
- *            "one ACL rule per subscriber" has exactly one candidate rule,
- *            the destination subscriber's, so it is evaluated on the record
- *            found by lookup instead of in an rte_acl that would need a
- *            rebuild for every subscriber added
+ *            through the core (reflection / spoofing): dropped.  A
+ *            per-subscriber reverse-path ACL rule has exactly one candidate,
+ *            the destination subscriber's, so it is the record's prefix set
+ *            (ep_ip.h) checked on the record lookup found, instead of an
+ *            rte_acl that would need a rebuild for every subscriber added
  *   encap    TTL - 1, the core header is replaced by the subscriber's
  *            template (dst MAC, access port MAC, tags, [PPPoE session,
  *            length = IP length + 2, PPP protocol]) in one data-offset
  *            move and one copy; before HQoS so the shaper counts the bytes
- *            that go on the access wire
+ *            that go on the access wire.  TTL expiry gets ICMP time
+ *            exceeded back to the core; a packet over the access MTU (less
+ *            8 bytes of PPPoE) fragmentation needed / packet too big, or,
+ *            IPv4 without DF, fragments that go to the scheduler
  *   hqos     DSCP -> (traffic class, queue) from the map, then
  *            rte_sched_port_pkt_write per packet and one
- *            rte_sched_port_enqueue for the burst; every packet is consumed
- *            (rte_sched frees what its full queues refuse: counted here as
- *            bng_hqos_queue_full).  The service hook dequeues.
+ *            rte_sched_port_enqueue for the burst: consumed, except what
+ *            rte_sched refuses for a full queue (it frees them: counted as
+ *            bng_hqos_queue_full, not consumed).  The service hook dequeues.
  *
  * Measured (test_bng_cycles: 4096 subscribers, 496-byte IPv4 frames out as
  * 504-byte QinQ, 4 DSCPs, bursts of 32, 2.6 GHz, minimum over trials),
  * cycles per packet:
  *
- *   parse 26   neigh 2   lookup 58   rpf 14   encap 27   hqos 57
- *   + dequeue (service hook) 124   = ~310 before rx/tx
+ *   parse 23   neigh 3   lookup 56   rpf 15   encap 24   hqos 51
+ *   + dequeue (service hook) 113   = ~285 before rx/tx
  *
  * rte_sched's enqueue and dequeue are 60% of it.  lookup is the price of the
  * hashed destination table (an rte_lpm tbl24 read would be ~20, at 64 MiB);
@@ -45,38 +49,13 @@
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 
-#include "ep_csum.h"
+#include "ep_ip.h"
 #include "ep_parse.h"
 #include "ep_rcu.h"
-#include "router/router.h"
+#include "ep_rx.h"
 #include "bng.h"
-#include "bng_stage.h"
-
-#define MPLS_MAX_LABELS 4
 
 /* ---- parse ---- */
-
-static __rte_noinline int
-parse_mpls(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *md)
-{
-	uint32_t off = md->l3_off;
-
-	if (frame_len < seg_len)
-		seg_len = frame_len;
-	for (int k = 0; k < MPLS_MAX_LABELS; k++, off += 4) {
-		if (off + 5 > seg_len)
-			return EP_DROP_L2_TRUNCATED;
-		if (!(p[off + 2] & 1))
-			continue;                       /* not the bottom of the stack */
-		md->l3_off = (uint16_t)(off + 4);
-		switch (p[off + 4] >> 4) {
-		case 4: return ep_parse_ipv4(p, seg_len, frame_len, md);
-		case 6: return ep_parse_ipv6(p, seg_len, frame_len, md);
-		default: return EP_DROP_BNG_MPLS_UNSUPPORTED;
-		}
-	}
-	return EP_DROP_BNG_MPLS_UNSUPPORTED;
-}
 
 uint16_t
 bng_down_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
@@ -84,22 +63,19 @@ bng_down_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	struct bng_down *d = ctx;
 	uint16_t out = 0;
 
-	bng_prefetch_first(pkts, n);
+	ep_rx_prefetch_first(pkts, n, 1);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ep_meta *md = ep_meta(m);
-		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 		int rc;
 
-		if (bng_next_not_for_us(pkts, i, n, &d->core_mac)) {
+		ep_rx_prefetch_next(pkts, i, n, 1);
+		if (ep_rx_not_for_us(m, &d->core_mac)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
 			out++;
 			continue;
 		}
-		rc = ep_parse_mbuf(m, md);
-		if (unlikely(rc == EP_DROP_ETHERTYPE_UNSUPPORTED) &&
-		    p[md->l3_off - 2] == 0x88 && p[md->l3_off - 1] == 0x47)
-			rc = parse_mpls(p, m->data_len, m->pkt_len, md);
+		rc = ep_parse_mbuf_opts(m, md, EP_PARSE_F_MPLS);
 		if (unlikely(rc != 0)) {
 			next[i] = EP_NEXT_DROP(rc);
 			out++;
@@ -121,7 +97,7 @@ found(struct bng_down *d, struct rte_mbuf *m, uint32_t id, uint16_t *next)
 		return 1;
 	}
 	rte_prefetch0(s);
-	rte_prefetch0(s->v4_net);
+	rte_prefetch0(&s->ranges);
 	rte_prefetch0(&d->dyn[id]);
 	ep_meta(m)->user = (uintptr_t)s;
 	return 0;
@@ -220,23 +196,9 @@ bng_down_rpf_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 		const struct ep_meta *md = ep_meta(pkts[i]);
 		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
 		const uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], const uint8_t *, md->l3_off);
-		int own;
 
-		if (md->l3_type == EP_L3_IPV4) {
-			uint32_t a;
-
-			memcpy(&a, l3 + 12, 4);
-			own = 0;
-			for (int k = 0; k < s->n_v4; k++)
-				own |= (a & s->v4_mask[k]) == s->v4_net[k];
-		} else {
-			uint64_t w[2];
-
-			memcpy(w, l3 + 8, 16);
-			own = s->has_v6 && (w[0] & s->v6_mask[0]) == s->v6_net[0] &&
-			      (w[1] & s->v6_mask[1]) == s->v6_net[1];
-		}
-		if (unlikely(own)) {
+		if (unlikely(ep_prefix_set_has_src(&s->ranges, s->n_v4, s->has_v6, l3,
+						   md->l3_type))) {
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_RPF_FAIL);
 			out++;
 		}
@@ -244,7 +206,44 @@ bng_down_rpf_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	return out;
 }
 
+/* ---- HQoS enqueue ---- */
+
+/* DSCP -> (traffic class, queue), rte_sched_port_pkt_write per packet, one
+ * rte_sched_port_enqueue; what a full queue refuses rte_sched frees. */
+static __rte_always_inline uint32_t
+hqos_enqueue(struct bng_down *d, struct rte_mbuf **pkts, uint16_t n)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct ep_meta *md = ep_meta(m);
+		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
+		const uint8_t *l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
+		uint8_t tcq = d->dscp_tc[ep_ip_dscp(l3, md->l3_type)];
+
+		rte_sched_port_pkt_write(d->sched, m, s->subport, s->pipe, tcq >> 2, tcq & 3,
+					 RTE_COLOR_GREEN);
+	}
+	return (uint32_t)rte_sched_port_enqueue(d->sched, pkts, n);
+}
+
 /* ---- access encapsulation ---- */
+
+/* IPv4 over the access MTU, DF clear: fragments (with the access header,
+ * PPPoE lengths their own) straight into the scheduler. */
+static __rte_noinline uint16_t
+down_fragment(struct bng_down *d, struct rte_mbuf *m, uint16_t mtu)
+{
+	struct rte_mbuf *frags[EP_FIB_MAX_FRAGS];
+	int n = ep_fib_fragment_out(d->fw, m, mtu, frags);
+	uint32_t k;
+
+	if (n < 0)
+		return EP_NEXT_DROP(EP_DROP_IPV4_FRAG_FAILED);
+	k = hqos_enqueue(d, frags, (uint16_t)n);
+	if (k < (uint32_t)n && d->hqos_stage != NULL)
+		d->hqos_stage->stats.drops[EP_DROP_BNG_HQOS_QUEUE_FULL] += (uint32_t)n - k;
+	return EP_NEXT_CONSUMED;
+}
 
 uint16_t
 bng_down_encap_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
@@ -258,35 +257,32 @@ bng_down_encap_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
 		uint8_t *l3 = rte_pktmbuf_mtod_offset(m, uint8_t *, md->l3_off);
 		uint32_t end = (uint32_t)md->l3_off + md->l3_len;
+		/* A PPPoE session header takes 8 bytes of the access MTU (RFC 2516: 1492). */
+		uint16_t mtu = (uint16_t)(d->access_mtu - (s->pppoe ? 8 : 0));
 		struct bng_down_dyn *dy;
-		uint16_t tag;
+		uint16_t tag = md->l3_type == EP_L3_IPV4 ? s->tag_v4 : s->tag_v6;
+		int rc = ep_ip_ttl_dec(l3, md->l3_type);
+		bool frag = false;
 		uint8_t *e;
 
-		if (md->l3_type == EP_L3_IPV4) {
-			struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
-
-			if (unlikely(ip->time_to_live <= 1)) {
-				next[i] = EP_NEXT_DROP(EP_DROP_IPV4_TTL_EXPIRED);
-				out++;
-				continue;
-			}
-			ep_ipv4_ttl_dec(ip);
-			tag = s->tag_v4;
-		} else {
-			struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)l3;
-
-			if (unlikely(ip->hop_limits <= 1)) {
-				next[i] = EP_NEXT_DROP(EP_DROP_IPV6_HOP_LIMIT_EXPIRED);
-				out++;
-				continue;
-			}
-			ip->hop_limits--;
-			tag = s->tag_v6;
+		if (unlikely(rc != 0)) {
+			ep_fib_icmp_error(d->fw, m, EP_FIB_ICMP_TIME_EXCEEDED, 0);
+			next[i] = EP_NEXT_DROP(rc);
+			out++;
+			continue;
 		}
 		if (unlikely(!s->pppoe && !s->has_mac)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_NO_ENCAP);
 			out++;
 			continue;
+		}
+		if (unlikely(md->l3_len > mtu)) {
+			next[i] = ep_fib_too_big(d->fw, m, mtu);
+			if (next[i] != 0) {
+				out++;
+				continue;
+			}
+			frag = true;
 		}
 		if (unlikely(m->pkt_len > end))
 			rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - end));
@@ -319,6 +315,10 @@ bng_down_encap_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		}
 		dy->pkts++;
 		dy->bytes += m->pkt_len;
+		if (unlikely(frag)) {
+			next[i] = down_fragment(d, m, mtu);
+			out++;
+		}
 	}
 	d->pkts += n - out;
 	return out;
@@ -332,22 +332,11 @@ bng_down_hqos_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t 
 	struct bng_down *d = ctx;
 	uint32_t k;
 
-	for (uint16_t i = 0; i < n; i++) {
-		struct rte_mbuf *m = pkts[i];
-		const struct ep_meta *md = ep_meta(m);
-		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
-		const uint8_t *l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
-		uint8_t dscp = md->l3_type == EP_L3_IPV4 ? l3[1] >> 2 :
-			       (uint8_t)(((l3[0] & 0x0f) << 4 | l3[1] >> 4) >> 2);
-		uint8_t tcq = d->dscp_tc[dscp];
-
-		rte_sched_port_pkt_write(d->sched, m, s->subport, s->pipe, tcq >> 2, tcq & 3,
-					 RTE_COLOR_GREEN);
+	for (uint16_t i = 0; i < n; i++)
 		next[i] = EP_NEXT_CONSUMED;
-	}
-	k = (uint32_t)rte_sched_port_enqueue(d->sched, pkts, n);
+	k = hqos_enqueue(d, pkts, n);
 	if (unlikely(k < n) && d->hqos_stage != NULL)
-		d->hqos_stage->stats.drops[EP_DROP_BNG_HQOS_QUEUE_FULL] += n - k;
+		ep_stage_consumed_were_dropped(d->hqos_stage, EP_DROP_BNG_HQOS_QUEUE_FULL, n - k);
 	return n;
 }
 
@@ -368,20 +357,22 @@ bng_down_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *e
 	d->dyn = rte_zmalloc_socket("ep_bng_dndyn",
 				    sizeof(d->dyn[0]) * (b->p.max_subscribers + 1),
 				    RTE_CACHE_LINE_SIZE, socket);
-	d->rw = router_worker_create(b->rt, socket);
-	if (d->dyn == NULL || d->rw == NULL) {
+	d->fw = ep_fib_worker_create(b->fib, w, socket);
+	if (d->dyn == NULL || d->fw == NULL) {
 		ep_err_set(err, "bng: out of memory for a downlink worker");
 		bng_down_free(d);
 		return NULL;
 	}
-	d->sched = bng_hqos_port_create(b, w->id, socket, err);
-	if (d->sched == NULL) {
+	d->hqos = ep_sched_port_create(b->hqos, w, socket, err);
+	if (d->hqos == NULL) {
 		bng_down_free(d);
 		return NULL;
 	}
+	d->sched = d->hqos->port;
 	d->access_port = b->access_port;
 	d->core_port = b->core_port;
 	d->core_mac = b->e->ports[b->core_port].mac;
+	d->access_mtu = d->fw->port[b->access_port].mtu;
 	memcpy(d->dscp_tc, b->p.dscp_tc, sizeof(d->dscp_tc));
 	return d;
 }
@@ -391,8 +382,8 @@ bng_down_free(struct bng_down *d)
 {
 	if (d == NULL)
 		return;
-	rte_sched_port_free(d->sched);
-	router_worker_free(d->rw);
+	ep_sched_port_free(d->hqos);
+	ep_fib_worker_free(d->fw);
 	rte_free(d->dyn);
 	rte_free(d);
 }

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The `bng-uplink` and `bng-downlink` pipeline types.  Both read [bng]; the
- * first setup() builds the one shared struct bng (subscribers, profiles, the
- * BNG's router instance for core routes and the uplink ACL), the other
- * finds it built.  Each worker gets its own context (per-subscriber meter
- * and counter arrays; a downlink worker also its own rte_sched port).
+ * first setup() builds the one shared struct bng (subscribers, profiles,
+ * and its module instances: the core FIB "bng" and the uplink ACL
+ * "bng-uplink"), the other finds it built.  Each worker gets its own
+ * context (per-subscriber meter and counter arrays; a downlink worker also
+ * its own rte_sched port).
  *
- * The BNG's router instance is also published as router_global when no
- * `router` pipeline runs in the process, so the router's control commands
- * (route-*, neigh-*, acl-*, addr-list) manage the BNG's core routes and
- * uplink ACL.  A process runs either the router or the BNG, not both.
+ * The routes, neighbours and ACL are the modules' commands (route-*,
+ * neigh-*, acl-* with table=bng / table=bng-uplink, or without a table
+ * when the process has no other FIB or ACL), so a router, a vBNG and any
+ * other pipeline can share a process.
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
@@ -19,42 +20,65 @@
 
 #include <rte_lcore.h>
 
-#include "router/router.h"
 #include "bng.h"
 
 static struct ep_pipeline_type up_type, down_type;
 
+struct bng *
+bng_of(const struct ep_engine *e)
+{
+	struct bng *b = ep_engine_type_ctx(e, &up_type);
+
+	return b != NULL ? b : ep_engine_type_ctx(e, &down_type);
+}
+
+int
+bng_attach(struct ep_engine *e, struct bng *b)
+{
+	return ep_engine_type_ctx_set(e, &up_type, b) | ep_engine_type_ctx_set(e, &down_type, b);
+}
+
 static int
-bng_setup(struct ep_engine *e, struct ep_err *err)
+bng_setup(struct ep_engine *e, const struct ep_pipeline_type *t, struct ep_err *err)
 {
 	struct ep_cfg_section *s;
 	struct bng_params p;
-	struct bng *b;
+	struct bng *b = bng_of(e);
 
-	if (bng_global != NULL)
-		return 0;
-	s = ep_cfg_find(e->cfg, "bng", NULL);
-	if (s == NULL)
-		return ep_err_set(err, "bng-uplink / bng-downlink need a [bng] section");
-	for (int i = 0; i < e->n_workers; i++)
-		if (strcmp(e->workers[i]->type->name, "router") == 0)
-			return ep_err_set(err, "worker %s: a process runs the router or the BNG, "
-					  "not both (they share the route and ACL commands)",
-					  e->workers[i]->name);
-	if (bng_params_from_config(e->cfg, s, &p, err) < 0)
-		return -1;
-	b = bng_create(e, &p, err);
-	if (b == NULL)
-		return -1;
-	if (bng_load_config(b, e->cfg, s, err) < 0)
-		goto fail;
-	bng_global = b;
-	if (router_global == NULL)
-		router_global = b->rt;
+	if (b == NULL) {
+		s = ep_cfg_find(e->cfg, "bng", NULL);
+		if (s == NULL)
+			return ep_err_set(err, "bng-uplink / bng-downlink need a [bng] section");
+		if (bng_params_from_config(e->cfg, s, &p, err) < 0)
+			return -1;
+		b = bng_create(e, &p, err);
+		if (b == NULL)
+			return -1;
+		if (bng_load_config(b, e->cfg, s, err) < 0) {
+			bng_free(b);
+			return -1;
+		}
+	}
+	/* Each type in use holds it: whichever is set up first built it, the
+	 * last one torn down frees it. */
+	if (ep_engine_type_ctx_set(e, t, b) < 0) {
+		if (bng_of(e) == NULL)
+			bng_free(b);
+		return ep_err_set(err, "bng: too many pipeline types");
+	}
 	return 0;
-fail:
-	bng_free(b);
-	return -1;
+}
+
+static int
+up_setup(struct ep_engine *e, struct ep_err *err)
+{
+	return bng_setup(e, &up_type, err);
+}
+
+static int
+down_setup(struct ep_engine *e, struct ep_err *err)
+{
+	return bng_setup(e, &down_type, err);
 }
 
 int
@@ -77,8 +101,8 @@ bng_up_build(struct bng *b, struct ep_worker *w, struct ep_err *err)
 	if (ep_worker_add_stage(w, "parse", bng_up_parse_stage, u, err) < 0)
 		return -1;
 	u->parse_stage = &w->stages[w->n_stages - 1];
-	if (ep_worker_add_stage(w, "acl", router_acl_stage, u->rw, err) < 0 ||
-	    ep_worker_add_stage(w, "subscriber", bng_up_subscriber_stage, u, err) < 0 ||
+	if (ep_worker_add_stage(w, "subscriber", bng_up_subscriber_stage, u, err) < 0 ||
+	    ep_worker_add_stage(w, "acl", ep_acl_filter_stage, u->acl, err) < 0 ||
 	    ep_worker_add_stage(w, "route", bng_up_route_stage, u, err) < 0 ||
 	    ep_worker_add_stage(w, "encap", encap[b->core_encap], u, err) < 0)
 		return -1;
@@ -98,7 +122,7 @@ bng_down_build(struct bng *b, struct ep_worker *w, struct ep_err *err)
 	w->pipeline_ctx = d;
 	b->down[b->n_down++] = d;
 	if (ep_worker_add_stage(w, "parse", bng_down_parse_stage, d, err) < 0 ||
-	    ep_worker_add_stage(w, "neigh", router_neigh_stage, d->rw, err) < 0 ||
+	    ep_worker_add_stage(w, "neigh", ep_fib_neigh_stage, d->fw, err) < 0 ||
 	    ep_worker_add_stage(w, "lookup", bng_down_lookup_stage, d, err) < 0 ||
 	    ep_worker_add_stage(w, "rpf", bng_down_rpf_stage, d, err) < 0 ||
 	    ep_worker_add_stage(w, "encap", bng_down_encap_stage, d, err) < 0 ||
@@ -111,17 +135,21 @@ bng_down_build(struct bng *b, struct ep_worker *w, struct ep_err *err)
 static int
 up_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 {
-	if (bng_global == NULL)
+	struct bng *b = bng_of(e);
+
+	if (b == NULL)
 		return ep_err_set(err, "bng: setup did not run");
-	return bng_up_build(bng_global, w, err);
+	return bng_up_build(b, w, err);
 }
 
 static int
 down_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 {
-	if (bng_global == NULL)
+	struct bng *b = bng_of(e);
+
+	if (b == NULL)
 		return ep_err_set(err, "bng: setup did not run");
-	return bng_down_build(bng_global, w, err);
+	return bng_down_build(b, w, err);
 }
 
 /* Every loop iteration: drain the scheduler at its own pace, arrivals or not. */
@@ -130,7 +158,7 @@ down_service(struct ep_worker *w)
 {
 	struct bng_down *d = w->pipeline_ctx;
 	struct rte_mbuf *pkts[EP_BURST_MAX];
-	uint16_t n = bng_hqos_dequeue(d, pkts, w->burst);
+	uint16_t n = (uint16_t)rte_sched_port_dequeue(d->sched, pkts, w->burst);
 
 	if (n != 0)
 		ep_worker_tx(w, d->access_port, pkts, n);
@@ -140,7 +168,7 @@ down_service(struct ep_worker *w)
 static void
 teardown(struct ep_engine *e, const struct ep_pipeline_type *t)
 {
-	struct bng *b = bng_global;
+	struct bng *b = bng_of(e);
 
 	if (b == NULL)
 		return;
@@ -158,7 +186,8 @@ teardown(struct ep_engine *e, const struct ep_pipeline_type *t)
 		}
 		w->pipeline_ctx = NULL;
 	}
-	if (b->n_up == 0 && b->n_down == 0)
+	ep_engine_type_ctx_set(e, t, NULL);
+	if (bng_of(e) == NULL)
 		bng_free(b);
 }
 
@@ -176,13 +205,13 @@ down_teardown(struct ep_engine *e)
 
 static struct ep_pipeline_type up_type = {
 	.name = "bng-uplink",
-	.setup = bng_setup,
+	.setup = up_setup,
 	.build = up_build,
 	.teardown = up_teardown,
 };
 static struct ep_pipeline_type down_type = {
 	.name = "bng-downlink",
-	.setup = bng_setup,
+	.setup = down_setup,
 	.build = down_build,
 	.service = down_service,
 	.teardown = down_teardown,

@@ -1,29 +1,35 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The bng-uplink stages (subscriber -> core).  The acl and route stages are
- * the router's own (router_acl_stage, router_route_stage) on the BNG's
- * router instance; this file has the BNG-specific ones:
+ * The bng-uplink stages (subscriber -> core):
  *
  *   parse      bng_parse_access per packet (prefetch 4 ahead); control
  *              frames are answered (ARP request / NS for the access port's
- *              own addresses, through the router's neigh stage) or punted:
- *              to control_port as they are (tags kept: they name the
+ *              own addresses, by the FIB's responder) or punted: to
+ *              control_port as they are (tags kept: they name the
  *              subscriber), or into the punt ring (one burst enqueue)
- *   subscriber classify, antispoof and police in one stage (they were three:
- *              each stage is a dispatch pass and two rdtsc, and the three
- *              read the same record and per-worker state): keys built from
- *              ep_meta as two word stores, ONE rte_hash_lookup_bulk_data over
- *              the burst (the cuckoo hash overlaps its bucket misses across
- *              keys), records and per-worker state of the hits prefetched
- *              for the whole burst, then per packet: the subscriber's IPv4
- *              ranges (up to 4 masked compares) or IPv6 prefix (two masked
- *              64-bit compares); rte_meter trTCM colour blind (clock: the
- *              TSC the engine read to time the stage); yellow packets get
- *              the profile's DSCP (precomputed 64-entry table, RFC 1624
- *              checksum update), red ones are dropped.  It also
- *              prefetches the route stage's tbl24 line of each IPv4
- *              destination
- *   route      the router's route stage (martians, bulk LPM, next hop)
+ *   subscriber classify, anti-spoofing and policing: keys built from
+ *              ep_meta as two word stores, ONE rte_hash_lookup_bulk_data
+ *              over the burst (the cuckoo hash overlaps its bucket misses
+ *              across keys), records and per-worker state of the hits
+ *              prefetched for the whole burst, then per packet the
+ *              subscriber's IPv4 ranges (up to 4 masked compares) or IPv6
+ *              prefix (two masked 64-bit compares) and its rte_meter trTCM
+ *              (RFC 2698 or RFC 4115), colour blind: green passes, yellow
+ *              is DSCP-remarked, red is dropped.  The record goes on in
+ *              ep_meta.user.  It also starts the core route's tbl24 miss of
+ *              each IPv4 destination.  The three are one stage: they read
+ *              the same record and per-worker state, and the meter's two
+ *              64-bit divisions overlap the next packet's compares (as a
+ *              stage of its own, police cost ~19 cycles a packet, fused
+ *              ~8)
+ *   acl        the ACL module's filter on the uplink ACL ("bng-uplink"):
+ *              after classification, so unknown and spoofed frames never
+ *              pay rte_acl.  The policer runs first: a subscriber's rate
+ *              covers everything it sends, as its access line's would, so
+ *              a packet the ACL then denies has used its tokens
+ *   route      the FIB's burst routing on the core FIB ("bng"): its lookups
+ *              find their tbl24 lines prefetched, and the sources need no
+ *              martian check (anti-spoofing proved them the subscriber's)
  *   encap      strip the access header and push the core one in a single
  *              data-offset move, TTL/hop limit - 1, next-hop MACs: three
  *              specialisations (none, VLAN, MPLS) of one always_inline body,
@@ -32,20 +38,14 @@
  * Measured (test_bng_cycles: 4096 subscribers, one flow each to 4096
  * scattered destinations, 128-byte QinQ IPv4, 150-rule ACL no packet
  * matches, bursts of 32, 2.6 GHz, minimum over trials on a shared 2-core
- * machine), cycles per packet:
- *
- *   parse 32   acl 50   subscriber 78   route 17   encap 20   = ~198
- *   (encap was 26 until the engine copied a burst sent whole to one port
- *   instead of dispatching it packet by packet; before the subscriber
- *   stage: parse 32, acl 50, classify 41, antispoof 13, police 18,
- *   route 30, encap 28 = ~215 on the same input)
+ * machine): see docs/bng.md for the per-stage figures and how they moved.
  *
  * parse is mostly ep_parse_ipv4 (the header checksum); subscriber is mostly
- * the bulk hash (16-byte keys: one vector compare each) and rte_meter's
- * colour check (two 64-bit divisions per packet).  route is the router's
- * stage: its tbl24 lines (4096 scattered /24s miss) are prefetched here, one
- * stage ahead, which took route from 30 to 16 for ~5 more here;
- * prefetching them in parse instead moved the misses into parse (+13).
+ * the bulk hash (16-byte keys: one vector compare each); police is
+ * rte_meter's colour check (two 64-bit divisions per packet).  Prefetching
+ * the tbl24 lines in subscriber, one stage ahead of route, took route from
+ * 30 to 16 cycles for ~5 more in subscriber; prefetching them in parse
+ * instead moved the misses into parse (+13).
  *
  * Per-subscriber state (meter context, colour counters) is this worker's
  * (u->dyn[id]); a generation number in the record resets it when the id was
@@ -59,33 +59,13 @@
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 
-#include "ep_csum.h"
+#include "ep_ip.h"
 #include "ep_rcu.h"
-#include "router/router.h"
+#include "ep_rx.h"
 #include "bng.h"
-#include "bng_stage.h"
 #include "bng_access.h"
 
-
 /* ---- parse ---- */
-
-/*
- * A reply sent back on the access side (ARP, NA, echo reply) leaves with the
- * tags it came with, except that a double-tagged one gets the 802.1ad outer
- * TPID, as every downlink frame does: some receivers (and veth/af_packet
- * paths that re-insert a stripped outer tag as 0x8100) disagree on what
- * arrived, the subscriber's side expects what the downlink sends.
- */
-static __rte_always_inline void
-qinq_tpid(struct rte_mbuf *m)
-{
-	if (ep_meta(m)->n_vlans == 2 && m->data_len >= 14) {
-		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-
-		p[12] = 0x88;
-		p[13] = 0xa8;
-	}
-}
 
 /* Hand punted frames to the control plane. */
 static __rte_noinline void
@@ -109,7 +89,9 @@ punt_out(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, const uint16_
 }
 
 /* ARP requests and neighbour solicitations for the access port's addresses
- * are answered in place by the router's neigh stage; the rest is punted. */
+ * are answered in place by the FIB's responder (double-tagged answers get
+ * the 802.1ad outer TPID the downlink uses: ep_fib_worker_set_qinq_tpid);
+ * the rest is punted. */
 static __rte_noinline void
 answer_nd(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, const uint16_t *idx,
 	  uint16_t nn, uint16_t *punt, uint16_t *np)
@@ -119,13 +101,16 @@ answer_nd(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, const uint16
 
 	for (uint16_t j = 0; j < nn; j++)
 		tmp[j] = pkts[idx[j]];
-	router_neigh_stage(u->rw, tmp, tn, nn);
+	ep_fib_neigh_burst(u->fw, tmp, tn, nn);
 	for (uint16_t j = 0; j < nn; j++) {
 		if (tn[j] & EP_NEXT_TX_FLAG) {
 			next[idx[j]] = tn[j];
 			pkts[idx[j]] = tmp[j];
-			qinq_tpid(tmp[j]);
 			u->nd_answered++;
+			continue;
+		}
+		if (tn[j] == EP_NEXT_CONSUMED) {
+			next[idx[j]] = EP_NEXT_CONSUMED;
 			continue;
 		}
 		u->punt[ep_meta(tmp[j])->l3_type == EP_L3_ARP ? BNG_PUNT_ARP : BNG_PUNT_ND]++;
@@ -140,14 +125,15 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	uint16_t punt[EP_BURST_MAX], nd[EP_BURST_MAX];
 	uint16_t out = 0, np = 0, nn = 0;
 
-	bng_prefetch_first(pkts, n);
+	ep_rx_prefetch_first(pkts, n, 1);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ep_meta *md = ep_meta(m);
 		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 		int rc;
 
-		if (bng_next_not_for_us(pkts, i, n, &u->access_mac)) {
+		ep_rx_prefetch_next(pkts, i, n, 1);
+		if (ep_rx_not_for_us(m, &u->access_mac)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
 			out++;
 			continue;
@@ -177,7 +163,7 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	return out;
 }
 
-/* ---- subscriber: classify, anti-spoofing, policing ---- */
+/* ---- subscriber: classify, anti-spoofing ---- */
 
 /*
  * The access key of a parsed data frame, as bng_key_of builds it (the
@@ -226,54 +212,6 @@ up_dyn(struct bng_up *u, const struct bng_sub *s)
 	return d;
 }
 
-static __rte_always_inline int
-src_is_subscribers(const struct bng_sub *s, const uint8_t *l3, uint8_t l3_type)
-{
-	if (l3_type == EP_L3_IPV4) {
-		uint32_t a;
-		int ok = 0;
-
-		memcpy(&a, l3 + 12, 4);
-		for (int k = 0; k < s->n_v4; k++)
-			ok |= (a & s->v4_mask[k]) == s->v4_net[k];
-		return ok;
-	} else {
-		uint64_t w[2];
-
-		memcpy(w, l3 + 8, 16);
-		return s->has_v6 && (w[0] & s->v6_mask[0]) == s->v6_net[0] &&
-		       (w[1] & s->v6_mask[1]) == s->v6_net[1];
-	}
-}
-
-void
-bng_set_dscp(uint8_t *l3, uint8_t l3_type, uint8_t dscp)
-{
-	if (l3_type == EP_L3_IPV4) {
-		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
-		uint16_t old_w, new_w;
-
-		memcpy(&old_w, l3, 2);
-		ip->type_of_service = (uint8_t)(dscp << 2 | (ip->type_of_service & 3));
-		memcpy(&new_w, l3, 2);
-		ip->hdr_checksum = ep_csum_update16(ip->hdr_checksum, old_w, new_w);
-	} else {
-		/* Traffic class straddles bytes 0 and 1: vvvv TTTT | TTTT ffff. */
-		uint8_t tc = (uint8_t)(dscp << 2 | (((l3[1] >> 4) & 3)));
-
-		l3[0] = (uint8_t)((l3[0] & 0xf0) | tc >> 4);
-		l3[1] = (uint8_t)((l3[1] & 0x0f) | (uint8_t)(tc << 4));
-	}
-}
-
-static __rte_always_inline uint8_t
-get_dscp(const uint8_t *l3, uint8_t l3_type)
-{
-	if (l3_type == EP_L3_IPV4)
-		return l3[1] >> 2;
-	return (uint8_t)(((l3[0] & 0x0f) << 4 | l3[1] >> 4) >> 2);
-}
-
 /*
  * Police one packet of subscriber @p s: counts it by colour, remarks a
  * yellow one, returns 1 for red (to be dropped).
@@ -284,22 +222,11 @@ police_one(struct bng_up *u, const struct bng_sub *s, struct bng_up_dyn *d, uint
 {
 	uint32_t len = md->l3_len;
 	enum rte_color c = RTE_COLOR_GREEN;
-	struct bng_policer *pol = NULL;
+	struct ep_policer *pol = NULL;
 
 	if (likely(s->policer != BNG_NO_POLICER)) {
-		pol = ep_rcu_read(&u->b->pol[s->policer]);
-		if (unlikely(d->pol != pol)) {
-			/* New subscriber or new profile: buckets full from now. */
-			if (pol->mode == BNG_RFC2698)
-				rte_meter_trtcm_config(&d->m2698, &pol->p2698);
-			else
-				rte_meter_trtcm_rfc4115_config(&d->m4115, &pol->p4115);
-			d->m2698.time_tc = d->m2698.time_tp = now;
-			d->pol = pol;
-		}
-		c = pol->mode == BNG_RFC2698 ?
-			rte_meter_trtcm_color_blind_check(&d->m2698, &pol->p2698, now, len) :
-			rte_meter_trtcm_rfc4115_color_blind_check(&d->m4115, &pol->p4115, now, len);
+		pol = ep_policer_read(u->b->pol, s->policer);
+		c = ep_policer_color(&d->meter, pol, now, len);
 	}
 	d->pkts[c]++;
 	d->bytes[c] += len;
@@ -308,10 +235,7 @@ police_one(struct bng_up *u, const struct bng_sub *s, struct bng_up_dyn *d, uint
 	if (likely(c == RTE_COLOR_GREEN))
 		return 0;
 	if (c == RTE_COLOR_YELLOW) {
-		uint8_t dscp = get_dscp(l3, md->l3_type);
-
-		if (pol->yellow_dscp[dscp] != dscp)
-			bng_set_dscp(l3, md->l3_type, pol->yellow_dscp[dscp]);
+		ep_policer_remark_yellow(pol, l3, md->l3_type);
 		return 0;
 	}
 	return 1;
@@ -338,8 +262,7 @@ bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint1
 
 /*
  * Stage `subscriber`: classification, anti-spoofing and policing of the
- * burst in one stage (they were three: each stage is a dispatch pass and
- * two rdtsc, and all three read the same record and per-worker state).
+ * burst.
  *
  *   pass 1  keys from ep_meta (two word stores each, see up_key), and the
  *           core route's tbl24 line prefetched for IPv4 (its lookup follows
@@ -350,23 +273,19 @@ bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint1
  *           two lines and of this worker's meter context and counters, for
  *           the whole burst before any is used
  *   pass 4  per packet: unknown subscriber, source check (up to 4 masked
- *           IPv4 compares or two masked 64-bit IPv6 compares), trTCM colour
- *           (rte_meter, colour blind, time = w->stage_tsc: one read a burst),
- *           colour counters, yellow DSCP remark (RFC 1624 checksum update),
- *           red drop
+ *           IPv4 compares or two masked 64-bit IPv6 compares), the meter
+ *           (the TSC the engine read when it called the stage is its clock)
  *
- * ep_meta.user carries the record to `route`, which replaces it with the
- * next hop; the record stays valid until this worker's quiescent state
- * after the burst.
+ * ep_meta.user carries the record to the later stages; it stays valid
+ * until this worker's quiescent state after the burst.
  */
-static __rte_always_inline uint16_t
-up_subscriber(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
-	      uint64_t now)
+uint16_t
+bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
+	struct bng_up *u = ctx;
 	struct bng *b = u->b;
-	const struct rte_lpm *lpm = u->rw->r->lpm4;
 	const struct bng_sub *sub[EP_BURST_MAX];
-	uint64_t hits = 0;
+	uint64_t hits = 0, now = u->w->stage_tsc;
 	uint16_t out = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -379,7 +298,7 @@ up_subscriber(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 			uint32_t dst;
 
 			memcpy(&dst, p + md->l3_off + 16, 4);
-			rte_prefetch0(&lpm->tbl24[rte_be_to_cpu_32(dst) >> 8]);
+			ep_fib_prefetch4(b->fib, rte_be_to_cpu_32(dst));
 		}
 	}
 	rte_hash_lookup_bulk_data(b->keys, u->key_ptr, n, &hits, u->data);
@@ -392,7 +311,7 @@ up_subscriber(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 			s = ep_rcu_read(&b->subs[id]);
 			if (likely(s != NULL)) {
 				rte_prefetch0(s);
-				rte_prefetch0(s->v4_net);
+				rte_prefetch0(&s->ranges);
 				rte_prefetch0(&u->dyn[id]);
 				rte_prefetch0((const uint8_t *)&u->dyn[id] + RTE_CACHE_LINE_SIZE);
 			}
@@ -414,7 +333,8 @@ up_subscriber(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		}
 		u->pkts++;
 		d = up_dyn(u, s);
-		if (unlikely(!src_is_subscribers(s, l3, md->l3_type))) {
+		if (unlikely(!ep_prefix_set_has_src(&s->ranges, s->n_v4, s->has_v6, l3,
+						   md->l3_type))) {
 			d->spoofed++;
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE);
 			out++;
@@ -430,31 +350,25 @@ up_subscriber(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	return out;
 }
 
-uint16_t
-bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
-{
-	struct bng_up *u = ctx;
-
-	/* The meters' clock: the TSC the engine read when it called this
-	 * stage (one read per burst either way; this one is already paid). */
-	return up_subscriber(u, pkts, next, n, u->w->stage_tsc);
-}
-
 /* ---- route ---- */
 
-/* The router's route stage; echo replies to the access side get the QinQ
- * TPID of the downlink (see qinq_tpid). */
+/* Echo requests to the BNG's own addresses are answered; anything else to
+ * them is not for a subscriber to send. */
+static uint16_t
+up_local(struct ep_fib_worker *fw, struct rte_mbuf *m, void *arg)
+{
+	(void)arg;
+	return ep_fib_local_echo(fw, m, NULL);
+}
+
 uint16_t
 bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct bng_up *u = ctx;
-	uint16_t out = router_route_stage(u->rw, pkts, next, n);
 
-	if (unlikely(out != 0))
-		for (uint16_t i = 0; i < n; i++)
-			if (next[i] == EP_NEXT_TX(u->access_port))
-				qinq_tpid(pkts[i]);
-	return out;
+	/* No prefetch (subscriber did it), no source check (anti-spoofing
+	 * proved every source is the subscriber's). */
+	return ep_fib_route_burst(u->fw, pkts, next, n, 0, up_local, NULL);
 }
 
 /* ---- strip + core encapsulation ---- */
@@ -464,40 +378,38 @@ up_encap(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
 	 const enum bng_core_encap mode)
 {
 	const uint16_t hdr = mode == BNG_CORE_NONE ? RTE_ETHER_HDR_LEN : RTE_ETHER_HDR_LEN + 4;
+	/* Locals: the frame stores below could alias them (char stores). */
+	struct ep_fib_worker *const fw = u->fw;
+	const uint32_t core_tag = u->core_tag;
 	uint16_t out = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ep_meta *md = ep_meta(m);
-		const struct router_nh *nh = (const struct router_nh *)(uintptr_t)md->user;
+		const struct ep_fib_nh *nh = md->nexthop_entry;
 		uint8_t *l3 = rte_pktmbuf_mtod_offset(m, uint8_t *, md->l3_off);
 		uint32_t end = (uint32_t)md->l3_off + md->l3_len;
-		uint8_t ttl, dscp;
-		uint16_t et;
+		/* A label takes 4 bytes of the core link's MTU; a VLAN tag none. */
+		uint16_t mtu = (uint16_t)(nh->mtu - (mode == BNG_CORE_MPLS ? 4 : 0));
+		int rc = ep_ip_ttl_dec(l3, md->l3_type);
+		uint16_t et = md->l3_type == EP_L3_IPV4 ? RTE_BE16(RTE_ETHER_TYPE_IPV4) :
+						       RTE_BE16(RTE_ETHER_TYPE_IPV6);
+		bool frag = false;
 		uint8_t *e;
 
 		out++;
-		if (md->l3_type == EP_L3_IPV4) {
-			struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
-
-			if (unlikely(ip->time_to_live <= 1)) {
-				next[i] = EP_NEXT_DROP(EP_DROP_IPV4_TTL_EXPIRED);
-				continue;
-			}
-			ep_ipv4_ttl_dec(ip);
-			ttl = ip->time_to_live;
-			et = RTE_BE16(RTE_ETHER_TYPE_IPV4);
-		} else {
-			struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)l3;
-
-			if (unlikely(ip->hop_limits <= 1)) {
-				next[i] = EP_NEXT_DROP(EP_DROP_IPV6_HOP_LIMIT_EXPIRED);
-				continue;
-			}
-			ttl = --ip->hop_limits;
-			et = RTE_BE16(RTE_ETHER_TYPE_IPV6);
+		if (unlikely(rc != 0)) {
+			/* Time exceeded back to the subscriber (traceroute). */
+			ep_fib_icmp_error(fw, m, EP_FIB_ICMP_TIME_EXCEEDED, 0);
+			next[i] = EP_NEXT_DROP(rc);
+			continue;
 		}
-		dscp = get_dscp(l3, md->l3_type);
+		if (unlikely(md->l3_len > mtu)) {
+			next[i] = ep_fib_too_big(fw, m, mtu);
+			if (next[i] != 0)
+				continue;
+			frag = true;
+		}
 		/* Ethernet padding and bytes past the PPPoE payload go. */
 		if (unlikely(m->pkt_len > end))
 			rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - end));
@@ -513,7 +425,7 @@ up_encap(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
 			memcpy(e + 12, &et, 2);
 		} else if (mode == BNG_CORE_VLAN) {
 			uint16_t tpid = RTE_BE16(RTE_ETHER_TYPE_VLAN);
-			uint16_t tci = rte_cpu_to_be_16((uint16_t)u->core_tag);
+			uint16_t tci = rte_cpu_to_be_16((uint16_t)core_tag);
 
 			memcpy(e + 12, &tpid, 2);
 			memcpy(e + 14, &tci, 2);
@@ -522,8 +434,9 @@ up_encap(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
 			/* One label, bottom of stack; TC = the DSCP's class
 			 * selector bits, TTL = the IP TTL (RFC 3443 uniform). */
 			uint16_t mpls = RTE_BE16(RTE_ETHER_TYPE_MPLS);
-			uint32_t lse = rte_cpu_to_be_32(u->core_tag | (uint32_t)(dscp >> 3) << 9 |
-							1u << 8 | ttl);
+			uint32_t lse = rte_cpu_to_be_32(core_tag |
+				(uint32_t)(ep_ip_dscp(l3, md->l3_type) >> 3) << 9 | 1u << 8 |
+				ep_ip_ttl(l3, md->l3_type));
 
 			memcpy(e + 12, &mpls, 2);
 			memcpy(e + 14, &lse, 4);
@@ -531,7 +444,8 @@ up_encap(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
 		md->l4_off = (uint16_t)(md->l4_off - md->l3_off + hdr);
 		md->l3_off = hdr;
 		md->n_vlans = mode == BNG_CORE_VLAN;
-		next[i] = EP_NEXT_TX(nh->port);
+		next[i] = unlikely(frag) ? ep_fib_fragment(fw, m, nh->port, mtu) :
+			  EP_NEXT_TX(nh->port);
 	}
 	return out;
 }
@@ -569,8 +483,9 @@ bng_up_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *err
 	u->w = w;
 	u->dyn = rte_zmalloc_socket("ep_bng_updyn", sizeof(u->dyn[0]) * (b->p.max_subscribers + 1),
 				    alignof(struct bng_up_dyn), socket);
-	u->rw = router_worker_create(b->rt, socket);
-	if (u->dyn == NULL || u->rw == NULL) {
+	u->fw = ep_fib_worker_create(b->fib, w, socket);
+	u->acl = ep_acl_filter_create(b->acl, socket);
+	if (u->dyn == NULL || u->fw == NULL || u->acl == NULL) {
 		ep_err_set(err, "bng: out of memory for an uplink worker (%u subscribers)",
 			   b->p.max_subscribers);
 		bng_up_free(u);
@@ -582,6 +497,10 @@ bng_up_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *err
 	u->nd_answer = b->nd_answer;
 	u->access_mac = b->e->ports[b->access_port].mac;
 	u->core_tag = b->core_tag;
+	/* The access side's ARP and ND, beyond the answers, belong to the
+	 * subscribers' control plane (punted), not to the core FIB. */
+	ep_fib_worker_no_learning(u->fw, b->access_port);
+	ep_fib_worker_set_qinq_tpid(u->fw, b->access_port, RTE_BE16(RTE_ETHER_TYPE_QINQ));
 	return u;
 }
 
@@ -590,7 +509,8 @@ bng_up_free(struct bng_up *u)
 {
 	if (u == NULL)
 		return;
-	router_worker_free(u->rw);
+	ep_acl_filter_free(u->acl);
+	ep_fib_worker_free(u->fw);
 	rte_free(u->dyn);
 	rte_free(u);
 }

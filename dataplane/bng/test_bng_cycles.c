@@ -62,7 +62,7 @@ add_subs(struct tb *t)
 			 i >> 8, i & 0xff);
 		bng_sub_req_parse(&r[i], line, &err);
 	}
-	EP_CHECK_EQ(bng_sub_add_bulk(t->b, r, N_SUBS, &err), 0);
+	EP_CHECK_EQ(bng_sub_add(t->b, r, N_SUBS, NULL, &err), 0);
 	free(r);
 }
 
@@ -256,7 +256,7 @@ EP_TEST(cycles_downlink_4k_subscribers_504B_hqos)
 		}
 		ep_worker_run_burst(t->down, m, BURST);
 		t0 = rte_rdtsc();
-		k = bng_hqos_dequeue(d, m, BURST);
+		k = rte_sched_port_dequeue(d->sched, m, BURST);
 		tsvc += rte_rdtsc() - t0;
 		deq += k;
 		tdeq += k;

@@ -34,7 +34,7 @@ down_run(struct tb *t, const struct tb_pkt *p, uint8_t *out, uint16_t *olen, str
 	if (v != EP_NEXT_CONSUMED)
 		return v;
 	for (int tries = 0; tries < 1000 && k == 0; tries++)
-		k = bng_hqos_dequeue(d, m, 4);
+		k = rte_sched_port_dequeue(d->sched, m, 4);
 	EP_CHECK_EQ(k, 1);
 	if (k != 1)
 		return EP_NEXT_DROP(EP_DROP_NO_NEXT);
@@ -149,7 +149,7 @@ EP_TEST(downlink_mpls_labelled_frame_from_core_delivered)
 	memcpy(g + 22, f + 14, len - 14);
 	EP_CHECK_EQ(tb_run(t, t->down, g, (uint16_t)(len + 8), NULL, NULL), EP_NEXT_CONSUMED);
 	for (int tries = 0; tries < 1000 && k == 0; tries++)
-		k = bng_hqos_dequeue(d, m, 2);
+		k = rte_sched_port_dequeue(d->sched, m, 2);
 	EP_CHECK_EQ(k, 1);
 	if (k == 1) {
 		olen = (uint16_t)rte_pktmbuf_pkt_len(m[0]);
@@ -258,7 +258,7 @@ EP_TEST(downlink_hqos_path_per_dscp_subport_pipe_tc_queue)
 		EP_CHECK_EQ(path.tc, want[i].tc);
 		EP_CHECK_EQ(path.queue, want[i].queue);
 		/* The queue's own counters agree: queue id = (subport, pipe) * 16 + q. */
-		q = (s1->subport * t->b->max_pipes + s1->pipe) * RTE_SCHED_QUEUES_PER_PIPE +
+		q = (s1->subport * t->b->hqos->max_pipes + s1->pipe) * RTE_SCHED_QUEUES_PER_PIPE +
 		    (want[i].tc < RTE_SCHED_TRAFFIC_CLASS_BE ? want[i].tc :
 		     RTE_SCHED_TRAFFIC_CLASS_BE + want[i].queue);
 		EP_CHECK_EQ(rte_sched_queue_read_stats(d->sched, q, &qs, &qlen), 0);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * HQoS sharing, in process: the downlink worker's own rte_sched port (built
- * by bng_hqos_port_create from a [bng] text) driven directly -- queues kept
+ * by ep_sched_port_create from a [bng] text) driven directly -- queues kept
  * full, dequeued as fast as the scheduler allows -- for a few seconds of
  * wall time.  rte_sched reads the TSC itself (no time base to inject), so
  * the checks are ratios of the bytes each pipe got, never rates: a starved
@@ -10,7 +10,7 @@
  * Subport 100 Mbit/s, 10 ms periods: 125 kB of best effort per period, 100
  * frames of 1250 B, so whole-frame rounding of a pipe's share stays near
  * 1 %.  Pipes at 100 Mbit/s each (their own rate never binds).  The
- * watermark starts at one subport period of credits (bng_hqos.c explains
+ * watermark starts at one subport period of credits (qos_sched.c explains
  * the placeholder profile that puts it there despite DPDK 22.11's ceiling
  * bug) and settles at a quarter of it in 128 x ln 4 = 177 periods plus
  * the ~90 it takes to reach half: measured settled by 2.0 s.  Judged from
@@ -158,21 +158,21 @@ EP_TEST(hqos_pipe_profile_changed_back_and_forth_reuses_its_slot)
 			      "subscriber = id=1 vlan=101 ipv4=198.18.100.2 "
 			      "mac=02:00:00:00:10:01 pipe=a\n");
 	struct ep_err err = { 0 };
-	int a = bng_pipe_find(t->b, "a");
-	uint32_t first = t->b->pipe_prof[a].sched_id, n0 = t->b->n_sched;
+	int a = ep_sched_profile_find(t->b->hqos, "a");
+	uint32_t first = t->b->hqos->prof[a].slot, n0 = t->b->hqos->n_slots;
 
 	/* New parameters take a new rte_sched profile in every port... */
-	EP_CHECK_EQ(bng_pipe_set(t->b, "a", "rate=50M", &err), 0);
-	EP_CHECK(t->b->pipe_prof[a].sched_id != first);
-	EP_CHECK_EQ(t->b->n_sched, n0 + 1);
+	EP_CHECK_EQ(ep_sched_profile_set(t->b->hqos, "a", "rate=50M", &err), 0);
+	EP_CHECK(t->b->hqos->prof[a].slot != first);
+	EP_CHECK_EQ(t->b->hqos->n_slots, n0 + 1);
 	/* ...the old ones go back to the slot that holds them (rte_sched
 	 * refuses a duplicate profile, and slots are never freed). */
-	EP_CHECK_EQ(bng_pipe_set(t->b, "a", "rate=100M", &err), 0);
-	EP_CHECK_EQ(t->b->pipe_prof[a].sched_id, first);
-	EP_CHECK_EQ(t->b->n_sched, n0 + 1);
+	EP_CHECK_EQ(ep_sched_profile_set(t->b->hqos, "a", "rate=100M", &err), 0);
+	EP_CHECK_EQ(t->b->hqos->prof[a].slot, first);
+	EP_CHECK_EQ(t->b->hqos->n_slots, n0 + 1);
 	/* Another name with the same parameters shares the slot. */
-	EP_CHECK_EQ(bng_pipe_set(t->b, "b", "rate=50M", &err), 0);
-	EP_CHECK_EQ(t->b->n_sched, n0 + 1);
+	EP_CHECK_EQ(ep_sched_profile_set(t->b->hqos, "b", "rate=50M", &err), 0);
+	EP_CHECK_EQ(t->b->hqos->n_slots, n0 + 1);
 	if (err.msg[0] != '\0')
 		printf("  %s\n", err.msg);
 	tb_free(t);

@@ -365,7 +365,7 @@ EP_TEST(uplink_arp_request_for_gateway_answered_with_tags)
 	tb_free(t);
 }
 
-EP_TEST(uplink_acl_deny_before_classification)
+EP_TEST(uplink_acl_denies_after_classification)
 {
 	struct tb *t = tb_new(up_conf);
 	struct tb_pkt p = qinq_v4(100, 200, "198.18.100.2");
@@ -375,10 +375,12 @@ EP_TEST(uplink_acl_deny_before_classification)
 	p.dport = 1900;
 	len = tb_frame(f, &p);
 	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_DROP(EP_DROP_ACL_DENY));
-	/* An unknown subscriber's denied packet is an ACL drop too. */
+	/* An unknown subscriber's packet never reaches rte_acl: the access
+	 * key lookup drops it first. */
 	p.vid[1] = 999;
 	len = tb_frame(f, &p);
-	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_DROP(EP_DROP_ACL_DENY));
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
 	tb_free(t);
 }
 

@@ -8,7 +8,6 @@
 #include <rte_ip.h>
 #include <rte_malloc.h>
 
-#include "router/router.h"
 
 const uint8_t tb_access_mac[6] = { 0x02, 0, 0, 0, 0x01, 0x01 };
 const uint8_t tb_core_mac[6] = { 0x02, 0, 0, 0, 0x02, 0x01 };
@@ -63,7 +62,7 @@ tb_try(const char *text, struct ep_err *err)
 	char *cfgtext = malloc(sizeof(head1) + sizeof(head2) + strlen(text) + 64);
 	struct tb *t;
 
-	/* Small by default (the unit tests' EAL has 256 MB, the router's
+	/* Small by default (the unit tests' EAL has 512 MB, a FIB's
 	 * tables take 192 of it), unless the text sizes it. */
 	sprintf(cfgtext, "%s%s%s%s", head1, strstr(text, "max_subscribers") == NULL ?
 		"max_subscribers = 1024\n" : "# sized below\n", head2, text);
@@ -103,7 +102,8 @@ tb_build(const char *cfgtext, struct ep_err *err)
 		goto fail;
 	t->up = tb_worker(t, "up", 0);
 	t->down = tb_worker(t, "down", 1);
-	if (bng_up_build(t->b, t->up, err) < 0 || bng_down_build(t->b, t->down, err) < 0)
+	if (bng_up_build(t->b, t->up, err) < 0 || bng_down_build(t->b, t->down, err) < 0 ||
+	    bng_attach(&t->e, t->b) < 0)
 		goto fail;
 	return t;
 fail:
@@ -136,6 +136,7 @@ tb_free(struct tb *t)
 		bng_down_free(t->down->pipeline_ctx);
 	rte_free(t->up);
 	rte_free(t->down);
+	bng_attach(&t->e, NULL);
 	bng_free(t->b);
 	ep_cfg_free(t->cfg);
 	rte_free(t->e.qsbr);
@@ -158,29 +159,33 @@ tb_run(struct tb *t, struct ep_worker *w, const uint8_t *frame, uint16_t len, ui
 {
 	uint64_t before[EP_DROP__COUNT];
 	struct rte_mbuf *m = ep_test_mbuf(frame, len);
+	uint16_t verdict = EP_NEXT_CONSUMED;
 
 	for (int r = 0; r < EP_DROP__COUNT; r++)
 		before[r] = tb_drops(w, r);
 	ep_meta(m)->in_port = w == t->up ? TB_ACCESS : TB_CORE;
 	ep_worker_run_burst(w, &m, 1);
+	/* A dropped frame may have earned its sender an ICMP error: the drop
+	 * is the verdict, whatever was sent about it. */
+	for (int r = 0; r < EP_DROP__COUNT; r++)
+		if (tb_drops(w, r) != before[r])
+			verdict = EP_NEXT_DROP(r);
 	for (int p = 0; p < t->e.n_ports; p++) {
 		struct ep_txbuf *b = &w->txbuf[p];
 
 		if (b->n == 0)
 			continue;
-		if (out != NULL) {
+		if (out != NULL && verdict == EP_NEXT_CONSUMED) {
 			*out_len = (uint16_t)rte_pktmbuf_pkt_len(b->pkts[0]);
 			memcpy(out, rte_pktmbuf_mtod(b->pkts[0], void *), RTE_MIN(*out_len, 2048));
 		}
 		rte_pktmbuf_free_bulk(b->pkts, b->n);
 		b->n = 0;
-		w->tx_pending = 0;
-		return EP_NEXT_TX(p);
+		if (verdict == EP_NEXT_CONSUMED)
+			verdict = EP_NEXT_TX(p);
 	}
-	for (int r = 0; r < EP_DROP__COUNT; r++)
-		if (tb_drops(w, r) != before[r])
-			return EP_NEXT_DROP(r);
-	return EP_NEXT_CONSUMED;
+	w->tx_pending = 0;
+	return verdict;
 }
 
 /* ---- frames ---- */

@@ -84,13 +84,34 @@ ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_t *o
 }
 
 int
+ep_ctl_text(json_t *v, char *buf, size_t n)
+{
+	size_t o = 0;
+	size_t i;
+	json_t *e;
+
+	if (json_is_string(v))
+		return snprintf(buf, n, "%s", json_string_value(v)) < (int)n ? 0 : -1;
+	if (json_is_integer(v))
+		return snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v)) < (int)n ?
+		       0 : -1;
+	if (!json_is_array(v) || n == 0)
+		return -1;
+	buf[0] = '\0';
+	json_array_foreach(v, i, e) {
+		char one[256];
+
+		if (json_is_array(e) || ep_ctl_text(e, one, sizeof(one)) < 0)
+			return -1;
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s", i ? "," : "", one);
+	}
+	return o < n ? 0 : -1;
+}
+
+int
 ep_ctl_value_text(const char *key, json_t *v, char *buf, size_t len, struct ep_err *err)
 {
-	if (json_is_integer(v))
-		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
-	else if (json_is_string(v) && strlen(json_string_value(v)) < len)
-		snprintf(buf, len, "%s", json_string_value(v));
-	else
+	if ((!json_is_integer(v) && !json_is_string(v)) || ep_ctl_text(v, buf, len) < 0)
 		return ep_err_set(err, "field '%s' must be an integer or a short string", key);
 	return 0;
 }

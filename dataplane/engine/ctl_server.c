@@ -529,14 +529,44 @@ accept_clients(struct ep_engine *e, uint64_t now)
 	}
 }
 
+/* Descriptors pipelines asked the control thread to watch. */
+static struct {
+	int fd;
+	void (*fn)(void *arg);
+	void *arg;
+} watch[EP_CTL_MAX_WATCH];
+static int n_watch;
+
+int
+ep_ctl_watch(struct ep_engine *e, int fd, void (*fn)(void *arg), void *arg)
+{
+	if (n_watch == EP_CTL_MAX_WATCH)
+		return -1;
+	watch[n_watch].fd = fd;
+	watch[n_watch].fn = fn;
+	watch[n_watch].arg = arg;
+	n_watch++;
+	return 0;
+}
+
+void
+ep_ctl_unwatch(struct ep_engine *e, int fd)
+{
+	for (int i = 0; i < n_watch; i++)
+		if (watch[i].fd == fd) {
+			watch[i] = watch[--n_watch];
+			return;
+		}
+}
+
 void
 ep_ctl_poll(struct ep_engine *e, int timeout_ms)
 {
-	struct pollfd pfd[EP_CTL_MAX_CLIENTS + 1];
+	struct pollfd pfd[EP_CTL_MAX_CLIENTS + 1 + EP_CTL_MAX_WATCH];
 	struct ep_ctl_client *cl[EP_CTL_MAX_CLIENTS], *next;
 	uint64_t now = now_ms(), wake = now + (uint64_t)timeout_ms;
 	bool listen = now >= e->ctl_accept_after_ms;
-	int n = 1, k;
+	int n = 1, k, first_watch;
 
 	pfd[0] = (struct pollfd){ .fd = listen ? e->ctl_fd : -1, .events = POLLIN };
 	for (struct ep_ctl_client *c = e->ctl_clients; c != NULL; c = c->next_client) {
@@ -557,9 +587,24 @@ ep_ctl_poll(struct ep_engine *e, int timeout_ms)
 	}
 	if (!listen)
 		wake = RTE_MIN(wake, e->ctl_accept_after_ms);
+	first_watch = n;
+	for (int i = 0; i < n_watch; i++)
+		pfd[n++] = (struct pollfd){ .fd = watch[i].fd, .events = POLLIN };
 	k = poll(pfd, (nfds_t)n, wake > now ? (int)(wake - now) : 0);
 	if (k < 0)
 		return;
+	/* Watched descriptors first: a callback may unwatch (n_watch shrinks),
+	 * so each is matched by descriptor, not by slot. */
+	for (int i = first_watch; i < n; i++) {
+		if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0)
+			continue;
+		for (int j = 0; j < n_watch; j++)
+			if (watch[j].fd == pfd[i].fd) {
+				watch[j].fn(watch[j].arg);
+				break;
+			}
+	}
+	n = first_watch;
 	now = now_ms();
 	/* Clients in list order; one that is closed is not touched again. */
 	for (int i = 1; i < n; i++) {

@@ -493,6 +493,64 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 #undef ADD
 }
 
+void *
+ep_engine_type_ctx(const struct ep_engine *e, const struct ep_pipeline_type *t)
+{
+	for (int i = 0; i < e->n_type_ctx; i++)
+		if (e->type_ctx[i].type == t)
+			return e->type_ctx[i].ctx;
+	return NULL;
+}
+
+int
+ep_engine_type_ctx_set(struct ep_engine *e, const struct ep_pipeline_type *t, void *ctx)
+{
+	for (int i = 0; i < e->n_type_ctx; i++)
+		if (e->type_ctx[i].type == t) {
+			e->type_ctx[i].ctx = ctx;
+			return 0;
+		}
+	if (e->n_type_ctx == (int)RTE_DIM(e->type_ctx))
+		return -1;
+	e->type_ctx[e->n_type_ctx].type = t;
+	e->type_ctx[e->n_type_ctx++].ctx = ctx;
+	return 0;
+}
+
+int
+ep_engine_tick_add(struct ep_engine *e, void (*fn)(void *arg, uint64_t now), void *arg)
+{
+	struct ep_tick *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return -1;
+	t->fn = fn;
+	t->arg = arg;
+	t->next = e->ticks;
+	e->ticks = t;
+	return 0;
+}
+
+void
+ep_engine_tick_del(struct ep_engine *e, void (*fn)(void *arg, uint64_t now), void *arg)
+{
+	for (struct ep_tick **pp = &e->ticks; *pp != NULL; pp = &(*pp)->next)
+		if ((*pp)->fn == fn && (*pp)->arg == arg) {
+			struct ep_tick *t = *pp;
+
+			*pp = t->next;
+			free(t);
+			return;
+		}
+}
+
+void
+ep_engine_tick_run(struct ep_engine *e, uint64_t now)
+{
+	for (struct ep_tick *t = e->ticks; t != NULL; t = t->next)
+		t->fn(t->arg, now);
+}
+
 static int
 init_qsbr(struct ep_engine *e, struct ep_err *err)
 {
@@ -613,6 +671,8 @@ stop(struct ep_engine *e)
 		rte_free(e->qsbr);
 		rte_eal_cleanup();
 	}
+	while (e->ticks != NULL)
+		ep_engine_tick_del(e, e->ticks->fn, e->ticks->arg);
 }
 
 int
@@ -661,8 +721,10 @@ ep_engine_run(const struct ep_engine_opts *o)
 	printf("edgeplane-dp: running %d workers on %d ports; control socket %s\n", e->n_workers,
 	       e->n_ports, e->ctl_path);
 	fflush(stdout);
-	while (got_signal == 0 && !__atomic_load_n(&e->quit, __ATOMIC_ACQUIRE))
-		ep_ctl_poll(e, 100);
+	while (got_signal == 0 && !__atomic_load_n(&e->quit, __ATOMIC_ACQUIRE)) {
+		ep_ctl_poll(e, 20);
+		ep_engine_tick_run(e, rte_rdtsc());
+	}
 	printf("edgeplane-dp: %s, stopping\n", got_signal ? strsignal(got_signal) : "shutdown requested");
 	rc = 0;
 out_ctl:

@@ -40,6 +40,15 @@ void ep_ctl_register(struct ep_ctl_cmd *cmd);
 #define EP_CTL_REGISTER(c) \
 	static void __attribute__((constructor)) ep_ctl_register_##c(void) { ep_ctl_register(&(c)); }
 
+/**
+ * Watch a descriptor on the control thread: @p fn(@p arg) runs there
+ * whenever @p fd is readable (a pipeline's own control sockets, such as the
+ * host stack's attach socket).  At most EP_CTL_MAX_WATCH; -1 when full.
+ */
+#define EP_CTL_MAX_WATCH 4
+int ep_ctl_watch(struct ep_engine *e, int fd, void (*fn)(void *arg), void *arg);
+void ep_ctl_unwatch(struct ep_engine *e, int fd);
+
 /** Run one request (used by the socket and by tests); returns the response. */
 json_t *ep_ctl_dispatch(struct ep_engine *e, json_t *req);
 
@@ -55,5 +64,14 @@ int ep_ctl_u64(json_t *req, const char *key, uint64_t def, uint64_t max, uint64_
  *  in decimal, strings as they are), for handlers that set keys through the
  *  same parser as the file. */
 int ep_ctl_value_text(const char *key, json_t *v, char *buf, size_t len, struct ep_err *err);
+
+/** The module instance of @p kind ("ACL", "FIB") a request names with
+ *  `table`, or the only one there is; NULL with err (naming them) if none
+ *  or several and no table. */
+void *ep_ctl_instance(struct ep_engine *e, json_t *req, const char *kind, struct ep_err *err);
+/** A request field as config-file text: a string as is, an integer in
+ *  decimal, an array of those joined with commas.  -1 for other types or
+ *  when it does not fit @p n bytes. */
+int ep_ctl_text(json_t *v, char *buf, size_t n);
 
 #endif

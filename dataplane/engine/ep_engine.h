@@ -23,6 +23,7 @@
 #include <rte_ring.h>
 #include <rte_rcu_qsbr.h>
 
+#include "ep_addr.h"
 #include "ep_config.h"
 #include "ep_err.h"
 #include "ep_power.h"
@@ -37,6 +38,7 @@
 struct ep_engine;
 struct ep_worker;
 struct ep_ctl_client;
+struct ep_instance;
 struct ep_rapl;
 
 /** An address assigned to a port, with its prefix (connected subnet). */
@@ -57,6 +59,8 @@ struct ep_port {
 	int n_v4;
 	struct ep_addr6 v6[EP_MAX_ADDRS];
 	int n_v6;
+	uint16_t mtu;                   /**< IP MTU ([port] mtu, default 1500): larger packets
+	                                 *   are fragmented or answered with ICMP */
 	bool mac_set;                   /**< `mac =` given: set it on the device */
 	bool started;
 };
@@ -100,6 +104,12 @@ struct ep_pipeline_type {
 	 *  Returns the packets it moved; non-zero counts as busy and keeps the
 	 *  worker from pausing.  Timed as the worker's "service" stage. */
 	uint16_t (*service)(struct ep_worker *w);
+	/** Optional: replaces the nanosleep of the `sleep` polling policy (the
+	 *  default; sleep-rx and cpu-wait keep their own waits), for a pipeline
+	 *  that can be woken by its own descriptors (an application's
+	 *  doorbell).  Called RCU-offline; must return within about @p us
+	 *  microseconds and may return earlier. */
+	void (*wait)(struct ep_worker *w, uint32_t us);
 	/** Once at shutdown, after workers stopped.  May be NULL. */
 	void (*teardown)(struct ep_engine *e);
 	struct ep_pipeline_type *next_type;
@@ -112,10 +122,12 @@ const struct ep_pipeline_type *ep_pipeline_find(const char *name);
 
 struct ep_rx_queue { uint16_t port; uint16_t queue; };   /* port: logical index */
 
-/** Packets a worker queued for one port during the current burst. */
+/** Packets a worker queued for one port during the current burst: the
+ *  burst's own (at most EP_BURST_MAX) and up to EP_BURST_MAX generated
+ *  ones (ep_worker_emit keeps room for the former). */
 struct ep_txbuf {
 	uint16_t n;
-	struct rte_mbuf *pkts[EP_BURST_MAX];
+	struct rte_mbuf *pkts[2 * EP_BURST_MAX];
 };
 
 struct ep_worker {
@@ -160,6 +172,13 @@ struct ep_worker {
 
 enum ep_memory { EP_MEM_AUTO = 0, EP_MEM_HUGEPAGES, EP_MEM_NO_HUGE };
 
+/** A control-thread callback run on every turn of the control loop. */
+struct ep_tick {
+	void (*fn)(void *arg, uint64_t now);
+	void *arg;
+	struct ep_tick *next;
+};
+
 struct ep_engine {
 	struct ep_cfg *cfg;
 	enum ep_memory memory;          /**< [engine] memory */
@@ -186,7 +205,44 @@ struct ep_engine {
 	struct ep_ctl_client *ctl_clients;
 	int n_ctl_clients;
 	uint64_t ctl_accept_after_ms;   /**< accept paused (out of descriptors) until */
+	struct ep_tick *ticks;          /**< housekeeping of the modules' instances */
+	struct ep_instance *instances;  /**< the modules' named instances (instance.c) */
+	/** What each pipeline type's setup() built, for its build() and
+	 *  teardown(): per engine, so several engines (tests) never share. */
+	struct {
+		const struct ep_pipeline_type *type;
+		void *ctx;
+	} type_ctx[8];
+	int n_type_ctx;
 };
+
+/*
+ * Named instances of the shared modules (acl/, fib/, qos/): a module
+ * registers each instance it creates under its kind ("ACL", "FIB") and
+ * name; the names are unique per kind and engine.
+ */
+#define EP_INSTANCE_NAME_LEN 32
+int ep_instance_add(struct ep_engine *e, const char *kind, const char *name, void *obj,
+		    struct ep_err *err);
+void ep_instance_del(struct ep_engine *e, const void *obj);
+void *ep_instance_find(const struct ep_engine *e, const char *kind, const char *name);
+/** The instance of @p kind after @p prev (NULL: the first), in creation order. */
+void *ep_instance_next(const struct ep_engine *e, const char *kind, const void *prev);
+
+/** The context pipeline type @p t stored in @p e, or NULL. */
+void *ep_engine_type_ctx(const struct ep_engine *e, const struct ep_pipeline_type *t);
+/** Store (or with NULL, forget) the context of pipeline type @p t. */
+int ep_engine_type_ctx_set(struct ep_engine *e, const struct ep_pipeline_type *t, void *ctx);
+
+/**
+ * Run @p fn(@p arg, TSC now) on the control thread on every turn of the
+ * control loop (at least every 20 ms): a module's housekeeping (draining a
+ * ring its workers post to, ageing entries).  0 or -1 (no memory).
+ */
+int ep_engine_tick_add(struct ep_engine *e, void (*fn)(void *arg, uint64_t now), void *arg);
+void ep_engine_tick_del(struct ep_engine *e, void (*fn)(void *arg, uint64_t now), void *arg);
+/** Run every tick once (the control loop; tests). */
+void ep_engine_tick_run(struct ep_engine *e, uint64_t now);
 
 /** Port by name or NULL. */
 struct ep_port *ep_port_by_name(struct ep_engine *e, const char *name);
@@ -202,7 +258,22 @@ int ep_worker_add_stage(struct ep_worker *w, const char *name, ep_stage_fn fn, v
  * NO_NEXT and freed).  Exposed for unit tests and in-process benchmarks.
  */
 uint16_t ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n);
+/**
+ * The same from stage index @p first on: a pipeline's service hook sends
+ * packets it held back (a scheduler's queues, operations completed by an
+ * asynchronous device) through the rest of its own pipeline, every stage
+ * timed and counted as usual.  Worker context only; call
+ * ep_worker_flush_tx() after.
+ */
+uint16_t ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n);
 void ep_worker_flush_tx(struct ep_worker *w);
+
+/**
+ * Send a packet a stage generated (an ICMP error, an ARP request, a
+ * fragment) on logical port @p port with the burst's own tx, after the
+ * burst.  Worker context only; counted in the tx stage.
+ */
+void ep_worker_emit(struct ep_worker *w, uint16_t port, struct rte_mbuf *m);
 
 /**
  * Transmit packets that are not part of the current burst (a scheduler's
@@ -213,17 +284,19 @@ void ep_worker_flush_tx(struct ep_worker *w);
 void ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n);
 
 /**
+ * The same for a caller that applies back-pressure (a host stack's send
+ * path): returns how many the port took; the rest stay the caller's, to
+ * offer again later, and are not counted as drops.  Worker context only.
+ */
+uint16_t ep_worker_tx_keep(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts,
+			   uint16_t n);
+
+/**
  * Run @p fn on worker @p w between two bursts and wait until it ran (control
  * thread only).  Returns -1 with err set if the worker did not answer within
  * @p timeout_ms (it is stuck or stopped).
  */
 int ep_worker_call(struct ep_worker *w, void (*fn)(struct ep_worker *, void *), void *arg,
 		   unsigned int timeout_ms, struct ep_err *err);
-
-/** Parse "198.18.0.1/24" / "2001:db8::1/64": 4 or 6, or -1 with err. */
-int ep_parse_prefix(const char *s, void *addr /* 4 or 16 bytes */, uint8_t *plen,
-		    struct ep_err *err);
-/** Parse "02:00:00:00:00:01". */
-int ep_parse_mac(const char *s, struct rte_ether_addr *mac);
 
 #endif

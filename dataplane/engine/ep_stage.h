@@ -73,4 +73,18 @@ struct ep_stage {
 	struct ep_stage_stats stats;
 } __rte_cache_aligned;
 
+/**
+ * For a stage that hands the packets it returned as consumed to a library
+ * that frees some of them itself (rte_sched frees what its full queues
+ * refuse and only says how many): count @p n of them as dropped under
+ * @p reason instead of as consumed.  Called from the stage function, before
+ * the engine adds the consumed packets to the stage's counters.
+ */
+static inline void
+ep_stage_consumed_were_dropped(struct ep_stage *s, int reason, uint64_t n)
+{
+	s->stats.pkts_consumed -= n;
+	s->stats.drops[reason] += n;
+}
+
 #endif

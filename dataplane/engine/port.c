@@ -25,6 +25,7 @@
 #define EP_RX_DESC_DEFAULT 1024
 #define EP_TX_DESC_DEFAULT 1024
 #define EP_AF_PACKET_FRAMES 4096
+#define EP_MTU_DEFAULT 1500
 
 struct addr_ctx {
 	struct ep_engine *e;
@@ -122,6 +123,10 @@ ep_ports_parse(struct ep_engine *e, struct ep_err *err)
 						    "'%s' is not a unicast MAC address", mac);
 			p->mac_set = true;
 		}
+		/* IPv6 needs 1280 (RFC 8200 section 5); 9216 is the usual jumbo ceiling. */
+		if (ep_cfg_u64(cfg, s, "mtu", EP_MTU_DEFAULT, 1280, 9216, &v, err) < 0)
+			return -1;
+		p->mtu = (uint16_t)v;
 		if (ep_cfg_u64(cfg, s, "rx_desc", EP_RX_DESC_DEFAULT, 64, 8192, &v, err) < 0)
 			return -1;
 		p->rx_desc = (uint16_t)v;
@@ -144,6 +149,27 @@ ep_port_by_name(struct ep_engine *e, const char *name)
 		if (strcmp(e->ports[i].name, name) == 0)
 			return &e->ports[i];
 	return NULL;
+}
+
+static bool
+is_af_packet(const struct ep_port *p)
+{
+	return strncmp(p->device, "net_af_packet", 13) == 0;
+}
+
+/* Bytes of frame an mbuf of port @p p must hold: a full frame at the
+ * port's MTU with two VLAN tags and a PPPoE header (the default 2048 up to
+ * an MTU of 1500).  net_af_packet copies each frame into one mbuf, and its
+ * ring frames must be that size too: a jumbo port gets ring frames of
+ * whole pages, one per block. */
+static uint32_t
+frame_room(const struct ep_port *p)
+{
+	uint32_t room = RTE_ALIGN_CEIL((uint32_t)p->mtu + RTE_ETHER_HDR_LEN + 8 + 8 + 64, 1024);
+
+	if (room <= RTE_MBUF_DEFAULT_DATAROOM)
+		return RTE_MBUF_DEFAULT_DATAROOM;
+	return is_af_packet(p) ? RTE_ALIGN_CEIL(room, 4096) : room;
 }
 
 /* The ethdev name of a device string: what precedes the first comma. */
@@ -169,15 +195,19 @@ ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 		int rc;
 
 		snprintf(devargs, sizeof(devargs), "%s", p->device);
-		if (strncmp(devargs, "net_af_packet", 13) == 0 && strstr(devargs, ",qpairs=") == NULL)
+		if (is_af_packet(p) && strstr(devargs, ",qpairs=") == NULL)
 			snprintf(devargs + strlen(devargs), sizeof(devargs) - strlen(devargs),
 				 ",qpairs=%u", queues);
 		/* af_packet's default ring is 512 frames: ~6 ms at 80 kpps, less
 		 * than a descheduled worker on a shared core can be away.  4096
 		 * frames (8 MiB per queue) ride that out. */
-		if (strncmp(devargs, "net_af_packet", 13) == 0 && strstr(devargs, "framecnt=") == NULL)
+		if (is_af_packet(p) && strstr(devargs, "framecnt=") == NULL)
 			snprintf(devargs + strlen(devargs), sizeof(devargs) - strlen(devargs),
 				 ",framecnt=%u", EP_AF_PACKET_FRAMES);
+		if (is_af_packet(p) && strstr(devargs, "framesz=") == NULL &&
+		    frame_room(p) > RTE_MBUF_DEFAULT_DATAROOM)
+			snprintf(devargs + strlen(devargs), sizeof(devargs) - strlen(devargs),
+				 ",framesz=%u,blocksz=%u", frame_room(p), frame_room(p));
 		rc = rte_dev_probe(devargs);
 		if (rc < 0)
 			return ep_err_set(err, "%s:%d: key 'device': port %s: cannot probe device "
@@ -226,7 +256,8 @@ ep_ports_start(struct ep_engine *e, struct ep_err *err)
 		n_mbufs = RTE_MAX(n_mbufs, 8192u);
 		snprintf(pname, sizeof(pname), "ep_pool_%u", p->index);
 		p->pool = rte_pktmbuf_pool_create(pname, n_mbufs, 256, EP_META_SIZE,
-						  RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+						  (uint16_t)(frame_room(p) + RTE_PKTMBUF_HEADROOM),
+						  socket);
 		if (p->pool == NULL)
 			return ep_err_set(err, "port %s: mbuf pool of %u: %s", p->name, n_mbufs,
 					  rte_strerror(rte_errno));

@@ -161,6 +161,26 @@ ep_worker_flush_tx(struct ep_worker *w)
 }
 
 void
+ep_worker_emit(struct ep_worker *w, uint16_t port, struct rte_mbuf *m)
+{
+	struct ep_txbuf *tb;
+
+	if (unlikely(port >= w->engine->n_ports)) {
+		w->tx_stage.stats.drops[EP_DROP_BAD_TX_PORT]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	tb = &w->txbuf[port];
+	/* Keep room for a whole burst the dispatch may still add. */
+	if (tb->n >= EP_BURST_MAX) {
+		ep_worker_tx(w, port, tb->pkts, tb->n);
+		tb->n = 0;
+	}
+	tb->pkts[tb->n++] = m;
+	w->tx_pending |= 1u << port;
+}
+
+void
 ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint64_t t0 = rte_rdtsc();
@@ -190,6 +210,30 @@ ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_
 	w->tx_stage.stats.cycles += rte_rdtsc() - t0;
 }
 
+uint16_t
+ep_worker_tx_keep(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint64_t t0 = rte_rdtsc();
+	uint16_t sent = 0;
+
+	if (unlikely(port >= w->engine->n_ports))
+		return 0;
+	while (sent < n) {
+		uint16_t k = rte_eth_tx_burst(w->engine->ports[port].port_id, w->txq[port],
+					      pkts + sent, n - sent);
+
+		if (k == 0)
+			break;
+		sent += k;
+	}
+	w->tx_stage.stats.calls++;
+	w->tx_stage.stats.pkts_in += sent;
+	w->tx_stage.stats.pkts_out += sent;
+	w->stats.tx_pkts += sent;
+	w->tx_stage.stats.cycles += rte_rdtsc() - t0;
+	return sent;
+}
+
 /* The pipeline's service hook, timed like a stage. */
 static inline uint16_t
 run_service(struct ep_worker *w, uint64_t *tsc)
@@ -214,12 +258,12 @@ run_service(struct ep_worker *w, uint64_t *tsc)
  * ended, which is the start of the tx that follows.
  */
 static uint16_t
-run_burst_at(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc)
+run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc)
 {
 	uint16_t next[EP_BURST_MAX];
 	uint64_t t0 = *tsc;
 
-	for (int si = 0; si < w->n_stages && n != 0; si++) {
+	for (int si = first; si < w->n_stages && n != 0; si++) {
 		struct ep_stage *s = &w->stages[si];
 		uint64_t t1;
 		uint16_t k;
@@ -252,7 +296,20 @@ ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint64_t t = rte_rdtsc();
 
-	return run_burst_at(w, pkts, n, &t);
+	return run_burst_at(w, 0, pkts, n, &t);
+}
+
+uint16_t
+ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint64_t t = rte_rdtsc();
+
+	if (unlikely(first < 0 || first >= w->n_stages)) {
+		w->rx_stage.stats.drops[EP_DROP_NO_NEXT] += n;
+		rte_pktmbuf_free_bulk(pkts, n);
+		return n;
+	}
+	return run_burst_at(w, first, pkts, n, &t);
 }
 
 static void
@@ -308,7 +365,7 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 	/* The oldest frame of the burst: after a pause it waited longest. */
 	if (unlikely(w->sample != EP_SAMPLE_NONE))
 		ep_power_sample(w, pkts[0], t1);
-	run_burst_at(w, pkts, n, &t1);
+	run_burst_at(w, 0, pkts, n, &t1);
 	if (w->tx_pending != 0)
 		t1 = flush_tx_at(w, t1);
 	*tsc = t1;
@@ -332,6 +389,8 @@ pause_worker(struct ep_worker *w, enum ep_poll_act act, uint32_t us)
 		ep_power_wait_rx(w, us);
 	else if (act == EP_ACT_CPU_WAIT)
 		ep_power_cpu_wait(w, t0 + w->engine->tsc_hz / 1000000 * us);
+	else if (w->type->wait != NULL)
+		w->type->wait(w, us);       /* the pipeline's own wake-up sources */
 	else
 		nanosleep(&ts, NULL);
 	rte_rcu_qsbr_thread_online(w->engine->qsbr, w->id);

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Write the seed corpus of the `parse` fuzz target: one valid frame per
-file, covering each path of the parser and the router stages.  Run from the
-repository root with the project venv: .venv/bin/python dataplane/fuzz/make_corpus.py
+"""Write the seed corpora of the `parse` fuzz target (one valid frame per
+file, covering each path of the parser and the router stages) and of the
+`hs_rx` target (the host stack's receive path: records of a clock byte and
+length-prefixed frames, so that one seed can carry a datagram's fragments).
+Run from the repository root with the project venv:
+.venv/bin/python dataplane/fuzz/make_corpus.py
 """
 import os
 
@@ -35,3 +38,58 @@ for name, pkt in FRAMES.items():
     with open(os.path.join(OUT, name), "wb") as f:
         f.write(bytes(pkt))
 print(f"{len(FRAMES)} frames in {OUT}")
+
+# ---- hs_rx: the fuzz harness's port is 02:00:00:00:30:01, 198.18.30.1/24,
+# 2001:db8:30::1/64; sockets on 5000 (any), 5001 (::), 5002, 5003 (connected
+# to 198.18.30.2:4000), 5004 (IPv6 SO_REUSEPORT pair), 9050.
+from scapy.layers.inet import fragment as fragment4
+from scapy.layers.inet6 import ICMPv6DestUnreach, fragment6
+from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6NDOptDstLLAddr
+
+HP = "02:00:00:00:30:01"
+PEER = "02:00:00:00:30:02"
+HS_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "hs_rx")
+
+
+def record(frames, clock=0):
+    out = bytes([clock])
+    for fr in frames:
+        b = bytes(fr)
+        out += len(b).to_bytes(2, "big") + b
+    return out
+
+
+def e(l3):
+    return Ether(dst=HP, src=PEER) / l3
+
+
+udp4 = IP(src="198.18.30.2", dst="198.18.30.1") / UDP(sport=4000, dport=5000) / (b"a" * 100)
+big4 = IP(src="198.18.30.2", dst="198.18.30.1", id=77) / UDP(sport=4000, dport=5002) / (b"b" * 1860)
+big6 = IPv6(src="2001:db8:30::2", dst="2001:db8:30::1") / IPv6ExtHdrFragment(id=99) / \
+    UDP(sport=4000, dport=5001) / (b"c" * 1860)
+inner = IP(src="198.18.30.1", dst="198.18.30.2") / UDP(sport=5003, dport=4000) / b"x"
+HS = {
+    "udp4-wildcard": record([e(udp4)]),
+    "udp6-dual": record([e(IPv6(src="2001:db8:30::2", dst="2001:db8:30::1") / UDP(sport=1, dport=5001) / b"v6")]),
+    "udp4-connected": record([e(IP(src="198.18.30.2", dst="198.18.30.1") / UDP(sport=4000, dport=5003) / b"c")]),
+    "udp6-reuseport": record([e(IPv6(src="2001:db8:30::2", dst="2001:db8:30::1") / UDP(sport=7, dport=5004) / b"r")]),
+    "udp4-no-socket": record([e(IP(src="198.18.30.2", dst="198.18.30.1") / UDP(sport=1, dport=5999) / b"n")]),
+    "udp4-frag": record([e(f) for f in fragment4(big4, fragsize=1480)]),
+    "udp4-frag-reversed": record([e(f) for f in reversed(fragment4(big4, fragsize=1480))]),
+    "udp4-frag-first-only": record([e(fragment4(big4, fragsize=1480)[0])], clock=80),
+    "udp6-frag": record([e(f) for f in fragment6(big6, 1500)]),
+    "udp4-telemetry-dscp": record([e(IP(src="198.18.30.2", dst="198.18.30.1", tos=46 << 2) / UDP(sport=1, dport=9050) / b"t")]),
+    "udp4-redirect": record([e(IP(src="198.18.30.9", dst="198.18.30.1") / UDP(sport=1, dport=7000) / (b"r" * 2000))]),
+    "arp-request": record([Ether(dst="ff:ff:ff:ff:ff:ff", src=PEER) / ARP(op=1, hwsrc=PEER, psrc="198.18.30.2", pdst="198.18.30.1")]),
+    "ns": record([Ether(dst="33:33:ff:00:00:01", src=PEER) / IPv6(src="2001:db8:30::2", dst="ff02::1:ff00:1", hlim=255) / ICMPv6ND_NS(tgt="2001:db8:30::1") / ICMPv6NDOptSrcLLAddr(lladdr=PEER)]),
+    "na": record([e(IPv6(src="2001:db8:30::3", dst="2001:db8:30::1", hlim=255) / ICMPv6ND_NA(tgt="2001:db8:30::3", S=1) / ICMPv6NDOptDstLLAddr(lladdr="02:00:00:00:30:03"))]),
+    "echo4": record([e(IP(src="198.18.30.2", dst="198.18.30.1") / ICMP(id=1, seq=1) / b"ping")]),
+    "echo6": record([e(IPv6(src="2001:db8:30::2", dst="2001:db8:30::1") / ICMPv6EchoRequest(id=1, seq=1))]),
+    "unreach4-connected": record([e(IP(src="198.18.30.2", dst="198.18.30.1") / ICMP(type=3, code=3) / inner)]),
+    "unreach6": record([e(IPv6(src="2001:db8:30::2", dst="2001:db8:30::1") / ICMPv6DestUnreach(code=4) / IPv6(src="2001:db8:30::1", dst="2001:db8:30::2") / UDP(sport=5004, dport=9))]),
+}
+os.makedirs(HS_OUT, exist_ok=True)
+for name, rec in HS.items():
+    with open(os.path.join(HS_OUT, name), "wb") as f:
+        f.write(rec)
+print(f"{len(HS)} records in {HS_OUT}")

@@ -156,16 +156,8 @@ ep_gen_param_is_template(const char *key)
 static int
 parse_ip(const char *val, uint8_t *addr, int *family)
 {
-	memset(addr, 0, 16);
-	if (inet_pton(AF_INET, val, addr) == 1) {
-		*family = 4;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, val, addr) == 1) {
-		*family = 6;
-		return 0;
-	}
-	return -1;
+	*family = ep_addr_parse(val, addr);
+	return *family != 0 ? 0 : -1;
 }
 
 int

@@ -64,3 +64,12 @@ ep_parse(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta 
 {
 	return ep_parse_frame(p, seg_len, frame_len, m);
 }
+
+int
+ep_parse_opts(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *m,
+	      unsigned int flags)
+{
+	return flags & EP_PARSE_F_MPLS ? ep_parse_frame_opts(p, seg_len, frame_len, m,
+							     EP_PARSE_F_MPLS) :
+		ep_parse_frame_opts(p, seg_len, frame_len, m, 0);
+}

@@ -23,25 +23,14 @@
  * measured worse: the miss cost moved into this stage (+14 cycles here,
  * -8 in route).
  */
-#include <rte_prefetch.h>
-
 #include "ep_parse.h"
+#include "ep_rx.h"
 #include "router.h"
-
-#define PREFETCH_AHEAD 4
 
 /* The frame's first line, its second one (64-byte frames start 32 bytes
  * into a line, so the IPv4 destination and the ports are in the next line)
- * and the ep_meta line. */
-static __rte_always_inline void
-prefetch_pkt(struct rte_mbuf *m)
-{
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-
-	rte_prefetch0(p);
-	rte_prefetch0(p + 48);
-	rte_prefetch0(ep_meta(m));
-}
+ * and the ep_meta line (ep_rx.h). */
+#define PREFETCH_LINES 2
 
 /* Returns PARSE_DIVERTED and/or PARSE_L2CTL (bits, kept in registers by
  * the caller's loop). */
@@ -49,15 +38,13 @@ prefetch_pkt(struct rte_mbuf *m)
 #define PARSE_L2CTL    2u
 
 static __rte_always_inline uint32_t
-parse_one(const struct router_worker *w, struct rte_mbuf *m, uint16_t *next)
+parse_one(const struct ep_fib_worker *w, struct rte_mbuf *m, uint16_t *next)
 {
 	struct ep_meta *md = ep_meta(m);
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 	int rc;
 
-	/* Group bit clear = unicast: must be the in_port's MAC. */
-	if (likely(m->data_len >= RTE_ETHER_HDR_LEN) && (p[0] & 1) == 0 &&
-	    unlikely(md->in_port >= w->n_ports || !ep_mac_eq(p, &w->port[md->in_port].mac))) {
+	if (unlikely(md->in_port >= w->n_ports) ||
+	    ep_rx_not_for_us(m, &w->port[md->in_port].mac)) {
 		*next = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
 		return PARSE_DIVERTED;
 	}
@@ -77,12 +64,10 @@ router_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	uint32_t l2ctl = 0, r;
 	uint16_t out = 0;
 
-	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
-		prefetch_pkt(pkts[i]);
+	ep_rx_prefetch_first(pkts, n, PREFETCH_LINES);
 	for (uint16_t i = 0; i < n; i++) {
-		if (i + PREFETCH_AHEAD < n)
-			prefetch_pkt(pkts[i + PREFETCH_AHEAD]);
-		r = parse_one(w, pkts[i], &next[i]);
+		ep_rx_prefetch_next(pkts, i, n, PREFETCH_LINES);
+		r = parse_one(w->fw, pkts[i], &next[i]);
 		out += r & PARSE_DIVERTED;
 		l2ctl |= r;
 	}

@@ -1,41 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * The `router` pipeline: shared tables, their control operations, and the
- * five stages.
+ * The `router` pipeline: an IPv4/IPv6 router (RFC 1812, RFC 8200) on the
+ * shared modules, five stages per worker.
  *
  *   rx -> parse -> neigh -> acl -> route -> rewrite -> tx(next-hop port)
- *                   |                |
+ *                   |        |       |         |
+ *                   |        |       |         +-> TTL / hop limit expired: ICMP time
+ *                   |        |       |             exceeded; larger than the out port's
+ *                   |        |       |             MTU: fragmented (IPv4) or ICMP
+ *                   |        |       |             fragmentation needed / packet too big
+ *                   |        |       +-> ICMP echo reply; no route: ICMP unreachable;
+ *                   |        |           unresolved: ARP request / NS
+ *                   |        +-> denied (optionally ICMP administratively prohibited)
  *                   +-> ARP reply / NA, tx(in_port)
- *                                    +-> ICMP echo reply, tx(in_port)
  *
- * How each table reaches the workers (ep_rcu.h):
+ * Tables live in the modules, one instance each, both named "router":
+ *   routes, next hops, neighbours   fib/ (ep_fib.h says how they reach workers)
+ *   ACL                             acl/ (double-buffered rte_acl sets)
+ *   port MACs, addresses, MTUs      copied into each worker's FIB context
  *
- *   table              writer (control thread)                 reader (worker)
- *   IPv4 routes        rte_lpm add/delete in place, tbl8s      rte_lpm_lookup_bulk
- *                      reclaimed by RCU-QSBR (e->qsbr)
- *   IPv6 routes        two rte_lpm6 tables: change the spare,   rte_lpm6_lookup_bulk_func
- *                      publish it, synchronize, change the      on the published one
- *                      other (rte_lpm6 has no RCU in 22.11 and
- *                      rebuilds itself on delete)
- *   next hops          nh[i] is a pointer to an immutable       one acquire load per packet
- *                      entry; a change publishes a new entry,
- *                      synchronizes, frees the old one, so no
- *                      reader sees half a MAC
- *   ACL                a new rte_acl context pair is built      rte_acl_classify per burst
- *                      aside, published, old freed after a
- *                      grace period
- *   port MACs, own     static after start: copied into each     plain reads
- *   addresses          worker's context at build time
- *
- * Route values are next-hop indexes.  Index 0 is the data plane itself
- * (own addresses, /32 and /128), index 1 is "connected, not in the neighbour
- * table" (the ports' subnets).  Neighbours are static: each one is a next hop
- * with a MAC and a host route (/32, /128) to it.
- *
- * Every control operation is one function below, used by the config loader
- * and by the control-socket handlers alike.  They run on the control thread
- * only, so the control-side structures need no locks.
+ * Their control operations are the modules' (ep_fib_route_add,
+ * ep_acl_insert...), reached from the config file and the control socket
+ * (route-*, neigh-*, acl-* with table=router, or no table when the process
+ * has one FIB / one ACL).
  */
 #ifndef EP_ROUTER_H
 #define EP_ROUTER_H
@@ -43,229 +31,61 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <rte_acl.h>
-#include <rte_ether.h>
-#include <rte_hash.h>
-#include <rte_lpm.h>
-#include <rte_lpm6.h>
-
+#include "acl/ep_acl_node.h"
+#include "fib/ep_fib_node.h"
 #include "ep_engine.h"
 #include "ep_err.h"
 #include "ep_stage.h"
 
-#define ROUTER_NH_LOCAL 0u      /**< next hop of the data plane's own addresses */
-#define ROUTER_NH_GLEAN 1u      /**< connected subnet, host not in the neighbour table */
-#define ROUTER_NH_FIRST 2u      /**< first index for gateways and neighbours */
-
-enum router_nh_kind {
-	ROUTER_NH_FORWARD = 0,  /**< MACs and port known: forward */
-	ROUTER_NH_UNRESOLVED,   /**< no link-layer address: NEIGHBOR_UNRESOLVED */
-	ROUTER_NH_IS_LOCAL,     /**< to us: echo reply or LOCAL_UNSUPPORTED */
-};
-
-/** What a worker reads for a next hop.  Immutable once published. */
-struct router_nh {
-	uint8_t eth[12];        /**< destination MAC, source MAC (the port's): the frame's first 12 bytes */
-	uint16_t port;          /**< logical tx port */
-	uint8_t kind;           /**< enum router_nh_kind */
-};
-
-/** An ACL rule as the operator wrote it (addresses in network order). */
-struct router_acl_rule {
-	bool deny;
-	uint8_t family;         /**< 0 (both), 4 or 6: set by the src/dst prefixes */
-	bool any_proto;
-	uint8_t proto;
-	uint8_t src[16], dst[16];
-	uint8_t src_plen, dst_plen;  /**< 0 = any */
-	uint16_t sport_lo, sport_hi, dport_lo, dport_hi;
-};
-
-/** One built, immutable rule set: what the acl stage reads. */
-struct router_acl {
-	struct rte_acl_ctx *ctx4;   /**< NULL when no rule applies to IPv4 */
-	struct rte_acl_ctx *ctx6;
-	uint32_t n_rules;
-	bool default_deny;
-	bool pass_all;              /**< no deny rule and default permit: the acl stage returns at once */
-	uint8_t deny[];             /**< per rule: userdata (rule index + 1) -> 1 deny, 0 permit */
-};
-
-/** Scratch classification keys for packets rte_acl cannot read in place
- *  (router_acl.c): the frame's layout counted from the protocol byte. */
-struct router_acl_key4 {
-	uint8_t proto, pad[2];
-	uint8_t src[4], dst[4];
-	uint16_t sport, dport;
-	uint8_t pad2;
-} __attribute__((packed));
-
-struct router_acl_key6 {
-	uint8_t proto, pad;
-	uint8_t src[16], dst[16];
-	uint16_t sport, dport;
-	uint8_t pad2[2];
-} __attribute__((packed));
-
-/** Control-side record of a next hop. */
-struct router_nhc {
-	bool in_use;
-	bool neigh;                 /**< a neighbour entry gave it a MAC (and a host route) */
-	uint8_t family;             /**< 4 or 6 */
-	uint8_t ip[16];             /**< gateway / neighbour address */
-	uint16_t port;
-	struct rte_ether_addr mac;
-	uint32_t refs;              /**< routes through it (its host route included) */
-};
-
 /** Sizing, from [router]. */
 struct router_params {
-	uint32_t max_routes4;
-	uint32_t max_routes6;
-	uint32_t lpm4_tbl8s;
-	uint32_t lpm6_tbl8s;
-	uint32_t max_nexthops;
+	struct ep_fib_params fib;
 	uint32_t max_acl_rules;
 };
 
-#define ROUTER_NO_DEFAULT UINT32_MAX
-
+/** One router's instances. */
 struct router {
 	struct ep_engine *e;
-	struct router_params p;
-
-	/* Read by workers. */
-	struct rte_lpm *lpm4;
-	struct rte_lpm6 *lpm6_cur;          /**< published one of lpm6[] */
-	struct router_nh **nh;              /**< [max_nexthops], never NULL entries */
-	struct router_acl *acl;             /**< published rule set */
-	/** Next hop of 0.0.0.0/0 ([0]) and ::/0 ([1]), or ROUTER_NO_DEFAULT:
-	 *  rte_lpm/rte_lpm6 take depths from 1, so the default route is one
-	 *  word each, stored with release and used on a lookup miss. */
-	uint32_t default_nh[2];
-
-	/* Control thread only. */
-	struct rte_lpm6 *lpm6[2];
-	struct router_nhc *nhc;             /**< [max_nexthops] */
-	uint32_t *nh_free;                  /**< stack of free indexes */
-	uint32_t n_nh_free;
-	struct rte_hash *nh_by_ip;          /**< {family, ip} -> index */
-	struct rte_hash *routes;            /**< {family, plen, prefix} -> route value */
-	uint32_t n_routes4, n_routes6;
-	struct router_acl_rule *rules;
-	uint32_t n_rules;
-	bool default_deny;
-	enum rte_acl_classify_alg acl_alg;  /**< acl_classify (DEFAULT: rte_acl's pick) */
-	struct router_nh nh_static[ROUTER_NH_FIRST + 1]; /**< local, glean, "unused" entries */
+	struct ep_fib *fib;
+	struct ep_acl *acl;
+	bool acl_icmp;          /**< answer denied packets with ICMP unreachable (RFC 1812 5.2.7.1) */
 };
 
-/** Route kinds, stored with each route's next-hop index. */
-enum router_route_kind {
-	ROUTER_RT_STATIC = 0,       /**< route = ... via ...  / route-add */
-	ROUTER_RT_NEIGH,            /**< host route of a neighbour */
-	ROUTER_RT_CONNECTED,        /**< a port's subnet */
-	ROUTER_RT_LOCAL,            /**< a port's own address */
-};
-
-/* ---- tables and control operations (router.c) ---- */
 void router_params_default(struct router_params *p);
-struct router *router_create(struct ep_engine *e, const struct router_params *p,
-			     struct ep_err *err);
+/** A router's FIB and ACL, both named @p name. */
+struct router *router_create(struct ep_engine *e, const char *name,
+			     const struct router_params *p, struct ep_err *err);
 void router_free(struct router *r);
-/** The router of this process (set by the pipeline's setup), or NULL. */
-extern struct router *router_global;
 
-int router_route_add(struct router *r, const char *prefix, const char *via, struct ep_err *err);
-int router_route_del(struct router *r, const char *prefix, struct ep_err *err);
-int router_neigh_add(struct router *r, const char *ip, const char *mac, const char *dev,
-		     struct ep_err *err);
-int router_neigh_del(struct router *r, const char *ip, struct ep_err *err);
-/** Visit routes: fn(family, prefix, plen, kind, nh index, arg); stops on non-zero. */
-int router_route_each(struct router *r,
-		      int (*fn)(uint8_t family, const uint8_t *prefix, uint8_t plen,
-				enum router_route_kind kind, uint32_t nh, void *arg),
-		      void *arg);
-/** Parse "a.b.c.d" or an IPv6 address: 4 or 6, or 0. */
-int router_parse_ip(const char *s, uint8_t addr[16]);
-/** Parse "addr/len": 4 or 6 with plen set, or 0.  Host bits must be clear
- *  when @p strict. */
-int router_parse_prefix(const char *s, uint8_t addr[16], uint8_t *plen, bool strict,
-			const char **why);
-/** "addr" text of a family/address. */
-const char *router_ip_str(uint8_t family, const uint8_t *addr, char *buf, size_t n);
-
-/* ---- ACL (router_acl.c) ---- */
-int router_acl_parse(const char *text, struct router_acl_rule *rule, struct ep_err *err);
-void router_acl_format(const struct router_acl_rule *rule, char *buf, size_t n);
-struct router_acl *router_acl_build(const struct router_acl_rule *rules, uint32_t n,
-				    bool default_deny, uint32_t gen,
-				    enum rte_acl_classify_alg alg, struct ep_err *err);
-/** acl_classify value (auto, avx512x32, avx512x16, avx2, sse, scalar) ->
- *  rte_acl method; -1 for a name it does not know. */
-int router_acl_alg_parse(const char *name, enum rte_acl_classify_alg *alg);
-const char *router_acl_alg_name(enum rte_acl_classify_alg alg);
-void router_acl_free(struct router_acl *acl);
-/** Build and publish @p rules (copied) as the new rule set; old one freed
- *  after a grace period.  On error nothing changes. */
-int router_acl_commit(struct router *r, const struct router_acl_rule *rules, uint32_t n,
-		      bool default_deny, struct ep_err *err);
-int router_acl_insert(struct router *r, const char *rule, int64_t index, struct ep_err *err);
-int router_acl_delete(struct router *r, uint64_t index, struct ep_err *err);
-int router_acl_replace(struct router *r, const char *const *rules, uint32_t n,
-		       struct ep_err *err);
-int router_acl_set_default(struct router *r, const char *action, struct ep_err *err);
-
-/* ---- configuration ([router] section; router_config.c) ---- */
-int router_load_config(struct router *r, struct ep_cfg *cfg, struct ep_cfg_section *s,
-		       struct ep_err *err);
+/* ---- configuration ([router] section; router_pipeline.c) ---- */
 int router_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s,
 			      struct router_params *p, struct ep_err *err);
+/** Neighbours, routes, route_file, the ACL keys and acl_icmp of [router]. */
+int router_load_config(struct router *r, struct ep_cfg *cfg, struct ep_cfg_section *s,
+		       struct ep_err *err);
 
 /* ---- stages ---- */
 
-/** Per-worker context shared by the five stages: static port data and the
- *  scratch arrays the burst-wide table calls need. */
+/** Per-worker context shared by the five stages. */
 struct router_worker {
 	struct router *r;
-	uint16_t n_ports;
-	struct {
-		struct rte_ether_addr mac;
-		int n_v4, n_v6;
-		uint32_t v4[EP_MAX_ADDRS];          /* network order */
-		uint8_t v6[EP_MAX_ADDRS][16];
-	} port[EP_MAX_PORTS];
-
+	struct ep_fib_worker *fw;       /**< routes, ARP/ND, ICMP, port data */
+	struct ep_acl_filter *acl;
 	/* parse -> neigh: non-zero when the burst had ARP or ICMPv6 packets */
 	uint32_t l2ctl;
-
-	/* acl */
-	const uint8_t *acl_data[EP_BURST_MAX];
-	uint32_t acl_res[EP_BURST_MAX];
-	uint16_t acl_pkt[EP_BURST_MAX];
-	union {
-		struct router_acl_key4 v4;
-		struct router_acl_key6 v6;
-	} acl_key[EP_BURST_MAX];
-
-	/* route */
-	uint32_t ip4[EP_BURST_MAX];
-	uint32_t nh4[EP_BURST_MAX];
-	uint16_t pkt4[EP_BURST_MAX];
-	uint8_t ip6[EP_BURST_MAX][16];
-	int32_t nh6[EP_BURST_MAX];
-	uint16_t pkt6[EP_BURST_MAX];
 };
 
-struct router_worker *router_worker_create(struct router *r, int socket);
+/** A worker context; @p w sends what the stages generate (NULL in tests:
+ *  generated packets are counted and freed). */
+struct router_worker *router_worker_create(struct router *r, struct ep_worker *w, int socket);
 void router_worker_free(struct router_worker *w);
 
 uint16_t router_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-/** The neigh stage over any burst parsed by ep_parse (the BNG uses it). */
-uint16_t router_neigh_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
-/** The same, in the router pipeline right after router_parse_stage: returns
- *  at once when the parse stage saw no ARP and no ICMPv6 in the burst. */
+/** The FIB's ARP/ND responder; returns at once when the parse stage saw no
+ *  ARP and no ICMPv6 in the burst. */
 uint16_t router_neigh_after_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next,
 					uint16_t n);
+/** The ACL module's filter stage on the router's instance. */
 uint16_t router_acl_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t router_rewrite_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);

@@ -58,7 +58,7 @@ EP_TEST(stage_cycles_per_packet_with_1000_acl_rules_and_100k_routes)
 	int n_bursts = env_b != NULL && atoi(env_b) >= N_TRIALS ? atoi(env_b) : N_BURSTS;
 	uint32_t n4 = env != NULL ? (uint32_t)atoi(env) : EP_CYCLES_DEFAULT_ROUTES, n6 = EP_CYCLES_DEFAULT_ROUTES / 5;
 	struct router_params p;
-	struct router_acl_rule *rules = calloc(1000, sizeof(*rules));
+	struct ep_acl_rule *rules = calloc(1000, sizeof(*rules));
 	static uint8_t frames[N_FLOWS][128];
 	static uint16_t lens[N_FLOWS];
 	struct rte_mbuf *pkts[BURST], *out[EP_BURST_MAX];
@@ -74,22 +74,22 @@ EP_TEST(stage_cycles_per_packet_with_1000_acl_rules_and_100k_routes)
 		n4 = 200000;
 	tr_engine_init();
 	router_params_default(&p);
-	p.max_routes4 = n4 + 16;
-	p.max_routes6 = n6 + 16;
-	p.lpm6_tbl8s = 4096;            /* /48s under one /32 share most tbl8 groups */
-	r = router_create(&tr_eng, &p, &err);
+	p.fib.max_routes4 = n4 + 16;
+	p.fib.max_routes6 = n6 + 16;
+	p.fib.lpm6_tbl8s = 4096;            /* /48s under one /32 share most tbl8 groups */
+	r = router_create(&tr_eng, "router", &p, &err);
 	EP_CHECK(r != NULL);
 	if (r == NULL) {
 		printf("    %s\n", err.msg);
 		free(rules);
 		return;
 	}
-	EP_CHECK_EQ(router_neigh_add(r, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err), 0);
-	EP_CHECK_EQ(router_neigh_add(r, "2001:db8:0:2::2", "02:00:00:00:00:0b", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(r->fib, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(r->fib, "2001:db8:0:2::2", "02:00:00:00:00:0b", NULL, &err), 0);
 	for (uint32_t i = 0; i < n4; i++) {
 		/* 100.0.0.0/24 upwards, skipping nothing martian below 224/4. */
 		snprintf(pfx, sizeof(pfx), "%u.%u.%u.0/24", 100 + (i >> 16), (i >> 8) & 255, i & 255);
-		if (router_route_add(r, pfx, "198.18.1.2", &err) < 0) {
+		if (ep_fib_route_add(r->fib, pfx, "198.18.1.2", &err) < 0) {
 			printf("    %s: %s\n", pfx, err.msg);
 			ep_test_failed = 1;
 			break;
@@ -97,7 +97,7 @@ EP_TEST(stage_cycles_per_packet_with_1000_acl_rules_and_100k_routes)
 	}
 	for (uint32_t i = 0; i < n6; i++) {
 		snprintf(pfx, sizeof(pfx), "2001:db8:%x::/48", 0x1000 + i);
-		if (router_route_add(r, pfx, "2001:db8:0:2::2", &err) < 0) {
+		if (ep_fib_route_add(r->fib, pfx, "2001:db8:0:2::2", &err) < 0) {
 			printf("    %s: %s\n", pfx, err.msg);
 			ep_test_failed = 1;
 			break;
@@ -109,11 +109,10 @@ EP_TEST(stage_cycles_per_packet_with_1000_acl_rules_and_100k_routes)
 		if (i % 4 == 3)
 			snprintf(text, sizeof(text), "deny proto udp src 2001:db8:ffff::%x/128 dport %d",
 				 i, 1000 + i);
-		EP_CHECK_EQ(router_acl_parse(text, &rules[i], &err), 0);
+		EP_CHECK_EQ(ep_acl_rule_parse(text, false, &rules[i], &err), 0);
 	}
-	EP_CHECK_EQ(router_acl_commit(r, rules, 1000, false, &err), 0);
+	EP_CHECK_EQ(ep_acl_commit(r->acl, rules, 1000, false, &err), 0);
 	free(rules);
-	router_global = r;
 
 	for (int f = 0; f < N_FLOWS; f++) {
 		struct tp_spec s = tp_default(f % 4 == 3, IPPROTO_UDP);

@@ -18,13 +18,13 @@ addrs(void)
 static uint16_t
 neigh(struct router_worker *w, struct rte_mbuf *m)
 {
-	return tr_stage1(router_neigh_stage, w, m);
+	return tr_stage1(ep_fib_neigh_stage, w->fw, m);
 }
 
 EP_TEST(arp_request_for_own_address_is_answered_in_place)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	uint16_t len = tp_arp(buf, MAC_A, 1, tp_ip4("198.18.0.2"), tp_ip4("198.18.0.1"));
 	struct rte_mbuf *m = tr_mbuf(buf, len, 0);
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -46,7 +46,7 @@ EP_TEST(arp_request_for_own_address_is_answered_in_place)
 EP_TEST(arp_request_for_address_of_other_port_or_host_is_not_for_us)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct rte_mbuf *m;
 
 	/* 198.18.1.1 is ours, but on the core port: not answered on access. */
@@ -60,13 +60,19 @@ EP_TEST(arp_request_for_address_of_other_port_or_host_is_not_for_us)
 	router_free(r);
 }
 
-EP_TEST(arp_reply_is_not_for_us)
+/* A reply to one of our addresses goes to the FIB's resolver (consumed:
+ * the stage freed it); with learning off it is not for us. */
+EP_TEST(arp_reply_goes_to_the_resolver_or_is_not_for_us)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct rte_mbuf *m = tr_mbuf(buf, tp_arp(buf, MAC_A, 2, tp_ip4("198.18.0.2"),
 						 tp_ip4("198.18.0.1")), 0);
 
+	EP_CHECK_EQ(neigh(w, m), EP_NEXT_CONSUMED);
+	EP_CHECK_EQ(w->fw->st.heard, 1);
+	ep_fib_worker_no_learning(w->fw, 0);
+	m = tr_mbuf(buf, tp_arp(buf, MAC_A, 2, tp_ip4("198.18.0.2"), tp_ip4("198.18.0.1")), 0);
 	EP_CHECK_EQ(neigh(w, m), EP_NEXT_DROP(EP_DROP_ARP_NOT_FOR_US));
 	rte_pktmbuf_free(m);
 	router_worker_free(w);
@@ -76,7 +82,7 @@ EP_TEST(arp_reply_is_not_for_us)
 EP_TEST(ns_for_own_address_gets_na_with_flags_and_target_lladdr)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct rte_mbuf *m;
 	const uint8_t *p, *icmp;
 	const struct rte_ipv6_hdr *ip;
@@ -110,7 +116,7 @@ EP_TEST(ns_for_own_address_gets_na_with_flags_and_target_lladdr)
 EP_TEST(ns_dad_probe_is_answered_to_all_nodes_without_solicited_flag)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	static const uint8_t all_nodes[16] = {0xff, 2, [15] = 1};
 	static const uint8_t mc[6] = {0x33, 0x33, 0, 0, 0, 1};
 	struct rte_mbuf *m;
@@ -134,7 +140,7 @@ static void
 check_ns(void (*edit)(uint8_t *b, uint16_t *len), uint16_t want)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct rte_mbuf *m;
 	uint16_t len;
 
@@ -225,7 +231,7 @@ EP_TEST(ra_na_rs_are_not_for_us)
 EP_TEST(ip_traffic_and_echo_requests_pass_the_neigh_stage)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct tp_spec s = tp_default(0, IPPROTO_UDP);
 	struct rte_mbuf *m = tr_mbuf(buf, tp_build(buf, &s), 0);
 

@@ -52,7 +52,7 @@ EP_TEST(pipeline_counts_each_drop_in_the_stage_that_decided)
 	uint16_t len;
 	int n = 0;
 
-	EP_CHECK_EQ(router_acl_insert(r, "deny proto udp dport 666", -1, &err), 0);
+	EP_CHECK_EQ(ep_acl_insert(r->acl, "deny proto udp dport 666", -1, &err), 0);
 	s = tp_default(0, IPPROTO_UDP);                /* forwarded */
 	pkts[n++] = frame(&s);
 	len = tp_build(buf, &s);                       /* bad header checksum */
@@ -84,20 +84,24 @@ EP_TEST(pipeline_counts_each_drop_in_the_stage_that_decided)
 	EP_CHECK_EQ(tr_stage(w, "route")->stats.pkts_tx, 1);
 	EP_CHECK_EQ(tr_stage(w, "rewrite")->stats.drops[EP_DROP_IPV6_HOP_LIMIT_EXPIRED], 1);
 	EP_CHECK_EQ(tr_stage(w, "rewrite")->stats.pkts_tx, 1);
-	EP_CHECK_EQ(tr_take_tx(w, 0, out), 2);         /* ARP reply, echo reply */
-	rte_pktmbuf_free_bulk(out, 2);
+	/* ARP reply, echo reply, and the ICMP errors the no-route and the
+	 * hop-limit-1 packets earned their senders. */
+	EP_CHECK_EQ(tr_take_tx(w, 0, out), 4);
+	rte_pktmbuf_free_bulk(out, 4);
 	EP_CHECK_EQ(tr_take_tx(w, 1, out), 1);
 	rte_pktmbuf_free_bulk(out, 1);
 	tr_worker_free(w);
 	router_free(r);
 }
 
-/* Send one UDP frame to @p dst through the pipeline; the port it left on or -1. */
+/* Send one UDP frame to @p dst through the pipeline; the port it left on or
+ * -1 (what the router generated about it, ICMP errors and ARP/ND
+ * questions, does not count). */
 static int
 send_udp(struct ep_worker *w, int v6, const char *dst, uint16_t dport)
 {
 	struct tp_spec s = tp_default(v6, IPPROTO_UDP);
-	struct rte_mbuf *m, *out[EP_BURST_MAX];
+	struct rte_mbuf *m, *out[2 * EP_BURST_MAX];
 	int port = -1;
 
 	if (v6)
@@ -110,8 +114,13 @@ send_udp(struct ep_worker *w, int v6, const char *dst, uint16_t dport)
 	for (uint16_t p = 0; p < 2; p++) {
 		uint16_t k = tr_take_tx(w, p, out);
 
-		if (k != 0)
-			port = p;
+		for (uint16_t j = 0; j < k; j++) {
+			struct ep_meta md;
+
+			if (ep_parse(rte_pktmbuf_mtod(out[j], const uint8_t *), out[j]->data_len,
+				     out[j]->pkt_len, &md) == 0 && md.l4_proto == IPPROTO_UDP)
+				port = p;
+		}
 		rte_pktmbuf_free_bulk(out, k);
 	}
 	return port;
@@ -124,11 +133,11 @@ EP_TEST(acl_deny_added_between_bursts_takes_effect_on_the_next_burst)
 	struct ep_err err;
 
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5001), 1);
-	EP_CHECK_EQ(router_acl_insert(r, "deny proto udp dport 5001", -1, &err), 0);
+	EP_CHECK_EQ(ep_acl_insert(r->acl, "deny proto udp dport 5001", -1, &err), 0);
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5001), -1);
 	EP_CHECK_EQ(tr_stage(w, "acl")->stats.drops[EP_DROP_ACL_DENY], 1);
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5002), 1);
-	EP_CHECK_EQ(router_acl_delete(r, 0, &err), 0);
+	EP_CHECK_EQ(ep_acl_delete(r->acl, 0, &err), 0);
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.1.2", 5001), 1);
 	tr_worker_free(w);
 	router_free(r);
@@ -140,18 +149,18 @@ EP_TEST(route_change_leaves_other_flows_alone)
 	struct ep_worker *w = tr_worker(r);
 	struct ep_err err;
 
-	EP_CHECK_EQ(router_route_add(r, "198.18.20.0/24", "198.18.1.2", &err), 0);
-	EP_CHECK_EQ(router_route_add(r, "198.18.21.0/24", "198.18.1.2", &err), 0);
-	EP_CHECK_EQ(router_route_add(r, "2001:db8:20::/48", "2001:db8:0:2::2", &err), 0);
-	EP_CHECK_EQ(router_route_add(r, "2001:db8:21::/48", "2001:db8:0:2::2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "198.18.20.0/24", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "198.18.21.0/24", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "2001:db8:20::/48", "2001:db8:0:2::2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "2001:db8:21::/48", "2001:db8:0:2::2", &err), 0);
 	for (int i = 0; i < 3; i++) {
 		/* Flip the other prefix between access and core; the watched
 		 * flows must be forwarded after every change. */
 		const char *gw4 = i % 2 ? "198.18.1.2" : "198.18.0.2";
 		const char *gw6 = i % 2 ? "2001:db8:0:2::2" : "2001:db8:0:1::2";
 
-		EP_CHECK_EQ(router_route_add(r, "198.18.21.0/24", gw4, &err), 0);
-		EP_CHECK_EQ(router_route_add(r, "2001:db8:21::/48", gw6, &err), 0);
+		EP_CHECK_EQ(ep_fib_route_add(r->fib, "198.18.21.0/24", gw4, &err), 0);
+		EP_CHECK_EQ(ep_fib_route_add(r->fib, "2001:db8:21::/48", gw6, &err), 0);
 		EP_CHECK_EQ(send_udp(w, 0, "198.18.20.9", 1), 1);
 		EP_CHECK_EQ(send_udp(w, 1, "2001:db8:20::9", 1), 1);
 		EP_CHECK_EQ(send_udp(w, 0, "198.18.21.9", 1), i % 2 ? 1 : 0);
@@ -203,8 +212,8 @@ EP_TEST(config_routes_neighbours_and_acl_load_in_order)
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 9), 1);
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.31.1", 9), 1);
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.31.1", 7), -1);
-	EP_CHECK_EQ(r->n_rules, 2);
-	EP_CHECK(r->default_deny);
+	EP_CHECK_EQ(r->acl->n_rules, 2);
+	EP_CHECK(r->acl->default_deny);
 	tr_worker_free(w);
 	router_free(r);
 }
@@ -236,13 +245,13 @@ EP_TEST(config_acl_classify_methods_decide_alike)
 			printf("    %s refused: %s\n", names[i], err.msg);
 			EP_CHECK(strstr(err.msg, names[i]) != NULL);
 			EP_CHECK(strcmp(names[i], "auto") != 0 && strcmp(names[i], "scalar") != 0);
-			EP_CHECK(r->acl == NULL || r->n_rules == 0);
+			EP_CHECK(r->acl == NULL || r->acl->n_rules == 0);
 		} else {
 			usable++;
 			EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 9), 1);
 			EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 7), -1);
 			EP_CHECK_EQ(send_udp(w, 0, "198.18.30.1", 11), -1);
-			EP_CHECK_EQ(strcmp(router_acl_alg_name(r->acl_alg), names[i]), 0);
+			EP_CHECK_EQ(strcmp(ep_acl_alg_name(r->acl->p.alg), names[i]), 0);
 		}
 		tr_worker_free(w);
 		router_free(r);
@@ -297,7 +306,7 @@ EP_TEST(config_route_and_acl_files_load_with_line_numbers_in_errors)
 	EP_CHECK_EQ(send_udp(w, 0, "198.19.200.1", 1), 1);
 	EP_CHECK_EQ(send_udp(w, 1, "2001:db8:77::1", 1), 1);
 	EP_CHECK_EQ(send_udp(w, 0, "198.19.200.1", 9), -1);
-	EP_CHECK_EQ(r->n_rules, 2);
+	EP_CHECK_EQ(r->acl->n_rules, 2);
 	tr_worker_free(w);
 	router_free(r);
 
@@ -363,7 +372,7 @@ EP_TEST(ctl_route_neigh_acl_commands_change_the_tables)
 	res = ctl("{\"cmd\":\"route-list\",\"limit\":2}");
 	EP_CHECK_EQ(json_array_size(json_object_get(json_object_get(res, "result"), "routes")), 2);
 	EP_CHECK_EQ(json_integer_value(json_object_get(json_object_get(res, "result"), "count")),
-		    r->n_routes4 + r->n_routes6);
+		    r->fib->n_routes4 + r->fib->n_routes6);
 	json_decref(res);
 	EP_CHECK(ctl_ok("{\"cmd\":\"route-del\",\"prefix\":\"198.18.40.0/24\"}"));
 	EP_CHECK_EQ(send_udp(w, 0, "198.18.40.1", 1), -1);
@@ -415,7 +424,7 @@ EP_TEST(ctl_errors_name_the_command_and_field)
 	EP_CHECK(ctl_err_has("{\"cmd\":\"acl-replace\",\"rules\":[\"permit\", 5]}", "rules[1]"));
 	EP_CHECK(ctl_err_has("{\"cmd\":\"acl-set-default\",\"action\":\"drop\"}", "action"));
 	router_free(r);
-	EP_CHECK(ctl_err_has("{\"cmd\":\"route-list\"}", "no router"));
+	EP_CHECK(ctl_err_has("{\"cmd\":\"route-list\"}", "no FIB"));
 }
 
 /* ---- the README's examples ---- */
@@ -496,7 +505,7 @@ EP_TEST(readme_config_example_loads_and_its_commands_exist)
 		EP_CHECK_EQ(load(r, cfg, &err), 0);
 		if (err.msg[0])
 			printf("    README config: %s\n", err.msg);
-		EP_CHECK_EQ(r->n_rules, 2);
+		EP_CHECK_EQ(r->acl->n_rules, 2);
 	}
 	free(text);
 	router_free(r);

@@ -47,7 +47,7 @@ EP_TEST(incremental_ttl_checksum_equals_full_recomputation)
 EP_TEST(forwarded_ipv4_has_new_macs_ttl_minus_one_and_a_valid_checksum)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct tp_spec s = tp_default(0, IPPROTO_TCP);
 	uint16_t len = tp_build(buf, &s);
 	struct rte_mbuf *m = tr_mbuf(buf, len, 0);
@@ -71,7 +71,7 @@ EP_TEST(forwarded_ipv4_has_new_macs_ttl_minus_one_and_a_valid_checksum)
 EP_TEST(forwarded_ipv6_has_hop_limit_minus_one)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct tp_spec s = tp_default(1, IPPROTO_UDP);
 	struct rte_mbuf *m = tr_mbuf(buf, tp_build(buf, &s), 0);
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -89,7 +89,7 @@ static void
 check_expiry(int v6, uint8_t ttl, uint16_t want)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct tp_spec s = tp_default(v6, IPPROTO_UDP);
 	struct rte_mbuf *m;
 
@@ -119,7 +119,7 @@ static void
 check_vlan_strip(int v6, int n_vlans)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct tp_spec s = tp_default(v6, IPPROTO_UDP);
 	uint16_t len, l3 = (uint16_t)(14 + 4 * n_vlans);
 	struct rte_mbuf *m;

@@ -45,10 +45,10 @@ nh_of(struct router *r, int fam, const char *ip)
 {
 	uint8_t a[16];
 
-	router_parse_ip(ip, a);
-	for (uint32_t i = ROUTER_NH_FIRST; i < r->p.max_nexthops; i++)
-		if (r->nhc[i].in_use && r->nhc[i].family == fam &&
-		    memcmp(r->nhc[i].ip, a, fam == 4 ? 4 : 16) == 0)
+	ep_addr_parse(ip, a);
+	for (uint32_t i = EP_FIB_NH_FIRST; i < r->fib->p.max_nexthops; i++)
+		if (r->fib->nhc[i].in_use && r->fib->nhc[i].family == fam &&
+		    memcmp(r->fib->nhc[i].ip, a, fam == 4 ? 4 : 16) == 0)
 			return (int)i;
 	return -1;
 }
@@ -56,24 +56,24 @@ nh_of(struct router *r, int fam, const char *ip)
 EP_TEST(lpm_longest_match_and_delete_falls_back_to_shorter_prefix)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct ep_err err;
 	uint32_t nh = 0;
 
-	EP_CHECK_EQ(router_neigh_add(r, "198.18.1.3", "02:00:00:00:00:0c", NULL, &err), 0);
-	EP_CHECK_EQ(router_route_add(r, "198.18.16.0/20", "198.18.1.2", &err), 0);
-	EP_CHECK_EQ(router_route_add(r, "198.18.16.0/24", "198.18.1.3", &err), 0);
-	EP_CHECK_EQ(router_route_add(r, "198.18.16.128/25", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(r->fib, "198.18.1.3", "02:00:00:00:00:0c", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "198.18.16.0/20", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "198.18.16.0/24", "198.18.1.3", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "198.18.16.128/25", "198.18.1.2", &err), 0);
 	EP_CHECK_EQ(route_v4(w, "198.18.16.5", &nh), EP_NEXT_CONTINUE);
 	EP_CHECK_EQ(nh, nh_of(r, 4, "198.18.1.3"));
 	EP_CHECK_EQ(route_v4(w, "198.18.16.200", &nh), EP_NEXT_CONTINUE);
 	EP_CHECK_EQ(nh, nh_of(r, 4, "198.18.1.2"));
 	EP_CHECK_EQ(route_v4(w, "198.18.17.5", &nh), EP_NEXT_CONTINUE);
 	EP_CHECK_EQ(nh, nh_of(r, 4, "198.18.1.2"));
-	EP_CHECK_EQ(router_route_del(r, "198.18.16.0/24", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_del(r->fib, "198.18.16.0/24", &err), 0);
 	EP_CHECK_EQ(route_v4(w, "198.18.16.5", &nh), EP_NEXT_CONTINUE);
 	EP_CHECK_EQ(nh, nh_of(r, 4, "198.18.1.2"));
-	EP_CHECK_EQ(router_route_del(r, "198.18.16.0/20", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_del(r->fib, "198.18.16.0/20", &err), 0);
 	EP_CHECK_EQ(route_v4(w, "198.18.16.5", NULL), EP_NEXT_DROP(EP_DROP_NO_ROUTE));
 	EP_CHECK_EQ(route_v4(w, "198.18.16.129", NULL), EP_NEXT_CONTINUE);
 	router_worker_free(w);
@@ -83,26 +83,26 @@ EP_TEST(lpm_longest_match_and_delete_falls_back_to_shorter_prefix)
 EP_TEST(lpm6_longest_match_and_delete_on_both_table_copies)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct ep_err err;
 	uint32_t nh = 0;
 
-	EP_CHECK_EQ(router_neigh_add(r, "2001:db8:0:2::3", "02:00:00:00:00:0c", NULL, &err), 0);
-	EP_CHECK_EQ(router_route_add(r, "2001:db8:100::/48", "2001:db8:0:2::2", &err), 0);
-	EP_CHECK_EQ(router_route_add(r, "2001:db8:100:5::/64", "2001:db8:0:2::3", &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(r->fib, "2001:db8:0:2::3", "02:00:00:00:00:0c", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "2001:db8:100::/48", "2001:db8:0:2::2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "2001:db8:100:5::/64", "2001:db8:0:2::3", &err), 0);
 	/* Each change flips the published copy: check lookups over several flips. */
 	for (int round = 0; round < 2; round++) {
 		EP_CHECK_EQ(route_v6(w, "2001:db8:100:5::9", &nh), EP_NEXT_CONTINUE);
 		EP_CHECK_EQ(nh, nh_of(r, 6, "2001:db8:0:2::3"));
 		EP_CHECK_EQ(route_v6(w, "2001:db8:100:6::9", &nh), EP_NEXT_CONTINUE);
 		EP_CHECK_EQ(nh, nh_of(r, 6, "2001:db8:0:2::2"));
-		EP_CHECK_EQ(router_route_add(r, "2001:db8:999::/48", "2001:db8:0:2::2", &err), 0);
-		EP_CHECK_EQ(router_route_del(r, "2001:db8:999::/48", &err), 0);
+		EP_CHECK_EQ(ep_fib_route_add(r->fib, "2001:db8:999::/48", "2001:db8:0:2::2", &err), 0);
+		EP_CHECK_EQ(ep_fib_route_del(r->fib, "2001:db8:999::/48", &err), 0);
 	}
-	EP_CHECK_EQ(router_route_del(r, "2001:db8:100:5::/64", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_del(r->fib, "2001:db8:100:5::/64", &err), 0);
 	EP_CHECK_EQ(route_v6(w, "2001:db8:100:5::9", &nh), EP_NEXT_CONTINUE);
 	EP_CHECK_EQ(nh, nh_of(r, 6, "2001:db8:0:2::2"));
-	EP_CHECK_EQ(router_route_add(r, "2001:db8:999::/48", "2001:db8:0:2::2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "2001:db8:999::/48", "2001:db8:0:2::2", &err), 0);
 	EP_CHECK_EQ(route_v6(w, "2001:db8:100:5::9", &nh), EP_NEXT_CONTINUE);
 	EP_CHECK_EQ(route_v6(w, "2001:db8:999::1", &nh), EP_NEXT_CONTINUE);
 	EP_CHECK_EQ(route_v6(w, "2001:db8:aaaa::1", NULL), EP_NEXT_DROP(EP_DROP_NO_ROUTE));
@@ -113,16 +113,16 @@ EP_TEST(lpm6_longest_match_and_delete_on_both_table_copies)
 EP_TEST(default_routes_catch_misses_and_lose_to_every_longer_prefix)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct ep_err err;
 	uint32_t nh = 0;
 
-	EP_CHECK_EQ(router_neigh_add(r, "198.18.1.3", "02:00:00:00:00:0c", NULL, &err), 0);
-	EP_CHECK_EQ(router_neigh_add(r, "2001:db8:0:2::3", "02:00:00:00:00:0c", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(r->fib, "198.18.1.3", "02:00:00:00:00:0c", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(r->fib, "2001:db8:0:2::3", "02:00:00:00:00:0c", NULL, &err), 0);
 	EP_CHECK_EQ(route_v4(w, "198.19.200.1", NULL), EP_NEXT_DROP(EP_DROP_NO_ROUTE));
-	EP_CHECK_EQ(router_route_add(r, "0.0.0.0/0", "198.18.1.3", &err), 0);
-	EP_CHECK_EQ(router_route_add(r, "::/0", "2001:db8:0:2::3", &err), 0);
-	EP_CHECK_EQ(router_route_add(r, "198.19.0.0/16", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "0.0.0.0/0", "198.18.1.3", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "::/0", "2001:db8:0:2::3", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "198.19.0.0/16", "198.18.1.2", &err), 0);
 	/* A miss takes the default; any covering prefix beats it. */
 	EP_CHECK_EQ(route_v4(w, "198.18.200.1", &nh), EP_NEXT_CONTINUE);
 	EP_CHECK_EQ(nh, nh_of(r, 4, "198.18.1.3"));
@@ -131,10 +131,10 @@ EP_TEST(default_routes_catch_misses_and_lose_to_every_longer_prefix)
 	EP_CHECK_EQ(route_v6(w, "2001:db8:aaaa::1", &nh), EP_NEXT_CONTINUE);
 	EP_CHECK_EQ(nh, nh_of(r, 6, "2001:db8:0:2::3"));
 	/* Deleting a default brings back no_route, for that family only. */
-	EP_CHECK_EQ(router_route_del(r, "0.0.0.0/0", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_del(r->fib, "0.0.0.0/0", &err), 0);
 	EP_CHECK_EQ(route_v4(w, "198.18.200.1", NULL), EP_NEXT_DROP(EP_DROP_NO_ROUTE));
 	EP_CHECK_EQ(route_v6(w, "2001:db8:aaaa::1", NULL), EP_NEXT_CONTINUE);
-	EP_CHECK_EQ(router_route_del(r, "::/0", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_del(r->fib, "::/0", &err), 0);
 	EP_CHECK_EQ(route_v6(w, "2001:db8:aaaa::1", NULL), EP_NEXT_DROP(EP_DROP_NO_ROUTE));
 	router_worker_free(w);
 	router_free(r);
@@ -143,17 +143,17 @@ EP_TEST(default_routes_catch_misses_and_lose_to_every_longer_prefix)
 EP_TEST(connected_host_without_neighbour_is_unresolved_until_added)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct ep_err err;
 
 	EP_CHECK_EQ(route_v4(w, "198.18.1.9", NULL), EP_NEXT_DROP(EP_DROP_NEIGHBOR_UNRESOLVED));
 	EP_CHECK_EQ(route_v6(w, "2001:db8:0:2::9", NULL),
 		    EP_NEXT_DROP(EP_DROP_NEIGHBOR_UNRESOLVED));
-	EP_CHECK_EQ(router_neigh_add(r, "198.18.1.9", "02:00:00:00:00:99", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(r->fib, "198.18.1.9", "02:00:00:00:00:99", NULL, &err), 0);
 	EP_CHECK_EQ(route_v4(w, "198.18.1.9", NULL), EP_NEXT_CONTINUE);
-	EP_CHECK_EQ(router_neigh_del(r, "198.18.1.9", &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_del(r->fib, "198.18.1.9", &err), 0);
 	EP_CHECK_EQ(route_v4(w, "198.18.1.9", NULL), EP_NEXT_DROP(EP_DROP_NEIGHBOR_UNRESOLVED));
-	EP_CHECK(router_neigh_del(r, "198.18.1.9", &err) < 0);
+	EP_CHECK(ep_fib_neigh_del(r->fib, "198.18.1.9", &err) < 0);
 	router_worker_free(w);
 	router_free(r);
 }
@@ -161,23 +161,23 @@ EP_TEST(connected_host_without_neighbour_is_unresolved_until_added)
 EP_TEST(route_via_gateway_without_mac_resolves_when_neighbour_arrives)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct ep_err err;
-	const struct router_nh *nh;
+	const struct ep_fib_nh *nh;
 	uint32_t idx = 0;
 
-	EP_CHECK_EQ(router_route_add(r, "198.18.40.0/24", "198.18.1.40", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "198.18.40.0/24", "198.18.1.40", &err), 0);
 	EP_CHECK_EQ(route_v4(w, "198.18.40.1", NULL), EP_NEXT_DROP(EP_DROP_NEIGHBOR_UNRESOLVED));
-	EP_CHECK_EQ(router_neigh_add(r, "198.18.1.40", "02:00:00:00:00:40", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(r->fib, "198.18.1.40", "02:00:00:00:00:40", NULL, &err), 0);
 	EP_CHECK_EQ(route_v4(w, "198.18.40.1", &idx), EP_NEXT_CONTINUE);
-	nh = r->nh[idx];
+	nh = r->fib->nh[idx];
 	EP_CHECK_EQ(nh->port, 1);
 	EP_CHECK_EQ(nh->eth[5], 0x40);
 	EP_CHECK_MEM(nh->eth + 6, MAC_P1, 6);
 	/* Neighbour gone: the route stays, unresolved. */
-	EP_CHECK_EQ(router_neigh_del(r, "198.18.1.40", &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_del(r->fib, "198.18.1.40", &err), 0);
 	EP_CHECK_EQ(route_v4(w, "198.18.40.1", NULL), EP_NEXT_DROP(EP_DROP_NEIGHBOR_UNRESOLVED));
-	EP_CHECK_EQ(router_route_del(r, "198.18.40.0/24", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_del(r->fib, "198.18.40.0/24", &err), 0);
 	EP_CHECK_EQ(nh_of(r, 4, "198.18.1.40"), -1);    /* next hop released */
 	router_worker_free(w);
 	router_free(r);
@@ -186,13 +186,13 @@ EP_TEST(route_via_gateway_without_mac_resolves_when_neighbour_arrives)
 EP_TEST(route_replace_moves_to_the_new_gateway_and_releases_the_old)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct ep_err err;
 	uint32_t nh = 0;
 
-	EP_CHECK_EQ(router_route_add(r, "198.18.50.0/24", "198.18.1.50", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "198.18.50.0/24", "198.18.1.50", &err), 0);
 	EP_CHECK(nh_of(r, 4, "198.18.1.50") >= 0);
-	EP_CHECK_EQ(router_route_add(r, "198.18.50.0/24", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "198.18.50.0/24", "198.18.1.2", &err), 0);
 	EP_CHECK_EQ(nh_of(r, 4, "198.18.1.50"), -1);
 	EP_CHECK_EQ(route_v4(w, "198.18.50.1", &nh), EP_NEXT_CONTINUE);
 	EP_CHECK_EQ(nh, nh_of(r, 4, "198.18.1.2"));
@@ -203,7 +203,7 @@ EP_TEST(route_replace_moves_to_the_new_gateway_and_releases_the_old)
 EP_TEST(martian_addresses_are_never_routed)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	static const char *const dst4[] = {"127.0.0.1", "0.1.2.3", "224.0.0.251",
 					   "255.255.255.255", "169.254.1.1"};
 	static const char *const dst6[] = {"ff02::1", "::1", "::", "fe80::1", "::ffff:198.18.1.2"};
@@ -230,7 +230,7 @@ EP_TEST(martian_addresses_are_never_routed)
 EP_TEST(echo_request_to_own_ipv4_address_gets_a_reply)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct tp_spec s = tp_default(0, IPPROTO_ICMP);
 	struct rte_mbuf *m;
 	const uint8_t *p;
@@ -264,7 +264,7 @@ EP_TEST(echo_request_to_own_ipv4_address_gets_a_reply)
 EP_TEST(echo_request_to_own_ipv6_address_gets_a_reply)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct tp_spec s = tp_default(1, IPPROTO_ICMPV6);
 	struct rte_mbuf *m;
 	const uint8_t *p;
@@ -290,7 +290,7 @@ EP_TEST(echo_request_to_own_ipv6_address_gets_a_reply)
 EP_TEST(other_traffic_to_own_address_is_local_unsupported)
 {
 	struct router *r = tr_router();
-	struct router_worker *w = router_worker_create(r, SOCKET_ID_ANY);
+	struct router_worker *w = router_worker_create(r, NULL, SOCKET_ID_ANY);
 	struct tp_spec s = tp_default(0, IPPROTO_UDP);
 	struct rte_mbuf *m;
 	uint16_t len;
@@ -332,25 +332,25 @@ EP_TEST(route_and_neighbour_operations_reject_bad_input_naming_the_field)
 
 	for (size_t i = 0; i < RTE_DIM(bad); i++) {
 		err.msg[0] = '\0';
-		EP_CHECK(router_route_add(r, bad[i].prefix, bad[i].via, &err) < 0);
+		EP_CHECK(ep_fib_route_add(r->fib, bad[i].prefix, bad[i].via, &err) < 0);
 		if (strstr(err.msg, bad[i].needle) == NULL) {
 			printf("    %s via %s: '%s' lacks '%s'\n", bad[i].prefix, bad[i].via,
 			       err.msg, bad[i].needle);
 			ep_test_failed = 1;
 		}
 	}
-	EP_CHECK(router_route_del(r, "198.18.0.0/24", &err) < 0);
+	EP_CHECK(ep_fib_route_del(r->fib, "198.18.0.0/24", &err) < 0);
 	EP_CHECK(strstr(err.msg, "connected") != NULL);
-	EP_CHECK(router_route_del(r, "198.18.99.0/24", &err) < 0);
+	EP_CHECK(ep_fib_route_del(r->fib, "198.18.99.0/24", &err) < 0);
 	EP_CHECK(strstr(err.msg, "no route") != NULL);
-	EP_CHECK(router_neigh_add(r, "198.18.77.2", "02:00:00:00:00:01", NULL, &err) < 0);
+	EP_CHECK(ep_fib_neigh_add(r->fib, "198.18.77.2", "02:00:00:00:00:01", NULL, &err) < 0);
 	EP_CHECK(strstr(err.msg, "dev") != NULL);
-	EP_CHECK_EQ(router_neigh_add(r, "198.18.77.2", "02:00:00:00:00:01", "core", &err), 0);
-	EP_CHECK(router_neigh_add(r, "198.18.0.9", "ff:ff:ff:ff:ff:ff", NULL, &err) < 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(r->fib, "198.18.77.2", "02:00:00:00:00:01", "core", &err), 0);
+	EP_CHECK(ep_fib_neigh_add(r->fib, "198.18.0.9", "ff:ff:ff:ff:ff:ff", NULL, &err) < 0);
 	EP_CHECK(strstr(err.msg, "mac") != NULL);
-	EP_CHECK(router_neigh_add(r, "198.18.0.9", "02:00:00:00:00:01", "nope", &err) < 0);
+	EP_CHECK(ep_fib_neigh_add(r->fib, "198.18.0.9", "02:00:00:00:00:01", "nope", &err) < 0);
 	EP_CHECK(strstr(err.msg, "dev") != NULL);
-	EP_CHECK(router_neigh_add(r, "198.18.0.1", "02:00:00:00:00:01", NULL, &err) < 0);
+	EP_CHECK(ep_fib_neigh_add(r->fib, "198.18.0.1", "02:00:00:00:00:01", NULL, &err) < 0);
 	router_free(r);
 }
 
@@ -363,10 +363,10 @@ EP_TEST(route_table_full_is_an_error_not_a_crash)
 
 	for (i = 0; i < 2000 && rc == 0; i++) {
 		snprintf(prefix, sizeof(prefix), "198.19.%d.%d/32", i / 256, i % 256);
-		rc = router_route_add(r, prefix, "198.18.1.2", &err);
+		rc = ep_fib_route_add(r->fib, prefix, "198.18.1.2", &err);
 	}
 	EP_CHECK(rc < 0);
 	EP_CHECK(strstr(err.msg, "max_routes4") != NULL);
-	EP_CHECK_EQ(r->n_routes4, r->p.max_routes4);
+	EP_CHECK_EQ(r->fib->n_routes4, r->fib->p.max_routes4);
 	router_free(r);
 }

@@ -59,8 +59,15 @@ ep_test_hexdump(const char *label, const void *p, size_t len)
 int
 main(int argc, char **argv)
 {
-	char *eal[] = { argv[0], "--no-huge", "-m", "256", "--no-shconf", "--no-pci",
+	char *eal[] = { argv[0], "--no-huge", "-m", "512", "--no-shconf", "--no-pci",
 			"--no-telemetry", "-l", "0", "--log-level", "lib.*:error", NULL };
+
+	/* EP_TEST_HUGE=1: hugepages instead of 4 KiB pages, for the cases that
+	 * print what something costs (page walks change the figures). */
+	if (getenv("EP_TEST_HUGE") != NULL) {
+		eal[1] = "--in-memory";
+		eal[4] = "--no-telemetry";
+	}
 	const char *filter = argc > 1 ? argv[1] : NULL;
 	int passed = 0, failed = 0;
 

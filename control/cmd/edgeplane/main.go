@@ -4,6 +4,8 @@
 //	                [--listen tcp:HOST:PORT --api-token-file FILE | --api-tls-cert ... --api-client-ca ...]
 //	                [--alt-node MAC,IPv4,IPv6 ...]
 //	edgeplane detach --iface eth0 [--bpffs /sys/fs/bpf]
+//	edgeplane upf --listen ADDR:8805 --dp-socket /run/edgeplane/bng.sock [--state-dir DIR]
+//	              [--logical-port NAME ...] [--punt-iface IF] [--associate CP:8805 ...] [--metrics HOST:PORT]
 //	edgeplane bng-cp -c /etc/edgeplane/bng-cp.yaml [--check]
 //	edgeplane bng [--api unix:/run/edgeplane/bng-cp.sock] sessions|show|clear|profile|stats|counters
 package main
@@ -37,6 +39,8 @@ func main() {
 		err = runAgent(os.Args[2:])
 	case "detach":
 		err = runDetach(os.Args[2:])
+	case "upf":
+		err = runUPF(os.Args[2:])
 	case "bng-cp":
 		err = runBNGCP(os.Args[2:])
 	case "bng":
@@ -51,7 +55,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach|bng-cp|bng [flags]  (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach|upf|bng-cp|bng [flags]  (-h for flags)")
 	os.Exit(2)
 }
 

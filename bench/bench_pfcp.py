@@ -1,0 +1,178 @@
+"""`make bench BENCH=pfcp`: PFCP session establishments per second, end to
+end, with the table filling up to 64K sessions, against the same
+subscriber adds sent to edgeplane-dp's control socket directly.
+
+What is timed (build/bench/pfcp.json):
+
+  pfcp    pfcp-cp-sim bench: a control plane on go-pfcp sends Session
+          Establishment Requests (TR-459 layout: Traffic Endpoints, four
+          PDRs' worth of rules, a QER of one of four rate tiers) to
+          `edgeplane upf`, up to 4096 outstanding; a session counts when its
+          answer is back, and the function answers once the data plane's
+          tables hold the subscriber (PFCP request to table ready).  The
+          requests are encoded before the clock starts.
+  direct  pfcp-cp-sim direct: the same subscribers (same tags, addresses,
+          profiles' rates) as sub-add-bulk lines of 1000, two in flight, on
+          the control socket: the data plane's own rate for the work,
+          without PFCP.
+
+Each side first fills 48K sessions (0 -> 49152, reported as `fill`), then
+the timed run establishes 16K more (49152 -> 65536: the data plane's 64K
+subscribers of one subport, each with its HQoS pipe).  Rounds alternate
+the two sides on fresh data planes; figures are medians over rounds, the
+ratio the median of the rounds' ratios.  CPU seconds of each process
+(/proc, utime + stime) say where the time goes.
+
+Everything runs in the root namespace on loopback; the data plane's ports
+are net_null (no traffic: the cost of the control path is what is
+measured) and its workers sleep between polls (adaptive polling).
+"""
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from bench import common
+from bench.dp_run import DpProcess
+
+BIN = common.ROOT / "build" / "bin"
+FILL, RUN = 49152, 16384
+TOTAL = FILL + RUN
+UPF_PORT = 18805
+
+
+def dp_config(sock):
+    return f"""[eal]
+args = --no-telemetry
+[engine]
+ctl_socket = {sock}
+[port access]
+device = net_null0,no-rx=1
+mac = 02:00:00:00:01:01
+ipv4 = 198.18.100.1/24
+[port core]
+device = net_null1,no-rx=1
+mac = 02:00:00:00:02:01
+ipv4 = 198.18.1.1/24
+[worker up]
+pipeline = bng-uplink
+rx = access
+[worker down]
+pipeline = bng-downlink
+rx = core
+[bng]
+access_port = access
+core_port = core
+max_subscribers = {TOTAL}
+neighbor = 198.18.1.2 02:00:00:00:02:02
+route = 0.0.0.0/1 via 198.18.1.2
+route = 128.0.0.0/1 via 198.18.1.2
+hqos_port_rate = 100G
+hqos_qsize = 16
+subport = 0 rate=100G pipes={TOTAL}
+"""
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process, seconds."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(f[11]) + int(f[12])) / 100.0
+
+
+def run_client(argv):
+    t0 = time.monotonic()
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:2])}: {p.stderr.strip()[-500:]}")
+    return json.loads(p.stdout), time.monotonic() - t0
+
+
+def pfcp_round(workdir, fill, n):
+    wd = Path(tempfile.mkdtemp(dir=workdir, prefix="pfcp-"))
+    with DpProcess(dp_config(DpProcess.sock_path(wd)), wd) as dp:
+        log = open(wd / "upf.log", "w")
+        upf = subprocess.Popen([str(BIN / "edgeplane"), "upf", "--listen", f"127.0.0.1:{UPF_PORT}",
+                                "--gtpu", "127.0.0.1:0", "--dp-socket", str(dp.sock),
+                                "--state-dir", str(wd / "state"), "--sub-ids", f"1-{TOTAL}",
+                                "--heartbeat-interval", "1h"], stdout=log, stderr=log)
+        try:
+            time.sleep(1.0)
+            if upf.poll() is not None:
+                raise RuntimeError("edgeplane upf exited: " + (wd / "upf.log").read_text()[-500:])
+            cpu0 = {"upf": cpu_seconds(upf.pid), "dp": cpu_seconds(dp.proc.pid)}
+            res, _ = run_client([str(BIN / "pfcp-cp-sim"), "bench", "--upf", f"127.0.0.1:{UPF_PORT}",
+                                 "--local", "127.0.0.1:0", "--fill", str(fill), "--sessions", str(n)])
+            cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in (("upf", upf.pid), ("dp", dp.proc.pid))}
+            installed = dp.ctl("bng-stats")["subscribers"]
+        finally:
+            upf.terminate()
+            upf.wait(timeout=20)
+            log.close()
+    res["cpu_s"] = cpu
+    res["installed"] = installed
+    return res
+
+
+def direct_round(workdir, fill, n, batch=1000, window=2):
+    wd = Path(tempfile.mkdtemp(dir=workdir, prefix="direct-"))
+    with DpProcess(dp_config(DpProcess.sock_path(wd)), wd) as dp:
+        cpu0 = cpu_seconds(dp.proc.pid)
+        res, _ = run_client([str(BIN / "pfcp-cp-sim"), "direct", "--socket", str(dp.sock),
+                             "--fill", str(fill), "--sessions", str(n), "--batch", str(batch),
+                             "--window", str(window)])
+        res["cpu_s"] = {"dp": cpu_seconds(dp.proc.pid) - cpu0}
+        res["installed"] = dp.ctl("bng-stats")["subscribers"]
+    return res
+
+
+def run(args):
+    for b in ("edgeplane", "pfcp-cp-sim"):
+        if not (BIN / b).exists():
+            raise RuntimeError(f"{BIN / b} missing: run `make build`")
+    rounds = 1 if args.quick else 5
+    fill, n = (8192, 4096) if args.quick else (FILL, RUN)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-pfcp-"))
+    pf, dr = [], []
+    for r in range(rounds):
+        order = (pfcp_round, direct_round) if r % 2 == 0 else (direct_round, pfcp_round)
+        for f in order:
+            res = f(workdir, fill, n)
+            (pf if f is pfcp_round else dr).append(res)
+            print(f"  round {r + 1} {f.__name__.split('_')[0]}: {res['run']['per_s']:.0f}/s "
+                  f"(fill {res['fill']['per_s']:.0f}/s), installed {res['installed']}")
+    # One sub-add per request (64 pipelined), as a controller without
+    # batching would send them: what the batching buys.
+    single = direct_round(workdir, fill, 4096 if not args.quick else 1024, batch=1, window=64)
+    print(f"  direct, one sub-add per request: {single['run']['per_s']:.0f}/s")
+    med = lambda xs: statistics.median(xs) if xs else 0.0
+    rate = med([x["run"]["per_s"] for x in pf])
+    direct_rate = med([x["run"]["per_s"] for x in dr])
+    per_session_us = lambda xs, proc: med([x["cpu_s"].get(proc, 0) / (fill + n) * 1e6 for x in xs])
+    metrics = {
+        "sessions_per_s": rate,
+        "p50_ms": med([x["run"]["p50_ms"] for x in pf]),
+        "p99_ms": med([x["run"]["p99_ms"] for x in pf]),
+        "fill_sessions_per_s": med([x["fill"]["per_s"] for x in pf]),
+        "installed_after": pf[-1]["installed"],
+        "goal_sessions_per_s": 10000,
+        "cpu_us_per_session": {"upf": per_session_us(pf, "upf"), "dp": per_session_us(pf, "dp"),
+                               "dp_direct": per_session_us(dr, "dp")},
+        "rounds": {"pfcp": [round(x["run"]["per_s"]) for x in pf],
+                   "direct": [round(x["run"]["per_s"]) for x in dr]},
+    }
+    peers = {"direct-control-socket": {"sessions_per_s": direct_rate,
+                                       "p50_ms_per_batch_of_1000": med([x["run"]["p50_ms"] for x in dr]),
+                                       "fill_sessions_per_s": med([x["fill"]["per_s"] for x in dr])},
+             "direct-sub-add-per-request": {"sessions_per_s": single["run"]["per_s"],
+                                            "p50_ms": single["run"]["p50_ms"]}}
+    ratios = {"pfcp_vs_direct": med([p["run"]["per_s"] / d["run"]["per_s"] for p, d in zip(pf, dr)]),
+              "pfcp_vs_sub_add_per_request": rate / single["run"]["per_s"] if single["run"]["per_s"] else 0.0,
+              "goal_pfcp_vs_direct": 0.5}
+    config = {"fill": fill, "timed": n, "rounds": rounds, "window": 4096, "direct_batch": 1000,
+              "direct_in_flight": 2, "ports": "net_null (no traffic)", "pipes": TOTAL, "hqos_qsize": 16}
+    return common.result("pfcp", config, metrics, peers, ratios)

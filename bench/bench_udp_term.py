@@ -1,0 +1,271 @@
+"""`make bench BENCH=udp-term`: edge UDP termination, the seed paper's
+scenarios, edgeplane-dp's host stack under libedgeplane-preload.so against
+the kernel, the same commands on the same two namespaces in the same run.
+
+  S1  iperf3 -u -l 1860 -t 20, one stream        (the paper: 15.5 Gbit/s)
+  S2  the same with -P 10, one client process    (28.1 Gbit/s, +81 %)
+
+A scenario's goodput is the highest iperf3 goodput whose loss is at most
+0.05 %: a search over the offered rate (-b) with short probes, then
+confirming runs of the full length at the rate found (median of `rounds`;
+the rate steps down 10 % while a confirming run loses more).  The loss and
+the iperf3 JSON of the confirming runs are kept
+(build/bench/udp-term-iperf3/).
+
+Topology (lab/hoststack_lab.py): node a runs the client, node b the server;
+ours: one edgeplane-dp per node, a net_memif pair between them (the link
+that costs the least, so the stacks are what is measured; `link_compare`
+runs S2 once more over AF_XDP on a veth pair), iperf3's TCP control
+connection on the kernel veth; the kernel: the same veth carries
+everything, and both data planes are stopped, so each side has the whole
+machine (2 shared cores).  CPU seconds per gigabit: user+system time of
+iperf3 client and server and, for ours, of both edgeplane-dp processes
+(all threads), per gigabit received; ksoftirqd's time is added to both.
+
+sockperf ping-pong (64-byte messages) latency percentiles, ours and the
+kernel, median of `rounds` runs; sockperf throughput (msg/s) beside it.
+"""
+import json
+import os
+import resource
+import statistics
+import time
+from pathlib import Path
+
+from bench import common
+from lab.hoststack_lab import B4, B6, HostStackLab
+from lab.traffic import iperf3_argv, parse_iperf3
+from lab.udp_tools import iperf3_server, sockperf_ping_pong, sockperf_throughput
+
+LOSS_MAX = 0.05          # percent
+IPERF_DIR = common.OUT / "udp-term-iperf3"
+
+
+def _proc_cpu(pid):
+    """User+system seconds of a process (all its threads)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _ksoftirqd_cpu():
+    total = 0.0
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "comm").read_text().startswith("ksoftirqd"):
+                    total += _proc_cpu(d.name)
+            except OSError:
+                pass
+    return total
+
+
+def _children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def iperf3_run(lab, preload, rate, seconds, parallel, port=5201, server=B4):
+    """One iperf3 UDP run; (Iperf3Result, cpu_seconds, sent_bps)."""
+    dp_pids = [dp.proc.pid for dp in lab.dps.values()] if preload else []
+    cpu0 = _children_cpu() + _ksoftirqd_cpu() + sum(_proc_cpu(p) for p in dp_pids)
+    srv = iperf3_server(lab, "b", preload, port=port)
+    extra = ["-P", str(parallel)] if parallel > 1 else []
+    argv = iperf3_argv(server, udp=True, bitrate=rate, seconds=seconds, port=port, length=1860,
+                       extra=extra)
+    res = lab.run("a", argv, preload=preload, timeout=seconds + 60)
+    try:
+        srv.wait(timeout=15)
+    except Exception:
+        srv.kill()
+        srv.wait()
+    cpu1 = _children_cpu() + _ksoftirqd_cpu() + sum(_proc_cpu(p) for p in dp_pids)
+    r = parse_iperf3(res.stdout, res.stderr, True, res.returncode)
+    sent = (r.report["end"].get("sum_sent") or {}).get("bits_per_second", 0.0)
+    return r, cpu1 - cpu0, sent
+
+
+def search(lab, preload, parallel, probe_s, full_s, rounds, log):
+    """Highest goodput with loss <= LOSS_MAX: (summary, confirming runs)."""
+    # The most the sender can offer (-b 0), and what survives.
+    r, _, sent = iperf3_run(lab, preload, "0", probe_s, parallel)
+    log(f"  -b 0: sent {sent / 1e9:.2f}, received {r.bits_per_second / 1e9:.2f} Gbit/s, "
+        f"loss {r.lost_percent:.3f} %")
+    if r.lost_percent <= LOSS_MAX:
+        rate = 0
+    else:
+        lo, hi = 0.0, max(sent, 1e8)
+        good = None
+        for _ in range(7):
+            mid = (lo + hi) / 2
+            r, _, _ = iperf3_run(lab, preload, f"{int(mid / parallel)}", probe_s, parallel)
+            ok = r.lost_percent <= LOSS_MAX
+            log(f"  -b {mid / 1e9:.2f}G: received {r.bits_per_second / 1e9:.2f}, "
+                f"loss {r.lost_percent:.3f} % {'ok' if ok else 'over'}")
+            if ok:
+                lo, good = mid, mid
+            else:
+                hi = mid
+            if hi - lo < 0.04 * hi:
+                break
+        rate = good if good is not None else lo * 0.5 or 1e8
+    runs = []
+    for attempt in range(8):
+        runs = []
+        for _ in range(rounds):
+            b = "0" if rate == 0 else f"{int(rate / parallel)}"
+            r, cpu, sent = iperf3_run(lab, preload, b, full_s, parallel)
+            runs.append({"offered_bps": rate, "received_bps": r.bits_per_second,
+                         "sent_bps": sent, "loss_pct": r.lost_percent, "cpu_s": cpu,
+                         "report": r.report})
+            log(f"  confirm -b {'max' if rate == 0 else f'{rate / 1e9:.2f}G'}: received "
+                f"{r.bits_per_second / 1e9:.2f} Gbit/s, loss {r.lost_percent:.3f} %, "
+                f"cpu {cpu:.1f} s")
+        if statistics.median(x["loss_pct"] for x in runs) <= LOSS_MAX:
+            break
+        rate = (rate if rate else statistics.median(x["sent_bps"] for x in runs)) * 0.9
+    gbps = statistics.median(x["received_bps"] for x in runs) / 1e9
+    loss = statistics.median(x["loss_pct"] for x in runs)
+    cpu = statistics.median(x["cpu_s"] / max(x["received_bps"] * full_s / 1e9, 1e-9)
+                            for x in runs)
+    return {"goodput_gbps": gbps, "loss_pct": loss, "offered_gbps": rate / 1e9 if rate else
+            "max", "cpu_s_per_gbit": cpu, "rounds": len(runs)}, runs
+
+
+def stage_cycles(lab):
+    """Cycles per packet of each stage of both data planes (since start).
+    A stage that saw fewer than 1000 packets is left out (the receiver's
+    service stage polls doorbells on every loop and sends almost nothing:
+    its cycles per packet would be its idle polls).  The sender's service
+    stage, which builds every datagram, includes its idle polls too: an
+    upper bound."""
+    out = {}
+    for node, dp in lab.dps.items():
+        for name, st in dp.stages().items():
+            if st["pkts_in"] >= 1000:
+                out[f"{node}.{name}"] = round(st["cycles_per_pkt"], 1)
+    return out
+
+
+def keep(runs, name):
+    IPERF_DIR.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, r in enumerate(runs):
+        p = IPERF_DIR / f"{name}-{i}.json"
+        p.write_text(json.dumps(r["report"], indent=1))
+        paths.append(str(p.relative_to(common.ROOT)))
+    return paths
+
+
+def sockperf_rounds(lab, preload, rounds, seconds, log):
+    pp = [sockperf_ping_pong(lab, B4, preload=preload, seconds=seconds) for _ in range(rounds)]
+    for p in pp:
+        log(f"  sockperf pp {'ours' if preload else 'kernel'}: p50 {p.get('p50')} p99 "
+            f"{p.get('p99')} p99.9 {p.get('p99.9')} us")
+    tp = sockperf_throughput(lab, B4, preload=preload, seconds=seconds)
+    med = {k: statistics.median(p[k] for p in pp if k in p) for k in ("p50", "p99", "p99.9", "avg")
+           if any(k in p for p in pp)}
+    med["tp_msg_per_s"] = tp.get("msg_rate", 0)
+    return med
+
+
+def run(args):
+    quick = getattr(args, "quick", False)
+    probe_s, full_s, rounds, sp_s = (3, 5, 1, 3) if quick else (5, 20, 3, 10)
+    log = lambda s: print(s, flush=True)  # noqa: E731
+    result, ipv6, sockperf = {}, {}, {}
+    with HostStackLab(tag="bu") as lab:
+        for stack in ("ours", "kernel"):
+            preload = stack == "ours"
+            # Each side gets the machine: the kernel runs with both data
+            # planes stopped.
+            if preload and not lab.dps:
+                lab.start_dp()
+            if not preload:
+                for node in list(lab.dps):
+                    lab.stop_dp(node)
+            for scen, parallel in (("s1", 1), ("s2", 10)):
+                log(f"{scen} {stack}:")
+                summary, runs = search(lab, preload, parallel, probe_s, full_s, rounds, log)
+                summary["iperf3_json"] = keep(runs, f"{scen}-{stack}")
+                if preload:
+                    summary["stage_cycles"] = stage_cycles(lab)
+                    summary["workers_busy_pct"] = {
+                        n: [w["busy_pct"] for w in dp.workers()] for n, dp in lab.dps.items()}
+                result[(scen, stack)] = summary
+            # IPv6: one run at the most the sender offers, for the record.
+            for scen, parallel in (("s1", 1), ("s2", 10)):
+                r, cpu, sent = iperf3_run(lab, preload, "0", probe_s * 2, parallel, server=B6)
+                ipv6[f"{scen}_{stack}"] = {"received_gbps": r.bits_per_second / 1e9,
+                                           "sent_gbps": sent / 1e9, "loss_pct": r.lost_percent}
+                log(f"ipv6 {scen} {stack} at max: received {r.bits_per_second / 1e9:.2f} "
+                    f"Gbit/s, loss {r.lost_percent:.3f} %")
+            log(f"sockperf {stack}:")
+            sockperf[stack] = sockperf_rounds(lab, preload, rounds, sp_s, log)
+    sp_ours, sp_kernel = sockperf["ours"], sockperf["kernel"]
+    link = {}
+    if not quick:
+        for kind in ("memif", "af_xdp"):
+            with HostStackLab(tag="bl", link=kind) as lab:
+                r, cpu, sent = iperf3_run(lab, True, "0", 10, 10)
+                link[kind] = {"received_gbps": r.bits_per_second / 1e9,
+                              "sent_gbps": sent / 1e9, "loss_pct": r.lost_percent,
+                              "stage_cycles": stage_cycles(lab),
+                              "port_stats": {n: dp.ctl("ports")["ports"][0].get("stats")
+                                             for n, dp in lab.dps.items()}}
+                log(f"link {kind}: S2 at max: received {link[kind]['received_gbps']:.2f} "
+                    f"Gbit/s, loss {r.lost_percent:.3f} %")
+    pinned = {}
+    if not quick:
+        # Latency against where the threads run: each node's data plane and
+        # sockperf pinned to that node's CPU (a on 0, b on 1), both stacks.
+        with HostStackLab(tag="bp", cpus={"a": "0", "b": "1"}) as lab:
+            for stack in ("ours", "kernel"):
+                if stack == "kernel":
+                    for node in list(lab.dps):
+                        lab.stop_dp(node)
+                pp = [sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=sp_s,
+                                         pin={"a": 0, "b": 1}) for _ in range(2)]
+                pinned[stack] = {k: statistics.median(p[k] for p in pp if k in p)
+                                 for k in ("p50", "p99", "p99.9")}
+                log(f"sockperf pp {stack}, per-node CPU: {pinned[stack]}")
+    s1, s2 = result[("s1", "ours")], result[("s2", "ours")]
+    k1, k2 = result[("s1", "kernel")], result[("s2", "kernel")]
+    metrics = {
+        "s1_goodput_gbps": s1["goodput_gbps"], "s2_goodput_gbps": s2["goodput_gbps"],
+        "s1_loss_pct": s1["loss_pct"], "s2_loss_pct": s2["loss_pct"],
+        "s1_cpu_s_per_gbit": s1["cpu_s_per_gbit"], "s2_cpu_s_per_gbit": s2["cpu_s_per_gbit"],
+        "sockperf_p50_us": sp_ours.get("p50"), "sockperf_p99_us": sp_ours.get("p99"),
+        "sockperf_p99_9_us": sp_ours.get("p99.9"),
+        "sockperf_tp_msg_per_s": sp_ours.get("tp_msg_per_s"),
+        "stages": s2.get("stage_cycles", {}),
+        "s1": s1, "s2": s2, "ipv6_at_max": ipv6, "link_compare": link,
+        "sockperf_per_node_cpu": pinned,
+    }
+    peers = {"kernel": {
+        "s1_goodput_gbps": k1["goodput_gbps"], "s2_goodput_gbps": k2["goodput_gbps"],
+        "s1_loss_pct": k1["loss_pct"], "s2_loss_pct": k2["loss_pct"],
+        "s1_cpu_s_per_gbit": k1["cpu_s_per_gbit"], "s2_cpu_s_per_gbit": k2["cpu_s_per_gbit"],
+        "sockperf_p50_us": sp_kernel.get("p50"), "sockperf_p99_us": sp_kernel.get("p99"),
+        "sockperf_p99_9_us": sp_kernel.get("p99.9"),
+        "sockperf_tp_msg_per_s": sp_kernel.get("tp_msg_per_s"), "s1": k1, "s2": k2}}
+    div = lambda a, b: a / b if a and b else 0.0  # noqa: E731
+    ratios = {
+        "s2_vs_kernel": div(s2["goodput_gbps"], k2["goodput_gbps"]),
+        "s1_vs_kernel": div(s1["goodput_gbps"], k1["goodput_gbps"]),
+        "s2_vs_s1": div(s2["goodput_gbps"], s1["goodput_gbps"]),
+        "kernel_s2_vs_s1": div(k2["goodput_gbps"], k1["goodput_gbps"]),
+        "sockperf_p99_vs_kernel": div(sp_ours.get("p99"), sp_kernel.get("p99")),
+        "sockperf_p50_vs_kernel": div(sp_ours.get("p50"), sp_kernel.get("p50")),
+        "s2_cpu_per_gbit_vs_kernel": div(s2["cpu_s_per_gbit"], k2["cpu_s_per_gbit"]),
+    }
+    config = {"datagram_bytes": 1860, "mtu": 1500, "link": "net_memif", "probe_s": probe_s,
+              "full_s": full_s, "rounds": rounds, "loss_max_pct": LOSS_MAX,
+              "iperf3": "3.12", "cpus": os.cpu_count(), "quick": quick,
+              "goals": {"s2_vs_kernel": ">= 3", "s2_vs_s1": ">= 1.81",
+                        "sockperf_p99_vs_kernel": "< 1.0"},
+              "paper": {"s1_gbps": 15.5, "s2_gbps": 28.1, "loss_pct_max": 0.05,
+                        "hardware": "2x Xeon 8360Y, E810 100GE, VPP HostStack"}}
+    return common.result("udp-term", config, metrics, peers, ratios)

@@ -1,0 +1,182 @@
+// Package dptest starts the real edgeplane-dp for Go tests: a vBNG on
+// net_null ports (no traffic; no-rx=1), its control socket in the test's
+// temporary directory.  The binary is $EDGEPLANE_DP or build/dp/edgeplane-dp
+// under the repository root (`make build-dp`).
+package dptest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Binary is the edgeplane-dp the tests run.
+func Binary() string {
+	if p := os.Getenv("EDGEPLANE_DP"); p != "" {
+		return p
+	}
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..", "..", "..", "build", "dp", "edgeplane-dp")
+}
+
+// BNG is a running edgeplane-dp with the BNG pipelines.
+type BNG struct {
+	Socket string
+	Config string
+	cmd    *exec.Cmd
+	out    *os.File
+	t      testing.TB
+	exited chan struct{}
+}
+
+// Options of the instance.
+type Options struct {
+	MaxSubscribers int    // default 4096
+	Extra          string // more [bng] lines
+}
+
+// StartBNG starts edgeplane-dp and waits for its control socket; the test's
+// cleanup stops it.
+func StartBNG(t testing.TB, o Options) *BNG {
+	t.Helper()
+	bin := Binary()
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s: %v (run `make build-dp`)", bin, err)
+	}
+	if o.MaxSubscribers == 0 {
+		o.MaxSubscribers = 4096
+	}
+	dir := t.TempDir()
+	b := &BNG{Socket: filepath.Join(dir, "dp.sock"), Config: filepath.Join(dir, "dp.conf"), t: t,
+		exited: make(chan struct{})}
+	// A pipe per subscriber (rte_sched wants a power of two); queues of
+	// 16 packets keep rte_sched's queue memory at 1 KiB a pipe.
+	pipes := 64
+	for pipes < o.MaxSubscribers {
+		pipes *= 2
+	}
+	// Ordinary memory (these tests move no packets) and no telemetry
+	// socket: DPDK's telemetry start-up connects to the default
+	// /var/run/dpdk/rte/dpdk_telemetry.v2 to see whether another process
+	// owns it, and blocks while that process is stopped (benchmarks
+	// SIGSTOP their data planes): starts took two minutes.
+	conf := fmt.Sprintf(`[eal]
+args = --no-telemetry
+[engine]
+ctl_socket = %s
+memory = no-huge
+[port access]
+device = net_null0,no-rx=1
+mac = 02:00:00:00:01:01
+ipv4 = 198.18.100.1/24
+[port core]
+device = net_null1,no-rx=1
+mac = 02:00:00:00:02:01
+ipv4 = 198.18.1.1/24
+[worker up]
+pipeline = bng-uplink
+rx = access
+[worker down]
+pipeline = bng-downlink
+rx = core
+[bng]
+access_port = access
+core_port = core
+max_subscribers = %d
+neighbor = 198.18.1.2 02:00:00:00:02:02
+route = 0.0.0.0/1 via 198.18.1.2
+route = 128.0.0.0/1 via 198.18.1.2
+hqos_port_rate = 10G
+hqos_qsize = 16
+subport = 0 rate=10G pipes=%d
+%s
+`, b.Socket, o.MaxSubscribers, pipes, o.Extra)
+	if err := os.WriteFile(b.Config, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.start()
+	t.Cleanup(b.Stop)
+	return b
+}
+
+func (b *BNG) start() {
+	b.t.Helper()
+	out, err := os.CreateTemp(filepath.Dir(b.Config), "dp-out-")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.out = out
+	b.exited = make(chan struct{})
+	b.cmd = exec.Command(Binary(), "-c", b.Config)
+	b.cmd.Stdout, b.cmd.Stderr = out, out
+	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := b.cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	go func(c *exec.Cmd, done chan struct{}) { c.Wait(); close(done) }(b.cmd, b.exited)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-b.exited:
+			b.t.Fatalf("edgeplane-dp exited at start:\n%s", b.Output())
+		default:
+		}
+		if c, err := net.Dial("unix", b.Socket); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.t.Fatalf("edgeplane-dp: no control socket after 60 s:\n%s", b.Output())
+}
+
+// Output is what the process printed so far.
+func (b *BNG) Output() string {
+	data, _ := os.ReadFile(b.out.Name())
+	return strings.TrimSpace(string(data))
+}
+
+// Kill stops the process with SIGKILL (a crash) and waits for it.
+func (b *BNG) Kill() {
+	if b.cmd != nil && b.cmd.Process != nil {
+		b.cmd.Process.Signal(syscall.SIGKILL)
+		<-b.exited
+	}
+}
+
+// Restart starts the same configuration again (after Kill).
+func (b *BNG) Restart() {
+	b.t.Helper()
+	b.Kill()
+	os.Remove(b.Socket)
+	b.start()
+}
+
+// Pid of the running process.
+func (b *BNG) Pid() int { return b.cmd.Process.Pid }
+
+// Stop ends the process (SIGTERM, then SIGKILL after 10 s).
+func (b *BNG) Stop() {
+	if b.cmd == nil || b.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-b.exited:
+		return
+	default:
+	}
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.exited:
+	case <-time.After(10 * time.Second):
+		b.cmd.Process.Signal(syscall.SIGKILL)
+		<-b.exited
+	}
+}

@@ -1,0 +1,490 @@
+package upf
+
+import (
+	"net/netip"
+	"reflect"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+
+	"edgeplane/control/internal/dpctl"
+	"edgeplane/control/internal/pfcp/bbf"
+	"edgeplane/control/internal/pfcp/wire"
+)
+
+// Session procedures (TS 29.244 clause 6.3).  Each request is planned on
+// the reader goroutine under the state lock -- parsed into the session
+// model, translated, its resources reserved -- and becomes an op; ops with
+// data-plane work go to the applier, ops without are committed at once.
+// One op per session at a time: a request for a session with one in flight
+// waits in the session's queue (a control plane does not usually send
+// them, but it may, and the order must hold).
+
+type opKind uint8
+
+const (
+	opEstablish opKind = iota
+	opModify
+	opDelete
+	opPurge
+	opDeleteQuiet // deletion asked by nobody (the CP no longer knows the session)
+)
+
+type op struct {
+	kind   opKind
+	seid   uint64
+	peer   netip.AddrPort
+	seq    uint32
+	cpSEID uint64 // header SEID of the answer
+	node   string
+	epoch  uint64
+
+	prev, next         *Session
+	prevPlan, nextPlan *Plan
+	prevSub, nextSub   uint32
+	add                *dpctl.Subscriber // the data plane gets this subscriber (added or replaced)
+	del                uint32            // the data plane loses this subscriber id
+
+	readUsage bool  // counters first: reports in the answer
+	usage     Usage // what they said
+	usageOK   bool
+	reportURR []uint32        // URRs reported in the answer
+	trigger   [3]uint8        // their Usage Report Trigger octets
+	reported  map[uint32]bool // removed URRs: reported from prev
+
+	purge     []uint64 // opPurge: the sessions, found when it runs
+	dropAssoc bool
+	then      func()
+
+	tries int
+	fail  *Reject
+	raw   []byte // a new session's establishment IEs (its stored form)
+}
+
+// top-level IEs of an establishment and of a modification that are
+// informational or handled elsewhere, and those refused.
+func (p *parser) topLevel(t uint16, c *ie.IE, establishment bool) *Reject {
+	switch t {
+	case ie.NodeID, ie.FSEID, ie.CreatePDR, ie.CreateFAR, ie.CreateURR, ie.CreateQER, ie.CreateTrafficEndpoint,
+		ie.PDNType, ie.RecoveryTimeStamp, ie.UserID, ie.APNDNN, ie.TraceInformation, ie.SNSSAI, ie.FQCSID,
+		ie.PFCPSEReqFlags, ie.PFCPSMReqFlags, ie.QueryURR, ie.QueryURRReference:
+		return nil
+	case ie.RemovePDR, ie.RemoveFAR, ie.RemoveURR, ie.RemoveQER, ie.RemoveTrafficEndpoint,
+		ie.UpdatePDR, ie.UpdateFAR, ie.UpdateURR, ie.UpdateQER, ie.UpdateTrafficEndpoint:
+		if establishment {
+			return reject(ie.CauseMandatoryIEIncorrect, t, "IE type %d in an establishment", t)
+		}
+		return nil
+	}
+	if bbf.Is(c, bbf.MTU) {
+		return nil
+	}
+	if bbf.Is(c, bbf.PPPLCPConnectivity) {
+		return reject(ie.CauseServiceNotSupported, t,
+			"PPP LCP Connectivity: LCP keepalive offload is not offered (BBF UP Function Features)")
+	}
+	return p.unhandled(0, c)
+}
+
+func (u *UPF) fseidIE(seid uint64) *ie.IE {
+	a := u.cfg.Listen.Addr()
+	if a.IsUnspecified() {
+		if n, err := netip.ParseAddr(u.cfg.NodeID); err == nil {
+			a = n
+		}
+	}
+	if a.Is6() && !a.Is4In6() {
+		return ie.NewFSEID(seid, nil, a.AsSlice())
+	}
+	return ie.NewFSEID(seid, a.Unmap().AsSlice(), nil)
+}
+
+func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE) {
+	var p parser
+	defer func() { u.c.ignoredIEs.Add(uint64(p.ignored)) }()
+	nid, fs := findIE(ies, ie.NodeID), findIE(ies, ie.FSEID)
+	if nid == nil {
+		u.refuse(peer, h, reject(ie.CauseMandatoryIEMissing, ie.NodeID, "no Node ID"))
+		return
+	}
+	if fs == nil {
+		u.refuse(peer, h, reject(ie.CauseMandatoryIEMissing, ie.FSEID, "no CP F-SEID"))
+		return
+	}
+	node, rj := decodeNodeID(nid)
+	if rj != nil {
+		u.refuse(peer, h, rj)
+		return
+	}
+	f, rj := decodeFSEID(fs)
+	if rj != nil {
+		u.refuse(peer, h, rj)
+		return
+	}
+	epoch, ok := u.nodes.epochOf(node)
+	if !ok {
+		rj := reject(ie.CauseNoEstablishedPFCPAssociation, ie.NodeID, "no association with node %s", node)
+		rj.cpSEID = f.SEID
+		u.refuse(peer, h, rj)
+		return
+	}
+	refuse := func(rj *Reject) {
+		rj.cpSEID = f.SEID
+		u.refuse(peer, h, rj)
+	}
+	if len(u.applyCh) >= cap(u.applyCh)-1 {
+		u.c.congestion.Add(1)
+		refuse(reject(ie.CausePFCPEntityInCongestion, 0, "%d changes waiting", len(u.applyCh)))
+		return
+	}
+	now := u.now()
+	s, rj := p.establishment(node, f, ies, now)
+	if rj != nil {
+		refuse(rj)
+		return
+	}
+
+	st := u.st
+	st.mu.Lock()
+	// An establishment for a CP F-SEID we hold replaces that session: the
+	// control plane lost our answer (or we restarted before sending it)
+	// and asks again; the subscriber keeps its id and its counters.
+	if old, dup := st.byCP[cpRef{node, f.SEID}]; dup {
+		e := st.sess[old]
+		if e.busy {
+			st.mu.Unlock()
+			refuse(reject(ie.CauseRequestRejected, ie.FSEID, "CP F-SEID %#x: its session is changing", f.SEID))
+			return
+		}
+		s.SEID = old
+		o, rj := u.planChange(e, s, opModify)
+		if rj != nil {
+			st.mu.Unlock()
+			refuse(rj)
+			return
+		}
+		o.kind = opEstablish
+		o.peer, o.seq, o.cpSEID, o.node, o.epoch = peer, h.Sequence, f.SEID, node, epoch
+		st.mu.Unlock()
+		u.submit(o)
+		return
+	}
+	s.SEID = st.nextSEID
+	st.nextSEID++
+	e := &entry{s: s}
+	o, rj := u.planChange(e, s, opEstablish)
+	if rj != nil {
+		st.mu.Unlock()
+		refuse(rj)
+		return
+	}
+	st.sess[s.SEID] = e
+	st.byCP[cpRef{node, f.SEID}] = s.SEID
+	o.peer, o.seq, o.cpSEID, o.node, o.epoch = peer, h.Sequence, f.SEID, node, epoch
+	// The request itself is what the store keeps of a new session.
+	o.raw = append([]byte(nil), wire.Body(raw, h)...)
+	st.mu.Unlock()
+	u.submit(o)
+}
+
+// establishment builds a new session from an establishment's IEs (also
+// how a stored one is read back: the same code, the same result).
+func (p *parser) establishment(node string, f fseid, ies []*ie.IE, now time.Time) (*Session, *Reject) {
+	s := newSession(0, now)
+	s.CPSEID, s.CPAddr, s.CPNode = f.SEID, f.Addr, node
+	for _, c := range ies {
+		if rj := p.topLevel(c.Type, c, true); rj != nil {
+			return nil, rj
+		}
+		switch {
+		case c.Type == ie.PDNType:
+			v, rj := u8(c)
+			if rj != nil {
+				return nil, rj
+			}
+			s.PDNType = v & 0x07
+			if s.PDNType == 4 || s.PDNType == 0 || s.PDNType > 5 {
+				return nil, reject(ie.CauseServiceNotSupported, c.Type, "PDN type %d: IPv4, IPv6, IPv4v6 or Ethernet", s.PDNType)
+			}
+		case bbf.Is(c, bbf.MTU):
+			m, err := bbf.ParseMTU(c)
+			if err != nil {
+				return nil, badIE(c, err)
+			}
+			if m < 576 {
+				return nil, reject(ie.CauseMandatoryIEIncorrect, c.Type, "MTU %d below 576", m)
+			}
+			s.MTU = m
+		}
+	}
+	if findIE(ies, ie.CreatePDR) == nil {
+		return nil, reject(ie.CauseMandatoryIEMissing, ie.CreatePDR, "no Create PDR")
+	}
+	if findIE(ies, ie.CreateFAR) == nil {
+		return nil, reject(ie.CauseMandatoryIEMissing, ie.CreateFAR, "no Create FAR")
+	}
+	if rj := p.rules(s, ies, now); rj != nil {
+		return nil, rj
+	}
+	return s, nil
+}
+
+// planChange translates next, reserves what it needs beyond what e holds,
+// and builds the op; the caller holds the state lock.  On a refusal
+// nothing is reserved.
+func (u *UPF) planChange(e *entry, next *Session, kind opKind) (*op, *Reject) {
+	st := u.st
+	plan, rj := Translate(next, u.env)
+	if rj != nil {
+		return nil, rj
+	}
+	var prevPlan *Plan
+	if e.live {
+		prevPlan = e.plan
+	}
+	st.chooseTEIDs(plan, e.s.Chosen)
+	if rj := st.reserve(next.SEID, plan, prevPlan); rj != nil {
+		return nil, rj
+	}
+	o := &op{kind: kind, seid: next.SEID, next: next, nextPlan: plan, prevPlan: prevPlan}
+	if e.live {
+		o.prev, o.prevSub = e.s, e.subID
+	}
+	unreserve := func() { st.release(next.SEID, plan, prevPlan) }
+	if plan.Sub != nil {
+		if rj := u.prof.Admit(plan.Sub); rj != nil {
+			unreserve()
+			return nil, rj
+		}
+		o.nextSub = o.prevSub
+		if o.nextSub == 0 {
+			id, ok := st.allocID()
+			if !ok {
+				unreserve()
+				return nil, reject(ie.CauseNoResourcesAvailable, ie.CreatePDR, "all %d subscriber ids are in use", st.maxID)
+			}
+			o.nextSub = id
+		}
+		sub := plan.Sub.Subscriber(o.nextSub)
+		if o.prevSub == 0 || prevPlan == nil || prevPlan.Sub == nil ||
+			!reflect.DeepEqual(prevPlan.Sub.Subscriber(o.prevSub), sub) {
+			o.add = &sub
+		}
+	} else if o.prevSub != 0 {
+		o.del = o.prevSub
+	}
+	e.busy = true
+	return o, nil
+}
+
+// submit hands an op to the applier, or commits it at once when the data
+// plane has nothing to do for it.
+func (u *UPF) submit(o *op) {
+	if o.add == nil && o.del == 0 && !o.readUsage {
+		u.finish([]*op{o})
+		return
+	}
+	u.applyCh <- o
+}
+
+func (u *UPF) entryFor(peer netip.AddrPort, h wire.Header, raw []byte) *entry {
+	u.st.mu.Lock()
+	e := u.st.sess[h.SEID]
+	if e == nil {
+		u.st.mu.Unlock()
+		u.refuse(peer, h, reject(ie.CauseSessionContextNotFound, 0, "no session %#x", h.SEID))
+		return nil
+	}
+	if e.busy {
+		e.queue = append(e.queue, queued{peer: peer, msg: append([]byte(nil), raw...)})
+		u.st.mu.Unlock()
+		return nil
+	}
+	return e // locked
+}
+
+func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE) {
+	var p parser
+	defer func() { u.c.ignoredIEs.Add(uint64(p.ignored)) }()
+	e := u.entryFor(peer, h, raw)
+	if e == nil {
+		return
+	}
+	st := u.st
+	cur := e.s
+	unlockRefuse := func(rj *Reject) {
+		st.mu.Unlock()
+		u.refuse(peer, h, rj)
+	}
+	if _, ok := u.nodes.epochOf(cur.CPNode); !ok {
+		unlockRefuse(reject(ie.CauseNoEstablishedPFCPAssociation, 0, "no association with node %s", cur.CPNode))
+		return
+	}
+	next := cur.clone()
+	now := u.now()
+	for _, c := range ies {
+		if rj := p.topLevel(c.Type, c, false); rj != nil {
+			unlockRefuse(rj)
+			return
+		}
+	}
+	if fs := findIE(ies, ie.FSEID); fs != nil {
+		f, rj := decodeFSEID(fs)
+		if rj != nil {
+			unlockRefuse(rj)
+			return
+		}
+		next.CPSEID, next.CPAddr = f.SEID, f.Addr
+	}
+	if rj := p.rules(next, ies, now); rj != nil {
+		unlockRefuse(rj)
+		return
+	}
+	// Usage reports in the answer: URRs removed (their last report,
+	// clause 5.2.2.3.1), URRs queried (Query URR), all of them (QAURR).
+	var report []uint32
+	trig := [3]uint8{}
+	for id := range cur.URRs {
+		if _, kept := next.URRs[id]; !kept {
+			report = append(report, id)
+			trig[1] |= 0x08 // TERMR: the URR is removed
+		}
+	}
+	reported := map[uint32]bool{}
+	for _, id := range report {
+		reported[id] = true
+	}
+	query := func(id uint32) *Reject {
+		if _, ok := next.URRs[id]; !ok {
+			return ruleReject(ie.CauseRuleCreationModificationFailure, RuleURR, id, ie.QueryURR, "Query URR %d: no such URR", id)
+		}
+		if !reported[id] {
+			report = append(report, id)
+			reported[id] = true
+		}
+		trig[0] |= 0x80 // IMMER: immediate report
+		return nil
+	}
+	for _, c := range ies {
+		switch c.Type {
+		case ie.QueryURR:
+			id, rj := idOf(c, ie.URRID)
+			if rj == nil {
+				rj = query(id)
+			}
+			if rj != nil {
+				unlockRefuse(rj)
+				return
+			}
+		case ie.PFCPSMReqFlags:
+			if len(c.Payload) > 0 && c.Payload[0]&0x04 != 0 { // QAURR
+				for id := range next.URRs {
+					if rj := query(id); rj != nil {
+						unlockRefuse(rj)
+						return
+					}
+				}
+			}
+		}
+	}
+	o, rj := u.planChange(e, next, opModify)
+	if rj != nil {
+		unlockRefuse(rj)
+		return
+	}
+	o.peer, o.seq, o.cpSEID, o.node = peer, h.Sequence, next.CPSEID, next.CPNode
+	o.epoch, _ = u.nodes.epochOf(next.CPNode)
+	o.reportURR, o.trigger, o.reported = report, trig, reported
+	// Counters are read for the reports, and when a URR is created on a
+	// subscriber that already counts: its measurement starts from now.
+	newURR := false
+	for id := range next.URRs {
+		if _, had := cur.URRs[id]; !had {
+			newURR = true
+		}
+	}
+	o.readUsage = e.subID != 0 && (len(report) > 0 || newURR)
+	st.mu.Unlock()
+	u.submit(o)
+}
+
+func (u *UPF) onDelete(peer netip.AddrPort, h wire.Header, raw []byte) {
+	e := u.entryFor(peer, h, raw)
+	if e == nil {
+		return
+	}
+	o := u.planDelete(e, opDelete)
+	o.peer, o.seq = peer, h.Sequence
+	u.st.mu.Unlock()
+	u.submit(o)
+}
+
+// planDelete builds the deletion of e (state lock held): the subscriber
+// goes, every URR is reported (TERMR).
+func (u *UPF) planDelete(e *entry, kind opKind) *op {
+	s := e.s
+	o := &op{kind: kind, seid: s.SEID, prev: s, prevPlan: e.plan, prevSub: e.subID, del: e.subID,
+		cpSEID: s.CPSEID, node: s.CPNode}
+	o.epoch, _ = u.nodes.epochOf(s.CPNode)
+	for id := range s.URRs {
+		o.reportURR = append(o.reportURR, id)
+	}
+	o.trigger[1] = 0x08 // TERMR
+	o.readUsage = len(o.reportURR) > 0 && e.subID != 0
+	e.busy = true
+	return o
+}
+
+// purge deletes every session of a control plane (association release,
+// restart, loss); then runs when it is done.
+func (u *UPF) purge(node string, dropAssoc bool, then func()) {
+	u.nodes.mu.Lock()
+	if a := u.nodes.byNode[node]; a != nil {
+		a.epoch++ // void the ops planned for the old association
+	}
+	u.nodes.mu.Unlock()
+	u.applyCh <- &op{kind: opPurge, node: node, dropAssoc: dropAssoc, then: then}
+}
+
+// sessionResponse builds the answer of a successful op.
+func (u *UPF) sessionResponse(o *op) message.Message {
+	ok := ie.NewCause(ie.CauseRequestAccepted)
+	switch o.kind {
+	case opEstablish:
+		ies := []*ie.IE{u.nodeIDIE(), ok, u.fseidIE(o.seid)}
+		ies = append(ies, u.created(o.nextPlan)...)
+		return message.NewSessionEstablishmentResponse(0, 0, o.cpSEID, o.seq, 0, ies...)
+	case opModify:
+		ies := append([]*ie.IE{ok}, u.created(o.nextPlan)...)
+		ies = append(ies, u.usageReports(o, ie.UsageReportWithinSessionModificationResponse)...)
+		return message.NewSessionModificationResponse(0, 0, o.cpSEID, o.seq, 0, ies...)
+	case opDelete:
+		ies := append([]*ie.IE{ok}, u.usageReports(o, ie.UsageReportWithinSessionDeletionResponse)...)
+		return message.NewSessionDeletionResponse(0, 0, o.cpSEID, o.seq, 0, ies...)
+	}
+	return nil
+}
+
+// created lists the F-TEIDs we chose: Created PDR for a PDI's CHOOSE,
+// Created Traffic Endpoint for an endpoint's.
+func (u *UPF) created(p *Plan) []*ie.IE {
+	var out []*ie.IE
+	gtpu := u.cpr.localAddr()
+	seenTE := map[uint8]bool{}
+	for _, d := range p.CPRDown {
+		if !d.choose {
+			continue
+		}
+		f := ie.NewFTEID(0x01, d.TEID, gtpu.AsSlice(), nil, 0)
+		if d.fromTE {
+			if !seenTE[d.te] {
+				seenTE[d.te] = true
+				out = append(out, ie.NewCreatedTrafficEndpoint(ie.NewTrafficEndpointID(d.te), f))
+			}
+			continue
+		}
+		out = append(out, ie.NewCreatedPDR(ie.NewPDRID(d.PDR), f))
+	}
+	return out
+}

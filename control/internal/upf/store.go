@@ -1,0 +1,329 @@
+package upf
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Store keeps what the function needs to come back after its own restart
+// without the control plane noticing: every committed session (the model
+// as the control plane built it, with its URRs' measurement state and the
+// usage of data-plane instances gone), the associations, our Recovery
+// Time Stamp and the next SEID.  It is bbolt (etcd's B+tree file, one
+// writer transaction per batch of committed changes): a change is in the
+// store before its PFCP answer is sent, so an answer the control plane
+// has seen is never lost; what the data plane holds is reconciled against
+// the store at start (recover.go).
+type Store struct {
+	db *bolt.DB
+}
+
+var (
+	bSessions = []byte("sessions")
+	bAssoc    = []byte("associations")
+	bMeta     = []byte("meta")
+	kRecovery = []byte("recovery")
+	kNextSEID = []byte("next_seid")
+)
+
+// OpenStore opens (creates) dir/upf.db.  sync false skips the fsync of
+// each commit (the file system's own write-back decides).
+func OpenStore(dir string, sync bool) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	db, err := bolt.Open(filepath.Join(dir, "upf.db"), 0o600, &bolt.Options{Timeout: 2 * time.Second,
+		NoSync: !sync, NoFreelistSync: true})
+	if err != nil {
+		return nil, fmt.Errorf("session store %s: %w", dir, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bSessions, bAssoc, bMeta} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+func seidKey(seid uint64) []byte { return binary.BigEndian.AppendUint64(nil, seid) }
+
+// record is a session to store: a new one as the establishment that made
+// it (raw, its IEs as received: storing them is a copy, where encoding
+// the model was a fifth of the function's time per establishment), a
+// changed one as its model (raw nil).
+type record struct {
+	s   *Session
+	raw []byte
+}
+
+// Record formats, the first octet of a stored value.
+const (
+	recModel = 'J' // JSON of the model (storedSession)
+	recRaw   = 'R' // uvarint length, JSON of rawMeta, the establishment's IEs
+)
+
+// rawMeta is what an establishment's IEs do not say.
+type rawMeta struct {
+	SEID    uint64            `json:"seid"`
+	SubID   uint32            `json:"sub_id,omitempty"`
+	Chosen  map[string]uint32 `json:"chosen,omitempty"`
+	Created int64             `json:"created"`
+	URRs    []*URR            `json:"urrs,omitempty"` // measurement state
+}
+
+func (r record) encode() ([]byte, error) {
+	if r.raw == nil {
+		j, err := r.s.MarshalJSON()
+		return append([]byte{recModel}, j...), err
+	}
+	m := rawMeta{SEID: r.s.SEID, SubID: r.s.SubID, Chosen: r.s.Chosen, Created: r.s.Created.Unix()}
+	for _, u := range r.s.URRs {
+		m.URRs = append(m.URRs, u)
+	}
+	j, err := json.Marshal(&m)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 1+binary.MaxVarintLen32+len(j)+len(r.raw))
+	b = append(b, recRaw)
+	b = binary.AppendUvarint(b, uint64(len(j)))
+	b = append(b, j...)
+	return append(b, r.raw...), nil
+}
+
+// Commit writes sessions and removes others, in one transaction.
+func (s *Store) Commit(puts []record, dels []uint64) error {
+	if len(puts) == 0 && len(dels) == 0 {
+		return nil
+	}
+	vals := make([][]byte, len(puts))
+	for i, x := range puts {
+		v, err := x.encode()
+		if err != nil {
+			return err
+		}
+		vals[i] = v
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bSessions)
+		for i, x := range puts {
+			if err := b.Put(seidKey(x.s.SEID), vals[i]); err != nil {
+				return err
+			}
+		}
+		for _, id := range dels {
+			if err := b.Delete(seidKey(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// CommitModels writes sessions as models.
+func (s *Store) CommitModels(ss []*Session) error {
+	recs := make([]record, len(ss))
+	for i, x := range ss {
+		recs[i] = record{s: x}
+	}
+	return s.Commit(recs, nil)
+}
+
+// Sessions reads every stored session; raw records are decoded by
+// establishment (the parser the requests use).
+func (s *Store) Sessions(establishment func(raw []byte, now time.Time) (*Session, error)) ([]*Session, error) {
+	var out []*Session
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
+			if len(v) == 0 {
+				return fmt.Errorf("session %x: empty record", k)
+			}
+			switch v[0] {
+			case recModel:
+				var x Session
+				if err := json.Unmarshal(v[1:], &x); err != nil {
+					return fmt.Errorf("session %x: %w", k, err)
+				}
+				out = append(out, &x)
+			case recRaw:
+				n, w := binary.Uvarint(v[1:])
+				if w <= 0 || 1+w+int(n) > len(v) {
+					return fmt.Errorf("session %x: bad record", k)
+				}
+				var m rawMeta
+				if err := json.Unmarshal(v[1+w:1+w+int(n)], &m); err != nil {
+					return fmt.Errorf("session %x: %w", k, err)
+				}
+				x, err := establishment(v[1+w+int(n):], time.Unix(m.Created, 0))
+				if err != nil {
+					return fmt.Errorf("session %x: %w", k, err)
+				}
+				x.SEID, x.SubID, x.Chosen = m.SEID, m.SubID, m.Chosen
+				for _, u := range m.URRs {
+					if r := x.URRs[u.ID]; r != nil {
+						r.Seq, r.Start, r.Base, r.NextPerio = u.Seq, u.Start, u.Base, u.NextPerio
+					}
+				}
+				out = append(out, x)
+			default:
+				return fmt.Errorf("session %x: unknown record format %q", k, v[0])
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// storedAssoc is an association as stored.
+type storedAssoc struct {
+	Node     string         `json:"node"`
+	Peer     netip.AddrPort `json:"peer"`
+	Recovery time.Time      `json:"recovery"`
+	Features []byte         `json:"features,omitempty"`
+}
+
+// PutAssociation stores an association (by node).
+func (s *Store) PutAssociation(a storedAssoc) error {
+	v, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bAssoc).Put([]byte(a.Node), v) })
+}
+
+// DeleteAssociation removes an association.
+func (s *Store) DeleteAssociation(node string) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bAssoc).Delete([]byte(node)) })
+}
+
+// Associations reads the stored associations.
+func (s *Store) Associations() ([]storedAssoc, error) {
+	var out []storedAssoc
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bAssoc).ForEach(func(k, v []byte) error {
+			var a storedAssoc
+			if err := json.Unmarshal(v, &a); err != nil {
+				return err
+			}
+			out = append(out, a)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Meta reads our Recovery Time Stamp and the next SEID (zero when new).
+func (s *Store) Meta() (time.Time, uint64, error) {
+	var ts time.Time
+	var next uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMeta)
+		if v := b.Get(kRecovery); len(v) == 8 {
+			ts = time.Unix(int64(binary.BigEndian.Uint64(v)), 0)
+		}
+		if v := b.Get(kNextSEID); len(v) == 8 {
+			next = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	return ts, next, err
+}
+
+// PutMeta stores the Recovery Time Stamp and a SEID bound: every SEID
+// handed out before the next PutMeta is below it.
+func (s *Store) PutMeta(ts time.Time, nextSEID uint64) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMeta)
+		if err := b.Put(kRecovery, binary.BigEndian.AppendUint64(nil, uint64(ts.Unix()))); err != nil {
+			return err
+		}
+		return b.Put(kNextSEID, binary.BigEndian.AppendUint64(nil, nextSEID))
+	})
+}
+
+// storedSession is a session as the store writes it: rules as lists (a
+// JSON object keyed by rule id costs a string conversion and a sort per
+// map; lists were half the encoding time of a session).
+type storedSession struct {
+	SEID    uint64            `json:"seid"`
+	CPSEID  uint64            `json:"cp_seid"`
+	CPAddr  netip.Addr        `json:"cp_addr"`
+	CPNode  string            `json:"cp_node"`
+	PDNType uint8             `json:"pdn_type,omitempty"`
+	MTU     uint16            `json:"mtu,omitempty"`
+	SubID   uint32            `json:"sub_id,omitempty"`
+	Chosen  map[string]uint32 `json:"chosen,omitempty"`
+	Acc     Usage             `json:"acc"`
+	Created int64             `json:"created"`
+	PDRs    []*PDR            `json:"pdrs"`
+	FARs    []*FAR            `json:"fars"`
+	QERs    []*QER            `json:"qers,omitempty"`
+	URRs    []*URR            `json:"urrs,omitempty"`
+	TEs     []*TE             `json:"tes,omitempty"`
+}
+
+// MarshalJSON writes the stored form.
+func (s *Session) MarshalJSON() ([]byte, error) {
+	x := storedSession{SEID: s.SEID, CPSEID: s.CPSEID, CPAddr: s.CPAddr, CPNode: s.CPNode, PDNType: s.PDNType,
+		MTU: s.MTU, SubID: s.SubID, Chosen: s.Chosen, Acc: s.Acc, Created: s.Created.Unix()}
+	for _, r := range s.PDRs {
+		x.PDRs = append(x.PDRs, r)
+	}
+	for _, r := range s.FARs {
+		x.FARs = append(x.FARs, r)
+	}
+	for _, r := range s.QERs {
+		x.QERs = append(x.QERs, r)
+	}
+	for _, r := range s.URRs {
+		x.URRs = append(x.URRs, r)
+	}
+	for _, r := range s.TEs {
+		x.TEs = append(x.TEs, r)
+	}
+	return json.Marshal(&x)
+}
+
+// UnmarshalJSON reads the stored form.
+func (s *Session) UnmarshalJSON(b []byte) error {
+	var x storedSession
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	*s = *newSession(x.SEID, time.Unix(x.Created, 0))
+	s.CPSEID, s.CPAddr, s.CPNode, s.PDNType, s.MTU = x.CPSEID, x.CPAddr, x.CPNode, x.PDNType, x.MTU
+	s.SubID, s.Chosen, s.Acc = x.SubID, x.Chosen, x.Acc
+	for _, r := range x.PDRs {
+		s.PDRs[r.ID] = r
+	}
+	for _, r := range x.FARs {
+		s.FARs[r.ID] = r
+	}
+	for _, r := range x.QERs {
+		s.QERs[r.ID] = r
+	}
+	for _, r := range x.URRs {
+		s.URRs[r.ID] = r
+	}
+	for _, r := range x.TEs {
+		s.TEs[r.ID] = r
+	}
+	return nil
+}

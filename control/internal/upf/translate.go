@@ -1,0 +1,589 @@
+package upf
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+
+	"github.com/wmnsk/go-pfcp/ie"
+
+	"edgeplane/control/internal/dpctl"
+	"edgeplane/control/internal/pfcp/bbf"
+)
+
+// AccessKey is what identifies a subscriber on the access side: the BNG's
+// classification key (tags, and for PPPoE the session and client MAC), on
+// a logical port.
+type AccessKey struct {
+	Port  string
+	STag  uint16
+	CTag  uint16
+	PPPoE uint16
+	MAC   string // PPPoE: part of the key; IPoE: the downlink destination
+}
+
+func (k AccessKey) String() string {
+	s := fmt.Sprintf("port %s", k.Port)
+	if k.STag != 0 {
+		s += fmt.Sprintf(" s-tag %d", k.STag)
+	}
+	if k.CTag != 0 {
+		s += fmt.Sprintf(" c-tag %d", k.CTag)
+	}
+	if k.PPPoE != 0 {
+		s += fmt.Sprintf(" pppoe %#04x mac %s", k.PPPoE, k.MAC)
+	}
+	return s
+}
+
+// dpKey is the part of the key the data plane classifies on: two PPPoE
+// sessions, or an IPoE subscriber and a PPPoE session, may share tags.
+type dpKey struct {
+	Port              string
+	STag, CTag, PPPoE uint16
+	MAC               string
+}
+
+func (k AccessKey) dp() dpKey {
+	d := dpKey{Port: k.Port, STag: k.STag, CTag: k.CTag, PPPoE: k.PPPoE}
+	if k.PPPoE != 0 {
+		d.MAC = k.MAC
+	}
+	return d
+}
+
+// SubPlan is the subscriber a session becomes.
+type SubPlan struct {
+	Key     AccessKey
+	Addrs   []netip.Prefix // IPv4 ranges and the IPv6 prefix: anti-spoofing and downlink lookup
+	Policer *PolicerProfile
+	Pipe    *PipeProfile
+	// URR directions: which URRs measure uplink (PDRs from Access) and
+	// which downlink (PDRs from Core).
+	URRUL, URRDL []uint32
+}
+
+// Subscriber is the sub-add request for id.
+func (sp *SubPlan) Subscriber(id uint32) dpctl.Subscriber {
+	s := dpctl.Subscriber{ID: id, MAC: sp.Key.MAC, PPPoE: sp.Key.PPPoE}
+	switch {
+	case sp.Key.STag != 0 && sp.Key.CTag != 0:
+		s.QinQ = fmt.Sprintf("%d.%d", sp.Key.STag, sp.Key.CTag)
+	case sp.Key.STag != 0:
+		s.VLAN = sp.Key.STag
+	case sp.Key.CTag != 0:
+		s.VLAN = sp.Key.CTag
+	}
+	for _, a := range sp.Addrs {
+		if a.Addr().Is4() {
+			if a.Bits() == 32 {
+				s.IPv4 = append(s.IPv4, a.Addr().String())
+			} else {
+				s.IPv4 = append(s.IPv4, a.String())
+			}
+		} else {
+			s.IPv6 = a.String()
+		}
+	}
+	if sp.Policer != nil {
+		s.Policer = sp.Policer.Name
+	}
+	if sp.Pipe != nil {
+		s.Pipe = sp.Pipe.Name
+	}
+	return s
+}
+
+// CPRUp is one rule sending control packets from subscribers to the
+// control plane (TR-459 control packet redirect, UP to CP): a PDR with
+// source interface Access whose FAR forwards to the CP function through a
+// GTP-U tunnel.
+type CPRUp struct {
+	SEID       uint64
+	PDR        uint16
+	Precedence uint32
+	Default    bool      // a default (IBCP) session's rule: any subscriber
+	Key        AccessKey // fields that must match (zero: any)
+	Ethertypes []uint16
+	SDF        []flowRule
+	PPP        *bbf.PPPProto
+	TEID       uint32
+	Peer       netip.Addr
+	NSH        bool // BBF Outer Header Creation CPR-NSH: logical port in NSH metadata
+	URRs       []uint32
+}
+
+// CPRDown is a tunnel on which the control plane sends frames to a
+// subscriber (CP to UP): our TEID, and where the frames go.
+type CPRDown struct {
+	SEID uint64
+	PDR  uint16
+	TEID uint32
+	Key  AccessKey
+	// Where the local F-TEID came from: CHOOSE (we pick the TEID, once per
+	// PDR, Traffic Endpoint or CHOOSE ID) and, for the answer, whether it
+	// was a Traffic Endpoint's (Created Traffic Endpoint) or the PDI's
+	// (Created PDR).
+	choose bool
+	ck     chooseKey
+	te     uint8
+	fromTE bool
+}
+
+// Plan is what a session needs: a subscriber in the data plane (nil for
+// the default session, which only redirects), redirect rules, and the
+// F-TEIDs chosen for it.
+type Plan struct {
+	Sub     *SubPlan
+	CPRUp   []CPRUp
+	CPRDown []CPRDown
+}
+
+// chooseKey identifies one CHOOSE request: a PDR's or a Traffic
+// Endpoint's own, or a shared CHOOSE ID.
+type chooseKey struct {
+	kind byte // 'p' PDR, 't' traffic endpoint, 'c' CHOOSE ID
+	id   uint32
+}
+
+// Env is what translation needs to know about this user plane.
+type Env struct {
+	Ports            []string // logical ports served; the first is the default
+	NetworkInstances []string // accepted for the core side (empty: any)
+	Profiles         *Profiles
+}
+
+// effective merges a PDI's own match with its Traffic Endpoints'; a field
+// set in both must agree.
+func effective(s *Session, r *PDR) (Match, *Reject) {
+	m := r.PDI.Match
+	for _, id := range r.PDI.TEIDs {
+		te, ok := s.TEs[id]
+		if !ok {
+			return m, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(r.ID), ie.TrafficEndpointID,
+				"PDR %d names Traffic Endpoint %d, which does not exist", r.ID, id)
+		}
+		if rj := merge(&m, &te.Match, r.ID); rj != nil {
+			return m, rj
+		}
+	}
+	for _, f := range r.PDI.EthFilters {
+		fm := Match{MAC: f.MAC, STag: f.STag, CTag: f.CTag}
+		if rj := merge(&m, &fm, r.ID); rj != nil {
+			return m, rj
+		}
+	}
+	return m, nil
+}
+
+func merge(dst, src *Match, pdr uint16) *Reject {
+	conflict := func(what string) *Reject {
+		return ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(pdr), ie.TrafficEndpointID,
+			"PDR %d: %s differs between its PDI and its Traffic Endpoint", pdr, what)
+	}
+	if src.LogicalPort != "" {
+		if dst.LogicalPort != "" && dst.LogicalPort != src.LogicalPort {
+			return conflict("logical port")
+		}
+		dst.LogicalPort = src.LogicalPort
+	}
+	if src.STag != nil {
+		if dst.STag != nil && *dst.STag != *src.STag {
+			return conflict("S-TAG")
+		}
+		dst.STag = src.STag
+	}
+	if src.CTag != nil {
+		if dst.CTag != nil && *dst.CTag != *src.CTag {
+			return conflict("C-TAG")
+		}
+		dst.CTag = src.CTag
+	}
+	if src.MAC != "" {
+		if dst.MAC != "" && dst.MAC != src.MAC {
+			return conflict("MAC address")
+		}
+		dst.MAC = src.MAC
+	}
+	if src.PPPoESession != 0 {
+		if dst.PPPoESession != 0 && dst.PPPoESession != src.PPPoESession {
+			return conflict("PPPoE session id")
+		}
+		dst.PPPoESession = src.PPPoESession
+	}
+	if src.NetworkInstance != "" {
+		if dst.NetworkInstance != "" && dst.NetworkInstance != src.NetworkInstance {
+			return conflict("network instance")
+		}
+		dst.NetworkInstance = src.NetworkInstance
+	}
+	if src.Local != nil && dst.Local == nil {
+		dst.Local = src.Local
+	}
+	dst.UEIPs = append(append([]UEIP(nil), dst.UEIPs...), src.UEIPs...)
+	dst.FramedRoutes = append(append([]netip.Prefix(nil), dst.FramedRoutes...), src.FramedRoutes...)
+	return nil
+}
+
+func keyOf(m Match, defPort string) AccessKey {
+	k := AccessKey{Port: m.LogicalPort, PPPoE: m.PPPoESession, MAC: m.MAC}
+	if k.Port == "" {
+		k.Port = defPort
+	}
+	if m.STag != nil {
+		k.STag = m.STag.VID
+	}
+	if m.CTag != nil {
+		k.CTag = m.CTag.VID
+	}
+	return k
+}
+
+// Translate checks a whole session and says what it needs.  It has no
+// side effects: TEIDs to choose and profiles to create are only named.
+func Translate(s *Session, env *Env) (*Plan, *Reject) {
+	p := &Plan{}
+	// Deterministic order: by precedence, then id.
+	ids := make([]uint16, 0, len(s.PDRs))
+	for id := range s.PDRs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool {
+		ra, rb := s.PDRs[ids[a]], s.PDRs[ids[b]]
+		if ra.Precedence != rb.Precedence {
+			return ra.Precedence < rb.Precedence
+		}
+		return ids[a] < ids[b]
+	})
+	var sub *SubPlan
+	var subKeyFrom uint16
+	var addrs []netip.Prefix
+	var ulQER, dlQER *QER
+	addURR := func(list *[]uint32, ids []uint32) {
+		for _, u := range ids {
+			if !slices.Contains(*list, u) {
+				*list = append(*list, u)
+			}
+		}
+	}
+	needSub := func(k AccessKey, pdr uint16) *Reject {
+		if sub == nil {
+			sub = &SubPlan{}
+		}
+		if sub.Key.Port == "" {
+			sub.Key, subKeyFrom = k, pdr
+			return nil
+		}
+		if sub.Key.dp() != k.dp() || (k.MAC != "" && sub.Key.MAC != "" && k.MAC != sub.Key.MAC) {
+			return ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(pdr), ie.TrafficEndpointID,
+				"PDR %d's access (%s) differs from PDR %d's (%s): one subscriber per session", pdr, k, subKeyFrom, sub.Key)
+		}
+		if sub.Key.MAC == "" {
+			sub.Key.MAC = k.MAC
+		}
+		return nil
+	}
+	for _, id := range ids {
+		r := s.PDRs[id]
+		far, ok := s.FARs[r.FAR]
+		if !ok {
+			return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(id), ie.FARID,
+				"PDR %d names FAR %d, which does not exist", id, r.FAR)
+		}
+		for _, q := range r.QERs {
+			if _, ok := s.QERs[q]; !ok {
+				return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(id), ie.QERID,
+					"PDR %d names QER %d, which does not exist", id, q)
+			}
+		}
+		for _, u := range r.URRs {
+			if _, ok := s.URRs[u]; !ok {
+				return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(id), ie.URRID,
+					"PDR %d names URR %d, which does not exist", id, u)
+			}
+		}
+		m, rj := effective(s, r)
+		if rj != nil {
+			return nil, rj
+		}
+		if m.LogicalPort != "" && !slices.Contains(env.Ports, m.LogicalPort) {
+			return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(id), bbf.LogicalPort,
+				"PDR %d: logical port %q is not served here (%v)", id, m.LogicalPort, env.Ports)
+		}
+		if far.Action&ActDrop != 0 {
+			continue // dropping is what the data plane does with anything unmatched
+		}
+		fail := func(format string, a ...any) *Reject {
+			return ruleReject(ie.CauseServiceNotSupported, RulePDR, uint32(id), ie.PDI, "PDR %d: "+format, append([]any{id}, a...)...)
+		}
+		src, dst := r.PDI.Source, far.Dest
+		switch {
+		case src == IfAccess && (dst == IfCore || dst == IfSGiLAN):
+			// Upstream data: the subscriber's frames, access header removed.
+			if len(r.PDI.SDF) > 0 || len(r.PDI.EthFilters) > 0 && r.PDI.EthFilters[0].Ethertype != 0 {
+				return nil, fail("upstream data is forwarded per subscriber, not per flow (SDF filters, Ethertype)")
+			}
+			if r.PDI.PPP != nil && r.PDI.PPP.Flags&bbf.PPPControl != 0 {
+				return nil, fail("PPP control protocols go to the control plane, not to the core")
+			}
+			if rj := checkNI(env, far, id); rj != nil {
+				return nil, rj
+			}
+			k := keyOf(m, env.Ports[0])
+			if rj := needSub(k, id); rj != nil {
+				return nil, rj
+			}
+			addrs = append(addrs, ueAddrs(m)...)
+			for _, q := range r.QERs {
+				if qq := s.QERs[q]; qq.MBRUL != 0 {
+					if ulQER != nil && ulQER.ID != qq.ID {
+						return nil, ruleReject(ie.CauseServiceNotSupported, RuleQER, qq.ID, ie.MBR,
+							"QER %d: a subscriber has one uplink policer (QER %d has one already)", qq.ID, ulQER.ID)
+					}
+					ulQER = qq
+				}
+			}
+			addURR(&sub.URRUL, r.URRs)
+		case (src == IfCore || src == IfSGiLAN) && dst == IfAccess:
+			// Downstream data: to the subscriber's addresses, with its
+			// access header (the Traffic Endpoint the FAR links, or the
+			// BBF Outer Header Creation "Traffic-Endpoint").
+			if len(r.PDI.SDF) > 0 {
+				return nil, fail("downstream data is forwarded per subscriber, not per flow (SDF filters)")
+			}
+			if far.OHC != nil {
+				return nil, ruleReject(ie.CauseServiceNotSupported, RuleFAR, far.ID, ie.OuterHeaderCreation,
+					"FAR %d: downstream data leaves on the access port, not in a tunnel", far.ID)
+			}
+			if len(m.UEIPs) == 0 && len(m.FramedRoutes) == 0 {
+				return nil, ruleReject(ie.CauseConditionalIEMissing, RulePDR, uint32(id), ie.UEIPAddress,
+					"PDR %d: downstream data needs the UE IP address", id)
+			}
+			if m.NetworkInstance != "" && len(env.NetworkInstances) > 0 && !slices.Contains(env.NetworkInstances, m.NetworkInstance) {
+				return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(id), ie.NetworkInstance,
+					"PDR %d: network instance %q is not served here", id, m.NetworkInstance)
+			}
+			addrs = append(addrs, ueAddrs(m)...)
+			if far.LinkedTE != nil {
+				te, ok := s.TEs[*far.LinkedTE]
+				if !ok {
+					return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RuleFAR, far.ID, ie.TrafficEndpointID,
+						"FAR %d links Traffic Endpoint %d, which does not exist", far.ID, *far.LinkedTE)
+				}
+				if te.STag != nil || te.CTag != nil || te.PPPoESession != 0 || te.MAC != "" {
+					if rj := needSub(keyOf(te.Match, env.Ports[0]), id); rj != nil {
+						return nil, rj
+					}
+				}
+			} else if m.STag != nil || m.CTag != nil || m.PPPoESession != 0 {
+				if rj := needSub(keyOf(m, env.Ports[0]), id); rj != nil {
+					return nil, rj
+				}
+			}
+			for _, q := range r.QERs {
+				if qq := s.QERs[q]; qq.MBRDL != 0 {
+					if dlQER != nil && dlQER.ID != qq.ID {
+						return nil, ruleReject(ie.CauseServiceNotSupported, RuleQER, qq.ID, ie.MBR,
+							"QER %d: a subscriber has one downlink pipe (QER %d has one already)", qq.ID, dlQER.ID)
+					}
+					dlQER = qq
+				}
+			}
+			if sub == nil {
+				// The access side may come from a later PDR.
+				sub = &SubPlan{}
+				subKeyFrom = id
+			}
+			addURR(&sub.URRDL, r.URRs)
+		case src == IfAccess && dst == IfCPFunction:
+			up, rj := cprUp(s, r, far, m, env)
+			if rj != nil {
+				return nil, rj
+			}
+			p.CPRUp = append(p.CPRUp, up)
+		case src == IfCPFunction && dst == IfAccess:
+			down := CPRDown{SEID: s.SEID, PDR: id}
+			local := r.PDI.Local
+			down.ck = chooseKey{'p', uint32(id)}
+			if local == nil {
+				for _, tid := range r.PDI.TEIDs {
+					if te := s.TEs[tid]; te != nil && te.Local != nil {
+						local, down.ck, down.te, down.fromTE = te.Local, chooseKey{'t', uint32(tid)}, tid, true
+						break
+					}
+				}
+			}
+			if local == nil {
+				return nil, ruleReject(ie.CauseConditionalIEMissing, RulePDR, uint32(id), ie.FTEID,
+					"PDR %d: from the CP function without a local F-TEID", id)
+			}
+			if local.Choose {
+				down.choose = true
+				if local.ChooseID != 0 {
+					down.ck = chooseKey{'c', uint32(local.ChooseID)}
+				}
+			} else {
+				if local.TEID == 0 {
+					return nil, ruleReject(ie.CauseMandatoryIEIncorrect, RulePDR, uint32(id), ie.FTEID, "PDR %d: TEID 0", id)
+				}
+				down.TEID = local.TEID
+			}
+			k := m
+			if far.LinkedTE != nil {
+				te, ok := s.TEs[*far.LinkedTE]
+				if !ok {
+					return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RuleFAR, far.ID, ie.TrafficEndpointID,
+						"FAR %d links Traffic Endpoint %d, which does not exist", far.ID, *far.LinkedTE)
+				}
+				k = te.Match
+			}
+			down.Key = keyOf(k, env.Ports[0])
+			p.CPRDown = append(p.CPRDown, down)
+		default:
+			return nil, fail("source interface %d to destination interface %d is not a BNG path", src, dst)
+		}
+	}
+	if sub != nil {
+		if sub.Key.Port == "" {
+			// Only downstream PDRs, none naming the access side.
+			return nil, ruleReject(ie.CauseConditionalIEMissing, RulePDR, uint32(subKeyFrom), ie.TrafficEndpointID,
+				"PDR %d: the subscriber's access (tags, PPPoE session, MAC) is not given", subKeyFrom)
+		}
+		if rj := checkKey(sub.Key, subKeyFrom); rj != nil {
+			return nil, rj
+		}
+		var rj *Reject
+		if sub.Addrs, rj = addrSet(addrs, subKeyFrom); rj != nil {
+			return nil, rj
+		}
+		if ulQER != nil {
+			sub.Policer = env.Profiles.PolicerFor(ulQER.MBRUL, ulQER.GBRUL)
+		}
+		if dlQER != nil {
+			sub.Pipe = env.Profiles.PipeFor(dlQER.MBRDL)
+		}
+		p.Sub = sub
+	}
+	if p.Sub == nil && s.PDNType != 0 && len(p.CPRUp) == 0 && len(p.CPRDown) == 0 {
+		return nil, reject(ie.CauseRuleCreationModificationFailure, ie.CreatePDR, "the session forwards nothing")
+	}
+	return p, nil
+}
+
+func checkNI(env *Env, far *FAR, pdr uint16) *Reject {
+	if far.NetworkInstance != "" && len(env.NetworkInstances) > 0 && !slices.Contains(env.NetworkInstances, far.NetworkInstance) {
+		return ruleReject(ie.CauseRuleCreationModificationFailure, RuleFAR, far.ID, ie.NetworkInstance,
+			"FAR %d: network instance %q is not served here (%v)", far.ID, far.NetworkInstance, env.NetworkInstances)
+	}
+	return nil
+}
+
+func ueAddrs(m Match) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(m.UEIPs)+len(m.FramedRoutes))
+	for _, u := range m.UEIPs {
+		out = append(out, u.Prefix)
+	}
+	return append(out, m.FramedRoutes...)
+}
+
+// checkKey: what the BNG's classification needs (dataplane/bng/README.md,
+// subscriber fields): tags or a PPPoE session; PPPoE with the client's
+// MAC; an IPoE subscriber's MAC for its downlink frames.
+func checkKey(k AccessKey, pdr uint16) *Reject {
+	if k.PPPoE == 0 && k.STag == 0 && k.CTag == 0 {
+		return ruleReject(ie.CauseServiceNotSupported, RulePDR, uint32(pdr), ie.STAG,
+			"PDR %d: an untagged IPoE subscriber: the access key is the VLAN tags (or a PPPoE session)", pdr)
+	}
+	if k.MAC == "" {
+		return ruleReject(ie.CauseConditionalIEMissing, RulePDR, uint32(pdr), ie.MACAddress,
+			"PDR %d: the subscriber's MAC address is needed (PPPoE key, IPoE downlink destination)", pdr)
+	}
+	return nil
+}
+
+// addrSet dedups and checks the subscriber's addresses against what the
+// data plane holds per subscriber: up to 4 IPv4 ranges and one IPv6
+// prefix of /16 to /64.
+func addrSet(in []netip.Prefix, pdr uint16) ([]netip.Prefix, *Reject) {
+	var v4, v6 []netip.Prefix
+	for _, a := range in {
+		a = a.Masked()
+		if a.Addr().Is4() {
+			if !slices.Contains(v4, a) {
+				v4 = append(v4, a)
+			}
+			continue
+		}
+		if a.Bits() == 128 {
+			// An IPv6 address of the UE stands for its /64.
+			a, _ = a.Addr().Prefix(64)
+		}
+		if !slices.Contains(v6, a) {
+			v6 = append(v6, a)
+		}
+	}
+	// An IPv6 prefix inside another one (the /64 of a WAN address inside
+	// the delegated /56) adds nothing.
+	var keep6 []netip.Prefix
+	for i, a := range v6 {
+		covered := false
+		for j, b := range v6 {
+			if i != j && b.Bits() < a.Bits() && b.Contains(a.Addr()) {
+				covered = true
+			}
+		}
+		if !covered {
+			keep6 = append(keep6, a)
+		}
+	}
+	if len(v4) > 4 {
+		return nil, ruleReject(ie.CauseServiceNotSupported, RulePDR, uint32(pdr), ie.UEIPAddress,
+			"%d IPv4 ranges: the data plane holds 4 per subscriber", len(v4))
+	}
+	if len(keep6) > 1 {
+		return nil, ruleReject(ie.CauseServiceNotSupported, RulePDR, uint32(pdr), ie.UEIPAddress,
+			"IPv6 prefixes %v: the data plane holds one per subscriber", keep6)
+	}
+	if len(keep6) == 1 && (keep6[0].Bits() < 16 || keep6[0].Bits() > 64) {
+		return nil, ruleReject(ie.CauseServiceNotSupported, RulePDR, uint32(pdr), ie.UEIPAddress,
+			"IPv6 prefix %s: /16 to /64", keep6[0])
+	}
+	if len(v4) == 0 && len(keep6) == 0 {
+		return nil, ruleReject(ie.CauseConditionalIEMissing, RulePDR, uint32(pdr), ie.UEIPAddress,
+			"PDR %d: the subscriber has no address (UE IP Address, Framed-Route)", pdr)
+	}
+	return append(v4, keep6...), nil
+}
+
+func cprUp(s *Session, r *PDR, far *FAR, m Match, env *Env) (CPRUp, *Reject) {
+	if far.OHC == nil {
+		return CPRUp{}, ruleReject(ie.CauseConditionalIEMissing, RuleFAR, far.ID, ie.OuterHeaderCreation,
+			"FAR %d: to the CP function without an Outer Header Creation (GTP-U)", far.ID)
+	}
+	up := CPRUp{SEID: s.SEID, PDR: r.ID, Precedence: r.Precedence, TEID: far.OHC.TEID, Peer: far.OHC.Addr,
+		PPP: r.PDI.PPP, URRs: r.URRs}
+	up.Default = s.PDNType == 0
+	if m.STag != nil || m.CTag != nil || m.PPPoESession != 0 || m.MAC != "" || m.LogicalPort != "" {
+		up.Key = keyOf(m, "")
+		if m.LogicalPort == "" && !up.Default {
+			up.Key.Port = env.Ports[0]
+		}
+	}
+	for _, f := range r.PDI.EthFilters {
+		if f.Ethertype != 0 {
+			up.Ethertypes = append(up.Ethertypes, f.Ethertype)
+		}
+	}
+	for _, fd := range r.PDI.SDF {
+		fr, err := parseFlow(fd)
+		if err != nil {
+			return CPRUp{}, ruleReject(ie.CauseServiceNotSupported, RulePDR, uint32(r.ID), ie.SDFFilter, "%v", err)
+		}
+		up.SDF = append(up.SDF, fr)
+	}
+	if far.BBFOHC != nil && far.BBFOHC.Description == bbf.OHCCPRNSH {
+		up.NSH = true
+	}
+	return up, nil
+}

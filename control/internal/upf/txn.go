@@ -1,0 +1,196 @@
+package upf
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Transactions (TS 29.244 clause 6.4, reliable delivery over UDP).
+//
+// Requests we receive are keyed by (peer, sequence number).  The first
+// copy is handled; a copy that arrives while it is being handled is
+// dropped (its answer is coming); a copy that arrives after the answer was
+// sent gets the same answer again, from the cache, without being handled
+// twice (clause 6.4: "the receiver shall respond with the same response").
+// Answers are kept for Retain, which must exceed the peer's T1 x N1.
+//
+// The cache is two generations of maps, swapped every Retain/2: an entry
+// lives between Retain/2 and Retain, and expiry costs nothing per entry
+// (no timer each; at 10,000 requests a second that would be 10,000
+// timers live at any time).
+
+type rxKey struct {
+	peer netip.AddrPort
+	seq  uint32
+}
+
+type rxEntry struct {
+	resp []byte // nil while the request is being handled
+}
+
+type dupCache struct {
+	mu        sync.Mutex
+	cur, prev map[rxKey]*rxEntry
+	swapped   time.Time
+	half      time.Duration
+}
+
+func newDupCache(retain time.Duration) *dupCache {
+	return &dupCache{cur: map[rxKey]*rxEntry{}, prev: map[rxKey]*rxEntry{}, half: retain / 2}
+}
+
+// Verdict of a request seen again or for the first time.
+type dupVerdict int
+
+const (
+	dupNew      dupVerdict = iota // handle it
+	dupInFlight                   // being handled: drop this copy
+	dupAnswered                   // answered: send the cached answer
+)
+
+func (c *dupCache) rotate(now time.Time) {
+	if now.Sub(c.swapped) >= c.half {
+		c.prev, c.cur = c.cur, make(map[rxKey]*rxEntry, len(c.cur))
+		c.swapped = now
+	}
+}
+
+// Begin records a request; for a duplicate it returns what to do and the
+// cached answer.
+func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, now time.Time) (dupVerdict, []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rotate(now)
+	k := rxKey{peer, seq}
+	e, ok := c.cur[k]
+	if !ok {
+		if e, ok = c.prev[k]; ok {
+			c.cur[k] = e
+		}
+	}
+	if ok {
+		if e.resp == nil {
+			return dupInFlight, nil
+		}
+		return dupAnswered, e.resp
+	}
+	c.cur[k] = &rxEntry{}
+	return dupNew, nil
+}
+
+// Answer stores the answer sent for a request.
+func (c *dupCache) Answer(peer netip.AddrPort, seq uint32, resp []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := rxKey{peer, seq}
+	if e, ok := c.cur[k]; ok {
+		e.resp = resp
+		return
+	}
+	if e, ok := c.prev[k]; ok {
+		e.resp = resp
+		return
+	}
+	c.cur[k] = &rxEntry{resp: resp}
+}
+
+// Forget drops a request that was not answered (and will not be: the
+// peer's retransmission is handled afresh).
+func (c *dupCache) Forget(peer netip.AddrPort, seq uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := rxKey{peer, seq}
+	delete(c.cur, k)
+	delete(c.prev, k)
+}
+
+// Len is the number of cached requests.
+func (c *dupCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.cur) + len(c.prev)
+}
+
+// Requests we send (heartbeats, session reports, association set-up) are
+// retransmitted every T1 up to N1 times until their answer comes
+// (clause 6.4); the sequence number is ours, 24 bits.
+
+type txReq struct {
+	peer     netip.AddrPort
+	seq      uint32
+	msg      []byte
+	left     int
+	deadline time.Time
+	done     func(resp []byte, ok bool) // ok false: no answer after N1 tries
+}
+
+type outbox struct {
+	mu      sync.Mutex
+	seq     uint32
+	pending map[rxKey]*txReq
+	t1      time.Duration
+	n1      int
+}
+
+func newOutbox(t1 time.Duration, n1 int) *outbox {
+	return &outbox{pending: map[rxKey]*txReq{}, t1: t1, n1: n1}
+}
+
+// Next is the next sequence number (1..2^24-1, wrapping).
+func (o *outbox) Next() uint32 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seq = (o.seq + 1) & 0xffffff
+	if o.seq == 0 {
+		o.seq = 1
+	}
+	return o.seq
+}
+
+// Add records a request sent for the first time.
+func (o *outbox) Add(peer netip.AddrPort, seq uint32, msg []byte, now time.Time, done func([]byte, bool)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pending[rxKey{peer, seq}] = &txReq{peer: peer, seq: seq, msg: msg, left: o.n1, deadline: now.Add(o.t1), done: done}
+}
+
+// Match takes the request a response answers; false if none is pending
+// (a late or stray response).
+func (o *outbox) Match(peer netip.AddrPort, seq uint32) (*txReq, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := rxKey{peer, seq}
+	r, ok := o.pending[k]
+	if ok {
+		delete(o.pending, k)
+	}
+	return r, ok
+}
+
+// Due returns the requests to send again and those that ran out of tries.
+func (o *outbox) Due(now time.Time) (resend, expired []*txReq) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, r := range o.pending {
+		if now.Before(r.deadline) {
+			continue
+		}
+		if r.left == 0 {
+			delete(o.pending, k)
+			expired = append(expired, r)
+			continue
+		}
+		r.left--
+		r.deadline = now.Add(o.t1)
+		resend = append(resend, r)
+	}
+	return resend, expired
+}
+
+// Len is the number of requests awaiting an answer.
+func (o *outbox) Len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.pending)
+}

@@ -1,0 +1,564 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ACL instances: the rte_acl contexts of a rule list, and the
+ * double-buffered swap that publishes them (ep_acl.h).  Control thread only.
+ *
+ * Rules are an ordered list, first match wins.  rte_acl picks the highest
+ * priority among matches, so rule i of n gets priority n - i, and its
+ * userdata is i + 1 (0 means "no rule matched" and selects the default
+ * action).  One category: first match only.
+ *
+ * Rule values go into rte_acl in host order; the field layouts are in
+ * ep_acl_node.h.
+ *
+ * rte_acl picks its classify method at rte_acl_create: on an AVX-512 CPU
+ * with the EAL's default SIMD width (256 bits) that is AVX512X16.
+ * AVX512X32 (needs --force-max-simd-bitwidth=512) measured within noise of
+ * it (test_router_cycles, 1000 rules), AVX2 about 10 % slower, so the
+ * library's choice is the default; `acl_classify = <method>` overrides it
+ * (test_bng_cycles prints the uplink's acl stage under each).
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <rte_ip.h>
+#include <rte_malloc.h>
+
+#include "ep_acl.h"
+#include "ep_acl_node.h"
+#include "ep_engine.h"
+#include "ep_rcu.h"
+
+/* ---- field layouts ---- */
+
+/* Offsets from the protocol byte (ep_acl_node.h); the key structs have the
+ * same layout. */
+#define O4_SRC   3
+#define O4_DST   7
+#define O4_PORTS 11
+#define O6_SRC   2
+#define O6_DST   18
+#define O6_PORTS 34
+/* With sets: a 4-byte set group after the protocol byte. */
+#define OS_SET      1
+#define O4S_SRC     5
+#define O4S_DST     9
+#define O4S_PORTS   13
+#define O6S_SRC     5
+#define O6S_DST     21
+#define O6S_PORTS   37
+
+/* The packet layout and the scratch keys' layout must agree. */
+_Static_assert(offsetof(struct rte_ipv4_hdr, src_addr) -
+	       offsetof(struct rte_ipv4_hdr, next_proto_id) == O4_SRC, "v4 src");
+_Static_assert(sizeof(struct rte_ipv4_hdr) -
+	       offsetof(struct rte_ipv4_hdr, next_proto_id) == O4_PORTS, "v4 ports");
+_Static_assert(offsetof(struct rte_ipv6_hdr, src_addr) -
+	       offsetof(struct rte_ipv6_hdr, proto) == O6_SRC, "v6 src");
+_Static_assert(sizeof(struct rte_ipv6_hdr) -
+	       offsetof(struct rte_ipv6_hdr, proto) == O6_PORTS, "v6 ports");
+_Static_assert(offsetof(struct ep_acl_key4, src) == O4_SRC &&
+	       offsetof(struct ep_acl_key4, dst) == O4_DST &&
+	       offsetof(struct ep_acl_key4, sport) == O4_PORTS, "key4 layout");
+_Static_assert(offsetof(struct ep_acl_key6, src) == O6_SRC &&
+	       offsetof(struct ep_acl_key6, dst) == O6_DST &&
+	       offsetof(struct ep_acl_key6, sport) == O6_PORTS, "key6 layout");
+_Static_assert(offsetof(struct ep_acl_key4_set, set) == OS_SET &&
+	       offsetof(struct ep_acl_key4_set, src) == O4S_SRC &&
+	       offsetof(struct ep_acl_key4_set, dst) == O4S_DST &&
+	       offsetof(struct ep_acl_key4_set, sport) == O4S_PORTS, "key4 set layout");
+_Static_assert(offsetof(struct ep_acl_key6_set, set) == OS_SET &&
+	       offsetof(struct ep_acl_key6_set, src) == O6S_SRC &&
+	       offsetof(struct ep_acl_key6_set, dst) == O6S_DST &&
+	       offsetof(struct ep_acl_key6_set, sport) == O6S_PORTS, "key6 set layout");
+
+/* Field order in a rule: proto, [set], src words, dst words, sport, dport. */
+#define MAX_FIELDS (1 + 1 + 4 + 4 + 2)
+RTE_ACL_RULE_DEF(acl_rule_max, MAX_FIELDS);
+
+struct layout {
+	int n_fields;
+	int addr_words;           /* 1 (IPv4) or 4 (IPv6) */
+	bool sets;
+	struct rte_acl_field_def defs[MAX_FIELDS];
+};
+
+/* Field defs of one family with or without sets. */
+static void
+layout_make(struct layout *l, int family, bool sets)
+{
+	uint32_t src = family == 4 ? (sets ? O4S_SRC : O4_SRC) : (sets ? O6S_SRC : O6_SRC);
+	uint32_t dst = family == 4 ? (sets ? O4S_DST : O4_DST) : (sets ? O6S_DST : O6_DST);
+	uint32_t ports = family == 4 ? (sets ? O4S_PORTS : O4_PORTS) : (sets ? O6S_PORTS : O6_PORTS);
+	uint8_t f = 0, in = 0;
+
+	memset(l, 0, sizeof(*l));
+	l->addr_words = family == 4 ? 1 : 4;
+	l->sets = sets;
+	l->defs[f] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_BITMASK, .size = 1,
+		.field_index = f, .input_index = in++, .offset = 0 };
+	f++;
+	if (sets) {
+		l->defs[f] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_BITMASK,
+			.size = 4, .field_index = f, .input_index = in++, .offset = OS_SET };
+		f++;
+	}
+	for (int w = 0; w < 2 * l->addr_words; w++, f++)
+		l->defs[f] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_MASK,
+			.size = 4, .field_index = f, .input_index = in++,
+			.offset = (w < l->addr_words ? src : dst) + 4u * (uint32_t)(w % l->addr_words) };
+	l->defs[f] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2,
+		.field_index = f, .input_index = in, .offset = ports };
+	f++;
+	l->defs[f] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2,
+		.field_index = f, .input_index = in, .offset = ports + 2 };
+	f++;
+	l->n_fields = f;
+}
+
+/* A 32-bit MASK field for bits [32*i, 32*i+32) of a prefix. */
+static void
+mask_field(struct rte_acl_field *f, const uint8_t *addr, uint8_t plen, int i)
+{
+	uint32_t w;
+	int bits = (int)plen - 32 * i;
+
+	memcpy(&w, addr + 4 * i, 4);
+	f->value.u32 = ntohl(w);
+	f->mask_range.u32 = (uint32_t)(bits < 0 ? 0 : bits > 32 ? 32 : bits);
+}
+
+static void
+rule_fields(struct acl_rule_max *a, const struct layout *l, const struct ep_acl_rule *r,
+	    uint32_t i, uint32_t n)
+{
+	int f = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->data.category_mask = 1;
+	a->data.priority = (int32_t)(n - i);
+	a->data.userdata = i + 1;
+	a->field[f].value.u8 = r->proto;
+	a->field[f++].mask_range.u8 = r->any_proto ? 0 : 0xff;
+	if (l->sets) {
+		a->field[f].value.u32 = r->set;
+		a->field[f++].mask_range.u32 = UINT32_MAX;
+	}
+	for (int w = 0; w < l->addr_words; w++)
+		mask_field(&a->field[f++], r->src, r->src_plen, w);
+	for (int w = 0; w < l->addr_words; w++)
+		mask_field(&a->field[f++], r->dst, r->dst_plen, w);
+	a->field[f].value.u16 = r->sport_lo;
+	a->field[f++].mask_range.u16 = r->sport_hi;
+	a->field[f].value.u16 = r->dport_lo;
+	a->field[f].mask_range.u16 = r->dport_hi;
+}
+
+static uint32_t build_seq;   /* rte_acl names are process-wide */
+
+static struct rte_acl_ctx *
+build_ctx(int family, bool sets, const struct ep_acl_rule *rules, uint32_t n,
+	  struct ep_err *err)
+{
+	struct rte_acl_config cfg = { .num_categories = 1 };
+	char name[RTE_ACL_NAMESIZE];
+	struct rte_acl_ctx *ctx;
+	struct layout l;
+	uint32_t count = 0;
+	int rc;
+
+	for (uint32_t i = 0; i < n; i++)
+		count += rules[i].family == 0 || rules[i].family == family;
+	if (count == 0)
+		return NULL;
+	layout_make(&l, family, sets);
+	snprintf(name, sizeof(name), "ep_acl%d_%u", family,
+		 __atomic_add_fetch(&build_seq, 1, __ATOMIC_RELAXED));
+	ctx = rte_acl_create(&(struct rte_acl_param){ .name = name, .socket_id = SOCKET_ID_ANY,
+		.rule_size = RTE_ACL_RULE_SZ(l.n_fields), .max_rule_num = count });
+	if (ctx == NULL) {
+		ep_err_set(err, "acl: cannot create a context for %u rules", count);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct acl_rule_max a;
+
+		if (rules[i].family != 0 && rules[i].family != family)
+			continue;
+		rule_fields(&a, &l, &rules[i], i, n);
+		rc = rte_acl_add_rules(ctx, (const struct rte_acl_rule *)&a, 1);
+		if (rc != 0) {
+			ep_err_set(err, "acl: adding rule %u failed: %s", i, strerror(-rc));
+			rte_acl_free(ctx);
+			return NULL;
+		}
+	}
+	cfg.num_fields = (uint32_t)l.n_fields;
+	memcpy(cfg.defs, l.defs, sizeof(cfg.defs[0]) * cfg.num_fields);
+	rc = rte_acl_build(ctx, &cfg);
+	if (rc != 0) {
+		ep_err_set(err, "acl: building the IPv%d context failed: %s", family, strerror(-rc));
+		rte_acl_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+/* ---- classify methods ---- */
+
+static const struct { const char *name; enum rte_acl_classify_alg alg; } acl_algs[] = {
+	{ "auto", RTE_ACL_CLASSIFY_DEFAULT },
+	{ "avx512x32", RTE_ACL_CLASSIFY_AVX512X32 },
+	{ "avx512x16", RTE_ACL_CLASSIFY_AVX512X16 },
+	{ "avx2", RTE_ACL_CLASSIFY_AVX2 },
+	{ "sse", RTE_ACL_CLASSIFY_SSE },
+	{ "scalar", RTE_ACL_CLASSIFY_SCALAR },
+};
+
+int
+ep_acl_alg_parse(const char *name, enum rte_acl_classify_alg *alg)
+{
+	for (size_t i = 0; name != NULL && i < RTE_DIM(acl_algs); i++)
+		if (strcmp(name, acl_algs[i].name) == 0) {
+			*alg = acl_algs[i].alg;
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+ep_acl_alg_name(enum rte_acl_classify_alg alg)
+{
+	for (size_t i = 0; i < RTE_DIM(acl_algs); i++)
+		if (acl_algs[i].alg == alg)
+			return acl_algs[i].name;
+	return "?";
+}
+
+/* A chosen method the CPU or the EAL's SIMD width does not allow is an
+ * error, not a silent fallback: the operator asked for it. */
+static int
+set_alg(struct rte_acl_ctx *ctx, enum rte_acl_classify_alg alg, struct ep_err *err)
+{
+	int rc;
+
+	if (ctx == NULL || alg == RTE_ACL_CLASSIFY_DEFAULT)
+		return 0;
+	rc = rte_acl_set_ctx_classify(ctx, alg);
+	if (rc != 0)
+		return ep_err_set(err, "acl: classify method %s is not usable here (%s; AVX-512 "
+				  "methods also need the EAL's --force-max-simd-bitwidth)",
+				  ep_acl_alg_name(alg), strerror(-rc));
+	return 0;
+}
+
+/* ---- rule sets ---- */
+
+static void
+set_free(struct ep_acl_set *s)
+{
+	if (s == NULL)
+		return;
+	rte_acl_free(s->ctx4);
+	rte_acl_free(s->ctx6);
+	rte_free(s);
+}
+
+static struct ep_acl_set *
+set_build(const struct ep_acl_params *p, const struct ep_acl_rule *rules, uint32_t n,
+	  bool default_deny, struct ep_err *err)
+{
+	size_t voff = RTE_ALIGN(sizeof(struct ep_acl_set) + n + 1, sizeof(uint32_t));
+	struct ep_acl_set *s = rte_zmalloc("ep_acl_set", voff + sizeof(uint32_t) * (n + 1),
+					   RTE_CACHE_LINE_SIZE);
+	uint32_t *value;
+	bool need4 = false, need6 = false;
+
+	if (s == NULL) {
+		ep_err_set(err, "acl: out of memory");
+		return NULL;
+	}
+	value = (uint32_t *)((uint8_t *)s + voff);
+	s->value = value;
+	s->n_rules = n;
+	s->sets = p->sets;
+	s->default_deny = default_deny;
+	s->pass_all = !default_deny;
+	for (uint32_t i = 0; i < n; i++) {
+		s->deny[i] = rules[i].deny;
+		value[i] = rules[i].value;
+		s->pass_all &= !rules[i].deny;
+		need4 |= rules[i].family != 6;
+		need6 |= rules[i].family != 4;
+	}
+	s->ctx4 = build_ctx(4, p->sets, rules, n, err);
+	if (need4 && s->ctx4 == NULL)
+		goto fail;
+	s->ctx6 = build_ctx(6, p->sets, rules, n, err);
+	if ((need6 && s->ctx6 == NULL) || set_alg(s->ctx4, p->alg, err) < 0 ||
+	    set_alg(s->ctx6, p->alg, err) < 0)
+		goto fail;
+	return s;
+fail:
+	set_free(s);
+	return NULL;
+}
+
+int
+ep_acl_commit(struct ep_acl *acl, const struct ep_acl_rule *rules, uint32_t n,
+	      bool default_deny, struct ep_err *err)
+{
+	struct ep_acl_rule *copy = NULL;
+	struct ep_acl_set *s, *old;
+
+	if (n > acl->p.max_rules)
+		return ep_err_set(err, "acl %s: %u rules, more than the %u it is sized for "
+				  "(max_acl_rules)", acl->name, n, acl->p.max_rules);
+	for (uint32_t i = 0; i < n; i++)
+		if (rules[i].set != 0 && !acl->p.sets)
+			return ep_err_set(err, "acl %s: rule %u has a set, this ACL has none",
+					  acl->name, i);
+	if (n != 0) {
+		copy = rte_malloc("ep_acl_rules", sizeof(*copy) * n, 0);
+		if (copy == NULL)
+			return ep_err_set(err, "acl: out of memory");
+		memcpy(copy, rules, sizeof(*copy) * n);
+	}
+	s = set_build(&acl->p, copy, n, default_deny, err);
+	if (s == NULL) {
+		rte_free(copy);
+		return -1;
+	}
+	old = acl->cur;
+	ep_rcu_publish(&acl->cur, s);
+	if (old != NULL) {
+		if (acl->e != NULL && acl->e->qsbr != NULL)
+			ep_rcu_synchronize(acl->e);
+		set_free(old);
+	}
+	rte_free(acl->rules);
+	acl->rules = copy;
+	acl->n_rules = n;
+	acl->default_deny = default_deny;
+	return 0;
+}
+
+int
+ep_acl_insert(struct ep_acl *acl, const char *text, int64_t index, struct ep_err *err)
+{
+	struct ep_acl_rule rule, *list;
+	uint32_t at;
+	int rc;
+
+	if (ep_acl_rule_parse(text, acl->p.sets, &rule, err) < 0)
+		return -1;
+	if (index > (int64_t)acl->n_rules)
+		return ep_err_set(err, "index: %" PRId64 " is beyond the end of the %u rules",
+				  index, acl->n_rules);
+	at = index < 0 ? acl->n_rules : (uint32_t)index;
+	list = malloc(sizeof(*list) * (acl->n_rules + 1));
+	if (list == NULL)
+		return ep_err_set(err, "acl: out of memory");
+	if (acl->n_rules != 0)
+		memcpy(list, acl->rules, sizeof(*list) * acl->n_rules);
+	memmove(&list[at + 1], &list[at], sizeof(*list) * (acl->n_rules - at));
+	list[at] = rule;
+	rc = ep_acl_commit(acl, list, acl->n_rules + 1, acl->default_deny, err);
+	free(list);
+	return rc;
+}
+
+int
+ep_acl_delete(struct ep_acl *acl, uint64_t index, struct ep_err *err)
+{
+	struct ep_acl_rule *list;
+	int rc;
+
+	if (index >= acl->n_rules)
+		return ep_err_set(err, "index: %" PRIu64 " is not a rule (there are %u)", index,
+				  acl->n_rules);
+	list = malloc(sizeof(*list) * acl->n_rules);
+	if (list == NULL)
+		return ep_err_set(err, "acl: out of memory");
+	memcpy(list, acl->rules, sizeof(*list) * acl->n_rules);
+	memmove(&list[index], &list[index + 1], sizeof(*list) * (acl->n_rules - index - 1));
+	rc = ep_acl_commit(acl, list, acl->n_rules - 1, acl->default_deny, err);
+	free(list);
+	return rc;
+}
+
+int
+ep_acl_replace(struct ep_acl *acl, const char *const *rules, uint32_t n, struct ep_err *err)
+{
+	struct ep_acl_rule *list = malloc(sizeof(*list) * (n ? n : 1));
+	int rc = 0;
+
+	if (list == NULL)
+		return ep_err_set(err, "acl: out of memory");
+	for (uint32_t i = 0; i < n && rc == 0; i++) {
+		rc = ep_acl_rule_parse(rules[i], acl->p.sets, &list[i], err);
+		if (rc < 0)
+			ep_err_prefix(err, "rules[%u]: ", i);
+	}
+	if (rc == 0)
+		rc = ep_acl_commit(acl, list, n, acl->default_deny, err);
+	free(list);
+	return rc;
+}
+
+int
+ep_acl_set_default(struct ep_acl *acl, const char *action, struct ep_err *err)
+{
+	bool deny;
+
+	if (ep_acl_action_parse(action, &deny) < 0)
+		return ep_err_set(err, "action: '%s' is not permit or deny", action ? action : "");
+	if (deny == acl->default_deny)
+		return 0;
+	return ep_acl_commit(acl, acl->rules, acl->n_rules, deny, err);
+}
+
+/* ---- instances ---- */
+
+void
+ep_acl_params_default(struct ep_acl_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->max_rules = 65536;
+	p->alg = RTE_ACL_CLASSIFY_DEFAULT;
+}
+
+struct ep_acl *
+ep_acl_find(struct ep_engine *e, const char *name)
+{
+	return ep_instance_find(e, EP_ACL_KIND, name);
+}
+
+struct ep_acl *
+ep_acl_next(struct ep_engine *e, struct ep_acl *prev)
+{
+	return ep_instance_next(e, EP_ACL_KIND, prev);
+}
+
+struct ep_acl *
+ep_acl_create(struct ep_engine *e, const char *name, const struct ep_acl_params *p,
+	      struct ep_err *err)
+{
+	struct ep_acl *acl;
+
+	if (name == NULL || name[0] == '\0' || strlen(name) >= EP_ACL_NAME_LEN) {
+		ep_err_set(err, "acl: bad instance name '%s'", name ? name : "");
+		return NULL;
+	}
+	if (ep_acl_find(e, name) != NULL) {
+		ep_err_set(err, "acl: an ACL named '%s' exists", name);
+		return NULL;
+	}
+	acl = rte_zmalloc("ep_acl", sizeof(*acl), RTE_CACHE_LINE_SIZE);
+	if (acl == NULL) {
+		ep_err_set(err, "acl %s: out of memory", name);
+		return NULL;
+	}
+	snprintf(acl->name, sizeof(acl->name), "%s", name);
+	acl->e = e;
+	acl->p = *p;
+	if (ep_acl_commit(acl, NULL, 0, false, err) < 0 ||
+	    ep_instance_add(e, EP_ACL_KIND, name, acl, err) < 0) {
+		set_free(acl->cur);
+		rte_free(acl);
+		return NULL;
+	}
+	return acl;
+}
+
+void
+ep_acl_free(struct ep_acl *acl)
+{
+	if (acl == NULL)
+		return;
+	ep_instance_del(acl->e, acl);
+	set_free(acl->cur);
+	rte_free(acl->rules);
+	rte_free(acl);
+}
+
+/* ---- configuration ---- */
+
+struct load_ctx {
+	struct ep_acl *acl;
+	struct ep_cfg *cfg;
+	struct ep_err *err;
+	struct ep_acl_rule *rules;
+	uint32_t n, cap;
+};
+
+static int
+push(struct load_ctx *c, const char *text)
+{
+	if (c->n == c->cap) {
+		uint32_t cap = c->cap ? c->cap * 2 : 64;
+		void *p = realloc(c->rules, sizeof(*c->rules) * cap);
+
+		if (p == NULL)
+			return ep_err_set(c->err, "out of memory");
+		c->rules = p;
+		c->cap = cap;
+	}
+	if (ep_acl_rule_parse(text, c->acl->p.sets, &c->rules[c->n], c->err) < 0)
+		return -1;
+	c->n++;
+	return 0;
+}
+
+static int
+each_acl(const struct ep_cfg_kv *kv, void *arg)
+{
+	struct load_ctx *c = arg;
+
+	if (push(c, kv->val) < 0)
+		return ep_cfg_error(c->cfg, kv, c->err, "%s", c->err->msg);
+	return 0;
+}
+
+/* acl_file lines (ep_cfg_side_file strips comments and blanks, and puts
+ * "file:line" in front of an error). */
+static int
+file_line(void *arg, char *line, int lineno, struct ep_err *err)
+{
+	(void)lineno;
+	(void)err;
+	return push(arg, line);
+}
+
+int
+ep_acl_load_config(struct ep_acl *acl, struct ep_cfg *cfg, struct ep_cfg_section *s,
+		   struct ep_err *err)
+{
+	struct load_ctx c = { .acl = acl, .cfg = cfg, .err = err };
+	enum rte_acl_classify_alg old_alg = acl->p.alg;
+	const struct ep_cfg_kv *kv;
+	bool deny = acl->default_deny;
+	int rc = -1;
+
+	kv = ep_cfg_get(cfg, s, "acl_classify", err);
+	if (kv != NULL && ep_acl_alg_parse(kv->val, &acl->p.alg) < 0)
+		return ep_cfg_error(cfg, kv, err, "'%s' is not auto, avx512x32, avx512x16, avx2, "
+				    "sse or scalar", kv->val);
+	kv = ep_cfg_get(cfg, s, "acl_default", err);
+	if (kv != NULL && ep_acl_action_parse(kv->val, &deny) < 0)
+		return ep_cfg_error(cfg, kv, err, "'%s' is not permit or deny", kv->val);
+	if (ep_cfg_each(s, "acl", each_acl, &c) != 0)
+		goto out;
+	kv = ep_cfg_get(cfg, s, "acl_file", err);
+	if (kv != NULL && ep_cfg_side_file(cfg, kv, file_line, &c, err) != 0)
+		goto out;
+	rc = ep_acl_commit(acl, c.rules, c.n, deny, err);
+out:
+	if (rc < 0)
+		acl->p.alg = old_alg;
+	free(c.rules);
+	return rc;
+}

@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The ACL module: the filter stage and the rule language (first match
+ * wins, port-range edges, prefixes, protocols, IPv6, packets without ports,
+ * default action), the control operations (insert, delete, atomic
+ * replace), and the instance API: instances independent of each other,
+ * rule sets classified in one call, rule values, a commit while a worker
+ * classifies.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include <rte_malloc.h>
+
+#include "ep_test.h"
+#include "ep_engine.h"
+#include "ep_parse.h"
+#include "acl/ep_acl.h"
+#include "acl/ep_acl_node.h"
+#include "test_pkt.h"
+
+static uint8_t buf[2048];
+static struct ep_engine eng;
+
+static void
+eng_init(void)
+{
+	if (eng.qsbr == NULL) {
+		eng.qsbr = rte_zmalloc("acl_qsbr", rte_rcu_qsbr_get_memsize(4), RTE_CACHE_LINE_SIZE);
+		rte_rcu_qsbr_init(eng.qsbr, 4);
+	}
+}
+
+struct acl_env {
+	struct ep_acl *acl;
+	struct ep_acl_filter *f;
+};
+
+static struct acl_env
+env_named(const char *name, bool sets, const char *const *rules, uint32_t n)
+{
+	struct ep_acl_params p;
+	struct acl_env e = { NULL, NULL };
+	struct ep_err err = {{0}};
+
+	eng_init();
+	ep_acl_params_default(&p);
+	p.sets = sets;
+	e.acl = ep_acl_create(&eng, name, &p, &err);
+	if (e.acl == NULL || ep_acl_replace(e.acl, rules, n, &err) < 0) {
+		printf("    acl: %s\n", err.msg);
+		abort();
+	}
+	e.f = ep_acl_filter_create(e.acl, SOCKET_ID_ANY);
+	return e;
+}
+
+static struct acl_env
+env(const char *const *rules, uint32_t n)
+{
+	return env_named("test", false, rules, n);
+}
+
+static void
+env_free(struct acl_env *e)
+{
+	ep_acl_filter_free(e->f);
+	ep_acl_free(e->acl);
+}
+
+/* An mbuf holding @p len bytes of @p b, parsed. */
+static struct rte_mbuf *
+parsed(const uint8_t *b, uint16_t len)
+{
+	struct rte_mbuf *m = ep_test_mbuf(b, len);
+
+	if (ep_parse_mbuf(m, ep_meta(m)) != 0)
+		printf("    (fixture: frame does not parse)\n");
+	return m;
+}
+
+static uint16_t
+stage1(struct acl_env *e, struct rte_mbuf *m)
+{
+	uint16_t next[1] = {0};
+
+	ep_acl_filter_stage(e->f, &m, next, 1);
+	return next[0];
+}
+
+/* Verdict of the filter stage on the frame @p s describes. */
+static uint16_t
+verdict(struct acl_env *e, const struct tp_spec *s)
+{
+	struct rte_mbuf *m = parsed(buf, tp_build(buf, s));
+	uint16_t v = stage1(e, m);
+
+	rte_pktmbuf_free(m);
+	return v;
+}
+
+#define PERMIT EP_NEXT_CONTINUE
+#define DENY EP_NEXT_DROP(EP_DROP_ACL_DENY)
+
+static uint16_t
+udp_to(struct acl_env *e, uint16_t dport)
+{
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+
+	s.dport = dport;
+	return verdict(e, &s);
+}
+
+EP_TEST(acl_first_matching_rule_wins)
+{
+	const char *rules[] = { "permit proto udp dport 80", "deny proto udp" };
+	const char *reversed[] = { "deny proto udp", "permit proto udp dport 80" };
+	struct acl_env e = env(rules, 2);
+
+	EP_CHECK_EQ(udp_to(&e, 80), PERMIT);
+	EP_CHECK_EQ(udp_to(&e, 81), DENY);
+	env_free(&e);
+	e = env(reversed, 2);
+	EP_CHECK_EQ(udp_to(&e, 80), DENY);
+	env_free(&e);
+}
+
+EP_TEST(acl_port_range_edges)
+{
+	const char *rules[] = { "deny proto tcp dport 1000-2000", "deny proto tcp sport 7-7" };
+	struct acl_env e = env(rules, 2);
+	struct tp_spec s = tp_default(0, IPPROTO_TCP);
+	static const struct { uint16_t dport; uint16_t want; } cases[] = {
+		{999, PERMIT}, {1000, DENY}, {1500, DENY}, {2000, DENY}, {2001, PERMIT},
+	};
+
+	for (size_t i = 0; i < RTE_DIM(cases); i++) {
+		s.dport = cases[i].dport;
+		EP_CHECK_EQ(verdict(&e, &s), cases[i].want);
+	}
+	s.dport = 80;
+	s.sport = 7;
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.sport = 8;
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	s.sport = 6;
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	env_free(&e);
+}
+
+EP_TEST(acl_source_and_destination_prefixes)
+{
+	const char *rules[] = { "deny src 198.18.0.0/25", "deny dst 198.18.1.7",
+				"deny dst 198.18.2.0/23" };
+	struct acl_env e = env(rules, 3);
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+
+	s.src4 = tp_ip4("198.18.0.127");
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.src4 = tp_ip4("198.18.0.128");
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	s.dst4 = tp_ip4("198.18.1.7");
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.dst4 = tp_ip4("198.18.1.6");
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	s.dst4 = tp_ip4("198.18.3.255");
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.dst4 = tp_ip4("198.18.4.0");
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	env_free(&e);
+}
+
+EP_TEST(acl_protocol_by_name_and_number)
+{
+	const char *rules[] = { "deny proto icmp", "deny proto 132" };
+	struct acl_env e = env(rules, 2);
+	struct tp_spec s = tp_default(0, IPPROTO_ICMP);
+
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s = tp_default(0, IPPROTO_UDP);
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	s = tp_default(0, IPPROTO_SCTP);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	env_free(&e);
+}
+
+EP_TEST(acl_ipv6_rules_match_ipv6_only)
+{
+	const char *rules[] = { "deny proto tcp src 2001:db8:0:1::/64 dport 22",
+				"deny dst 2001:db8:0:2::2/128 proto udp" };
+	struct acl_env e = env(rules, 2);
+	struct tp_spec s = tp_default(1, IPPROTO_TCP);
+
+	s.dport = 22;
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	tp_ip6(s.src6, "2001:db8:0:3::2");
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	s = tp_default(1, IPPROTO_UDP);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	tp_ip6(s.dst6, "2001:db8:0:2::3");
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	/* IPv4 TCP to port 22 is not touched by an IPv6 rule. */
+	s = tp_default(0, IPPROTO_TCP);
+	s.dport = 22;
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	env_free(&e);
+}
+
+EP_TEST(acl_packets_without_ports_match_as_port_zero)
+{
+	const char *rules[] = { "deny proto udp dport 0", "deny dport 0" };
+	struct acl_env e = env(rules, 1);
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+
+	s.frag = 185;            /* non-first fragment: no UDP header */
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.frag = RTE_IPV4_HDR_MF_FLAG;   /* first fragment: real ports (80) */
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	env_free(&e);
+	e = env(rules + 1, 1);
+	s = tp_default(0, IPPROTO_ICMP);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s = tp_default(1, IPPROTO_ICMPV6);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s = tp_default(0, IPPROTO_UDP);
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	env_free(&e);
+}
+
+/* rte_acl reads the common packet in place (the rule layout is the frame's,
+ * ep_acl_node.h); options, extension headers and VLAN tags move the fields,
+ * and each of those frames must still be classified by its real ports. */
+EP_TEST(acl_ports_are_found_behind_vlans_ipv4_options_and_ipv6_extension_headers)
+{
+	const char *rules[] = { "deny proto udp src 198.18.0.2 dst 198.18.1.2 sport 1234 dport 80",
+				"deny proto udp src 2001:db8:0:1::2 dport 80" };
+	static const uint8_t dstopt[8] = { IPPROTO_UDP, 0, 1, 4, 0, 0, 0, 0 };  /* PadN */
+	struct acl_env e = env(rules, 2);
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+	struct rte_ipv4_hdr *ip;
+	uint16_t len;
+
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.n_vlans = 2;
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.dport = 81;
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+
+	/* IPv4 with one option word (NOP x4): ports 4 bytes further on. */
+	s = tp_default(0, IPPROTO_UDP);
+	len = tp_build(buf, &s);
+	memmove(buf + 14 + 24, buf + 14 + 20, len - 14 - 20);
+	memset(buf + 14 + 20, 1, 4);
+	ip = (struct rte_ipv4_hdr *)(buf + 14);
+	ip->version_ihl = 0x46;
+	ip->total_length = rte_cpu_to_be_16(rte_be_to_cpu_16(ip->total_length) + 4);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	{
+		struct rte_mbuf *m = parsed(buf, (uint16_t)(len + 4));
+
+		EP_CHECK_EQ(ep_meta(m)->l4_off, 14 + 24);
+		EP_CHECK_EQ(stage1(&e, m), DENY);
+		rte_pktmbuf_free(m);
+	}
+
+	/* IPv6 with a destination options header before UDP. */
+	s = tp_default(1, IPPROTO_UDP);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.ext = dstopt;
+	s.ext_len = sizeof(dstopt);
+	s.ext_first = IPPROTO_DSTOPTS;
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.dport = 81;
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	env_free(&e);
+}
+
+EP_TEST(acl_rule_set_that_cannot_deny_is_flagged_pass_all)
+{
+	const char *permits[] = { "permit proto tcp dport 22", "permit" };
+	const char *deny[] = { "permit proto tcp dport 22", "deny proto udp" };
+	struct acl_env e = env(permits, 2);
+	struct ep_err err;
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+
+	EP_CHECK(e.acl->cur->pass_all);
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	EP_CHECK_EQ(ep_acl_set_default(e.acl, "deny", &err), 0);
+	EP_CHECK(!e.acl->cur->pass_all);
+	EP_CHECK_EQ(ep_acl_replace(e.acl, permits, 1, &err), 0);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);           /* default deny */
+	EP_CHECK_EQ(ep_acl_set_default(e.acl, "permit", &err), 0);
+	EP_CHECK_EQ(ep_acl_replace(e.acl, deny, 2, &err), 0);
+	EP_CHECK(!e.acl->cur->pass_all);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	EP_CHECK_EQ(ep_acl_replace(e.acl, NULL, 0, &err), 0);
+	EP_CHECK(e.acl->cur->pass_all);
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	env_free(&e);
+}
+
+EP_TEST(acl_default_action_applies_when_nothing_matches)
+{
+	const char *rules[] = { "permit proto tcp dport 443" };
+	struct acl_env e = env(rules, 1);
+	struct ep_err err;
+	struct tp_spec s = tp_default(0, IPPROTO_TCP);
+
+	s.dport = 80;
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	EP_CHECK_EQ(ep_acl_set_default(e.acl, "deny", &err), 0);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	s.dport = 443;
+	EP_CHECK_EQ(verdict(&e, &s), PERMIT);
+	s = tp_default(1, IPPROTO_UDP);
+	EP_CHECK_EQ(verdict(&e, &s), DENY);
+	EP_CHECK(ep_acl_set_default(e.acl, "maybe", &err) < 0);
+	EP_CHECK(strstr(err.msg, "action") != NULL);
+	env_free(&e);
+}
+
+EP_TEST(acl_insert_at_index_and_delete_change_the_order)
+{
+	struct acl_env e = env(NULL, 0);
+	struct ep_err err;
+
+	EP_CHECK_EQ(ep_acl_insert(e.acl, "deny proto udp", -1, &err), 0);
+	EP_CHECK_EQ(udp_to(&e, 53), DENY);
+	EP_CHECK_EQ(ep_acl_insert(e.acl, "permit proto udp dport 53", 0, &err), 0);
+	EP_CHECK_EQ(e.acl->n_rules, 2);
+	EP_CHECK_EQ(udp_to(&e, 53), PERMIT);
+	EP_CHECK_EQ(udp_to(&e, 54), DENY);
+	EP_CHECK(ep_acl_insert(e.acl, "permit", 3, &err) < 0);
+	EP_CHECK(strstr(err.msg, "index") != NULL);
+	EP_CHECK_EQ(ep_acl_delete(e.acl, 1, &err), 0);
+	EP_CHECK_EQ(udp_to(&e, 54), PERMIT);
+	EP_CHECK(ep_acl_delete(e.acl, 1, &err) < 0);
+	env_free(&e);
+}
+
+EP_TEST(acl_replace_with_a_bad_rule_changes_nothing)
+{
+	const char *rules[] = { "deny proto udp" };
+	const char *bad[] = { "permit proto udp", "deny proto udp dport 70000" };
+	struct acl_env e = env(rules, 1);
+	struct ep_err err;
+
+	EP_CHECK(ep_acl_replace(e.acl, bad, 2, &err) < 0);
+	EP_CHECK(strstr(err.msg, "rules[1]") != NULL);
+	EP_CHECK_EQ(e.acl->n_rules, 1);
+	EP_CHECK_EQ(udp_to(&e, 80), DENY);
+	env_free(&e);
+}
+
+EP_TEST(acl_rule_text_errors_name_the_problem)
+{
+	struct ep_acl_rule r;
+	struct ep_err err;
+	static const struct { const char *text, *needle; } bad[] = {
+		{ "allow", "permit or deny" },
+		{ "permit proto gre", "proto" },
+		{ "permit dport 2000-1000", "dport" },
+		{ "permit dport", "needs a value" },
+		{ "permit src 198.18.0.0/24 dst 2001:db8::/32", "IP versions" },
+		{ "permit proto icmp dport 5", "ports need" },
+		{ "permit src 198.18.0.0/40", "src" },
+		{ "permit sport 1 sport 2", "twice" },
+		{ "permit port 80", "unknown word" },
+		{ "permit set 3", "no rule sets" },
+		{ "permit value 4294967296", "value" },
+		{ "permit value -1", "value" },
+	};
+
+	for (size_t i = 0; i < RTE_DIM(bad); i++) {
+		err.msg[0] = '\0';
+		EP_CHECK(ep_acl_rule_parse(bad[i].text, false, &r, &err) < 0);
+		if (strstr(err.msg, bad[i].needle) == NULL) {
+			printf("    '%s': message '%s' lacks '%s'\n", bad[i].text, err.msg,
+			       bad[i].needle);
+			ep_test_failed = 1;
+		}
+	}
+}
+
+EP_TEST(acl_rule_text_round_trips_through_format)
+{
+	static const char *const texts[] = {
+		"permit",
+		"deny proto tcp src 198.18.0.0/24 dst 198.18.1.0/24 sport 1024-65535 dport 22",
+		"deny proto udp dst 2001:db8::/32 dport 53",
+		"permit proto 47",
+		"deny proto icmpv6 src 2001:db8:0:1::2/128",
+		"permit proto udp dport 5000-5010 set 7 value 42",
+		"deny value 0",
+	};
+	struct ep_acl_rule r;
+	struct ep_err err;
+	char out[512];
+
+	for (size_t i = 0; i < RTE_DIM(texts); i++) {
+		EP_CHECK_EQ(ep_acl_rule_parse(texts[i], true, &r, &err), 0);
+		ep_acl_rule_format(&r, out, sizeof(out));
+		if (strcmp(out, texts[i]) != 0) {
+			printf("    '%s' formatted as '%s'\n", texts[i], out);
+			ep_test_failed = 1;
+		}
+	}
+}
+
+EP_TEST(acl_thousand_rules_build_and_the_last_one_still_matches)
+{
+	struct acl_env e = env(NULL, 0);
+	struct ep_acl_rule *rules = calloc(1001, sizeof(*rules));
+	struct ep_err err;
+	char text[128];
+
+	for (int i = 0; i < 1000; i++) {
+		snprintf(text, sizeof(text), "deny proto udp src 198.19.%d.%d/32 dport %d",
+			 i / 250, i % 250, 1000 + i);
+		EP_CHECK_EQ(ep_acl_rule_parse(text, false, &rules[i], &err), 0);
+	}
+	EP_CHECK_EQ(ep_acl_rule_parse("deny proto udp dport 4242", false, &rules[1000], &err), 0);
+	EP_CHECK_EQ(ep_acl_commit(e.acl, rules, 1001, false, &err), 0);
+	EP_CHECK_EQ(udp_to(&e, 4242), DENY);
+	EP_CHECK_EQ(udp_to(&e, 4243), PERMIT);
+	free(rules);
+	env_free(&e);
+}
+
+/* ---- instances ---- */
+
+EP_TEST(acl_instances_are_independent_and_named_once_per_engine)
+{
+	const char *deny_udp[] = { "deny proto udp" };
+	struct acl_env a = env_named("a", false, deny_udp, 1);
+	struct acl_env b = env_named("b", false, NULL, 0);
+	struct ep_acl_params p;
+	struct ep_err err;
+
+	EP_CHECK(ep_acl_find(&eng, "a") == a.acl);
+	EP_CHECK(ep_acl_find(&eng, "b") == b.acl);
+	EP_CHECK(ep_acl_find(&eng, "c") == NULL);
+	EP_CHECK_EQ(udp_to(&a, 80), DENY);
+	EP_CHECK_EQ(udp_to(&b, 80), PERMIT);
+	EP_CHECK_EQ(ep_acl_set_default(b.acl, "deny", &err), 0);
+	EP_CHECK_EQ(udp_to(&b, 80), DENY);
+	EP_CHECK_EQ(ep_acl_replace(a.acl, NULL, 0, &err), 0);
+	EP_CHECK_EQ(udp_to(&a, 80), PERMIT);
+	EP_CHECK_EQ(udp_to(&b, 80), DENY);
+	ep_acl_params_default(&p);
+	EP_CHECK(ep_acl_create(&eng, "a", &p, &err) == NULL);
+	EP_CHECK(strstr(err.msg, "exists") != NULL);
+	env_free(&a);
+	EP_CHECK(ep_acl_find(&eng, "a") == NULL);
+	EP_CHECK(ep_acl_next(&eng, NULL) == b.acl);
+	env_free(&b);
+}
+
+/* One rte_acl_classify per family serves packets of several rule lists:
+ * each packet's set id picks its list, first match wins within it. */
+EP_TEST(acl_sets_serve_several_rule_lists_in_one_classify)
+{
+	const char *rules[] = {
+		"permit proto udp dport 53 set 1 value 10",
+		"deny proto udp set 1 value 11",
+		"permit proto udp dport 80 set 2 value 20",
+		"permit src 2001:db8:0:1::/64 set 2 value 21",
+		"deny set 3",
+	};
+	struct acl_env e = env_named("sets", true, rules, RTE_DIM(rules));
+	static const struct { int v6; uint16_t dport; uint16_t set; uint32_t rule; } cases[] = {
+		{ 0, 53, 1, 1 }, { 0, 80, 1, 2 }, { 0, 80, 2, 3 }, { 0, 53, 2, 0 },
+		{ 1, 80, 2, 3 }, { 1, 53, 2, 4 }, { 1, 53, 3, 5 }, { 0, 53, 4, 0 },
+	};
+	struct rte_mbuf *pkts[RTE_DIM(cases)];
+	uint16_t sets[RTE_DIM(cases)];
+	uint32_t res[RTE_DIM(cases)];
+	struct ep_acl_scratch *sc = rte_zmalloc(NULL, sizeof(*sc), 0);
+	const struct ep_acl_set *set = ep_acl_read(e.acl);
+
+	for (size_t i = 0; i < RTE_DIM(cases); i++) {
+		struct tp_spec s = tp_default(cases[i].v6, IPPROTO_UDP);
+
+		s.dport = cases[i].dport;
+		pkts[i] = parsed(buf, tp_build(buf, &s));
+		sets[i] = cases[i].set;
+	}
+	ep_acl_classify(set, sc, pkts, RTE_DIM(cases), sets, res);
+	for (size_t i = 0; i < RTE_DIM(cases); i++) {
+		EP_CHECK_EQ(res[i], cases[i].rule);
+		if (cases[i].rule != 0)
+			EP_CHECK_EQ(ep_acl_res_value(set, res[i]),
+				    cases[i].rule <= 2 ? 9 + cases[i].rule :
+				    cases[i].rule <= 4 ? 17 + cases[i].rule : 0);
+	}
+	EP_CHECK(ep_acl_res_denies(set, res[1]));
+	EP_CHECK(!ep_acl_res_denies(set, res[0]));
+	rte_pktmbuf_free_bulk(pkts, RTE_DIM(cases));
+	rte_free(sc);
+	env_free(&e);
+}
+
+EP_TEST(acl_non_ip_packets_are_reported_not_classified)
+{
+	const char *rules[] = { "deny proto udp" };
+	struct acl_env e = env(rules, 1);
+	uint16_t len = tp_arp(buf, (const uint8_t[6]){2, 0, 0, 0, 0, 0x0a}, RTE_ARP_OP_REQUEST,
+			      tp_ip4("198.18.0.2"), tp_ip4("198.18.0.1"));
+	struct rte_mbuf *m = parsed(buf, len);
+
+	EP_CHECK_EQ(stage1(&e, m), EP_NEXT_DROP(EP_DROP_ETHERTYPE_UNSUPPORTED));
+	rte_pktmbuf_free(m);
+	env_free(&e);
+}
+
+/* A reader classifying in a loop on another thread, reporting quiescent
+ * states as a worker does between bursts, while the control thread swaps
+ * rule sets: every burst sees one whole set (all packets permitted or all
+ * denied), and ASAN sees no set freed under the reader. */
+struct reader {
+	struct acl_env *e;
+	struct rte_mbuf *pkts[32];
+	uint32_t stop;
+	uint64_t bursts, mixed;
+};
+
+static void *
+reader_main(void *arg)
+{
+	struct reader *r = arg;
+	unsigned int id = 3;
+
+	rte_rcu_qsbr_thread_register(eng.qsbr, id);
+	rte_rcu_qsbr_thread_online(eng.qsbr, id);
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		uint16_t next[32] = {0};
+		uint16_t denied;
+
+		denied = ep_acl_filter_stage(r->e->f, r->pkts, next, 32);
+		if (denied != 0 && denied != 32)
+			r->mixed++;
+		r->bursts++;
+		rte_rcu_qsbr_quiescent(eng.qsbr, id);
+	}
+	rte_rcu_qsbr_thread_offline(eng.qsbr, id);
+	rte_rcu_qsbr_thread_unregister(eng.qsbr, id);
+	return NULL;
+}
+
+EP_TEST(acl_commit_while_a_worker_classifies_swaps_whole_sets)
+{
+	const char *deny[] = { "permit proto tcp", "deny proto udp src 198.18.0.0/24" };
+	const char *permit[] = { "deny proto tcp", "permit proto udp" };
+	struct acl_env e = env(deny, 2);
+	struct reader r = { .e = &e };
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+	struct ep_err err;
+	pthread_t th;
+	int swaps = 0;
+
+	for (int i = 0; i < 32; i++) {
+		s.sport = (uint16_t)(1000 + i);
+		r.pkts[i] = parsed(buf, tp_build(buf, &s));
+	}
+	EP_CHECK_EQ(pthread_create(&th, NULL, reader_main, &r), 0);
+	for (int i = 0; i < 200; i++)
+		swaps += ep_acl_replace(e.acl, i % 2 ? deny : permit, 2, &err) == 0;
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	EP_CHECK_EQ(swaps, 200);
+	EP_CHECK(r.bursts > 0);
+	EP_CHECK_EQ(r.mixed, 0);
+	printf("    %" PRIu64 " bursts classified during 200 commits\n", r.bursts);
+	rte_pktmbuf_free_bulk(r.pkts, 32);
+	env_free(&e);
+}

@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The vCMTS DOCSIS MAC data plane: service groups, cable modems, and the
+ * two pipelines of a service group (SG), one worker each.
+ *
+ *   cmts-ds  (network -> Remote PHY Device), stages in order:
+ *     lookup     Ethernet/IP parse, CM by destination IPv4/IPv6 address
+ *                (one bulk rte_hash lookup per burst)
+ *     submgmt    subscriber management: the destination MAC is the CPE's
+ *                (when known), the source is not one of the CM's own
+ *                addresses
+ *     filter     DOCSIS filter groups (up to 2 per CM): one rte_acl
+ *                classify per burst and family whose key carries the CM's
+ *                two filter-group ids and the CM id, so the same call also
+ *                finds the CM's classifiers (cmts_acl.h)
+ *     classify   the classifier match -> service flow (SF), default SF
+ *                when none matched
+ *     sf_sched   per-SF token bucket (max sustained rate, max traffic
+ *                burst: rte_meter srTCM profile per SF, context per worker)
+ *                and traffic priority; a flow over its rate waits in its
+ *                SF queue (cmts_sched.c)
+ *     ch_sched   channel of the CM's bonding group with the earliest free
+ *                time at its rate; DS packet sequence number of a bonded
+ *                flow; waits in the bonding group's priority queues when
+ *                every channel is backlogged
+ *     framing    DOCSIS Packet PDU MAC header: BPI+ privacy EH, DS service
+ *                EH (priority, DSID, sequence), HCS from a per-CM template
+ *     crypto     CRC-32 of the Ethernet PDU and BPI+ AES-128 encryption in
+ *                one rte_security DOCSIS operation on crypto_aesni_mb; a
+ *                burst is enqueued whole and whatever completed is
+ *                dequeued (cmts_crypto.c says why)
+ *     depi       L2TPv3 DEPI: PSP (several DOCSIS frames per packet) for
+ *                OFDM channels, D-MPT (MPEG-TS) for SC-QAM channels
+ *   The worker's service hook drains the SF and bonding-group queues and
+ *   the crypto device when no new packets arrive, re-entering the
+ *   pipeline at the stage that follows (ep_worker_run_from).
+ *
+ *   cmts-us  (Remote PHY Device -> network), per UEPI packet:
+ *     uepi_verify  L2TPv3 session of a known upstream channel, sequence
+ *     uepi_decap   PSP segment table: burst header, payload, trailer
+ *     reassembly   a DOCSIS frame cut across UEPI packets completed
+ *     extract      DOCSIS frames walked with HCS check
+ *     decrypt      BPI+ decryption and CRC-32 check (the check is a per-SG
+ *                  switch) in one rte_security DOCSIS operation per frame
+ *     cm_lookup    CM by SID, source MAC and source address validation
+ *     forward      DOCSIS header and CRC stripped; the Ethernet frames go
+ *                  to the network port, in order
+ *   After `extract` the stages' drop counters count DOCSIS frames (a UEPI
+ *   packet carries several); pkts_in/out still count UEPI packets.
+ *
+ * How each table reaches the workers (ep_rcu.h):
+ *
+ *   table                  way
+ *   CM records             array of pointers to immutable records; a change
+ *                          publishes a new record, the old one (and keys it
+ *                          no longer uses) goes to an RCU-QSBR defer queue
+ *   address -> CM id       rte_hash, lock-free readers, RCU-QSBR
+ *   SID -> CM id           array of 16-bit words, each written with one
+ *                          atomic store (a reader sees the old or the new id;
+ *                          the record it then reads is RCU-protected)
+ *   filters + classifiers  double-buffered rte_acl contexts (cmts_acl.c)
+ *   BPI+ keys              immutable key objects (rte_security sessions)
+ *                          referenced by the records, freed after a grace
+ *                          period when no record uses them
+ *   channels, bonding      static after start (copied into the worker
+ *   groups, sessions       contexts)
+ *
+ * Per-CM dynamic state (SF token-bucket contexts, sequence numbers,
+ * counters) is per worker and written without atomics; a record's
+ * generation tells the worker to reset it when the CM was replaced by a
+ * different one with the same id.
+ */
+#ifndef EP_CMTS_H
+#define EP_CMTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_hash.h>
+#include <rte_meter.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include "ep_engine.h"
+#include "ep_err.h"
+#include "ep_stage.h"
+
+#define CMTS_MAX_SGS        8
+#define CMTS_MAX_DS_CH      64      /**< DS channels per SG (2 OFDM + 32 SC-QAM fits) */
+#define CMTS_MAX_BG         16      /**< bonding groups per SG */
+#define CMTS_MAX_US_CH      16      /**< upstream channels (UEPI sessions) per SG */
+#define CMTS_MAX_CPE        4       /**< CPE addresses per CM */
+#define CMTS_MAX_FG_PER_CM  2       /**< filter groups a CM may use */
+#define CMTS_MAX_FG         63      /**< filter group ids 1..63 */
+#define CMTS_MAX_CLS        16      /**< classifiers per CM */
+#define CMTS_MAX_SF         9       /**< SF 0 = the default (primary) flow, 1..8 */
+#define CMTS_MAX_SID        8       /**< upstream SIDs per CM */
+#define CMTS_SID_SPACE      0x4000  /**< 14-bit SIDs */
+#define CMTS_PRIOS          8       /**< DOCSIS traffic priorities 0..7 (7 highest) */
+#define CMTS_NAME_LEN       32
+
+struct cmts;
+struct cmts_acl_set;
+
+enum cmts_ch_type { CMTS_CH_OFDM = 0, CMTS_CH_SCQAM = 1 };
+
+/** A downstream channel: static after start. */
+struct cmts_ds_ch {
+	bool in_use;
+	uint8_t type;                   /**< enum cmts_ch_type: PSP or D-MPT DEPI */
+	uint8_t flow_id;                /**< DEPI flow id (0..7) */
+	uint64_t rate_bps;              /**< PHY payload rate */
+	uint32_t session;               /**< DEPI L2TPv3 session id at the RPD */
+};
+
+struct cmts_bg {
+	bool in_use;
+	uint8_t n_ch;
+	uint8_t ch[CMTS_MAX_DS_CH];
+};
+
+struct cmts_us_ch {
+	bool in_use;
+	uint32_t session;               /**< UEPI L2TPv3 session id (ours) */
+};
+
+/**
+ * One BPI+ traffic encryption key (TEK) of a CM: immutable once published.
+ * It carries its own rte_security sessions for both directions (the key
+ * schedule is computed once, when the key is installed).
+ */
+struct cmts_key {
+	uint8_t kseq;                   /**< key sequence number, 0..15 (T bit = kseq & 1) */
+	uint8_t key[16];                /**< AES-128 */
+	uint8_t iv[16];                 /**< CBC IV of this TEK */
+	void *sess_ds;                  /**< rte_security DOCSIS downlink: CRC, then encrypt */
+	void *sess_us;                  /**< uplink: decrypt, then CRC check */
+};
+
+/** A CPE address of a CM (and the CPE's MAC, when known). */
+struct cmts_cpe {
+	uint8_t family;                 /**< 4 or 6 */
+	bool has_mac;
+	uint8_t addr[16];               /**< network order; IPv4 in the first 4 bytes */
+	struct rte_ether_addr mac;
+};
+
+/** Match fields shared by filter rules and classifiers (host order). */
+struct cmts_match {
+	uint8_t family;                 /**< 0 (either), 4 or 6 */
+	uint8_t proto;                  /**< 0: any */
+	bool has_proto;
+	uint8_t src_plen, dst_plen;     /**< 0: any */
+	uint8_t src[16], dst[16];       /**< network order */
+	uint16_t sport_lo, sport_hi;
+	uint16_t dport_lo, dport_hi;
+	uint8_t tos_lo, tos_hi;
+};
+
+/** A downstream classifier of a CM (MULPI Annex C.2.1.5: IP fields). */
+struct cmts_cls {
+	bool in_use;
+	uint8_t sf;                     /**< target SF 1..8 */
+	uint8_t prio;                   /**< rule priority: higher wins */
+	struct cmts_match m;
+};
+
+/** A downstream service flow (QoS parameter set, MULPI Annex C.2.2.7). */
+struct cmts_sf {
+	bool in_use;
+	uint8_t prio;                   /**< traffic priority 0..7 */
+	bool shaped;                    /**< rate != 0 */
+	uint64_t rate_bps;              /**< max sustained rate, bit/s (0: unlimited) */
+	uint32_t burst;                 /**< max traffic burst, bytes */
+	struct rte_meter_srtcm_profile prof; /**< CIR = rate / 8 B/s, CBS = burst, EBS = 0 */
+};
+
+/**
+ * A cable modem, as workers read it: immutable once published.  The first
+ * two cache lines hold what the downstream reads for every packet: the
+ * header template, the key, the CPE addresses.
+ */
+struct cmts_cm {
+	/* Line 0: downstream framing. */
+	uint32_t id;
+	uint32_t gen;                   /**< unique per CM, kept on replace */
+	uint8_t bg;                     /**< bonding group */
+	uint8_t bonded;                 /**< bonding group has >1 channel: 5-byte DS EH with PSN */
+	uint8_t hdr_len;                /**< DOCSIS header bytes (template length) */
+	uint8_t tp_pos;                 /**< offset of the DS EH byte holding the priority */
+	uint8_t n_cpe;
+	uint8_t fg[CMTS_MAX_FG_PER_CM]; /**< filter group ids, 0 = none */
+	uint8_t pad;
+	const struct cmts_key *ds_key;  /**< DS TEK; NULL: BPI off (CRC only) */
+	uint16_t tpl_hcs;               /**< HCS of hdr_tpl (LEN, priority, PSN zero) */
+	uint16_t said;
+	uint32_t dsid;
+	uint8_t hdr_tpl[24];            /**< the header with LEN, priority and PSN zero */
+	/* Line 1: addresses. */
+	struct cmts_cpe cpe[CMTS_MAX_CPE] __rte_cache_aligned;
+	/* Service flows and upstream. */
+	struct cmts_sf sf[CMTS_MAX_SF];
+	struct rte_ether_addr mac;
+	const struct cmts_key *key[2];  /**< upstream / installed TEKs by T bit (kseq & 1) */
+	uint8_t ds_kseq;                /**< key sequence the downstream encrypts with */
+	bool bpi;                       /**< BPI+ enabled */
+	uint8_t n_sid;
+	uint16_t sid[CMTS_MAX_SID];
+	/* Control side (cm-get, ACL rebuilds). */
+	struct cmts_cls cls[CMTS_MAX_CLS];
+} __rte_cache_aligned;
+
+/** A filter group rule (docsSubmgt3 / DOCSIS IP filter): control side. */
+struct cmts_filter {
+	uint8_t group;
+	uint16_t order;                 /**< lower first */
+	bool permit;
+	struct cmts_match m;
+};
+
+/** Per-worker state of one SF of a CM: its token bucket and counters
+ *  (40 bytes: one cache line holds all an SF's packet needs). */
+struct cmts_sf_dyn {
+	struct rte_meter_srtcm meter;
+	uint64_t pkts, bytes;
+};
+
+/** Per-worker, per-CM downstream state.  The first line is what the
+ *  classify and ch_sched stages touch for every packet; the SF entries
+ *  follow (sf_sched touches the one of the packet's SF). */
+struct cmts_ds_dyn {
+	uint32_t gen;
+	uint16_t psn;                   /**< next DS packet sequence number (bonded DSID) */
+	uint16_t pad;
+	uint64_t cls_matched, cls_unmatched;
+	struct cmts_sf_dyn sf[CMTS_MAX_SF];
+} __rte_cache_aligned;
+
+/** Per-worker, per-CM upstream counters. */
+struct cmts_us_dyn {
+	uint32_t gen;
+	uint64_t pkts, bytes;
+};
+
+/* ------------------------------------------------------------------ */
+/* Service group (control side + what workers read).                   */
+
+struct cmts_sg_params {
+	uint32_t max_cms;
+	uint32_t max_rules;             /**< filter rules + classifiers (ACL size) */
+	uint32_t sf_qsize;              /**< packets an SF queue holds (power of 2) */
+	uint32_t bg_qsize;              /**< per bonding group and priority */
+	uint32_t depi_mtu;              /**< IP MTU toward the RPD */
+	uint32_t mpt_ts;                /**< TS packets per D-MPT DEPI packet (1..7) */
+	uint32_t ch_backlog_us;         /**< what a channel may hold beyond its rate */
+	bool crc_verify;                /**< upstream: check each frame's CRC-32 */
+	bool filter_default_permit;
+};
+
+struct cmts_sg {
+	char name[CMTS_NAME_LEN];
+	struct cmts *c;
+	struct ep_engine *e;
+	struct cmts_sg_params p;
+
+	/* Static after start. */
+	uint16_t rpd_port, net_port;
+	struct rte_ether_addr rpd_mac;  /**< next hop toward the RPD */
+	uint32_t cmts_ip, rpd_ip;       /**< network order */
+	struct cmts_ds_ch ds_ch[CMTS_MAX_DS_CH];
+	uint8_t n_ds_ch;
+	struct cmts_bg bg[CMTS_MAX_BG];
+	struct cmts_us_ch us_ch[CMTS_MAX_US_CH];
+
+	/* Read by workers. */
+	struct cmts_cm **cms;           /**< [max_cms + 1] */
+	struct rte_hash *addr;          /**< 16-byte address -> CM id */
+	uint16_t *sid_cm;               /**< [CMTS_SID_SPACE] -> CM id, 0 none */
+	struct cmts_acl_set *acl;       /**< filters + classifiers, double-buffered */
+
+	/* Control thread only. */
+	struct rte_rcu_qsbr_dq *dq;
+	struct cmts_cm *rec_pool;
+	struct cmts_cm **rec_free;
+	uint32_t n_rec, n_rec_free;
+	uint32_t gen;
+	uint32_t n_cms;
+	struct cmts_filter *filters;
+	uint32_t n_filters, cap_filters;
+	struct cmts_ds *ds[EP_MAX_WORKERS];
+	int n_ds;
+	struct cmts_us *us[EP_MAX_WORKERS];
+	int n_us;
+};
+
+/** The process's vCMTS: its service groups and the crypto device. */
+struct cmts {
+	struct ep_engine *e;
+	struct cmts_sg *sg[CMTS_MAX_SGS];
+	int n_sg;
+	/* crypto (cmts_crypto.c) */
+	uint8_t cdev;
+	bool cdev_up;
+	bool cdev_created;              /**< probed by us (removed at the end) */
+	void *sec_ctx;                  /**< struct rte_security_ctx * */
+	struct rte_mempool *sess_pool;
+	uint16_t n_qp, next_qp;
+	void *crc_only_ds;              /**< DS session for CMs without BPI (cipher length 0) */
+};
+
+extern struct cmts *cmts_global;
+
+/* ---- process and service groups (cmts.c) ---- */
+void cmts_sg_params_default(struct cmts_sg_params *p);
+struct cmts_sg *cmts_sg_create(struct cmts *c, const char *name, const struct cmts_sg_params *p,
+			       struct ep_err *err);
+void cmts_sg_free(struct cmts_sg *sg);
+struct cmts_sg *cmts_sg_find(struct cmts *c, const char *name);
+void cmts_free(struct cmts *c);
+/** rte_free @p obj after a grace period (never waits). */
+void cmts_defer_free(struct cmts_sg *sg, void *obj);
+/** A replaced record back to the free list after a grace period. */
+void cmts_defer_record(struct cmts_sg *sg, struct cmts_cm *rec);
+/** A replaced ACL set freed after a grace period. */
+void cmts_defer_acl(struct cmts_sg *sg, struct cmts_acl_set *s);
+/** A free record (waits for a grace period when none is left). */
+struct cmts_cm *cmts_rec_alloc(struct cmts_sg *sg);
+
+/* ---- cable modems (cmts_cm.c) ---- */
+
+/** One CM add/replace, field by field from text: config and socket alike. */
+struct cmts_cm_req {
+	uint32_t id;
+	struct rte_ether_addr mac;
+	bool has_mac;
+	uint8_t n_cpe;
+	struct cmts_cpe cpe[CMTS_MAX_CPE];
+	int bg;                         /**< -1: missing */
+	uint8_t n_fg;
+	uint8_t fg[CMTS_MAX_FG_PER_CM];
+	int said;                       /**< -1: missing (BPI off) */
+	uint32_t dsid;                  /**< 0: the CM id */
+	uint8_t n_sid;
+	uint16_t sid[CMTS_MAX_SID];
+	bool has_key;
+	uint8_t kseq;
+	uint8_t key[16], iv[16];
+	bool bpi_off;
+};
+void cmts_cm_req_init(struct cmts_cm_req *r);
+int cmts_cm_req_set(struct cmts_cm_req *r, const char *key, const char *val, struct ep_err *err);
+int cmts_cm_req_parse(struct cmts_cm_req *r, const char *line, struct ep_err *err);
+
+/** Add or replace CMs, then rebuild the ACL once.  SFs and classifiers of a
+ *  replaced CM are kept.  Stops at the first bad entry (@p failed). */
+int cmts_cm_add_bulk(struct cmts_sg *sg, const struct cmts_cm_req *r, uint32_t n,
+		     uint32_t *failed, struct ep_err *err);
+int cmts_cm_del(struct cmts_sg *sg, uint32_t id, struct ep_err *err);
+const struct cmts_cm *cmts_cm_get(const struct cmts_sg *sg, uint32_t id);
+/** CM id of an IPv4/IPv6 CPE address (4 or 16 bytes), or -1. */
+int64_t cmts_cm_find_addr(const struct cmts_sg *sg, int family, const void *addr);
+
+/** Install TEK @p kseq (slot kseq & 1) for CM @p id; the downstream keeps
+ *  its current key until cmts_key_activate. */
+int cmts_key_set(struct cmts_sg *sg, uint32_t id, uint8_t kseq, const uint8_t key[16],
+		 const uint8_t iv[16], struct ep_err *err);
+/** Encrypt the downstream with installed key @p kseq from now on. */
+int cmts_key_activate(struct cmts_sg *sg, uint32_t id, uint8_t kseq, struct ep_err *err);
+
+/** SF @p sf (0..8) of CM @p id: "rate=100M burst=3044 prio=5"; rate 0 is
+ *  unlimited.  sf 0 always exists. */
+int cmts_sf_set(struct cmts_sg *sg, uint32_t id, uint8_t sf, const char *spec,
+		struct ep_err *err);
+int cmts_sf_del(struct cmts_sg *sg, uint32_t id, uint8_t sf, struct ep_err *err);
+/** Classifier @p cls (0..15) of CM @p id: "sf=2 prio=10 proto=17 dst=... dport=5000-5999" */
+int cmts_cls_set(struct cmts_sg *sg, uint32_t id, uint8_t cls, const char *spec,
+		 struct ep_err *err);
+int cmts_cls_del(struct cmts_sg *sg, uint32_t id, uint8_t cls, struct ep_err *err);
+/** Batch form for config loading: no ACL rebuild per call. */
+int cmts_cls_set_nobuild(struct cmts_sg *sg, uint32_t id, uint8_t cls, const char *spec,
+			 struct ep_err *err);
+
+/** Filter rule "<group> <order> permit|deny [match...]" (replaces the rule
+ *  with the same group and order). */
+int cmts_filter_add(struct cmts_sg *sg, const char *text, bool rebuild, struct ep_err *err);
+int cmts_filter_del(struct cmts_sg *sg, uint8_t group, uint16_t order, struct ep_err *err);
+/** Rebuild and publish the ACL from the filters and every CM's classifiers. */
+int cmts_acl_rebuild(struct cmts_sg *sg, struct ep_err *err);
+
+/** Parse match fields "proto=17 src=198.18.0.0/15 dst=... sport=1-2 dport=3 tos=0-63". */
+int cmts_match_set(struct cmts_match *m, const char *key, const char *val, struct ep_err *err);
+
+/* ---- configuration ([cmts], [cmts NAME]; cmts_config.c) ---- */
+int cmts_load_config(struct cmts *c, struct ep_cfg *cfg, struct ep_err *err);
+
+/* ---- crypto (cmts_crypto.c) ---- */
+int cmts_crypto_init(struct cmts *c, struct ep_cfg *cfg, uint16_t n_qp, struct ep_err *err);
+void cmts_crypto_fini(struct cmts *c);
+int cmts_key_sessions(struct cmts *c, struct cmts_key *k, struct ep_err *err);
+void cmts_key_destroy(struct cmts *c, struct cmts_key *k);
+
+/* ---- workers (cmts_ds.c, cmts_us.c) ---- */
+struct cmts_ds;
+struct cmts_us;
+/** A worker of @p sg whose output leaves by logical port @p tx (the SG's
+ *  rpd_port for cmts-ds and net_port for cmts-us unless the worker says). */
+int cmts_ds_build(struct cmts_sg *sg, struct ep_worker *w, uint16_t tx, struct ep_err *err);
+int cmts_us_build(struct cmts_sg *sg, struct ep_worker *w, uint16_t tx, struct ep_err *err);
+void cmts_ds_free(struct cmts_ds *d);
+void cmts_us_free(struct cmts_us *u);
+uint16_t cmts_ds_service(struct ep_worker *w);
+
+#endif

@@ -1,0 +1,1003 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Cable modems, their BPI+ keys, service flows, classifiers, and the SG's
+ * filter rules: the one business function of each operation, called by the
+ * config loader and the control socket alike.  Control thread only.
+ *
+ * Add/replace of a CM, in the order a reader tolerates:
+ *
+ *   validate   id, MAC, bonding group, filter groups, SAID, SIDs and CPE
+ *              addresses free or already this CM's; a new key gets its
+ *              sessions                              (nothing published yet)
+ *   publish    cms[id] = new record (release store)
+ *   add        new CPE addresses -> id (rte_hash), new SIDs -> id
+ *   remove     addresses and SIDs the new record no longer has
+ *   retire     the old record to the RCU defer queue; keys no record uses
+ *              any more are destroyed once the downstream workers have
+ *              dequeued every crypto operation enqueued before the change
+ *              (cmts_crypto.c: operations stay in the device across bursts)
+ *
+ * A batch (cm-add-bulk, config loading) rebuilds the filter/classifier
+ * ACL once at its end.
+ */
+#define ALLOW_EXPERIMENTAL_API 1
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+
+#include "ep_docsis.h"
+#include "ep_rcu.h"
+#include "cmts.h"
+#include "cmts_acl.h"
+#include "cmts_worker.h"
+
+/* ---- text ---- */
+
+static int
+parse_u32(const char *s, uint32_t max, uint32_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (s == NULL || !isdigit((unsigned char)*s))
+		return -1;
+	v = strtoull(s, &end, 0);
+	if (*end != '\0' || v > max)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int
+parse_hex16(const char *s, uint8_t out[16])
+{
+	if (s == NULL || strlen(s) != 32)
+		return -1;
+	for (int i = 0; i < 16; i++) {
+		unsigned int b;
+
+		if (!isxdigit((unsigned char)s[2 * i]) || !isxdigit((unsigned char)s[2 * i + 1]) ||
+		    sscanf(s + 2 * i, "%2x", &b) != 1)
+			return -1;
+		out[i] = (uint8_t)b;
+	}
+	return 0;
+}
+
+/* "1.89G", "42.24M", "100000": bit/s, decimal k/M/G. */
+static int
+parse_rate(const char *s, uint64_t *bps)
+{
+	char *end;
+	double v;
+
+	if (s == NULL || !isdigit((unsigned char)*s))
+		return -1;
+	v = strtod(s, &end);
+	switch (*end) {
+	case 'k': case 'K': v *= 1e3; end++; break;
+	case 'M': v *= 1e6; end++; break;
+	case 'G': v *= 1e9; end++; break;
+	default: break;
+	}
+	if (*end != '\0' || v < 0 || v > 1e12)
+		return -1;
+	*bps = (uint64_t)(v + 0.5);
+	return 0;
+}
+
+static int
+parse_range(const char *s, uint32_t max, uint32_t *lo, uint32_t *hi)
+{
+	char a[24];
+	const char *dash = strchr(s, '-');
+
+	if (dash == NULL)
+		return parse_u32(s, max, lo) < 0 ? -1 : (*hi = *lo, 0);
+	if ((size_t)(dash - s) >= sizeof(a))
+		return -1;
+	memcpy(a, s, (size_t)(dash - s));
+	a[dash - s] = '\0';
+	if (parse_u32(a, max, lo) < 0 || parse_u32(dash + 1, max, hi) < 0 || *lo > *hi)
+		return -1;
+	return 0;
+}
+
+static void
+match_init(struct cmts_match *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->sport_hi = m->dport_hi = 65535;
+	m->tos_hi = 255;
+}
+
+int
+cmts_match_set(struct cmts_match *m, const char *key, const char *val, struct ep_err *err)
+{
+	uint32_t lo, hi;
+
+	if (strcmp(key, "proto") == 0) {
+		if (parse_u32(val, 255, &lo) < 0)
+			return ep_err_set(err, "proto: '%s' is not 0-255", val);
+		m->proto = (uint8_t)lo;
+		m->has_proto = true;
+	} else if (strcmp(key, "src") == 0 || strcmp(key, "dst") == 0) {
+		uint8_t a[16] = { 0 }, plen;
+		struct ep_err e2;
+		int fam = ep_parse_prefix(val, a, &plen, &e2);
+
+		if (fam < 0)
+			return ep_err_set(err, "%s: %s", key, e2.msg);
+		if (m->family != 0 && m->family != fam)
+			return ep_err_set(err, "%s: mixes IPv4 and IPv6", key);
+		m->family = (uint8_t)fam;
+		if (key[0] == 's') {
+			memcpy(m->src, a, 16);
+			m->src_plen = plen;
+		} else {
+			memcpy(m->dst, a, 16);
+			m->dst_plen = plen;
+		}
+	} else if (strcmp(key, "sport") == 0 || strcmp(key, "dport") == 0) {
+		if (parse_range(val, 65535, &lo, &hi) < 0)
+			return ep_err_set(err, "%s: '%s' is not a port or range lo-hi", key, val);
+		if (key[0] == 's') {
+			m->sport_lo = (uint16_t)lo;
+			m->sport_hi = (uint16_t)hi;
+		} else {
+			m->dport_lo = (uint16_t)lo;
+			m->dport_hi = (uint16_t)hi;
+		}
+	} else if (strcmp(key, "tos") == 0) {
+		if (parse_range(val, 255, &lo, &hi) < 0)
+			return ep_err_set(err, "tos: '%s' is not 0-255 or a range lo-hi", val);
+		m->tos_lo = (uint8_t)lo;
+		m->tos_hi = (uint8_t)hi;
+	} else {
+		return ep_err_set(err, "unknown match field '%s' (proto, src, dst, sport, dport, tos)",
+				  key);
+	}
+	return 0;
+}
+
+/* Split "k=v k=v" and call @p fn for each pair. */
+static int
+each_kv(const char *spec, int (*fn)(void *, const char *, const char *, struct ep_err *),
+	void *arg, struct ep_err *err)
+{
+	char buf[1024], *save = NULL;
+
+	if (spec == NULL)
+		return 0;
+	if (strlen(spec) >= sizeof(buf))
+		return ep_err_set(err, "longer than %zu bytes", sizeof(buf) - 1);
+	strcpy(buf, spec);
+	for (char *t = strtok_r(buf, " \t\r\n", &save); t != NULL;
+	     t = strtok_r(NULL, " \t\r\n", &save)) {
+		char *eq = strchr(t, '=');
+
+		if (eq == NULL)
+			return ep_err_set(err, "'%s' is not key=value", t);
+		*eq = '\0';
+		if (fn(arg, t, eq + 1, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- CM requests ---- */
+
+void
+cmts_cm_req_init(struct cmts_cm_req *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->bg = -1;
+	r->said = -1;
+}
+
+static int
+parse_cpes(struct cmts_cm_req *r, const char *val, struct ep_err *err)
+{
+	char buf[512], *save = NULL;
+
+	if (strlen(val) >= sizeof(buf))
+		return ep_err_set(err, "cpe: too long");
+	strcpy(buf, val);
+	r->n_cpe = 0;
+	for (char *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+		struct cmts_cpe *c = &r->cpe[r->n_cpe];
+		char *at = strchr(t, '@');
+		uint8_t plen;
+		struct ep_err e2;
+		int fam;
+
+		if (r->n_cpe == CMTS_MAX_CPE)
+			return ep_err_set(err, "cpe: more than %d addresses", CMTS_MAX_CPE);
+		memset(c, 0, sizeof(*c));
+		if (at != NULL) {
+			*at = '\0';
+			if (ep_parse_mac(at + 1, &c->mac) < 0 || rte_is_multicast_ether_addr(&c->mac))
+				return ep_err_set(err, "cpe: '%s' is not a unicast MAC", at + 1);
+			c->has_mac = true;
+		}
+		fam = ep_parse_prefix(t, c->addr, &plen, &e2);
+		if (fam < 0 || plen != (fam == 4 ? 32 : 128))
+			return ep_err_set(err, "cpe: '%s' is not an IPv4 or IPv6 address", t);
+		c->family = (uint8_t)fam;
+		r->n_cpe++;
+	}
+	return 0;
+}
+
+int
+cmts_cm_req_set(struct cmts_cm_req *r, const char *key, const char *val, struct ep_err *err)
+{
+	uint32_t v;
+
+	if (val == NULL)
+		return ep_err_set(err, "%s: missing value", key);
+	if (strcmp(key, "id") == 0) {
+		if (parse_u32(val, 0xffff, &r->id) < 0 || r->id == 0)
+			return ep_err_set(err, "id: '%s' is not 1-65535", val);
+	} else if (strcmp(key, "mac") == 0) {
+		if (ep_parse_mac(val, &r->mac) < 0 || rte_is_multicast_ether_addr(&r->mac) ||
+		    rte_is_zero_ether_addr(&r->mac))
+			return ep_err_set(err, "mac: '%s' is not a unicast MAC address", val);
+		r->has_mac = true;
+	} else if (strcmp(key, "cpe") == 0) {
+		return parse_cpes(r, val, err);
+	} else if (strcmp(key, "bg") == 0) {
+		if (parse_u32(val, CMTS_MAX_BG - 1, &v) < 0)
+			return ep_err_set(err, "bg: '%s' is not a bonding group 0-%d", val,
+					  CMTS_MAX_BG - 1);
+		r->bg = (int)v;
+	} else if (strcmp(key, "fg") == 0) {
+		char buf[32], *save = NULL;
+
+		if (strlen(val) >= sizeof(buf))
+			return ep_err_set(err, "fg: too long");
+		strcpy(buf, val);
+		r->n_fg = 0;
+		for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (r->n_fg == CMTS_MAX_FG_PER_CM)
+				return ep_err_set(err, "fg: more than %d filter groups",
+						  CMTS_MAX_FG_PER_CM);
+			if (parse_u32(t, CMTS_MAX_FG, &v) < 0 || v == 0)
+				return ep_err_set(err, "fg: '%s' is not a filter group 1-%d", t,
+						  CMTS_MAX_FG);
+			r->fg[r->n_fg++] = (uint8_t)v;
+		}
+	} else if (strcmp(key, "said") == 0) {
+		if (parse_u32(val, EP_DOCSIS_SAID_MAX, &v) < 0)
+			return ep_err_set(err, "said: '%s' is not 0-%d", val, EP_DOCSIS_SAID_MAX);
+		r->said = (int)v;
+	} else if (strcmp(key, "dsid") == 0) {
+		if (parse_u32(val, EP_DOCSIS_DSID_MAX, &r->dsid) < 0 || r->dsid == 0)
+			return ep_err_set(err, "dsid: '%s' is not 1-%d", val, EP_DOCSIS_DSID_MAX);
+	} else if (strcmp(key, "sid") == 0) {
+		char buf[128], *save = NULL;
+
+		if (strlen(val) >= sizeof(buf))
+			return ep_err_set(err, "sid: too long");
+		strcpy(buf, val);
+		r->n_sid = 0;
+		for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (r->n_sid == CMTS_MAX_SID)
+				return ep_err_set(err, "sid: more than %d SIDs", CMTS_MAX_SID);
+			/* 0 and 0x3fff are not unicast SIDs (MULPI). */
+			if (parse_u32(t, CMTS_SID_SPACE - 2, &v) < 0 || v == 0)
+				return ep_err_set(err, "sid: '%s' is not 1-%d", t, CMTS_SID_SPACE - 2);
+			r->sid[r->n_sid++] = (uint16_t)v;
+		}
+	} else if (strcmp(key, "kseq") == 0) {
+		if (parse_u32(val, 15, &v) < 0)
+			return ep_err_set(err, "kseq: '%s' is not 0-15", val);
+		r->kseq = (uint8_t)v;
+	} else if (strcmp(key, "key") == 0) {
+		if (parse_hex16(val, r->key) < 0)
+			return ep_err_set(err, "key: expected 32 hex digits (AES-128)");
+		r->has_key = true;
+	} else if (strcmp(key, "iv") == 0) {
+		if (parse_hex16(val, r->iv) < 0)
+			return ep_err_set(err, "iv: expected 32 hex digits");
+	} else if (strcmp(key, "bpi") == 0) {
+		if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0)
+			return ep_err_set(err, "bpi: '%s' is not on or off", val);
+		r->bpi_off = strcmp(val, "off") == 0;
+	} else {
+		return ep_err_set(err, "unknown field '%s' (id, mac, cpe, bg, fg, said, dsid, sid, "
+				  "kseq, key, iv, bpi)", key);
+	}
+	return 0;
+}
+
+static int
+req_kv(void *arg, const char *k, const char *v, struct ep_err *err)
+{
+	return cmts_cm_req_set(arg, k, v, err);
+}
+
+int
+cmts_cm_req_parse(struct cmts_cm_req *r, const char *line, struct ep_err *err)
+{
+	cmts_cm_req_init(r);
+	if (each_kv(line, req_kv, r, err) < 0)
+		return -1;
+	if (r->id == 0)
+		return ep_err_set(err, "id: missing");
+	return 0;
+}
+
+/* ---- tables ---- */
+
+static void
+addr_key(uint8_t k[16], int family, const void *a)
+{
+	if (family == 4) {
+		/* IPv4-mapped (RFC 4291 2.5.5.2): one 16-byte key for both. */
+		memset(k, 0, 10);
+		k[10] = k[11] = 0xff;
+		memcpy(k + 12, a, 4);
+	} else {
+		memcpy(k, a, 16);
+	}
+}
+
+int64_t
+cmts_cm_find_addr(const struct cmts_sg *sg, int family, const void *addr)
+{
+	uint8_t k[16];
+	void *data;
+
+	addr_key(k, family, addr);
+	if (rte_hash_lookup_data(sg->addr, k, &data) < 0)
+		return -1;
+	return (int64_t)(uintptr_t)data;
+}
+
+const struct cmts_cm *
+cmts_cm_get(const struct cmts_sg *sg, uint32_t id)
+{
+	return id >= 1 && id <= sg->p.max_cms ? sg->cms[id] : NULL;
+}
+
+static bool
+cm_has_cpe(const struct cmts_cm *cm, const struct cmts_cpe *c)
+{
+	for (int i = 0; cm != NULL && i < cm->n_cpe; i++)
+		if (cm->cpe[i].family == c->family && memcmp(cm->cpe[i].addr, c->addr, 16) == 0)
+			return true;
+	return false;
+}
+
+static bool
+cm_has_sid(const struct cmts_cm *cm, uint16_t sid)
+{
+	for (int i = 0; cm != NULL && i < cm->n_sid; i++)
+		if (cm->sid[i] == sid)
+			return true;
+	return false;
+}
+
+/* The header template of a record: everything but LEN, the priority bits
+ * and the PSN, with its HCS (ep_docsis.h: the framing stage adds the rest
+ * byte by byte). */
+static void
+cm_template(struct cmts_cm *cm)
+{
+	struct ep_docsis_pdu_spec s = {
+		.bpi_type = cm->bpi ? EP_DOCSIS_EH_BP_DOWN : 0,
+		.key_seq = cm->ds_kseq, .enc = cm->bpi, .said = cm->said,
+		.ds_len = cm->bonded ? 5 : 3, .dsid = cm->dsid,
+	};
+
+	memset(cm->hdr_tpl, 0, sizeof(cm->hdr_tpl));
+	cm->hdr_len = (uint8_t)ep_docsis_build(cm->hdr_tpl, sizeof(cm->hdr_tpl), &s, 0);
+	cm->hdr_tpl[2] = cm->hdr_tpl[3] = 0;
+	cm->tp_pos = (uint8_t)(4 + (cm->bpi ? 5 : 0) + 1);
+	cm->tpl_hcs = ep_docsis_hcs(cm->hdr_tpl, (uint32_t)cm->hdr_len - 2);
+}
+
+static void
+sf_default(struct cmts_sf *sf)
+{
+	memset(sf, 0, sizeof(*sf));
+	sf->in_use = true;
+}
+
+/*
+ * Wait until every downstream worker of the SG has dequeued the crypto
+ * operations it had enqueued when this was called (ipsec-mb completes in
+ * order), so no operation in flight uses a key about to be destroyed.  The
+ * caller has already passed a grace period: no new operation uses it.
+ */
+static void
+ds_crypto_drain_wait(struct cmts_sg *sg)
+{
+	uint64_t snap[EP_MAX_WORKERS];
+	uint64_t deadline = rte_get_tsc_cycles() + 2 * rte_get_tsc_hz();
+
+	for (int i = 0; i < sg->n_ds; i++)
+		snap[i] = __atomic_load_n(&sg->ds[i]->enq_total, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < sg->n_ds; i++) {
+		while (__atomic_load_n(&sg->ds[i]->w->running, __ATOMIC_ACQUIRE) &&
+		       __atomic_load_n(&sg->ds[i]->deq_total, __ATOMIC_ACQUIRE) < snap[i]) {
+			if (rte_get_tsc_cycles() > deadline)
+				return;
+			rte_delay_us_sleep(50);
+		}
+	}
+}
+
+/* Destroy keys nobody references any more (after the waits above). */
+static void
+keys_retire(struct cmts_sg *sg, struct cmts_key **k, uint32_t n)
+{
+	if (n == 0)
+		return;
+	ep_rcu_synchronize(sg->e);
+	ds_crypto_drain_wait(sg);
+	for (uint32_t i = 0; i < n; i++) {
+		cmts_key_destroy(sg->c, k[i]);
+		rte_free(k[i]);
+	}
+}
+
+static struct cmts_key *
+key_new(struct cmts_sg *sg, uint8_t kseq, const uint8_t key[16], const uint8_t iv[16],
+	struct ep_err *err)
+{
+	struct cmts_key *k = rte_zmalloc("cmts_key", sizeof(*k), 0);
+
+	if (k == NULL)
+		return ep_err_set(err, "out of memory for a key"), NULL;
+	k->kseq = kseq;
+	memcpy(k->key, key, 16);
+	memcpy(k->iv, iv, 16);
+	if (cmts_key_sessions(sg->c, k, err) < 0) {
+		rte_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+/*
+ * Publish @p rec as CM @p id in place of @p old: addresses, SIDs, record.
+ * Cannot fail once the hash has room (checked by validation: entries are
+ * sized for every CM's addresses twice).
+ */
+static int
+cm_publish(struct cmts_sg *sg, struct cmts_cm *rec, const struct cmts_cm *old)
+{
+	uint32_t id = rec->id;
+
+	ep_rcu_publish(&sg->cms[id], rec);
+	for (int i = 0; i < rec->n_cpe; i++) {
+		uint8_t k[16];
+
+		if (cm_has_cpe(old, &rec->cpe[i]))
+			continue;
+		addr_key(k, rec->cpe[i].family, rec->cpe[i].addr);
+		if (rte_hash_add_key_data(sg->addr, k, (void *)(uintptr_t)id) < 0)
+			return -1;
+	}
+	for (int i = 0; old != NULL && i < old->n_cpe; i++) {
+		uint8_t k[16];
+
+		if (cm_has_cpe(rec, &old->cpe[i]))
+			continue;
+		addr_key(k, old->cpe[i].family, old->cpe[i].addr);
+		rte_hash_del_key(sg->addr, k);
+	}
+	for (int i = 0; i < rec->n_sid; i++)
+		__atomic_store_n(&sg->sid_cm[rec->sid[i]], (uint16_t)id, __ATOMIC_RELEASE);
+	for (int i = 0; old != NULL && i < old->n_sid; i++)
+		if (!cm_has_sid(rec, old->sid[i]))
+			__atomic_store_n(&sg->sid_cm[old->sid[i]], 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Validate @p r against the tables; fill @p rec (a copy of the current
+ * record's SFs, classifiers and keys when replacing). */
+static int
+cm_build(struct cmts_sg *sg, const struct cmts_cm_req *r, struct cmts_cm *rec,
+	 struct cmts_key **new_key, struct ep_err *err)
+{
+	const struct cmts_cm *old;
+
+	*new_key = NULL;
+	if (r->id == 0 || r->id > sg->p.max_cms)
+		return ep_err_set(err, "id: %u is outside 1..max_cms (%u)", r->id, sg->p.max_cms);
+	if (r->id > 0xffff)
+		return ep_err_set(err, "id: above 65535");
+	old = sg->cms[r->id];
+	if (!r->has_mac)
+		return ep_err_set(err, "mac: missing");
+	if (r->bg < 0 || !sg->bg[r->bg].in_use)
+		return ep_err_set(err, "bg: %s", r->bg < 0 ? "missing" :
+				  "no such bonding group in this service group");
+	for (int i = 0; i < r->n_cpe; i++) {
+		int64_t owner = cmts_cm_find_addr(sg, r->cpe[i].family, r->cpe[i].addr);
+		char a[INET6_ADDRSTRLEN];
+
+		if (owner >= 0 && owner != r->id) {
+			inet_ntop(r->cpe[i].family == 4 ? AF_INET : AF_INET6, r->cpe[i].addr, a,
+				  sizeof(a));
+			return ep_err_set(err, "cpe: %s belongs to CM %" PRId64, a, owner);
+		}
+		for (int j = 0; j < i; j++)
+			if (r->cpe[j].family == r->cpe[i].family &&
+			    memcmp(r->cpe[j].addr, r->cpe[i].addr, 16) == 0)
+				return ep_err_set(err, "cpe: an address is listed twice");
+	}
+	for (int i = 0; i < r->n_sid; i++) {
+		uint16_t owner = sg->sid_cm[r->sid[i]];
+
+		if (owner != 0 && owner != r->id)
+			return ep_err_set(err, "sid: %u belongs to CM %u", r->sid[i], owner);
+	}
+	if (!r->bpi_off && r->has_key && r->said < 0)
+		return ep_err_set(err, "said: a key needs the CM's SAID");
+	if (!r->bpi_off && r->said >= 0 && !r->has_key && (old == NULL || !old->bpi))
+		return ep_err_set(err, "key: BPI+ (said=) needs a key (or bpi=off)");
+
+	memset(rec, 0, sizeof(*rec));
+	if (old != NULL) {
+		memcpy(rec->sf, old->sf, sizeof(rec->sf));
+		memcpy(rec->cls, old->cls, sizeof(rec->cls));
+		rec->key[0] = old->key[0];
+		rec->key[1] = old->key[1];
+		rec->ds_kseq = old->ds_kseq;
+		rec->bpi = old->bpi;
+		rec->said = old->said;
+		rec->gen = old->gen;
+	} else {
+		sf_default(&rec->sf[0]);
+		rec->gen = ++sg->gen;
+	}
+	rec->id = r->id;
+	rec->mac = r->mac;
+	rec->bg = (uint8_t)r->bg;
+	rec->bonded = sg->bg[r->bg].n_ch > 1;
+	rec->n_cpe = r->n_cpe;
+	memcpy(rec->cpe, r->cpe, sizeof(rec->cpe));
+	memcpy(rec->fg, r->fg, sizeof(rec->fg));
+	rec->n_sid = r->n_sid;
+	memcpy(rec->sid, r->sid, sizeof(rec->sid));
+	rec->dsid = r->dsid != 0 ? r->dsid : r->id;
+	if (r->bpi_off) {
+		rec->bpi = false;
+		rec->key[0] = rec->key[1] = NULL;
+	} else if (r->said >= 0) {
+		rec->said = (uint16_t)r->said;
+		rec->bpi = true;
+	}
+	if (r->has_key && !r->bpi_off) {
+		*new_key = key_new(sg, r->kseq, r->key, r->iv, err);
+		if (*new_key == NULL)
+			return -1;
+		rec->key[r->kseq & 1] = *new_key;
+		rec->ds_kseq = r->kseq;
+	}
+	rec->ds_key = rec->bpi ? rec->key[rec->ds_kseq & 1] : NULL;
+	cm_template(rec);
+	return 0;
+}
+
+/* Keys of @p old that @p rec does not reference. */
+static uint32_t
+keys_dropped(const struct cmts_cm *old, const struct cmts_cm *rec, struct cmts_key **out)
+{
+	uint32_t n = 0;
+
+	for (int k = 0; old != NULL && k < 2; k++)
+		if (old->key[k] != NULL && old->key[k] != rec->key[0] && old->key[k] != rec->key[1])
+			out[n++] = (struct cmts_key *)(uintptr_t)old->key[k];
+	return n;
+}
+
+int
+cmts_cm_add_bulk(struct cmts_sg *sg, const struct cmts_cm_req *r, uint32_t n,
+		 uint32_t *failed, struct ep_err *err)
+{
+	struct cmts_key **retire = malloc(sizeof(*retire) * (2 * (size_t)n + 1));
+	uint32_t n_retire = 0;
+	int rc = 0;
+
+	if (retire == NULL)
+		return ep_err_set(err, "out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct cmts_cm *old = r[i].id <= sg->p.max_cms ? sg->cms[r[i].id] : NULL;
+		struct cmts_cm *rec = cmts_rec_alloc(sg);
+		struct cmts_key *nk;
+
+		if (failed != NULL)
+			*failed = i;
+		if (rec == NULL) {
+			rc = ep_err_set(err, "out of CM records");
+			break;
+		}
+		if (cm_build(sg, &r[i], rec, &nk, err) < 0) {
+			sg->rec_free[sg->n_rec_free++] = rec;
+			rc = -1;
+			break;
+		}
+		if (cm_publish(sg, rec, old) < 0) {
+			/* The hash is sized for every CM's addresses twice:
+			 * this means max_cms is exceeded in addresses. */
+			rc = ep_err_set(err, "address table full");
+			break;
+		}
+		n_retire += keys_dropped(old, rec, retire + n_retire);
+		if (old != NULL)
+			cmts_defer_record(sg, (struct cmts_cm *)(uintptr_t)old);
+		else
+			sg->n_cms++;
+	}
+	if (n != 0 && cmts_acl_rebuild(sg, rc < 0 ? NULL : err) < 0 && rc == 0)
+		rc = -1;
+	keys_retire(sg, retire, n_retire);
+	free(retire);
+	return rc;
+}
+
+int
+cmts_cm_del(struct cmts_sg *sg, uint32_t id, struct ep_err *err)
+{
+	const struct cmts_cm *old = cmts_cm_get(sg, id);
+	struct cmts_key *retire[2];
+	uint32_t n = 0;
+
+	if (old == NULL)
+		return ep_err_set(err, "no CM %u", id);
+	ep_rcu_publish(&sg->cms[id], NULL);
+	for (int i = 0; i < old->n_cpe; i++) {
+		uint8_t k[16];
+
+		addr_key(k, old->cpe[i].family, old->cpe[i].addr);
+		rte_hash_del_key(sg->addr, k);
+	}
+	for (int i = 0; i < old->n_sid; i++)
+		if (sg->sid_cm[old->sid[i]] == id)
+			__atomic_store_n(&sg->sid_cm[old->sid[i]], 0, __ATOMIC_RELEASE);
+	for (int k = 0; k < 2; k++)
+		if (old->key[k] != NULL)
+			retire[n++] = (struct cmts_key *)(uintptr_t)old->key[k];
+	cmts_defer_record(sg, (struct cmts_cm *)(uintptr_t)old);
+	sg->n_cms--;
+	cmts_acl_rebuild(sg, err);
+	keys_retire(sg, retire, n);
+	return 0;
+}
+
+/* Replace CM @p id by a copy that @p edit changes: keys, SFs, classifiers. */
+static int
+cm_edit(struct cmts_sg *sg, uint32_t id,
+	int (*edit)(struct cmts_sg *, struct cmts_cm *, void *, struct ep_err *), void *arg,
+	bool rebuild, struct ep_err *err)
+{
+	const struct cmts_cm *old = cmts_cm_get(sg, id);
+	struct cmts_key *retire[2];
+	struct cmts_cm *rec;
+	uint32_t n;
+
+	if (old == NULL)
+		return ep_err_set(err, "no CM %u", id);
+	rec = cmts_rec_alloc(sg);
+	if (rec == NULL)
+		return ep_err_set(err, "out of CM records");
+	memcpy(rec, old, sizeof(*rec));
+	if (edit(sg, rec, arg, err) < 0) {
+		sg->rec_free[sg->n_rec_free++] = rec;
+		return -1;
+	}
+	rec->ds_key = rec->bpi ? rec->key[rec->ds_kseq & 1] : NULL;
+	cm_template(rec);
+	ep_rcu_publish(&sg->cms[id], rec);
+	n = keys_dropped(old, rec, retire);
+	cmts_defer_record(sg, (struct cmts_cm *)(uintptr_t)old);
+	if (rebuild && cmts_acl_rebuild(sg, err) < 0)
+		return -1;
+	keys_retire(sg, retire, n);
+	return 0;
+}
+
+struct key_arg { uint8_t kseq; const uint8_t *key, *iv; };
+
+static int
+edit_key_set(struct cmts_sg *sg, struct cmts_cm *rec, void *a, struct ep_err *err)
+{
+	struct key_arg *k = a;
+	struct cmts_key *nk;
+
+	if (!rec->bpi)
+		return ep_err_set(err, "CM %u has BPI+ off (no SAID)", rec->id);
+	/* The downstream encrypts with slot ds_kseq & 1: a key of the same
+	 * parity would replace it under the CM's feet.  A roll installs the
+	 * next sequence number (the other slot), then activates it. */
+	if (rec->ds_key != NULL && (k->kseq & 1) == (rec->ds_kseq & 1))
+		return ep_err_set(err, "key sequence %u would replace %u, which the downstream "
+				  "uses: install the next one (other parity), then activate it",
+				  k->kseq, rec->ds_kseq);
+	nk = key_new(sg, k->kseq, k->key, k->iv, err);
+	if (nk == NULL)
+		return -1;
+	rec->key[k->kseq & 1] = nk;
+	return 0;
+}
+
+int
+cmts_key_set(struct cmts_sg *sg, uint32_t id, uint8_t kseq, const uint8_t key[16],
+	     const uint8_t iv[16], struct ep_err *err)
+{
+	struct key_arg a = { kseq, key, iv };
+
+	if (kseq > 15)
+		return ep_err_set(err, "kseq: %u is not 0-15", kseq);
+	return cm_edit(sg, id, edit_key_set, &a, false, err);
+}
+
+static int
+edit_key_activate(struct cmts_sg *sg, struct cmts_cm *rec, void *a, struct ep_err *err)
+{
+	uint8_t kseq = *(uint8_t *)a;
+	const struct cmts_key *k = rec->key[kseq & 1];
+
+	if (!rec->bpi)
+		return ep_err_set(err, "CM %u has BPI+ off", rec->id);
+	if (k == NULL || k->kseq != kseq)
+		return ep_err_set(err, "CM %u has no key with sequence %u installed", rec->id, kseq);
+	rec->ds_kseq = kseq;
+	return 0;
+}
+
+int
+cmts_key_activate(struct cmts_sg *sg, uint32_t id, uint8_t kseq, struct ep_err *err)
+{
+	return cm_edit(sg, id, edit_key_activate, &kseq, false, err);
+}
+
+/* ---- service flows ---- */
+
+struct sf_arg { uint8_t sf; const char *spec; bool del; };
+
+static int
+sf_kv(void *a, const char *k, const char *v, struct ep_err *err)
+{
+	struct cmts_sf *sf = a;
+	uint32_t x;
+
+	if (strcmp(k, "rate") == 0) {
+		if (parse_rate(v, &sf->rate_bps) < 0)
+			return ep_err_set(err, "rate: '%s' is not a rate in bit/s (k, M, G)", v);
+	} else if (strcmp(k, "burst") == 0) {
+		if (parse_u32(v, 1u << 24, &x) < 0 || x < 1522)
+			return ep_err_set(err, "burst: '%s' is not 1522..16M bytes (MULPI: at least "
+					  "1522)", v);
+		sf->burst = x;
+	} else if (strcmp(k, "prio") == 0) {
+		if (parse_u32(v, 7, &x) < 0)
+			return ep_err_set(err, "prio: '%s' is not a traffic priority 0-7", v);
+		sf->prio = (uint8_t)x;
+	} else {
+		return ep_err_set(err, "unknown SF field '%s' (rate, burst, prio)", k);
+	}
+	return 0;
+}
+
+static int
+edit_sf(struct cmts_sg *sg, struct cmts_cm *rec, void *a, struct ep_err *err)
+{
+	struct sf_arg *s = a;
+	struct cmts_sf sf;
+
+	if (s->del) {
+		if (s->sf == 0)
+			return ep_err_set(err, "SF 0 (the default flow) cannot be deleted");
+		if (!rec->sf[s->sf].in_use)
+			return ep_err_set(err, "CM %u has no SF %u", rec->id, s->sf);
+		memset(&rec->sf[s->sf], 0, sizeof(sf));
+		return 0;
+	}
+	sf_default(&sf);
+	sf.burst = 3044;                /* MULPI's default max traffic burst */
+	if (each_kv(s->spec, sf_kv, &sf, err) < 0)
+		return -1;
+	sf.shaped = sf.rate_bps != 0;
+	if (sf.shaped && rte_meter_srtcm_profile_config(&sf.prof, &(struct rte_meter_srtcm_params){
+			.cir = sf.rate_bps / 8, .cbs = sf.burst, .ebs = 0 }) != 0)
+		return ep_err_set(err, "rate %" PRIu64 " / burst %u rejected by rte_meter",
+				  sf.rate_bps, sf.burst);
+	rec->sf[s->sf] = sf;
+	return 0;
+}
+
+/* An SF change needs no ACL rebuild: classifiers name SFs by index, and
+ * the classify stage falls back to SF 0 for an index not in use. */
+static int
+sf_op(struct cmts_sg *sg, uint32_t id, uint8_t sf, const char *spec, bool del,
+      struct ep_err *err)
+{
+	struct sf_arg a = { sf, spec, del };
+
+	if (sf >= CMTS_MAX_SF)
+		return ep_err_set(err, "sf: %u is not 0-%d", sf, CMTS_MAX_SF - 1);
+	return cm_edit(sg, id, edit_sf, &a, false, err);
+}
+
+int
+cmts_sf_set(struct cmts_sg *sg, uint32_t id, uint8_t sf, const char *spec, struct ep_err *err)
+{
+	return sf_op(sg, id, sf, spec, false, err);
+}
+
+int
+cmts_sf_del(struct cmts_sg *sg, uint32_t id, uint8_t sf, struct ep_err *err)
+{
+	return sf_op(sg, id, sf, NULL, true, err);
+}
+
+/* ---- classifiers ---- */
+
+struct cls_arg { uint8_t idx; const char *spec; bool del; };
+
+static int
+cls_kv(void *a, const char *k, const char *v, struct ep_err *err)
+{
+	struct cmts_cls *c = a;
+	uint32_t x;
+
+	if (strcmp(k, "sf") == 0) {
+		if (parse_u32(v, CMTS_MAX_SF - 1, &x) < 0 || x == 0)
+			return ep_err_set(err, "sf: '%s' is not 1-%d", v, CMTS_MAX_SF - 1);
+		c->sf = (uint8_t)x;
+	} else if (strcmp(k, "prio") == 0) {
+		if (parse_u32(v, 255, &x) < 0)
+			return ep_err_set(err, "prio: '%s' is not 0-255", v);
+		c->prio = (uint8_t)x;
+	} else {
+		return cmts_match_set(&c->m, k, v, err);
+	}
+	return 0;
+}
+
+static int
+edit_cls(struct cmts_sg *sg, struct cmts_cm *rec, void *a, struct ep_err *err)
+{
+	struct cls_arg *s = a;
+	struct cmts_cls c;
+
+	if (s->del) {
+		if (!rec->cls[s->idx].in_use)
+			return ep_err_set(err, "CM %u has no classifier %u", rec->id, s->idx);
+		memset(&rec->cls[s->idx], 0, sizeof(c));
+		return 0;
+	}
+	memset(&c, 0, sizeof(c));
+	match_init(&c.m);
+	if (each_kv(s->spec, cls_kv, &c, err) < 0)
+		return -1;
+	if (c.sf == 0)
+		return ep_err_set(err, "sf: missing (the SF 1-8 the classifier selects)");
+	if (!rec->sf[c.sf].in_use)
+		return ep_err_set(err, "sf: CM %u has no SF %u", rec->id, c.sf);
+	c.in_use = true;
+	rec->cls[s->idx] = c;
+	return 0;
+}
+
+static int
+cls_op(struct cmts_sg *sg, uint32_t id, uint8_t idx, const char *spec, bool del, bool rebuild,
+       struct ep_err *err)
+{
+	struct cls_arg a = { idx, spec, del };
+
+	if (idx >= CMTS_MAX_CLS)
+		return ep_err_set(err, "cls: %u is not 0-%d", idx, CMTS_MAX_CLS - 1);
+	return cm_edit(sg, id, edit_cls, &a, rebuild, err);
+}
+
+int
+cmts_cls_set(struct cmts_sg *sg, uint32_t id, uint8_t cls, const char *spec, struct ep_err *err)
+{
+	return cls_op(sg, id, cls, spec, false, true, err);
+}
+
+int
+cmts_cls_set_nobuild(struct cmts_sg *sg, uint32_t id, uint8_t cls, const char *spec,
+		     struct ep_err *err)
+{
+	return cls_op(sg, id, cls, spec, false, false, err);
+}
+
+int
+cmts_cls_del(struct cmts_sg *sg, uint32_t id, uint8_t cls, struct ep_err *err)
+{
+	return cls_op(sg, id, cls, NULL, true, true, err);
+}
+
+/* ---- filter rules ---- */
+
+static int
+filter_kv(void *a, const char *k, const char *v, struct ep_err *err)
+{
+	return cmts_match_set(a, k, v, err);
+}
+
+int
+cmts_filter_add(struct cmts_sg *sg, const char *text, bool rebuild, struct ep_err *err)
+{
+	char grp[16], ord[16], act[16];
+	struct cmts_filter f;
+	uint32_t g, o;
+	int used = 0;
+
+	memset(&f, 0, sizeof(f));
+	match_init(&f.m);
+	if (text == NULL || sscanf(text, "%15s %15s %15s %n", grp, ord, act, &used) != 3)
+		return ep_err_set(err, "expected '<group> <order> permit|deny [match ...]'");
+	if (parse_u32(grp, CMTS_MAX_FG, &g) < 0 || g == 0)
+		return ep_err_set(err, "group: '%s' is not 1-%d", grp, CMTS_MAX_FG);
+	if (parse_u32(ord, 0xffff, &o) < 0)
+		return ep_err_set(err, "order: '%s' is not 0-65535", ord);
+	if (strcmp(act, "permit") != 0 && strcmp(act, "deny") != 0)
+		return ep_err_set(err, "action: '%s' is not permit or deny", act);
+	f.group = (uint8_t)g;
+	f.order = (uint16_t)o;
+	f.permit = act[0] == 'p';
+	if (each_kv(text + used, filter_kv, &f.m, err) < 0)
+		return -1;
+	for (uint32_t i = 0; i < sg->n_filters; i++) {
+		if (sg->filters[i].group == f.group && sg->filters[i].order == f.order) {
+			sg->filters[i] = f;
+			return rebuild ? cmts_acl_rebuild(sg, err) : 0;
+		}
+	}
+	if (sg->n_filters == sg->cap_filters) {
+		uint32_t cap = sg->cap_filters ? 2 * sg->cap_filters : 64;
+		struct cmts_filter *nf = rte_realloc(sg->filters, sizeof(*nf) * cap, 0);
+
+		if (nf == NULL)
+			return ep_err_set(err, "out of memory for filter rules");
+		sg->filters = nf;
+		sg->cap_filters = cap;
+	}
+	sg->filters[sg->n_filters++] = f;
+	if (rebuild && cmts_acl_rebuild(sg, err) < 0) {
+		sg->n_filters--;
+		return -1;
+	}
+	return 0;
+}
+
+int
+cmts_filter_del(struct cmts_sg *sg, uint8_t group, uint16_t order, struct ep_err *err)
+{
+	for (uint32_t i = 0; i < sg->n_filters; i++) {
+		if (sg->filters[i].group != group || sg->filters[i].order != order)
+			continue;
+		memmove(&sg->filters[i], &sg->filters[i + 1],
+			sizeof(sg->filters[0]) * (sg->n_filters - i - 1));
+		sg->n_filters--;
+		return cmts_acl_rebuild(sg, err);
+	}
+	return ep_err_set(err, "no filter rule %u in group %u", order, group);
+}
+
+int
+cmts_acl_rebuild(struct cmts_sg *sg, struct ep_err *err)
+{
+	struct cmts_acl_set *s = cmts_acl_build(sg, err), *old = sg->acl;
+
+	if (s == NULL)
+		return -1;
+	ep_rcu_publish(&sg->acl, s);
+	cmts_defer_acl(sg, old);
+	return 0;
+}

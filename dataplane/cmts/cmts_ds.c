@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The cmts-ds stages from lookup to crypto (the schedulers are in
+ * cmts_sched.c, DEPI in cmts_depi.c), and the downstream worker.
+ *
+ *   lookup    Ethernet, VLANs, IPv4 (lengths, not the checksum: ds_parse
+ *             says why), IPv6 with extension headers (the proto helpers'
+ *             walk), then one rte_hash_lookup_bulk_data for the
+ *             burst on 16-byte keys (IPv4 as IPv4-mapped IPv6, so both
+ *             families share one table and one call); the CM record and the
+ *             worker's state of it are prefetched for the stages after
+ *   submgmt   the CPE entry of the destination: its MAC, when the operator
+ *             gave one, must be the frame's destination; the source must
+ *             not be one of the CM's own addresses (a reflection or a
+ *             spoofed packet: it cannot come from the CM through the network)
+ *   filter    one rte_acl_classify per family for the burst; categories 0
+ *             and 1 are the CM's two filter groups (deny wins; no match:
+ *             the SG's default action), category 2 the CM's classifiers,
+ *             kept in ep_meta.nexthop for the classify stage
+ *   classify  classifier match -> SF (SF 0 when none matched or the SF is
+ *             gone), per-CM matched/unmatched counters
+ *   framing   the CM's header template (cmts_cm.c), LEN, the SF's traffic
+ *             priority and the bonded flow's packet sequence number; the
+ *             HCS is the template's HCS updated byte by byte (ep_docsis.h);
+ *             4 bytes appended for the CRC the crypto stage writes
+ *   crypto    one rte_security DOCSIS operation per frame: CRC-32 over the
+ *             Ethernet frame, then AES-128 from byte 12 (after the MACs)
+ *             through the CRC; the burst is enqueued whole and the stage
+ *             continues with the frames that completed, which may be
+ *             earlier bursts' (cmts_crypto.c)
+ */
+#define ALLOW_EXPERIMENTAL_API 1
+#include <rte_cryptodev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_prefetch.h>
+#include <rte_security.h>
+
+#include "ep_docsis.h"
+#include "ep_parse.h"
+#include "ep_rcu.h"
+#include "ep_rx.h"
+#include "cmts.h"
+#include "cmts_worker.h"
+
+#define PREFETCH_AHEAD 8
+#define CMTS_IV_OFF (sizeof(struct rte_crypto_op) + sizeof(struct rte_crypto_sym_op))
+/* Headroom the framing stage leaves for DEPI: Ethernet, IPv4, L2TPv3
+ * session and sub-layer, the largest PSP segment table. */
+#define DEPI_HEADROOM (14 + 20 + 8 + 2 * CMTS_PSP_MAX_SEGS)
+
+static const uint8_t v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+/* ---- lookup ---- */
+
+/*
+ * What the downstream needs of a frame: Ethernet and VLANs (ep_parse_l2),
+ * the IPv4 or IPv6 header's lengths, the L4 offset and whether its ports
+ * are there.  Not the IPv4 header checksum: a MAC data plane carries what
+ * the router in front of it sent, as a switch would (the CPE checks it),
+ * and the check is ~8 of the ~100 cycles the downstream has beside the
+ * crypto.  IPv6 extension headers take the proto helpers' walk.
+ */
+static __rte_always_inline int
+ds_parse(const struct rte_mbuf *mb, struct ep_meta *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(mb, const uint8_t *), *ip;
+	uint32_t seg = RTE_MIN(mb->data_len, mb->pkt_len), frame = mb->pkt_len, off, hl, tl;
+	uint16_t et;
+	int rc;
+
+	m->flags = 0;
+	rc = ep_parse_l2(p, seg, m, &et);
+	if (unlikely(rc != 0))
+		return rc;
+	off = m->l3_off;
+	if (unlikely(et != RTE_ETHER_TYPE_IPV4)) {
+		if (et == RTE_ETHER_TYPE_IPV6)
+			return ep_parse_ipv6(p, seg, frame, m);
+		return EP_DROP_ETHERTYPE_UNSUPPORTED;
+	}
+	ip = p + off;
+	m->l3_type = EP_L3_IPV4;
+	if (unlikely(seg < off + 20))
+		return EP_DROP_IPV4_TRUNCATED;
+	if (unlikely((ip[0] >> 4) != 4))
+		return EP_DROP_IPV4_BAD_VERSION;
+	hl = (uint32_t)(ip[0] & 0x0f) * 4;
+	if (unlikely(hl < 20 || off + hl > seg))
+		return EP_DROP_IPV4_BAD_IHL;
+	tl = (uint32_t)(ip[2] << 8 | ip[3]);
+	if (unlikely(tl < hl || off + tl > frame))
+		return EP_DROP_IPV4_BAD_TOTAL_LENGTH;
+	m->l3_len = (uint16_t)tl;
+	m->l4_proto = ip[9];
+	m->l4_off = (uint16_t)(off + hl);
+	if (unlikely((ip[6] & 0x3f) | ip[7])) {
+		m->flags |= EP_META_F_FRAGMENT;
+		if (((ip[6] & 0x1f) | ip[7]) != 0)
+			return 0;               /* not the first fragment: no ports */
+	}
+	return ep_parse_l4(m, off + hl, RTE_MIN(off + tl, seg));
+}
+
+static __rte_always_inline void
+prefetch_frame(struct rte_mbuf *m)
+{
+	rte_prefetch0(rte_pktmbuf_mtod(m, void *));
+	rte_prefetch0(ep_meta(m));
+}
+
+uint16_t
+cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct cmts_ds *d = ctx;
+	struct cmts_sg *sg = d->sg;
+	uint64_t hits = 0;
+	uint16_t np = 0, out = 0;
+
+	/* The mbufs first (one line each, needed to find the data), then the
+	 * data and meta lines a few packets ahead: frames written by another
+	 * core (a NIC's DMA, a generator) arrive cold, and a miss here costs
+	 * ~100-200 cycles on this machine. */
+	for (uint16_t i = 0; i < n; i++)
+		rte_prefetch0(pkts[i]);
+	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
+		prefetch_frame(pkts[i]);
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct ep_meta *md = ep_meta(m);
+		const uint8_t *l3;
+		int rc;
+
+		if (i + PREFETCH_AHEAD < n)
+			prefetch_frame(pkts[i + PREFETCH_AHEAD]);
+		rc = ds_parse(m, md);
+		if (unlikely(rc != 0)) {
+			next[i] = EP_NEXT_DROP(rc);
+			out++;
+			continue;
+		}
+		l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
+		if (likely(md->l3_type == EP_L3_IPV4)) {
+			memcpy(d->hkey[np], v4_mapped, 12);
+			memcpy(d->hkey[np] + 12, l3 + 16, 4);
+		} else {
+			memcpy(d->hkey[np], l3 + 24, 16);
+		}
+		d->hkey_ptr[np] = d->hkey[np];
+		d->pos[np++] = i;
+	}
+	if (np != 0)
+		rte_hash_lookup_bulk_data(sg->addr, d->hkey_ptr, np, &hits, d->hdata);
+	for (uint16_t j = 0; j < np; j++) {
+		uint16_t i = d->pos[j];
+
+		if (likely((hits >> j) & 1)) {
+			uint32_t id = (uint32_t)(uintptr_t)d->hdata[j];
+			const struct cmts_cm *cm = sg->cms[id];
+
+			/* What the next stages read: the record's two first
+			 * lines (template, key, CPE addresses) and the
+			 * worker's state of the CM. */
+			rte_prefetch0(cm);
+			rte_prefetch0(cm->cpe);
+			rte_prefetch0(&d->dyn[id]);
+			ep_meta(pkts[i])->user = id;
+		} else {
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_UNKNOWN_CPE);
+			out++;
+		}
+	}
+	d->lookup_hit += n - out;
+	d->lookup_miss += np - (n - out);
+	return out;
+}
+
+/* ---- subscriber management ---- */
+
+uint16_t
+cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct cmts_ds *d = ctx;
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct ep_meta *md = ep_meta(m);
+		const struct cmts_cm *cm = cmts_cm_of(d->sg, DSM_CM(md->user));
+		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *), *l3 = p + md->l3_off;
+		const uint8_t *src, *dst;
+		int to = -1, from = 0;
+
+		if (unlikely(cm == NULL)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_UNKNOWN_CPE);
+			out++;
+			continue;
+		}
+		if (likely(md->l3_type == EP_L3_IPV4)) {
+			uint32_t s4, d4, a4;
+
+			memcpy(&s4, l3 + 12, 4);
+			memcpy(&d4, l3 + 16, 4);
+			for (int k = 0; k < cm->n_cpe; k++) {
+				memcpy(&a4, cm->cpe[k].addr, 4);
+				if (cm->cpe[k].family != 4)
+					continue;
+				if (a4 == d4)
+					to = k;
+				from |= a4 == s4;
+			}
+		} else {
+			src = l3 + 8;
+			dst = l3 + 24;
+			for (int k = 0; k < cm->n_cpe; k++) {
+				const struct cmts_cpe *c = &cm->cpe[k];
+
+				if (c->family != 6)
+					continue;
+				if (memcmp(c->addr, dst, 16) == 0)
+					to = k;
+				from |= memcmp(c->addr, src, 16) == 0;
+			}
+		}
+		if (unlikely(from)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_SPOOFED_SOURCE);
+			out++;
+		} else if (unlikely(to >= 0 && cm->cpe[to].has_mac &&
+				    !ep_mac_eq(p, &cm->cpe[to].mac))) {
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_DST_MAC_MISMATCH);
+			out++;
+		}
+	}
+	return out;
+}
+
+/* ---- filter (and the classifier lookup) ---- */
+
+static __rte_always_inline void
+ports_of(const uint8_t *p, const struct ep_meta *md, uint16_t *sp)
+{
+	if ((md->flags & EP_META_F_HAS_L4) &&
+	    (md->l4_proto == IPPROTO_TCP || md->l4_proto == IPPROTO_UDP ||
+	     md->l4_proto == IPPROTO_SCTP))
+		memcpy(sp, p + md->l4_off, 4);
+	else
+		memset(sp, 0, 4);
+}
+
+uint16_t
+cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct cmts_ds *d = ctx;
+	const struct cmts_acl_set *set = ep_rcu_read(&d->sg->acl);
+	const bool def_permit = d->sg->p.filter_default_permit;
+	uint16_t n4 = 0, n6 = 0, out = 0;
+	uint64_t permit = 0, deny = 0, unmatched = 0;
+
+	/* IPv4 keys fill d->pos from the front, IPv6 from the back. */
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct ep_meta *md = ep_meta(m);
+		const struct cmts_cm *cm = cmts_cm_of(d->sg, DSM_CM(md->user));
+		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *), *l3 = p + md->l3_off;
+		uint16_t id = rte_cpu_to_be_16((uint16_t)DSM_CM(md->user));
+		uint8_t fga = 0, fgb = 0;
+
+		if (likely(cm != NULL)) {
+			fga = cm->fg[0];
+			fgb = cm->fg[1];
+		}
+		if (likely(md->l3_type == EP_L3_IPV4)) {
+			struct cmts_acl_key4 *k = &d->k4[n4];
+
+			k->proto = md->l4_proto;
+			k->fg_a = fga;
+			k->fg_b = fgb;
+			k->cm = id;
+			memcpy(&k->src, l3 + 12, 8);     /* src, dst */
+			ports_of(p, md, &k->sport);
+			k->tos = l3[1];
+			d->acl_in[n4] = (const uint8_t *)k;
+			d->pos[n4++] = i;
+		} else {
+			struct cmts_acl_key6 *k = &d->k6[n6];
+
+			k->proto = md->l4_proto;
+			k->fg_a = fga;
+			k->fg_b = fgb;
+			k->cm = id;
+			memcpy(k->src, l3 + 8, 32);      /* src, dst */
+			ports_of(p, md, &k->sport);
+			k->tos = (uint8_t)((l3[0] & 0x0f) << 4 | l3[1] >> 4);
+			d->acl_in[EP_BURST_MAX - 1 - n6] = (const uint8_t *)k;
+			d->pos[EP_BURST_MAX - 1 - n6++] = i;
+		}
+	}
+	if (n4 != 0) {
+		if (set->ctx4 != NULL)
+			rte_acl_classify(set->ctx4, d->acl_in, d->acl_res, n4, CMTS_ACL_CATS);
+		else
+			memset(d->acl_res, 0, sizeof(d->acl_res[0]) * CMTS_ACL_CATS * n4);
+	}
+	if (n6 != 0) {
+		uint32_t *res = d->acl_res + (size_t)(EP_BURST_MAX - n6) * CMTS_ACL_CATS;
+
+		/* The IPv6 inputs sit at the end of acl_in, in reverse: turn
+		 * them around so result k belongs to pos[EP_BURST_MAX - 1 - k]. */
+		for (uint16_t a = 0, b = n6 - 1; a < b; a++, b--) {
+			const uint8_t *t = d->acl_in[EP_BURST_MAX - 1 - a];
+			uint16_t tp = d->pos[EP_BURST_MAX - 1 - a];
+
+			d->acl_in[EP_BURST_MAX - 1 - a] = d->acl_in[EP_BURST_MAX - 1 - b];
+			d->acl_in[EP_BURST_MAX - 1 - b] = t;
+			d->pos[EP_BURST_MAX - 1 - a] = d->pos[EP_BURST_MAX - 1 - b];
+			d->pos[EP_BURST_MAX - 1 - b] = tp;
+		}
+		if (set->ctx6 != NULL)
+			rte_acl_classify(set->ctx6, d->acl_in + EP_BURST_MAX - n6, res, n6,
+					 CMTS_ACL_CATS);
+		else
+			memset(res, 0, sizeof(res[0]) * CMTS_ACL_CATS * n6);
+	}
+	for (uint16_t j = 0; j < n4 + n6; j++) {
+		uint16_t slot = j < n4 ? j : (uint16_t)(EP_BURST_MAX - n6 + (j - n4));
+		const uint32_t *r = &d->acl_res[(size_t)slot * CMTS_ACL_CATS];
+		uint16_t i = d->pos[slot];
+		uint32_t a = r[CMTS_ACL_CAT_FG_A], b = r[CMTS_ACL_CAT_FG_B];
+		bool deny_it;
+
+		if (a == 0 && b == 0) {
+			unmatched++;
+			deny_it = !def_permit;
+		} else {
+			deny_it = (a != 0 && !set->filter_permit[a - 1]) ||
+				  (b != 0 && !set->filter_permit[b - 1]);
+		}
+		if (unlikely(deny_it)) {
+			deny++;
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_FILTER_DENY);
+			out++;
+			continue;
+		}
+		permit++;
+		ep_meta(pkts[i])->nexthop = r[CMTS_ACL_CAT_CLS];
+	}
+	d->filter_permit += permit;
+	d->filter_deny += deny;
+	d->filter_unmatched += unmatched;
+	return out;
+}
+
+/* ---- classify ---- */
+
+uint16_t
+cmts_ds_classify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct cmts_ds *d = ctx;
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct ep_meta *md = ep_meta(pkts[i]);
+		const struct cmts_cm *cm = cmts_cm_of(d->sg, DSM_CM(md->user));
+		struct cmts_ds_dyn *y;
+		uint32_t ud = md->nexthop;
+		uint8_t sf = 0;
+
+		if (unlikely(cm == NULL)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_UNKNOWN_CPE);
+			out++;
+			continue;
+		}
+		y = cmts_ds_dyn_of(d, cm);
+		if (ud != 0) {
+			sf = CMTS_ACL_CLS_SF(ud);
+			if (unlikely(!cm->sf[sf].in_use))
+				sf = 0;
+			y->cls_matched++;
+		} else {
+			y->cls_unmatched++;
+		}
+		rte_prefetch0(&y->sf[sf]);
+		md->user = DSM_MAKE(cm->id, sf, cm->sf[sf].prio);
+	}
+	return out;
+}
+
+/* ---- framing ---- */
+
+uint16_t
+cmts_ds_framing_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct cmts_ds *d = ctx;
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
+		rte_prefetch0_write(rte_pktmbuf_mtod(pkts[i], uint8_t *) - RTE_CACHE_LINE_SIZE);
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct ep_meta *md = ep_meta(m);
+		const struct cmts_cm *cm = cmts_cm_of(d->sg, DSM_CM(md->user));
+		uint32_t eth = m->pkt_len, pdu = eth + EP_DOCSIS_CRC_LEN, len;
+		unsigned int hl, hn;
+		uint8_t *h, tp;
+		uint16_t hcs;
+
+		if (unlikely(cm == NULL)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_UNKNOWN_CPE);
+			out++;
+			continue;
+		}
+		if (i + PREFETCH_AHEAD < n)
+			rte_prefetch0_write(rte_pktmbuf_mtod(pkts[i + PREFETCH_AHEAD], uint8_t *) -
+					    RTE_CACHE_LINE_SIZE);
+		hl = cm->hdr_len;
+		if (unlikely(pdu > EP_DOCSIS_PDU_MAX)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_FRAME_TOO_LONG);
+			out++;
+			continue;
+		}
+		if (unlikely(m->nb_segs != 1 || rte_pktmbuf_headroom(m) < hl + DEPI_HEADROOM ||
+			     rte_pktmbuf_tailroom(m) < EP_DOCSIS_CRC_LEN)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_NO_ROOM);
+			out++;
+			continue;
+		}
+		h = (uint8_t *)rte_pktmbuf_prepend(m, (uint16_t)hl);
+		rte_pktmbuf_append(m, EP_DOCSIS_CRC_LEN);
+		/* Headers are 10..17 bytes: two overlapping fixed-size copies
+		 * (vector moves) instead of a variable-length memcpy call. */
+		if (likely(hl >= 16)) {
+			memcpy(h, cm->hdr_tpl, 16);
+			memcpy(h + hl - 16, cm->hdr_tpl + hl - 16, 16);
+		} else {
+			memcpy(h, cm->hdr_tpl, 8);
+			memcpy(h + hl - 8, cm->hdr_tpl + hl - 8, 8);
+		}
+		len = hl - EP_DOCSIS_HDR_MIN + pdu;
+		h[2] = (uint8_t)(len >> 8);
+		h[3] = (uint8_t)len;
+		tp = (uint8_t)(DSM_PRIO(md->user) << 5);
+		h[cm->tp_pos] |= tp;
+		hn = hl - 3;              /* position of the last byte the HCS covers */
+		hcs = (uint16_t)(cm->tpl_hcs ^ ep_crc16_x25_delta(h[2], hn - 2) ^
+				 ep_crc16_x25_delta(h[3], hn - 3) ^
+				 ep_crc16_x25_delta(tp, hn - cm->tp_pos));
+		if (cm->bonded) {
+			uint16_t psn = (uint16_t)md->nexthop;
+
+			h[hl - 4] = (uint8_t)(psn >> 8);
+			h[hl - 3] = (uint8_t)psn;
+			hcs ^= (uint16_t)(ep_crc16_x25_delta((uint8_t)(psn >> 8), 1) ^
+					  ep_crc16_x25_delta((uint8_t)psn, 0));
+		}
+		ep_docsis_put_hcs(h + hl - 2, hcs);
+	}
+	return out;
+}
+
+/* ---- crypto ---- */
+
+uint16_t
+cmts_ds_crypto_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct cmts_ds *d = ctx;
+	struct cmts *c = d->sg->c;
+	struct rte_crypto_op *ops[EP_BURST_MAX], *done[EP_BURST_MAX];
+	uint16_t posv[EP_BURST_MAX];
+	uint16_t nv = 0, k, got, out = 0, cont = 0;
+
+	d->crypto_ran = true;
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct cmts_cm *cm = cmts_cm_of(d->sg, DSM_CM(ep_meta(m)->user));
+		struct rte_crypto_op *op;
+		struct rte_crypto_sym_op *s;
+		uint32_t hl, eth;
+
+		if (unlikely(cm == NULL)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_UNKNOWN_CPE);
+			out++;
+			continue;
+		}
+		op = d->op_free[--d->n_op_free];
+		s = op->sym;
+		hl = cm->hdr_len;
+		eth = m->pkt_len - hl - EP_DOCSIS_CRC_LEN;
+		op->status = RTE_CRYPTO_OP_STATUS_NOT_PROCESSED;
+		op->sess_type = RTE_CRYPTO_OP_SECURITY_SESSION;
+		s->m_src = m;
+		s->m_dst = NULL;
+		s->auth.data.offset = hl;
+		s->auth.data.length = eth;
+		if (likely(cm->ds_key != NULL)) {
+			s->session = cm->ds_key->sess_ds;
+			memcpy(rte_crypto_op_ctod_offset(op, uint8_t *, CMTS_IV_OFF), cm->ds_key->iv, 16);
+			s->cipher.data.offset = hl + RTE_ETHER_HDR_LEN - RTE_ETHER_TYPE_LEN;
+			s->cipher.data.length = eth + EP_DOCSIS_CRC_LEN -
+						(RTE_ETHER_HDR_LEN - RTE_ETHER_TYPE_LEN);
+		} else {
+			s->session = c->crc_only_ds;
+			s->cipher.data.offset = hl;
+			s->cipher.data.length = 0;
+		}
+		ops[nv] = op;
+		posv[nv++] = i;
+	}
+	k = nv != 0 ? rte_cryptodev_enqueue_burst(c->cdev, d->qp, ops, nv) : 0;
+	d->in_flight += k;
+	__atomic_store_n(&d->enq_total, d->enq_total + k, __ATOMIC_RELEASE);
+	for (uint16_t j = k; j < nv; j++) {
+		/* The queue pair is full: the device is not keeping up. */
+		d->op_free[d->n_op_free++] = ops[j];
+		next[posv[j]] = EP_NEXT_DROP(EP_DROP_CMTS_CRYPTO_FAILED);
+		out++;
+	}
+	/*
+	 * At most k come back: they take the positions of the k frames just
+	 * enqueued (in order, so the burst's order of completed frames is
+	 * kept); the rest of those positions are in the device.
+	 */
+	got = k != 0 ? rte_cryptodev_dequeue_burst(c->cdev, d->qp, done, k) : 0;
+	d->in_flight -= got;
+	__atomic_store_n(&d->deq_total, d->deq_total + got, __ATOMIC_RELEASE);
+	for (uint16_t j = 0; j < got; j++) {
+		struct rte_crypto_op *op = done[j];
+		uint16_t i = posv[j];
+
+		pkts[i] = op->sym->m_src;
+		d->op_free[d->n_op_free++] = op;
+		if (unlikely(op->status != RTE_CRYPTO_OP_STATUS_SUCCESS)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_CRYPTO_FAILED);
+			out++;
+		} else {
+			cont++;
+		}
+	}
+	for (uint16_t j = got; j < k; j++) {
+		next[posv[j]] = EP_NEXT_CONSUMED;
+		out++;
+	}
+	d->crc_generated += cont;
+	return out;
+}
+
+uint16_t
+cmts_ds_crypto_drain(struct cmts_ds *d, struct rte_mbuf **out, uint16_t max)
+{
+	struct rte_crypto_op *done[EP_BURST_MAX];
+	uint16_t got, n = 0;
+
+	max = RTE_MIN(max, EP_BURST_MAX);
+	/* With nothing new to submit each dequeue flushes the lanes, and a
+	 * flush may hand back one job at a time: collect until the device is
+	 * empty, so the frames of one channel still share DEPI packets. */
+	while (d->in_flight != 0 && n < max) {
+		got = rte_cryptodev_dequeue_burst(d->sg->c->cdev, d->qp, done, max - n);
+		if (got == 0)
+			break;
+		d->in_flight -= got;
+		__atomic_store_n(&d->deq_total, d->deq_total + got, __ATOMIC_RELEASE);
+		for (uint16_t j = 0; j < got; j++) {
+			struct rte_crypto_op *op = done[j];
+
+			d->op_free[d->n_op_free++] = op;
+			if (unlikely(op->status != RTE_CRYPTO_OP_STATUS_SUCCESS)) {
+				d->stage_crypto->stats.drops[EP_DROP_CMTS_CRYPTO_FAILED]++;
+				rte_pktmbuf_free(op->sym->m_src);
+				continue;
+			}
+			out[n++] = op->sym->m_src;
+		}
+	}
+	d->crc_generated += n;
+	return n;
+}
+
+/* ---- the worker ---- */
+
+void
+cmts_ds_free(struct cmts_ds *d)
+{
+	if (d == NULL)
+		return;
+	cmts_sched_fini(d);
+	cmts_depi_fini(d);
+	cmts_crypto_worker_fini(d->op_pool, d->op_free, d->n_op_free);
+	rte_free(d->dyn);
+	rte_free(d);
+}
+
+int
+cmts_ds_build(struct cmts_sg *sg, struct ep_worker *w, uint16_t tx, struct ep_err *err)
+{
+	int socket = (int)rte_lcore_to_socket_id(w->lcore);
+	struct cmts_ds *d;
+	char name[RTE_MEMPOOL_NAMESIZE];
+	static const struct { const char *name; ep_stage_fn fn; } st[] = {
+		{ "lookup", cmts_ds_lookup_stage },
+		{ "submgmt", cmts_ds_submgmt_stage },
+		{ "filter", cmts_ds_filter_stage },
+		{ "classify", cmts_ds_classify_stage },
+		{ "sf_sched", cmts_ds_sf_sched_stage },
+		{ "ch_sched", cmts_ds_ch_sched_stage },
+		{ "framing", cmts_ds_framing_stage },
+		{ "crypto", cmts_ds_crypto_stage },
+		{ "depi", cmts_ds_depi_stage },
+	};
+
+	if (sg->n_ds == EP_MAX_WORKERS)
+		return ep_err_set(err, "cmts: too many downstream workers");
+	d = rte_zmalloc_socket("cmts_ds", sizeof(*d), RTE_CACHE_LINE_SIZE, socket);
+	if (d == NULL)
+		return ep_err_set(err, "cmts: out of memory for a downstream worker");
+	d->sg = sg;
+	d->w = w;
+	d->rpd_port = tx;
+	d->dyn = rte_zmalloc_socket("cmts_dsdyn", sizeof(d->dyn[0]) * (sg->p.max_cms + 1),
+				    RTE_CACHE_LINE_SIZE, socket);
+	if (d->dyn == NULL) {
+		rte_free(d);
+		return ep_err_set(err, "cmts: out of memory for a downstream worker");
+	}
+	snprintf(name, sizeof(name), "cmts_ops_%u", w->id);
+	if (cmts_sched_init(d, socket, err) < 0 || cmts_depi_init(d, socket, err) < 0 ||
+	    cmts_crypto_worker_init(sg->c, &d->op_pool, &d->op_free, &d->n_op_free, &d->qp, name,
+				    socket, err) < 0) {
+		cmts_ds_free(d);
+		return -1;
+	}
+	w->pipeline_ctx = d;
+	sg->ds[sg->n_ds++] = d;
+	for (size_t i = 0; i < RTE_DIM(st); i++) {
+		if (ep_worker_add_stage(w, st[i].name, st[i].fn, d, err) < 0)
+			return -1;
+		if (st[i].fn == cmts_ds_sf_sched_stage)
+			d->stage_sf = &w->stages[w->n_stages - 1];
+		else if (st[i].fn == cmts_ds_ch_sched_stage) {
+			d->st_ch_sched = w->n_stages - 1;
+			d->stage_ch = &w->stages[w->n_stages - 1];
+		} else if (st[i].fn == cmts_ds_framing_stage)
+			d->st_framing = w->n_stages - 1;
+		else if (st[i].fn == cmts_ds_crypto_stage) {
+			d->st_crypto = w->n_stages - 1;
+			d->stage_crypto = &w->stages[w->n_stages - 1];
+		} else if (st[i].fn == cmts_ds_depi_stage) {
+			d->st_depi = w->n_stages - 1;
+			d->stage_depi = &w->stages[w->n_stages - 1];
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Downstream cases with crafted frames: every stage's verdicts, the DOCSIS
+ * header bytes, HCS and BPI+ of what leaves, DEPI PSP packing and D-MPT,
+ * the service-flow token bucket arithmetic, bonding sequence numbers, and a
+ * key roll while operations are in flight.  What leaves is taken apart with
+ * the proto helpers and decrypted the way a cable modem would.
+ */
+#include "test_cmts.h"
+
+#include <rte_cycles.h>
+
+#include "ep_depi.h"
+#include "ep_docsis.h"
+#include "test_pkt.h"
+
+static const uint8_t cpe1_mac[6] = { 0x02, 0, 0, 0x02, 0, 0x01 };
+static const uint8_t cpe2_mac[6] = { 0x02, 0, 0, 0x02, 0, 0x02 };
+
+/* A bed with CM 1 (bonded, bonding group 0) and CM 2 (one channel). */
+static struct cb *
+bed(const char *extra)
+{
+	char text[4096];
+	size_t o;
+
+	/* cb_cm_line returns a static buffer: one call per copy. */
+	o = (size_t)snprintf(text, sizeof(text), "%s", cb_cm_line(1, 0, NULL));
+	o += (size_t)snprintf(text + o, sizeof(text) - o, "%s", cb_cm_line(2, 1, NULL));
+	snprintf(text + o, sizeof(text) - o, "%s", extra ? extra : "");
+	return cb_new(text);
+}
+
+/* Send one frame; its verdict is "sent" when exactly one DOCSIS frame came
+ * out (copied to @p f), else how it was dropped (0: nothing seen). */
+static int
+one(struct cb *t, const uint8_t *frame, uint16_t len, struct cb_frame *f)
+{
+	struct rte_mbuf *in = ep_test_mbuf(frame, len), *out[16];
+	uint16_t k = cb_ds(t, &in, 1, out, 16);
+	struct cb_frame fr[16];
+	int nf = cb_depi_frames(out, k, fr, 16);
+
+	rte_pktmbuf_free_bulk(out, k);
+	if (nf == 1 && f != NULL)
+		*f = fr[0];
+	return nf;
+}
+
+EP_TEST(ds_frame_roundtrip_exact)
+{
+	struct cb *t = bed(NULL);
+	uint8_t frame[2048], eth[2048];
+	uint16_t len = cb_udp4(frame, "198.19.1.1", 1000, 2000, 600, cpe1_mac);
+	struct cb_frame f;
+	struct ep_docsis_hdr h;
+
+	EP_CHECK_EQ(one(t, frame, len, &f), 1);
+	EP_CHECK_EQ(ep_docsis_parse(f.b, f.len, &h), EP_DOCSIS_OK);
+	EP_CHECK_EQ(h.bpi_type, EP_DOCSIS_EH_BP_DOWN);
+	EP_CHECK(h.enc);
+	EP_CHECK_EQ(h.key_seq, 1);
+	EP_CHECK_EQ(h.said, 1);
+	EP_CHECK_EQ(h.ds_len, 5);
+	EP_CHECK_EQ(h.dsid, 1);
+	EP_CHECK_EQ(h.psn, 0);
+	EP_CHECK_EQ(h.frame_len, f.len);
+	/* The Ethernet frame is encrypted after the MAC addresses... */
+	EP_CHECK_MEM(f.b + h.hdr_len, frame, 12);
+	EP_CHECK(memcmp(f.b + h.hdr_len + 12, frame + 12, 16) != 0);
+	/* ...and decrypts, CRC verified, to exactly what went in. */
+	EP_CHECK_EQ(cb_ds_decode(t, 1, &f, eth), len);
+	EP_CHECK_MEM(eth, frame, len);
+	cb_free(t);
+}
+
+EP_TEST(ds_mac_header_and_hcs_exact)
+{
+	struct cb *t = bed("sf = 1 1 prio=5\ncls = 1 0 sf=1 dport=7000\n");
+	uint8_t frame[2048], want[32];
+	uint16_t len = cb_udp4(frame, "198.19.1.1", 1000, 7000, 200, cpe1_mac);
+	struct ep_docsis_pdu_spec s = { .bpi_type = EP_DOCSIS_EH_BP_DOWN, .key_seq = 1, .enc = true,
+		.said = 1, .ds_len = 5, .traffic_prio = 5, .dsid = 1, .psn = 0 };
+	struct cb_frame f;
+	uint16_t hl;
+
+	EP_CHECK_EQ(one(t, frame, len, &f), 1);
+	hl = ep_docsis_build(want, sizeof(want), &s, len + 4u);
+	EP_CHECK_EQ(hl, 17);
+	EP_CHECK_MEM(f.b, want, hl);
+	/* The second frame of the flow: PSN 1, a different HCS. */
+	s.psn = 1;
+	hl = ep_docsis_build(want, sizeof(want), &s, len + 4u);
+	EP_CHECK_EQ(one(t, frame, len, &f), 1);
+	EP_CHECK_MEM(f.b, want, hl);
+	cb_free(t);
+}
+
+EP_TEST(ds_unknown_cpe_dropped)
+{
+	struct cb *t = bed(NULL);
+	uint8_t frame[2048];
+	uint16_t len = cb_udp4(frame, "198.19.99.1", 1000, 2000, 100, NULL);
+
+	EP_CHECK_EQ(one(t, frame, len, NULL), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_UNKNOWN_CPE), 1);
+	cb_free(t);
+}
+
+EP_TEST(ds_source_that_is_the_cms_own_address_dropped)
+{
+	struct cb *t = bed(NULL);
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+	uint8_t frame[2048];
+	uint16_t len;
+
+	memcpy(s.dmac, cpe1_mac, 6);
+	s.src4 = tp_ip4("198.19.1.2");
+	s.dst4 = tp_ip4("198.19.1.1");
+	len = tp_build(frame, &s);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_SPOOFED_SOURCE), 1);
+	cb_free(t);
+}
+
+EP_TEST(ds_destination_mac_not_the_cpes_dropped)
+{
+	struct cb *t = bed(NULL);
+	static const uint8_t other[6] = { 0x02, 9, 9, 9, 9, 9 };
+	uint8_t frame[2048];
+	uint16_t len = cb_udp4(frame, "198.19.1.1", 1000, 2000, 100, other);
+
+	EP_CHECK_EQ(one(t, frame, len, NULL), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_DST_MAC_MISMATCH), 1);
+	/* 198.19.1.2 has no MAC configured: any destination MAC goes. */
+	len = cb_udp4(frame, "198.19.1.2", 1000, 2000, 100, other);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 1);
+	cb_free(t);
+}
+
+EP_TEST(ds_filter_deny_permit_unmatched)
+{
+	struct cb *t;
+	struct cmts_ds *d;
+	uint8_t frame[2048];
+	uint16_t len;
+	char text[4096];
+
+	snprintf(text, sizeof(text),
+		 "filter = 1 10 deny proto=17 dport=5000\n"
+		 "filter = 1 20 permit proto=17 dport=5000-5999\n"
+		 "filter = 2 10 deny proto=17 sport=777\n"
+		 "filter = 3 10 deny proto=17\n"
+		 "%s", cb_cm_line(1, 0, "fg=1,2"));
+	t = cb_new(text);
+	d = t->ds->pipeline_ctx;
+	len = cb_udp4(frame, "198.19.1.1", 1000, 5000, 100, cpe1_mac);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 0);              /* group 1, first rule */
+	len = cb_udp4(frame, "198.19.1.1", 1000, 5001, 100, cpe1_mac);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 1);              /* group 1, second rule */
+	len = cb_udp4(frame, "198.19.1.1", 777, 80, 100, cpe1_mac);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 0);              /* the CM's 2nd group */
+	len = cb_udp4(frame, "198.19.1.1", 1000, 80, 100, cpe1_mac);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 1);              /* unmatched: default permit */
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_FILTER_DENY), 2);
+	EP_CHECK_EQ(d->filter_deny, 2);
+	EP_CHECK_EQ(d->filter_permit, 2);
+	EP_CHECK_EQ(d->filter_unmatched, 1);
+	cb_free(t);
+}
+
+EP_TEST(ds_filter_default_deny)
+{
+	char text[4096];
+	struct cb *t;
+	uint8_t frame[2048];
+	uint16_t len;
+
+	snprintf(text, sizeof(text), "filter_default = deny\nfilter = 1 10 permit proto=17 dport=53\n"
+		 "%s", cb_cm_line(1, 0, "fg=1"));
+	t = cb_new(text);
+	len = cb_udp4(frame, "198.19.1.1", 1000, 53, 100, cpe1_mac);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 1);
+	len = cb_udp4(frame, "198.19.1.1", 1000, 54, 100, cpe1_mac);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_FILTER_DENY), 1);
+	cb_free(t);
+}
+
+EP_TEST(ds_classifier_to_each_flow)
+{
+	struct cb *t = bed("sf = 1 1 prio=1\nsf = 1 2 prio=4\nsf = 1 3 prio=7\n"
+			   "cls = 1 0 sf=1 proto=17 dport=1001\n"
+			   "cls = 1 1 sf=2 proto=17 dport=1002\n"
+			   "cls = 1 2 sf=3 dst=198.19.1.1/32 dport=1003\n"
+			   "cls = 1 3 sf=1 prio=5 dport=2000-2999\n"
+			   "cls = 1 4 sf=2 prio=10 dport=2500\n");
+	static const struct { uint16_t dport; uint8_t prio; } c[] = {
+		{ 1001, 1 }, { 1002, 4 }, { 1003, 7 }, { 80, 0 }, { 2100, 1 }, { 2500, 4 },
+	};
+	const struct cmts_ds_dyn *y = &((struct cmts_ds *)t->ds->pipeline_ctx)->dyn[1];
+
+	for (size_t i = 0; i < RTE_DIM(c); i++) {
+		uint8_t frame[2048];
+		uint16_t len = cb_udp4(frame, "198.19.1.1", 1000, c[i].dport, 100, cpe1_mac);
+		struct cb_frame f;
+		struct ep_docsis_hdr h;
+
+		EP_CHECK_EQ(one(t, frame, len, &f), 1);
+		ep_docsis_parse(f.b, f.len, &h);
+		EP_CHECK_EQ(h.traffic_prio, c[i].prio);
+	}
+	EP_CHECK_EQ(y->cls_matched, 5);
+	EP_CHECK_EQ(y->cls_unmatched, 1);
+	EP_CHECK_EQ(y->sf[0].pkts, 1);
+	EP_CHECK_EQ(y->sf[1].pkts, 2);
+	EP_CHECK_EQ(y->sf[2].pkts, 2);
+	EP_CHECK_EQ(y->sf[3].pkts, 1);
+	cb_free(t);
+}
+
+EP_TEST(ds_bonding_sequence_numbers)
+{
+	struct cb *t = bed(NULL);
+	struct rte_mbuf *in[6], *out[16];
+	struct cb_frame f[16];
+	uint32_t seen[4] = { 0 };
+	uint8_t frame[2048];
+	uint16_t len = cb_udp4(frame, "198.19.1.1", 1000, 2000, 1400, cpe1_mac), k;
+	int nf;
+
+	for (int i = 0; i < 6; i++)
+		in[i] = ep_test_mbuf(frame, len);
+	k = cb_ds(t, in, 6, out, 16);
+	nf = cb_depi_frames(out, k, f, 16);
+	rte_pktmbuf_free_bulk(out, k);
+	EP_CHECK_EQ(nf, 6);
+	for (int i = 0; i < nf; i++) {
+		struct ep_docsis_hdr h;
+
+		ep_docsis_parse(f[i].b, f[i].len, &h);
+		EP_CHECK_EQ(h.ds_len, 5);
+		seen[f[i].session - CB_DEPI_SESSION(0)]++;
+		/* Consecutive PSNs, in order within each channel. */
+		EP_CHECK(h.psn < 6);
+	}
+	/* Spread over the bonding group's three channels. */
+	EP_CHECK(seen[0] != 0 && seen[1] != 0 && seen[2] != 0);
+	EP_CHECK_EQ(seen[3], 0);
+	/* A CM on one channel: DS service EH without PSN (3 bytes). */
+	len = cb_udp4(frame, "198.19.2.1", 1000, 2000, 100, cpe2_mac);
+	EP_CHECK_EQ(one(t, frame, len, &f[0]), 1);
+	{
+		struct ep_docsis_hdr h;
+
+		ep_docsis_parse(f[0].b, f[0].len, &h);
+		EP_CHECK_EQ(h.ds_len, 3);
+		EP_CHECK_EQ(h.hdr_len, 15);
+		EP_CHECK_EQ(f[0].session, CB_DEPI_SESSION(0));
+	}
+	cb_free(t);
+}
+
+/*
+ * PSP packing: the frames of one channel that leave the crypto stage
+ * together share DEPI packets, up to 16 segments and the DEPI MTU.  Which
+ * frames leave together depends on the crypto device (cmts_crypto.c: the
+ * stage takes what completed, the rest comes with the next call), so the
+ * checks are bounds, not an exact grouping.
+ */
+EP_TEST(ds_depi_psp_packing)
+{
+	struct cb *t = bed(NULL);
+	struct rte_mbuf *in[20], *out[32];
+	struct cb_frame f[32];
+	uint8_t frame[2048];
+	uint16_t len = cb_udp4(frame, "198.19.2.1", 1000, 2000, 100, cpe2_mac), k;
+	int nf, most = 0;
+
+	/* CM 2 has one channel. */
+	for (int i = 0; i < 5; i++)
+		in[i] = ep_test_mbuf(frame, len);
+	k = cb_ds(t, in, 5, out, 32);
+	nf = cb_depi_frames(out, k, f, 32);
+	EP_CHECK_EQ(nf, 5);
+	EP_CHECK(k >= 1 && k <= 2);
+	for (int i = 0; i < nf; i++)
+		most = RTE_MAX(most, f[i].depi_segs);
+	EP_CHECK(most >= 3);
+	rte_pktmbuf_free_bulk(out, k);
+	for (int i = 0; i < 20; i++)
+		in[i] = ep_test_mbuf(frame, len);
+	k = cb_ds(t, in, 20, out, 32);
+	nf = cb_depi_frames(out, k, f, 32);
+	EP_CHECK_EQ(nf, 20);
+	EP_CHECK(k >= 2 && k <= 4);             /* never more than 16 per packet */
+	for (uint16_t i = 0; i < k; i++)
+		EP_CHECK(out[i]->pkt_len <= 14 + 1500);
+	rte_pktmbuf_free_bulk(out, k);
+	/* Two 1000-byte frames never share a 1500-byte DEPI packet. */
+	len = cb_udp4(frame, "198.19.2.1", 1000, 2000, 1000, cpe2_mac);
+	in[0] = ep_test_mbuf(frame, len);
+	in[1] = ep_test_mbuf(frame, len);
+	k = cb_ds(t, in, 2, out, 32);
+	EP_CHECK_EQ(k, 2);
+	rte_pktmbuf_free_bulk(out, k);
+	cb_free(t);
+}
+
+EP_TEST(ds_depi_mpt_for_scqam)
+{
+	struct cb *t;
+	struct rte_mbuf *in[8], *out[32];
+	struct cb_frame f[32];
+	static const uint16_t sizes[] = { 64, 150, 183, 184, 600, 1514, 90, 1200 };
+	uint8_t frames[8][2048], eth[2048];
+	uint16_t len[8], k;
+	int nf;
+
+	t = cb_new(cb_cm_line(3, 2, NULL));
+	for (int i = 0; i < 8; i++) {
+		len[i] = cb_udp4(frames[i], "198.19.3.1", (uint16_t)(1000 + i), 2000, sizes[i] < 60 ?
+				 60 : sizes[i], (const uint8_t[]){ 0x02, 0, 0, 0x02, 0, 0x03 });
+		in[i] = ep_test_mbuf(frames[i], len[i]);
+	}
+	k = cb_ds(t, in, 8, out, 32);
+	EP_CHECK(k >= 2);
+	for (uint16_t i = 0; i < k; i++)
+		EP_CHECK_EQ((out[i]->pkt_len - 42) % 188, 0);
+	nf = cb_depi_frames(out, k, f, 32);
+	rte_pktmbuf_free_bulk(out, k);
+	EP_CHECK_EQ(nf, 8);
+	for (int i = 0; i < nf && i < 8; i++) {
+		EP_CHECK_EQ(f[i].session, CB_DEPI_SESSION(3));
+		EP_CHECK_EQ(cb_ds_decode(t, 3, &f[i], eth), len[i]);
+		EP_CHECK_MEM(eth, frames[i], len[i]);
+	}
+	cb_free(t);
+}
+
+/* Lookup to classify by hand, then sf_sched at time @p now. */
+static void
+to_sf_sched(struct cb *t, struct rte_mbuf **p, uint16_t n, uint64_t now, uint16_t *next)
+{
+	for (int s = 0; s < 4; s++) {
+		memset(next, 0, sizeof(next[0]) * n);
+		EP_CHECK_EQ(t->ds->stages[s].fn(t->ds->pipeline_ctx, p, next, n), 0);
+	}
+	memset(next, 0, sizeof(next[0]) * n);
+	t->ds->stage_tsc = now;
+	t->ds->stages[4].fn(t->ds->pipeline_ctx, p, next, n);
+}
+
+EP_TEST(ds_sf_rate_and_burst_arithmetic)
+{
+	/* 8 Mbit/s = 1 MB/s: 1 byte per microsecond; burst 3044 bytes. */
+	struct cb *t = bed("sf = 1 1 rate=8M burst=3044\ncls = 1 0 sf=1 dport=9000\n");
+	struct cmts_ds *d = t->ds->pipeline_ctx;
+	struct rte_mbuf *p[4], *out[8];
+	uint16_t next[4], k;
+	uint64_t hz = rte_get_tsc_hz(), t0 = rte_rdtsc();
+	uint8_t frame[2048];
+	uint16_t len = cb_udp4(frame, "198.19.1.1", 1000, 9000, 1000, cpe1_mac);  /* PDU 1004 */
+
+	for (int i = 0; i < 4; i++)
+		p[i] = ep_test_mbuf(frame, len);
+	to_sf_sched(t, p, 4, t0, next);
+	/* A full bucket holds three 1004-byte PDUs (3012 <= 3044), not four. */
+	EP_CHECK_EQ(next[0], EP_NEXT_CONTINUE);
+	EP_CHECK_EQ(next[1], EP_NEXT_CONTINUE);
+	EP_CHECK_EQ(next[2], EP_NEXT_CONTINUE);
+	EP_CHECK_EQ(next[3], EP_NEXT_CONSUMED);
+	EP_CHECK_EQ(d->queued, 1);
+	rte_pktmbuf_free_bulk(p, 3);
+	/* 32 bytes left: the fourth needs 972 more, 972 us at 1 byte/us. */
+	t->ds->stage_tsc = t0 + hz / 1000000 * 900;
+	cmts_ds_service(t->ds);
+	EP_CHECK_EQ(d->queued, 1);
+	t->ds->stage_tsc = t0 + hz / 1000000 * 1000;
+	cmts_ds_service(t->ds);
+	EP_CHECK_EQ(d->queued, 0);
+	k = cb_ds(t, NULL, 0, out, 8);
+	EP_CHECK_EQ(k, 1);
+	rte_pktmbuf_free_bulk(out, k);
+	cb_free(t);
+}
+
+EP_TEST(ds_sf_queue_full_and_cm_gone)
+{
+	struct cb *t = bed("sf_queue = 2\nsf = 1 1 rate=8M burst=1522\ncls = 1 0 sf=1 dport=9000\n");
+	struct cmts_ds *d = t->ds->pipeline_ctx;
+	struct rte_mbuf *p[4];
+	uint16_t next[4];
+	uint8_t frame[2048];
+	uint16_t len = cb_udp4(frame, "198.19.1.1", 1000, 9000, 1000, cpe1_mac);
+	struct ep_err err;
+
+	for (int i = 0; i < 4; i++)
+		p[i] = ep_test_mbuf(frame, len);
+	to_sf_sched(t, p, 4, rte_rdtsc(), next);
+	EP_CHECK_EQ(next[0], EP_NEXT_CONTINUE);
+	EP_CHECK_EQ(next[1], EP_NEXT_CONSUMED);
+	EP_CHECK_EQ(next[2], EP_NEXT_CONSUMED);
+	EP_CHECK_EQ(next[3], EP_NEXT_DROP(EP_DROP_CMTS_SF_QUEUE_FULL));
+	rte_pktmbuf_free(p[0]);
+	rte_pktmbuf_free(p[3]);
+	/* The CM goes while two of its packets wait: they are dropped. */
+	EP_CHECK_EQ(cmts_cm_del(t->sg, 1, &err), 0);
+	t->ds->stage_tsc = rte_rdtsc() + rte_get_tsc_hz();
+	cmts_ds_service(t->ds);
+	EP_CHECK_EQ(d->queued, 0);
+	EP_CHECK_EQ(d->stage_sf->stats.drops[EP_DROP_CMTS_UNKNOWN_CPE], 2);
+	cb_free(t);
+}
+
+EP_TEST(ds_key_roll_during_traffic)
+{
+	struct cb *t = bed(NULL);
+	struct cmts_ds *d = t->ds->pipeline_ctx;
+	struct rte_mbuf *in[32], *out[64];
+	struct cb_frame f[64];
+	uint8_t frame[2048], eth[2048], key[16], iv[16];
+	uint16_t len = cb_udp4(frame, "198.19.1.1", 1000, 2000, 1200, cpe1_mac), k;
+	struct ep_err err;
+	int nf, seq1 = 0, seq2 = 0;
+
+	for (int i = 0; i < 32; i++)
+		in[i] = ep_test_mbuf(frame, len);
+	/* A burst goes in; some of it stays in the crypto device... */
+	ep_worker_run_burst(t->ds, in, 32);
+	EP_CHECK(d->in_flight != 0);
+	/* ...while the next key is installed and activated. */
+	cb_key(1, 2, key, iv);
+	EP_CHECK_EQ(cmts_key_set(t->sg, 1, 2, key, iv, &err), 0);
+	EP_CHECK_EQ(cmts_key_activate(t->sg, 1, 2, &err), 0);
+	for (int i = 0; i < 32; i++)
+		in[i] = ep_test_mbuf(frame, len);
+	k = cb_ds(t, in, 32, out, 64);
+	nf = cb_depi_frames(out, k, f, 64);
+	rte_pktmbuf_free_bulk(out, k);
+	EP_CHECK_EQ(nf, 64);
+	for (int i = 0; i < nf; i++) {
+		struct ep_docsis_hdr h;
+
+		ep_docsis_parse(f[i].b, f[i].len, &h);
+		seq1 += h.key_seq == 1;
+		seq2 += h.key_seq == 2;
+		EP_CHECK_EQ(cb_ds_decode(t, 1, &f[i], eth), len);
+		EP_CHECK_MEM(eth, frame, len);
+	}
+	EP_CHECK_EQ(seq1, 32);
+	EP_CHECK_EQ(seq2, 32);
+	/* The slot the downstream uses cannot be overwritten (kseq 4: even,
+	 * like 2); the other one can (kseq 3 replaces 1). */
+	cb_key(1, 4, key, iv);
+	EP_CHECK_EQ(cmts_key_set(t->sg, 1, 4, key, iv, &err), -1);
+	cb_key(1, 3, key, iv);
+	EP_CHECK_EQ(cmts_key_set(t->sg, 1, 3, key, iv, &err), 0);
+	EP_CHECK_EQ(cmts_key_activate(t->sg, 1, 1, &err), -1);   /* 1 is gone */
+	cb_free(t);
+}
+
+EP_TEST(ds_bpi_off_gets_crc_only)
+{
+	struct cb *t = cb_new("cm = id=5 mac=02:00:00:01:00:05 cpe=198.19.5.1 bg=1 bpi=off\n");
+	uint8_t frame[2048], eth[2048];
+	uint16_t len = cb_udp4(frame, "198.19.5.1", 1000, 2000, 300, NULL);
+	struct cb_frame f;
+	struct ep_docsis_hdr h;
+
+	EP_CHECK_EQ(one(t, frame, len, &f), 1);
+	ep_docsis_parse(f.b, f.len, &h);
+	EP_CHECK_EQ(h.bpi_type, 0);
+	EP_CHECK_EQ(h.hdr_len, 10);             /* DS service EH only */
+	EP_CHECK_MEM(f.b + h.hdr_len, frame, len);
+	EP_CHECK_EQ(cb_ds_decode(t, 5, &f, eth), len);   /* the CRC verifies */
+	cb_free(t);
+}
+
+EP_TEST(ds_truncated_and_oversized_frames)
+{
+	struct cb *t = bed(NULL);
+	uint8_t frame[2100];
+	uint16_t len;
+	struct tp_spec s = tp_default(1, IPPROTO_UDP);
+
+	/* The longest frame a DOCSIS PDU carries (2000 with its CRC) goes... */
+	len = cb_udp4(frame, "198.19.1.1", 1000, 2000, 1996, cpe1_mac);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 1);
+	/* ...one byte more does not. */
+	len = cb_udp4(frame, "198.19.1.1", 1000, 2000, 1997, cpe1_mac);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_FRAME_TOO_LONG), 1);
+	/* Cut in the IPv4 header, in the Ethernet header. */
+	len = cb_udp4(frame, "198.19.1.1", 1000, 2000, 100, cpe1_mac);
+	EP_CHECK_EQ(one(t, frame, 30, NULL), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_IPV4_TRUNCATED), 1);
+	EP_CHECK_EQ(one(t, frame, 10, NULL), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_L2_TRUNCATED), 1);
+	/* An IPv6 frame to an IPv4-only CM: no CM has the address. */
+	len = tp_build(frame, &s);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_UNKNOWN_CPE), 1);
+	cb_free(t);
+}
+
+EP_TEST(ds_ipv6_cpe_roundtrip)
+{
+	struct cb *t = cb_new("cm = id=7 mac=02:00:00:01:00:07 cpe=2001:db8:7::1 bg=1 bpi=off\n");
+	struct tp_spec s = tp_default(1, IPPROTO_TCP);
+	uint8_t frame[2048], eth[2048];
+	struct cb_frame f;
+	uint16_t len;
+
+	tp_ip6(s.dst6, "2001:db8:7::1");
+	s.payload = 500;
+	len = tp_build(frame, &s);
+	EP_CHECK_EQ(one(t, frame, len, &f), 1);
+	EP_CHECK_EQ(cb_ds_decode(t, 7, &f, eth), len);
+	EP_CHECK_MEM(eth, frame, len);
+	cb_free(t);
+}

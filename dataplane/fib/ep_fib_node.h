@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * FIB fast path: what a stage calls to route a burst, and the per-worker
+ * context of the L3 services (ARP/ND responder, next-hop resolution, ICMP).
+ *
+ *   ep_fib_prefetch4    start the tbl24 miss of an IPv4 destination; a
+ *                       stage that has other work between (the vBNG's
+ *                       subscriber stage) issues it one stage ahead
+ *   ep_fib_lookup4      rte_lpm_lookup (inline: one tbl24 load, a tbl8 load
+ *                       for the few longer prefixes), the default route on
+ *                       a miss; prefetch + lookup = lookup
+ *   ep_fib_lookup6_bulk rte_lpm6_lookup_bulk_func on the published table
+ *   ep_fib_nh_read      next-hop index -> immutable entry (one acquire load)
+ *   ep_fib_route_burst  all of it over a parsed burst: martians, lookup,
+ *                       next-hop resolution, the next-hop index into
+ *                       ep_meta.nexthop (ep_meta.user stays the pipeline's)
+ *
+ * An entry read here stays valid until this worker's next quiescent state,
+ * after the burst: entries are freed only after every worker passed one.
+ */
+#ifndef EP_FIB_NODE_H
+#define EP_FIB_NODE_H
+
+#include <stdint.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_lpm.h>
+#include <rte_lpm6.h>
+#include <rte_mbuf.h>
+#include <rte_meter.h>
+#include <rte_prefetch.h>
+
+#include "ep_engine.h"
+#include "ep_fib.h"
+#include "ep_ip.h"
+#include "ep_stage.h"
+
+/** The ICMP errors a FIB worker sends (RFC 792, RFC 1191, RFC 4443). */
+#define EP_FIB_ICMP_KINDS(X) \
+	X(TIME_EXCEEDED,   "time_exceeded") \
+	X(NET_UNREACHABLE, "net_unreachable") \
+	X(ADMIN_PROHIBITED, "admin_prohibited") \
+	X(FRAG_NEEDED,     "frag_needed") \
+	X(PACKET_TOO_BIG,  "packet_too_big")
+enum ep_fib_icmp_kind {
+#define X(id, name) EP_FIB_ICMP_##id,
+	EP_FIB_ICMP_KINDS(X)
+#undef X
+	EP_FIB_ICMP__COUNT
+};
+extern const char *const ep_fib_icmp_name[EP_FIB_ICMP__COUNT];
+
+/** Per-worker counters of the L3 services; written by their worker only. */
+struct ep_fib_worker_stats {
+	uint64_t arp_requests;          /**< ARP requests sent to resolve a next hop */
+	uint64_t nd_solicits;           /**< neighbour solicitations sent */
+	uint64_t asks_throttled;        /**< resolutions not asked again within a second */
+	uint64_t asks_failed;           /**< no source address on the port, or no mbuf */
+	uint64_t heard;                 /**< ARP replies / NAs / requests posted to the resolver */
+	uint64_t events_lost;           /**< resolver ring full */
+	uint64_t icmp_sent[EP_FIB_ICMP__COUNT];
+	uint64_t icmp_rate_limited;     /**< errors not sent: over the rate limit */
+	uint64_t icmp_not_sent;         /**< errors not sent: about an ICMP error, a
+	                                 *   non-first fragment, a multicast or martian
+	                                 *   source, no mbuf (RFC 1812 4.3.2.7) */
+	uint64_t fragmented;            /**< IPv4 packets split to fit the port MTU */
+	uint64_t fragments;             /**< fragments sent */
+};
+
+#define EP_FIB_ASK_SLOTS 64
+
+/** A worker's context for one FIB (one per FIB the worker routes with). */
+struct ep_fib_worker {
+	struct ep_fib *fib;
+	struct ep_worker *w;            /**< emits generated packets (NULL: they are counted, freed) */
+	uint64_t tsc_hz;
+	uint16_t n_ports;
+	struct {
+		struct rte_ether_addr mac;
+		uint16_t mtu;           /**< IP MTU of the port */
+		uint16_t qinq_tpid;     /**< outer TPID of double-tagged replies (0: as received) */
+		bool learn;             /**< post what the responder hears here to the resolver */
+		int n_v4, n_v6;
+		uint32_t v4[EP_MAX_ADDRS];          /**< network order */
+		uint32_t v4_mask[EP_MAX_ADDRS];
+		uint8_t v6[EP_MAX_ADDRS][16];
+		uint8_t v6_plen[EP_MAX_ADDRS];
+	} port[EP_MAX_PORTS];
+	/* Resolution requests sent, by target: one per target per second. */
+	struct { uint64_t tsc; uint32_t key; } asked[EP_FIB_ASK_SLOTS];
+	/* ICMP errors: one token bucket per worker (rte_meter srTCM, one "byte"
+	 * per message: green sends, anything else is rate limited). */
+	struct rte_meter_srtcm icmp_meter;
+	struct rte_meter_srtcm_profile icmp_profile;
+	struct rte_mempool *frag_indirect;  /**< IPv4 fragmentation: payload attachments */
+	struct ep_fib_worker_stats st;
+	/* route scratch */
+	uint32_t ip4[EP_BURST_MAX];
+	uint16_t pkt4[EP_BURST_MAX];
+	uint8_t ip6[EP_BURST_MAX][16];
+	int32_t nh6[EP_BURST_MAX];
+	uint16_t pkt6[EP_BURST_MAX];
+};
+
+/**
+ * A worker context of @p fib for worker @p w (NULL in tests without one:
+ * generated packets are then counted and freed).  Copies the ports'
+ * addresses and MTUs (static after start).
+ */
+struct ep_fib_worker *ep_fib_worker_create(struct ep_fib *fib, struct ep_worker *w, int socket);
+void ep_fib_worker_free(struct ep_fib_worker *fw);
+/** Replies and errors this worker sends on @p port with two VLAN tags get
+ *  @p tpid as the outer TPID (network order: RTE_BE16(0x88a8)), whatever
+ *  the request arrived with: a vBNG's access side expects what its
+ *  downlink sends, and veth/af_packet paths that re-insert a stripped
+ *  outer tag as 0x8100 disagree on what arrived. */
+void ep_fib_worker_set_qinq_tpid(struct ep_fib_worker *fw, uint16_t port, uint16_t tpid);
+/** Stop posting what this worker's responder hears on @p port (a side
+ *  whose ARP and ND belong to another control plane: a vBNG's access port;
+ *  its replies and advertisements are then not for us). */
+void ep_fib_worker_no_learning(struct ep_fib_worker *fw, uint16_t port);
+/** Sum of the counters of every worker context of @p fib. */
+void ep_fib_worker_stats_sum(const struct ep_fib *fib, struct ep_fib_worker_stats *sum);
+
+/* ---- lookups ---- */
+
+static __rte_always_inline void
+ep_fib_prefetch4(const struct ep_fib *fib, uint32_t dst /* host order */)
+{
+	rte_prefetch0(&fib->lpm4->tbl24[dst >> 8]);
+}
+
+static __rte_always_inline uint32_t
+ep_fib_lookup4(const struct ep_fib *fib, uint32_t dst /* host order */)
+{
+	uint32_t idx;
+
+	if (unlikely(rte_lpm_lookup(fib->lpm4, dst, &idx) != 0))
+		idx = __atomic_load_n(&fib->default_nh[0], __ATOMIC_ACQUIRE);
+	return idx;
+}
+
+/** Next-hop indexes of @p n IPv6 destinations into @p nh. */
+static __rte_always_inline void
+ep_fib_lookup6_bulk(const struct ep_fib *fib, uint8_t ips[][16], int32_t *res, uint32_t *nh,
+		    uint16_t n)
+{
+	struct rte_lpm6 *lpm6 = __atomic_load_n(&fib->lpm6_cur, __ATOMIC_ACQUIRE);
+
+	rte_lpm6_lookup_bulk_func(lpm6, ips, res, n);
+	for (uint16_t j = 0; j < n; j++)
+		nh[j] = res[j] < 0 ? __atomic_load_n(&fib->default_nh[1], __ATOMIC_ACQUIRE) :
+				     (uint32_t)res[j];
+}
+
+/** The entry of next hop @p idx (valid: it came from a lookup or ep_meta). */
+static __rte_always_inline const struct ep_fib_nh *
+ep_fib_nh_read(const struct ep_fib *fib, uint32_t idx)
+{
+	return __atomic_load_n(&fib->nh[idx], __ATOMIC_ACQUIRE);
+}
+
+/* ---- slow paths (fib_neigh.c, fib_icmp.c) ---- */
+
+/** What a pipeline does with a packet to one of the data plane's own
+ *  addresses: returns its next action (ep_fib_local_echo answers echo
+ *  requests, RFC 792 / RFC 4443 4.1, and drops the rest). */
+typedef uint16_t (*ep_fib_local_fn)(struct ep_fib_worker *fw, struct rte_mbuf *m, void *arg);
+uint16_t ep_fib_local_echo(struct ep_fib_worker *fw, struct rte_mbuf *m, void *arg);
+
+/** A next hop that is not plainly forwardable (stale, unresolved, local,
+ *  out of range): sets *next and returns 1, or 0 to forward. */
+uint16_t ep_fib_nh_slow(struct ep_fib_worker *fw, struct rte_mbuf *m, uint32_t idx,
+			uint16_t *next, ep_fib_local_fn local, void *arg);
+
+/** Ask for @p ip on @p port (ARP request / neighbour solicitation), at most
+ *  once a second per target; @p mac: unicast probe to a known address. */
+void ep_fib_ask(struct ep_fib_worker *fw, struct rte_mempool *pool, uint8_t family,
+		const uint8_t *ip, uint16_t port, const uint8_t *mac);
+
+/**
+ * ICMP error about packet @p m (parsed; its in_port is where the error
+ * goes, to the previous hop): time exceeded, destination unreachable
+ * (no route, administratively prohibited), fragmentation needed (@p mtu) /
+ * packet too big.  Rate limited; @p m itself is left to the caller (it is
+ * dropped under its own reason either way).
+ */
+void ep_fib_icmp_error(struct ep_fib_worker *fw, struct rte_mbuf *m, enum ep_fib_icmp_kind kind,
+		       uint32_t mtu);
+
+/**
+ * Packet @p m (L2 as received) is larger than @p mtu, the IP MTU of the
+ * port it would leave on: IPv4 with DF and IPv6 (routers never fragment
+ * it, RFC 8200 section 5) get fragmentation needed / packet too big with
+ * the MTU (RFC 1191, RFC 8201) and the drop verdict is returned; IPv4
+ * without DF returns 0: the caller finishes its rewrite and calls
+ * ep_fib_fragment.
+ */
+uint16_t ep_fib_too_big(struct ep_fib_worker *fw, struct rte_mbuf *m, uint16_t mtu);
+
+/**
+ * Split IPv4 packet @p m, rewritten for @p port (data starts at its final
+ * L2 header, ep_meta.l3_off bytes long), into fragments of at most @p mtu
+ * bytes (RFC 791; rte_ip_frag), send them on @p port and free @p m.
+ * Returns EP_NEXT_CONSUMED, or a drop verdict if it could not (no buffers,
+ * more than EP_FIB_MAX_FRAGS fragments).
+ */
+#define EP_FIB_MAX_FRAGS 64
+uint16_t ep_fib_fragment(struct ep_fib_worker *fw, struct rte_mbuf *m, uint16_t port,
+			 uint16_t mtu);
+/** ep_fib_fragment's work without the sending: the fragments, each with
+ *  the L2 header and @p m's ep_meta, into @p frags (EP_FIB_MAX_FRAGS);
+ *  returns how many (m freed), or -1 (m untouched but for its L2 header,
+ *  which is then gone: drop it as ipv4_frag_failed). */
+int ep_fib_fragment_out(struct ep_fib_worker *fw, struct rte_mbuf *m, uint16_t mtu,
+			struct rte_mbuf **frags);
+
+/** Send a generated packet on @p port after the burst (the worker's tx). */
+void ep_fib_emit(struct ep_fib_worker *fw, uint16_t port, struct rte_mbuf *m);
+/** The ICMP rate limiter and the fragmentation pool of a new worker context. */
+int ep_fib_icmp_init(struct ep_fib_worker *fw, int socket);
+
+/** ARP requests and neighbour solicitations for the receiving port's own
+ *  addresses answered in place; replies and advertisements posted to the
+ *  resolver; every other ARP/ND message counted and dropped.  Returns the
+ *  packets diverted (IP traffic continues). */
+uint16_t ep_fib_neigh_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *next,
+			    uint16_t n);
+/** The same as a stage function (ctx: the struct ep_fib_worker). */
+uint16_t ep_fib_neigh_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+
+/* ---- routing a burst ---- */
+
+#define EP_FIB_ROUTE_PREFETCH 0x1u  /**< prefetch tbl24 lines here (no earlier stage did) */
+#define EP_FIB_ROUTE_SRC_CHECK 0x2u /**< drop martian sources too (no earlier stage proved them) */
+
+static __rte_always_inline uint16_t
+ep_fib_nh_resolve(struct ep_fib_worker *fw, struct rte_mbuf *m, uint32_t idx, uint16_t *next,
+		  ep_fib_local_fn local, void *arg)
+{
+	const struct ep_fib *fib = fw->fib;
+	const struct ep_fib_nh *e;
+
+	if (likely(idx < fib->p.max_nexthops) &&
+	    likely((e = ep_fib_nh_read(fib, idx))->kind == EP_FIB_NH_FORWARD)) {
+		ep_meta(m)->nexthop = idx;
+		ep_meta(m)->nexthop_entry = e;
+		return 0;
+	}
+	return ep_fib_nh_slow(fw, m, idx, next, local, arg);
+}
+
+/**
+ * Route a parsed burst (only IP reaches here; anything else is dropped as
+ * ethertype_unsupported):
+ *
+ *   pass 1  per packet: martian destination (and source with
+ *           EP_FIB_ROUTE_SRC_CHECK) dropped as ipv4/ipv6_bad_address (four
+ *           compares per address, one branch); IPv4 destinations into a
+ *           host-order array (tbl24 line prefetched with
+ *           EP_FIB_ROUTE_PREFETCH), IPv6 into a 16-byte array
+ *   pass 2  IPv4: lookup and next-hop resolution in one loop; IPv6: one
+ *           bulk lookup, then resolution.  Forwardable: ep_meta.nexthop
+ *           and nexthop_entry set, next[] left alone; the rest by
+ *           ep_fib_nh_slow
+ *
+ * @p flags and @p local are constants at every call: the compiler folds
+ * them.  Returns the packets diverted.
+ */
+static __rte_always_inline uint16_t
+ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
+		   const unsigned int flags, ep_fib_local_fn local, void *arg)
+{
+	const struct ep_fib *fib = fw->fib;
+	uint16_t n4 = 0, n6 = 0, out = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct ep_meta *md = ep_meta(m);
+		const uint8_t *l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
+
+		if (likely(md->l3_type == EP_L3_IPV4)) {
+			const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)l3;
+			uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
+			int bad = ep_ipv4_martian(dst);
+
+			if (flags & EP_FIB_ROUTE_SRC_CHECK)
+				bad |= ep_ipv4_martian(rte_be_to_cpu_32(ip->src_addr));
+			if (unlikely(bad)) {
+				next[i] = EP_NEXT_DROP(EP_DROP_IPV4_BAD_ADDRESS);
+				out++;
+				continue;
+			}
+			/* Start every packet's tbl24 miss before the first lookup
+			 * needs its line.  (Prefetching it earlier, in a router's
+			 * parse stage, was measured: the miss cost moved into
+			 * parse, +14 cycles there for -8 here.) */
+			if (flags & EP_FIB_ROUTE_PREFETCH)
+				ep_fib_prefetch4(fib, dst);
+			fw->ip4[n4] = dst;
+			fw->pkt4[n4++] = i;
+		} else if (md->l3_type == EP_L3_IPV6) {
+			const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)l3;
+			int bad = ep_ipv6_martian(ip->dst_addr);
+
+			if (flags & EP_FIB_ROUTE_SRC_CHECK)
+				bad = bad || ep_ipv6_martian(ip->src_addr);
+			if (unlikely(bad)) {
+				next[i] = EP_NEXT_DROP(EP_DROP_IPV6_BAD_ADDRESS);
+				out++;
+				continue;
+			}
+			memcpy(fw->ip6[n6], ip->dst_addr, 16);
+			fw->pkt6[n6++] = i;
+		} else {
+			next[i] = EP_NEXT_DROP(EP_DROP_ETHERTYPE_UNSUPPORTED);
+			out++;
+		}
+	}
+	/* Lookup and resolution in one loop, what it reads in registers (the
+	 * ep_meta stores could alias fib's fields as far as the compiler knows). */
+	{
+		const struct rte_lpm *lpm = fib->lpm4;
+		struct ep_fib_nh *const *nhs = fib->nh;
+		const uint32_t max_nh = fib->p.max_nexthops;
+
+		for (uint16_t j = 0; j < n4; j++) {
+			uint16_t i = fw->pkt4[j];
+			uint32_t idx;
+
+			if (unlikely(rte_lpm_lookup(lpm, fw->ip4[j], &idx) != 0))
+				idx = __atomic_load_n(&fib->default_nh[0], __ATOMIC_ACQUIRE);
+			const struct ep_fib_nh *e;
+
+			if (likely(idx < max_nh) &&
+			    likely((e = __atomic_load_n(&nhs[idx], __ATOMIC_ACQUIRE))->kind ==
+				   EP_FIB_NH_FORWARD)) {
+				struct ep_meta *md = ep_meta(pkts[i]);
+
+				md->nexthop = idx;
+				md->nexthop_entry = e;
+			} else
+				out += ep_fib_nh_slow(fw, pkts[i], idx, &next[i], local, arg);
+		}
+	}
+	if (unlikely(n6 != 0)) {
+		uint32_t nh6[EP_BURST_MAX];
+
+		ep_fib_lookup6_bulk(fib, fw->ip6, fw->nh6, nh6, n6);
+		for (uint16_t j = 0; j < n6; j++) {
+			uint16_t i = fw->pkt6[j];
+
+			out += ep_fib_nh_resolve(fw, pkts[i], nh6[j], &next[i], local, arg);
+		}
+	}
+	return out;
+}
+
+#endif

@@ -1,0 +1,634 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The FIB module's API: instances independent of each other, prefetch +
+ * lookup equal to lookup, the next hop in its own ep_meta field, neighbour
+ * resolution (ask, hear, install, age), ICMP errors with their rate limit,
+ * the out port's MTU (fragmentation, fragmentation needed, packet too big),
+ * and the measurement behind rte_lpm over rte_fib.
+ */
+#include <rte_cycles.h>
+#include <rte_fib.h>
+#include <rte_icmp.h>
+#include <rte_random.h>
+
+#include "ep_test_l3.h"
+#include "engine_internal.h"
+#include "fib/ep_fib_node.h"
+
+static uint8_t buf[4096];
+
+static struct ep_fib *
+fib_new(const char *name, bool learn)
+{
+	struct ep_fib_params p;
+	struct ep_err err = {{0}};
+	struct ep_fib *f;
+
+	tr_engine_init();
+	ep_fib_params_default(&p);
+	p.max_routes4 = p.max_routes6 = 1024;
+	p.lpm4_tbl8s = 64;
+	p.lpm6_tbl8s = 256;
+	p.max_nexthops = 64;
+	p.neigh_learn = learn;
+	f = ep_fib_create(&tr_eng, name, &p, &err);
+	if (f == NULL) {
+		printf("    ep_fib_create: %s\n", err.msg);
+		abort();
+	}
+	return f;
+}
+
+/* A FIB worker context on its own ep_worker, whose tx buffers collect what
+ * it generates. */
+static struct ep_fib_worker *
+fw_new(struct ep_fib *f)
+{
+	static unsigned int id;
+	struct ep_err err;
+	struct ep_worker *w = ep_worker_create(&tr_eng, 200 + id++, "fib", &err);
+	struct ep_fib_worker *fw = w != NULL ? ep_fib_worker_create(f, w, SOCKET_ID_ANY) : NULL;
+
+	if (fw == NULL)
+		abort();
+	return fw;
+}
+
+static void
+fw_free(struct ep_fib_worker *fw)
+{
+	struct ep_worker *w = fw->w;
+
+	for (int p = 0; p < 2; p++) {
+		rte_pktmbuf_free_bulk(w->txbuf[p].pkts, w->txbuf[p].n);
+		w->txbuf[p].n = 0;
+	}
+	ep_fib_worker_free(fw);
+	ep_worker_free(w);
+}
+
+/* Take what @p fw sent on @p port (caller frees). */
+static uint16_t
+sent(struct ep_fib_worker *fw, uint16_t port, struct rte_mbuf **out)
+{
+	struct ep_txbuf *tb = &fw->w->txbuf[port];
+	uint16_t n = tb->n;
+
+	memcpy(out, tb->pkts, sizeof(out[0]) * n);
+	tb->n = 0;
+	return n;
+}
+
+static uint16_t
+route1(struct ep_fib_worker *fw, struct rte_mbuf *m)
+{
+	uint16_t next[1] = {0};
+
+	ep_fib_route_burst(fw, &m, next, 1, EP_FIB_ROUTE_PREFETCH | EP_FIB_ROUTE_SRC_CHECK,
+			   ep_fib_local_echo, NULL);
+	return next[0];
+}
+
+static uint16_t
+udp_to(struct ep_fib_worker *fw, int v6, const char *dst, uint32_t *nh)
+{
+	struct tp_spec s = tp_default(v6, IPPROTO_UDP);
+	struct rte_mbuf *m;
+	uint16_t v;
+
+	if (v6)
+		tp_ip6(s.dst6, dst);
+	else
+		s.dst4 = tp_ip4(dst);
+	m = tr_mbuf(buf, tp_build(buf, &s), 0);
+	ep_meta(m)->user = 0x5eb5c81b;
+	v = route1(fw, m);
+	if (nh != NULL)
+		*nh = ep_meta(m)->nexthop;
+	EP_CHECK_EQ(ep_meta(m)->user, 0x5eb5c81b);     /* the pipeline's field is left alone */
+	rte_pktmbuf_free(m);
+	return v;
+}
+
+/* ---- instances ---- */
+
+EP_TEST(fib_instances_are_independent_and_named_once_per_engine)
+{
+	struct ep_fib *a = fib_new("a", false), *b = fib_new("b", false);
+	struct ep_fib_worker *wa = fw_new(a), *wb = fw_new(b);
+	struct ep_fib_params p;
+	struct ep_err err;
+	uint32_t nh = 0;
+
+	EP_CHECK(ep_fib_find(&tr_eng, "a") == a && ep_fib_find(&tr_eng, "b") == b);
+	EP_CHECK_EQ(ep_fib_neigh_add(a, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(a, "198.18.50.0/24", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(udp_to(wa, 0, "198.18.50.1", &nh), EP_NEXT_CONTINUE);
+	EP_CHECK(nh >= EP_FIB_NH_FIRST);
+	EP_CHECK_EQ(udp_to(wb, 0, "198.18.50.1", NULL), EP_NEXT_DROP(EP_DROP_NO_ROUTE));
+	EP_CHECK_EQ(b->n_routes4 + 2, a->n_routes4);     /* the route and the host route */
+	ep_fib_params_default(&p);
+	EP_CHECK(ep_fib_create(&tr_eng, "a", &p, &err) == NULL);
+	EP_CHECK(strstr(err.msg, "exists") != NULL);
+	fw_free(wa);
+	fw_free(wb);
+	ep_fib_free(a);
+	EP_CHECK(ep_fib_find(&tr_eng, "a") == NULL);
+	EP_CHECK(ep_fib_next(&tr_eng, NULL) == b);
+	ep_fib_free(b);
+}
+
+EP_TEST(fib_prefetch_then_lookup_equals_lookup)
+{
+	struct ep_fib *f = fib_new("pf", false);
+	struct ep_err err;
+	char pfx[32];
+	int bad = 0;
+
+	EP_CHECK_EQ(ep_fib_neigh_add(f, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(f, "198.18.1.3", "02:00:00:00:00:0c", NULL, &err), 0);
+	for (int i = 0; i < 200; i++) {
+		snprintf(pfx, sizeof(pfx), "%d.%d.%d.0/%d", 20 + i % 150, i, (i * 7) % 256,
+			 16 + i % 13);
+		ep_prefix_parse(pfx, (uint8_t[16]){0}, (uint8_t[1]){0}, EP_PREFIX_CLEAR_HOST, &err);
+		{
+			uint8_t a[16], plen;
+			char clean[32];
+
+			ep_prefix_parse(pfx, a, &plen, EP_PREFIX_CLEAR_HOST, &err);
+			ep_prefix_str(4, a, plen, clean, sizeof(clean));
+			ep_fib_route_add(f, clean, i % 2 ? "198.18.1.2" : "198.18.1.3", &err);
+		}
+	}
+	for (int i = 0; i < 20000; i++) {
+		uint32_t dst = (uint32_t)rte_rand(), plain, fetched;
+
+		plain = ep_fib_lookup4(f, dst);
+		ep_fib_prefetch4(f, dst);
+		fetched = ep_fib_lookup4(f, dst);
+		bad += plain != fetched;
+	}
+	EP_CHECK_EQ(bad, 0);
+	ep_fib_free(f);
+}
+
+EP_TEST(fib_route_burst_leaves_the_next_hop_in_its_own_meta_field)
+{
+	struct ep_fib *f = fib_new("nh", false);
+	struct ep_fib_worker *fw = fw_new(f);
+	struct ep_err err;
+	uint32_t nh4 = 0, nh6 = 0;
+	const struct ep_fib_nh *e;
+
+	EP_CHECK_EQ(ep_fib_neigh_add(f, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(f, "2001:db8:0:2::2", "02:00:00:00:00:0b", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "0.0.0.0/0", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "::/0", "2001:db8:0:2::2", &err), 0);
+	EP_CHECK_EQ(udp_to(fw, 0, "198.19.7.7", &nh4), EP_NEXT_CONTINUE);
+	EP_CHECK_EQ(udp_to(fw, 1, "2001:db8:77::1", &nh6), EP_NEXT_CONTINUE);
+	e = ep_fib_nh_read(f, nh4);
+	EP_CHECK_EQ(e->kind, EP_FIB_NH_FORWARD);
+	EP_CHECK_EQ(e->port, 1);
+	EP_CHECK_MEM(e->eth, MAC_B, 6);
+	EP_CHECK_MEM(e->eth + 6, MAC_P1, 6);
+	EP_CHECK_EQ(ep_fib_nh_read(f, nh6)->port, 1);
+	fw_free(fw);
+	ep_fib_free(f);
+}
+
+/* ---- resolution ---- */
+
+/* A frame @p fw sent, parsed; NULL when there is none. */
+static struct rte_mbuf *
+one_sent(struct ep_fib_worker *fw, uint16_t port, struct ep_meta *md)
+{
+	struct rte_mbuf *out[2 * EP_BURST_MAX];
+	uint16_t n = sent(fw, port, out);
+
+	if (n == 0)
+		return NULL;
+	rte_pktmbuf_free_bulk(out + 1, n - 1u);
+	EP_CHECK_EQ(ep_parse(rte_pktmbuf_mtod(out[0], const uint8_t *), out[0]->data_len,
+			     out[0]->pkt_len, md), 0);
+	return out[0];
+}
+
+EP_TEST(fib_unresolved_ipv4_host_is_asked_heard_installed_and_aged)
+{
+	struct ep_fib *f = fib_new("arp", true);
+	struct ep_fib_worker *fw = fw_new(f);
+	uint64_t hz = rte_get_tsc_hz(), now = rte_get_tsc_cycles();
+	static const uint8_t mac_h[6] = {2, 0, 0, 0, 0, 0x33};
+	struct rte_mbuf *q, *m;
+	struct ep_meta md;
+	const struct rte_arp_hdr *a;
+	uint16_t next[1] = {0};
+
+	/* A host on the core subnet, unknown: dropped, and asked for. */
+	EP_CHECK_EQ(udp_to(fw, 0, "198.18.1.33", NULL),
+		    EP_NEXT_DROP(EP_DROP_NEIGHBOR_UNRESOLVED));
+	q = one_sent(fw, 1, &md);
+	EP_CHECK(q != NULL);
+	if (q == NULL)
+		goto out;
+	a = rte_pktmbuf_mtod_offset(q, const struct rte_arp_hdr *, 14);
+	EP_CHECK_EQ(md.l3_type, EP_L3_ARP);
+	EP_CHECK_EQ(rte_pktmbuf_mtod(q, const uint8_t *)[0], 0xff);         /* broadcast */
+	EP_CHECK_EQ(ntohs(a->arp_opcode), RTE_ARP_OP_REQUEST);
+	EP_CHECK_EQ(ntohl(a->arp_data.arp_tip), tp_ip4("198.18.1.33"));
+	EP_CHECK_EQ(ntohl(a->arp_data.arp_sip), tp_ip4("198.18.1.1"));
+	EP_CHECK_MEM(&a->arp_data.arp_sha, MAC_P1, 6);
+	rte_pktmbuf_free(q);
+	/* Asked once a second, however many packets wait. */
+	EP_CHECK_EQ(udp_to(fw, 0, "198.18.1.33", NULL),
+		    EP_NEXT_DROP(EP_DROP_NEIGHBOR_UNRESOLVED));
+	EP_CHECK(one_sent(fw, 1, &md) == NULL);
+	EP_CHECK_EQ(fw->st.asks_throttled, 1);
+
+	/* The reply arrives on the core port; the resolver installs it. */
+	m = tr_mbuf(buf, tp_arp(buf, mac_h, RTE_ARP_OP_REPLY, tp_ip4("198.18.1.33"),
+				tp_ip4("198.18.1.1")), 1);
+	memcpy(rte_pktmbuf_mtod(m, uint8_t *), MAC_P1, 6);
+	EP_CHECK_EQ(ep_fib_neigh_stage(fw, &m, next, 1), 1);
+	EP_CHECK_EQ(next[0], EP_NEXT_CONSUMED);
+	ep_fib_tick(f, now);
+	EP_CHECK_EQ(f->n_learnt, 1);
+	EP_CHECK_EQ(udp_to(fw, 0, "198.18.1.33", NULL), EP_NEXT_CONTINUE);
+
+	/* Reachable for neigh_reachable seconds; then stale: still forwarded,
+	 * asked again, unicast; unconfirmed 5 s later it is gone. */
+	ep_fib_tick(f, now + (uint64_t)f->p.neigh_reachable_s * hz + 1);
+	memset(fw->asked, 0, sizeof(fw->asked));   /* as if the last question were a second old */
+	EP_CHECK_EQ(udp_to(fw, 0, "198.18.1.33", NULL), EP_NEXT_CONTINUE);
+	q = one_sent(fw, 1, &md);
+	EP_CHECK(q != NULL && memcmp(rte_pktmbuf_mtod(q, const uint8_t *), mac_h, 6) == 0);
+	rte_pktmbuf_free(q);
+	ep_fib_tick(f, now + ((uint64_t)f->p.neigh_reachable_s + 6) * hz);
+	EP_CHECK_EQ(f->n_expired, 1);
+	EP_CHECK_EQ(udp_to(fw, 0, "198.18.1.33", NULL),
+		    EP_NEXT_DROP(EP_DROP_NEIGHBOR_UNRESOLVED));
+out:
+	fw_free(fw);
+	ep_fib_free(f);
+}
+
+EP_TEST(fib_unsolicited_answers_change_nothing_and_static_neighbours_win)
+{
+	struct ep_fib *f = fib_new("unsol", true);
+	struct ep_fib_worker *fw = fw_new(f);
+	static const uint8_t mac_x[6] = {2, 0, 0, 0, 0, 0x44};
+	struct ep_err err;
+	struct rte_mbuf *m;
+	uint16_t next[1] = {0};
+	uint32_t nh = 0;
+
+	m = tr_mbuf(buf, tp_arp(buf, mac_x, RTE_ARP_OP_REPLY, tp_ip4("198.18.1.44"),
+				tp_ip4("198.18.1.1")), 1);
+	ep_fib_neigh_stage(fw, &m, next, 1);
+	ep_fib_tick(f, rte_get_tsc_cycles());
+	EP_CHECK_EQ(f->n_learnt, 0);
+	EP_CHECK_EQ(f->n_unsolicited, 1);
+	/* A static neighbour is never overridden by what is heard. */
+	EP_CHECK_EQ(ep_fib_neigh_add(f, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err), 0);
+	EP_CHECK_EQ(udp_to(fw, 0, "198.18.1.2", &nh), EP_NEXT_CONTINUE);
+	m = tr_mbuf(buf, tp_arp(buf, mac_x, RTE_ARP_OP_REPLY, tp_ip4("198.18.1.2"),
+				tp_ip4("198.18.1.1")), 1);
+	next[0] = 0;
+	ep_fib_neigh_stage(fw, &m, next, 1);
+	ep_fib_tick(f, rte_get_tsc_cycles());
+	EP_CHECK_MEM(ep_fib_nh_read(f, nh)->eth, MAC_B, 6);
+	fw_free(fw);
+	ep_fib_free(f);
+}
+
+EP_TEST(fib_unresolved_ipv6_gateway_gets_a_solicitation_and_learns_the_advertisement)
+{
+	struct ep_fib *f = fib_new("nd", true);
+	struct ep_fib_worker *fw = fw_new(f);
+	static const uint8_t mac_g[6] = {2, 0, 0, 0, 0, 0x55};
+	uint8_t gw[16], sol[16] = {0xff, 2, [11] = 1, [12] = 0xff};
+	struct ep_err err;
+	struct rte_mbuf *q, *m;
+	struct ep_meta md;
+	uint16_t next[1] = {0};
+	const uint8_t *p;
+	uint16_t len;
+
+	tp_ip6(gw, "2001:db8:0:2::55");
+	memcpy(sol + 13, gw + 13, 3);
+	EP_CHECK_EQ(ep_fib_route_add(f, "2001:db8:55::/48", "2001:db8:0:2::55", &err), 0);
+	EP_CHECK_EQ(udp_to(fw, 1, "2001:db8:55::1", NULL),
+		    EP_NEXT_DROP(EP_DROP_NEIGHBOR_UNRESOLVED));
+	q = one_sent(fw, 1, &md);
+	EP_CHECK(q != NULL);
+	if (q == NULL)
+		goto out;
+	p = rte_pktmbuf_mtod(q, const uint8_t *);
+	EP_CHECK_EQ(p[0], 0x33);
+	EP_CHECK_MEM(p + 14 + 24, sol, 16);                      /* solicited-node */
+	EP_CHECK_EQ(p[14 + 7], 255);
+	EP_CHECK_EQ(p[14 + 40], 135);                             /* NS */
+	EP_CHECK_MEM(p + 14 + 40 + 8, gw, 16);
+	EP_CHECK_EQ(ep_ipv6_l4_cksum((const struct rte_ipv6_hdr *)(p + 14), p + 54, 32,
+				     IPPROTO_ICMPV6), 0);
+	rte_pktmbuf_free(q);
+	/* A solicited NA with the target's link-layer address. */
+	len = tp_ns(buf, mac_g, gw, gw);
+	{
+		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(buf + 14);
+		uint8_t *icmp = buf + 54;
+		uint16_t ck;
+
+		memcpy(buf, MAC_P1, 6);
+		tp_ip6(ip->dst_addr, "2001:db8:0:2::1");
+		icmp[0] = 136;
+		icmp[4] = 0x60;                 /* solicited, override */
+		icmp[24] = 2;                   /* target link-layer address */
+		memcpy(icmp + 26, mac_g, 6);
+		icmp[2] = icmp[3] = 0;
+		ck = ep_ipv6_l4_cksum(ip, icmp, (uint32_t)len - 54, IPPROTO_ICMPV6);
+		memcpy(icmp + 2, &ck, 2);
+	}
+	m = tr_mbuf(buf, len, 1);
+	EP_CHECK_EQ(ep_fib_neigh_stage(fw, &m, next, 1), 1);
+	EP_CHECK_EQ(next[0], EP_NEXT_CONSUMED);
+	ep_fib_tick(f, rte_get_tsc_cycles());
+	EP_CHECK_EQ(f->n_learnt, 1);
+	EP_CHECK_EQ(udp_to(fw, 1, "2001:db8:55::1", NULL), EP_NEXT_CONTINUE);
+out:
+	fw_free(fw);
+	ep_fib_free(f);
+}
+
+/* ---- ICMP errors ---- */
+
+EP_TEST(fib_icmp_errors_quote_the_packet_back_to_the_previous_hop)
+{
+	struct ep_fib *f = fib_new("icmp", false);
+	struct ep_fib_worker *fw = fw_new(f);
+	static const struct { int v6; enum ep_fib_icmp_kind kind; uint8_t type, code; } cases[] = {
+		{ 0, EP_FIB_ICMP_TIME_EXCEEDED, 11, 0 }, { 1, EP_FIB_ICMP_TIME_EXCEEDED, 3, 0 },
+		{ 0, EP_FIB_ICMP_NET_UNREACHABLE, 3, 0 }, { 1, EP_FIB_ICMP_NET_UNREACHABLE, 1, 0 },
+		{ 0, EP_FIB_ICMP_ADMIN_PROHIBITED, 3, 13 }, { 1, EP_FIB_ICMP_ADMIN_PROHIBITED, 1, 1 },
+		{ 0, EP_FIB_ICMP_FRAG_NEEDED, 3, 4 }, { 1, EP_FIB_ICMP_PACKET_TOO_BIG, 2, 0 },
+	};
+
+	for (size_t i = 0; i < RTE_DIM(cases); i++) {
+		struct tp_spec s = tp_default(cases[i].v6, IPPROTO_UDP);
+		uint16_t len;
+		struct rte_mbuf *m, *e;
+		struct ep_meta md;
+		const uint8_t *p, *l3, *icmp;
+
+		s.n_vlans = 1;
+		s.payload = 700;                /* longer than an IPv4 error may quote */
+		len = tp_build(buf, &s);
+		m = tr_mbuf(buf, len, 0);
+		ep_fib_icmp_error(fw, m, cases[i].kind, 1400);
+		e = one_sent(fw, 0, &md);
+		EP_CHECK(e != NULL);
+		if (e == NULL) {
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		p = rte_pktmbuf_mtod(e, const uint8_t *);
+		l3 = p + md.l3_off;
+		icmp = p + md.l4_off;
+		EP_CHECK_MEM(p, MAC_A, 6);                       /* to the previous hop */
+		EP_CHECK_MEM(p + 6, MAC_P0, 6);
+		EP_CHECK_EQ(md.n_vlans, 1);                      /* its tag kept */
+		EP_CHECK_EQ(icmp[0], cases[i].type);
+		EP_CHECK_EQ(icmp[1], cases[i].code);
+		if (!cases[i].v6) {
+			uint32_t src;
+
+			EP_CHECK_EQ(md.l3_len, 576);             /* RFC 1812 4.3.2.3 */
+			memcpy(&src, l3 + 12, 4);
+			EP_CHECK_EQ(ntohl(src), tp_ip4("198.18.0.1"));
+			EP_CHECK_EQ(rte_raw_cksum(icmp, md.l3_len - 20u), 0xffff);
+			EP_CHECK_MEM(icmp + 8, buf + 18, 20);    /* the original header */
+			if (cases[i].kind == EP_FIB_ICMP_FRAG_NEEDED)
+				EP_CHECK_EQ(icmp[6] << 8 | icmp[7], 1400);
+		} else {
+			EP_CHECK_EQ(md.l3_len, 40 + 8 + 700 + 8 + 40);   /* all of it fits 1280 */
+			EP_CHECK_EQ(ep_ipv6_l4_cksum((const struct rte_ipv6_hdr *)l3, icmp,
+						     md.l3_len - 40u, IPPROTO_ICMPV6), 0);
+			EP_CHECK_MEM(icmp + 8, buf + 18, 40);
+			if (cases[i].kind == EP_FIB_ICMP_PACKET_TOO_BIG)
+				EP_CHECK_EQ(icmp[6] << 8 | icmp[7], 1400);
+		}
+		rte_pktmbuf_free(e);
+		rte_pktmbuf_free(m);
+	}
+	EP_CHECK_EQ(fw->st.icmp_sent[EP_FIB_ICMP_TIME_EXCEEDED], 2);
+	fw_free(fw);
+	ep_fib_free(f);
+}
+
+EP_TEST(fib_no_icmp_error_about_an_error_a_later_fragment_or_a_martian)
+{
+	struct ep_fib *f = fib_new("noerr", false);
+	struct ep_fib_worker *fw = fw_new(f);
+	struct rte_mbuf *out[2 * EP_BURST_MAX], *m;
+	struct tp_spec s = tp_default(0, IPPROTO_ICMP);
+	uint16_t len;
+
+	s.icmp_type = 3;                                         /* an error itself */
+	m = tr_mbuf(buf, tp_build(buf, &s), 0);
+	ep_fib_icmp_error(fw, m, EP_FIB_ICMP_TIME_EXCEEDED, 0);
+	rte_pktmbuf_free(m);
+	s = tp_default(0, IPPROTO_UDP);
+	s.frag = 185;                                            /* non-first fragment */
+	m = tr_mbuf(buf, tp_build(buf, &s), 0);
+	ep_fib_icmp_error(fw, m, EP_FIB_ICMP_TIME_EXCEEDED, 0);
+	rte_pktmbuf_free(m);
+	s = tp_default(0, IPPROTO_UDP);
+	s.dst4 = tp_ip4("224.0.0.9");                            /* to a group */
+	len = tp_build(buf, &s);
+	m = tr_mbuf(buf, len, 0);
+	ep_fib_icmp_error(fw, m, EP_FIB_ICMP_TIME_EXCEEDED, 0);
+	rte_pktmbuf_free(m);
+	s = tp_default(1, IPPROTO_ICMPV6);
+	s.icmp_type = 1;                                         /* an ICMPv6 error */
+	m = tr_mbuf(buf, tp_build(buf, &s), 0);
+	ep_fib_icmp_error(fw, m, EP_FIB_ICMP_TIME_EXCEEDED, 0);
+	rte_pktmbuf_free(m);
+	EP_CHECK_EQ(sent(fw, 0, out), 0);
+	EP_CHECK_EQ(fw->st.icmp_not_sent, 4);
+	fw_free(fw);
+	ep_fib_free(f);
+}
+
+EP_TEST(fib_icmp_errors_are_rate_limited_per_worker)
+{
+	struct ep_fib *f = fib_new("rate", false);
+	struct ep_fib_worker *fw = fw_new(f);
+	struct rte_mbuf *out[2 * EP_BURST_MAX];
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+	uint16_t len = tp_build(buf, &s), got = 0;
+
+	/* Far more than the burst, faster than the rate refills it. */
+	for (int i = 0; i < 200; i++) {
+		struct rte_mbuf *m = tr_mbuf(buf, len, 0);
+		uint16_t k;
+
+		ep_fib_icmp_error(fw, m, EP_FIB_ICMP_TIME_EXCEEDED, 0);
+		rte_pktmbuf_free(m);
+		k = sent(fw, 0, out);
+		got += k;
+		rte_pktmbuf_free_bulk(out, k);
+	}
+	EP_CHECK(got >= f->p.icmp_burst && got < 100);
+	EP_CHECK_EQ(got + fw->st.icmp_rate_limited, 200);
+	printf("    %u of 200 back-to-back errors sent (burst %u, %u/s)\n", got, f->p.icmp_burst,
+	       f->p.icmp_rate);
+	fw_free(fw);
+	ep_fib_free(f);
+}
+
+/* ---- the out port's MTU ---- */
+
+EP_TEST(fib_ipv4_without_df_is_fragmented_to_the_mtu_and_reassembles)
+{
+	struct rte_mempool *big = rte_pktmbuf_pool_create("fib_big", 256, 0, EP_META_SIZE, 4096 +
+							  RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+	struct ep_fib *f = fib_new("frag", false);
+	struct ep_fib_worker *fw = fw_new(f);
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+	struct rte_mbuf *m, *out[2 * EP_BURST_MAX];
+	uint8_t whole[4096];
+	uint16_t len, n, next;
+	uint32_t covered = 0;
+
+	s.payload = 3000 - 28;
+	len = tp_build(buf, &s);
+	memcpy(whole, buf, len);
+	m = rte_pktmbuf_alloc(big);
+	memcpy(rte_pktmbuf_append(m, len), buf, len);
+	ep_meta(m)->in_port = 0;
+	EP_CHECK_EQ(ep_parse_mbuf(m, ep_meta(m)), 0);
+	EP_CHECK_EQ(ep_fib_too_big(fw, m, 1500), 0);            /* DF clear: fragment */
+	next = ep_fib_fragment(fw, m, 1, 1500);
+	EP_CHECK_EQ(next, EP_NEXT_CONSUMED);
+	n = sent(fw, 1, out);
+	EP_CHECK_EQ(n, 3);
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *fr = out[i];
+		uint8_t flat[2048];
+		const struct rte_ipv4_hdr *ip;
+		uint16_t off, tl;
+
+		EP_CHECK(fr->pkt_len <= 14 + 1500);
+		rte_pktmbuf_read(fr, 0, fr->pkt_len, flat);
+		EP_CHECK_MEM(flat, whole, 14);                   /* the L2 header copied */
+		ip = (const struct rte_ipv4_hdr *)(flat + 14);
+		off = (uint16_t)((ntohs(ip->fragment_offset) & RTE_IPV4_HDR_OFFSET_MASK) * 8);
+		tl = ntohs(ip->total_length);
+		EP_CHECK_EQ(rte_raw_cksum(ip, 20), 0xffff);
+		EP_CHECK_EQ(!!(ntohs(ip->fragment_offset) & RTE_IPV4_HDR_MF_FLAG), i + 1 < n);
+		EP_CHECK_MEM(flat + 34, whole + 34 + off, tl - 20u);
+		covered += tl - 20u;
+	}
+	EP_CHECK_EQ(covered, 3000 - 20);
+	EP_CHECK_EQ(fw->st.fragments, 3);
+	rte_pktmbuf_free_bulk(out, n);
+	/* DF set: fragmentation needed back to the sender, with the MTU. */
+	((struct rte_ipv4_hdr *)(buf + 14))->fragment_offset = RTE_BE16(RTE_IPV4_HDR_DF_FLAG);
+	tp_fix_ipv4_cksum(buf, 14);
+	m = rte_pktmbuf_alloc(big);
+	memcpy(rte_pktmbuf_append(m, len), buf, len);
+	EP_CHECK_EQ(ep_parse_mbuf(m, ep_meta(m)), 0);
+	EP_CHECK_EQ(ep_fib_too_big(fw, m, 1500), EP_NEXT_DROP(EP_DROP_IPV4_FRAG_NEEDED));
+	EP_CHECK_EQ(fw->st.icmp_sent[EP_FIB_ICMP_FRAG_NEEDED], 1);
+	n = sent(fw, 0, out);
+	rte_pktmbuf_free_bulk(out, n);
+	rte_pktmbuf_free(m);
+	/* IPv6 is never fragmented by a router: packet too big. */
+	s = tp_default(1, IPPROTO_UDP);
+	s.payload = 2000;
+	len = tp_build(buf, &s);
+	m = rte_pktmbuf_alloc(big);
+	memcpy(rte_pktmbuf_append(m, len), buf, len);
+	EP_CHECK_EQ(ep_parse_mbuf(m, ep_meta(m)), 0);
+	EP_CHECK_EQ(ep_fib_too_big(fw, m, 1500), EP_NEXT_DROP(EP_DROP_IPV6_PACKET_TOO_BIG));
+	EP_CHECK_EQ(fw->st.icmp_sent[EP_FIB_ICMP_PACKET_TOO_BIG], 1);
+	n = sent(fw, 0, out);
+	rte_pktmbuf_free_bulk(out, n);
+	rte_pktmbuf_free(m);
+	fw_free(fw);
+	ep_fib_free(f);
+	rte_mempool_free(big);
+}
+
+/* ---- rte_lpm or rte_fib ---- */
+
+/*
+ * The measurement behind ep_fib.h's choice: 100K routes (/16../24) and 4096
+ * destinations hit at random, bursts of 32; rte_lpm_lookup per packet with
+ * every tbl24 line prefetched a loop ahead (as ep_fib_route_burst does)
+ * against rte_fib's DIR-24-8 bulk lookup.  Printed, never judged: timings
+ * on a shared machine are not a test.
+ */
+EP_TEST(fib_lookup_methods_compared)
+{
+	struct rte_lpm *lpm;
+	struct rte_fib *fib;
+	struct rte_fib_conf fc = { .type = RTE_FIB_DIR24_8, .default_nh = 0, .max_routes = 131072,
+				   .dir24_8 = { .nh_sz = RTE_FIB_DIR24_8_4B, .num_tbl8 = 4096 } };
+	enum { N_DST = 4096, ROUNDS = 200 };
+	uint32_t *dst = malloc(sizeof(uint32_t) * N_DST);
+	uint64_t nh[32], best_lpm = UINT64_MAX, best_fib = UINT64_MAX;
+	uint32_t nh32[32];
+	int same = 1;
+
+	lpm = rte_lpm_create("cmp_lpm", SOCKET_ID_ANY, &(struct rte_lpm_config){
+		.max_rules = 131072, .number_tbl8s = 4096 });
+	fib = rte_fib_create("cmp_fib", SOCKET_ID_ANY, &fc);
+	EP_CHECK(lpm != NULL && fib != NULL && dst != NULL);
+	if (lpm == NULL || fib == NULL || dst == NULL)
+		goto out;
+	for (int i = 0; i < 100000; i++) {
+		uint32_t a = (uint32_t)rte_rand();
+		uint8_t depth = (uint8_t)(16 + rte_rand() % 9);
+
+		rte_lpm_add(lpm, a, depth, 1 + (uint32_t)(i % 1000));
+		rte_fib_add(fib, a, depth, 1 + (uint64_t)(i % 1000));
+	}
+	for (int i = 0; i < N_DST; i++)
+		dst[i] = (uint32_t)rte_rand();
+	for (int r = 0; r < 5; r++) {
+		uint64_t t0 = rte_rdtsc(), t1;
+
+		for (int k = 0; k < ROUNDS; k++)
+			for (int b = 0; b < N_DST; b += 32) {
+				for (int j = 0; j < 32; j++)
+					rte_prefetch0(&lpm->tbl24[dst[b + j] >> 8]);
+				for (int j = 0; j < 32; j++)
+					if (rte_lpm_lookup(lpm, dst[b + j], &nh32[j]) != 0)
+						nh32[j] = 0;
+			}
+		t1 = rte_rdtsc();
+		best_lpm = RTE_MIN(best_lpm, (t1 - t0) / ((uint64_t)ROUNDS * N_DST));
+		t0 = rte_rdtsc();
+		for (int k = 0; k < ROUNDS; k++)
+			for (int b = 0; b < N_DST; b += 32)
+				rte_fib_lookup_bulk(fib, &dst[b], nh, 32);
+		t1 = rte_rdtsc();
+		best_fib = RTE_MIN(best_fib, (t1 - t0) / ((uint64_t)ROUNDS * N_DST));
+	}
+	for (int b = 0; b < N_DST; b += 32) {
+		rte_fib_lookup_bulk(fib, &dst[b], nh, 32);
+		for (int j = 0; j < 32; j++) {
+			if (rte_lpm_lookup(lpm, dst[b + j], &nh32[j]) != 0)
+				nh32[j] = 0;
+			same &= nh32[j] == nh[j];
+		}
+	}
+	EP_CHECK(same);         /* both find the same next hops */
+	printf("    cycles/lookup (min of 5): rte_lpm + prefetch %" PRIu64
+	       ", rte_fib bulk %" PRIu64 "\n", best_lpm, best_fib);
+out:
+	free(dst);
+	rte_lpm_free(lpm);
+	rte_fib_free(fib);
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * QoS fast path: a policer's per-flow context and the colour check.
+ *
+ * A context is the rte_meter state of one flow (a subscriber, a service
+ * flow) on one worker, written by that worker only, plus the profile it was
+ * armed for: when the published profile pointer differs (a new flow, a
+ * changed profile), the context is re-armed with full buckets before the
+ * packet is measured.  rte_meter's colour check is two 64-bit divisions a
+ * packet; the clock is the TSC a stage already read (w->stage_tsc).
+ */
+#ifndef EP_QOS_NODE_H
+#define EP_QOS_NODE_H
+
+#include <rte_meter.h>
+
+#include "ep_ip.h"
+#include "ep_qos.h"
+
+struct ep_policer_ctx {
+	union {
+		struct rte_meter_trtcm m2698;
+		struct rte_meter_trtcm_rfc4115 m4115;
+	};
+	const struct ep_policer *pol;   /**< profile the meter is armed for */
+};
+
+/** The published profile @p idx of @p t (worker side, once per packet). */
+static __rte_always_inline struct ep_policer *
+ep_policer_read(const struct ep_policers *t, uint16_t idx)
+{
+	return __atomic_load_n(&t->pol[idx], __ATOMIC_ACQUIRE);
+}
+
+/** Colour of a packet of @p len bytes at TSC @p now (colour blind). */
+static __rte_always_inline enum rte_color
+ep_policer_color(struct ep_policer_ctx *c, struct ep_policer *p, uint64_t now, uint32_t len)
+{
+	if (unlikely(c->pol != p)) {
+		/* New flow or new profile: buckets full from now. */
+		if (p->mode == EP_POLICER_RFC2698)
+			rte_meter_trtcm_config(&c->m2698, &p->p2698);
+		else
+			rte_meter_trtcm_rfc4115_config(&c->m4115, &p->p4115);
+		c->m2698.time_tc = c->m2698.time_tp = now;
+		c->pol = p;
+	}
+	return p->mode == EP_POLICER_RFC2698 ?
+		rte_meter_trtcm_color_blind_check(&c->m2698, &p->p2698, now, len) :
+		rte_meter_trtcm_rfc4115_color_blind_check(&c->m4115, &p->p4115, now, len);
+}
+
+/** Remark a yellow packet's DSCP as the profile says (RFC 1624 update). */
+static __rte_always_inline void
+ep_policer_remark_yellow(const struct ep_policer *p, uint8_t *l3, uint8_t l3_type)
+{
+	uint8_t dscp = ep_ip_dscp(l3, l3_type);
+
+	if (p->yellow_dscp[dscp] != dscp)
+		ep_ip_set_dscp(l3, l3_type, p->yellow_dscp[dscp]);
+}
+
+#endif

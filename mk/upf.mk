@@ -1,0 +1,14 @@
+# The PFCP user-plane function (control/internal/upf): its Go fuzz target
+# on the message handler, bounded in time like the C targets of test-fuzz.
+#
+#   make test-upf-fuzz [UPF_FUZZ_SECONDS=30]
+#   make bench BENCH=pfcp
+
+UPF_FUZZ_SECONDS ?= 30
+
+TEST_TARGETS += test-upf-fuzz
+
+.PHONY: test-upf-fuzz
+
+test-upf-fuzz: build-xdp
+	@set -o pipefail; cd control && $(GO) test -run '^$$' -fuzz '^FuzzMessage$$' -fuzztime $(UPF_FUZZ_SECONDS)s ./internal/upf 2>&1 | grep -v ' level=' | tail -3
