@@ -114,7 +114,7 @@ func (p *pppSession) sendRaw(proto uint16, info []byte) {
 	off := frame.HeaderLen(p.s.circuit.Line)
 	b = append(b, info...)
 	pppoe.FixSessionLength(b, off)
-	p.sh.send(p.s.port, b)
+	p.sh.sendFor(p.s, b)
 }
 
 // Send implements ppp.Port.
@@ -123,7 +123,7 @@ func (p *pppSession) Send(proto uint16, pk ppp.Packet) {
 	off := frame.HeaderLen(p.s.circuit.Line)
 	b = pk.Append(b)
 	pppoe.FixSessionLength(b, off)
-	p.sh.send(p.s.port, b)
+	p.sh.sendFor(p.s, b)
 	switch proto {
 	case ppp.ProtoLCP:
 		p.sh.srv.ctr.inc(cLCPTx)

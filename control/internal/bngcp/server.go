@@ -46,6 +46,10 @@ import (
 type Out struct {
 	Port  string
 	Frame []byte
+	// Session is the subscriber session the frame belongs to once the
+	// user plane has it (0 before): with the control packet redirect it
+	// travels in that session's own tunnel rather than the port's.
+	Session uint64
 }
 
 // Access carries frames between the subscribers and the control plane.

@@ -211,6 +211,18 @@ func (sh *shard) send(port *portState, b []byte) {
 	sh.out = append(sh.out, Out{Port: port.cfg.Name, Frame: b})
 }
 
+// sendFor sends a frame of session s: in its own redirect tunnel once
+// the user plane has the session.
+func (sh *shard) sendFor(s *session, b []byte) {
+	o := Out{Port: s.port.cfg.Name, Frame: b}
+	if s.upDone && s.state != stTerminating {
+		// (A session's last frames -- Terminate-Request, PADT -- take the
+		// port's tunnel: its own goes with the PFCP deletion.)
+		o.Session = s.id
+	}
+	sh.out = append(sh.out, o)
+}
+
 func (sh *shard) flush() {
 	if len(sh.out) == 0 {
 		return

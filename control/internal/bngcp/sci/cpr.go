@@ -52,12 +52,18 @@ func (c *CPR) addr() netip.Addr {
 
 func (c *CPR) close() { c.conn.Close() }
 
-// portOf finds the logical port of one of our TEIDs.
+// portOf finds the logical port of one of our TEIDs: a default
+// session's (upTEID) or a PPPoE session's own (sessionTEID).
 func (c *CPR) portOf(teid uint32) (string, bool) {
-	if teid&0xfff00000 != 0x00100000 {
+	var ui, pi int
+	switch {
+	case teid&0x80000000 != 0:
+		ui, pi = int(teid>>24&0x7f), int(teid>>16&0xff)
+	case teid&0xfff00000 == 0x00100000:
+		ui, pi = int(teid>>8&0xfff), int(teid&0xff)
+	default:
 		return "", false
 	}
-	ui, pi := int(teid>>8&0xfff), int(teid&0xff)
 	if ui >= len(c.s.ups) || pi >= len(c.s.ups[ui].cfg.Ports) {
 		return "", false
 	}
@@ -140,7 +146,10 @@ func (c *CPR) Send(out []bngcp.Out) int {
 			c.TxNoTunnel.Add(1)
 			continue
 		}
-		t, ok := u.down[o.Port]
+		t, ok := c.s.tunnels[o.Session]
+		if o.Session == 0 || !ok {
+			t, ok = u.down[o.Port]
+		}
 		if !ok {
 			c.TxNoTunnel.Add(1)
 			continue

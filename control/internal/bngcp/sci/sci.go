@@ -39,6 +39,7 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 
 	"edgeplane/control/internal/bngcp"
+	"edgeplane/control/internal/pfcp/bbf"
 )
 
 // UPConfig is one user plane.
@@ -107,6 +108,7 @@ type SCI struct {
 	ups     []*upState
 	byAddr  map[netip.Addr]*upState
 	byPort  map[string]*upState
+	tunnels map[uint64]fteid // PPPoE sessions' own redirect tunnels (frames from us)
 
 	cpr *CPR
 
@@ -141,7 +143,7 @@ func New(c Config, p Persist) (*SCI, error) {
 	conn.SetReadBuffer(16 << 20)
 	conn.SetWriteBuffer(16 << 20)
 	s := &SCI{cfg: c, conn: conn, recovery: time.Now().Truncate(time.Second), persist: p,
-		pending: map[uint32]*txn{}, byAddr: map[netip.Addr]*upState{}, byPort: map[string]*upState{}}
+		pending: map[uint32]*txn{}, tunnels: map[uint64]fteid{}, byAddr: map[netip.Addr]*upState{}, byPort: map[string]*upState{}}
 	for i, u := range c.UserPlanes {
 		st := &upState{idx: i, cfg: u, down: map[string]fteid{}, defSEID: 1<<63 | uint64(i)}
 		s.ups = append(s.ups, st)
@@ -438,7 +440,7 @@ func (s *SCI) associate(u *upState) {
 		if r.RecoveryTimeStamp != nil {
 			ts, _ = r.RecoveryTimeStamp.RecoveryTimeStamp()
 		}
-		feats, _ := bbfUPFeatures(r.IEs)
+		feats := bbfFeatures(r.IEs)
 		s.associated(u, ts, feats)
 	})
 }
@@ -457,7 +459,7 @@ func (s *SCI) onAssociationRequest(r *message.AssociationSetupRequest, peer neti
 	if r.RecoveryTimeStamp != nil {
 		ts, _ = r.RecoveryTimeStamp.RecoveryTimeStamp()
 	}
-	feats, _ := bbfUPFeatures(r.IEs)
+	feats := bbfFeatures(r.IEs)
 	s.mu.Lock()
 	restarted := !u.recovery.IsZero() && !ts.Equal(u.recovery)
 	already := u.associated && !restarted
@@ -482,6 +484,18 @@ func (s *SCI) associated(u *upState, ts time.Time, feats uint8) {
 			s.OnAssociated(u.cfg.Name)
 		}
 	})
+}
+
+// bbfFeatures reads BBF UP Function Features from an association's IEs.
+func bbfFeatures(ies []*ie.IE) uint8 {
+	for _, i := range ies {
+		if bbf.Is(i, bbf.UPFunctionFeatures) {
+			if f, err := bbf.ParseUPFunctionFeatures(i); err == nil {
+				return f
+			}
+		}
+	}
+	return 0
 }
 
 func cause(i *ie.IE) uint8 {
@@ -594,7 +608,7 @@ func (s *SCI) defaultIEs(u *upState) []*ie.IE {
 			ie.NewCreateFAR(ie.NewFARID(toAcc), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
 				ie.NewDestinationInterface(ie.DstInterfaceAccess))))
 		pdr := func(id uint16, prec uint32, match ...*ie.IE) *ie.IE {
-			pdi := append([]*ie.IE{ie.NewSourceInterface(ie.SrcInterfaceAccess), bbfLogicalPort(port)}, match...)
+			pdi := append([]*ie.IE{ie.NewSourceInterface(ie.SrcInterfaceAccess), bbf.NewLogicalPort(port)}, match...)
 			return ie.NewCreatePDR(ie.NewPDRID(id), ie.NewPrecedence(prec), ie.NewPDI(pdi...), ie.NewFARID(toCP))
 		}
 		eth := func(t uint16) *ie.IE { return ie.NewEthernetPacketFilter(ie.NewEthertype(t)) }
@@ -607,11 +621,20 @@ func (s *SCI) defaultIEs(u *upState) []*ie.IE {
 			pdr(base+5, 200, sdf("permit out 17 from any 547 to any 546")),
 			pdr(base+6, 200, sdf("permit out 58 from any to any 133,135")),
 			ie.NewCreatePDR(ie.NewPDRID(base+7), ie.NewPrecedence(100),
-				ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCPFunction), bbfLogicalPort(port),
+				ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCPFunction), bbf.NewLogicalPort(port),
 					ie.NewFTEID(0x05, 0, nil, nil, 0)),
 				ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(toAcc)))
 	}
 	return ies
+}
+
+func (u *upState) portIndex(port string) int {
+	for i, p := range u.cfg.Ports {
+		if p == port {
+			return i
+		}
+	}
+	return 0
 }
 
 func (s *SCI) portOfDownPDR(u *upState, id uint16) string {

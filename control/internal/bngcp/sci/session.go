@@ -11,6 +11,7 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 
 	"edgeplane/control/internal/bngcp"
+	"edgeplane/control/internal/pfcp/bbf"
 	"edgeplane/control/internal/bngcp/aaa"
 )
 
@@ -27,20 +28,44 @@ import (
 //	QER 1 the profile's rates: uplink MBR/GBR (policer), downlink MBR (pipe)
 //	URR 1 volume and duration, periodic at the interim interval
 //
-// The session's control frames use the default session's tunnels: the
-// user plane punts only control, and its default rules catch it.
+// and, for a PPPoE session, its own control packet redirect tunnel (the
+// session's LCP, authentication and NCPs, and DHCPv6 and ND inside PPP,
+// no longer go through the default session's rules):
+//
+//	PDR 1 Access (TE 1 + PPPoE session id, PPP Protocol "control")
+//	      -> FAR 1: GTP-U to us, TEID sessionTEID(port, id)
+//	PDR 5 Access (the same, PPP Protocol "data", SDF DHCPv6 and RS/NS)
+//	      -> FAR 1
+//	PDR 2 CP function, local F-TEID CHOOSE -> FAR 2 Access (TE 1)
+//
+// IPoE subscribers' DHCP, ARP and ND keep using the default session.
 
 const (
-	pdrUp   = 3
-	pdrDown = 4
-	farCore = 3
-	farDown = 4
-	qerID   = 1
-	urrID   = 1
-	teAcc   = 1
-	teData  = 2
-	teCore  = 3
+	pdrCtlUp   = 1
+	pdrCtlDown = 2
+	pdrUp      = 3
+	pdrDown    = 4
+	pdrCtlData = 5
+	farToCP    = 1
+	farToAcc   = 2
+	farCore    = 3
+	farDown    = 4
+	qerID      = 1
+	urrID      = 1
+	teAcc      = 1
+	teData     = 2
+	teCore     = 3
 )
+
+// sessionTEID is our TEID for a session's redirected control frames: the
+// top bit marks a session tunnel, then the user plane's and the logical
+// port's index (what delivery needs: the frame itself names its
+// session), then the low bits of the session id.  It is computed, not
+// stored, so a restarted control plane knows the tunnels of the sessions
+// it restores.
+func sessionTEID(upIdx, portIdx int, id uint64) uint32 {
+	return 0x80000000 | uint32(upIdx&0x7f)<<24 | uint32(portIdx&0xff)<<16 | uint32(id&0xffff)
+}
 
 func tag(t uint16, vid uint16) *ie.IE {
 	// Flags: VID present; PCP and DEI not.
@@ -57,7 +82,7 @@ func qerOf(p *bngcp.Profile) (ulMBR, ulGBR, dlMBR uint64) {
 }
 
 func (s *SCI) establishIEs(u *upState, sp *bngcp.SessionSpec) []*ie.IE {
-	access := []*ie.IE{bbfLogicalPort(sp.Circuit.Port)}
+	access := []*ie.IE{bbf.NewLogicalPort(sp.Circuit.Port)}
 	l := sp.Circuit.Line
 	if l.STag != 0 {
 		access = append(access, tag(ie.STAG, l.STag))
@@ -77,10 +102,10 @@ func (s *SCI) establishIEs(u *upState, sp *bngcp.SessionSpec) []*ie.IE {
 	}
 	te1 := append([]*ie.IE{ie.NewTrafficEndpointID(teAcc)}, access...)
 	te2 := append([]*ie.IE{ie.NewTrafficEndpointID(teData)}, access...)
-	ohr := bbfOHREthernet
+	ohr := bbf.OHREthernet
 	if sp.PPPoE != 0 {
-		te2 = append(te2, bbfPPPoESessionID(sp.PPPoE))
-		ohr = bbfOHRPPPoEEthernet
+		te2 = append(te2, bbf.NewPPPoESessionID(sp.PPPoE))
+		ohr = bbf.OHRPPPoEEthernet
 	}
 	te2 = append(te2, ue...)
 	te3 := append([]*ie.IE{ie.NewTrafficEndpointID(teCore)}, ue...)
@@ -112,15 +137,42 @@ func (s *SCI) establishIEs(u *upState, sp *bngcp.SessionSpec) []*ie.IE {
 	ies = append(ies,
 		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(pdrUp), ie.NewPrecedence(100),
 			ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewTrafficEndpointID(teData)),
-			bbfOuterHeaderRemoval(ohr), ie.NewFARID(farCore)}, rules...)...),
+			bbf.NewOuterHeaderRemoval(ohr), ie.NewFARID(farCore)}, rules...)...),
 		ie.NewCreatePDR(append([]*ie.IE{ie.NewPDRID(pdrDown), ie.NewPrecedence(100),
 			ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewTrafficEndpointID(teCore)),
 			ie.NewFARID(farDown)}, rules...)...),
 		ie.NewCreateFAR(ie.NewFARID(farCore), ie.NewApplyAction(0x02), ie.NewForwardingParameters(fwdCore...)),
 		ie.NewCreateFAR(ie.NewFARID(farDown), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
 			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewTrafficEndpointID(teData),
-			bbfOuterHeaderCreationTE())))
+			bbf.NewOuterHeaderCreation(bbf.OHC{Description: bbf.OHCTrafficEndpoint}))))
+	if sp.PPPoE != 0 {
+		ies = append(ies, s.redirectIEs(u, sp)...)
+	}
 	return ies
+}
+
+// redirectIEs are a PPPoE session's own redirect rules (above).
+func (s *SCI) redirectIEs(u *upState, sp *bngcp.SessionSpec) []*ie.IE {
+	teid := sessionTEID(u.idx, u.portIndex(sp.Circuit.Port), sp.ID)
+	pdi := func(flags uint8, match ...*ie.IE) *ie.IE {
+		return ie.NewPDI(append([]*ie.IE{ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewTrafficEndpointID(teAcc),
+			bbf.NewPPPoESessionID(sp.PPPoE), bbf.NewPPPProtocol(bbf.PPPProto{Flags: flags})}, match...)...)
+	}
+	sdf := func(fd string) *ie.IE { return ie.NewSDFFilter(fd, "", "", "", 0) }
+	return []*ie.IE{
+		ie.NewCreatePDR(ie.NewPDRID(pdrCtlUp), ie.NewPrecedence(10), pdi(bbf.PPPControl), ie.NewFARID(farToCP)),
+		ie.NewCreatePDR(ie.NewPDRID(pdrCtlData), ie.NewPrecedence(20), pdi(bbf.PPPData,
+			sdf("permit out 17 from any 547 to any 546"), sdf("permit out 58 from any to any 133,135")),
+			ie.NewFARID(farToCP)),
+		ie.NewCreatePDR(ie.NewPDRID(pdrCtlDown), ie.NewPrecedence(10),
+			ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCPFunction), ie.NewFTEID(0x05, 0, nil, nil, 0)),
+			ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(farToAcc)),
+		ie.NewCreateFAR(ie.NewFARID(farToCP), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+			ie.NewDestinationInterface(ie.DstInterfaceCPFunction),
+			ie.NewOuterHeaderCreation(0x0100, teid, s.cpr.addr().String(), "", 0, 0, 0))),
+		ie.NewCreateFAR(ie.NewFARID(farToAcc), ie.NewApplyAction(0x02), ie.NewForwardingParameters(
+			ie.NewDestinationInterface(ie.DstInterfaceAccess), ie.NewTrafficEndpointID(teAcc))),
+	}
 }
 
 // CauseError is a user plane's refusal.
@@ -179,6 +231,7 @@ func (s *SCI) Establish(sp *bngcp.SessionSpec, done func(uint64, error)) {
 			done(0, err)
 			return
 		}
+		s.learnTunnel(sp.ID, r.CreatedPDR)
 		done(f.SEID, nil)
 	})
 }
@@ -225,6 +278,9 @@ func (s *SCI) Delete(sp *bngcp.SessionSpec, upSEID uint64, done func(aaa.Usage, 
 		return
 	}
 	s.NDelete.Add(1)
+	s.mu.Lock()
+	delete(s.tunnels, sp.ID)
+	s.mu.Unlock()
 	m := message.NewSessionDeletionRequest(0, 0, upSEID, s.nextSeq(), 0)
 	s.request(u, m, func(m message.Message, err error) {
 		if err != nil {
@@ -274,6 +330,25 @@ func (s *SCI) Check(ctx context.Context, sp *bngcp.SessionSpec, upSEID uint64) (
 		return false, nil
 	default:
 		return false, &CauseError{Cause: c}
+	}
+}
+
+// learnTunnel records the TEID the user plane chose for a session's
+// frames from us (Created PDR of PDR 2).  A restarted control plane
+// does not know it: its frames take the port's default tunnel, which
+// reaches the subscriber all the same.
+func (s *SCI) learnTunnel(id uint64, created []*ie.IE) {
+	for _, c := range created {
+		pid, err1 := c.PDRID()
+		f, err2 := c.FTEID()
+		if err1 != nil || err2 != nil || pid != pdrCtlDown {
+			continue
+		}
+		if a, ok := netip.AddrFromSlice(f.IPv4Address); ok {
+			s.mu.Lock()
+			s.tunnels[id] = fteid{TEID: f.TEID, Addr: a.Unmap()}
+			s.mu.Unlock()
+		}
 	}
 }
 
