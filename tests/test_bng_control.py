@@ -1,0 +1,104 @@
+"""The BNG control plane end to end: subscribers attach by themselves.
+
+edgeplane-dp (bng-uplink, bng-downlink, bng-inject), edgeplane upf and
+edgeplane bng-cp in namespaces (lab/bngcp_lab.py); subscribers are the
+lab's emulator (subemu: PPPoE, DHCP at scale, written from the RFCs) and
+real DHCP clients (ISC dhclient, busybox udhcpc) tagged by tc-BPF; the
+core namespace runs iperf3 and subemu's UDP reflector.  Every control
+frame crosses the real redirect: data plane punt -> control port ->
+edgeplane upf -> GTP-U -> bng-cp, and back through the tunnels the user
+plane chose.
+"""
+import json
+import time
+
+import pytest
+
+from lab.bng_lab import CORE4, CORE6, bng_available, wait_for
+from lab.bngcp_lab import REFLECT_PORT, BngCpLab
+from lab.traffic import Iperf3Server, iperf3
+
+REFLECT = f"{CORE4}:{REFLECT_PORT}"
+
+
+@pytest.fixture(scope="module")
+def lab(request, dp_binary):
+    ok, why = bng_available(dp_binary)
+    if not ok:
+        pytest.skip(why)
+    lab = BngCpLab(tag="bngcp", users=1100,
+                   cp={"pppoe": {"auth": ["pap", "chap"], "keepalive": "1s", "keepalive_failures": 3,
+                                 "restart_timer": "1s", "ac_name": "edgeplane-lab"},
+                       "ipoe": {"lease": "20s"}})
+    request.addfinalizer(lab.close)
+    lab.__enter__()
+    lab.reflector()
+    lab.iperf_core = Iperf3Server(lab.core)
+    return lab
+
+
+def cp_sessions(lab, **match):
+    return [s for s in lab.bngcp.sessions() if all(s.get(k) == v for k, v in match.items())]
+
+
+def counter(lab, group, name):
+    return lab.bngcp.counters()[group][name]
+
+
+def test_pppoe_qinq_pap_then_chap_dual_stack(lab):
+    """PPPoE over QinQ (S-tag 100, C-tags 1..4): PAP subscribers, then
+    CHAP ones, each through LCP, authentication, IPCP and IPv6CP, then RA
+    and DHCPv6 prefix delegation inside the session; the control plane,
+    the user plane and the emulator agree on every session."""
+    pap = lab.emulator("pppoe", n=4, host="emu", auth="pap", ipv6=True, svlan=100, cvlan=1,
+                       mac_base="02:ee:00:00:00:00", user="user%d", timeout="30s")
+    assert pap.setup["up"] == 4, pap.setup
+    chap = lab.emulator("pppoe", n=4, host="emu2", auth="chap", ipv6=True, svlan=101, cvlan=1,
+                        mac_base="02:ee:00:01:00:00", user="user%d", timeout="30s")
+    assert chap.setup["up"] == 4, chap.setup
+    assert counter(lab, "pap", "ack_tx") >= 4 and counter(lab, "chap", "success_tx") >= 4
+    for e in (pap, chap):
+        for s in e.sessions():
+            assert s["state"] == "up" and s["ipv4"].startswith("198.18.1"), s
+            assert s["ipv6"].startswith("2001:db8:1") and s["pd"].endswith("/60"), s
+    sess = cp_sessions(lab, type="pppoe", state="up")
+    assert len(sess) == 8, sess
+    auths = sorted(s["ppp"]["auth"] for s in sess)
+    assert auths == ["chap"] * 4 + ["pap"] * 4, auths
+    for s in sess:
+        assert s["ppp"]["lcp"] == s["ppp"]["ipcp"] == s["ppp"]["ipv6cp"] == "opened", s
+        assert s["line"]["s_tag"] in (100, 101) and s["pppoe_session"] > 0, s
+    # The user plane holds exactly these subscribers.
+    assert lab.up_subscribers() == 8
+    lab.pap, lab.chap = pap, chap
+
+
+def test_pppoe_traffic_both_ways_below_the_profile_rate(lab):
+    """Every PPPoE subscriber sends UDP to the core's reflector below its
+    profile's 10 Mbit/s: all of it comes back (up the PPPoE session,
+    decapsulated to the core, and down again encapsulated)."""
+    for e in (lab.pap, lab.chap):
+        r = e.command(f"traffic 50 2 {REFLECT} 400")
+        assert r["tx"] > 0 and r["rx"] == r["tx"], r
+
+
+def test_pppoe_policing_at_the_profile_rate(lab):
+    """A CHAP subscriber moved to the 2 Mbit/s profile (a CoA through the
+    API: a PFCP modification of its QER) sends 4 Mbit/s: what comes back
+    is the profile's rate, not the offered one."""
+    mac = lab.chap.sessions(0, 1)[0]["mac"]
+    s = cp_sessions(lab, mac=mac)[0]
+    lab.bngcp.api("PUT", f"/v1/bng/sessions/{s['id']}/profile", {"profile": "p2"})
+    assert cp_sessions(lab, mac=mac)[0]["profile"] == "p2"
+    # 4 Mbit/s of 1000-byte datagrams from subscriber 0 only: the others
+    # of this emulator send the same, so measure them too (10 Mbit/s profile).
+    before = {x["i"]: x for x in lab.chap.sessions()}
+    lab.chap.command(f"traffic 500 3 {REFLECT} 1000")
+    after = {x["i"]: x for x in lab.chap.sessions()}
+    got = (after[0]["rx_bytes"] - before[0]["rx_bytes"]) * 8 / 3
+    sent = (after[0]["tx"] - before[0]["tx"]) * 1000 * 8 / 3
+    assert sent > 3.5e6, (sent, after[0])
+    assert 1.4e6 < got < 2.4e6, f"policed to {got / 1e6:.2f} Mbit/s of {sent / 1e6:.2f}"
+    other = after[1]
+    assert other["rx"] - before[1]["rx"] >= 0.97 * (other["tx"] - before[1]["tx"]), other
+    lab.bngcp.api("PUT", f"/v1/bng/sessions/{s['id']}/profile", {"profile": "p10"})
