@@ -36,7 +36,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from lab.bng_lab import ACCESS_MAC, ACCESS_MTU, BNG_CORE4, CORE4, vlan_shim
+from lab.bng_lab import ACCESS_MAC, ACCESS_MTU, BNG_CORE4, CORE4, shim_objects
 from lab.cups_lab import CP_ADDR, UPF_ADDR, CupsLab, Upf, go_binary
 
 PPP_NET4 = "198.18.104.0/21"
@@ -97,6 +97,22 @@ def local_users(n, password="secret", profile="p10", extra=()):
     """The subscriber file: user0 .. user{n-1}, PPPoE from ppp4."""
     lines = [f"user{i} {password} profile={profile} pool=ppp4 pool6=v6" for i in range(n)]
     return "\n".join([*lines, *extra]) + "\n"
+
+
+def switch_tags(sw, port, tags):
+    """The access switch's port tags what the host sends and untags what
+    it gets (tags=(s, c): 802.1ad + 802.1Q; an int: one 802.1Q tag), as an
+    access node does.  Done on the switch, not on the host (lab.bng_lab
+    tags on the host): a DHCP client's packet socket sees frames before
+    the host's tc ingress, so a tag popped there is still in what dhclient
+    reads, and ISC dhclient drops tagged frames."""
+    if isinstance(tags, tuple):
+        push, pop = shim_objects(0x88a8, tags[0], tags[1])
+    else:
+        push, pop = shim_objects(0x8100, tags, 0)
+    sw.run(["tc", "qdisc", "add", "dev", port, "clsact"])
+    sw.run(["tc", "filter", "add", "dev", port, "ingress", "bpf", "da", "obj", str(push), "sec", "tc"])
+    sw.run(["tc", "filter", "add", "dev", port, "egress", "bpf", "da", "obj", str(pop), "sec", "tc"])
 
 
 class BngCp:
@@ -258,6 +274,7 @@ class BngCpLab(CupsLab):
         self.access_hosts = {}
         self.emus = []
         self.daemons = []
+        self.clients = []
 
     def build(self):
         super().build()
@@ -276,10 +293,7 @@ class BngCpLab(CupsLab):
         h.offload_off("eth0")
         self.sw.offload_off(port)
         if tags is not None:
-            class T:
-                qinq = tags if isinstance(tags, tuple) else None
-                vlan = None if isinstance(tags, tuple) else tags
-            vlan_shim(h, "eth0", T)
+            switch_tags(self.sw, port, tags)
         self.access_hosts[name] = h
         return h
 
@@ -320,12 +334,19 @@ class BngCpLab(CupsLab):
         time.sleep(0.3)
         return p
 
+    def dhcp_client(self, host, kind, family=4):
+        c = DhcpClient(self.access_hosts[host], kind, self.workdir, family)
+        self.clients.append(c)
+        return c
+
     def up_subscribers(self):
         """The data plane's subscriber count (what the user plane holds)."""
         return self.dp.ctl("bng-stats")["subscribers"]
 
     def close(self):
         try:
+            for c in self.clients:
+                c.stop()
             for e in self.emus:
                 e.close()
             for p in self.daemons:
@@ -336,3 +357,86 @@ class BngCpLab(CupsLab):
                 self.bngcp.stop()
         finally:
             super().close()
+
+
+# Client scripts: addresses and routes only (never /etc/resolv.conf, which
+# namespaces share), and every event written down for the tests.
+DHCLIENT_SCRIPT = r"""#!/bin/sh
+d=$(dirname "$0")
+env | grep -E '^(reason|new_|old_|interface)' | sort >> "$d/$reason.env"
+echo "$reason" >> "$d/events"
+case "$reason" in
+BOUND|RENEW|REBIND|REBOOT)
+  ip addr replace "$new_ip_address/$new_subnet_mask" dev "$interface"
+  ip route replace default via "$new_routers" dev "$interface" mtu lock 1500 ;;
+EXPIRE|RELEASE|STOP)
+  [ -n "$old_ip_address" ] && ip addr del "$old_ip_address/$old_subnet_mask" dev "$interface" ;;
+BOUND6|RENEW6|REBIND6)
+  [ -n "$new_ip6_address" ] && ip -6 addr replace "$new_ip6_address/128" dev "$interface" nodad ;;
+esac
+exit 0
+"""
+
+UDHCPC_SCRIPT = r"""#!/bin/sh
+d=$(dirname "$0")
+env | grep -E '^(ip|subnet|router|lease|serverid|dns|mask|interface)=' | sort >> "$d/$1.env"
+echo "$1" >> "$d/events"
+case "$1" in
+bound|renew)
+  ip addr replace "$ip/$mask" dev "$interface"
+  ip route replace default via "$router" dev "$interface" mtu lock 1500 ;;
+deconfig)
+  ip -4 addr flush dev "$interface" ;;
+esac
+exit 0
+"""
+
+
+class DhcpClient:
+    """A real DHCP client in a namespace, its script's record in a directory."""
+
+    def __init__(self, host, kind, workdir, family=4):
+        self.host, self.kind, self.family = host, kind, family
+        self.dir = Path(workdir) / f"{host.name}-{kind}{family}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        script = self.dir / "script"
+        script.write_text(UDHCPC_SCRIPT if kind == "udhcpc" else DHCLIENT_SCRIPT)
+        script.chmod(0o755)
+        if kind == "dhclient":
+            argv = ["dhclient", "-d", "-v", "-sf", str(script), "-lf", str(self.dir / "leases"),
+                    "-pf", str(self.dir / "pid")]
+            argv += ["-6", "-N", "-P"] if family == 6 else ["-4"]
+            argv.append("eth0")
+        else:
+            argv = ["udhcpc", "-f", "-i", "eth0", "-s", str(script), "-t", "10", "-T", "1", "-A", "1"]
+        self.log = open(self.dir / "log", "w")
+        self.proc = host.popen(argv, stdout=self.log, stderr=self.log)
+
+    def events(self):
+        p = self.dir / "events"
+        return p.read_text().split() if p.exists() else []
+
+    def env(self, reason):
+        p = self.dir / f"{reason}.env"
+        if not p.exists():
+            return {}
+        return dict(line.split("=", 1) for line in p.read_text().splitlines() if "=" in line)
+
+    def output(self):
+        self.log.flush()
+        return (self.dir / "log").read_text()[-3000:]
+
+    def kill(self):
+        """kill -9: no RELEASE, the lease is left to expire."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()

@@ -102,3 +102,52 @@ def test_pppoe_policing_at_the_profile_rate(lab):
     other = after[1]
     assert other["rx"] - before[1]["rx"] >= 0.97 * (other["tx"] - before[1]["tx"]), other
     lab.bngcp.api("PUT", f"/v1/bng/sessions/{s['id']}/profile", {"profile": "p10"})
+
+
+def test_ipoe_dhclient_dual_stack_over_qinq(lab):
+    """ISC dhclient on a QinQ line (tags by tc-BPF): DHCPv4 discover,
+    offer, request, ack; DHCPv6 with IA_NA and IA_PD (dhclient -6 -N -P)
+    and the router advertisement for the default route; iperf3 both ways
+    through the BNG, IPv4 and IPv6."""
+    h = lab.access_host("d1", tags=(200, 10))
+    v4 = lab.dhcp_client("d1", "dhclient", 4)
+    v6 = lab.dhcp_client("d1", "dhclient", 6)
+    assert wait_for(lambda: "BOUND" in v4.events(), timeout=20), v4.output()
+    assert wait_for(lambda: {"new_ip6_address", "new_ip6_prefix"} <= v6.env("BOUND6").keys(), timeout=30), \
+        (v6.output(), v6.env("BOUND6"))
+    env4, env6 = v4.env("BOUND"), v6.env("BOUND6")
+    assert env4["new_ip_address"].startswith("198.18.100.") and env4["new_routers"] == "198.18.100.1", env4
+    assert env6["new_ip6_address"].startswith("2001:db8:1"), env6
+    assert env6.get("new_ip6_prefix", "").endswith("/60"), env6
+    s = cp_sessions(lab, type="ipoe", ipv4=env4["new_ip_address"])
+    assert len(s) == 1 and s[0]["line"] == {"s_tag": 200, "c_tag": 10} and s[0]["state"] == "up", s
+    assert s[0]["delegated_prefix"] == env6["new_ip6_prefix"], (s, env6)
+    # The RA's default route (the BNG's link-local address).
+    assert wait_for(lambda: "default via fe80" in h.run(["ip", "-6", "route"]).stdout, timeout=15), \
+        h.run(["ip", "-6", "route"]).stdout
+    for dst in (CORE4, CORE6):
+        r = h.run(["ping", "-c", "3", "-i", "0.2", "-W", "2", dst], check=False)
+        assert r.returncode == 0, f"{dst}: {r.stdout}{r.stderr}"
+    up = iperf3(h, CORE4, udp=True, bitrate="5M", seconds=2, length=1200)
+    down = iperf3(h, CORE4, udp=True, bitrate="5M", seconds=2, length=1200, extra=["-R"])
+    assert up.lost_percent < 1 and down.lost_percent < 1, (up, down)
+    six = iperf3(h, CORE6, udp=True, bitrate="5M", seconds=2, length=1200, extra=["-R"])
+    assert six.lost_percent < 1, six
+    lab.d1 = (v4, v6)
+
+
+def test_ipoe_udhcpc_on_a_vlan(lab):
+    """busybox udhcpc on a single-VLAN line: bound, then renewed at T1
+    (the lease is 20 s) by a unicast request the control plane ACKs."""
+    h = lab.access_host("d2", tags=300)
+    c = lab.dhcp_client("d2", "udhcpc")
+    assert wait_for(lambda: "bound" in c.events(), timeout=20), c.output()
+    env = c.env("bound")
+    assert env["router"] == "198.18.100.1" and env["lease"] == "20", env
+    s = cp_sessions(lab, type="ipoe", ipv4=env["ip"])
+    assert len(s) == 1 and s[0]["line"] == {"c_tag": 300} and s[0]["state"] == "up", s
+    r = h.run(["ping", "-c", "3", "-i", "0.2", "-W", "2", CORE4], check=False)
+    assert r.returncode == 0, r.stdout
+    assert wait_for(lambda: "renew" in c.events(), timeout=20), c.events()
+    assert counter(lab, "dhcp", "ack_tx") >= 3
+    lab.d2 = c
