@@ -29,7 +29,7 @@ def lab(request, dp_binary):
     lab = BngCpLab(tag="bngcp", users=1100,
                    cp={"pppoe": {"auth": ["pap", "chap"], "keepalive": "1s", "keepalive_failures": 3,
                                  "restart_timer": "1s", "ac_name": "edgeplane-lab"},
-                       "ipoe": {"lease": "20s"}})
+                       "ipoe": {"lease": "12s"}})
     request.addfinalizer(lab.close)
     lab.__enter__()
     lab.reflector()
@@ -137,17 +137,88 @@ def test_ipoe_dhclient_dual_stack_over_qinq(lab):
 
 
 def test_ipoe_udhcpc_on_a_vlan(lab):
-    """busybox udhcpc on a single-VLAN line: bound, then renewed at T1
-    (the lease is 20 s) by a unicast request the control plane ACKs."""
+    """busybox udhcpc on a single-VLAN line: bound, then renewed (SIGUSR1:
+    busybox's timers treat a lease under 122 s as 122 s, so it is told
+    when) by a unicast request the control plane ACKs."""
     h = lab.access_host("d2", tags=300)
     c = lab.dhcp_client("d2", "udhcpc")
     assert wait_for(lambda: "bound" in c.events(), timeout=20), c.output()
     env = c.env("bound")
-    assert env["router"] == "198.18.100.1" and env["lease"] == "20", env
+    assert env["router"] == "198.18.100.1" and env["lease"] == "12", env
     s = cp_sessions(lab, type="ipoe", ipv4=env["ip"])
     assert len(s) == 1 and s[0]["line"] == {"c_tag": 300} and s[0]["state"] == "up", s
     r = h.run(["ping", "-c", "3", "-i", "0.2", "-W", "2", CORE4], check=False)
     assert r.returncode == 0, r.stdout
-    assert wait_for(lambda: "renew" in c.events(), timeout=20), c.events()
+    import os
+    import signal
+    os.killpg(c.proc.pid, signal.SIGUSR1)
+    assert wait_for(lambda: "renew" in c.events(), timeout=10), (c.events(), c.output())
     assert counter(lab, "dhcp", "ack_tx") >= 3
     lab.d2 = c
+
+
+def test_dhcp_lease_not_renewed_expires(lab):
+    """udhcpc killed (no RELEASE) after its renewal: the 12 s lease runs
+    out, the session and its user-plane subscriber go; dhclient's session
+    (renewing at T1 by itself) stays."""
+    ip = lab.d2.env("bound")["ip"]
+    assert cp_sessions(lab, ipv4=ip, state="up")
+    before = counter(lab, "dhcp", "lease_expired")
+    lab.d2.kill()
+    assert wait_for(lambda: not cp_sessions(lab, ipv4=ip), timeout=25), cp_sessions(lab, ipv4=ip)
+    assert counter(lab, "dhcp", "lease_expired") == before + 1
+    d1 = lab.d1[0].env("BOUND")["new_ip_address"]
+    assert cp_sessions(lab, ipv4=d1, state="up"), "dhclient's session went too"
+    assert_no_stale_state(lab)
+
+
+def assert_no_stale_state(lab):
+    """The user plane holds what the control plane has up, nothing more:
+    its data plane's subscribers, its PFCP sessions (plus the default
+    session) and the control plane's count agree."""
+    def agree():
+        n = sum(1 for s in lab.bngcp.sessions() if s["state"] == "up")
+        m = lab.upf.metrics()
+        return (lab.up_subscribers() == n and m.get("edgeplane_upf_sessions") == n + 1
+                and m.get("edgeplane_upf_subscribers") == n, n)
+    ok = wait_for(lambda: agree()[0], timeout=15)
+    assert ok, (agree(), lab.up_subscribers(), lab.upf.metrics().get("edgeplane_upf_sessions"))
+
+
+def test_session_flaps_leave_other_sessions_and_no_stale_state(lab):
+    """Four PAP sessions go down (PADT) and up again three times while
+    the CHAP subscribers carry traffic: these lose nothing, and afterwards
+    the user plane holds exactly the sessions that are up."""
+    import threading
+    result = {}
+    t = threading.Thread(target=lambda: result.update(lab.chap.command(f"traffic 100 6 {REFLECT} 200")))
+    t.start()
+    for _ in range(3):
+        r = lab.pap.command("down 0 4")
+        assert r["event"] == "down", r
+        r = lab.pap.command("up 0 4")
+        assert r["up"] == 4 and r["failed"] == 0, r
+    t.join(timeout=60)
+    assert result["tx"] > 0 and result["rx"] == result["tx"], result
+    assert len(cp_sessions(lab, type="pppoe", state="up")) == 8
+    assert counter(lab, "pppoe", "padt_rx") >= 12
+    assert_no_stale_state(lab)
+    r = lab.pap.command(f"traffic 50 1 {REFLECT} 200")
+    assert r["tx"] > 0 and r["rx"] == r["tx"], r
+
+
+def test_lcp_keepalive_timeout_removes_a_silent_session(lab):
+    """A subscriber stops answering LCP echoes: after keepalive_failures
+    (3) unanswered echoes at the keepalive interval (1 s) the control
+    plane ends the session (PADT) and the user plane forgets it."""
+    before = counter(lab, "lcp", "keepalive_expired")
+    mac = lab.pap.sessions(3, 4)[0]["mac"]
+    lab.pap.command("echo off 3 4")
+    assert wait_for(lambda: not cp_sessions(lab, mac=mac), timeout=15), cp_sessions(lab, mac=mac)
+    assert counter(lab, "lcp", "keepalive_expired") == before + 1
+    assert_no_stale_state(lab)
+    lab.pap.command("echo on 3 4")
+    assert wait_for(lambda: lab.pap.sessions(3, 4)[0]["state"] != "up", timeout=5)
+    r = lab.pap.command("up 3 4")
+    assert r["failed"] == 0, r
+    assert wait_for(lambda: cp_sessions(lab, mac=mac, state="up"), timeout=10)

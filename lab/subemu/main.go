@@ -386,12 +386,14 @@ func (e *emu) commands() {
 				out(map[string]any{"event": "error", "error": "traffic PPS SECONDS DST:PORT [SIZE]"})
 				continue
 			}
+			// The counts of this command alone (the sessions' own go on).
+			var tx0, rx0, tx, rx atomic.Uint64
+			e.each(0, e.cfg.n, func(_ *loop, s *sess) { tx0.Add(s.txPkts); rx0.Add(s.rxPkts) })
 			t := &traffic{pps: pps, until: time.Now().Add(time.Duration(secs * float64(time.Second))), dst: dst, size: size}
 			e.traffic.Store(t)
 			time.Sleep(time.Until(t.until) + 500*time.Millisecond)
-			var tx, rx atomic.Uint64
 			e.each(0, e.cfg.n, func(_ *loop, s *sess) { tx.Add(s.txPkts); rx.Add(s.rxPkts) })
-			out(map[string]any{"event": "traffic", "tx": tx.Load(), "rx": rx.Load()})
+			out(map[string]any{"event": "traffic", "tx": tx.Load() - tx0.Load(), "rx": rx.Load() - rx0.Load()})
 		case "quit":
 			out(map[string]any{"event": "quit"})
 			return
