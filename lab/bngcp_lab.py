@@ -307,12 +307,21 @@ class BngCpLab(CupsLab):
             self.upf.dp = self.dp
         return dp
 
-    def restart_cp(self, kill=False):
+    def restart_cp(self, kill=False, **over):
+        """Stop (or kill -9) bng-cp and start it again, with the same
+        configuration updated by over (top-level keys replaced)."""
         if kill:
             self.bngcp.kill()
         else:
             self.bngcp.stop()
-        self.bngcp = BngCp(self.cph, self.workdir, self.bngcp.config).start()
+        config = {**self.bngcp.config, **over}
+        self.bngcp = BngCp(self.cph, self.workdir, config).start()
+
+    def radius(self, users, secret="testing123"):
+        """freeradius in the cp namespace, the control plane its client."""
+        r = FreeRadius(self.cph, self.workdir, secret, [CP_ADDR], users)
+        self.radiusd = r
+        return r
 
     def emulator(self, mode, n=1, host="emu", **kw):
         """subemu with n subscribers (QinQ from S-tag 100, C-tag 1 by default)."""
@@ -355,6 +364,8 @@ class BngCpLab(CupsLab):
                     p.wait()
             if self.bngcp is not None:
                 self.bngcp.stop()
+            if getattr(self, "radiusd", None) is not None:
+                self.radiusd.stop()
         finally:
             super().close()
 
@@ -439,4 +450,82 @@ class DhcpClient:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.kill()
+        self.log.close()
+
+
+class FreeRadius:
+    """Debian's freeradius in a namespace: a copy of /etc/freeradius/3.0
+    with our client, our users and its own directories (logs, the detail
+    files of accounting), run in the foreground as root."""
+
+    CONF = Path("/etc/freeradius/3.0")
+
+    def __init__(self, host, workdir, secret, clients, users):
+        self.host, self.dir = host, Path(workdir) / "radius"
+        self.secret = secret
+        subprocess.run(["rm", "-rf", str(self.dir)], check=True)
+        subprocess.run(["cp", "-a", str(self.CONF), str(self.dir)], check=True)
+        rc = self.dir / "radiusd.conf"
+        text = rc.read_text()
+        text = text.replace("logdir = /var/log/freeradius", f"logdir = {self.dir}/log")
+        text = text.replace("raddbdir = /etc/freeradius/3.0", f"raddbdir = {self.dir}")
+        text = text.replace("run_dir = ${localstatedir}/run/${name}", f"run_dir = {self.dir}/run")
+        text = text.replace("\tuser = freerad", "#\tuser = freerad").replace("\tgroup = freerad", "#\tgroup = freerad")
+        rc.write_text(text)
+        (self.dir / "log" / "radacct").mkdir(parents=True)
+        (self.dir / "run").mkdir()
+        (self.dir / "clients.conf").write_text("".join(
+            f"client c{i} {{\n\tipaddr = {c}\n\tsecret = {secret}\n}}\n" for i, c in enumerate(clients)))
+        (self.dir / "mods-config" / "files" / "authorize").write_text(users)
+        self.log = open(self.dir / "radiusd.out", "w")
+        self.proc = host.popen(["freeradius", "-f", "-d", str(self.dir), "-l", "stdout"],
+                               stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"freeradius exited: {self.output()}")
+            r = host.run(["ss", "-Hlun", "sport = :1812"], check=False)
+            if r.stdout.strip():
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"freeradius did not come up: {self.output()}")
+
+    def output(self):
+        self.log.flush()
+        return (self.dir / "radiusd.out").read_text()[-3000:]
+
+    def accounting(self):
+        """Every accounting request in the detail files: a list of dicts."""
+        out = []
+        for f in sorted((self.dir / "log" / "radacct").rglob("detail-*")):
+            rec = None
+            for line in f.read_text().splitlines():
+                if not line.strip():
+                    if rec:
+                        out.append(rec)
+                    rec = None
+                elif not line.startswith(("\t", " ")):
+                    rec = {}
+                elif rec is not None and " = " in line:
+                    k, _, v = line.strip().partition(" = ")
+                    rec[k] = v.strip('"')
+            if rec:
+                out.append(rec)
+        return out
+
+    def coa(self, to, attrs, code="coa"):
+        """radclient: a CoA-Request (or Disconnect-Request) to the NAS."""
+        body = "\n".join(f'{k} = "{v}"' for k, v in attrs.items()) + "\n"
+        r = self.host.run(["radclient", "-x", "-r", "2", "-t", "3", to, code, self.secret],
+                          input=body, check=False)
+        return r
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
         self.log.close()

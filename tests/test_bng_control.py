@@ -27,7 +27,7 @@ def lab(request, dp_binary):
     if not ok:
         pytest.skip(why)
     lab = BngCpLab(tag="bngcp", users=1100,
-                   cp={"pppoe": {"auth": ["pap", "chap"], "keepalive": "1s", "keepalive_failures": 3,
+                   cp={"pppoe": {"auth": ["pap", "chap"], "keepalive": "2s", "keepalive_failures": 3,
                                  "restart_timer": "1s", "ac_name": "edgeplane-lab"},
                        "ipoe": {"lease": "12s"}})
     request.addfinalizer(lab.close)
@@ -61,8 +61,11 @@ def test_pppoe_qinq_pap_then_chap_dual_stack(lab):
         for s in e.sessions():
             assert s["state"] == "up" and s["ipv4"].startswith("198.18.1"), s
             assert s["ipv6"].startswith("2001:db8:1") and s["pd"].endswith("/60"), s
+    # (The emulator's last IPv6CP/DHCPv6 step may be a moment ahead of
+    # the control plane's bookkeeping.)
+    assert wait_for(lambda: len(cp_sessions(lab, type="pppoe", state="up")) == 8, timeout=10), \
+        [(s["state"], s.get("ppp")) for s in cp_sessions(lab, type="pppoe")]
     sess = cp_sessions(lab, type="pppoe", state="up")
-    assert len(sess) == 8, sess
     auths = sorted(s["ppp"]["auth"] for s in sess)
     assert auths == ["chap"] * 4 + ["pap"] * 4, auths
     for s in sess:
@@ -209,7 +212,7 @@ def test_session_flaps_leave_other_sessions_and_no_stale_state(lab):
 
 def test_lcp_keepalive_timeout_removes_a_silent_session(lab):
     """A subscriber stops answering LCP echoes: after keepalive_failures
-    (3) unanswered echoes at the keepalive interval (1 s) the control
+    (3) unanswered echoes at the keepalive interval (2 s) the control
     plane ends the session (PADT) and the user plane forgets it."""
     before = counter(lab, "lcp", "keepalive_expired")
     mac = lab.pap.sessions(3, 4)[0]["mac"]
@@ -222,3 +225,116 @@ def test_lcp_keepalive_timeout_removes_a_silent_session(lab):
     r = lab.pap.command("up 3 4")
     assert r["failed"] == 0, r
     assert wait_for(lambda: cp_sessions(lab, mac=mac, state="up"), timeout=10)
+
+
+RADIUS_USERS = """\
+rad0 Cleartext-Password := "good"
+\tFilter-Id = "p5",
+\tFramed-Pool = "ppp4",
+\tFramed-IPv6-Pool = "v6",
+\tAcct-Interim-Interval = 2
+
+rad1 Cleartext-Password := "good"
+\tFilter-Id = "p5",
+\tFramed-Pool = "ppp4",
+\tFramed-IPv6-Pool = "v6",
+\tAcct-Interim-Interval = 2
+"""
+
+
+def radius_config(lab):
+    aaa = dict(lab.bngcp.config["aaa"])
+    aaa.pop("local_file", None)
+    aaa.pop("accounting_file", None)
+    aaa.update({"mode": "radius", "radius": {
+        "servers": [{"auth": "198.18.2.2:1812", "acct": "198.18.2.2:1813", "secret": "testing123"}],
+        "nas_identifier": "edgeplane-lab", "nas_ip": "198.18.2.2", "timeout": "3s",
+        "coa_listen": "198.18.2.2:3799", "coa_secret": "testing123", "coa_clients": ["198.18.2.2"]}})
+    return aaa
+
+
+def test_control_plane_restart_keeps_sessions_and_moves_to_radius(lab):
+    """bng-cp stops and starts again (now with RADIUS): the sessions come
+    back from its store and are checked with the user plane, which kept
+    forwarding them; traffic and LCP keepalives go on."""
+    before = sorted(s["id"] for s in lab.bngcp.sessions() if s["state"] == "up")
+    subs = lab.up_subscribers()
+    lab.radius(RADIUS_USERS)
+    lab.restart_cp(aaa=radius_config(lab))
+    assert wait_for(lambda: sorted(s["id"] for s in lab.bngcp.sessions() if s["state"] == "up") == before,
+                    timeout=15), lab.bngcp.sessions()
+    assert lab.up_subscribers() == subs
+    r = lab.chap.command(f"traffic 50 2 {REFLECT} 200")
+    assert r["tx"] > 0 and r["rx"] == r["tx"], r
+    echo = counter(lab, "lcp", "echo_reply_rx")
+    assert wait_for(lambda: counter(lab, "lcp", "echo_reply_rx") > echo, timeout=5)
+    assert_no_stale_state(lab)
+
+
+def test_radius_rejects_a_bad_password(lab):
+    """CHAP with a wrong secret: freeradius answers Access-Reject, the
+    control plane sends CHAP Failure and no session is made."""
+    rej = counter(lab, "aaa", "reject")
+    e = lab.emulator("pppoe", n=2, host="emu3", auth="chap", user="rad%d", password="bad",
+                     svlan=102, mac_base="02:ee:00:02:00:00", timeout="8s", retries=1)
+    assert e.setup["up"] == 0, e.setup
+    assert counter(lab, "aaa", "reject") >= rej + 2
+    assert counter(lab, "chap", "failure_tx") >= 2
+    assert not cp_sessions(lab, user="rad0")
+    e.close()
+    lab.emus.remove(e)
+
+
+def test_radius_accounting_matches_the_bytes_and_coa_changes_the_rate(lab):
+    """Good CHAP secrets: Access-Accept with Filter-Id p5 and a 2 s
+    Acct-Interim-Interval.  After traffic, the next interim record of
+    each session carries exactly the IP octets its client sent and got;
+    a CoA-Request (radclient) with Filter-Id p2 during traffic brings the
+    session's rate down to 2 Mbit/s; a Disconnect-Request ends it."""
+    e = lab.emulator("pppoe", n=2, host="emu4", auth="chap", user="rad%d", password="good",
+                     svlan=103, mac_base="02:ee:00:03:00:00", timeout="20s")
+    assert e.setup["up"] == 2, e.setup
+    sess = {s["user"]: s for s in cp_sessions(lab, state="up") if s.get("user", "").startswith("rad")}
+    assert sorted(sess) == ["rad0", "rad1"] and {s["profile"] for s in sess.values()} == {"p5"}, sess
+    size = 400
+    r = e.command(f"traffic 100 2 {REFLECT} {size}")
+    assert r["rx"] == r["tx"] > 0, r
+    mine = {x["i"]: x for x in e.sessions()}
+    want = {f"rad{i}": ((x["tx"]) * (size + 28), x["rx"] * (size + 28)) for i, x in mine.items()}
+
+    def interim():
+        got = {}
+        for rec in lab.radiusd.accounting():
+            if rec.get("Acct-Status-Type") == "Interim-Update" and rec.get("User-Name") in want:
+                got[rec["User-Name"]] = (int(rec.get("Acct-Input-Octets", 0)), int(rec.get("Acct-Output-Octets", 0)))
+        return got
+    assert wait_for(lambda: interim() == want, timeout=8), (interim(), want)
+    starts = [r for r in lab.radiusd.accounting() if r.get("Acct-Status-Type") == "Start"
+              and r.get("User-Name") == "rad0"]
+    assert starts and starts[0]["Framed-IP-Address"] == sess["rad0"]["ipv4"], starts
+
+    # CoA during traffic: rad0 to 2 Mbit/s.
+    import threading
+    before = {x["i"]: x for x in e.sessions()}
+    res = {}
+    t = threading.Thread(target=lambda: res.update(e.command(f"traffic 600 4 {REFLECT} 1000")))
+    t.start()
+    time.sleep(1.5)
+    r = lab.radiusd.coa("198.18.2.2:3799", {"User-Name": "rad0", "Acct-Session-Id": sess["rad0"]["id"],
+                                             "Filter-Id": "p2"})
+    assert "CoA-ACK" in r.stdout, r.stdout + r.stderr
+    t.join(timeout=30)
+    mid = {x["i"]: x for x in e.sessions()}
+    r = e.command(f"traffic 600 2 {REFLECT} 1000")
+    after = {x["i"]: x for x in e.sessions()}
+    rate = lambda a, b, i, secs: (b[i]["rx_bytes"] - a[i]["rx_bytes"]) * 8 / secs
+    assert cp_sessions(lab, user="rad0")[0]["profile"] == "p2"
+    assert 1.4e6 < rate(mid, after, 0, 2) < 2.4e6, rate(mid, after, 0, 2)
+    assert 4.0e6 < rate(mid, after, 1, 2) < 5.6e6, rate(mid, after, 1, 2)     # rad1 keeps p5
+    assert 2.0e6 < rate(before, mid, 0, 4) < 4.8e6, rate(before, mid, 0, 4)   # both rates in the window
+    r = lab.radiusd.coa("198.18.2.2:3799", {"Acct-Session-Id": sess["rad1"]["id"]}, code="disconnect")
+    assert "Disconnect-ACK" in r.stdout, r.stdout + r.stderr
+    assert wait_for(lambda: not cp_sessions(lab, user="rad1"), timeout=10)
+    stops = [r for r in lab.radiusd.accounting() if r.get("Acct-Status-Type") == "Stop"
+             and r.get("User-Name") == "rad1"]
+    assert stops and int(stops[-1]["Acct-Input-Octets"]) >= want["rad1"][0], stops
