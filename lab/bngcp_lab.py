@@ -51,6 +51,7 @@ REFLECT_PORT = 9000
 def profiles():
     """Subscriber profiles by name: rates in bit/s."""
     return [{"name": "p10", "up_mbr": "10M", "down_mbr": "10M"},
+            {"name": "p1", "up_mbr": "1M", "down_mbr": "1M"},
             {"name": "p2", "up_mbr": "2M", "down_mbr": "2M"},
             {"name": "p5", "up_mbr": "5M", "down_mbr": "5M"},
             {"name": "fast", "up_mbr": "200M", "down_mbr": "200M"}]

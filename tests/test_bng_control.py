@@ -86,22 +86,27 @@ def test_pppoe_traffic_both_ways_below_the_profile_rate(lab):
 
 
 def test_pppoe_policing_at_the_profile_rate(lab):
-    """A CHAP subscriber moved to the 2 Mbit/s profile (a CoA through the
-    API: a PFCP modification of its QER) sends 4 Mbit/s: what comes back
-    is the profile's rate, not the offered one."""
+    """A CHAP subscriber moved to the 1 Mbit/s profile (through the API:
+    a PFCP modification of its QER) sends about 2.4 Mbit/s: what comes
+    back is the profile's rate, not the offered one; the data plane counts
+    the excess as red."""
     mac = lab.chap.sessions(0, 1)[0]["mac"]
     s = cp_sessions(lab, mac=mac)[0]
-    lab.bngcp.api("PUT", f"/v1/bng/sessions/{s['id']}/profile", {"profile": "p2"})
-    assert cp_sessions(lab, mac=mac)[0]["profile"] == "p2"
-    # 4 Mbit/s of 1000-byte datagrams from subscriber 0 only: the others
-    # of this emulator send the same, so measure them too (10 Mbit/s profile).
+    lab.bngcp.api("PUT", f"/v1/bng/sessions/{s['id']}/profile", {"profile": "p1"})
+    assert cp_sessions(lab, mac=mac)[0]["profile"] == "p1"
+    # 300 datagrams of 1000 bytes a second from each subscriber of this
+    # emulator: the others (10 Mbit/s profile) get all of theirs back.
     before = {x["i"]: x for x in lab.chap.sessions()}
-    lab.chap.command(f"traffic 500 3 {REFLECT} 1000")
+    red = lab.dp.drops().get("bng_policer_red", 0)
+    lab.chap.command(f"traffic 300 3 {REFLECT} 1000")
     after = {x["i"]: x for x in lab.chap.sessions()}
+    assert lab.dp.drops().get("bng_policer_red", 0) > red
     got = (after[0]["rx_bytes"] - before[0]["rx_bytes"]) * 8 / 3
     sent = (after[0]["tx"] - before[0]["tx"]) * 1000 * 8 / 3
-    assert sent > 3.5e6, (sent, after[0])
-    assert 1.4e6 < got < 2.4e6, f"policed to {got / 1e6:.2f} Mbit/s of {sent / 1e6:.2f}"
+    assert sent > 1.6e6, (sent, after[0])
+    # Never above the profile; near it (on shared cores the emulator's
+    # own sends and the veths are what wobble).
+    assert 0.6e6 < got < 1.2e6, f"policed to {got / 1e6:.2f} Mbit/s of {sent / 1e6:.2f}"
     other = after[1]
     assert other["rx"] - before[1]["rx"] >= 0.97 * (other["tx"] - before[1]["tx"]), other
     lab.bngcp.api("PUT", f"/v1/bng/sessions/{s['id']}/profile", {"profile": "p10"})
@@ -131,11 +136,13 @@ def test_ipoe_dhclient_dual_stack_over_qinq(lab):
     for dst in (CORE4, CORE6):
         r = h.run(["ping", "-c", "3", "-i", "0.2", "-W", "2", dst], check=False)
         assert r.returncode == 0, f"{dst}: {r.stdout}{r.stderr}"
-    up = iperf3(h, CORE4, udp=True, bitrate="5M", seconds=2, length=1200)
-    down = iperf3(h, CORE4, udp=True, bitrate="5M", seconds=2, length=1200, extra=["-R"])
-    assert up.lost_percent < 1 and down.lost_percent < 1, (up, down)
-    six = iperf3(h, CORE6, udp=True, bitrate="5M", seconds=2, length=1200, extra=["-R"])
-    assert six.lost_percent < 1, six
+    # Below the profile's 10 Mbit/s; what is lost is the shared machine's
+    # veths (test_pfcp_cups.py allows the same), never the policer.
+    up = iperf3(h, CORE4, udp=True, bitrate="3M", seconds=2, length=1200)
+    down = iperf3(h, CORE4, udp=True, bitrate="3M", seconds=2, length=1200, extra=["-R"])
+    assert up.lost_percent < 2 and down.lost_percent < 2, (up, down)
+    six = iperf3(h, CORE6, udp=True, bitrate="3M", seconds=2, length=1200, extra=["-R"])
+    assert six.lost_percent < 2, six
     lab.d1 = (v4, v6)
 
 
@@ -317,7 +324,7 @@ def test_radius_accounting_matches_the_bytes_and_coa_changes_the_rate(lab):
     import threading
     before = {x["i"]: x for x in e.sessions()}
     res = {}
-    t = threading.Thread(target=lambda: res.update(e.command(f"traffic 600 4 {REFLECT} 1000")))
+    t = threading.Thread(target=lambda: res.update(e.command(f"traffic 400 4 {REFLECT} 1000")))
     t.start()
     time.sleep(1.5)
     r = lab.radiusd.coa("198.18.2.2:3799", {"User-Name": "rad0", "Acct-Session-Id": sess["rad0"]["id"],
@@ -325,16 +332,105 @@ def test_radius_accounting_matches_the_bytes_and_coa_changes_the_rate(lab):
     assert "CoA-ACK" in r.stdout, r.stdout + r.stderr
     t.join(timeout=30)
     mid = {x["i"]: x for x in e.sessions()}
-    r = e.command(f"traffic 600 2 {REFLECT} 1000")
+    r = e.command(f"traffic 400 2 {REFLECT} 1000")
     after = {x["i"]: x for x in e.sessions()}
     rate = lambda a, b, i, secs: (b[i]["rx_bytes"] - a[i]["rx_bytes"]) * 8 / secs
     assert cp_sessions(lab, user="rad0")[0]["profile"] == "p2"
     assert 1.4e6 < rate(mid, after, 0, 2) < 2.4e6, rate(mid, after, 0, 2)
-    assert 4.0e6 < rate(mid, after, 1, 2) < 5.6e6, rate(mid, after, 1, 2)     # rad1 keeps p5
-    assert 2.0e6 < rate(before, mid, 0, 4) < 4.8e6, rate(before, mid, 0, 4)   # both rates in the window
+    # rad1 keeps p5 (5 Mbit/s): its 3.2 Mbit/s all come back.
+    assert after[1]["rx"] - mid[1]["rx"] >= 0.97 * (after[1]["tx"] - mid[1]["tx"]), (mid[1], after[1])
+    # Both rates in the window (about 1.5 s of 3.2 Mbit/s, then 2).
+    assert 2.05e6 < rate(before, mid, 0, 4) < 3.3e6, rate(before, mid, 0, 4)
     r = lab.radiusd.coa("198.18.2.2:3799", {"Acct-Session-Id": sess["rad1"]["id"]}, code="disconnect")
     assert "Disconnect-ACK" in r.stdout, r.stdout + r.stderr
     assert wait_for(lambda: not cp_sessions(lab, user="rad1"), timeout=10)
     stops = [r for r in lab.radiusd.accounting() if r.get("Acct-Status-Type") == "Stop"
              and r.get("User-Name") == "rad1"]
     assert stops and int(stops[-1]["Acct-Input-Octets"]) >= want["rad1"][0], stops
+
+
+def test_hostile_access_traffic_disturbs_no_session(lab):
+    """A scapy host on the access switch sends malformed PPPoE discovery,
+    a PADT and an LCP Terminate-Request for a real session from the wrong
+    MAC, broken LCP, truncated and spoofed DHCP (a RELEASE of dhclient's
+    address from another MAC); then floods PADI and DHCPDISCOVER from one
+    MAC.  Every session stays up and carries traffic, the floods are
+    rate-limited with counters, the malformed frames counted."""
+    from scapy.layers.dhcp import BOOTP, DHCP
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
+    from scapy.layers.ppp import PPPoE, PPPoED
+    from scapy.packet import Raw
+    from lab.bng_lab import ACCESS_MAC, send_frames
+    h = lab.access_host("hx")
+    up_before = sorted(s["id"] for s in lab.bngcp.sessions() if s["state"] == "up")
+    victim = lab.pap.sessions(0, 1)[0]
+    evil = "02:66:66:66:66:01"
+    q = lambda s, c: Dot1AD(vlan=s) / Dot1Q(vlan=c)
+    vq = q(victim["s_tag"], victim["c_tag"])
+    d1ip = lab.d1[0].env("BOUND")["new_ip_address"]
+    frames = [
+        Ether(src=evil, dst="ff:ff:ff:ff:ff:ff") / vq / PPPoED(code=0x09) / Raw(b"\x01\x01\x00\x40"),   # tag past the end
+        Ether(src=evil, dst="ff:ff:ff:ff:ff:ff") / vq / Raw(b"\x11\x09\x00"),                           # truncated header
+        Ether(src=evil, dst="ff:ff:ff:ff:ff:ff", type=0x8863) / vq / Raw(b"\x22\x09\x00\x00\x00\x00"),  # version 2
+        Ether(src=evil, dst=ACCESS_MAC) / vq / PPPoED(code=0x19, sessionid=0) / Raw(b"\x01\x01\x00\x00\x01\x04\x00\x04abcd"),  # PADR, bad cookie
+        Ether(src=evil, dst=ACCESS_MAC) / vq / PPPoED(code=0xa7, sessionid=victim["pppoe_session"]),      # PADT, wrong MAC
+        Ether(src=evil, dst=ACCESS_MAC) / vq / PPPoE(code=0, sessionid=victim["pppoe_session"])
+        / Raw(b"\xc0\x21\x05\x07\x00\x04"),                                                             # LCP Terminate, wrong MAC
+        Ether(src=victim["mac"], dst=ACCESS_MAC) / vq / PPPoE(code=0, sessionid=victim["pppoe_session"])
+        / Raw(b"\xc0\x21\x01\x07\x00\xff\x01\x04"),                                                     # LCP length past the end
+        Ether(src=victim["mac"], dst=ACCESS_MAC) / vq / PPPoE(code=0, sessionid=victim["pppoe_session"])
+        / Raw(b"\xc0\x21\x01\x08\x00\x08\x01\x01\x05"),                                                 # option length 1
+        Ether(src=evil, dst="ff:ff:ff:ff:ff:ff") / q(200, 10) / IP(src="0.0.0.0", dst="255.255.255.255")
+        / UDP(sport=68, dport=67) / Raw(b"\x01\x01\x06\x00" + b"\x00" * 20),                            # truncated BOOTP
+        Ether(src=evil, dst=ACCESS_MAC) / q(200, 10) / IP(src=d1ip, dst="198.18.100.1") / UDP(sport=68, dport=67)
+        / BOOTP(ciaddr=d1ip, chaddr=bytes.fromhex(evil.replace(":", "")))
+        / DHCP(options=[("message-type", "release"), ("server_id", "198.18.100.1"), "end"]),            # RELEASE of d1's address
+        Ether(src=evil, dst="ff:ff:ff:ff:ff:ff") / q(200, 10) / IP(src="0.0.0.0", dst="255.255.255.255")
+        / UDP(sport=68, dport=67) / BOOTP(chaddr=bytes.fromhex(evil.replace(":", "")))
+        / DHCP(options=[("message-type", "discover"), (53, b"\x01\x02\x03"), "end"]),                   # bad option length
+    ]
+    m0 = lab.bngcp.counters()
+    send_frames(h, [bytes(f) for f in frames], inter=0.01)
+    flood_mac = "02:66:66:66:66:02"
+    padi = bytes(Ether(src=flood_mac, dst="ff:ff:ff:ff:ff:ff") / q(104, 1) / PPPoED(code=0x09)
+                 / Raw(b"\x01\x01\x00\x00"))
+    disc = bytes(Ether(src=flood_mac, dst="ff:ff:ff:ff:ff:ff") / q(201, 1) / IP(src="0.0.0.0", dst="255.255.255.255")
+                 / UDP(sport=68, dport=67) / BOOTP(chaddr=bytes.fromhex(flood_mac.replace(":", "")), xid=7)
+                 / DHCP(options=[("message-type", "discover"), "end"]))
+    send_frames(h, [padi] * 300 + [disc] * 300, inter=0)
+    time.sleep(1)
+    m1 = lab.bngcp.counters()
+    d = lambda g, k: m1[g][k] - m0[g][k]
+    assert d("pppoe", "malformed") >= 2 and d("pppoe", "bad_cookie") >= 1, (m0["pppoe"], m1["pppoe"])
+    assert d("lcp", "malformed") + d("access", "malformed") >= 1, (m1["lcp"], m1["access"])
+    assert d("dhcp", "malformed") >= 1, m1["dhcp"]
+    assert d("pppoe", "ratelimited") >= 200 and d("pppoe", "pado_tx") <= 10, m1["pppoe"]
+    assert d("dhcp", "ratelimited") >= 200, m1["dhcp"]
+    up_after = sorted(s["id"] for s in lab.bngcp.sessions() if s["state"] == "up")
+    assert up_after == up_before
+    r = lab.pap.command(f"traffic 50 1 {REFLECT} 200")
+    assert r["rx"] == r["tx"] > 0, r
+    h1 = lab.access_hosts["d1"]
+    assert h1.run(["ping", "-c", "2", "-i", "0.2", "-W", "2", CORE4], check=False).returncode == 0
+    # The flood's sessions, if any started, are not up and time out.
+    assert not cp_sessions(lab, mac=flood_mac, state="up")
+
+
+def test_a_thousand_pppoe_sessions_over_qinq(lab):
+    """1,000 CHAP subscribers over QinQ (S-tags 110-111, 500 C-tags
+    each) come up through the redirect, with IPv4 and IPv6; every one
+    carries traffic; the user plane holds each; then they all go."""
+    base = lab.up_subscribers()
+    e = lab.emulator("pppoe", n=1000, host="emu5", auth="chap", user="user%d", svlan=110, per_s=500,
+                     mac_base="02:ee:01:00:00:00", ipv6=True, timeout="60s", outstanding=400)
+    assert e.setup["up"] == 1000, e.setup
+    assert wait_for(lambda: lab.up_subscribers() == base + 1000, timeout=20), lab.up_subscribers()
+    r = e.command(f"traffic 2 1 {REFLECT} 100")
+    assert r["tx"] >= 1000 and r["rx"] == r["tx"], r
+    rates = e.setup
+    print(f"\n1000 PPPoE sessions: {rates.get('rate_per_s', 0):.0f}/s, p50 {rates['setup_ms']['p50']:.0f} ms")
+    e.close()
+    lab.emus.remove(e)
+    assert wait_for(lambda: lab.up_subscribers() == base, timeout=30), lab.up_subscribers()
+    assert_no_stale_state(lab)
