@@ -234,6 +234,25 @@ def test_lcp_keepalive_timeout_removes_a_silent_session(lab):
     assert wait_for(lambda: cp_sessions(lab, mac=mac, state="up"), timeout=10)
 
 
+def test_a_thousand_pppoe_sessions_over_qinq(lab):
+    """1,000 CHAP subscribers over QinQ (S-tags 110-111, 500 C-tags
+    each) come up through the redirect, with IPv4 and IPv6; every one
+    carries traffic; the user plane holds each; then they all go."""
+    base = lab.up_subscribers()
+    e = lab.emulator("pppoe", n=1000, host="emu5", auth="chap", user="user%d", svlan=110, per_s=500,
+                     mac_base="02:ee:01:00:00:00", ipv6=True, timeout="60s", outstanding=400)
+    assert e.setup["up"] == 1000, e.setup
+    assert wait_for(lambda: lab.up_subscribers() == base + 1000, timeout=20), lab.up_subscribers()
+    r = e.command(f"traffic 2 1 {REFLECT} 100")
+    assert r["tx"] >= 1000 and r["rx"] == r["tx"], r
+    rates = e.setup
+    print(f"\n1000 PPPoE sessions: {rates.get('rate_per_s', 0):.0f}/s, p50 {rates['setup_ms']['p50']:.0f} ms")
+    e.close()
+    lab.emus.remove(e)
+    assert wait_for(lambda: lab.up_subscribers() == base, timeout=30), lab.up_subscribers()
+    assert_no_stale_state(lab)
+
+
 RADIUS_USERS = """\
 rad0 Cleartext-Password := "good"
 \tFilter-Id = "p5",
@@ -392,45 +411,29 @@ def test_hostile_access_traffic_disturbs_no_session(lab):
     ]
     m0 = lab.bngcp.counters()
     send_frames(h, [bytes(f) for f in frames], inter=0.01)
+    time.sleep(0.5)
+    after_frames = sorted(s["id"] for s in lab.bngcp.sessions() if s["state"] == "up")
     flood_mac = "02:66:66:66:66:02"
     padi = bytes(Ether(src=flood_mac, dst="ff:ff:ff:ff:ff:ff") / q(104, 1) / PPPoED(code=0x09)
                  / Raw(b"\x01\x01\x00\x00"))
     disc = bytes(Ether(src=flood_mac, dst="ff:ff:ff:ff:ff:ff") / q(201, 1) / IP(src="0.0.0.0", dst="255.255.255.255")
                  / UDP(sport=68, dport=67) / BOOTP(chaddr=bytes.fromhex(flood_mac.replace(":", "")), xid=7)
                  / DHCP(options=[("message-type", "discover"), "end"]))
-    send_frames(h, [padi] * 300 + [disc] * 300, inter=0)
+    send_frames(h, [padi] * 150 + [disc] * 150, inter=0.001)
     time.sleep(1)
     m1 = lab.bngcp.counters()
     d = lambda g, k: m1[g][k] - m0[g][k]
     assert d("pppoe", "malformed") >= 2 and d("pppoe", "bad_cookie") >= 1, (m0["pppoe"], m1["pppoe"])
     assert d("lcp", "malformed") + d("access", "malformed") >= 1, (m1["lcp"], m1["access"])
     assert d("dhcp", "malformed") >= 1, m1["dhcp"]
-    assert d("pppoe", "ratelimited") >= 200 and d("pppoe", "pado_tx") <= 10, m1["pppoe"]
-    assert d("dhcp", "ratelimited") >= 200, m1["dhcp"]
+    assert d("pppoe", "ratelimited") >= 120 and d("pppoe", "pado_tx") <= 10, m1["pppoe"]
+    assert d("dhcp", "ratelimited") >= 120, m1["dhcp"]
     up_after = sorted(s["id"] for s in lab.bngcp.sessions() if s["state"] == "up")
-    assert up_after == up_before
+    assert up_after == up_before, (set(up_before) - set(up_after), set(up_before) - set(after_frames),
+                                   {k: v for k, v in lab.bngcp.metrics().items() if "terminated" in k})
     r = lab.pap.command(f"traffic 50 1 {REFLECT} 200")
     assert r["rx"] == r["tx"] > 0, r
     h1 = lab.access_hosts["d1"]
     assert h1.run(["ping", "-c", "2", "-i", "0.2", "-W", "2", CORE4], check=False).returncode == 0
     # The flood's sessions, if any started, are not up and time out.
     assert not cp_sessions(lab, mac=flood_mac, state="up")
-
-
-def test_a_thousand_pppoe_sessions_over_qinq(lab):
-    """1,000 CHAP subscribers over QinQ (S-tags 110-111, 500 C-tags
-    each) come up through the redirect, with IPv4 and IPv6; every one
-    carries traffic; the user plane holds each; then they all go."""
-    base = lab.up_subscribers()
-    e = lab.emulator("pppoe", n=1000, host="emu5", auth="chap", user="user%d", svlan=110, per_s=500,
-                     mac_base="02:ee:01:00:00:00", ipv6=True, timeout="60s", outstanding=400)
-    assert e.setup["up"] == 1000, e.setup
-    assert wait_for(lambda: lab.up_subscribers() == base + 1000, timeout=20), lab.up_subscribers()
-    r = e.command(f"traffic 2 1 {REFLECT} 100")
-    assert r["tx"] >= 1000 and r["rx"] == r["tx"], r
-    rates = e.setup
-    print(f"\n1000 PPPoE sessions: {rates.get('rate_per_s', 0):.0f}/s, p50 {rates['setup_ms']['p50']:.0f} ms")
-    e.close()
-    lab.emus.remove(e)
-    assert wait_for(lambda: lab.up_subscribers() == base, timeout=30), lab.up_subscribers()
-    assert_no_stale_state(lab)

@@ -164,9 +164,10 @@ func (e *emu) dispatch(b []byte) {
 	var dst mac
 	copy(dst[:], b)
 	s := e.byMAC[dst]
-	if s == nil {
+	if s == nil && dst[0]&1 != 0 {
 		// Broadcast or multicast answers: the subscriber by the DHCP
-		// client hardware address, or by the tags.
+		// client hardware address, or by the tags.  A unicast frame to
+		// another MAC is not ours, as a NIC would filter it.
 		s = e.byPayload(b)
 	}
 	if s == nil {

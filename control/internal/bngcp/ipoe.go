@@ -169,6 +169,10 @@ func (sh *shard) discover(ev event, m *dhcpv4.DHCPv4, s *session, ck circuitKey)
 			Password: []byte(srv.cfg.IPoE.Password)})
 		return
 	}
+	if !sh.again(ck) {
+		srv.ctr.inc(cDHCPRateLimited)
+		return
+	}
 	switch s.state {
 	case stAuthorizing:
 		s.ipoe.discover, s.ipoe.pendingE = m, ev // answer the latest one

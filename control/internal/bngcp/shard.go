@@ -245,19 +245,38 @@ func (sh *shard) flush() {
 // (the configured total split across shards) and a count per MAC per
 // second bound what a flood costs.
 func (sh *shard) admit(k circuitKey) bool {
-	sec := sh.now().Unix()
-	if sec != sh.perSec {
-		sh.perSec = sec
-		clear(sh.perMAC)
-	}
-	if float64(sh.perMAC[k]) >= sh.srv.cfg.Limits.PerMACPerSecond {
+	if !sh.macAllows(k) {
 		return false
 	}
 	if !sh.limiter.AllowN(sh.now(), 1) {
 		return false
 	}
+	sh.macCount(k)
+	return true
+}
+
+// again: may a discovery frame of a subscriber that has a session (a
+// client starting over, or a flood from it) be answered?  Only the
+// per-MAC count applies: it costs no new session.
+func (sh *shard) again(k circuitKey) bool {
+	if !sh.macAllows(k) {
+		return false
+	}
+	sh.macCount(k)
+	return true
+}
+
+func (sh *shard) macAllows(k circuitKey) bool {
+	sec := sh.now().Unix()
+	if sec != sh.perSec {
+		sh.perSec = sec
+		clear(sh.perMAC)
+	}
+	return float64(sh.perMAC[k]) < sh.srv.cfg.Limits.PerMACPerSecond
+}
+
+func (sh *shard) macCount(k circuitKey) {
 	if len(sh.perMAC) < 65536 {
 		sh.perMAC[k]++
 	}
-	return true
 }
