@@ -16,7 +16,7 @@ switch, QinQ (one S-tag per 1000 C-tags):
 
 Each run reports the set-up rate (subscribers up / time from the first
 PADI or DISCOVER to the last one up), the time until every subscriber
-has carried a datagram both ways (one UDP datagram each to the core's
+has carried datagrams both ways (three a second for a second, each to the core's
 reflector and back, sent right after set-up), and the emulator's ceiling:
 subscribers per CPU-second of the emulator itself (its CPU time over the
 same run), i.e. the rate it would sustain alone on one core.  Medians
@@ -35,7 +35,7 @@ def one_round(n, outstanding):
     from lab.bng_lab import BNG_CORE4, CORE4
     ipoe_pool = {"name": "ipoe-bench", "range": "198.18.112.10-198.18.127.250", "gateway": "198.18.112.1/20"}
     lab = BngCpLab(tag="bcbench", users=n, bng_extra={"control_port": "ctl", "max_subscribers": 8192},
-                   subports={0: "rate=10G pipes=8192"},
+                   subports={0: "rate=1G pipes=8192"},
                    cp={"pppoe": {"auth": ["chap"], "keepalive": "30s"}, "ipoe": {"lease": "3600s", "dhcpv6": False},
                        "limits": {"new_per_second": 100000, "new_burst": 100000, "per_mac_per_second": 5},
                        "aaa": {"default_pool": "ipoe-bench"}})
@@ -54,7 +54,7 @@ def one_round(n, outstanding):
                              mac_base="02:ee:10:00:00:00" if mode == "pppoe" else "02:ee:20:00:00:00",
                              timeout="120s", rto="2s", loops=2)
             s = e.setup
-            r = e.command(f"traffic 1 1 {CORE4}:{REFLECT_PORT} 64")
+            r = e.command(f"traffic 3 1 {CORE4}:{REFLECT_PORT} 64")
             all_traffic = time.monotonic() - t0
             out[mode] = {"up": s["up"], "failed": s["failed"], "rate_per_s": s.get("rate_per_s", 0.0),
                          "setup_ms": s["setup_ms"], "emu_cpu_s": s["cpu_s"],
