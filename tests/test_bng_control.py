@@ -9,7 +9,6 @@ frame crosses the real redirect: data plane punt -> control port ->
 edgeplane upf -> GTP-U -> bng-cp, and back through the tunnels the user
 plane chose.
 """
-import json
 import time
 
 import pytest
@@ -388,26 +387,29 @@ def test_hostile_access_traffic_disturbs_no_session(lab):
     q = lambda s, c: Dot1AD(vlan=s) / Dot1Q(vlan=c)
     vq = q(victim["s_tag"], victim["c_tag"])
     d1ip = lab.d1[0].env("BOUND")["new_ip_address"]
+    bcast, sid = "ff:ff:ff:ff:ff:ff", victim["pppoe_session"]
+    evil_chaddr = bytes.fromhex(evil.replace(":", ""))
+    dhcp_l2 = Ether(src=evil, dst=bcast) / q(200, 10) / IP(src="0.0.0.0", dst="255.255.255.255") / UDP(sport=68, dport=67)
     frames = [
-        Ether(src=evil, dst="ff:ff:ff:ff:ff:ff") / vq / PPPoED(code=0x09) / Raw(b"\x01\x01\x00\x40"),   # tag past the end
-        Ether(src=evil, dst="ff:ff:ff:ff:ff:ff") / vq / Raw(b"\x11\x09\x00"),                           # truncated header
-        Ether(src=evil, dst="ff:ff:ff:ff:ff:ff", type=0x8863) / vq / Raw(b"\x22\x09\x00\x00\x00\x00"),  # version 2
-        Ether(src=evil, dst=ACCESS_MAC) / vq / PPPoED(code=0x19, sessionid=0) / Raw(b"\x01\x01\x00\x00\x01\x04\x00\x04abcd"),  # PADR, bad cookie
-        Ether(src=evil, dst=ACCESS_MAC) / vq / PPPoED(code=0xa7, sessionid=victim["pppoe_session"]),      # PADT, wrong MAC
-        Ether(src=evil, dst=ACCESS_MAC) / vq / PPPoE(code=0, sessionid=victim["pppoe_session"])
-        / Raw(b"\xc0\x21\x05\x07\x00\x04"),                                                             # LCP Terminate, wrong MAC
-        Ether(src=victim["mac"], dst=ACCESS_MAC) / vq / PPPoE(code=0, sessionid=victim["pppoe_session"])
-        / Raw(b"\xc0\x21\x01\x07\x00\xff\x01\x04"),                                                     # LCP length past the end
-        Ether(src=victim["mac"], dst=ACCESS_MAC) / vq / PPPoE(code=0, sessionid=victim["pppoe_session"])
-        / Raw(b"\xc0\x21\x01\x08\x00\x08\x01\x01\x05"),                                                 # option length 1
-        Ether(src=evil, dst="ff:ff:ff:ff:ff:ff") / q(200, 10) / IP(src="0.0.0.0", dst="255.255.255.255")
-        / UDP(sport=68, dport=67) / Raw(b"\x01\x01\x06\x00" + b"\x00" * 20),                            # truncated BOOTP
+        # PPPoE discovery: a tag past the end, a truncated header, version 2
+        Ether(src=evil, dst=bcast) / vq / PPPoED(code=0x09) / Raw(b"\x01\x01\x00\x40"),
+        Ether(src=evil, dst=bcast) / vq / Raw(b"\x11\x09\x00"),
+        Ether(src=evil, dst=bcast, type=0x8863) / vq / Raw(b"\x22\x09\x00\x00\x00\x00"),
+        # a PADR with a forged AC-Cookie; a PADT for the victim's session from the wrong MAC
+        Ether(src=evil, dst=ACCESS_MAC) / vq / PPPoED(code=0x19) / Raw(b"\x01\x01\x00\x00\x01\x04\x00\x04abcd"),
+        Ether(src=evil, dst=ACCESS_MAC) / vq / PPPoED(code=0xa7, sessionid=sid),
+        # LCP: Terminate-Request from the wrong MAC, a length past the end, an option of length 1
+        Ether(src=evil, dst=ACCESS_MAC) / vq / PPPoE(code=0, sessionid=sid) / Raw(b"\xc0\x21\x05\x07\x00\x04"),
+        Ether(src=victim["mac"], dst=ACCESS_MAC) / vq / PPPoE(code=0, sessionid=sid)
+        / Raw(b"\xc0\x21\x01\x07\x00\xff\x01\x04"),
+        Ether(src=victim["mac"], dst=ACCESS_MAC) / vq / PPPoE(code=0, sessionid=sid)
+        / Raw(b"\xc0\x21\x01\x08\x00\x08\x01\x01\x05"),
+        # DHCP: truncated BOOTP, a RELEASE of dhclient's address from another MAC, a bad option length
+        dhcp_l2 / Raw(b"\x01\x01\x06\x00" + b"\x00" * 20),
         Ether(src=evil, dst=ACCESS_MAC) / q(200, 10) / IP(src=d1ip, dst="198.18.100.1") / UDP(sport=68, dport=67)
-        / BOOTP(ciaddr=d1ip, chaddr=bytes.fromhex(evil.replace(":", "")))
-        / DHCP(options=[("message-type", "release"), ("server_id", "198.18.100.1"), "end"]),            # RELEASE of d1's address
-        Ether(src=evil, dst="ff:ff:ff:ff:ff:ff") / q(200, 10) / IP(src="0.0.0.0", dst="255.255.255.255")
-        / UDP(sport=68, dport=67) / BOOTP(chaddr=bytes.fromhex(evil.replace(":", "")))
-        / DHCP(options=[("message-type", "discover"), (53, b"\x01\x02\x03"), "end"]),                   # bad option length
+        / BOOTP(ciaddr=d1ip, chaddr=evil_chaddr)
+        / DHCP(options=[("message-type", "release"), ("server_id", "198.18.100.1"), "end"]),
+        dhcp_l2 / BOOTP(chaddr=evil_chaddr) / DHCP(options=[("message-type", "discover"), (53, b"\x01\x02\x03"), "end"]),
     ]
     m0 = lab.bngcp.counters()
     send_frames(h, [bytes(f) for f in frames], inter=0.01)

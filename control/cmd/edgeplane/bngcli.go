@@ -35,7 +35,7 @@ func runBNG(args []string) error {
 	fs.Parse(args)
 	rest := fs.Args()
 	if len(rest) == 0 {
-		return errors.New("usage: edgeplane bng [--api ADDR] sessions|show|clear|profile|stats|counters ...")
+		return errors.New("usage: edgeplane bng [--api ADDR] sessions|show|clear|profile|stats|counters")
 	}
 	c, err := newAPIClient(*addr, *tokenFile)
 	if err != nil {

@@ -1,8 +1,6 @@
 package bngcp
 
 import (
-	"encoding/binary"
-
 	"edgeplane/control/internal/bngcp/frame"
 	"edgeplane/control/internal/bngcp/nd"
 )
@@ -92,5 +90,3 @@ func (sh *shard) ipv6(ev event, b []byte, ps *session) {
 		sh.srv.ctr.inc(cNDIgnored)
 	}
 }
-
-func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }

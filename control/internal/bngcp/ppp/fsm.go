@@ -89,13 +89,12 @@ type FSM struct {
 	layer Layer
 	port  Port
 
-	restart  int    // restart counter
-	nextID   uint8  // identifier of our next request
-	reqID    uint8  // identifier of the request awaiting an answer
-	reqData  []byte // its options, to match an Ack (RFC 1661 5.2)
-	termID   uint8
-	naks     int // Configure-Naks sent since the last Configure-Ack
-	rejected []byte
+	restart int    // restart counter
+	nextID  uint8  // identifier of our next request
+	reqID   uint8  // identifier of the request awaiting an answer
+	reqData []byte // its options, to match an Ack (RFC 1661 5.2)
+	termID  uint8
+	naks    int // Configure-Naks sent since the last Configure-Ack
 	// Counters for telemetry: malformed or unmatched packets discarded.
 	Discarded uint64
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 
 	"edgeplane/control/internal/bngcp"
-	"edgeplane/control/internal/pfcp/bbf"
 	"edgeplane/control/internal/bngcp/aaa"
+	"edgeplane/control/internal/pfcp/bbf"
 )
 
 // A subscriber's PFCP session (after Nokia MAG-c's PFCP interface
