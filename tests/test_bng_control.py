@@ -389,7 +389,8 @@ def test_hostile_access_traffic_disturbs_no_session(lab):
     d1ip = lab.d1[0].env("BOUND")["new_ip_address"]
     bcast, sid = "ff:ff:ff:ff:ff:ff", victim["pppoe_session"]
     evil_chaddr = bytes.fromhex(evil.replace(":", ""))
-    dhcp_l2 = Ether(src=evil, dst=bcast) / q(200, 10) / IP(src="0.0.0.0", dst="255.255.255.255") / UDP(sport=68, dport=67)
+    dhcp_l2 = (Ether(src=evil, dst=bcast) / q(200, 10) / IP(src="0.0.0.0", dst="255.255.255.255")
+               / UDP(sport=68, dport=67))
     frames = [
         # PPPoE discovery: a tag past the end, a truncated header, version 2
         Ether(src=evil, dst=bcast) / vq / PPPoED(code=0x09) / Raw(b"\x01\x01\x00\x40"),
@@ -409,7 +410,8 @@ def test_hostile_access_traffic_disturbs_no_session(lab):
         Ether(src=evil, dst=ACCESS_MAC) / q(200, 10) / IP(src=d1ip, dst="198.18.100.1") / UDP(sport=68, dport=67)
         / BOOTP(ciaddr=d1ip, chaddr=evil_chaddr)
         / DHCP(options=[("message-type", "release"), ("server_id", "198.18.100.1"), "end"]),
-        dhcp_l2 / BOOTP(chaddr=evil_chaddr) / DHCP(options=[("message-type", "discover"), (53, b"\x01\x02\x03"), "end"]),
+        dhcp_l2 / BOOTP(chaddr=evil_chaddr)
+        / DHCP(options=[("message-type", "discover"), (53, b"\x01\x02\x03"), "end"]),
     ]
     m0 = lab.bngcp.counters()
     send_frames(h, [bytes(f) for f in frames], inter=0.01)
