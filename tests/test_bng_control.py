@@ -9,6 +9,7 @@ frame crosses the real redirect: data plane punt -> control port ->
 edgeplane upf -> GTP-U -> bng-cp, and back through the tunnels the user
 plane chose.
 """
+import os
 import time
 
 import pytest
@@ -34,6 +35,24 @@ def lab(request, dp_binary):
     lab.reflector()
     lab.iperf_core = Iperf3Server(lab.core)
     return lab
+
+
+# Rates and losses are judged only on a host that can run the programs
+# (as tests/test_udp_term.py does): on a 2-core machine shared with other
+# builds the emulator and iperf3 can be starved for seconds.  Above this
+# load a missed rate is a skip that names the load and the drops, never a
+# pass.
+OVERLOADED = 2.5 * (os.cpu_count() or 2)
+
+
+def judge_rate(lab, ok, what):
+    if ok:
+        return
+    load = os.getloadavg()[0]
+    msg = f"{what}; drops {({k: v for k, v in lab.dp.drops().items() if v})}"
+    if load > OVERLOADED:
+        pytest.skip(f"host too loaded to judge rates: load average {load:.1f} on {os.cpu_count()} CPUs: {msg}")
+    pytest.fail(msg)
 
 
 def cp_sessions(lab, **match):
@@ -97,18 +116,22 @@ def test_pppoe_policing_at_the_profile_rate(lab):
     # emulator: the others (10 Mbit/s profile) get all of theirs back.
     before = {x["i"]: x for x in lab.chap.sessions()}
     red = lab.dp.drops().get("bng_policer_red", 0)
-    lab.chap.command(f"traffic 300 3 {REFLECT} 1000")
-    after = {x["i"]: x for x in lab.chap.sessions()}
-    assert lab.dp.drops().get("bng_policer_red", 0) > red
+    try:
+        lab.chap.command(f"traffic 300 3 {REFLECT} 1000")
+        after = {x["i"]: x for x in lab.chap.sessions()}
+    finally:
+        lab.bngcp.api("PUT", f"/v1/bng/sessions/{s['id']}/profile", {"profile": "p10"})
     got = (after[0]["rx_bytes"] - before[0]["rx_bytes"]) * 8 / 3
     sent = (after[0]["tx"] - before[0]["tx"]) * 1000 * 8 / 3
-    assert sent > 1.6e6, (sent, after[0])
-    # Never above the profile; near it (on shared cores the emulator's
-    # own sends and the veths are what wobble).
-    assert 0.6e6 < got < 1.2e6, f"policed to {got / 1e6:.2f} Mbit/s of {sent / 1e6:.2f}"
+    # Never above the profile: whatever the emulator managed to offer.
+    assert got < 1.2e6, f"policed to {got / 1e6:.2f} Mbit/s of {sent / 1e6:.2f}"
+    judge_rate(lab, sent > 1.6e6, f"the emulator offered only {sent / 1e6:.2f} Mbit/s")
+    assert lab.dp.drops().get("bng_policer_red", 0) > red
+    # Near the profile (on shared cores the emulator's sends and the veths wobble).
+    judge_rate(lab, got > 0.6e6, f"policed to {got / 1e6:.2f} Mbit/s of {sent / 1e6:.2f}")
     other = after[1]
-    assert other["rx"] - before[1]["rx"] >= 0.97 * (other["tx"] - before[1]["tx"]), other
-    lab.bngcp.api("PUT", f"/v1/bng/sessions/{s['id']}/profile", {"profile": "p10"})
+    judge_rate(lab, other["rx"] - before[1]["rx"] >= 0.97 * (other["tx"] - before[1]["tx"]),
+               f"an unpoliced subscriber lost datagrams: {before[1]} -> {other}")
 
 
 def test_ipoe_dhclient_dual_stack_over_qinq(lab):
@@ -139,10 +162,10 @@ def test_ipoe_dhclient_dual_stack_over_qinq(lab):
     # veths (test_pfcp_cups.py allows the same), never the policer.
     up = iperf3(h, CORE4, udp=True, bitrate="3M", seconds=2, length=1200)
     down = iperf3(h, CORE4, udp=True, bitrate="3M", seconds=2, length=1200, extra=["-R"])
-    assert up.lost_percent < 2 and down.lost_percent < 2, (up, down)
-    six = iperf3(h, CORE6, udp=True, bitrate="3M", seconds=2, length=1200, extra=["-R"])
-    assert six.lost_percent < 2, six
     lab.d1 = (v4, v6)
+    six = iperf3(h, CORE6, udp=True, bitrate="3M", seconds=2, length=1200, extra=["-R"])
+    judge_rate(lab, up.lost_percent < 2 and down.lost_percent < 2 and six.lost_percent < 2,
+               f"iperf3 losses: {up}, {down}, IPv6 {six}")
 
 
 def test_ipoe_udhcpc_on_a_vlan(lab):
@@ -357,17 +380,20 @@ def test_radius_accounting_matches_the_bytes_and_coa_changes_the_rate(lab):
     after = {x["i"]: x for x in e.sessions()}
     rate = lambda a, b, i, secs: (b[i]["rx_bytes"] - a[i]["rx_bytes"]) * 8 / secs
     assert cp_sessions(lab, user="rad0")[0]["profile"] == "p2"
-    assert 1.4e6 < rate(mid, after, 0, 2) < 2.4e6, rate(mid, after, 0, 2)
-    # rad1 keeps p5 (5 Mbit/s): its 3.2 Mbit/s all come back.
-    assert after[1]["rx"] - mid[1]["rx"] >= 0.97 * (after[1]["tx"] - mid[1]["tx"]), (mid[1], after[1])
-    # Both rates in the window (about 1.5 s of 3.2 Mbit/s, then 2).
-    assert 2.05e6 < rate(before, mid, 0, 4) < 3.3e6, rate(before, mid, 0, 4)
+    assert rate(mid, after, 0, 2) < 2.4e6, rate(mid, after, 0, 2)
     r = lab.radiusd.coa("198.18.2.2:3799", {"Acct-Session-Id": sess["rad1"]["id"]}, code="disconnect")
     assert "Disconnect-ACK" in r.stdout, r.stdout + r.stderr
     assert wait_for(lambda: not cp_sessions(lab, user="rad1"), timeout=10)
     stops = [r for r in lab.radiusd.accounting() if r.get("Acct-Status-Type") == "Stop"
              and r.get("User-Name") == "rad1"]
     assert stops and int(stops[-1]["Acct-Input-Octets"]) >= want["rad1"][0], stops
+    judge_rate(lab, rate(mid, after, 0, 2) > 1.4e6, f"rad0 at {rate(mid, after, 0, 2) / 1e6:.2f} Mbit/s after the CoA")
+    # rad1 keeps p5 (5 Mbit/s): its 3.2 Mbit/s all come back.
+    judge_rate(lab, after[1]["rx"] - mid[1]["rx"] >= 0.97 * (after[1]["tx"] - mid[1]["tx"]),
+               f"rad1 lost datagrams: {mid[1]} -> {after[1]}")
+    # Both rates in the window (about 1.5 s of 3.2 Mbit/s, then 2).
+    judge_rate(lab, 2.05e6 < rate(before, mid, 0, 4) < 3.3e6,
+               f"rad0 at {rate(before, mid, 0, 4) / 1e6:.2f} Mbit/s over the CoA's window")
 
 
 def test_hostile_access_traffic_disturbs_no_session(lab):
