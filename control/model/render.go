@@ -74,7 +74,7 @@ func (t TerminateRule) Text() string {
 	ports := t.Ports
 	if lo, hi, err := parsePorts(t.Ports, true); err == nil {
 		switch {
-		case lo == 0 && hi == 65535:
+		case lo <= 1 && hi == 65535: // the host stack's "any" is 1-65535
 			ports = "any"
 		case lo == hi:
 			ports = strconv.Itoa(lo)

@@ -4,6 +4,8 @@
 //	                [--listen tcp:HOST:PORT --api-token-file FILE | --api-tls-cert ... --api-client-ca ...]
 //	                [--alt-node MAC,IPv4,IPv6 ...]
 //	edgeplane detach --iface eth0 [--bpffs /sys/fs/bpf]
+//	edgeplane controller [--listen unix:/run/edgeplane/controller.sock | tcp:HOST:PORT --api-token-file FILE]
+//	                     [--data-dir DIR --etcd-listen URL | --etcd-endpoints URL,...]
 //	edgeplane upf --listen ADDR:8805 --dp-socket /run/edgeplane/bng.sock [--state-dir DIR]
 //	              [--logical-port NAME ...] [--punt-iface IF] [--associate CP:8805 ...] [--metrics HOST:PORT]
 package main
@@ -39,6 +41,8 @@ func main() {
 		err = runDetach(os.Args[2:])
 	case "upf":
 		err = runUPF(os.Args[2:])
+	case "controller":
+		err = runController(os.Args[2:])
 	default:
 		usage()
 	}
@@ -49,7 +53,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach|upf [flags]  (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach|upf|controller [flags]  (-h for flags)")
 	os.Exit(2)
 }
 
