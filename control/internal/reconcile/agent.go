@@ -41,6 +41,7 @@ type Agent struct {
 	mu       sync.Mutex
 	desired     *model.NodeDesired // nil: the node has no configuration
 	haveDesired bool
+	refused     *Drift // the stored configuration the model refused, if the last one was
 	status      model.NodeStatus
 
 	kick  chan string
@@ -123,7 +124,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer check.Stop()
 	resync := time.NewTicker(a.c.Resync)
 	defer resync.Stop()
-	boots := map[DataPlane]float64{}
+	boots := map[DataPlane]uptimeReading{}
 	var retry <-chan time.Time
 	backoff := time.Second
 	for {
@@ -152,6 +153,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		if reason == "restart" {
 			slog.Info("data plane restarted: full pass", "node", a.c.Node)
+		} else {
+			// The pass's data planes are the baseline a later restart is
+			// told from (one that restarts right after is not missed).
+			a.restarted(ctx, boots)
 		}
 		if a.pass(ctx, reason, d) {
 			retry, backoff = nil, time.Second
@@ -162,27 +167,34 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// restarted reads every data plane's uptime: one whose start time moved
-// (or that answers again after not answering) has restarted.
-func (a *Agent) restarted(ctx context.Context, boots map[DataPlane]float64) bool {
+// restarted reads every data plane's uptime: a restart shows as an
+// uptime that went backwards or a start time that moved (by more than the
+// reads' own jitter), and a data plane that answers again after not
+// answering is treated as restarted.
+func (a *Agent) restarted(ctx context.Context, last map[DataPlane]uptimeReading) bool {
 	any := false
 	for _, dp := range a.c.Planes.distinct() {
 		cctx, cancel := context.WithTimeout(ctx, a.c.Check)
 		up, err := dp.Uptime(cctx)
 		cancel()
-		now := float64(time.Now().UnixNano()) / 1e9
-		prev, seen := boots[dp]
+		prev, seen := last[dp]
 		if err != nil {
-			boots[dp] = -1 // down: the next answer is a restart
+			last[dp] = uptimeReading{down: true}
 			continue
 		}
-		boot := now - up
-		boots[dp] = boot
-		if seen && (prev == -1 || math.Abs(boot-prev) > 2) {
+		now := float64(time.Now().UnixNano()) / 1e9
+		cur := uptimeReading{up: up, boot: now - up}
+		last[dp] = cur
+		if seen && (prev.down || up < prev.up || math.Abs(cur.boot-prev.boot) > 0.5) {
 			any = true
 		}
 	}
 	return any
+}
+
+type uptimeReading struct {
+	up, boot float64
+	down     bool
 }
 
 func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) bool {
@@ -209,8 +221,11 @@ func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) b
 		a.status.Changes[k] += int64(n)
 	}
 	a.status.Drift = res.Drift
-	a.status.Converged = res.Converged()
-	if a.status.Converged {
+	if a.refused != nil {
+		a.status.Drift = append(a.status.Drift, *a.refused)
+	}
+	a.status.Converged = len(a.status.Drift) == 0
+	if res.Converged() {
 		a.status.ObservedRevision = rev
 		a.observed.Set(float64(rev))
 	}
@@ -313,13 +328,13 @@ func (a *Agent) set(v []byte) {
 		if err != nil {
 			slog.Error("desired state refused; keeping the last one", "node", a.c.Node, "err", err)
 			a.mu.Lock()
-			a.status.Drift = append(a.status.Drift, Drift{Kind: "node", Key: a.c.Node, Error: "desired configuration refused: " + err.Error()})
+			a.refused = &Drift{Kind: "node", Key: a.c.Node, Error: "desired configuration refused: " + err.Error()}
 			a.mu.Unlock()
 			return
 		}
 	}
 	a.mu.Lock()
-	a.desired, a.haveDesired = d, true
+	a.desired, a.haveDesired, a.refused = d, true, nil
 	a.mu.Unlock()
 }
 
