@@ -3,6 +3,8 @@
 //	edgeplane agent --iface eth0 [--listen unix:/run/edgeplane/eth0.sock] [--api-group edgeplane]
 //	                [--listen tcp:HOST:PORT --api-token-file FILE | --api-tls-cert ... --api-client-ca ...]
 //	                [--alt-node MAC,IPv4,IPv6 ...]
+//	edgeplane agent --node NAME --etcd-endpoints URL[,URL] --dp-socket /run/edgeplane/dp.sock [--metrics HOST:PORT]
+//	                (with or without --iface: reconciliation from the desired state, docs/control.md)
 //	edgeplane detach --iface eth0 [--bpffs /sys/fs/bpf]
 //	edgeplane controller [--listen unix:/run/edgeplane/controller.sock | tcp:HOST:PORT --api-token-file FILE]
 //	                     [--data-dir DIR --etcd-listen URL | --etcd-endpoints URL,...]
@@ -79,6 +81,8 @@ func runAgent(args []string) error {
 	var cfg agent.Config
 	var lc api.ListenConfig
 	var alts altFlags
+	var nf nodeFlags
+	nf.register(fs)
 	fs.StringVar(&cfg.Iface, "iface", "", "interface to attach the XDP program to")
 	fs.StringVar(&cfg.Mode, "xdp-mode", "auto", "native, generic, or auto (native, falling back to generic)")
 	fs.StringVar(&cfg.BPFFS, "bpffs", "/sys/fs/bpf", "bpffs mount for pinned maps (mounted if absent)")
@@ -113,8 +117,25 @@ func runAgent(args []string) error {
 			cfg.AltNodes = append(cfg.AltNodes, n)
 		}
 	}
-	if cfg.Iface == "" {
-		return errors.New("--iface is required")
+	if cfg.Iface == "" && nf.node == "" {
+		return errors.New("--iface (the XDP function) or --node (reconciliation from the desired state) is required")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var runNode func(context.Context) error
+	if nf.node != "" {
+		var err error
+		if runNode, err = nf.start(); err != nil {
+			return err
+		}
+		if cfg.Iface == "" {
+			return runNode(ctx)
+		}
+		go func() {
+			if err := runNode(ctx); err != nil {
+				slog.Error("node agent", "err", err)
+			}
+		}()
 	}
 	if lc.Addr == "" {
 		lc.Addr = "unix:" + filepath.Join("/run/edgeplane", cfg.Iface+".sock")
@@ -141,8 +162,6 @@ func runAgent(args []string) error {
 	}()
 	slog.Info("api listening", "on", ep.Desc, "read_timeout", srv.ReadTimeout)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	err = a.Run(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
