@@ -13,3 +13,4 @@
 
 gen-control:
 	@cd control && $(GO) generate ./model
+	@cd control && $(GO) run ./cmd/model-docs ../docs/control.md

@@ -167,24 +167,24 @@ func prepare(snap *snapshot, req model.ChangeRequest) (*change, error) {
 	names := make([]string, 0, len(req.Nodes)+len(req.Remove))
 	for n, cfg := range req.Nodes {
 		if !nodeName.MatchString(n) {
-			return nil, fmt.Errorf("%w: nodes: %q is not a node name (%s)", ErrBadChange, n, model.Schema("NodeName").Description)
+			return nil, bad(fmt.Errorf("nodes: %q is not a node name (%s)", n, model.Schema("NodeName").Description))
 		}
 		if err := cfg.Validate(); err != nil {
 			var inv *model.Invalid
 			if errors.As(err, &inv) {
 				inv.Path = joinPath("nodes."+n, inv.Path)
 			}
-			return nil, fmt.Errorf("%w: %v", ErrBadChange, err)
+			return nil, bad(err)
 		}
 		c.put[n] = cfg
 		names = append(names, n)
 	}
 	for _, n := range req.Remove {
 		if _, both := req.Nodes[n]; both {
-			return nil, fmt.Errorf("%w: node %q is both in nodes and in remove", ErrBadChange, n)
+			return nil, bad(fmt.Errorf("node %q is both in nodes and in remove", n))
 		}
 		if _, ok := snap.nodes[n]; !ok {
-			return nil, fmt.Errorf("%w: remove: no node %q", ErrBadChange, n)
+			return nil, bad(fmt.Errorf("remove: no node %q", n))
 		}
 		c.remove = append(c.remove, n)
 		names = append(names, n)
@@ -215,6 +215,14 @@ func prepare(snap *snapshot, req model.ChangeRequest) (*change, error) {
 	}
 	return c, nil
 }
+
+// badChange is a refused change: its message is the reason alone, and it
+// is ErrBadChange (400) to errors.Is.
+type badChange struct{ error }
+
+func (badChange) Is(target error) bool { return target == ErrBadChange }
+
+func bad(err error) error { return badChange{err} }
 
 var nodeName = regexp.MustCompile(model.Schema("NodeName").Pattern)
 
