@@ -2,7 +2,8 @@
 token on its TCP northbound), `edgeplane agent --node` reconciling the
 router lab's edgeplane-dp, a real Prometheus scraping the agent.
 
-The router's routes and ACL are configured only through the controller;
+The router's routes and ACL, and the vBNG's subscribers (a BNG lab whose
+data plane starts with none), are configured only through the controller;
 the tests kill -9 the data plane, the agent and the controller in turn and
 check that the node converges with no operator action, that the agent's
 restart changes nothing (a ping across it loses nothing), and that
@@ -13,6 +14,7 @@ import subprocess
 
 import pytest
 
+from lab.bng_lab import CORE4, CORE6, BngLab, Subscriber, bng_available, bng_sections
 from lab.control_lab import ControlPlane, HTTPError, wait_for
 from lab.router_lab import A6, B4, B6, RouterLab
 
@@ -165,3 +167,68 @@ def test_prometheus_finds_the_values_the_control_socket_reports(lab):
     # The resync after the data plane's kill -9 was counted by the agent
     # that was then killed in turn: Prometheus kept it.
     assert cp.prom_query('max_over_time(edgeplane_agent_resyncs_total{reason="restart"}[10m]) >= 1')
+
+
+# -- the vBNG: subscribers only from the controller ---------------------------
+
+class ControlledBngLab(BngLab):
+    """The BNG lab whose data plane starts with no subscriber: they come
+    from the desired state."""
+
+    def sections(self):
+        return bng_sections([], **self.dp_opts)
+
+
+SUBS = [Subscriber("s1", id=1, qinq=(100, 200)), Subscriber("s2", id=2, vlan=101)]
+
+
+def bng_node(subs):
+    return {"apiVersion": "edgeplane/v1", "bng": {
+        # The configuration file's core routes, now owned by the desired state.
+        "routes": [{"prefix": p, "via": v} for p, v in (("0.0.0.0/1", CORE4), ("128.0.0.0/1", CORE4),
+                                                       ("::/1", CORE6), ("8000::/1", CORE6))],
+        "pipes": [{"name": "fast", "rate": 500000000}],
+        "subscribers": [{"id": s.id, **({"sTag": s.qinq[0], "cTag": s.qinq[1]} if s.qinq else {"vlan": s.vlan}),
+                         "mac": s.mac, "ipv4": [s.ipv4], "ipv6": s.prefix6, "pipe": "fast"} for s in subs]}}
+
+
+@pytest.fixture(scope="module")
+def bng(dp_binary, tmp_path_factory):
+    ok, why = bng_available(dp_binary)
+    if not ok:
+        pytest.skip(why)
+    with ControlledBngLab(SUBS, tag="cpb") as bl:
+        with ControlPlane(tmp_path_factory.mktemp("control-bng"), bl.dp.ctl_path, node="bng1") as cp:
+            bl.cp = cp
+            yield bl
+
+
+def sub_ping(lab, name, count=2):
+    return lab.sub(name).host.run(["ping", "-n", "-c", str(count), "-i", "0.2", "-W", "1", CORE4],
+                                  check=False).returncode == 0
+
+
+def test_bng_subscribers_come_from_the_controller(bng):
+    assert bng.dp.ctl("sub-list")["total"] == 0 and not sub_ping(bng, "s1", count=1)
+    a = bng.cp.apply({"nodes": {"bng1": bng_node(SUBS)}})
+    st = bng.cp.wait_converged(a["revision"])
+    # The routes and the pipe were already right: only the subscribers were sent.
+    assert st["changes"] == {"subscriber add": 2}, st
+    assert sub_ping(bng, "s1") and sub_ping(bng, "s2")
+    assert bng.dp.ctl("sub-get", id=1)["qinq"] == "100.200"
+
+
+def test_bng_kill9_reprograms_the_subscribers(bng):
+    before = bng.cp.metric("edgeplane_agent_resyncs_total", reason="restart") or 0
+    bng.dp.kill()
+    bng.dp.start()
+    wait_for("subscribers back", lambda: bng.dp.ctl("sub-list")["total"] == 2)
+    assert bng.cp.metric("edgeplane_agent_resyncs_total", reason="restart") > before
+    assert sub_ping(bng, "s1") and sub_ping(bng, "s2")
+
+
+def test_bng_subscriber_removed_by_the_controller_stops_forwarding(bng):
+    a = bng.cp.apply({"nodes": {"bng1": bng_node(SUBS[:1])}})
+    bng.cp.wait_converged(a["revision"])
+    assert bng.dp.ctl("sub-list")["total"] == 1
+    assert sub_ping(bng, "s1") and not sub_ping(bng, "s2", count=1)
