@@ -192,11 +192,12 @@ class ControlPlane:
                 return None
             raise
 
-    def wait_converged(self, revision, timeout=30):
+    def wait_converged(self, revision, timeout=30, interval=0.1):
         def ok():
             st = self.status()
             return st if st and st["converged"] and st["observedRevision"] >= revision else None
-        return wait_for(f"node {self.node} converged to revision {revision}", ok, timeout=timeout)
+        return wait_for(f"node {self.node} converged to revision {revision}", ok, timeout=timeout,
+                        interval=interval)
 
     # -- telemetry -------------------------------------------------------------
     def metrics(self):
