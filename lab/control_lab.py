@@ -53,11 +53,12 @@ class HTTPError(Exception):
 class ControlPlane:
     """Controller + agent (+ Prometheus when prometheus=True)."""
 
-    def __init__(self, workdir, dp_socket, node="edge1", prometheus=False):
+    def __init__(self, workdir, dp_socket, node="edge1", prometheus=False, agent=True):
         self.dir = Path(workdir)
         self.dp_socket = str(dp_socket)
         self.node = node
         self.want_prometheus = prometheus
+        self.want_agent = agent
         self.procs = []
         self.token = "edgeplane-test-token-0123456789"
 
@@ -96,7 +97,8 @@ class ControlPlane:
             "--api-token-file", str(tok), "--data-dir", str(self.dir / "etcd"),
             "--etcd-listen", self.etcd, "--etcd-peer", f"http://127.0.0.1:{free_port()}"])
         wait_for("controller answers", self._controller_up, timeout=60)
-        self.start_agent()
+        if self.want_agent:
+            self.start_agent()
         if self.want_prometheus:
             self.start_prometheus()
 
