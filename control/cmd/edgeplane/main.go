@@ -122,23 +122,12 @@ func runAgent(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var runNode func(context.Context) error
-	if nf.node != "" {
-		var err error
-		if runNode, err = nf.start(); err != nil {
+	if cfg.Iface == "" {
+		runNode, err := nf.start(nil) // the node agent alone
+		if err != nil {
 			return err
 		}
-		if cfg.Iface == "" {
-			return runNode(ctx)
-		}
-		go func() {
-			if err := runNode(ctx); err != nil {
-				slog.Error("node agent", "err", err)
-			}
-		}()
-	}
-	if lc.Addr == "" {
-		lc.Addr = "unix:" + filepath.Join("/run/edgeplane", cfg.Iface+".sock")
+		return runNode(ctx)
 	}
 	// The listener first: a wrong --listen or --api-* flag fails before
 	// the program is attached, and nothing else creates files yet while
@@ -153,6 +142,18 @@ func runAgent(args []string) error {
 		return err
 	}
 	defer a.Close()
+	if nf.node != "" {
+		// The node agent reconciles this XDP function's intents too.
+		runNode, err := nf.start(a)
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := runNode(ctx); err != nil {
+				slog.Error("node agent", "err", err)
+			}
+		}()
+	}
 
 	srv := api.NewServer(api.Handler(a, ep.Options), *readTimeout)
 	go func() {

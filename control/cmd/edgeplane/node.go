@@ -45,7 +45,8 @@ func (n *nodeFlags) register(fs *flag.FlagSet) {
 }
 
 // start builds the node agent; run reconciles until ctx ends.
-func (n *nodeFlags) start() (run func(ctx context.Context) error, err error) {
+// steering is the XDP function the agent runs (--iface), or nil.
+func (n *nodeFlags) start(steering reconcile.Steering) (run func(ctx context.Context) error, err error) {
 	if n.etcd.endpoints == "" {
 		return nil, errors.New("--node needs --etcd-endpoints")
 	}
@@ -62,7 +63,7 @@ func (n *nodeFlags) start() (run func(ctx context.Context) error, err error) {
 		}
 		return reconcile.DP{C: clients[path]}
 	}
-	p := reconcile.Planes{Router: plane(n.router), BNG: plane(n.bng), UDP: plane(n.udp)}
+	p := reconcile.Planes{Router: plane(n.router), BNG: plane(n.bng), UDP: plane(n.udp), Steering: steering}
 	if n.subIDs != "" {
 		lo, hi, ok := strings.Cut(n.subIDs, "-")
 		l, e1 := strconv.ParseUint(lo, 10, 32)

@@ -45,6 +45,7 @@ const (
 // drift: nothing here can realise it.
 type Planes struct {
 	Router, BNG, UDP DataPlane
+	Steering         Steering // the agent's XDP function, when it runs with --iface
 	// SubIDs is the range of subscriber ids the bng section owns; others
 	// (a PFCP user plane's, `edgeplane upf --sub-ids`) are left alone.
 	SubIDLo, SubIDHi uint32
@@ -102,8 +103,12 @@ func Pass(ctx context.Context, p Planes, cfg *model.NodeConfig) Result {
 			terminates(ctx, p.UDP, u.Terminate, &res)
 		}
 	}
-	if cfg.Steering != nil {
-		res.drift("section", "steering", fmt.Errorf("XDP steering intents are applied through the agent's --iface API, not yet from the desired state"))
+	if st := cfg.Steering; st != nil {
+		if p.Steering == nil {
+			res.drift("section", "steering", fmt.Errorf("no XDP steering function on this node (edgeplane agent --iface)"))
+		} else {
+			steering(ctx, p.Steering, st.Intents, &res)
+		}
 	}
 	return res
 }
