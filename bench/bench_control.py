@@ -143,7 +143,8 @@ def run(args):
             a = cp.apply({"nodes": {"edge1": node([sub(i) for i in range(1, N + 1)])}})
             cp.wait_converged(a["revision"], timeout=600)
             apply_64k = time.monotonic() - t0
-            mem = {"agent_rss_mib": rss_kib(cp.agent.pid) / 1024, "controller_rss_mib": rss_kib(cp.controller.pid) / 1024}
+            mem = {"agent_rss_mib": rss_kib(cp.agent.pid) / 1024,
+                   "controller_rss_mib": rss_kib(cp.controller.pid) / 1024}
             for r in range(rounds):
                 resync.append(resync_round(cp, dp))
                 direct_r.append(direct_round(work / f"direct{r}"))

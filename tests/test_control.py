@@ -18,7 +18,7 @@ import pytest
 
 from lab.bng_lab import CORE4, CORE6, BngLab, Subscriber, bng_available, bng_sections
 from lab.control_lab import ControlPlane, HTTPError, wait_for
-from lab.router_lab import A6, B4, B6, RouterLab
+from lab.router_lab import B4, B6, RouterLab
 
 NODE = "edge1"
 ROUTE = {"prefix": "198.18.100.0/24", "via": B4}

@@ -25,7 +25,7 @@ type Steering interface {
 // applied through the XDP agent's own API under other ids are left alone.
 const SteeringPrefix = "desired-"
 
-// SteeringDoc is a model intent as the XDP agent's seed-format document
+// SteeringDoc is a model intent as the XDP agent's DPPnApp-format document
 // (docs/xdp-steering.md): the flow fields as one resource, the CPU in the
 // action. Its bytes are stable, so an intent that did not change compares
 // equal to the one installed.
