@@ -44,15 +44,28 @@ def helm_template(*args):
     """Objects `helm template` renders (a list of dicts); raises on failure."""
     if not HELM.is_file():
         pytest.fail(f"{HELM} is missing: `make setup` installs the pinned helm")
-    cmd = [str(HELM), "template", "edge", str(CHART), "--namespace", "edge", *args]
+    cmd = [str(HELM), "template", "edge", str(CHART), "--namespace", "edge", "--kube-version", K8S_VERSION, *args]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         raise RenderError(out.stderr)
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
+    return [d for d in yaml.load_all(out.stdout, Loader=UniqueKeyLoader) if d]
 
 
 class RenderError(Exception):
     pass
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """YAML whose mappings may not repeat a key: PyYAML, like the API server's
+    decoder in most paths, keeps the last of two equal keys, so a template that
+    writes `intel.com/sriov_access` twice would hide one VF request."""
+
+    def construct_mapping(self, node, deep=False):
+        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+        dup = sorted({str(k) for k in keys if keys.count(k) > 1})
+        if dup:
+            raise RenderError(f"{node.start_mark}: repeated keys {dup}")
+        return super().construct_mapping(node, deep=deep)
 
 
 def render_variant(name):
@@ -353,7 +366,7 @@ def test_guaranteed_qos_refuses_a_container_without_memory():
 
 
 def test_guaranteed_qos_refuses_a_sidecar_without_limits():
-    assert not_guaranteed(broken('agent.resources={"cpu":"250m"}')) == [
+    assert not_guaranteed(broken("agent.resources.memory=null")) == [
         "edge-edgeplane-bng: QoS class Burstable"]
 
 

@@ -61,19 +61,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $net := index $v.networks $pv.network | required (printf "port %s: network %q is not in networks" $port $pv.network) -}}
 {{- $_ := set $res $net.resourceName (add1 (get $res $net.resourceName | default 0)) -}}
 {{- end -}}
+{{- /* Added to the ports' VFs, never written as a second key of the same name. */ -}}
+{{- range $rn, $n := .p.extraResources }}
+{{- $_ := set $res $rn (add (get $res $rn | default 0) $n) -}}
+{{- end -}}
 {{- /* Left out when unset, so a values file that forgets one renders a
      pod tests/test_deploy_manifests.py can refuse rather than a "" quantity. */}}
-{{- with .p.cpus }}
-cpu: {{ . | quote }}
-{{- end }}
-{{- with .p.memory }}
-memory: {{ . | quote }}
-{{- end }}
+{{- include "edgeplane.cpuMemory" (dict "cpu" .p.cpus "memory" .p.memory) }}
 hugepages-{{ .p.hugepages.size }}: {{ .p.hugepages.amount | quote }}
 {{- range $rn, $n := $res }}
-{{ $rn }}: {{ $n | quote }}
-{{- end }}
-{{- range $rn, $n := .p.extraResources }}
 {{ $rn }}: {{ $n | quote }}
 {{- end }}
 {{- end -}}
@@ -93,8 +89,8 @@ hugepages-{{ .p.hugepages.size }}: {{ .p.hugepages.amount | quote }}
   resources:
     # Requests equal limits, integer CPUs: Guaranteed QoS, exclusive CPUs
     # from the static CPU manager, hugepages that cannot be overcommitted.
-    requests: {{- include "edgeplane.dpResources" . | nindent 6 }}
-    limits: {{- include "edgeplane.dpResources" . | nindent 6 }}
+    requests: {{- include "edgeplane.dpResources" . | trim | nindent 6 }}
+    limits: {{- include "edgeplane.dpResources" . | trim | nindent 6 }}
   securityContext:
     {{- if $v.dataplane.privileged }}
     privileged: true
@@ -117,6 +113,16 @@ hugepages-{{ .p.hugepages.size }}: {{ .p.hugepages.amount | quote }}
       mountPath: /run/edgeplane
     - name: hugepages-{{ .name }}
       mountPath: /dev/hugepages
+{{- end -}}
+
+{{/* cpu and memory of a {cpu, memory} value, each left out when unset. */}}
+{{- define "edgeplane.cpuMemory" -}}
+{{- with .cpu }}
+cpu: {{ . | quote }}
+{{- end }}
+{{- with .memory }}
+memory: {{ . | quote }}
+{{- end }}
 {{- end -}}
 
 {{/* The agent container (sidecar or DaemonSet). */}}
@@ -144,12 +150,8 @@ hugepages-{{ .p.hugepages.size }}: {{ .p.hugepages.amount | quote }}
       containerPort: {{ $v.agent.metricsPort }}
       protocol: TCP
   resources:
-    requests:
-      cpu: {{ $v.agent.resources.cpu | quote }}
-      memory: {{ $v.agent.resources.memory | quote }}
-    limits:
-      cpu: {{ $v.agent.resources.cpu | quote }}
-      memory: {{ $v.agent.resources.memory | quote }}
+    requests: {{- include "edgeplane.cpuMemory" $v.agent.resources | nindent 6 }}
+    limits: {{- include "edgeplane.cpuMemory" $v.agent.resources | nindent 6 }}
   securityContext:
     privileged: false
     allowPrivilegeEscalation: false
