@@ -22,6 +22,7 @@ against Kubernetes' schemas by deploy/validate (`make test-deploy`).
 """
 
 import json
+import os
 import re
 import subprocess
 from fractions import Fraction
@@ -323,6 +324,47 @@ def test_dataplane_config_names_every_port_and_worker(rendered):
     assert "[worker uplink1]" not in up                      # cpus: 2 = control thread + one worker
     assert cm["data"]["uplink.ports"].split() == [
         "access", "PCIDEVICE_INTEL_COM_SRIOV_ACCESS", "1", "core", "PCIDEVICE_INTEL_COM_SRIOV_CORE", "1"]
+
+
+def run_start_script(objs, tmp_path, pipeline, env, *dp_args):
+    """The ConfigMap's start.sh, run as the container would, with the
+    ConfigMap's files in a directory of the test's and a real edgeplane-dp."""
+    (cm,) = [o for o in objs if o["kind"] == "ConfigMap"]
+    etc, run = tmp_path / "etc", tmp_path / "run"
+    etc.mkdir()
+    run.mkdir()
+    for name, text in cm["data"].items():
+        (etc / name).write_text(text)
+    full_env = {"PATH": "/usr/bin:/bin", "POD_NAME": "edge-edgeplane-bng-7d9f",
+                "EDGEPLANE_CONF_DIR": str(etc), "EDGEPLANE_RUN_DIR": str(run),
+                "EDGEPLANE_DP": os.environ.get("EDGEPLANE_DP", str(ROOT / "build/dp/edgeplane-dp")), **env}
+    res = subprocess.run(["/bin/sh", str(etc / "start.sh"), pipeline, *dp_args],
+                         capture_output=True, text=True, env=full_env, timeout=60)
+    return res, run / f"edge-edgeplane-bng-7d9f-{pipeline}.conf"
+
+
+VFS = {"PCIDEVICE_INTEL_COM_SRIOV_ACCESS": "0000:18:02.1", "PCIDEVICE_INTEL_COM_SRIOV_CORE": "0000:18:0a.3"}
+
+
+@pytest.mark.parametrize("pipeline", ["uplink", "downlink"])
+def test_start_script_config_passes_edgeplane_dp_check(rendered, tmp_path, pipeline):
+    # The device plugin's variables as it sets them; edgeplane-dp parses the
+    # whole file (--check: no hugepages, no PCI probe, no socket).
+    res, conf = run_start_script(rendered["default"], tmp_path, pipeline, VFS, "--check")
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = conf.read_text()
+    assert "[port access]\ndevice = 0000:18:02.1\n" in text
+    assert "[port core]\ndevice = 0000:18:0a.3\n" in text
+    assert f"ctl_socket = /run/edgeplane/edge-edgeplane-bng-7d9f-{pipeline}.sock" in text
+    assert "@" not in text
+
+
+def test_start_script_refuses_a_missing_vf(rendered, tmp_path):
+    res, conf = run_start_script(rendered["default"], tmp_path, "uplink",
+                                 {"PCIDEVICE_INTEL_COM_SRIOV_ACCESS": "0000:18:02.1"}, "--check")
+    assert res.returncode == 1
+    assert "PCIDEVICE_INTEL_COM_SRIOV_CORE is empty" in res.stderr
+    assert not conf.exists()
 
 
 # --- each rule refuses a rendering that breaks it --------------------------------
