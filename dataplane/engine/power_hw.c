@@ -174,6 +174,8 @@ ep_power_facts(const struct ep_engine *e, const struct ep_worker *w, bool probed
 	f->worker = w->name;
 	f->probed = probed;
 	f->n_rx = w->type->source != NULL ? 0 : w->n_rx;
+	f->own_wakeups = w->type->source != NULL || w->type->service != NULL ||
+			 w->type->wait != NULL;
 	for (int i = 0; i < f->n_rx && i < EP_POWER_MAX_RX; i++) {
 		const struct ep_port *p = &e->ports[w->rx[i].port];
 		struct ep_poll_queue_facts *q = &f->rx[i];
