@@ -36,9 +36,9 @@
  * time-shared threads instead of queueing behind them.  `auto` (the
  * default) does so, at priority 1, for sleep-rx; 0 keeps SCHED_OTHER;
  * 1-99 asks for that priority with any policy that releases the CPU.  A
- * guard (ep_rt_account) demotes the worker to SCHED_OTHER while it is awake
- * for most of a 10 ms window -- overload, as the kernel hands softirq work
- * to ksoftirqd after 2 ms -- and promotes it again after a quieter window.
+ * guard (ep_rt_judge) demotes the worker to SCHED_OTHER after a 10 ms window
+ * it spent 90 % on the CPU -- overload, as the kernel hands softirq work to
+ * ksoftirqd after 2 ms -- and promotes it again after a window under 50 %.
  *
  * and, with any of them, `cpufreq = on`: the worker's CPU runs at its
  * lowest cpufreq frequency while it is mostly idle and at its highest as
@@ -250,53 +250,62 @@ ep_freq_account(struct ep_freq_gov *g, uint64_t now, uint64_t busy)
 /* ------------------------------------------------------------------------ */
 /* The real-time guard (rt_priority > 0).                                   */
 
-#define EP_RT_WINDOW_US       10000   /**< awake share judged per 10 ms window */
-#define EP_RT_DEMOTE_PCT      90      /**< awake share that demotes at once */
-#define EP_RT_PROMOTE_PCT     50      /**< a window under this promotes again */
+#define EP_RT_WINDOW_US       10000   /**< CPU share judged per 10 ms window */
+#define EP_RT_DEMOTE_PCT      90      /**< a window this much on the CPU demotes */
+#define EP_RT_PROMOTE_PCT     50      /**< once demoted, a window under this promotes */
 
 enum ep_rt_act { EP_RT_KEEP = 0, EP_RT_DEMOTE, EP_RT_PROMOTE };
 
+/*
+ * The worker's own CPU time decides, not the wall time of its loop: a
+ * worker preempted by a higher-priority thread (a tester, an interrupt)
+ * is not saturated, however long its turn took.
+ */
 struct ep_rt_guard {
 	uint64_t window;       /**< TSC cycles per window */
-	uint64_t start;        /**< start of the current window */
-	uint64_t awake;        /**< cycles polling (busy or empty) in it, pauses excluded */
+	uint64_t start;        /**< TSC at the start of the current window */
+	uint64_t cpu_start_ns; /**< the thread's CPU time then */
+	uint64_t hz;
 	bool demoted;          /**< running SCHED_OTHER until a quieter window */
 };
 
 static inline void
-ep_rt_guard_init(struct ep_rt_guard *g, uint64_t hz, uint64_t now)
+ep_rt_guard_init(struct ep_rt_guard *g, uint64_t hz, uint64_t now, uint64_t cpu_ns)
 {
+	g->hz = hz;
 	g->window = hz / 1000000 * EP_RT_WINDOW_US;
 	g->start = now;
-	g->awake = 0;
+	g->cpu_start_ns = cpu_ns;
 	g->demoted = false;
 }
 
+/** The current window is over: time to read the CPU clock and judge. */
+static inline bool
+ep_rt_due(const struct ep_rt_guard *g, uint64_t now)
+{
+	return now - g->start >= g->window;
+}
+
 /**
- * Account @p awake cycles (a loop turn's, its pause excluded) at @p now.
- * A worker awake for EP_RT_DEMOTE_PCT of a window is demoted at once (it is
- * saturated: at a real-time priority it would starve its CPU); once demoted,
- * a window under EP_RT_PROMOTE_PCT awake promotes it again.
+ * Judge the window ending at @p now in which the thread's CPU clock
+ * reached @p cpu_ns: demote a worker that was on the CPU for
+ * EP_RT_DEMOTE_PCT of it (saturated: at a real-time priority it would
+ * starve its CPU), promote a demoted one after a window under
+ * EP_RT_PROMOTE_PCT.
  */
 static inline enum ep_rt_act
-ep_rt_account(struct ep_rt_guard *g, uint64_t now, uint64_t awake)
+ep_rt_judge(struct ep_rt_guard *g, uint64_t now, uint64_t cpu_ns)
 {
-	uint64_t elapsed = now - g->start;
-	bool hot;
+	uint64_t elapsed_ns = (now - g->start) * 1000000000ull / (g->hz ? g->hz : 1);
+	uint64_t used = cpu_ns > g->cpu_start_ns ? cpu_ns - g->cpu_start_ns : 0;
 
-	g->awake += awake;
-	if (!g->demoted && g->awake * 100 >= g->window * EP_RT_DEMOTE_PCT) {
+	g->start = now;
+	g->cpu_start_ns = cpu_ns;
+	if (!g->demoted && used * 100 >= elapsed_ns * EP_RT_DEMOTE_PCT) {
 		g->demoted = true;
-		g->start = now;
-		g->awake = 0;
 		return EP_RT_DEMOTE;
 	}
-	if (elapsed < g->window)
-		return EP_RT_KEEP;
-	hot = g->awake * 100 >= elapsed * EP_RT_PROMOTE_PCT;
-	g->start = now;
-	g->awake = 0;
-	if (g->demoted && !hot) {
+	if (g->demoted && used * 100 < elapsed_ns * EP_RT_PROMOTE_PCT) {
 		g->demoted = false;
 		return EP_RT_PROMOTE;
 	}

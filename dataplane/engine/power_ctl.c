@@ -193,7 +193,7 @@ ep_power_rt_apply(struct ep_worker *w)
 
 	bool demoted = p->rt.demoted;
 
-	ep_rt_guard_init(&p->rt, w->engine->tsc_hz, rte_rdtsc());
+	ep_rt_guard_init(&p->rt, w->engine->tsc_hz, rte_rdtsc(), ep_power_thread_cpu_ns());
 	if (prio == p->rt_applied && !demoted)
 		return;
 	if (pthread_setschedparam(pthread_self(), prio ? SCHED_FIFO : SCHED_OTHER, &sp) == 0) {

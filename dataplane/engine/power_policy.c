@@ -73,7 +73,7 @@ ep_poll_cfg_set(struct ep_poll_cfg *c, const char *key, const char *val, struct 
 		    name_index(ep_poll_policy_name, EP_POLL__COUNT, val);
 		if (i < 0) {
 			names_list(ep_poll_policy_name, EP_POLL__COUNT, names, sizeof(names));
-			return ep_err_set(err, "'%s': expected auto or one of %s", val, names);
+			return ep_err_set(err, "'%s': expected one of %s, or auto", val, names);
 		}
 		c->policy = (enum ep_poll_policy)i;
 		c->auto_policy = strcmp(val, "auto") == 0;

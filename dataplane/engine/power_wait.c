@@ -52,19 +52,32 @@ ep_power_thread_start(struct ep_worker *w)
 	ep_power_rt_apply(w);
 }
 
-/* The real-time guard's decision, carried out on the worker thread. */
+uint64_t
+ep_power_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The real-time guard's decision, carried out on the worker thread: one
+ * CPU-clock read per 10 ms window, a syscall only to change class. */
 void
-ep_power_rt_tick(struct ep_worker *w, uint64_t now, uint64_t awake)
+ep_power_rt_tick(struct ep_worker *w, uint64_t now)
 {
 	struct ep_power *p = w->power;
 	struct sched_param sp = { .sched_priority = 0 };
-	enum ep_rt_act a = ep_rt_account(&p->rt, now, awake);
+	enum ep_rt_act a;
 
+	if (!ep_rt_due(&p->rt, now))
+		return;
+	a = ep_rt_judge(&p->rt, now, ep_power_thread_cpu_ns());
 	if (a == EP_RT_KEEP)
 		return;
 	if (a == EP_RT_PROMOTE)
 		sp.sched_priority = p->rt_applied;
-	/* A syscall, at most once per 10 ms window. */
 	pthread_setschedparam(pthread_self(), a == EP_RT_PROMOTE ? SCHED_FIFO : SCHED_OTHER, &sp);
 	if (a == EP_RT_DEMOTE)
 		p->rt_demotions++;

@@ -398,47 +398,46 @@ EP_TEST(rt_priority_refused_with_a_policy_that_keeps_the_cpu)
 	}
 }
 
-/* The guard: demoted once a window is mostly awake, promoted after a
- * quieter one, and never for a worker that pauses. */
+/* The guard judges each 10 ms window by the thread's CPU time: demoted
+ * after a window 90 % on the CPU, promoted after one under 50 %; a worker
+ * whose turns took long because it was preempted is not demoted. */
 EP_TEST(rt_guard_demotes_a_saturated_worker_and_promotes_it_after)
 {
 	struct ep_rt_guard g;
-	const uint64_t hz = 1000000000, us = hz / 1000000;
-	uint64_t t = 0;
+	const uint64_t hz = 2000000000, ms = hz / 1000, ms_ns = 1000000;
+	uint64_t t = 0, cpu = 0;
 	int demote = 0, promote = 0;
 
-	ep_rt_guard_init(&g, hz, t);
-	/* 30 ms of turns awake 10 us, asleep 40 us: 20 % awake, never demoted. */
-	for (int i = 0; i < 600; i++) {
-		t += 10 * us;
-		demote += ep_rt_account(&g, t, 10 * us) == EP_RT_DEMOTE;
-		t += 40 * us;
+	ep_rt_guard_init(&g, hz, t, cpu);
+	EP_CHECK(!ep_rt_due(&g, t + 9 * ms));
+	EP_CHECK(ep_rt_due(&g, t + 10 * ms));
+	/* 20 % on the CPU, and preempted the rest: never demoted. */
+	for (int i = 0; i < 5; i++) {
+		t += 10 * ms;
+		cpu += 2 * ms_ns;
+		demote += ep_rt_judge(&g, t, cpu) == EP_RT_DEMOTE;
 	}
 	EP_CHECK_EQ(demote, 0);
-	/* Always awake: demoted within the window after the one it began in. */
-	const uint64_t t_sat = t;
-
-	for (int i = 0; i < 1000 && demote == 0; i++) {
-		t += 10 * us;
-		demote += ep_rt_account(&g, t, 10 * us) == EP_RT_DEMOTE;
-	}
-	EP_CHECK_EQ(demote, 1);
+	/* A whole window on the CPU: demoted at its end. */
+	t += 10 * ms;
+	cpu += 10 * ms_ns;
+	EP_CHECK_EQ(ep_rt_judge(&g, t, cpu), EP_RT_DEMOTE);
 	EP_CHECK(g.demoted);
-	EP_CHECK(t - t_sat <= 2 * EP_RT_WINDOW_US * us);
 	/* Still saturated: stays demoted, no flapping. */
-	for (int i = 0; i < 3000; i++) {
-		t += 10 * us;
-		promote += ep_rt_account(&g, t, 10 * us) == EP_RT_PROMOTE;
+	for (int i = 0; i < 5; i++) {
+		t += 10 * ms;
+		cpu += 9 * ms_ns;
+		promote += ep_rt_judge(&g, t, cpu) == EP_RT_PROMOTE;
 	}
 	EP_CHECK_EQ(promote, 0);
-	/* Load falls to 20 %: promoted at the end of the first quiet window. */
-	for (int i = 0; i < 400 && promote == 0; i++) {
-		t += 10 * us;
-		promote += ep_rt_account(&g, t, 10 * us) == EP_RT_PROMOTE;
-		t += 40 * us;
-	}
-	EP_CHECK_EQ(promote, 1);
+	/* Load falls to 30 %: promoted at the end of that window. */
+	t += 10 * ms;
+	cpu += 3 * ms_ns;
+	EP_CHECK_EQ(ep_rt_judge(&g, t, cpu), EP_RT_PROMOTE);
 	EP_CHECK(!g.demoted);
+	/* A clock that went backwards counts as idle, not as a wrap. */
+	t += 10 * ms;
+	EP_CHECK_EQ(ep_rt_judge(&g, t, cpu - 1), EP_RT_KEEP);
 }
 
 EP_TEST(cpu_wait_refused_without_waitpkg_or_monitorx)

@@ -444,9 +444,8 @@ ep_worker_main(void *arg)
 		}
 		if (unlikely(w->poll.cpufreq))
 			ep_power_freq_tick(w, t1, got != 0 ? t1 - t0 : 0);
-		/* t1 was taken before any pause: the turn's awake time. */
 		if (unlikely(w->power->rt_applied != 0))
-			ep_power_rt_tick(w, t1, t1 - t0);
+			ep_power_rt_tick(w, t1);
 		run_messages(w);
 		rte_rcu_qsbr_quiescent(e->qsbr, w->id);
 	}
