@@ -480,7 +480,8 @@ ep_worker_call(struct ep_worker *w, void (*fn)(struct ep_worker *, void *), void
 		return ep_err_set(err, "worker %s: message queue full", w->name);
 	}
 	/* A worker waiting on its rx sockets (sleep-rx) wakes for it now. */
-	if (w->power->msg_fd >= 0 && write(w->power->msg_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) {
+	if (w->power != NULL && w->power->msg_fd >= 0 &&
+	    write(w->power->msg_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) {
 		/* EAGAIN: the counter is full, the worker is woken anyway */
 	}
 	/*
