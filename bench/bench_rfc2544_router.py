@@ -251,8 +251,12 @@ def throughput_bound(s):
     if t["sink_ring_drops"] > 0:
         return "tester: the sink's ring overflowed"
     if d is not None and d["ring_drops"] > 0:
-        if d["runq_share"] > 0.1 or d["rt_demotions"] > 0:
-            return "shared cores: our worker waited for a CPU and its ring overflowed"
+        if d["rt_demotions"] > 0:
+            return ("our worker: saturated (demoted to SCHED_OTHER by its guard), its ring "
+                    "overflowed")
+        if d["runq_share"] > 0.1:
+            return ("shared cores: our worker waited for a CPU (behind the tester's "
+                    "higher-priority threads and the kernel's) and its ring overflowed")
         return "our worker: its ring overflowed while it ran"
     if t["softnet_drops"] > 0:
         return "the wire: the kernel's backlog (netdev_max_backlog) overflowed"
@@ -276,7 +280,8 @@ def latency_bound(lat):
     if total and before >= 0.5 * total:
         if woke:
             return "wake-up: our worker was asleep when most frames arrived"
-        return "shared cores: frames waited in our ring for a busy or descheduled worker"
+        return ("shared cores: frames waited in our ring while our worker waited for a CPU "
+                f"(run-queue share {d['runq_share']})")
     return "the wire and the sink: most of the p50 is after our worker's rx"
 
 
