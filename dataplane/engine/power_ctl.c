@@ -293,7 +293,7 @@ plan_policy(struct ep_engine *e, struct ep_worker *w, const struct ep_poll_cfg *
 		return -1;
 	if (c->policy == EP_POLL_SLEEP_RX) {
 		for (int i = 0; i < f.n_rx; i++) {
-			pl->fds[i].fd = ep_af_packet_fd(w->rx[i].port, w->rx[i].queue);
+			pl->fds[i].fd = ep_port_rx_fd(w->rx[i].port, w->rx[i].queue);
 			pl->fds[i].events = POLLIN;
 			pl->n_fds++;
 		}
@@ -459,7 +459,7 @@ mechanism(const struct ep_engine *e, const struct ep_worker *w)
 	case EP_POLL_SLEEP:
 		return "nanosleep";
 	case EP_POLL_SLEEP_RX:
-		return "ppoll on the rx queues' af_packet sockets";
+		return "ppoll on the rx queues' sockets";
 	case EP_POLL_CPU_WAIT:
 		return p->rx_monitor ? (intel ? "UMWAIT on the rx descriptor" :
 					"MWAITX on the rx descriptor") :

@@ -228,7 +228,7 @@ ep_poll_check(const struct ep_poll_cfg *c, const struct ep_power_caps *caps,
 		for (int i = 0; f->probed && i < f->n_rx; i++)
 			if (!f->rx[i].has_fd)
 				return ep_err_set(err, "sleep-rx: port %s (%s) has no file descriptor "
-						  "to wait on: sleep-rx needs net_af_packet ports",
+						  "to wait on: sleep-rx needs net_af_packet or net_af_xdp ports",
 						  f->rx[i].port, f->rx[i].driver);
 		return 0;
 	case EP_POLL_CPU_WAIT:

@@ -23,6 +23,7 @@
  * whole burst to one port, as a pipeline's last stage does.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -312,6 +313,21 @@ ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint1
 		return n;
 	}
 	return run_burst_at(w, first, pkts, n, &t);
+}
+
+int
+ep_worker_rx_fds(const struct ep_worker *w, struct pollfd *fds, int max)
+{
+	if (w->n_rx > max)
+		return 0;
+	for (int i = 0; i < w->n_rx; i++) {
+		fds[i].fd = ep_port_rx_fd(w->rx[i].port, w->rx[i].queue);
+		fds[i].events = POLLIN;
+		fds[i].revents = 0;
+		if (fds[i].fd < 0)
+			return 0;
+	}
+	return w->n_rx;
 }
 
 static void
