@@ -108,6 +108,30 @@ key6(struct ep_acl_scratch *sc, uint16_t i, const uint8_t *p, const struct ep_me
 	}
 }
 
+/* Pass 2: one rte_acl_classify per family over the slots. */
+static __rte_always_inline void
+run_ctx(const struct ep_acl_set *set, struct ep_acl_scratch *sc, uint16_t n4, uint16_t n6)
+{
+	const uint8_t cats = set->categories;
+
+	if (n4 != 0) {
+		if (set->ctx4 != NULL)
+			rte_acl_classify(set->ctx4, sc->data, sc->res, n4, cats);
+		else
+			memset(sc->res, 0, sizeof(sc->res[0]) * n4 * cats);
+	}
+	if (n6 != 0) {
+		uint16_t first = (uint16_t)(EP_BURST_MAX - n6);
+
+		/* The v6 slots were filled from the back: each slot names its packet. */
+		if (set->ctx6 != NULL)
+			rte_acl_classify(set->ctx6, &sc->data[first], &sc->res[(uint32_t)first * cats],
+					 n6, cats);
+		else
+			memset(&sc->res[(uint32_t)first * cats], 0, sizeof(sc->res[0]) * n6 * cats);
+	}
+}
+
 /*
  * Passes 1 and 2 over a burst: rte_acl's results are left in sc->res[],
  * set->categories per slot, IPv4 in slots [0, *n4), IPv6 in
@@ -120,7 +144,7 @@ classify_slots(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct r
 	       uint16_t n, const uint16_t *set_ids, const bool keyed, uint16_t *n4o,
 	       uint16_t *n6o, uint32_t *res, uint16_t *next, uint16_t *out)
 {
-	const uint8_t lanes = set->lanes, cats = set->categories;
+	const uint8_t lanes = set->lanes;
 	uint16_t n4 = 0, n6 = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -149,34 +173,32 @@ classify_slots(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct r
 			(*out)++;
 		}
 	}
-	if (n4 != 0) {
-		if (set->ctx4 != NULL)
-			rte_acl_classify(set->ctx4, sc->data, sc->res, n4, cats);
-		else
-			memset(sc->res, 0, sizeof(sc->res[0]) * n4 * cats);
-	}
-	if (n6 != 0) {
-		uint16_t first = (uint16_t)(EP_BURST_MAX - n6);
-
-		/* The v6 slots were filled from the back: each slot names its packet. */
-		if (set->ctx6 != NULL)
-			rte_acl_classify(set->ctx6, &sc->data[first], &sc->res[(uint32_t)first * cats],
-					 n6, cats);
-		else
-			memset(&sc->res[(uint32_t)first * cats], 0, sizeof(sc->res[0]) * n6 * cats);
-	}
+	run_ctx(set, sc, n4, n6);
 	*n4o = n4;
 	*n6o = n6;
 }
+
+static __rte_always_inline void results(const struct ep_acl_set *set,
+					const struct ep_acl_scratch *sc, uint16_t n4, uint16_t n6,
+					uint32_t *res);
 
 static __rte_always_inline void
 classify(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct rte_mbuf **pkts,
 	 uint16_t n, const uint16_t *set_ids, uint32_t *res, const bool keyed)
 {
-	const uint8_t lanes = set->lanes, cats = set->categories;
 	uint16_t n4, n6;
 
 	classify_slots(set, sc, pkts, n, set_ids, keyed, &n4, &n6, res, NULL, NULL);
+	results(set, sc, n4, n6, res);
+}
+
+/* Pass 3: the slots' results to the packets' places in @p res. */
+static __rte_always_inline void
+results(const struct ep_acl_set *set, const struct ep_acl_scratch *sc, uint16_t n4, uint16_t n6,
+	uint32_t *res)
+{
+	const uint8_t lanes = set->lanes, cats = set->categories;
+
 	if (lanes == 1) {
 		for (uint16_t j = 0; j < n4; j++)
 			res[sc->pkt[j]] = sc->res[(uint32_t)j * cats];
@@ -200,6 +222,60 @@ ep_acl_classify(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct 
 		classify(set, sc, pkts, n, set_ids, res, true);
 	else
 		classify(set, sc, pkts, n, NULL, res, false);
+}
+
+/* The set ids of both key layouts sit at the same offset of the union. */
+_Static_assert(offsetof(struct ep_acl_key4_set, set) == offsetof(struct ep_acl_key6_set, set),
+	       "set ids at one offset");
+
+void
+ep_acl_keys_build(const struct ep_acl_set *set, struct ep_acl_scratch *sc,
+		  struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t n4 = 0, n6 = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct ep_meta *md = ep_meta(m);
+		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+
+		if (likely(md->l3_type == EP_L3_IPV4)) {
+			sc->data[n4] = key4(sc, i, p, md, true, NULL, set->lanes);
+			sc->pkt[n4++] = i;
+		} else if (md->l3_type == EP_L3_IPV6) {
+			uint16_t slot = (uint16_t)(EP_BURST_MAX - 1 - n6++);
+
+			sc->data[slot] = key6(sc, i, p, md, true, NULL, set->lanes);
+			sc->pkt[slot] = i;
+		}
+	}
+	sc->n = n;
+	sc->n4 = n4;
+	sc->n6 = n6;
+}
+
+void
+ep_acl_classify_keys(const struct ep_acl_set *set, struct ep_acl_scratch *sc,
+		     const uint16_t *set_ids, uint32_t *res)
+{
+	const uint8_t lanes = set->lanes;
+	const uint16_t n4 = sc->n4, n6 = sc->n6;
+
+	for (uint16_t j = 0; j < n4 + n6; j++) {
+		uint16_t slot = j < n4 ? j : (uint16_t)(EP_BURST_MAX - n6 + (j - n4));
+		uint16_t i = sc->pkt[slot];
+		uint16_t ids[EP_ACL_MAX_LANES] = {
+			rte_cpu_to_be_16(set_ids[(uint32_t)i * lanes]),
+			lanes > 1 ? rte_cpu_to_be_16(set_ids[(uint32_t)i * lanes + 1]) : 0 };
+
+		memcpy((uint8_t *)&sc->key[i] + offsetof(struct ep_acl_key4_set, set), ids,
+		       sizeof(ids));
+	}
+	if (unlikely(n4 + n6 != sc->n))
+		for (uint32_t x = 0; x < (uint32_t)sc->n * lanes; x++)
+			res[x] = EP_ACL_NOT_IP;
+	run_ctx(set, sc, n4, n6);
+	results(set, sc, n4, n6, res);
 }
 
 /* The verdicts straight from the result slots (no per-packet copy). */

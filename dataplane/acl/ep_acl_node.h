@@ -88,6 +88,7 @@ struct ep_acl_scratch {
 	const uint8_t *data[EP_BURST_MAX];
 	uint32_t res[EP_BURST_MAX * RTE_ACL_RESULTS_MULTIPLIER];   /**< by slot and category */
 	uint16_t pkt[EP_BURST_MAX];
+	uint16_t n, n4, n6;             /**< ep_acl_keys_build's burst */
 	union {
 		struct ep_acl_key4 v4;
 		struct ep_acl_key6 v6;
@@ -112,6 +113,21 @@ ep_acl_read(const struct ep_acl *acl)
 void ep_acl_classify(const struct ep_acl_set *set, struct ep_acl_scratch *sc,
 		     struct rte_mbuf **pkts, uint16_t n, const uint16_t *set_ids,
 		     uint32_t *res);
+
+/**
+ * One key pass, several classifications: ep_acl_keys_build writes the keys
+ * of a burst into @p sc once; ep_acl_classify_keys then classifies them
+ * with any instance with sets (the key layout is the same for all; only
+ * the set ids differ, written in place before each call).  Results as
+ * ep_acl_classify's.  A pipeline classifying a burst with two instances
+ * (a vCMTS's filter groups and classifiers) saves the second key pass.
+ * @p set of ep_acl_keys_build: any of the instances (its lanes bound the
+ * ids written; the keys hold EP_ACL_MAX_LANES).
+ */
+void ep_acl_keys_build(const struct ep_acl_set *set, struct ep_acl_scratch *sc,
+		       struct rte_mbuf **pkts, uint16_t n);
+void ep_acl_classify_keys(const struct ep_acl_set *set, struct ep_acl_scratch *sc,
+			  const uint16_t *set_ids, uint32_t *res);
 
 /** True if result @p res means "deny" (the default action when 0). */
 static __rte_always_inline int

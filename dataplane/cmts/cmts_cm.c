@@ -794,7 +794,7 @@ cls_kv(void *a, const char *k, const char *v, struct ep_err *err)
 		c->prio = (uint8_t)x;
 	} else {
 		/* The match fields: the ACL module's parser, key=value. */
-		return ep_acl_match_set(&c->m, k, v, false, err) < 0 ? ep_err_prefix(err, "%s: ", k) : 0;
+		return ep_acl_match_set(&c->m, k, v, false, err);
 	}
 	return 0;
 }
@@ -859,7 +859,7 @@ cmts_cls_del(struct cmts_sg *sg, uint32_t id, uint8_t cls, struct ep_err *err)
 static int
 filter_kv(void *a, const char *k, const char *v, struct ep_err *err)
 {
-	return ep_acl_match_set(a, k, v, false, err) < 0 ? ep_err_prefix(err, "%s: ", k) : 0;
+	return ep_acl_match_set(a, k, v, false, err);
 }
 
 /* Position of (group, order) in the sorted list, and whether it is there. */

@@ -262,8 +262,10 @@ cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		d->fg_ids[2 * i + 1] = likely(cm != NULL) ? cm->fg[1] : 0;
 		d->cm_ids[i] = (uint16_t)id;
 	}
-	ep_acl_classify(fs, &d->acl, pkts, n, d->fg_ids, d->fg_res);
-	ep_acl_classify(cs, &d->acl, pkts, n, d->cm_ids, d->cls_res);
+	/* One key pass for both instances (the layouts differ only in the ids). */
+	ep_acl_keys_build(fs, &d->acl, pkts, n);
+	ep_acl_classify_keys(fs, &d->acl, d->fg_ids, d->fg_res);
+	ep_acl_classify_keys(cs, &d->acl, d->cm_ids, d->cls_res);
 	for (uint16_t i = 0; i < n; i++) {
 		int matched;
 
