@@ -731,3 +731,54 @@ EP_TEST(acl_match_fields_parse_one_by_one_as_key_value_lines_use_them)
 	EP_CHECK(ep_acl_match_set(&r, "ttl", "1", true, &err) < 0);
 	EP_CHECK(strstr(err.msg, "ttl") != NULL);
 }
+
+/* One key pass for two instances with sets gives each the results its own
+ * ep_acl_classify gives (a vCMTS classifies a burst with its filter groups
+ * and its classifiers), non-IP packets included. */
+EP_TEST(acl_one_key_pass_serves_two_instances_as_their_own_classify_would)
+{
+	const char *fr[] = { "deny proto udp dport 53 set 1", "permit proto udp set 2",
+			     "deny tos 32-63 set 2" };
+	const char *cr[] = { "permit proto udp dport 5060 set 7 value 3",
+			     "permit dst 2001:db8::/32 set 8 value 4" };
+	struct acl_env f = env_lanes("keys-f", true, 2, fr, RTE_DIM(fr));
+	struct acl_env c = env_lanes("keys-c", true, 1, cr, RTE_DIM(cr));
+	enum { N = 8 };
+	struct rte_mbuf *pkts[N];
+	uint16_t fids[2 * N], cids[N];
+	uint32_t fa[2 * N], fb[2 * N], ca[N], cb[N];
+	struct ep_acl_scratch *sc = rte_zmalloc(NULL, sizeof(*sc), 0);
+	const struct ep_acl_set *fs = ep_acl_read(f.acl), *cs = ep_acl_read(c.acl);
+
+	for (int i = 0; i < N; i++) {
+		struct tp_spec s = tp_default(i & 1, IPPROTO_UDP);
+		uint16_t len;
+
+		s.dport = (uint16_t[]){ 53, 5060, 80, 53 }[i % 4];
+		len = tp_build(buf, &s);
+		set_tos(buf, i & 1, i >= 4 ? 40 : 0);
+		if (i == 6)
+			len = tp_arp(buf, (const uint8_t[6]){2, 0, 0, 0, 0, 0x0a}, RTE_ARP_OP_REQUEST,
+				     tp_ip4("198.18.0.2"), tp_ip4("198.18.0.1"));
+		pkts[i] = parsed(buf, len);
+		fids[2 * i] = (uint16_t)(1 + i % 2);
+		fids[2 * i + 1] = (uint16_t)(i % 3);
+		cids[i] = (uint16_t)(7 + i % 2);
+	}
+	ep_acl_classify(fs, sc, pkts, N, fids, fa);
+	ep_acl_classify(cs, sc, pkts, N, cids, ca);
+	ep_acl_keys_build(fs, sc, pkts, N);
+	ep_acl_classify_keys(fs, sc, fids, fb);
+	ep_acl_classify_keys(cs, sc, cids, cb);
+	EP_CHECK(memcmp(fa, fb, sizeof(fa)) == 0);
+	EP_CHECK(memcmp(ca, cb, sizeof(ca)) == 0);
+	EP_CHECK_EQ(ca[6], EP_ACL_NOT_IP);
+	EP_CHECK_EQ(fa[0], 1);         /* IPv4 dport 53 in group 1 */
+	EP_CHECK_EQ(ca[1], 2);         /* IPv6 to 2001:db8::/32 in list 8 */
+	EP_CHECK_EQ(ca[3], 2);
+	EP_CHECK_EQ(ca[0], 0);         /* IPv4 dport 53 in list 7: no rule */
+	rte_pktmbuf_free_bulk(pkts, N);
+	rte_free(sc);
+	env_free(&f);
+	env_free(&c);
+}
