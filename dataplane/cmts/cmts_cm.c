@@ -33,6 +33,7 @@
 
 #include "ep_docsis.h"
 #include "ep_rcu.h"
+#include "qos/ep_qos.h"
 #include "cmts.h"
 #include "cmts_worker.h"
 
@@ -66,28 +67,6 @@ parse_hex16(const char *s, uint8_t out[16])
 			return -1;
 		out[i] = (uint8_t)b;
 	}
-	return 0;
-}
-
-/* "1.89G", "42.24M", "100000": bit/s, decimal k/M/G. */
-static int
-parse_rate(const char *s, uint64_t *bps)
-{
-	char *end;
-	double v;
-
-	if (s == NULL || !isdigit((unsigned char)*s))
-		return -1;
-	v = strtod(s, &end);
-	switch (*end) {
-	case 'k': case 'K': v *= 1e3; end++; break;
-	case 'M': v *= 1e6; end++; break;
-	case 'G': v *= 1e9; end++; break;
-	default: break;
-	}
-	if (*end != '\0' || v < 0 || v > 1e12)
-		return -1;
-	*bps = (uint64_t)(v + 0.5);
 	return 0;
 }
 
@@ -705,8 +684,10 @@ sf_kv(void *a, const char *k, const char *v, struct ep_err *err)
 	uint32_t x;
 
 	if (strcmp(k, "rate") == 0) {
-		if (parse_rate(v, &sf->rate_bps) < 0)
-			return ep_err_set(err, "rate: '%s' is not a rate in bit/s (k, M, G)", v);
+		/* The QoS module's rate text: bit/s, k, M, G = 10^3, 10^6, 10^9. */
+		if (ep_qos_parse_rate(v, &sf->rate_bps) < 0 || sf->rate_bps > 1000000000000ull)
+			return ep_err_set(err, "rate: '%s' is not a rate in bit/s (k, M, G) up to "
+					  "1000G", v);
 	} else if (strcmp(k, "burst") == 0) {
 		if (parse_u32(v, 1u << 24, &x) < 0 || x < 1522)
 			return ep_err_set(err, "burst: '%s' is not 1522..16M bytes (MULPI: at least "
