@@ -55,7 +55,7 @@ test-fuzz:
 test-integration: build
 	@$(PY) -m pytest -q tests
 
-test: build test-unit test-asan test-fuzz $(TEST_TARGETS) test-integration
+test: lint build test-unit test-asan test-fuzz $(TEST_TARGETS) test-integration
 
 run: build
 	@$(PY) -m lab.demo

@@ -1,7 +1,7 @@
 """`make bench [BENCH=name]`: run one benchmark or all of them.
 
 A benchmark is a module bench/bench_<name with - as _>.py that defines
-`run(args) -> dict` returning the DESIGN.md result shape; this runner writes
+`run(args) -> dict` returning the result shape of bench/common.py; this runner writes
 build/bench/<name>.json and prints the short table.
 """
 import argparse

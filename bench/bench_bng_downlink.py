@@ -1,12 +1,16 @@
 """`make bench BENCH=bng-downlink`: the vBNG downlink against DPDK's qos_sched.
 
-Seed 003's per-instance configuration: 4K subscribers (subscriber_file),
+Intel's vBNG white paper ("Enhancing Performance and Power Efficiency of a
+Cloud-Native Broadband Network Gateway (BNG) Using 4th Gen Intel Xeon
+Scalable Processors"),
+its per-instance configuration: 4K subscribers (subscriber_file),
 4K flows (one per subscriber), one reverse-path rule per subscriber (the
 rpf stage checks each packet against its subscriber's own ranges), 5-level
 HQoS (port 100 Gbit/s, one subport of 4096 pipes, 13 TCs, queues of 64;
 pipes at 100 Mbit/s so nothing is shaped: the benchmark measures the cost
 of scheduling, as RFC 2544 throughput does), QinQ added, 504 B frames at
-the access side (496 B in from the core), and the seed's downstream iMix.
+the access side (496 B in from the core), and the downstream iMix of
+Intel's vCMTS reference data plane benchmarks (gen's imix-down).
 
 Peer: qos_sched (scripts/peers/qos_sched.sh) with the same hierarchy, on
 the same pcap (bench/bng_inputs.downlink_frame explains how its fixed-offset
@@ -20,8 +24,8 @@ if its rx core were free -- the conservative figure, since ours pays the
 pcap replay's copy of every 496-byte frame inside its one core.
 
 Also here: the downlink and the uplink together on one worker pair (case
-"mixed"), cycles measured with both running, combined at the seed's 8:1
-volume mix (89% / 11%).
+"mixed"), cycles measured with both running, combined at the white paper's
+8:1 volume mix (89% / 11%).
 """
 import statistics
 
@@ -92,7 +96,7 @@ def run(args):
 
     # Both directions on one worker pair: uplink (lcore 1, CPU 1) and
     # downlink (lcore 2, CPU 0), both saturated; cycles per packet of each,
-    # with the other one running, combined at the seed's mix.
+    # with the other one running, combined at the white paper's mix.
     print("-- mixed: uplink 128 B + downlink 504 B on one worker pair")
     sock = DpProcess.sock_path(work, "ours-mixed")
     cfg = dp_config(sock, inputs, up_pcap=inputs.uplink_pcap("128"),
@@ -104,7 +108,7 @@ def run(args):
     mix = mix_per_core(down["cycles_per_pkt"], up["cycles_per_pkt"], hz)
     mix8 = packet_mix_per_core(down["cycles_per_pkt"], up["cycles_per_pkt"], hz)
     mixed = {"uplink": up, "downlink": down, "tsc_hz": hz,
-             "seed_mix_89_11_by_volume": {
+             "mix_89_11_by_volume": {
                  "mpps_per_core": mix["pps"] / 1e6, "gbps_per_core": mix["gbps"],
                  "packets_down_per_up": mix["pkt_ratio_down_per_up"]},
              "packets_8_to_1": {"mpps_per_core": mix8["pps"] / 1e6,

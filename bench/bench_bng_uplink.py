@@ -1,14 +1,18 @@
 """`make bench BENCH=bng-uplink`: the vBNG uplink against DPDK l3fwd (LPM).
 
-Seed 003's per-instance configuration: 4K subscribers (subscriber_file),
+Intel's vBNG white paper ("Enhancing Performance and Power Efficiency of a
+Cloud-Native Broadband Network Gateway (BNG) Using 4th Gen Intel Xeon
+Scalable Processors"),
+its per-instance configuration: 4K subscribers (subscriber_file),
 4K flows (one per subscriber), the 150-rule blacklist evaluated for every
 packet (bench/bng_inputs.acl150: bogon sources and destinations, blocked
 ports; the traffic matches none), classification on the VLAN pair (or the
 PPPoE session + MAC), anti-spoofing, a trTCM policer per subscriber (rates
 above the offered load: every packet is metered and green), one forwarding
-rule (the seed's "single forwarding rule": 0.0.0.0/0 to the core router),
+rule (the white paper's "single forwarding rule": 0.0.0.0/0 to the core router),
 the access header stripped.  Frames are 128 B at the access side: QinQ/IPoE
-(120 B out) and QinQ/PPPoE (112 B out), plus the seed's upstream iMix.
+(120 B out) and QinQ/PPPoE (112 B out), plus the upstream iMix of
+Intel's vCMTS reference data plane benchmarks (gen's imix-up).
 
 Peer: l3fwd with LPM and the same single route (bench/dpdk_peer.L3fwd,
 built by scripts/build-peers), on the same flows as plain Ethernet/IPv4
@@ -21,7 +25,7 @@ rules and the single forwarding rule in one rte_acl trie
 (Inputs.l3fwd_acl_rules) -- DPDK's own example doing the uplink's ACL work
 and its routing and nothing else.  `vs_dpdk-l3fwd-acl` is ours over it, and
 `acl_ceiling` (l3fwd-acl over l3fwd-lpm, both medians of this run) is the
-most any pipeline that evaluates the seed's 150 filters per packet with
+most any pipeline that evaluates the white paper's 150 filters per packet with
 rte_acl can reach of l3fwd-lpm before it parses an access header,
 classifies, polices or encapsulates anything (docs/bng.md).
 """

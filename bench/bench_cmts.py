@@ -37,10 +37,9 @@ decrypt direction (the CMTS's CRC check) with the upstream iMix and the
 ratios.ds_vs_crypto_only = our downstream cycles per frame over the peer's
 cycles per buffer at the downstream iMix (goal 1.25: everything but the
 crypto costs a quarter of it).  metrics.bidir_gbps_per_core = downstream and
-upstream bits per core at the seed's mix (upstream 10 % of downstream
-traffic), from the bidir case's cycles per frame.
+upstream bits per core at the mix of Intel's vCMTS reference data plane
+benchmarks (upstream at least 10 % of downstream traffic), from the bidir case's cycles per frame.
 """
-import os
 import re
 import signal
 import statistics
@@ -62,7 +61,7 @@ DS_MIX = ((84, 15), (256, 10), (1280, 75))
 US_MIX = ((84, 65), (256, 18), (1280, 17))
 DS_HDR = 17        # 6 + BPI EH (5) + DS EH with the bonded flow's sequence (6)
 US_HDR = 10        # 6 + BPI EH version 2 (4)
-US_SHARE = 0.10    # upstream traffic per downstream traffic (bits), the seed's
+US_SHARE = 0.10    # upstream traffic per downstream traffic (bits), Intel vCMTS's
 LCORES = "0@0,1@1,2@0,3@0"   # main, gen on cpu 1; ds and us on cpu 0
 WORKER_THREADS = {"gen": "rte-worker-1", "ds": "rte-worker-2", "us": "rte-worker-3"}
 

@@ -1,6 +1,8 @@
-"""`make bench BENCH=udp-term`: edge UDP termination, the seed paper's
-scenarios, edgeplane-dp's host stack under libedgeplane-preload.so against
-the kernel, the same commands on the same two namespaces in the same run.
+"""`make bench BENCH=udp-term`: edge UDP termination, the scenarios of
+"Edge-Native Cable Access Network with UDP Termination" (Ivanets, Ovsyak,
+Ovsyak; Lviv Polytechnic National University; "the paper" below):
+edgeplane-dp's host stack under libedgeplane-preload.so against the kernel,
+the same commands on the same two namespaces in the same run.
 
   S1  iperf3 -u -l 1860 -t 20, one stream        (the paper: 15.5 Gbit/s)
   S2  the same with -P 10, one client process    (28.1 Gbit/s, +81 %)
@@ -29,7 +31,6 @@ import json
 import os
 import resource
 import statistics
-import time
 from pathlib import Path
 
 from bench import common
@@ -112,7 +113,7 @@ def search(lab, preload, parallel, probe_s, full_s, rounds, log):
                 break
         rate = good if good is not None else lo * 0.5 or 1e8
     runs = []
-    for attempt in range(8):
+    for _attempt in range(8):
         runs = []
         for _ in range(rounds):
             b = "0" if rate == 0 else f"{int(rate / parallel)}"

@@ -67,7 +67,8 @@ def compute_cost(quick):
 
 
 def write_pcap(path, frames):
-    """Half flow A (prioritised by INTENT), half flow B, seed nesting."""
+    """Half flow A (prioritised by INTENT), half flow B, VXLAN then GTP-U as in
+    the steering paper's Listing 1."""
     from scapy.all import Ether, IP, UDP, Raw, wrpcap
     from scapy.layers.vxlan import VXLAN
     from scapy.contrib.gtp import GTP_U_Header

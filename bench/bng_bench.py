@@ -1,6 +1,6 @@
-"""The vBNG benchmarks' common part: edgeplane-dp in-process with the seed's
-per-instance configuration, the peers on the same input, alternating
-measurement windows, and the result in DESIGN.md's shape.
+"""The vBNG benchmarks' common part: edgeplane-dp in-process with the vBNG
+white paper's per-instance configuration (bng_inputs), the peers on the same input, alternating
+measurement windows, and the result in bench/common.py's shape.
 
 In-process: the rx port is net_pcap (rx_pcap=FILE, infinite_rx=1: the pcap
 is loaded into mbufs once and replayed for ever), the tx port net_null.  No
@@ -68,7 +68,7 @@ def dp_config(sock, inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=No
         L += ["[worker down]", "pipeline = bng-downlink", "rx = core", f"lcore = {lc}", ""]
     L += ["[bng]", "access_port = access", "core_port = core",
           f"max_subscribers = {inputs.n}",
-          # The seed's single forwarding rule, as two /1s: l3fwd's rte_lpm
+          # The white paper's single forwarding rule, as two /1s: l3fwd's rte_lpm
           # takes no /0, and both sides get the same table (one tbl24 read).
           f"route = 0.0.0.0/1 via {CORE_NH_IP}", f"route = 128.0.0.0/1 via {CORE_NH_IP}",
           f"neighbor = {CORE_NH_IP} {CORE_NH_MAC}",
@@ -149,7 +149,7 @@ class Ours:
             cpu = r["cpu_s"][f"rte-worker-{w['lcore']}"]
             stages = {}
             drops = 0
-            for sname, (cyc, pin, pdrop) in b["stages"].items():
+            for sname, (cyc, _pin, pdrop) in b["stages"].items():
                 c0, _, d0 = a["stages"].get(sname, (0, 0, 0))
                 stages[sname] = (cyc - c0) / rx if rx else 0.0
                 drops += pdrop - d0
@@ -243,7 +243,7 @@ def summarize(o_res, worker, tsc_hz):
 def mix_per_core(c_down, c_up, hz, down_share=0.89, down_size=504, up_size=128):
     """Per-core throughput at a down:up traffic mix, from cycles per packet.
 
-    down_share is by volume (bits), the seed's 89% / 11%; the packet ratio
+    down_share is by volume (bits), the vBNG white paper's 89% / 11%; the packet ratio
     follows from the frame sizes.  Returns pps, Gbit/s (frame bits) per core
     and the packet ratio."""
     up_share = 1.0 - down_share
@@ -266,7 +266,7 @@ def frame_gbps(mpps, spec):
 
 def result(name, config, cases, main_case, peer, peer_cases, ratios, rounds, seconds, quick,
            extra=None, more_peers=None):
-    """The result in DESIGN.md's shape: @p config (what is particular to the
+    """The result in bench/common.py's shape: @p config (what is particular to the
     benchmark) between the subscriber/flow counts and the windows'
     description, the headline metrics from cases[main_case], the peer's
     main case with all of its cases (and @p more_peers, measured on the main

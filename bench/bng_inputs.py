@@ -1,11 +1,13 @@
 """vBNG benchmark inputs: subscribers, the uplink ACL, packets (pcap) and the
 peers' own files, all written from the same lists.
 
-The configuration is the seed's per instance (seed 003, appendix
-"Application Configuration per Instance"): 4K subscribers, 4K flows (one
+The configuration is the per-instance one of Intel's vBNG white paper
+("Enhancing Performance and Power Efficiency of a Cloud-Native Broadband
+Network Gateway (BNG) Using 4th Gen Intel Xeon Scalable Processors",
+appendix "Application Configuration per Instance"): 4K subscribers, 4K flows (one
 per subscriber), a 150-rule uplink blacklist, one reverse-path rule per
 subscriber downlink, 5-level HQoS, uplink 128 B and downlink 504 B frames.
-The seed quotes a frame size as "max size of frame at any point in
+The white paper quotes a frame size as "max size of frame at any point in
 processing (uplink 128 Byte = 120 byte + 2x4 Byte access VLAN tags)", and so
 do we: a size is the larger of input and output frame, FCS included (RFC
 2544), so

@@ -1,4 +1,5 @@
-"""Shared result shape for every benchmark (see ../shared/DESIGN.md).
+"""Shared result shape for every benchmark, what build/bench/<name>.json holds
+(docs/benchmarks.md).
 
 {"name", "machine", "config", "metrics": {"mpps_per_core", "cycles_per_pkt",
  "stages": {...}}, "peers": {peer: {...}}, "ratios": {"vs_<peer>": x}}

@@ -38,7 +38,7 @@ class Telemetry:
             except OSError:
                 self.s.close()
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"no telemetry socket at {self.path}")
+                    raise RuntimeError(f"no telemetry socket at {self.path}") from None
                 time.sleep(0.2)
         hello = json.loads(self.s.recv(4096))
         self.max_len = hello.get("max_output_len", 16384)

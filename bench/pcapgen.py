@@ -1,14 +1,15 @@
 """Synthetic router benchmark inputs: packets (pcap), routes and ACL rules,
 written once in each side's own format from the same lists.
 
-Everything is deterministic (fixed seeds), so every run and both sides read
+Everything is deterministic (fixed random seeds), so every run and both sides read
 byte-identical inputs.  Files land in build/bench/inputs/router/ and are
 reused when present.
 
 Frame sizes follow RFC 2544 and dataplane/gen (gen.h): a size is the
 Ethernet frame *including* the 4-byte FCS, so "64 B" puts 60 bytes in the
-pcap record and the mbuf (the FCS is the NIC's).  iMix profiles are the
-seeds' (and gen's imix-up / imix-down): upstream 65% 84 B, 18% 256 B,
+pcap record and the mbuf (the FCS is the NIC's).  iMix profiles are those
+of Intel's vCMTS reference data plane benchmarks (gen's imix-up /
+imix-down): upstream 65% 84 B, 18% 256 B,
 17% 1280 B; downstream 15% 84 B, 10% 256 B, 75% 1280 B.
 
 Routes: a synthetic Internet-like IPv4 table (prefix lengths weighted like a

@@ -5,11 +5,12 @@ go 1.26.0
 require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/getkin/kin-openapi v0.133.0
-	github.com/gopacket/gopacket v1.2.0
+	github.com/gopacket/gopacket v1.7.7
 	github.com/omec-project/pfcpsim v1.4.0
-	github.com/prometheus/client_golang v1.23.2
+	github.com/prometheus/client_golang v1.25.0
 	github.com/wmnsk/go-pfcp v0.0.24
 	go.etcd.io/bbolt v1.4.3
+	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/time v0.12.0
 	gopkg.in/yaml.v3 v3.0.1
@@ -33,7 +34,6 @@ require (
 	github.com/woodsbury/decimal128 v1.3.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.1 // indirect
-	golang.org/x/net v0.59.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 

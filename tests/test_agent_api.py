@@ -286,7 +286,8 @@ def test_schemathesis_finds_nothing(lab):
         start = time.monotonic()
         r = lab.dut.run(["env", f"EDGEPLANE_API_TOKEN={TOKEN}", str(SCHEMATHESIS), "--config-file",
                          str(SCHEMATHESIS_CONFIG), "run", str(SPEC), "--url", "http://127.0.0.1:9184",
-                         "--seed", seed, "--no-color", "--report", "junit", "--report-dir", str(lab.tmp / "schemathesis")],
+                         "--seed", seed, "--no-color", "--report", "junit",
+                         "--report-dir", str(lab.tmp / "schemathesis")],
                         check=False, timeout=170, cwd=str(lab.tmp))
         took = time.monotonic() - start
         out = r.stdout + r.stderr

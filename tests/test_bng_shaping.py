@@ -167,7 +167,7 @@ def test_bng_three_pipes_each_get_their_rate(lab):
     period the worker sleeps through is lost -- never more; a shaper that
     is wrong is wrong in both runs."""
     runs = []
-    for attempt in range(3):
+    for _attempt in range(3):
         res = _three_pipes(lab)
         runs.append(res)
         for n in RATES:
@@ -208,7 +208,7 @@ def _ef_run(lab):
 def test_bng_expedited_keeps_throughput_and_latency_under_best_effort_overload(lab):
     """Up to two runs for the pipe-total check only (starvation, see the
     three-pipe test); the EF checks must hold in the run that is judged."""
-    for attempt in range(2):
+    for _attempt in range(2):
         r_be, r_ef, rtt_ef, rtt_be = _ef_run(lab)
         total = r_be["median_bps"] + r_ef["median_bps"]
         if abs(total / (20e6 * GOODPUT) - 1) < 0.03:
@@ -232,7 +232,7 @@ def _subport_run(lab, names, seconds=SECONDS, warmup=WARMUP, attempts=2):
     """Each subscriber of @p names offered 36 Mbit/s (its pipe is 40) through
     a 24 Mbit/s subport.  Another run if one fell short of the subport's
     rate (starved worker, as in the three-pipe test)."""
-    for attempt in range(attempts):
+    for _attempt in range(attempts):
         procs = {n: _client(lab, lab.sub(n), 36e6, seconds=seconds) for n in names}
         res = {n: _receiver(p, timeout=seconds + 30, warmup=warmup) for n, p in procs.items()}
         total = sum(r["median_bps"] for r in res.values())

@@ -21,7 +21,7 @@ from lab import rpd_model
 from lab.cmts_lab import (NET_HOST_IP, NET_HOST_MAC, US_SESSION, CmtsLab, SgProfile,
                           depi_payloads, tek, uepi_frame)
 
-SIZES = (84, 256, 1280)             # the seed's iMix frame sizes (with FCS)
+SIZES = (84, 256, 1280)             # Intel vCMTS's iMix frame sizes (with FCS)
 
 
 def ds_frame(ip, mac, dport, size, tag):

@@ -21,7 +21,7 @@ import pytest
 from lab.bng_lab import bng_sections
 from lab.dp import ROOT, Dp, binary, render
 from lab.router_lab import RouterLab, router_sections
-from test_config_errors import GOOD, assert_refused, line_of, start_for_real
+from test_config_errors import GOOD, assert_refused, start_for_real
 
 # A refusal takes one EAL start at most (~0.5 s here); anything near the
 # bound is a loop, not a slow machine.

@@ -4,7 +4,6 @@ node (a net_memif pair between them), and the kernel running the same
 commands over the same topology as the reference.  Short runs: the full
 scenarios (S1, S2, loss-bounded rate search) are `make bench BENCH=udp-term`.
 """
-import json
 import os
 import signal
 import subprocess
@@ -15,7 +14,7 @@ import pytest
 
 from lab.dp import CtlError, check_config
 from lab.hoststack_lab import A4, B4, B6, C4, HostStackLab
-from lab.udp_tools import (iperf3_client, iperf3_pair, iperf3_server, sockperf_ping_pong,
+from lab.udp_tools import (iperf3_pair, iperf3_server, sockperf_ping_pong,
                            sockperf_throughput)
 
 

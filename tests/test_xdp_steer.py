@@ -36,16 +36,16 @@ GEN4, DUT4, ALT4 = "198.18.0.2", "198.18.0.1", "198.18.0.3"
 GEN6, DUT6, ALT6 = "2001:db8::2", "2001:db8::1", "2001:db8::3"
 MARK = re.compile(rb"flow=(\w+);seq=(\d+);")
 
-# Flows: name -> how gen builds it. "seed" is the seed's nesting
-# MAC/IP/UDP/VXLAN/MAC/IP/UDP/GTP/IP/L4; "gtp6" is GTP-U over IPv6 with an
+# Flows: name -> how gen builds it. "vxlan-gtp" is the steering paper's
+# nesting MAC/IP/UDP/VXLAN/MAC/IP/UDP/GTP/IP/L4 (docs/xdp-steering.md); "gtp6" is GTP-U over IPv6 with an
 # IPv4 inner packet.
 FLOWS = {
-    "A": {"kind": "seed", "vni": 4450, "teid": 0x8894D0D4, "src": "198.18.10.1", "dport": 5004},
-    "B": {"kind": "seed", "vni": 4450, "teid": 0x11111111, "src": "198.18.10.2", "dport": 5004},
+    "A": {"kind": "vxlan-gtp", "vni": 4450, "teid": 0x8894D0D4, "src": "198.18.10.1", "dport": 5004},
+    "B": {"kind": "vxlan-gtp", "vni": 4450, "teid": 0x11111111, "src": "198.18.10.2", "dport": 5004},
     "C": {"kind": "gtp6", "teid": 0x2222, "src": "198.18.10.3", "dport": 6000},
 }
 
-SEED_INTENT_A = {
+DPP_INTENT_A = {
     "intentId": "prio-a",
     "Resources": [
         {"resourceId": "F8A4C949", "encapsulationID1": "4450", "encapsulationType1": "vxlan"},
@@ -72,7 +72,7 @@ def build_frames(flows, per_flow):
                      / Raw(b"flow=%s;seq=%d;" % (name.encode(), seq) + b"x" * 40))
             gtp = (GTP_U_Header(teid=f["teid"], gtp_type=255, E=1, next_ex=0x85)
                    / GTPPDUSessionContainer(type=1, QFI=9) / inner)
-            if f["kind"] == "seed":
+            if f["kind"] == "vxlan-gtp":
                 frame = (Ether(src=GEN_MAC, dst=DUT_MAC) / IP(src=GEN4, dst=DUT4)
                          / UDP(sport=49152 + seq % 1000, dport=4789) / VXLAN(vni=f["vni"], flags=0x08)
                          / Ether(src="02:00:00:00:01:02", dst="02:00:00:00:01:01")
@@ -327,7 +327,7 @@ def test_attached_natively_with_pinned_maps(node):
 def test_prioritised_and_headroom_reach_dut_socket(clean):
     n = clean
     cpu = os.cpu_count() - 1
-    intent = dict(SEED_INTENT_A, Action=dict(SEED_INTENT_A["Action"], rx_queue=str(cpu)))
+    intent = dict(DPP_INTENT_A, Action=dict(DPP_INTENT_A["Action"], rx_queue=str(cpu)))
     code, body = n.api("POST", "/v1/intents", intent)
     assert code == 201, body
     before = n.stats()
@@ -346,7 +346,7 @@ def test_prioritised_and_headroom_reach_dut_socket(clean):
 
 def test_overload_offloads_to_alt_node_with_rewritten_headers(clean):
     n = clean
-    assert n.api("POST", "/v1/intents", SEED_INTENT_A)[0] == 201
+    assert n.api("POST", "/v1/intents", DPP_INTENT_A)[0] == 201
     assert n.api("PUT", "/v1/overload", {"mode": "host"})[1]["hostOverloaded"] is True
     before = n.stats()
     cap, pcap = n.capture("offload")
@@ -357,7 +357,8 @@ def test_overload_offloads_to_alt_node_with_rewritten_headers(clean):
     after = n.stats()
     at_alt = read_capture(pcap)
     # Prioritised traffic stays; the rest goes to alt, none lost.
-    assert got["unique"] == {"A": 100}, (after["counters"]["paths"], {k: len(v) for k, v in at_alt.items()}, n.dut.run("nstat -az Udp*").stdout)
+    assert got["unique"] == {"A": 100}, (after["counters"]["paths"], {k: len(v) for k, v in at_alt.items()},
+                                         n.dut.run("nstat -az Udp*").stdout)
     assert sorted(at_alt) == ["B", "C"] and len(at_alt["B"]) == 100 and len(at_alt["C"]) == 100
     for f in at_alt["B"]:
         assert (f["eth.dst"], f["eth.src"], f["ip.dst"]) == (ALT_MAC, DUT_MAC, ALT4)
@@ -385,7 +386,7 @@ def test_intents_added_and_removed_during_traffic(clean):
     r = n.recv()
     s = n.send(["A"], 1500, 500, background=True)  # 3 s of flow A
     time.sleep(1.0)
-    assert n.api("POST", "/v1/intents", SEED_INTENT_A)[0] == 201
+    assert n.api("POST", "/v1/intents", DPP_INTENT_A)[0] == 201
     time.sleep(1.0)
     assert n.api("DELETE", "/v1/intents/prio-a")[0] == 204
     assert s.wait(timeout=30) == 0
@@ -402,7 +403,7 @@ def test_intents_added_and_removed_during_traffic(clean):
 def test_agent_restart_during_traffic_loses_nothing(clean):
     n = clean
     cpu = os.cpu_count() - 1
-    intent = dict(SEED_INTENT_A, Action=dict(SEED_INTENT_A["Action"], rx_queue=str(cpu)))
+    intent = dict(DPP_INTENT_A, Action=dict(DPP_INTENT_A["Action"], rx_queue=str(cpu)))
     assert n.api("POST", "/v1/intents", intent)[0] == 201
     before = n.stats()
     r = n.recv()
@@ -428,20 +429,20 @@ def test_agent_restart_during_traffic_loses_nothing(clean):
                           "Action": {"actionName": "PRIO_QUEUE"}}, 400, "VNI"),
     ("unknown-encapsulation", {"Resources": [{"encapsulationID1": "1", "encapsulationType1": "geneve"}],
                                "Action": {"actionName": "PRIO_QUEUE"}}, 400, "geneve"),
-    ("wrong-flow-hash", dict(SEED_INTENT_A, intentId="x", Action=dict(SEED_INTENT_A["Action"], flow_hash="E918D704")),
+    ("wrong-flow-hash", dict(DPP_INTENT_A, intentId="x", Action=dict(DPP_INTENT_A["Action"], flow_hash="E918D704")),
      400, "flow_hash"),
-    ("other-interface", dict(SEED_INTENT_A, intentId="y", Params=[{"paramName": "interfaceName", "paramValue": "eth9"}]),
+    ("other-interface", dict(DPP_INTENT_A, intentId="y", Params=[{"paramName": "interfaceName", "paramValue": "eth9"}]),
      400, "this agent steers eth0"),
     ("mec-drop", {"trafficRuleId": "t", "filterType": "FLOW", "trafficFilter": [{"dstPort": ["1"]}], "action": "DROP"},
      400, "PASSTHROUGH"),
-    ("batch-second-invalid", {"intents": [dict(SEED_INTENT_A, intentId="ok"),
+    ("batch-second-invalid", {"intents": [dict(DPP_INTENT_A, intentId="ok"),
                                           {"Resources": [{"dstPort": "0"}], "Action": {"actionName": "PRIO_QUEUE"}}]},
      400, "intents[1]"),
-    ("duplicate", SEED_INTENT_A, 409, "already exists"),
+    ("duplicate", DPP_INTENT_A, 409, "already exists"),
 ])
 def test_malformed_intents_refused(clean, name, body, code, reason):
     n = clean
-    assert n.api("POST", "/v1/intents", SEED_INTENT_A)[0] == 201
+    assert n.api("POST", "/v1/intents", DPP_INTENT_A)[0] == 201
     before = n.api("GET", "/v1/intents")[1]
     got, resp = n.api("POST", "/v1/intents", body)
     assert got == code and reason in resp["error"], resp

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * In-process micro-run at the seed's per-instance scale: 4096 subscribers,
+ * In-process micro-run at the per-instance scale of Intel's vBNG white paper: 4096 subscribers,
  * one flow each (uplink: to 4096 scattered internet destinations, as the
  * bench's), a 150-rule uplink ACL that no packet matches, 128-byte
  * QinQ uplink frames and 496-byte downlink frames (504 B on the access
@@ -117,7 +117,7 @@ report(const char *what, struct ep_worker *w, const struct best *b, bool service
 }
 
 /*
- * The uplink at the seed's scale with @p extra config lines (NULL: the bed
+ * The uplink at the white paper's scale with @p extra config lines (NULL: the bed
  * as it is); fills @p best.  Returns the worker's test bed, to be freed by
  * the caller after reporting, or NULL when the config was refused.
  */

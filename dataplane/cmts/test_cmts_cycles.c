@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * In-process micro-run of the downstream and the upstream with the default
- * service-group profile (the benchmark's, bench/cmts_profile.py writes the
+ * service-group profile (the benchmark's, bench/bench_cmts.py writes the
  * same): 300 CMs with 4 CPE addresses each, 6 filter groups of 16 rules (2
  * per CM, 10 % of the flows match one), 16 classifiers per CM (10 % match,
  * into one of 3 SFs), 4 active SFs per CM (1 Gbit/s, 256 KB bursts), 6 OFDM channels in 2 bonding
@@ -147,7 +147,8 @@ EP_TEST(downstream_cycles_default_profile)
 	uint8_t frame[2048];
 	bool cold = getenv("EP_CYCLES_COLD") != NULL && atoi(getenv("EP_CYCLES_COLD")) != 0;
 
-	/* The seed's 6 OFDM channels in 2 bonding groups, at rates the
+	/* The 6 OFDM channels in 2 bonding groups of Intel's vCMTS reference
+	 * benchmark configuration, at rates the
 	 * scheduler never reaches (the run measures cost, not shaping):
 	 * channels 0-2 of the bed are group 0, 1 and 4-5 group 3. */
 	sprintf(full, "%s%s", channels, text);

@@ -207,7 +207,8 @@ EP_TEST(us_crc_checked_only_when_on)
 	EP_CHECK_EQ(cb_us(t, pk, k, out, 4), 0);
 	EP_CHECK_EQ(cb_drops(t->us, EP_DROP_CMTS_CRC_BAD), 1);
 	cb_free(t);
-	/* The seed's benchmark setting: no check, the frame goes (damaged). */
+	/* Intel's vCMTS reference benchmark setting (0 % upstream CRC
+	 * verification): no check, the frame goes (damaged). */
 	t = bed(NULL);
 	len = burst_of(t, 1, 1, sizes, burst, eth, elen);
 	burst[len - 20] ^= 0x40;

@@ -8,8 +8,9 @@
  *   <- {"ok": true, "result": {...}}
  *   <- {"ok": false, "error": "route-add: prefix: '198.18.5.0/33' is not a prefix"}
  *
- * Commands are registered by name; the socket, the CLI (`edgeplane-dp ctl`)
- * and the node agent all arrive here, so every operation has one function.
+ * Commands are registered by name; the socket's clients (the CLI
+ * `edgeplane-dp ctl`, the PFCP user plane `edgeplane upf`) and the config
+ * file loader all arrive here, so every operation has one function.
  * Handlers run on the control thread and change tables only through ep_rcu.h.
  */
 #ifndef EP_CTL_H

@@ -22,7 +22,7 @@ def ether(size):
     return (bytes.fromhex("02000000" "0b02" "020000020001" "0800") + bytes(size))[:size - 4]
 
 
-def seed(name, payloads):
+def write_input(name, payloads):
     with open(os.path.join(OUT, name), "wb") as f:
         for p in payloads:
             f.write(struct.pack(">H", len(p)) + p)
@@ -32,10 +32,10 @@ os.makedirs(OUT, exist_ok=True)
 one = CM.upstream_frame(ether(84))
 imix = b"".join(CM.upstream_frame(ether(s)) for s in (84, 256, 1280, 84))
 seq = [0]
-seed("one-frame", rpd_model.uepi_packets(0x2000, seq, 1, one))
-seed("imix-burst", rpd_model.uepi_packets(0x2000, seq, 1, imix, max_payload=1500))
-seed("cut-every-100", rpd_model.uepi_packets(0x2001, seq, 1, imix, max_payload=100))
-seed("cut-in-header", rpd_model.uepi_packets(0x2000, seq, 1, imix, cuts=[3, 90, 95]))
-seed("plain-frames", rpd_model.uepi_packets(
+write_input("one-frame", rpd_model.uepi_packets(0x2000, seq, 1, one))
+write_input("imix-burst", rpd_model.uepi_packets(0x2000, seq, 1, imix, max_payload=1500))
+write_input("cut-every-100", rpd_model.uepi_packets(0x2001, seq, 1, imix, max_payload=100))
+write_input("cut-in-header", rpd_model.uepi_packets(0x2000, seq, 1, imix, cuts=[3, 90, 95]))
+write_input("plain-frames", rpd_model.uepi_packets(
     0x2000, seq, 1, rpd_model.packet_pdu(b"", ether(64) + rpd_model.crc32_eth(ether(64)))))
-print(f"5 seeds in {OUT}")
+print(f"5 inputs in {OUT}")

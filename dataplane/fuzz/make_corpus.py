@@ -9,6 +9,9 @@ Run from the repository root with the project venv:
 import os
 
 from scapy.layers.inet import ICMP, IP, TCP, UDP
+from scapy.layers.inet import fragment as fragment4
+from scapy.layers.inet6 import ICMPv6DestUnreach, fragment6
+from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6NDOptDstLLAddr
 from scapy.layers.inet6 import (ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr,
                                 IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,
                                 IPv6ExtHdrHopByHop, IPv6ExtHdrRouting)
@@ -42,9 +45,6 @@ print(f"{len(FRAMES)} frames in {OUT}")
 # ---- hs_rx: the fuzz harness's port is 02:00:00:00:30:01, 198.18.30.1/24,
 # 2001:db8:30::1/64; sockets on 5000 (any), 5001 (::), 5002, 5003 (connected
 # to 198.18.30.2:4000), 5004 (IPv6 SO_REUSEPORT pair), 9050.
-from scapy.layers.inet import fragment as fragment4
-from scapy.layers.inet6 import ICMPv6DestUnreach, fragment6
-from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6NDOptDstLLAddr
 
 HP = "02:00:00:00:30:01"
 PEER = "02:00:00:00:30:02"

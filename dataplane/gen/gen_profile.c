@@ -21,7 +21,8 @@
 #include "ep_engine.h"
 #include "gen.h"
 
-/* The seeds' (vCMTS) iMix profiles, sizes with FCS as every size here. */
+/* The iMix profiles of Intel's vCMTS reference data plane benchmarks, sizes
+ * with FCS as every size here. */
 static const struct {
 	const char *name;
 	const char *spec;

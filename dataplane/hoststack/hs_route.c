@@ -6,8 +6,9 @@
  * RFC 4861), learnt by each worker or configured static.
  *
  * This is the one small interface the rest of the host stack calls
- * (hs_route_lookup, hs_is_own, hs_nb_output); the shared route and
- * neighbour module, once it exists, replaces what is behind it.
+ * (hs_route_lookup, hs_is_own, hs_nb_output), so that the shared FIB
+ * module (dataplane/fib/) can replace what is behind it; the host stack does
+ * not use that module yet.
  *
  * Routes: an immutable snapshot (at most HS_MAX_ROUTES entries, longest
  * prefix first) rebuilt on every change and published; a host stack has a

@@ -22,8 +22,8 @@
  * sequential TEIDs, VNIs, ports, IPv4 /16s and IPv6 prefixes: the fullest
  * 2-way set of 8192 holds no more than with random keys.
  *
- * It is not the flow hash of the intent API (jhash2, the seed's "adapted
- * jhash", computed by the agent only), and it is not keyed: a colliding key
+ * It is not the flow hash of the intent API (jhash2, the XDP steering
+ * paper's "adapted jhash", computed by the agent only), and it is not keyed: a colliding key
  * costs a compare, never a wrong verdict, since the full key is compared.
  */
 #ifndef EDGEPLANE_FLOWHASH_H

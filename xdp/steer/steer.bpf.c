@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * XDP steering function: tunnel-aware prioritisation with overflow offload
- * to alternative nodes (the seed's Algorithm 1, on ordinary NICs and veth).
+ * to alternative nodes, on ordinary NICs and veth: Algorithm 1 of
+ * Salva-Garcia et al., "XDP-Based SmartNIC Hardware Performance
+ * Acceleration for Next-Generation Networks" (J. Netw. Syst. Manage. 30, 75,
+ * 2022; docs/xdp-steering.md).
  *
  *   parse Ethernet/VLAN/IP/L4, through VXLAN and GTP-U, to the innermost
  *   flow key (VNI, TEID, 5-tuple)
@@ -16,7 +19,7 @@
  *        |                    fix checksums, XDP_TX
  *        no --> XDP_PASS
  *
- * The seed rewrote the rx queue index on a Netronome SmartNIC; on other
+ * The paper rewrote the rx queue index on a Netronome SmartNIC; on other
  * drivers that field is read-only, so a prioritised flow reaches its CPU
  * through a cpumap: the frame is queued to a kthread on that CPU, which
  * builds the skb there and runs the stack on it.
@@ -40,7 +43,7 @@
 #include "steer.h"
 
 #ifndef STEER_MAX_TUNNELS
-#define STEER_MAX_TUNNELS 2   /* VXLAN then GTP-U, the seed's nesting */
+#define STEER_MAX_TUNNELS 2   /* VXLAN then GTP-U, the paper's nesting */
 #endif
 
 /* Prioritised flows: index hash of the masked flow key -> rule and per-CPU

@@ -60,7 +60,7 @@ struct flow_mask {
 };
 
 /*
- * prio_map value (the seed's Listing 2), one copy per CPU: the agent writes
+ * prio_map value (Listing 2 of the XDP steering paper, docs/xdp-steering.md), one copy per CPU: the agent writes
  * the same rule into every copy, the program counts into its own copy without
  * atomics, and the agent sums the copies to read the flow statistics.
  *
@@ -74,10 +74,10 @@ struct flow_mask {
  * is the agent's name for the rule, never read by the program.
  */
 struct prio_value {
-	struct flow_key key;  /* masked key this rule matches (the seed's f_struct) */
-	__u32 cpu;            /* target CPU, or STEER_NO_CPU (the seed's rx queue) */
+	struct flow_key key;  /* masked key this rule matches (the paper's f_struct) */
+	__u32 cpu;            /* target CPU, or STEER_NO_CPU (the paper's rx queue) */
 	__u32 hash;           /* the rule's flow hash (jhash2 of key; agent bookkeeping) */
-	__u8 active;          /* the seed's is_active: 0 keeps the rule but skips it */
+	__u8 active;          /* the paper's is_active: 0 keeps the rule but skips it */
 	__u8 used;            /* slot holds a rule (agent bookkeeping) */
 	__u8 mask_id;         /* mask_map slot the key was masked with */
 	__u8 pad[5];

@@ -75,7 +75,7 @@ func count(t *testing.T, srv *httptest.Server) int {
 	return len(m["intents"].([]any))
 }
 
-const seed = `{"intentId": "seed-1", "Resources": [
+const dppIntent = `{"intentId": "dpp-1", "Resources": [
   {"resourceId": "F8A4C949", "encapsulationID1": "4450", "encapsulationType1": "vxlan"},
   {"resourceId": "B6E6B2B3", "encapsulationID2": "8894D0D4", "encapsulationType2": "gtp"},
   {"resourceId": "5A07C587", "srcIP": "198.18.10.1", "dstPort": "5004"}],
@@ -84,7 +84,7 @@ const seed = `{"intentId": "seed-1", "Resources": [
 
 func TestIntentLifecycle(t *testing.T) {
 	srv := newServer(t)
-	code, m := do(t, srv, "POST", "/v1/intents", seed)
+	code, m := do(t, srv, "POST", "/v1/intents", dppIntent)
 	if code != 201 {
 		t.Fatalf("apply: %d %v", code, m)
 	}
@@ -92,24 +92,24 @@ func TestIntentLifecycle(t *testing.T) {
 	if h := rules[0].(map[string]any)["flowHash"].(string); !regexp.MustCompile(`^[0-9A-F]{8}$`).MatchString(h) {
 		t.Errorf("flowHash %q", h)
 	}
-	if code, _ := do(t, srv, "GET", "/v1/intents/seed-1", ""); code != 200 {
+	if code, _ := do(t, srv, "GET", "/v1/intents/dpp-1", ""); code != 200 {
 		t.Errorf("get: %d", code)
 	}
 	code, st := do(t, srv, "GET", "/v1/stats", "")
 	if code != 200 || len(st["flows"].([]any)) != 1 || st["counters"].(map[string]any)["paths"] == nil {
 		t.Errorf("stats: %d %v", code, st)
 	}
-	if code, _ := do(t, srv, "DELETE", "/v1/intents/seed-1", ""); code != 204 {
+	if code, _ := do(t, srv, "DELETE", "/v1/intents/dpp-1", ""); code != 204 {
 		t.Errorf("delete: %d", code)
 	}
-	if code, m := do(t, srv, "DELETE", "/v1/intents/seed-1", ""); code != 404 || m["error"] == nil {
+	if code, m := do(t, srv, "DELETE", "/v1/intents/dpp-1", ""); code != 404 || m["error"] == nil {
 		t.Errorf("delete again: %d %v", code, m)
 	}
 }
 
 func TestRefusalsChangeNothing(t *testing.T) {
 	srv := newServer(t)
-	if code, m := do(t, srv, "POST", "/v1/intents", seed); code != 201 {
+	if code, m := do(t, srv, "POST", "/v1/intents", dppIntent); code != 201 {
 		t.Fatalf("apply: %d %v", code, m)
 	}
 	good := `{"intentId": "ok", "Resources": [{"dstPort": "9"}], "Action": {"actionName": "PRIO_QUEUE"}}`
@@ -120,7 +120,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		{"garbage", "POST", "/v1/intents", "{{", 400},
 		{"empty-batch", "POST", "/v1/intents", `{"intents": []}`, 400},
 		{"batch-with-one-bad", "POST", "/v1/intents", `{"intents": [` + good + `, {"Resources": [{"dstPort": "70000"}], "Action": {"actionName": "PRIO_QUEUE"}}]}`, 400},
-		{"batch-with-conflict", "POST", "/v1/intents", `{"intents": [` + good + `, ` + seed + `]}`, 409},
+		{"batch-with-conflict", "POST", "/v1/intents", `{"intents": [` + good + `, ` + dppIntent + `]}`, 409},
 		{"too-large", "POST", "/v1/intents", `{"x": "` + strings.Repeat("a", 2<<20) + `"}`, 413},
 		{"overload-bad-mode", "PUT", "/v1/overload", `{"mode": "maybe"}`, 400},
 		{"overload-unknown-field", "PUT", "/v1/overload", `{"mode": "host", "x": 1}`, 400},
@@ -162,7 +162,7 @@ func TestOverloadAndAltNodes(t *testing.T) {
 // real scrape, after traffic-free use of every metric family.
 func TestMetricsLint(t *testing.T) {
 	srv := newServer(t)
-	do(t, srv, "POST", "/v1/intents", seed)
+	do(t, srv, "POST", "/v1/intents", dppIntent)
 	resp, err := http.Get(srv.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)

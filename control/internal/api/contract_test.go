@@ -51,7 +51,7 @@ func isProblem(t *testing.T, resp *http.Response, v any) {
 	}
 }
 
-const seedDoc = `{"intentId": %q, "Resources": [{"dstPort": "%d"}], "Action": {"actionName": "PRIO_QUEUE"}}`
+const dppDoc = `{"intentId": %q, "Resources": [{"dstPort": "%d"}], "Action": {"actionName": "PRIO_QUEUE"}}`
 
 // TestIntentIDsDotAndDotDotRefused: "." and ".." passed the old id grammar
 // but no URL can name them (clients and servers remove dot segments), so
@@ -74,7 +74,7 @@ func TestIntentIDsDotAndDotDotRefused(t *testing.T) {
 		t.Errorf("%d intents applied", n)
 	}
 	for i, id := range []string{"a.b", "a..b", "x-1_2.3"} {
-		doc := fmt.Sprintf(seedDoc, id, 5001+i)
+		doc := fmt.Sprintf(dppDoc, id, 5001+i)
 		if code, m := do(t, srv, "POST", "/v1/intents", doc); code != 201 {
 			t.Fatalf("%s: %d %v", id, code, m)
 		}
@@ -128,7 +128,7 @@ func TestDocumentAndServerAgree(t *testing.T) {
 		{"overload-null", "PUT", "/v1/overload", `{"mode": null}`, "mode"},
 		{"overload-case", "PUT", "/v1/overload", `{"Mode": "host"}`, `"Mode" is unsupported`},
 		{"trailing-document", "PUT", "/v1/overload", `{"mode": "host"} {"mode": "all"}`, "not a JSON object"},
-		{"unknown-seed-field", "POST", "/v1/intents", `{"Resources": [{"dstPort": "5"}], "Action": {"actionName": "PRIO_QUEUE"}, "Extra": 1}`, `"Extra" is unsupported`},
+		{"unknown-dppnapp-field", "POST", "/v1/intents", `{"Resources": [{"dstPort": "5"}], "Action": {"actionName": "PRIO_QUEUE"}, "Extra": 1}`, `"Extra" is unsupported`},
 		{"unknown-mec-filter-field", "POST", "/v1/intents", `{"trafficRuleId": "x", "filterType": "FLOW", "trafficFilter": [{"dstPort": ["5"], "qCI": 1}], "action": "PASSTHROUGH"}`, `"qCI" is unsupported`},
 		{"unknown-batch-field", "POST", "/v1/intents", `{"intents": [{"Resources": [{"dstPort": "5"}], "Action": {"actionName": "PRIO_QUEUE"}}], "atomic": true}`, `"atomic" is unsupported`},
 		{"padded-port", "POST", "/v1/intents", `{"Resources": [{"dstPort": " 5004"}], "Action": {"actionName": "PRIO_QUEUE"}}`, "dstPort"},
@@ -260,11 +260,11 @@ func TestResponsesConformToDocument(t *testing.T) {
 	srv := newServer(t)
 	steps := []struct{ method, path, op, body string }{
 		{"PUT", "/v1/alt-nodes", "PUT /v1/alt-nodes", `{"altNodes": [{"mac": "02:00:00:00:00:09", "ipv4": "198.18.0.9", "ipv6": "2001:db8::9"}, {"mac": "02:00:00:00:00:0a", "ipv6": "2001:db8::a"}]}`},
-		{"POST", "/v1/intents", "POST /v1/intents", seed},
+		{"POST", "/v1/intents", "POST /v1/intents", dppIntent},
 		{"POST", "/v1/intents", "POST /v1/intents", `{"intents": [{"trafficRuleId": "mec-1", "filterType": "FLOW", "trafficFilter": [{"srcAddress": ["2001:db8:10::7"], "dstPort": ["5004"], "protocol": ["udp"], "tag": ["vxlan:4451", "gtp:BEF0"]}], "action": "PASSTHROUGH", "state": "INACTIVE", "x-edgeplane-cpu": 1}]}`},
-		{"POST", "/v1/intents", "POST /v1/intents", seed},
+		{"POST", "/v1/intents", "POST /v1/intents", dppIntent},
 		{"GET", "/v1/intents", "GET /v1/intents", ""},
-		{"GET", "/v1/intents/seed-1", "GET /v1/intents/{id}", ""},
+		{"GET", "/v1/intents/dpp-1", "GET /v1/intents/{id}", ""},
 		{"GET", "/v1/stats", "GET /v1/stats", ""},
 		{"PUT", "/v1/overload", "PUT /v1/overload", `{"mode": "all"}`},
 		{"GET", "/v1/overload", "GET /v1/overload", ""},

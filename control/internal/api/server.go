@@ -1,4 +1,5 @@
-// Package api is the northbound REST interface (the seed's NBI): intents in,
+// Package api is the northbound REST interface (the DPPnApp NBI of the XDP
+// steering paper, docs/xdp-steering.md): intents in,
 // statistics out. Handlers decode, call one agent function, encode; they
 // never touch the maps. The OpenAPI document (internal/apispec) lists every
 // route and is the validator of every request body and path parameter;

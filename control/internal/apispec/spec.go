@@ -177,7 +177,7 @@ func CheckNamed(name string, v any) error { return Check(Schema(name), v) }
 
 // explain turns a kin-openapi error into an *Invalid. A oneOf that no
 // branch matches is explained by the branch the value was meant for, the
-// one whose required properties it has (a seed intent has Resources, a MEC
+// one whose required properties it has (a DPPnApp intent has Resources, a MEC
 // TrafficRule trafficRuleId, a batch intents).
 func explain(root *openapi3.Schema, v any, err error, prefix []string) error {
 	var se *openapi3.SchemaError

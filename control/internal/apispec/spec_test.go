@@ -190,7 +190,7 @@ func TestRefusalsNameTheField(t *testing.T) {
 		{"OverloadRequest", `{"mode": "maybe"}`, `mode: value is not one of the allowed values ["auto","off","host","all"], got "maybe"`},
 		{"IntentRequest", `{"trafficRuleId": "", "filterType": "FLOW", "trafficFilter": [{"dstPort": ["5"]}], "action": "PASSTHROUGH"}`, `trafficRuleId: want 1-64 of A-Z a-z 0-9 . _ -, not starting with a dot, got ""`},
 		{"IntentRequest", `{"intents": [{"Resources": [{"srcIP": "x"}], "Action": {"actionName": "PRIO_QUEUE"}}]}`, `intents[0].Resources[0].srcIP: want an IPv4 address`},
-		{"IntentRequest", `[]`, "want a JSON object: SeedIntent {Resources, Action, ...} or TrafficRule"},
+		{"IntentRequest", `[]`, "want a JSON object: DPPnAppIntent {Resources, Action, ...} or TrafficRule"},
 		{"IntentRequest", `{"foo": 1}`, "matches none of the accepted documents"},
 	} {
 		v, err := Decode([]byte(c.doc))

@@ -7,7 +7,7 @@ import (
 // FuzzParse: any document is parsed or refused with a 4xx, never a panic,
 // and an accepted one names at least one flow field in every rule.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{seedListing1, mecRule, mecRule2, `{"Resources":[{"dstPort":"1"}],"Action":{"actionName":"PRIO_QUEUE"}}`,
+	for _, s := range []string{dppListing1, mecRule, mecRule2, `{"Resources":[{"dstPort":"1"}],"Action":{"actionName":"PRIO_QUEUE"}}`,
 		`{"trafficRuleId":"x","filterType":"FLOW","trafficFilter":[{"tag":["gtp:1"]}],"action":"PASSTHROUGH"}`, `{}`, `[]`, `{"Resources":null}`} {
 		f.Add([]byte(s))
 	}

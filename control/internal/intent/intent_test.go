@@ -11,7 +11,7 @@ import (
 	"edgeplane/control/internal/steer"
 )
 
-const seedListing1 = `{
+const dppListing1 = `{
   "Resources": [
     {"resourceId": "F8A4C949", "encapsulationID1": "4450", "encapsulationType1": "vxlan"},
     {"resourceId": "B6E6B2B3", "encapsulationID2": "8894D0D4", "encapsulationType2": "gtp"},
@@ -25,8 +25,8 @@ const mecRule = `{"trafficRuleId": "tr-1", "filterType": "FLOW", "priority": 1,
   "trafficFilter": [{"srcAddress": ["198.18.10.1"], "dstPort": ["5004"], "tag": ["vxlan:4450", "gtp:8894D0D4"]}],
   "action": "PASSTHROUGH", "state": "ACTIVE", "x-edgeplane-cpu": 0}`
 
-func TestSeedAndMECAreTheSameRule(t *testing.T) {
-	a, err := Parse([]byte(seedListing1))
+func TestDPPnAppAndMECAreTheSameRule(t *testing.T) {
+	a, err := Parse([]byte(dppListing1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,12 +37,12 @@ func TestSeedAndMECAreTheSameRule(t *testing.T) {
 	ra, rb := a.Rules[0], b.Rules[0]
 	want := steer.Key{VNI: 4450, TEID: 0x8894d0d4, Src: netip.MustParseAddr("198.18.10.1"), DstPort: 5004}
 	if ra.Key != want || ra.Fields != steer.FieldVNI|steer.FieldTEID|steer.FieldSrc|steer.FieldDstPort {
-		t.Errorf("seed intent parsed to %v on %s", ra.Key, ra.Fields)
+		t.Errorf("DPPnApp intent parsed to %v on %s", ra.Key, ra.Fields)
 	}
 	if ra.Key != rb.Key || ra.Fields != rb.Fields || ra.CPU != rb.CPU || ra.Hash() != rb.Hash() {
-		t.Errorf("seed %v/%s/cpu %d and MEC %v/%s/cpu %d differ", ra.Key, ra.Fields, ra.CPU, rb.Key, rb.Fields, rb.CPU)
+		t.Errorf("DPPnApp %v/%s/cpu %d and MEC %v/%s/cpu %d differ", ra.Key, ra.Fields, ra.CPU, rb.Key, rb.Fields, rb.CPU)
 	}
-	if a.Interface != "eth0" || a.Format != "seed" || b.Format != "mec011" || b.ID != "tr-1" {
+	if a.Interface != "eth0" || a.Format != "dppnapp" || b.Format != "mec011" || b.ID != "tr-1" {
 		t.Errorf("metadata: %+v %+v", a, b)
 	}
 	if !strings.HasPrefix(a.ID, "intent-") {
@@ -51,13 +51,13 @@ func TestSeedAndMECAreTheSameRule(t *testing.T) {
 }
 
 func TestFlowHashChecked(t *testing.T) {
-	in, _ := Parse([]byte(seedListing1))
+	in, _ := Parse([]byte(dppListing1))
 	h := FlowHashHex(in.Rules[0].Hash())
-	good := strings.Replace(seedListing1, `"rx_queue": "0"`, `"rx_queue": "0", "flow_hash": "`+h+`"`, 1)
+	good := strings.Replace(dppListing1, `"rx_queue": "0"`, `"rx_queue": "0", "flow_hash": "`+h+`"`, 1)
 	if _, err := Parse([]byte(good)); err != nil {
 		t.Errorf("matching flow_hash refused: %v", err)
 	}
-	bad := strings.Replace(seedListing1, `"rx_queue": "0"`, `"rx_queue": "0", "flow_hash": "E918D704"`, 1)
+	bad := strings.Replace(dppListing1, `"rx_queue": "0"`, `"rx_queue": "0", "flow_hash": "E918D704"`, 1)
 	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), h) {
 		t.Errorf("wrong flow_hash: %v, want a refusal naming %s", err, h)
 	}
@@ -67,7 +67,7 @@ func TestFlowHashChecked(t *testing.T) {
 func TestMalformedRefused(t *testing.T) {
 	cases := []struct{ name, doc, want string }{
 		{"not-json", `{"Resources": [`, "not a JSON object"},
-		{"unknown-format", `{"foo": 1}`, "matches none of the accepted documents: SeedIntent"},
+		{"unknown-format", `{"foo": 1}`, "matches none of the accepted documents: DPPnAppIntent"},
 		{"empty-resources", `{"Resources": [], "Action": {"actionName": "PRIO_QUEUE"}}`, "Resources: minimum number of items is 1"},
 		{"unknown-resource-field", `{"Resources": [{"srcMac": "x"}], "Action": {"actionName": "PRIO_QUEUE"}}`, `unknown field "srcMac"`},
 		{"vni-too-big", `{"Resources": [{"encapsulationID1": "700000445", "encapsulationType1": "vxlan"}], "Action": {"actionName": "PRIO_QUEUE"}}`, "VNI"},
@@ -174,7 +174,7 @@ func TestApplyWholeOrNothing(t *testing.T) {
 func TestPlanRefusals(t *testing.T) {
 	d := loadDP(t, 0)
 	e := NewEngine(d, "eth0", nil)
-	if err := e.Apply([]Intent{mustParse(t, seedListing1)}); err != nil {
+	if err := e.Apply([]Intent{mustParse(t, dppListing1)}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := d.Rules()
@@ -184,7 +184,7 @@ func TestPlanRefusals(t *testing.T) {
 		status int
 		want   string
 	}{
-		{"same-id-again", seedListing1, 409, "already exists"},
+		{"same-id-again", dppListing1, 409, "already exists"},
 		{"overlapping-field-sets", `{"intentId": "o", "Resources": [{"encapsulationID1": "4450", "encapsulationType1": "vxlan"}], "Action": {"actionName": "PRIO_QUEUE"}}`, 409, "overlaps"},
 		{"other-interface", `{"intentId": "i", "Resources": [{"dstPort": "9"}], "Action": {"actionName": "PRIO_QUEUE"}, "Params": [{"paramName": "interfaceName", "paramValue": "eth9"}]}`, 400, "this agent steers eth0"},
 		{"cpu-not-online", `{"intentId": "c", "Resources": [{"dstPort": "9"}], "Action": {"actionName": "PRIO_QUEUE", "cpu": "127"}}`, 400, "no cpumap entry"},
@@ -217,7 +217,7 @@ func TestDeleteFreesMaskAndRestoreAdopts(t *testing.T) {
 	d := loadDP(t, 0)
 	store := &Store{Path: filepath.Join(t.TempDir(), "intents.json")}
 	e := NewEngine(d, "eth0", store)
-	if err := e.Apply([]Intent{mustParse(t, seedListing1), mustParse(t, mecRule2)}); err != nil {
+	if err := e.Apply([]Intent{mustParse(t, dppListing1), mustParse(t, mecRule2)}); err != nil {
 		t.Fatal(err)
 	}
 	// A "restarted" engine over the same maps adopts both intents.
@@ -283,7 +283,7 @@ func TestNICRulesFollowIntents(t *testing.T) {
 	e := NewEngine(d, "eth0", nil)
 	e.SetNIC(nic)
 	plain := `{"intentId": "p", "Resources": [{"dstPort": "53", "protocol": "udp"}], "Action": {"actionName": "PRIO_QUEUE", "rx_queue": "0"}}`
-	if err := e.Apply([]Intent{mustParse(t, plain), mustParse(t, seedListing1)}); err != nil {
+	if err := e.Apply([]Intent{mustParse(t, plain), mustParse(t, dppListing1)}); err != nil {
 		t.Fatal(err)
 	}
 	if len(nic.rules) != 1 {

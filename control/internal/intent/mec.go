@@ -7,7 +7,7 @@ import (
 )
 
 // An ETSI GS MEC 011 TrafficRule (section 7.1.2.2 in v2.2.1) expressing the
-// same thing as a seed intent:
+// same thing as a DPPnApp intent:
 //
 //	{"trafficRuleId": "tr-1", "filterType": "FLOW", "priority": 1,
 //	 "trafficFilter": [{"srcAddress": ["198.18.10.1"], "dstPort": ["5004"],
@@ -19,7 +19,7 @@ import (
 // has no field for tunnel ids, so they travel in "tag" as "vxlan:<VNI>" and
 // "gtp:<TEID hex>"; nor for a CPU, so "x-edgeplane-cpu" carries it (absent:
 // XDP_PASS on the receiving CPU). state INACTIVE installs the rule inactive
-// (the seed's is_active = 0). Outer-tunnel filters (srcTunnelAddress, ...)
+// (the paper's is_active = 0). Outer-tunnel filters (srcTunnelAddress, ...)
 // and QoS marks (qCI, dSCP, tC) are refused: the XDP key has no such field.
 type mecDoc struct {
 	ID            string          `json:"trafficRuleId"`

@@ -1,4 +1,5 @@
-// Package intent turns northbound intents (the seed's intent messages and
+// Package intent turns northbound intents (the DPPnApp intent messages of
+// the XDP steering paper, docs/xdp-steering.md, and
 // ETSI MEC 011 TrafficRules) into steering rules, validates a whole change
 // as a plan without side effects, and applies it to the XDP maps, rolling
 // back on failure: an intent is applied whole or not at all.
@@ -31,20 +32,20 @@ func notFound(format string, a ...any) error   { return &Error{404, fmt.Sprintf(
 // Rule is one prioritised flow: the key fields it names and where its
 // packets go.
 type Rule struct {
-	Resources []string  // resource ids (seed) or the filter index (MEC)
+	Resources []string  // resource ids (DPPnApp) or the filter index (MEC)
 	Key       steer.Key // only the fields in Fields are set
 	Fields    steer.Fields
 	CPU       uint32 // target CPU, steer.NoCPU for none (XDP_PASS)
 	Active    bool
 }
 
-// Hash is the prio_map key of the rule (the seed's flow_hash).
+// Hash is the prio_map key of the rule (the paper's flow_hash).
 func (r Rule) Hash() uint32 { return steer.RuleHash(r.Key, r.Fields) }
 
 // Intent is a parsed northbound document.
 type Intent struct {
 	ID        string          `json:"id"`
-	Format    string          `json:"format"` // "seed" or "mec011"
+	Format    string          `json:"format"` // "dppnapp" or "mec011"
 	Interface string          `json:"interfaceName,omitempty"`
 	Rules     []Rule          `json:"-"`
 	Doc       json.RawMessage `json:"document"` // as received
@@ -99,12 +100,12 @@ func (s setter) vni(v string) error {
 	return s.set(steer.FieldVNI, "VXLAN VNI", func() { s.r.Key.VNI = uint32(n) })
 }
 
-// teid reads a TEID as the seed writes it: hexadecimal ("8894D0D4"), or
+// teid reads a TEID as the paper writes it: hexadecimal ("8894D0D4"), or
 // decimal when it came as a JSON number (jsonNumber).
 func (s setter) teid(v string, jsonNumber bool) error {
 	n, err := parseUint(v, 32, !jsonNumber)
 	if err != nil || n == 0 {
-		return badRequest("GTP-U TEID %q: want a non-zero 32-bit value, hexadecimal as in the seed (8894D0D4)", v)
+		return badRequest("GTP-U TEID %q: want a non-zero 32-bit value, hexadecimal as in the DPPnApp intent (8894D0D4)", v)
 	}
 	return s.set(steer.FieldTEID, "GTP-U TEID", func() { s.r.Key.TEID = uint32(n) })
 }
@@ -167,7 +168,7 @@ func parseCPU(v string) (uint32, error) {
 }
 
 // Parse reads one intent document, in either format: a document with
-// "Resources" is the seed's intent message, one with "trafficRuleId" an
+// "Resources" is the DPPnApp intent message, one with "trafficRuleId" an
 // ETSI MEC 011 TrafficRule. The document is first checked against the
 // API's schema (apispec's Intent), then for what a schema cannot say.
 func Parse(doc []byte) (Intent, error) {
@@ -193,11 +194,11 @@ func parse(doc []byte) (Intent, error) {
 	var err error
 	switch {
 	case probe["Resources"] != nil:
-		in, err = parseSeed(doc)
+		in, err = parseDPPnApp(doc)
 	case probe["trafficRuleId"] != nil:
 		in, err = parseMEC(doc)
 	default:
-		return Intent{}, badRequest(`unknown intent format: want the seed's {"Resources", "Action", "Params"} or a MEC 011 TrafficRule {"trafficRuleId", ...}`)
+		return Intent{}, badRequest(`unknown intent format: want a DPPnApp intent {"Resources", "Action", "Params"} or a MEC 011 TrafficRule {"trafficRuleId", ...}`)
 	}
 	if err != nil {
 		return Intent{}, err

@@ -3,8 +3,8 @@
 // the flow to the rx queue the intent names, before XDP runs.
 //
 // A NIC classifies on the outer headers only: a rule that names a VXLAN VNI
-// or a GTP-U TEID cannot be expressed (the seed's reason for parsing in
-// XDP), nor one without a CPU/queue. The XDP cpumap steering stays in force
+// or a GTP-U TEID cannot be expressed (the XDP steering paper's reason for
+// parsing in XDP), nor one without a CPU/queue. The XDP cpumap steering stays in force
 // either way; the ntuple rule is an acceleration, installed best-effort, and
 // its failure never refuses an intent. veth has no ntuple support
 // ("ntuple-filters: off [fixed]"), so in the lab this reports unsupported.

@@ -21,7 +21,7 @@ const (
 	None     Tunnel = iota
 	VXLAN           // outer/UDP 4789/VXLAN/Ethernet/inner
 	GTPU            // outer/UDP 2152/GTP-U/inner
-	VXLANGTP        // the seed's MAC/IP/UDP/VXLAN/MAC/IP/UDP/GTP/IP/L4
+	VXLANGTP        // the steering paper's MAC/IP/UDP/VXLAN/MAC/IP/UDP/GTP/IP/L4
 )
 
 // Spec describes one frame.

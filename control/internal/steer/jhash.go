@@ -6,7 +6,7 @@ import "math/bits"
 const jhashInitval = 0xdeadbeef
 
 // jhash2 is the kernel's jhash2 (Bob Jenkins' lookup3 over 32-bit words), the
-// seed's "adapted jhash": the flow hash of the intent API (flow_hash, the
+// XDP steering paper's "adapted jhash" (docs/xdp-steering.md): the flow hash of the intent API (flow_hash, the
 // rule's identity in the agent and in prio_value.hash). The program does not
 // compute it: it places and finds rules by the cheaper index hash
 // (flowhash.go). TestJhash2Vectors pins it to the kernel's C code.

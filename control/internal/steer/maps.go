@@ -15,7 +15,7 @@ type Rule struct {
 	Fields Fields // which key fields count
 	Slot   int    // mask_map slot holding Fields
 	CPU    uint32 // target CPU, or NoCPU
-	Active bool   // the seed's is_active
+	Active bool   // the paper's is_active
 }
 
 // ErrExists is returned by PutRule when the hash is already in prio_map.

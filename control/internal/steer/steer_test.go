@@ -201,10 +201,10 @@ func flowCases() []flowCase {
 		{"gtpu-ext-pdu-session", udp4(pkt.Spec{Tunnel: pkt.GTPU, TEID: 0x100, GTPExt: []layers.GTPExtensionHeader{pduSession}}), k4(0, 0x100, 17)},
 		{"gtpu-ext-chain-of-two", udp4(pkt.Spec{Tunnel: pkt.GTPU, TEID: 0x101, GTPExt: ext2}), k4(0, 0x101, 17)},
 		{"gtpu-ipv6-in-ipv6", udp6(pkt.Spec{Tunnel: pkt.GTPU, TEID: 0x102, Outer6: true, OuterVLANs: []uint16{5}}), k6(0, 0x102, 17)},
-		{"seed-vxlan-gtpu-ipv4", udp4(pkt.Spec{Tunnel: pkt.VXLANGTP, VNI: 4450, TEID: 0x8894d0d4, GTPExt: []layers.GTPExtensionHeader{pduSession}}), k4(4450, 0x8894d0d4, 17)},
-		{"seed-ipv6-inner-over-ipv4-outer", udp6(pkt.Spec{Tunnel: pkt.VXLANGTP, VNI: 4451, TEID: 0x200}), k6(4451, 0x200, 17)},
-		{"seed-all-ipv6", udp6(pkt.Spec{Tunnel: pkt.VXLANGTP, VNI: 4452, TEID: 0x201, Outer6: true, Mid6: true}), k6(4452, 0x201, 17)},
-		{"seed-tcp-inner", udp4(pkt.Spec{Tunnel: pkt.VXLANGTP, VNI: 4453, TEID: 0x202, TCP: true, OuterVLANs: []uint16{300}}), k4(4453, 0x202, 6)},
+		{"nested-vxlan-gtpu-ipv4", udp4(pkt.Spec{Tunnel: pkt.VXLANGTP, VNI: 4450, TEID: 0x8894d0d4, GTPExt: []layers.GTPExtensionHeader{pduSession}}), k4(4450, 0x8894d0d4, 17)},
+		{"nested-ipv6-inner-over-ipv4-outer", udp6(pkt.Spec{Tunnel: pkt.VXLANGTP, VNI: 4451, TEID: 0x200}), k6(4451, 0x200, 17)},
+		{"nested-all-ipv6", udp6(pkt.Spec{Tunnel: pkt.VXLANGTP, VNI: 4452, TEID: 0x201, Outer6: true, Mid6: true}), k6(4452, 0x201, 17)},
+		{"nested-tcp-inner", udp4(pkt.Spec{Tunnel: pkt.VXLANGTP, VNI: 4453, TEID: 0x202, TCP: true, OuterVLANs: []uint16{300}}), k4(4453, 0x202, 6)},
 	}
 }
 
@@ -236,7 +236,7 @@ func TestClassifyAndSteer(t *testing.T) {
 				t.Errorf("rule counters %v (%v), want 1 packet of %d bytes", c, err, len(frame))
 			}
 		})
-		t.Run(fc.name+"/prio-seed-fields-in-slot-2", func(t *testing.T) {
+		t.Run(fc.name+"/prio-vni-teid-src-dport-in-slot-2", func(t *testing.T) {
 			reset(t, d)
 			// An unrelated rule in slot 0 must not hide this one.
 			addRule(t, d, Key{VNI: 1}, FieldVNI, 0, cpu)
@@ -328,9 +328,9 @@ func TestTruncatedAtEveryBoundary(t *testing.T) {
 		"vxlan": "trunc_vxlan", "inner-eth": "trunc_eth", "gtp": "trunc_gtp",
 	}
 	specs := map[string]pkt.Spec{
-		"seed-ipv4-qinq": {Tunnel: pkt.VXLANGTP, VNI: 1, TEID: 2, OuterVLANs: []uint16{1, 2}, InnerVLANs: []uint16{3, 4},
+		"nested-ipv4-qinq": {Tunnel: pkt.VXLANGTP, VNI: 1, TEID: 2, OuterVLANs: []uint16{1, 2}, InnerVLANs: []uint16{3, 4},
 			GTPExt: []layers.GTPExtensionHeader{pduSession}, Src: inSrc4, Dst: inDst4, SPort: 1, DPort: 2},
-		"seed-ipv6-tcp": {Tunnel: pkt.VXLANGTP, VNI: 1, TEID: 2, Outer6: true, Mid6: true, Inner6: true, TCP: true,
+		"nested-ipv6-tcp": {Tunnel: pkt.VXLANGTP, VNI: 1, TEID: 2, Outer6: true, Mid6: true, Inner6: true, TCP: true,
 			Src: inSrc6, Dst: inDst6, SPort: 1, DPort: 2},
 	}
 	for sname, spec := range specs {

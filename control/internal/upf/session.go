@@ -53,12 +53,10 @@ type op struct {
 	trigger   [3]uint8        // their Usage Report Trigger octets
 	reported  map[uint32]bool // removed URRs: reported from prev
 
-	purge     []uint64 // opPurge: the sessions, found when it runs
 	dropAssoc bool
 	then      func()
 
 	tries int
-	fail  *Reject
 	raw   []byte // a new session's establishment IEs (its stored form)
 }
 

@@ -9,7 +9,10 @@ import (
 	"strings"
 )
 
-// The seed's intent message (its Listing 1):
+// The intent-based message of the XDP steering paper's DPPnApp (Data Plane
+// Programmability Network Adapter Application; Salva-Garcia et al.,
+// "XDP-Based SmartNIC Hardware Performance Acceleration for Next-Generation
+// Networks", its Listing 1), format "dppnapp":
 //
 //	{"Resources": [{"resourceId": "F8A4C949", "encapsulationID1": "4450", "encapsulationType1": "vxlan"},
 //	               {"resourceId": "B6E6B2B3", "encapsulationID2": "8894D0D4", "encapsulationType2": "gtp"},
@@ -20,8 +23,8 @@ import (
 // The resources together describe one flow (here: in VXLAN 4450, in GTP-U
 // tunnel 8894D0D4, from 198.18.10.1 to port 5004). edgeplane adds an optional
 // "intentId", the fields dstIP, srcPort and protocol, and "cpu" as another
-// name for rx_queue (one queue per CPU, as the seed's irq_affinity set-up).
-type seedDoc struct {
+// name for rx_queue (one queue per CPU, as the paper's irq_affinity set-up).
+type dppnappDoc struct {
 	IntentID  string                       `json:"intentId"`
 	Resources []map[string]json.RawMessage `json:"Resources"`
 	Action    map[string]json.RawMessage   `json:"Action"`
@@ -39,16 +42,16 @@ func strictDecode(doc []byte, v any) error {
 	return dec.Decode(v)
 }
 
-func parseSeed(doc []byte) (Intent, error) {
-	var d seedDoc
+func parseDPPnApp(doc []byte) (Intent, error) {
+	var d dppnappDoc
 	if err := strictDecode(doc, &d); err != nil {
-		return Intent{}, badRequest("seed intent: %v", err)
+		return Intent{}, badRequest("DPPnApp intent: %v", err)
 	}
-	in := Intent{ID: d.IntentID, Format: "seed"}
+	in := Intent{ID: d.IntentID, Format: "dppnapp"}
 	r := Rule{Active: true}
 	s := setter{&r}
 	if len(d.Resources) == 0 {
-		return Intent{}, badRequest("seed intent: Resources is empty")
+		return Intent{}, badRequest("DPPnApp intent: Resources is empty")
 	}
 	for i, res := range d.Resources {
 		encID := map[string]json.RawMessage{}
@@ -168,5 +171,5 @@ func parseSeed(doc []byte) (Intent, error) {
 	return in, nil
 }
 
-// FlowHashHex formats a hash the way the seed writes flow_hash.
+// FlowHashHex formats a hash the way the paper writes flow_hash.
 func FlowHashHex(h uint32) string { return fmt.Sprintf("%08X", h) }
