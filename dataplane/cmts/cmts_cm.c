@@ -755,6 +755,17 @@ cmts_sf_del(struct cmts_sg *sg, uint32_t id, uint8_t sf, struct ep_err *err)
 	return sf_op(sg, id, sf, NULL, true, err);
 }
 
+/* A match field of a filter or classifier line: the ACL module's parser;
+ * `value` (and `set`) are the SG's to fill (order, CM, SF). */
+static int
+match_kv(struct ep_acl_rule *m, const char *k, const char *v, struct ep_err *err)
+{
+	if (strcmp(k, "value") == 0)
+		return ep_err_set(err, "unknown match field 'value' (proto, src, dst, sport, "
+				  "dport, tos)");
+	return ep_acl_match_set(m, k, v, false, err);
+}
+
 /* ---- classifiers ---- */
 
 struct cls_arg { uint8_t idx; const char *spec; bool del; };
@@ -775,7 +786,7 @@ cls_kv(void *a, const char *k, const char *v, struct ep_err *err)
 		c->prio = (uint8_t)x;
 	} else {
 		/* The match fields: the ACL module's parser, key=value. */
-		return ep_acl_match_set(&c->m, k, v, false, err);
+		return match_kv(&c->m, k, v, err);
 	}
 	return 0;
 }
@@ -840,7 +851,7 @@ cmts_cls_del(struct cmts_sg *sg, uint32_t id, uint8_t cls, struct ep_err *err)
 static int
 filter_kv(void *a, const char *k, const char *v, struct ep_err *err)
 {
-	return ep_acl_match_set(a, k, v, false, err);
+	return match_kv(a, k, v, err);
 }
 
 /* Position of (group, order) in the sorted list, and whether it is there. */
