@@ -57,7 +57,7 @@ def run(args):
     work = common.OUT / "bng-downlink"
     work.mkdir(parents=True, exist_ok=True)
     cases = ["504"] if quick else ["504", "imix-down"]
-    out_cases, peer_cases, ratios = {}, {}, {}
+    out_cases, peer_cases, ratios, methods = {}, {}, {}, {}
     for spec in cases:
         print(f"-- downlink {spec} B (access side), {N_SUBS} subscribers")
         pcap = inputs.downlink_pcap(spec)
@@ -69,6 +69,9 @@ def run(args):
         with Ours(work, f"ours-{spec}", cfg) as ours, \
                 QosSched(work, f"qos_sched-{spec}", pcap, prof) as qs:
             hz = ours.tsc_hz
+            # The downlink classifies nothing; the process's uplink ACL is named
+            # so that every vBNG JSON says which method this host gets.
+            methods.update({f"ours:{t}": m for t, m in ours.acl_methods.items()})
             peer = Peer(qs, 1, ["rte-worker-0", "rte-worker-1"])
             o_res, p_res = alternate(ours, peer, rounds, seconds, warmup,
                                      peer_core_threads=["rte-worker-0", "rte-worker-1"])
@@ -123,4 +126,4 @@ def run(args):
                   "pipe_rate_bps": PIPE_RATE_BPS, "tcs": 13, "qsize": 64},
          "frame": "504 B at the access side (QinQ added to 496 B)"},
         out_cases, "504", "dpdk-qos_sched", peer_cases, ratios, rounds, seconds, quick,
-        extra={"mixed": mixed})
+        extra={"mixed": mixed}, acl_classify=methods)

@@ -49,7 +49,7 @@ def run(args):
     work.mkdir(parents=True, exist_ok=True)
     r4, r6 = inputs.l3fwd_routes()
     cases = [("128", False)] if quick else [("128", False), ("128", True), ("imix-up", False)]
-    out_cases, peer_cases, ratios, acl_peer = {}, {}, {}, {}
+    out_cases, peer_cases, ratios, acl_peer, methods = {}, {}, {}, {}, {}
     for spec, pppoe in cases:
         name = f"{'pppoe' if pppoe else 'ipoe'}-{spec}"
         print(f"-- uplink {name} ({N_SUBS} subscribers, {ACL_RULES}-rule ACL)")
@@ -62,12 +62,15 @@ def run(args):
                    "lpm", r4, r6, lcore=1, eth_dest=CORE_NH_MAC)
         with Ours(work, f"ours-{name}", cfg) as ours:
             hz = ours.tsc_hz
+            methods["ours"] = ours.acl_methods.get("bng-uplink", "unknown")
             with l3:
                 peer = Peer(l3, 1, ["l3fwd"])
                 o_res, p_res = alternate(ours, peer, rounds, seconds, warmup,
                                          peer_core_threads=["l3fwd"])
             if name == "ipoe-128":
-                acl_peer = _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup)
+                acl_peer = _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup,
+                                         methods["ours"])
+                methods["dpdk-l3fwd-acl"] = acl_peer["alg"]
         s = summarize(o_res, "up", hz)
         s["gbps_per_core"] = frame_gbps(s["mpps_per_core"], spec)
         out_cases[name] = s
@@ -98,15 +101,16 @@ def run(args):
         {"acl_rules": ACL_RULES, "policer": POLICER, "routes": 1,
          "frame": "128 B at the access side (QinQ/IPoE; PPPoE variant 128 B)"},
         out_cases, "ipoe-128", "dpdk-l3fwd", peer_cases, ratios, rounds, seconds, quick,
-        extra=extra, more_peers=more_peers)
+        extra=extra, more_peers=more_peers, acl_classify=methods)
 
 
-def _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup):
-    """ours (already running) against l3fwd --lookup=acl on the same flows."""
+def _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup, alg):
+    """ours (already running) against l3fwd --lookup=acl on the same flows,
+    classifying with rte_acl method @p alg (ours)."""
     a4, a6 = inputs.l3fwd_acl_rules()
     app = L3fwd(work, "l3fwd-acl-ipoe-128", [f"net_pcap0,rx_pcap={plain},infinite_rx=1",
                                               "net_null0"],
-                "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC)
+                "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC, alg=alg)
     print(f"-- uplink ipoe-128 vs l3fwd --lookup=acl ({ACL_RULES} rules + 1 route, one trie)")
     with app:
         o_res, p_res = alternate(ours, Peer(app, 1, ["l3fwd"]), rounds, seconds, warmup,
@@ -117,6 +121,7 @@ def _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup):
     out = {"mpps_per_core": statistics.median(mpps),
            "mpps_wall": statistics.median(p["mpps_wall"] for p in p_res),
            "windows": [round(x, 4) for x in mpps], "lookup": "acl",
-           "rules": f"{ACL_RULES} deny + 1 forwarding rule", "ratio": statistics.median(per_round)}
+           "rules": f"{ACL_RULES} deny + 1 forwarding rule", "alg": alg,
+           "ratio": statistics.median(per_round)}
     print(f"   l3fwd-acl {out['mpps_per_core']:.3f} Mpps/core, ours/l3fwd-acl {out['ratio']:.3f}")
     return out

@@ -29,7 +29,7 @@ import signal
 import statistics
 import time
 
-from bench import common, pcapgen
+from bench import common, host_info, pcapgen
 from bench.bng_measure import Window, find_threads, rate
 from bench.dp_run import DpProcess
 from bench.dpdk_peer import L3fwd
@@ -125,6 +125,7 @@ class Ours(Subject):
                                f"addressed to {pcapgen.IN_MAC} (bench/pcapgen.IN_MAC)")
         st = self.dp.ctl("stats")
         self.tsc_hz = st["tsc_hz"]
+        self.acl_method = host_info.acl_methods(self.dp).get("router", "unknown")
         self.lcore = st["workers"][0]["lcore"]
         self.tids = find_threads(self.proc.pid, [f"rte-worker-{self.lcore}"])
         return self
@@ -159,7 +160,7 @@ class Ours(Subject):
 
 
 class Peer(Subject):
-    def __init__(self, lookup, size, n_acl, n_routes, tsc_hz_from):
+    def __init__(self, lookup, size, n_acl, n_routes, tsc_hz_from, alg=None):
         self.lookup = lookup
         self.label = f"l3fwd-{lookup} " + case_key(size, n_acl if lookup == "acl" else 0,
                                                     n_routes)
@@ -170,7 +171,7 @@ class Peer(Subject):
         self.app = L3fwd(WORK, f"l3fwd-{lookup}-{size}-{n_acl}-{n_routes}",
                          [f"net_pcap0,rx_pcap={inp.pcap(size)},infinite_rx=1", "net_null0"],
                          lookup, r4, r6, lcore=WORKER_CPU,
-                         eth_dest=pcapgen.gateways()[0][1])
+                         eth_dest=pcapgen.gateways()[0][1], alg=alg)
         self.tsc_hz_from = tsc_hz_from
 
     def __enter__(self):
@@ -254,7 +255,7 @@ def run(args):
     def tsc_hz():
         return hz["hz"]
 
-    cases, peers, ratios = {}, {}, {}
+    cases, peers, ratios, methods = {}, {}, {}, {}
 
     # 1. Headline tables, per frame size: ours against l3fwd LPM.
     for size in sizes:
@@ -281,8 +282,12 @@ def run(args):
     # not fit the hugepages this machine shares.
     with Ours(size, n_acl, n_routes) as o:
         hz["hz"] = o.tsc_hz
-        with Peer("acl", size, n_acl, n_routes, tsc_hz) as pa:
-            res = alternate([o, pa], rounds_other, seconds, warmup, log)
+        # l3fwd classifies with the method ours uses (--alg), named in the JSON.
+        methods["ours"] = o.acl_method
+        methods["dpdk-l3fwd-acl"] = o.acl_method
+        with Peer("acl", size, n_acl, n_routes, tsc_hz, alg=o.acl_method) as pa:
+            # A goal key (vs_dpdk-l3fwd-acl): the headline's rounds.
+            res = alternate([o, pa], rounds, seconds, warmup, log)
         with Peer("lpm", size, 0, n_routes, tsc_hz) as pl:
             res2 = alternate([o, pl], rounds_other, seconds, warmup, log)
     cases[key] = with_rates(summary(res[o.label] + res2[o.label]), size)
@@ -328,4 +333,6 @@ def run(args):
               "rate": "packets per CPU-second of the forwarding thread",
               "cycles": "TSC Hz x thread CPU seconds / packets; stages scaled to add up",
               "quick": quick}
-    return common.result("router", config, metrics, peers, ratios, extra={"cases": cases})
+    return common.result("router", config, metrics, peers, ratios,
+                         extra={"cases": cases, "cpu": host_info.cpu(),
+                                "acl_classify": methods})

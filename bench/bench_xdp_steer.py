@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import common
+from bench import common, host_info
 from lab.topology import Topology
 
 ROOT = common.ROOT
@@ -228,4 +228,14 @@ def run(args):
               f"fastest round {cost['min_ns_above_floor'][k]:5.1f} above)")
     print(f"  veth: {pps['with']:.0f} pps with XDP, {pps['without']:.0f} without, {pps['noop']:.0f} with the no-op "
           f"(sender {pps['sent_with']:.0f} / {pps['sent_without']:.0f} pps)")
-    return common.result("xdp-steer", config, metrics, peers, ratios)
+    # Per-round values (every path and the no-op timed in each round), and
+    # what decides the cost of a helper call's return on this host: the CPU
+    # and the kernel's speculative-return mitigation (SRSO "Safe RET" sends
+    # every kernel ret, a helper's included, through a thunk the return
+    # predictor misses).
+    rounds = {k: [float(x) for x in v] for k, v in cost["samples"].items()}
+    per_round_above = [p - n for p, n in zip(rounds["prioritised"], rounds["noop"])]
+    return common.result("xdp-steer", config, metrics, peers, ratios,
+                         extra={"rounds_ns_per_pkt": rounds,
+                                "rounds_prioritised_ns_above_floor": per_round_above,
+                                "cpu": host_info.cpu(), "mitigations": host_info.mitigations()})

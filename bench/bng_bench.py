@@ -15,7 +15,7 @@ import signal
 import statistics
 import time
 
-from bench import common
+from bench import common, host_info
 from bench.bng_inputs import CORE_NH_IP, CORE_NH_MAC, N_SUBS, PCAP_MAC, mean_frame
 from bench.bng_measure import Window, find_threads, rate
 from bench.dp_run import DpProcess
@@ -115,6 +115,7 @@ class Ours:
                                    "02:70:63:61:70:0N (bench/bng_inputs.PCAP_MAC)")
         self.workers = {w["name"]: w for w in self.dp.ctl("stats")["workers"]}
         self.tsc_hz = self.dp.ctl("stats")["tsc_hz"]
+        self.acl_methods = host_info.acl_methods(self.dp)
         names = [f"rte-worker-{w['lcore']}" for w in self.workers.values()]
         self.tids = find_threads(self.pid, names)
         return self
@@ -265,12 +266,13 @@ def frame_gbps(mpps, spec):
 
 
 def result(name, config, cases, main_case, peer, peer_cases, ratios, rounds, seconds, quick,
-           extra=None, more_peers=None):
+           extra=None, more_peers=None, acl_classify=None):
     """The result in bench/common.py's shape: @p config (what is particular to the
     benchmark) between the subscriber/flow counts and the windows'
     description, the headline metrics from cases[main_case], the peer's
     main case with all of its cases (and @p more_peers, measured on the main
-    case only), and the cases (and @p extra) at the top level."""
+    case only), and the cases (and @p extra) at the top level, with the CPU
+    and @p acl_classify ({who: rte_acl method}) beside them."""
     main = cases[main_case]
     return common.result(
         name,
@@ -283,4 +285,5 @@ def result(name, config, cases, main_case, peer, peer_cases, ratios, rounds, sec
                  "stages": main["stages"]},
         peers={peer: dict(peer_cases[main_case], cases=peer_cases), **(more_peers or {})},
         ratios=ratios,
-        extra={"cases": cases, **(extra or {})})
+        extra={"cases": cases, "cpu": host_info.cpu(), "acl_classify": acl_classify or {},
+               **(extra or {})})

@@ -102,7 +102,7 @@ class L3fwd(PeerProcess):
     lines) or ACL rule files ("@..." ACL and "R..." route lines)."""
 
     def __init__(self, workdir, name, vdevs, lookup, rule_ipv4, rule_ipv6, lcore=1,
-                 eth_dest=None, extra_eal=()):
+                 eth_dest=None, extra_eal=(), alg=None):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.name = name
@@ -116,6 +116,9 @@ class L3fwd(PeerProcess):
                f"--rule_ipv4={rule_ipv4}", f"--rule_ipv6={rule_ipv6}"]
         if eth_dest:
             app.append(f"--eth-dest=1,{eth_dest}")
+        if alg:                 # rte_acl classify method (ACL mode), as ours names it
+            app.append(f"--alg={alg}")
+        self.alg = alg
         self.cmd = [str(L3FWD_BIN)] + eal + ["--"] + app
         self.proc = None
         self.tel = None

@@ -14,12 +14,12 @@
  * Rule values go into rte_acl in host order; the field layouts are in
  * ep_acl_node.h.
  *
- * rte_acl picks its classify method at rte_acl_create: on an AVX-512 CPU
- * with the EAL's default SIMD width (256 bits) that is AVX512X16.
- * AVX512X32 (needs --force-max-simd-bitwidth=512) measured within noise of
- * it (test_router_cycles, 1000 rules), AVX2 about 10 % slower, so the
- * library's choice is the default; `acl_classify = <method>` overrides it
- * (test_bng_cycles prints the uplink's acl stage under each).
+ * The classify method: `acl_classify = auto` (the default) times every
+ * usable rte_acl method on each context it builds and keeps the fastest
+ * (calibrate() says why rte_acl's own pick, the widest SIMD, is not always
+ * it); `acl_classify = <method>` pins one.  acl-tables names the method in
+ * use and the calibration figures (test_bng_cycles prints the uplink's acl
+ * stage under each method).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -27,6 +27,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include <rte_cycles.h>
 #include <rte_ip.h>
 #include <rte_malloc.h>
 
@@ -259,6 +260,8 @@ static const struct { const char *name; enum rte_acl_classify_alg alg; } acl_alg
 	{ "avx2", RTE_ACL_CLASSIFY_AVX2 },
 	{ "sse", RTE_ACL_CLASSIFY_SSE },
 	{ "scalar", RTE_ACL_CLASSIFY_SCALAR },
+	{ "neon", RTE_ACL_CLASSIFY_NEON },
+	{ "altivec", RTE_ACL_CLASSIFY_ALTIVEC },
 };
 
 int
@@ -281,21 +284,129 @@ ep_acl_alg_name(enum rte_acl_classify_alg alg)
 	return "?";
 }
 
+/*
+ * rte_acl's own preference, best first (acl_get_best_alg in DPDK's
+ * rte_acl.c for x86; NEON and AltiVec where they exist).
+ * rte_acl_set_ctx_classify refuses exactly the methods its choice would
+ * skip (CPU flags, the EAL's max SIMD width, what DPDK was compiled with).
+ */
+static const enum rte_acl_classify_alg acl_alg_pref[] = {
+	RTE_ACL_CLASSIFY_AVX512X32, RTE_ACL_CLASSIFY_AVX512X16, RTE_ACL_CLASSIFY_AVX2,
+	RTE_ACL_CLASSIFY_SSE, RTE_ACL_CLASSIFY_NEON, RTE_ACL_CLASSIFY_ALTIVEC,
+	RTE_ACL_CLASSIFY_SCALAR,
+};
+
+/* Calibration: bursts of CAL_BURST keys, CAL_CALLS classifies a trial,
+ * the minimum over CAL_TRIALS trials (preemption only adds); a method
+ * replaces rte_acl's pick only when it is CAL_MARGIN_PCT % faster. */
+#define CAL_BURST 32
+#define CAL_CALLS 8
+#define CAL_TRIALS 12
+#define CAL_MARGIN_PCT 5
+#define CAL_KEY_BYTES 64      /* every key layout fits (ep_acl_node.h) */
+
+/* Cycles per key of @p ctx under its current method, on @p keys. */
+static double
+cal_time(const struct rte_acl_ctx *ctx, const uint8_t **keys)
+{
+	uint32_t res[CAL_BURST];
+	uint64_t best = UINT64_MAX;
+
+	rte_acl_classify(ctx, keys, res, CAL_BURST, 1);      /* warm: code and trie */
+	for (int t = 0; t < CAL_TRIALS; t++) {
+		uint64_t t0 = rte_rdtsc_precise();
+
+		for (int c = 0; c < CAL_CALLS; c++)
+			rte_acl_classify(ctx, keys, res, CAL_BURST, 1);
+		best = RTE_MIN(best, rte_rdtsc_precise() - t0);
+	}
+	return (double)best / (CAL_CALLS * CAL_BURST);
+}
+
+/*
+ * "auto": the fastest usable method on this host, measured on the context
+ * just built.  rte_acl's own pick is the widest SIMD the CPU has, but the
+ * vector methods walk the trie with gather loads, and how fast a gather is
+ * depends on the core: on AMD Zen 3 (no AVX-512) rte_acl picks AVX2, whose
+ * 8-lane gathers are microcoded there; on a Zen 4 test_bng_cycles measured
+ * the uplink's acl stage at 51.7 cycles with AVX512X16, 52.4 with SSE (no
+ * gathers), 58.7 with AVX2.  So every usable vector method is timed on
+ * pseudo-random keys (a few hundred microseconds, control thread, at each
+ * build) and the fastest wins by a margin; otherwise rte_acl's pick stays.
+ * The figures are kept in the set (acl-tables shows them).  Every method
+ * classifies alike: the choice moves cycles, never a verdict.
+ */
+static enum rte_acl_classify_alg
+calibrate(struct rte_acl_ctx *ctx, struct ep_acl_set *s)
+{
+	static uint8_t keybuf[CAL_BURST][CAL_KEY_BYTES] __rte_cache_aligned;
+	const uint8_t *keys[CAL_BURST];
+	enum rte_acl_classify_alg pick = RTE_ACL_CLASSIFY_DEFAULT;
+	double pick_cyc = 0.0;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	for (int i = 0; i < CAL_BURST; i++) {
+		for (int b = 0; b < CAL_KEY_BYTES; b++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;     /* xorshift64 */
+			keybuf[i][b] = (uint8_t)x;
+		}
+		keybuf[i][0] = i % 2 ? IPPROTO_UDP : IPPROTO_TCP;
+		keys[i] = keybuf[i];
+	}
+	s->n_cal = 0;
+	for (size_t i = 0; i < RTE_DIM(acl_alg_pref); i++) {
+		enum rte_acl_classify_alg a = acl_alg_pref[i];
+		double cyc;
+
+		if ((a == RTE_ACL_CLASSIFY_SCALAR && pick != RTE_ACL_CLASSIFY_DEFAULT) ||
+		    rte_acl_set_ctx_classify(ctx, a) != 0)
+			continue;
+		cyc = cal_time(ctx, keys);
+		if (s->n_cal < RTE_DIM(s->cal)) {
+			s->cal[s->n_cal].alg = a;
+			s->cal[s->n_cal++].cycles = cyc;
+		}
+		/* The first usable one is rte_acl's pick: others must beat it. */
+		if (pick == RTE_ACL_CLASSIFY_DEFAULT ||
+		    cyc * (100 + CAL_MARGIN_PCT) < pick_cyc * 100) {
+			pick = a;
+			pick_cyc = cyc;
+		}
+	}
+	return pick;
+}
+
 /* A chosen method the CPU or the EAL's SIMD width does not allow is an
- * error, not a silent fallback: the operator asked for it. */
+ * error, not a silent fallback: the operator asked for it.  s->alg: the
+ * method the set classifies with; "auto" calibrates on the first context
+ * and gives the second the same method. */
 static int
-set_alg(struct rte_acl_ctx *ctx, enum rte_acl_classify_alg alg, struct ep_err *err)
+set_alg(struct rte_acl_ctx *ctx, enum rte_acl_classify_alg alg, struct ep_acl_set *s,
+	struct ep_err *err)
 {
 	int rc;
 
-	if (ctx == NULL || alg == RTE_ACL_CLASSIFY_DEFAULT)
+	if (ctx == NULL)
 		return 0;
+	if (alg == RTE_ACL_CLASSIFY_DEFAULT && s->alg == RTE_ACL_CLASSIFY_DEFAULT)
+		s->alg = calibrate(ctx, s);
+	if (alg == RTE_ACL_CLASSIFY_DEFAULT)
+		alg = s->alg;
 	rc = rte_acl_set_ctx_classify(ctx, alg);
 	if (rc != 0)
 		return ep_err_set(err, "acl: classify method %s is not usable here (%s; AVX-512 "
 				  "methods also need the EAL's --force-max-simd-bitwidth)",
 				  ep_acl_alg_name(alg), strerror(-rc));
+	s->alg = alg;
 	return 0;
+}
+
+const char *
+ep_acl_method_name(const struct ep_acl *acl)
+{
+	const struct ep_acl_set *s = acl->cur;
+
+	return s == NULL || s->alg == RTE_ACL_CLASSIFY_DEFAULT ? "none" : ep_acl_alg_name(s->alg);
 }
 
 /* ---- rule sets ---- */
@@ -348,8 +459,8 @@ set_build(const struct ep_acl_params *p, const struct ep_acl_rule *rules, uint32
 	if (need4 && s->ctx4 == NULL)
 		goto fail;
 	s->ctx6 = build_ctx(6, s, rules, n, tos, err);
-	if ((need6 && s->ctx6 == NULL) || set_alg(s->ctx4, p->alg, err) < 0 ||
-	    set_alg(s->ctx6, p->alg, err) < 0)
+	if ((need6 && s->ctx6 == NULL) || set_alg(s->ctx4, p->alg, s, err) < 0 ||
+	    set_alg(s->ctx6, p->alg, s, err) < 0)
 		goto fail;
 	return s;
 fail:

@@ -5,7 +5,10 @@
  * meant (a process with several refuses and lists their names).  Each
  * handler calls the one function of acl.c the config loader uses too.
  *
- *   acl-tables
+ *   acl-tables       each instance: rules, default, sets, classify (as configured)
+ *                    classify_method (the rte_acl method in use: what
+ *                    "auto" resolved to on this CPU and EAL) and, for
+ *                    "auto", classify_calibration {method: cycles per key}
  *   acl-add          [table=<acl>] rule="<rule>" [index=<n>]   (before rule n; default: append)
  *   acl-del          [table=<acl>] index=<n>
  *   acl-list         [table=<acl>]
@@ -39,16 +42,30 @@ acl_to_edit(struct ep_engine *e, json_t *req, struct ep_err *err)
 	return a;
 }
 
+/* {method: cycles per key} of the calibration "auto" ran (acl.c), or {}. */
+static json_t *
+calibration_json(const struct ep_acl *a)
+{
+	json_t *o = json_object();
+
+	for (uint8_t i = 0; a->cur != NULL && i < a->cur->n_cal; i++)
+		json_object_set_new(o, ep_acl_alg_name(a->cur->cal[i].alg),
+				    json_real(a->cur->cal[i].cycles));
+	return o;
+}
+
 static int
 ctl_acl_tables(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
 	json_t *arr = json_array();
 
 	for (struct ep_acl *a = ep_acl_next(e, NULL); a != NULL; a = ep_acl_next(e, a))
-		json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:b, s:i, s:s}", "table",
-			a->name, "rules", (int)a->n_rules, "default",
+		json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:b, s:i, s:s, s:s, s:s, s:o}",
+			"table", a->name, "rules", (int)a->n_rules, "default",
 			a->default_deny ? "deny" : "permit", "sets", a->p.sets,
-			"lanes", a->cur != NULL ? a->cur->lanes : 1, "owner", a->owner));
+			"lanes", a->cur != NULL ? a->cur->lanes : 1, "owner", a->owner,
+			"classify", ep_acl_alg_name(a->p.alg), "classify_method",
+			ep_acl_method_name(a), "classify_calibration", calibration_json(a)));
 	json_object_set_new(res, "tables", arr);
 	return 0;
 }
@@ -106,6 +123,7 @@ ctl_acl_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 	json_object_set_new(res, "rules", arr);
 	json_object_set_new(res, "default", json_string(a->default_deny ? "deny" : "permit"));
 	json_object_set_new(res, "classify", json_string(ep_acl_alg_name(a->p.alg)));
+	json_object_set_new(res, "classify_method", json_string(ep_acl_method_name(a)));
 	return 0;
 }
 
@@ -179,7 +197,7 @@ ctl_acl_set_default(struct ep_engine *e, json_t *req, json_t *res, struct ep_err
 }
 
 static struct ep_ctl_cmd c_acl_tables = { "acl-tables", "",
-	"the ACL instances with their rule counts and default actions", ctl_acl_tables, NULL };
+	"the ACL instances with their rule counts, default actions and classify methods", ctl_acl_tables, NULL };
 static struct ep_ctl_cmd c_acl_add = { "acl-add", "[table=<acl>] rule=<rule> [index=<n>]",
 	"insert an ACL rule before rule n (default: append)", ctl_acl_add, NULL };
 static struct ep_ctl_cmd c_acl_del = { "acl-del", "[table=<acl>] index=<n>",

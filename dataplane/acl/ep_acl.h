@@ -83,6 +83,10 @@ struct ep_acl_set {
 	bool keyed;                 /**< keys are built for every packet (sets, or a tos rule) */
 	uint8_t lanes;              /**< results per packet (1 without sets) */
 	uint8_t categories;         /**< rte_acl categories: 1, or 4 for 2 lanes */
+	enum rte_acl_classify_alg alg;  /**< the method its contexts classify with
+	                                 *   (DEFAULT: no context, nothing to classify) */
+	uint8_t n_cal;                  /**< "auto" only: the methods timed at build */
+	struct { enum rte_acl_classify_alg alg; double cycles; } cal[8];  /**< cycles per key */
 	const uint32_t *value;      /**< [n_rules]: each rule's value (0 when none given) */
 	uint8_t deny[];             /**< [n_rules + 1]: rule index -> 1 deny, 0 permit */
 };
@@ -155,6 +159,10 @@ int ep_acl_set_default(struct ep_acl *acl, const char *action, struct ep_err *er
  *  rte_acl method; -1 for a name it does not know. */
 int ep_acl_alg_parse(const char *name, enum rte_acl_classify_alg *alg);
 const char *ep_acl_alg_name(enum rte_acl_classify_alg alg);
+/** The method the published rule set classifies with, as acl_classify
+ *  names it ("avx512x16", "avx2", ...: what "auto" resolved to on this
+ *  CPU and EAL), or "none" when no rule needs a classifier. */
+const char *ep_acl_method_name(const struct ep_acl *acl);
 
 /**
  * The ACL keys of a config section, as every pipeline spells them:

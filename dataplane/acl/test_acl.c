@@ -513,6 +513,39 @@ EP_TEST(acl_sets_serve_several_rule_lists_in_one_classify)
 	env_free(&e);
 }
 
+/* The method in use is named whatever picked it: "auto" resolves to one
+ * of the methods it timed (which one depends on the CPU, the EAL and the
+ * timing: printed, never asserted), a method asked for is the one used
+ * without timing, and a list without rules has none. */
+EP_TEST(acl_reports_the_classify_method_in_use)
+{
+	const char *rules[] = { "deny proto udp dport 53" };
+	struct acl_env e = env_named("method", false, NULL, 0);
+	struct ep_err err = {{0}};
+	enum rte_acl_classify_alg alg;
+	const char *m;
+
+	EP_CHECK(strcmp(ep_acl_method_name(e.acl), "none") == 0);
+	EP_CHECK_EQ(ep_acl_replace(e.acl, rules, 1, &err), 0);
+	m = ep_acl_method_name(e.acl);
+	EP_CHECK(ep_acl_alg_parse(m, &alg) == 0 && alg != RTE_ACL_CLASSIFY_DEFAULT);
+	EP_CHECK(e.acl->cur->n_cal >= 1);
+	bool timed = false;
+	for (uint8_t i = 0; i < e.acl->cur->n_cal; i++) {
+		printf("    auto timed %-9s %.1f cycles/key\n", ep_acl_alg_name(e.acl->cur->cal[i].alg),
+		       e.acl->cur->cal[i].cycles);
+		timed |= e.acl->cur->cal[i].alg == alg;
+	}
+	EP_CHECK(timed);
+	e.acl->p.alg = RTE_ACL_CLASSIFY_SCALAR;
+	EP_CHECK_EQ(ep_acl_replace(e.acl, rules, 1, &err), 0);
+	EP_CHECK(strcmp(ep_acl_method_name(e.acl), "scalar") == 0);
+	EP_CHECK_EQ(e.acl->cur->n_cal, 0);
+	EP_CHECK_EQ(udp_to(&e, 53), DENY);
+	EP_CHECK_EQ(udp_to(&e, 54), PERMIT);
+	env_free(&e);
+}
+
 EP_TEST(acl_non_ip_packets_are_reported_not_classified)
 {
 	const char *rules[] = { "deny proto udp" };

@@ -111,23 +111,32 @@ lookup_family(struct bng_down *d, struct rte_mbuf **pkts, uint16_t *next, uint16
 	const uint32_t alen = family == 4 ? 4 : 8;
 	uint16_t out = 0;
 
+	RTE_BUILD_BUG_ON(sizeof(struct bng_dst_key) != 16 ||
+			 offsetof(struct bng_dst_key, plen) != 1 ||
+			 offsetof(struct bng_dst_key, addr) != 8);
 	for (uint8_t l = 0; l < n_lens && np != 0; l++) {
 		uint8_t plen = lens[l];
-		uint32_t full = plen / 8u;
-		uint8_t part = (uint8_t)(0xff00 >> (plen % 8u));
+		/* The key as two words stored whole (bng_sub.c's dst_key
+		 * byte for byte: family, length, zeros, the prefix with its
+		 * host bits clear): rte_hash's CRC reads it 8 bytes at a
+		 * time, and a load over narrower stores (the memset, two
+		 * bytes, a memcpy, the masked byte) is not forwarded from
+		 * the store buffer but waits for them to retire. */
+		const uint64_t w0 = family | (uint64_t)plen << 8;
+		const uint64_t mask = plen >= 64 ? UINT64_MAX :
+				      rte_cpu_to_be_64(~(UINT64_MAX >> plen));
 		uint64_t hits = 0;
 		uint16_t left = 0;
 
 		for (uint16_t j = 0; j < np; j++) {
 			struct bng_dst_key *k = &d->keys[j];
 			const uint8_t *a = d->addr[d->pend[j]];
+			uint64_t w1 = 0;
 
-			memset(k, 0, sizeof(*k));
-			k->family = family;
-			k->plen = plen;
-			memcpy(k->addr, a, full);
-			if (full < alen)
-				k->addr[full] = a[full] & part;
+			memcpy(&w1, a, alen);
+			w1 &= mask;
+			memcpy(k, &w0, 8);
+			memcpy(k->addr, &w1, 8);
 			d->key_ptr[j] = k;
 		}
 		rte_hash_lookup_bulk_data(d->b->dst, d->key_ptr, np, &hits, d->data);

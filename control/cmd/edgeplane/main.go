@@ -3,7 +3,11 @@
 //	edgeplane agent --iface eth0 [--listen unix:/run/edgeplane/eth0.sock] [--api-group edgeplane]
 //	                [--listen tcp:HOST:PORT --api-token-file FILE | --api-tls-cert ... --api-client-ca ...]
 //	                [--alt-node MAC,IPv4,IPv6 ...]
+//	edgeplane agent --node NAME --etcd-endpoints URL[,URL] --dp-socket /run/edgeplane/dp.sock [--metrics HOST:PORT]
+//	                (with or without --iface: reconciliation from the desired state, docs/control.md)
 //	edgeplane detach --iface eth0 [--bpffs /sys/fs/bpf]
+//	edgeplane controller [--listen unix:/run/edgeplane/controller.sock | tcp:HOST:PORT --api-token-file FILE]
+//	                     [--data-dir DIR --etcd-listen URL | --etcd-endpoints URL,...]
 //	edgeplane upf --listen ADDR:8805 --dp-socket /run/edgeplane/bng.sock [--state-dir DIR]
 //	              [--logical-port NAME ...] [--punt-iface IF] [--associate CP:8805 ...] [--metrics HOST:PORT]
 package main
@@ -39,6 +43,8 @@ func main() {
 		err = runDetach(os.Args[2:])
 	case "upf":
 		err = runUPF(os.Args[2:])
+	case "controller":
+		err = runController(os.Args[2:])
 	default:
 		usage()
 	}
@@ -49,7 +55,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach|upf [flags]  (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach|upf|controller [flags]  (-h for flags)")
 	os.Exit(2)
 }
 
@@ -75,6 +81,8 @@ func runAgent(args []string) error {
 	var cfg agent.Config
 	var lc api.ListenConfig
 	var alts altFlags
+	var nf nodeFlags
+	nf.register(fs)
 	fs.StringVar(&cfg.Iface, "iface", "", "interface to attach the XDP program to")
 	fs.StringVar(&cfg.Mode, "xdp-mode", "auto", "native, generic, or auto (native, falling back to generic)")
 	fs.StringVar(&cfg.BPFFS, "bpffs", "/sys/fs/bpf", "bpffs mount for pinned maps (mounted if absent)")
@@ -109,11 +117,17 @@ func runAgent(args []string) error {
 			cfg.AltNodes = append(cfg.AltNodes, n)
 		}
 	}
-	if cfg.Iface == "" {
-		return errors.New("--iface is required")
+	if cfg.Iface == "" && nf.node == "" {
+		return errors.New("--iface (the XDP function) or --node (reconciliation from the desired state) is required")
 	}
-	if lc.Addr == "" {
-		lc.Addr = "unix:" + filepath.Join("/run/edgeplane", cfg.Iface+".sock")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if cfg.Iface == "" {
+		runNode, err := nf.start(nil) // the node agent alone
+		if err != nil {
+			return err
+		}
+		return runNode(ctx)
 	}
 	// The listener first: a wrong --listen or --api-* flag fails before
 	// the program is attached, and nothing else creates files yet while
@@ -128,6 +142,18 @@ func runAgent(args []string) error {
 		return err
 	}
 	defer a.Close()
+	if nf.node != "" {
+		// The node agent reconciles this XDP function's intents too.
+		runNode, err := nf.start(a)
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := runNode(ctx); err != nil {
+				slog.Error("node agent", "err", err)
+			}
+		}()
+	}
 
 	srv := api.NewServer(api.Handler(a, ep.Options), *readTimeout)
 	go func() {
@@ -137,8 +163,6 @@ func runAgent(args []string) error {
 	}()
 	slog.Info("api listening", "on", ep.Desc, "read_timeout", srv.ReadTimeout)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	err = a.Run(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -120,7 +120,9 @@ func run(repeat, rounds int) error {
 				return fmt.Errorf("%s: %w", p.Name, err)
 			}
 			if ret != want[p.Name] {
-				return fmt.Errorf("%s: verdict %d, want %d: the benchmark would time the wrong path", p.Name, ret, want[p.Name])
+				c, _ := d.ReadCounters()
+				return fmt.Errorf("%s: verdict %d, want %d: the benchmark would time the wrong path (drops %v, paths %v)",
+					p.Name, ret, want[p.Name], c.Drops, c.Paths)
 			}
 			samples[p.Name] = append(samples[p.Name], float64(per)/float64(time.Nanosecond))
 		}

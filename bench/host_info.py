@@ -1,0 +1,54 @@
+"""What a benchmark JSON records about the host and the classifier, so that
+figures from different machines are read apart: the project's machines are
+AMD EPYC VMs that are Zen 3 (no AVX-512) one day and Zen 4 (AVX-512) the
+next, and rte_acl's classify method, the largest single cost of the router
+and the vBNG uplink, follows the CPU.
+
+  cpu()            model name, family/model/stepping (the hypervisor shows
+                   "AMD EPYC" only; family 25 model 1 is Zen 3 Milan, model
+                   17 Zen 4 Genoa), the SIMD extensions rte_acl chooses by
+  acl_methods(dp)  {ACL table: the rte_acl method in use}, from edgeplane-dp's
+                   acl-tables (what `acl_classify = auto` resolved to)
+  mitigations()    the kernel's speculative-execution mitigations that tax a
+                   kernel `ret` (the XDP program's helper calls): SRSO, Retbleed
+"""
+from pathlib import Path
+
+SIMD_FLAGS = ("sse4_1", "avx2", "avx512f", "avx512bw", "avx512vl")
+
+
+def cpu():
+    info, flags = {}, set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break                       # the first CPU is enough
+                k, _, v = line.partition(":")
+                k, v = k.strip(), v.strip()
+                if k in ("model name", "cpu family", "model", "stepping"):
+                    info[k] = v
+                elif k == "flags":
+                    flags = set(v.split())
+    except OSError:
+        pass
+    return {"model_name": info.get("model name", "unknown"),
+            "family": int(info.get("cpu family", -1)), "model": int(info.get("model", -1)),
+            "stepping": int(info.get("stepping", -1)),
+            "simd": [f for f in SIMD_FLAGS if f in flags]}
+
+
+def acl_methods(dp):
+    """{table: classify_method} of a running edgeplane-dp (DpProcess)."""
+    return {t["table"]: t.get("classify_method", "unknown")
+            for t in dp.ctl("acl-tables")["tables"]}
+
+
+def mitigations():
+    out = {}
+    for name in ("spec_rstack_overflow", "retbleed", "spectre_v2"):
+        try:
+            out[name] = (Path("/sys/devices/system/cpu/vulnerabilities") / name).read_text().strip()
+        except OSError:
+            pass
+    return out

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"edgeplane/control/internal/api"
+	"edgeplane/control/internal/controller"
+)
+
+// runController is `edgeplane controller`: the desired state of every node
+// in etcd (embedded by default), its REST northbound (docs/control.md).
+func runController(args []string) error {
+	fs := flag.NewFlagSet("controller", flag.ExitOnError)
+	var lc api.ListenConfig
+	var ef etcdFlags
+	fs.StringVar(&lc.Addr, "listen", "unix:/run/edgeplane/controller.sock", "northbound: unix:/path (mode 0660) or tcp:host:port (needs --api-token-file or mutual TLS)")
+	fs.StringVar(&lc.Group, "api-group", "", "group (name or gid) of the API socket")
+	fs.StringVar(&lc.TokenFile, "api-token-file", "", "file holding the bearer token every request must carry")
+	fs.StringVar(&lc.CertFile, "api-tls-cert", "", "TLS certificate of a tcp: listener (PEM)")
+	fs.StringVar(&lc.KeyFile, "api-tls-key", "", "its private key (PEM)")
+	fs.StringVar(&lc.ClientCAFile, "api-client-ca", "", "CA certificates (PEM) a client certificate must be signed by: mutual TLS")
+	fs.BoolVar(&lc.InsecureLoopback, "api-insecure-loopback", false, "allow a tcp: listener on a loopback address without authentication (tests only)")
+	readTimeout := fs.Duration("api-read-timeout", 30*time.Second, "time a client has to send a whole request")
+	ef.register(fs, "external etcd cluster, comma-separated client URLs (default: the embedded member)")
+	var emb controller.EmbeddedConfig
+	fs.StringVar(&emb.Dir, "data-dir", "/var/lib/edgeplane/controller", "embedded etcd's data directory")
+	fs.StringVar(&emb.ClientURL, "etcd-listen", "http://127.0.0.1:2379", "embedded etcd's client URL (the node agents' --etcd-endpoints)")
+	fs.StringVar(&emb.PeerURL, "etcd-peer", "http://127.0.0.1:2380", "embedded etcd's peer URL")
+	fs.Parse(args)
+
+	ep, err := api.Listen(lc)
+	if err != nil {
+		return err
+	}
+	defer ep.Listener.Close()
+	if ef.endpoints == "" {
+		e, err := controller.StartEmbedded(emb)
+		if err != nil {
+			return fmt.Errorf("embedded etcd: %w", err)
+		}
+		defer e.Close()
+		ef.endpoints = emb.ClientURL
+	}
+	cli, err := ef.client()
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	defer cli.Close()
+
+	srv := api.NewServer(controller.Handler(controller.NewStore(cli), ep.Options), *readTimeout)
+	go func() {
+		if err := srv.Serve(ep.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("northbound", "err", err)
+		}
+	}()
+	slog.Info("controller listening", "on", ep.Desc, "etcd", ef.endpoints)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return nil
+}

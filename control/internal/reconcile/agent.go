@@ -1,0 +1,387 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"edgeplane/control/internal/controller"
+	"edgeplane/control/model"
+)
+
+// AgentConfig is one node agent.
+type AgentConfig struct {
+	Node   string
+	Etcd   *clientv3.Client
+	Planes Planes
+	// Check is how often each data plane's uptime is read: a restart is
+	// noticed within it (default 1 s).
+	Check time.Duration
+	// Resync is how often a full pass runs with nothing else to prompt it:
+	// drift from someone else's change to a table is fixed within it
+	// (default 30 s).
+	Resync time.Duration
+	// StatusTTL is the lease of the agent's status key: a silent agent's
+	// report disappears after it (default 15 s).
+	StatusTTL time.Duration
+	Registry  *prometheus.Registry
+}
+
+// Agent watches its node's desired configuration and reconciles.
+type Agent struct {
+	c AgentConfig
+
+	mu       sync.Mutex
+	desired     *model.NodeDesired // nil: the node has no configuration
+	haveDesired bool
+	refused     *Drift // the stored configuration the model refused, if the last one was
+	status      model.NodeStatus
+
+	kick  chan string
+	pubMu sync.Mutex // one status write at a time
+	lease clientv3.LeaseID
+
+	resyncs  *prometheus.CounterVec
+	changes  *prometheus.CounterVec
+	drift    prometheus.Gauge
+	observed prometheus.Gauge
+	wanted   prometheus.Gauge
+	passDur  prometheus.Histogram
+}
+
+// NewAgent registers the agent's metrics.
+func NewAgent(c AgentConfig) *Agent {
+	if c.Check <= 0 {
+		c.Check = time.Second
+	}
+	if c.Resync <= 0 {
+		c.Resync = 30 * time.Second
+	}
+	if c.StatusTTL <= 0 {
+		c.StatusTTL = 15 * time.Second
+	}
+	a := &Agent{c: c, kick: make(chan string, 1),
+		resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeplane_agent_resyncs_total",
+			Help: "Reconciliation passes (a full comparison of the data planes with the desired state), by what prompted them."}, []string{"reason"}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeplane_agent_changes_total",
+			Help: "Data-plane objects changed by reconciliation, by kind and operation."}, []string{"kind", "op"}),
+		drift: prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgeplane_agent_drift_objects",
+			Help: "Objects the last pass found different and could not fix."}),
+		observed: prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgeplane_agent_observed_revision",
+			Help: "The desired-state revision the node last converged to."}),
+		wanted: prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgeplane_agent_desired_revision",
+			Help: "The revision of the node's desired configuration."}),
+		passDur: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "edgeplane_agent_pass_duration_seconds",
+			Help: "Time of one reconciliation pass.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+	}
+	for _, r := range []string{"start", "desired", "restart", "periodic", "retry"} {
+		a.resyncs.WithLabelValues(r)
+	}
+	a.status = model.NodeStatus{Node: c.Node, Resyncs: map[string]int64{}, Changes: map[string]int64{}}
+	if c.Registry != nil {
+		c.Registry.MustRegister(a.resyncs, a.changes, a.drift, a.observed, a.wanted, a.passDur)
+	}
+	return a
+}
+
+// Status is the agent's last report.
+func (a *Agent) Status() model.NodeStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.status
+	st.Resyncs = clone(st.Resyncs)
+	st.Changes = clone(st.Changes)
+	return st
+}
+
+func clone(m map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (a *Agent) prompt(reason string) {
+	select {
+	case a.kick <- reason:
+	default: // a pass is already due; it reads the latest state
+	}
+}
+
+// Run reconciles until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	go a.watch(ctx)
+	go a.report(ctx)
+	check := time.NewTicker(a.c.Check)
+	defer check.Stop()
+	resync := time.NewTicker(a.c.Resync)
+	defer resync.Stop()
+	boots := map[DataPlane]uptimeReading{}
+	var retry <-chan time.Time
+	backoff := time.Second
+	for {
+		reason := ""
+		select {
+		case <-ctx.Done():
+			return nil
+		case reason = <-a.kick:
+		case <-resync.C:
+			reason = "periodic"
+		case <-retry:
+			reason = "retry"
+		case <-check.C:
+			if a.restarted(ctx, boots) {
+				reason = "restart"
+			}
+		}
+		if reason == "" {
+			continue
+		}
+		a.mu.Lock()
+		d, have := a.desired, a.haveDesired
+		a.mu.Unlock()
+		if !have {
+			continue // the first read of the desired state has not come
+		}
+		if reason == "restart" {
+			slog.Info("data plane restarted: full pass", "node", a.c.Node)
+		} else {
+			// The pass's data planes are the baseline a later restart is
+			// told from (one that restarts right after is not missed).
+			a.restarted(ctx, boots)
+		}
+		if a.pass(ctx, reason, d) {
+			retry, backoff = nil, time.Second
+		} else {
+			retry = time.After(backoff)
+			backoff = min(2*backoff, 10*time.Second)
+		}
+	}
+}
+
+// restarted reads every data plane's uptime: a restart shows as an
+// uptime that went backwards or a start time that moved (by more than the
+// reads' own jitter), and a data plane that answers again after not
+// answering is treated as restarted.
+func (a *Agent) restarted(ctx context.Context, last map[DataPlane]uptimeReading) bool {
+	any := false
+	for _, dp := range a.c.Planes.distinct() {
+		cctx, cancel := context.WithTimeout(ctx, a.c.Check)
+		up, err := dp.Uptime(cctx)
+		cancel()
+		prev, seen := last[dp]
+		if err != nil {
+			last[dp] = uptimeReading{down: true}
+			continue
+		}
+		now := float64(time.Now().UnixNano()) / 1e9
+		cur := uptimeReading{up: up, boot: now - up}
+		last[dp] = cur
+		if seen && (prev.down || up < prev.up || math.Abs(cur.boot-prev.boot) > 0.5) {
+			any = true
+		}
+	}
+	return any
+}
+
+type uptimeReading struct {
+	up, boot float64
+	down     bool
+}
+
+func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) bool {
+	start := time.Now()
+	a.resyncs.WithLabelValues(reason).Inc()
+	var res Result
+	var rev int64
+	if d != nil {
+		res = Pass(ctx, a.c.Planes, &d.Config)
+		rev = d.Revision
+	} else {
+		res = Result{Changes: map[string]int{}}
+	}
+	a.passDur.Observe(time.Since(start).Seconds())
+	for k, n := range res.Changes {
+		kind, op := splitKindOp(k)
+		a.changes.WithLabelValues(kind, op).Add(float64(n))
+	}
+	a.drift.Set(float64(len(res.Drift)))
+	a.wanted.Set(float64(rev))
+	a.mu.Lock()
+	a.status.Resyncs[reason]++
+	for k, n := range res.Changes {
+		a.status.Changes[k] += int64(n)
+	}
+	a.status.Drift = res.Drift
+	if a.refused != nil {
+		a.status.Drift = append(a.status.Drift, *a.refused)
+	}
+	a.status.Converged = len(a.status.Drift) == 0
+	if res.Converged() {
+		a.status.ObservedRevision = rev
+		a.observed.Set(float64(rev))
+	}
+	a.status.Updated = time.Now().UTC()
+	a.mu.Unlock()
+	if len(res.Changes) > 0 || !res.Converged() {
+		slog.Info("reconciled", "node", a.c.Node, "reason", reason, "revision", rev, "changes", res.Changes,
+			"drift", len(res.Drift), "took", time.Since(start).Round(time.Millisecond))
+	}
+	for _, dr := range res.Drift {
+		slog.Warn("drift", "node", a.c.Node, "kind", dr.Kind, "key", dr.Key, "err", dr.Error)
+	}
+	go a.publish(ctx)
+	return res.Converged()
+}
+
+// distinct is each data plane once (one edgeplane-dp may serve several
+// sections).
+func (p Planes) distinct() []DataPlane {
+	var out []DataPlane
+	for _, dp := range []DataPlane{p.Router, p.BNG, p.UDP} {
+		if dp != nil && !slices.Contains(out, dp) {
+			out = append(out, dp)
+		}
+	}
+	return out
+}
+
+func splitKindOp(k string) (string, string) {
+	for i := len(k) - 1; i >= 0; i-- {
+		if k[i] == ' ' {
+			return k[:i], k[i+1:]
+		}
+	}
+	return k, ""
+}
+
+// watch keeps a.desired current: a read, then etcd's watch from the next
+// revision; a broken or compacted watch starts over with a read (the
+// read is the level, the watch only an early prompt).
+func (a *Agent) watch(ctx context.Context) {
+	key := controller.DesiredKey(a.c.Node)
+	first := true
+	for ctx.Err() == nil {
+		resp, err := a.c.Etcd.Get(ctx, key)
+		if err != nil {
+			slog.Warn("desired state: etcd read failed; keeping the last state", "err", err)
+			sleep(ctx, 2*time.Second)
+			continue
+		}
+		if len(resp.Kvs) == 0 {
+			a.set(nil)
+		} else {
+			a.set(resp.Kvs[0].Value)
+		}
+		if first {
+			a.prompt("start")
+			first = false
+		} else {
+			a.prompt("desired")
+		}
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		for wr := range a.c.Etcd.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1)) {
+			if wr.Err() != nil {
+				slog.Warn("desired state: watch ended", "err", wr.Err())
+				break
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					a.set(nil)
+				} else {
+					a.set(ev.Kv.Value)
+				}
+			}
+			a.prompt("desired")
+		}
+		cancel()
+		sleep(ctx, 500*time.Millisecond)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// set takes a desired/<node> value (nil: the key is gone). A value that
+// does not decode or validate is refused whole: the agent keeps
+// reconciling to the last good one and reports it as drift.
+func (a *Agent) set(v []byte) {
+	var d *model.NodeDesired
+	if v != nil {
+		d = new(model.NodeDesired)
+		err := json.Unmarshal(v, d)
+		if err == nil {
+			err = d.Config.Validate()
+		}
+		if err != nil {
+			slog.Error("desired state refused; keeping the last one", "node", a.c.Node, "err", err)
+			a.mu.Lock()
+			a.refused = &Drift{Kind: "node", Key: a.c.Node, Error: "desired configuration refused: " + err.Error()}
+			a.mu.Unlock()
+			return
+		}
+	}
+	a.mu.Lock()
+	a.desired, a.haveDesired, a.refused = d, true, nil
+	a.mu.Unlock()
+}
+
+// report keeps the status key alive under a lease; publish writes it.
+func (a *Agent) report(ctx context.Context) {
+	t := time.NewTicker(a.c.StatusTTL / 3)
+	defer t.Stop()
+	for {
+		a.publish(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Agent) publish(ctx context.Context) {
+	a.pubMu.Lock()
+	defer a.pubMu.Unlock()
+	st := a.Status()
+	if st.Updated.IsZero() {
+		return // no pass yet: nothing to say
+	}
+	b, _ := json.Marshal(st)
+	cctx, cancel := context.WithTimeout(ctx, a.c.StatusTTL/3)
+	defer cancel()
+	a.mu.Lock()
+	lease := a.lease
+	a.mu.Unlock()
+	if lease == 0 {
+		g, err := a.c.Etcd.Grant(cctx, int64(a.c.StatusTTL/time.Second))
+		if err != nil {
+			return
+		}
+		lease = g.ID
+	} else if _, err := a.c.Etcd.KeepAliveOnce(cctx, lease); err != nil {
+		g, err := a.c.Etcd.Grant(cctx, int64(a.c.StatusTTL/time.Second))
+		if err != nil {
+			return
+		}
+		lease = g.ID
+	}
+	if _, err := a.c.Etcd.Put(cctx, controller.StatusKey(a.c.Node), string(b), clientv3.WithLease(lease)); err != nil {
+		lease = 0
+	}
+	a.mu.Lock()
+	a.lease = lease
+	a.mu.Unlock()
+}

@@ -1,0 +1,3 @@
+package model
+
+//go:generate go tool oapi-codegen -config oapi-codegen.yaml -o types.gen.go openapi.yaml

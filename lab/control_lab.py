@@ -1,0 +1,229 @@
+"""The control plane around a data plane: `edgeplane controller` (its
+embedded etcd), `edgeplane agent --node` reconciling an edgeplane-dp, and
+a Prometheus server scraping the agent.  Every process is started here and
+stopped when the `with` block ends.
+
+    with ControlPlane(tmp, dp_socket) as cp:
+        cp.apply({"nodes": {"edge1": {...}}})
+        cp.wait_converged("edge1", revision)
+"""
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def edgeplane_binary():
+    p = Path(os.environ.get("EDGEPLANE_BIN", ROOT / "build" / "bin" / "edgeplane"))
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: run `make build` first")
+    return p
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what, cond, timeout=30.0, interval=0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not within {timeout:.0f} s: {what}")
+        time.sleep(interval)
+
+
+class HTTPError(Exception):
+    def __init__(self, code, body):
+        super().__init__(f"HTTP {code}: {body}")
+        self.code, self.body = code, body
+
+
+class ControlPlane:
+    """Controller + agent (+ Prometheus when prometheus=True)."""
+
+    def __init__(self, workdir, dp_socket, node="edge1", prometheus=False, agent=True):
+        self.dir = Path(workdir)
+        self.dp_socket = str(dp_socket)
+        self.node = node
+        self.want_prometheus = prometheus
+        self.want_agent = agent
+        self.procs = []
+        self.token = "edgeplane-test-token-0123456789"
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _spawn(self, name, argv):
+        out = open(self.dir / f"{name}.log", "w")
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        p.log_path = self.dir / f"{name}.log"
+        self.procs.append(p)
+        return p
+
+    def log(self, name):
+        return (self.dir / f"{name}.log").read_text()
+
+    def start(self):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tok = self.dir / "token"
+        tok.write_text(self.token + "\n")
+        tok.chmod(0o600)
+        self.api_port, self.etcd_port = free_port(), free_port()
+        self.etcd = f"http://127.0.0.1:{self.etcd_port}"
+        self.url = f"http://127.0.0.1:{self.api_port}"
+        self.controller = self._spawn("controller", [
+            str(edgeplane_binary()), "controller", "--listen", f"tcp:127.0.0.1:{self.api_port}",
+            "--api-token-file", str(tok), "--data-dir", str(self.dir / "etcd"),
+            "--etcd-listen", self.etcd, "--etcd-peer", f"http://127.0.0.1:{free_port()}"])
+        wait_for("controller answers", self._controller_up, timeout=60)
+        if self.want_agent:
+            self.start_agent()
+        if self.want_prometheus:
+            self.start_prometheus()
+
+    def _controller_up(self):
+        if self.controller.poll() is not None:
+            raise RuntimeError(f"controller exited:\n{self.log('controller')}")
+        try:
+            self.get("/v1/state")
+            return True
+        except (OSError, HTTPError):
+            return False
+
+    def start_agent(self):
+        # The same port across restarts: Prometheus scrapes it.
+        self.metrics_port = getattr(self, "metrics_port", None) or free_port()
+        self.agent = self._spawn("agent", [
+            str(edgeplane_binary()), "agent", "--node", self.node, "--etcd-endpoints", self.etcd,
+            "--dp-socket", self.dp_socket, "--metrics", f"127.0.0.1:{self.metrics_port}",
+            "--dp-check", "200ms"])
+        wait_for("agent metrics", lambda: self._metrics_up(), timeout=30)
+
+    def _metrics_up(self):
+        if self.agent.poll() is not None:
+            raise RuntimeError(f"agent exited:\n{self.log('agent')}")
+        try:
+            self.metrics()
+            return True
+        except OSError:
+            return False
+
+    def kill_agent(self):
+        self.agent.kill()
+        self.agent.wait()
+        self.procs.remove(self.agent)
+
+    def start_prometheus(self):
+        self.prom_port = free_port()
+        cfg = self.dir / "prometheus.yml"
+        cfg.write_text(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+            "scrape_configs:\n  - job_name: edgeplane-agent\n    static_configs:\n"
+            f"      - targets: ['127.0.0.1:{self.metrics_port}']\n")
+        self.prometheus = self._spawn("prometheus", [
+            "prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={self.dir / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{self.prom_port}"])
+        wait_for("prometheus up", lambda: self._prom_ready(), timeout=60)
+
+    def _prom_ready(self):
+        if self.prometheus.poll() is not None:
+            raise RuntimeError(f"prometheus exited:\n{self.log('prometheus')}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.prom_port}/-/ready", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def close(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        self.procs = []
+
+    # -- the northbound --------------------------------------------------------
+    def request(self, method, path, body=None, token=True):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if token:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            raise HTTPError(e.code, e.read().decode()) from None
+
+    def get(self, path):
+        return self.request("GET", path)
+
+    def apply(self, change):
+        return self.request("POST", "/v1/apply", change)
+
+    def status(self):
+        try:
+            return self.get(f"/v1/nodes/{self.node}/status")
+        except HTTPError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    def wait_converged(self, revision, timeout=30, interval=0.1):
+        def ok():
+            st = self.status()
+            return st if st and st["converged"] and st["observedRevision"] >= revision else None
+        return wait_for(f"node {self.node} converged to revision {revision}", ok, timeout=timeout,
+                        interval=interval)
+
+    # -- telemetry -------------------------------------------------------------
+    def metrics(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            return r.read().decode()
+
+    def metric(self, name, **labels):
+        """The value of one sample of the agent's /metrics, or None."""
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        for line in self.metrics().splitlines():
+            if line.startswith("#") or not line.startswith(name):
+                continue
+            head, _, value = line.rpartition(" ")
+            n, _, rest = head.partition("{")
+            if n != name:
+                continue
+            got = ",".join(sorted(rest.rstrip("}").split(","))) if rest else ""
+            if got == want:
+                return float(value)
+        return None
+
+    def prom_query(self, q):
+        url = f"http://127.0.0.1:{self.prom_port}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+        with urllib.request.urlopen(url, timeout=5) as r:
+            res = json.loads(r.read())
+        assert res["status"] == "success", res
+        return res["data"]["result"]
