@@ -273,6 +273,15 @@ def test_controller_embedded_etcd_is_a_statefulset_with_a_volume(rendered):
     assert {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in c["env"]
 
 
+def test_controller_token_file_is_not_readable_by_others(rendered):
+    # `edgeplane controller --api-token-file` refuses a file with any of
+    # 0o027 set; a secret volume's files are 0644 unless told otherwise.
+    (ctl,) = [o for o in rendered["default"] if o["kind"] == "StatefulSet"]
+    (vol,) = [v for v in ctl["spec"]["template"]["spec"]["volumes"] if v["name"] == "api-token"]
+    assert vol["secret"]["defaultMode"] & 0o027 == 0
+    assert ctl["spec"]["template"]["spec"]["securityContext"]["fsGroup"] == 65532
+
+
 def test_agents_reach_the_embedded_etcd_through_the_controller_service(rendered):
     objs = rendered["default"]
     (svc,) = [o for o in objs if o["kind"] == "Service" and o["metadata"]["name"] == "edge-edgeplane-controller"]
