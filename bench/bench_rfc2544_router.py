@@ -27,8 +27,25 @@ machine's TSC: includes both testers' af_packet paths and veth).
 Peer, same run, same tester: the DUT namespace with the kernel forwarding
 (net.ipv4.ip_forward=1, the same addresses, route and static neighbours, the
 same MACs on the veth ends).  ratios: vs_linux-forwarding = our zero-loss
-rate / the kernel's, per frame size.
+rate / the kernel's, per frame size; latency_p50_vs_linux = our p50 at the
+found rate / the kernel's at its found rate (64 B).
+
+The tester runs above every time-shared thread (SCHED_FIFO 20 for the gen
+and sink workers, through the engine's rt_priority): a hardware tester has
+its own cores, and on this shared machine a tester at nice 0 was the limit
+of every search.  The kernel's forwarding then runs at the tester's
+priority (in the generator's send, as softirq work); ours at the DUT's
+default (SCHED_FIFO 1, poll_policy auto = sleep-rx).
+
+Every trial records where frames went missing or waited: the DUT's and the
+sink's af_packet ring drops, the kernel's backlog drops (softnet_stat), the
+DUT worker's CPU time, run-queue wait and stamp-to-rx latency, and the load
+average.  `bound_by` names, per size, the element that set the zero-loss
+rate (from the lowest failing trial) and the latency (from where the p50
+was spent): the tester, our worker, the wake-up, the wire or the shared
+cores.
 """
+import os
 import statistics
 import time
 
@@ -45,15 +62,64 @@ FLOWS = 64
 # overshoots 150 us, so the generator gets a 1 ms bucket (it catches up in a
 # burst rather than falling short of the rate); the sink keeps 50 us, since
 # its pauses add to the measured latency.
-GEN_ENGINE = {"idle_polls": 10, "max_sleep_us": 1000}
-SINK_ENGINE = {"idle_polls": 10, "max_sleep_us": 50}
+# Both run at SCHED_FIFO 20, above the DUT's default 1: the tester must not
+# be what a trial measures.  The sink waits on its socket (sleep-rx): a
+# frame wakes it, so its pauses add one wake-up to the latency, not a
+# timer.  The generator has nothing to wait on but its clock: it sleeps
+# from 10 us (its batches are 20 us apart) up to 1 ms.
+TESTER_RT = 20
+GEN_ENGINE = {"poll_policy": "sleep", "idle_polls": 10, "min_sleep_us": 10,
+              "max_sleep_us": 1000, "rt_priority": TESTER_RT}
+SINK_ENGINE = {"poll_policy": "sleep-rx", "idle_polls": 20, "max_sleep_us": 1000,
+               "rt_priority": TESTER_RT}
+
+
+def softnet_drops():
+    """Frames the kernel's per-CPU backlog dropped (netdev_max_backlog),
+    summed over CPUs: /proc/net/softnet_stat column 2."""
+    try:
+        return sum(int(line.split()[1], 16) for line in open("/proc/net/softnet_stat"))
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def ring_drops(dp):
+    """af_packet ring drops over a data plane's ports."""
+    return sum((p.get("stats") or {}).get("af_packet_drops", 0) for p in dp.ctl("ports")["ports"])
+
+
+def dut_snapshot(dp):
+    """The DUT worker's counters a trial differences (None for the kernel)."""
+    if dp is None:
+        return None
+    w = dp.ctl("power")["workers"][0]
+    return {"cpu_ns": w["cpu_ns"], "runq_ns": w["runq_wait_ns"], "sleeps": w["sleeps"],
+            "demotions": w["poll"]["sched"]["demotions"], "ring_drops": ring_drops(dp)}
+
+
+def dut_delta(dp, before, seconds):
+    if dp is None or before is None:
+        return None
+    after = dut_snapshot(dp)
+    w = dp.ctl("power")["workers"][0]
+    d = {k: after[k] - before[k] for k in before}
+    return {"cpu_share": round(d["cpu_ns"] / 1e9 / seconds, 3),
+            "runq_share": round(d["runq_ns"] / 1e9 / seconds, 3),
+            "wakeups_per_s": round(d["sleeps"] / seconds), "rt_demotions": d["demotions"],
+            "ring_drops": d["ring_drops"],
+            "wake_p50_ns": w["wake_latency"]["p50_ns"], "wake_samples": w["wake_latency"]["samples"],
+            "poll_p50_ns": w["poll_latency"]["p50_ns"], "poll_samples": w["poll_latency"]["samples"],
+            "poll_policy": w["poll"]["poll_policy"],
+            "fifo_priority": w["poll"]["sched"]["fifo_priority"]}
 
 
 class Tester:
-    """gen in host a, sink in host b; both always stopped on exit."""
+    """gen in host a, sink in host b; both always stopped on exit.  dut:
+    our DUT's Dp (its counters go into every trial), None for the kernel."""
 
-    def __init__(self, lab):
+    def __init__(self, lab, dut=None):
         self.lab = lab
+        self.dut = dut
         self.gen = self.sink = None
 
     def __enter__(self):
@@ -98,6 +164,11 @@ class Tester:
     def trial(self, rate, size, seconds):
         """One trial at `rate` pps (0: as fast as the generator can)."""
         self.sink.ctl("sink-reset")
+        if self.dut is not None:
+            self.dut.ctl("power-reset")
+        before = dut_snapshot(self.dut)
+        sink_drops0, softnet0, t0 = ring_drops(self.sink), softnet_drops(), time.monotonic()
+        load = os.getloadavg()[0]
         count = int(rate * seconds) if rate else 0
         self.gen.ctl("gen-start", rate_pps=int(rate), count=count, size=size)
         if rate:
@@ -117,7 +188,11 @@ class Tester:
         offered_ok = (g["tx_full_pkts"] == 0 and g["alloc_failed_pkts"] == 0
                       and (rate == 0 or g["measured_pps"] >= 0.97 * rate))
         elapsed = (g["elapsed_ns"] or 0) / 1e9
-        return {"rate_pps": rate, "sent": sent, "received": s["rx_pkts"],
+        span = max(1e-3, time.monotonic() - t0)
+        return {"load_avg": round(load, 2), "sink_ring_drops": ring_drops(self.sink) - sink_drops0,
+                "softnet_drops": softnet_drops() - softnet0,
+                "dut": dut_delta(self.dut, before, span),
+                "rate_pps": rate, "sent": sent, "received": s["rx_pkts"],
                 "lost": sent - s["rx_pkts"], "offered_ok": offered_ok,
                 "measured_pps": g["measured_pps"], "tx_full": g["tx_full_pkts"],
                 "passed": offered_ok and sent > 0 and s["rx_pkts"] == sent,
@@ -164,10 +239,63 @@ def search(tester, size, trial_s, resolution, max_rate, log):
     return {"rate": lo, "trials": trials, "probe": probe, "tester_limited": limited}
 
 
+def throughput_bound(s):
+    """The element that set a search's zero-loss rate, from its lowest
+    failing trial (or the generator, when no trial lost a frame)."""
+    failed = [t for t in s["trials"] + [s["probe"]] if t["lost"] > 0]
+    if not failed:
+        return "tester: the generator offered no more" if s["tester_limited"] else \
+            "search range: no trial lost a frame"
+    t = min(failed, key=lambda x: x["rate_pps"] or float("inf"))
+    d = t.get("dut")
+    if t["sink_ring_drops"] > 0:
+        return "tester: the sink's ring overflowed"
+    if d is not None and d["ring_drops"] > 0:
+        if d["rt_demotions"] > 0:
+            return ("our worker: saturated (demoted to SCHED_OTHER by its guard), its ring "
+                    "overflowed")
+        if d["runq_share"] > 0.1:
+            return ("shared cores: our worker waited for a CPU (behind the tester's "
+                    "higher-priority threads and the kernel's) and its ring overflowed")
+        return "our worker: its ring overflowed while it ran"
+    if t["softnet_drops"] > 0:
+        return "the wire: the kernel's backlog (netdev_max_backlog) overflowed"
+    if d is None:
+        return "the kernel's forwarding (veth and ip_forward in the sender's softirq)"
+    return "the wire: frames lost between the rings (veth, kernel)"
+
+
+def latency_bound(lat):
+    """Where the p50 at the found rate was spent: before our worker's rx
+    (its ring: wake-up or a worker without a CPU) or after it (our tx, the
+    veth, the sink)."""
+    if lat is None:
+        return None
+    total = lat["latency_ns"]["p50"] or 0
+    d = lat.get("dut")
+    if d is None:
+        return "the wire and the sink (the kernel forwards inside the generator's send)"
+    woke = d["wake_samples"] >= d["poll_samples"]
+    before = d["wake_p50_ns"] if woke else d["poll_p50_ns"]
+    if total and before >= 0.5 * total:
+        if woke:
+            return "wake-up: our worker was asleep when most frames arrived"
+        return ("shared cores: frames waited in our ring while our worker waited for a CPU "
+                f"(run-queue share {d['runq_share']})")
+    return "the wire and the sink: most of the p50 is after our worker's rx"
+
+
+# RFC 2544 takes latency at each DUT's own zero-loss rate; when one DUT
+# forwards twice the other's rate, that compares two loads.  Latency at
+# this common rate (below both found rates here) is the like-for-like view.
+COMMON_RATE_PPS = 50_000
+
+
 def measure_size(tester, size, trial_s, resolution, max_rate, log):
     s = search(tester, size, trial_s, resolution, max_rate, log)
     rate = s["rate"]
     lat = tester.trial(rate, size, trial_s) if rate > 0 else None
+    common = tester.trial(COMMON_RATE_PPS, size, trial_s) if size == "64" else None
     fb = pcapgen.mean_frame_bytes(size)
     out = {"throughput_pps": round(rate), "throughput_mbps": round(rate * fb * 8 / 1e6, 2),
            "tester_limited": s["tester_limited"],
@@ -175,9 +303,20 @@ def measure_size(tester, size, trial_s, resolution, max_rate, log):
            "generator_max_pps": round(s["probe"]["measured_pps"]),
            "trials": len(s["trials"]),
            "latency_ns": lat["latency_ns"] if lat else None,
-           "latency_trial_lost": lat["lost"] if lat else None}
+           "latency_trial_lost": lat["lost"] if lat else None,
+           "latency_trial": {k: lat[k] for k in ("load_avg", "dut", "sink_ring_drops",
+                                                 "softnet_drops")} if lat else None,
+           "bound_by": {"throughput": throughput_bound(s), "latency": latency_bound(lat)},
+           "latency_common_rate": {"rate_pps": COMMON_RATE_PPS, "lost": common["lost"],
+                                   "offered_pps": round(common["measured_pps"]),
+                                   "latency_ns": common["latency_ns"],
+                                   "bound_by": latency_bound(common)} if common else None,
+           "load_avg": [t["load_avg"] for t in s["trials"]],
+           "trial_log": [{k: t[k] for k in ("rate_pps", "measured_pps", "lost", "load_avg",
+                                            "sink_ring_drops", "softnet_drops", "dut")}
+                         for t in [s["probe"]] + s["trials"]]}
     log(f"  {size}: {rate:.0f} pps zero loss ({out['throughput_mbps']} Mbit/s), "
-        f"latency {out['latency_ns']}")
+        f"latency {out['latency_ns']}; bound by {out['bound_by']}")
     return out
 
 
@@ -218,6 +357,15 @@ def median_of(results):
     med = dict(rs[(len(rs) - 1) // 2]) if len(rs) % 2 else dict(rs[len(rs) // 2 - 1])
     med["throughput_pps"] = round(statistics.median(r["throughput_pps"] for r in results))
     med["runs_pps"] = [r["throughput_pps"] for r in results]
+    common = [r["latency_common_rate"]["latency_ns"]["p50"] for r in results
+              if r.get("latency_common_rate") and r["latency_common_rate"]["latency_ns"]["p50"]]
+    if common:
+        med["latency_common_rate_p50_runs_ns"] = common
+        med["latency_common_rate_p50_ns"] = round(statistics.median(common))
+    p50s = [r["latency_ns"]["p50"] for r in results if r["latency_ns"] and r["latency_ns"]["p50"]]
+    med["latency_p50_runs_ns"] = p50s
+    if p50s and med["latency_ns"]:
+        med["latency_ns"] = dict(med["latency_ns"], p50=round(statistics.median(p50s)))
     return med
 
 
@@ -229,6 +377,7 @@ def run(args):
     resolution = 0.10 if quick else 0.02
     max_rate = 2_000_000
     log = print
+    load_start = os.getloadavg()[0]
     runs = {"edgeplane": {s: [] for s in sizes}, "linux": {s: [] for s in sizes}}
     drops = {}
     # Small tables: this lab has one route, and the machine's hugepages are
@@ -237,22 +386,29 @@ def run(args):
              "max_acl_rules": 1024}
     # The two DUTs alternate, size by size, so both see the same neighbours
     # on this shared machine; medians over repetitions.
+    # Which DUT goes first alternates from one search to the next, so a
+    # drift in the other tenants' load does not favour either.
+    turn = 0
     with RouterLab(tag="rfc", routes=[(ROUTED, B4)], router=small, start=False) as lab:
         for size in sizes:
             for rep in range(reps.get(size, 1)):
-                log(f"rfc2544-router: {size} #{rep + 1}: DUT = edgeplane-dp router")
-                start_router(lab)
-                with Tester(lab) as t:
-                    runs["edgeplane"][size].append(
-                        measure_size(t, size, trial_s, resolution, max_rate, log))
-                for k, v in stop_router(lab).items():
-                    drops[k] = drops.get(k, 0) + v
-                log(f"rfc2544-router: {size} #{rep + 1}: DUT = Linux IPv4 forwarding")
-                kernel_dut(lab)
-                with Tester(lab) as t:
-                    runs["linux"][size].append(
-                        measure_size(t, size, trial_s, resolution, max_rate, log))
-                kernel_off(lab)
+                for dut in (("edgeplane", "linux") if turn % 2 == 0 else ("linux", "edgeplane")):
+                    if dut == "edgeplane":
+                        log(f"rfc2544-router: {size} #{rep + 1}: DUT = edgeplane-dp router")
+                        start_router(lab)
+                        with Tester(lab, lab.dp) as t:
+                            runs["edgeplane"][size].append(
+                                measure_size(t, size, trial_s, resolution, max_rate, log))
+                        for k, v in stop_router(lab).items():
+                            drops[k] = drops.get(k, 0) + v
+                    else:
+                        log(f"rfc2544-router: {size} #{rep + 1}: DUT = Linux IPv4 forwarding")
+                        kernel_dut(lab)
+                        with Tester(lab) as t:
+                            runs["linux"][size].append(
+                                measure_size(t, size, trial_s, resolution, max_rate, log))
+                        kernel_off(lab)
+                turn += 1
     ours = {s: median_of(runs["edgeplane"][s]) for s in sizes}
     linux = {s: median_of(runs["linux"][s]) for s in sizes}
     for d in (ours, linux):
@@ -266,16 +422,33 @@ def run(args):
             ratios[key] = round(ours[size]["throughput_pps"] / linux[size]["throughput_pps"], 3)
     h = ours["64"]
     lat = h["latency_ns"] or {}
+    klat = linux["64"]["latency_ns"] or {}
+    if lat.get("p50") and klat.get("p50"):
+        ratios["latency_p50_vs_linux"] = round(lat["p50"] / klat["p50"], 3)
+    if h.get("latency_common_rate_p50_ns") and linux["64"].get("latency_common_rate_p50_ns"):
+        ratios["latency_p50_vs_linux_at_common_rate"] = round(
+            h["latency_common_rate_p50_ns"] / linux["64"]["latency_common_rate_p50_ns"], 3)
     metrics = {"throughput_pps_64": h["throughput_pps"], "throughput_mbps_64": h["throughput_mbps"],
                "latency_p50_ns_64": lat.get("p50"), "latency_p99_ns_64": lat.get("p99"),
                "latency_p999_ns_64": lat.get("p99.9"),
-               "by_size": ours, "dut_drops": drops}
+               "latency_p50_ns_64_at_common_rate": h.get("latency_common_rate_p50_ns"),
+               "common_rate_pps": COMMON_RATE_PPS,
+               "by_size": ours, "dut_drops": drops,
+               "bound_by": {sz: ours[sz]["bound_by"] for sz in sizes},
+               "load_avg": {"start": load_start, "end": os.getloadavg()[0]}}
     config = {"topology": "gen(ns a) -veth- DUT(ns dut) -veth- sink(ns b), net_af_packet",
               "flows": FLOWS, "trial_s": trial_s, "resolution": resolution, "repeats": reps,
               "zero_loss": "sink rx_pkts == gen sent_pkts after drain",
               "frame_size_convention": "bytes incl. 4 B FCS; Mbit/s = frames x size x 8",
-              "latency": "at the found rate; from the median run",
+              "latency": "at the found rate; p50 the median over runs, p99/p99.9 from the "
+                         "median run",
+              "tester": {"gen": GEN_ENGINE, "sink": SINK_ENGINE},
+              "dut_engine": "defaults (poll_policy auto, rt_priority auto)",
               "sizes": sizes, "quick": quick}
     peers = {"linux-forwarding": {"by_size": linux,
-                                  "throughput_pps_64": linux["64"]["throughput_pps"]}}
+                                  "throughput_pps_64": linux["64"]["throughput_pps"],
+                                  "latency_p50_ns_64": klat.get("p50"),
+                                  "latency_p50_ns_64_at_common_rate":
+                                      linux["64"].get("latency_common_rate_p50_ns"),
+                                  "bound_by": {sz: linux[sz]["bound_by"] for sz in sizes}}}
     return common.result("rfc2544-router", config, metrics, peers, ratios)

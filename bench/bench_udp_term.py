@@ -172,6 +172,40 @@ def sockperf_rounds(lab, preload, rounds, seconds, log):
     return med
 
 
+# sockperf's ping-pong over the link a worker can wait on: net_af_xdp on
+# the veth pair, each node's worker blocked on its kick eventfd and its
+# AF_XDP socket at SCHED_FIFO 10 (engine rt_priority), pausing after 5
+# empty polls with no spin, so every hop of a message is a wake-up; the
+# kernel alternates with it in the same lab, round by round.
+SOCKPERF_EVENT_ENGINE = {"rt_priority": 10, "idle_polls": 5, "min_sleep_us": 1000,
+                         "max_sleep_us": 1000}
+SOCKPERF_EVENT_HOSTSTACK = {"spin_us": 0}
+
+
+def sockperf_event_driven(rounds, seconds, log):
+    """{ours: medians, kernel: medians, rounds: [...]} over AF_XDP with
+    event-driven real-time workers, ours and the kernel alternating."""
+    per = {"ours": [], "kernel": []}
+    for rnd in range(rounds):
+        with HostStackLab(tag="be", link="af_xdp", engine=SOCKPERF_EVENT_ENGINE,
+                          hoststack=SOCKPERF_EVENT_HOSTSTACK) as lab:
+            for stack in (("ours", "kernel") if rnd % 2 == 0 else ("kernel", "ours")):
+                if stack == "kernel":
+                    for node in list(lab.dps):
+                        lab.stop_dp(node)
+                elif not lab.dps:
+                    lab.start_dp()
+                p = sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=seconds)
+                p["load_avg"] = round(os.getloadavg()[0], 2)
+                per[stack].append(p)
+                log(f"  sockperf pp af_xdp event-driven {stack}: p50 {p.get('p50')} p99 "
+                    f"{p.get('p99')} p99.9 {p.get('p99.9')} us (load {p['load_avg']})")
+    med = {st: {k: statistics.median(p[k] for p in ps if k in p) for k in ("p50", "p99", "p99.9")}
+           for st, ps in per.items()}
+    return {"ours": med["ours"], "kernel": med["kernel"], "rounds": per,
+            "engine": SOCKPERF_EVENT_ENGINE, "hoststack": SOCKPERF_EVENT_HOSTSTACK}
+
+
 def run(args):
     quick = getattr(args, "quick", False)
     probe_s, full_s, rounds, sp_s = (3, 5, 1, 3) if quick else (5, 20, 3, 10)
@@ -218,6 +252,7 @@ def run(args):
                                              for n, dp in lab.dps.items()}}
                 log(f"link {kind}: S2 at max: received {link[kind]['received_gbps']:.2f} "
                     f"Gbit/s, loss {r.lost_percent:.3f} %")
+    event = sockperf_event_driven(1 if quick else 5, sp_s // 2 if not quick else sp_s, log)
     pinned = {}
     if not quick:
         # Latency against where the threads run: each node's data plane and
@@ -244,6 +279,7 @@ def run(args):
         "stages": s2.get("stage_cycles", {}),
         "s1": s1, "s2": s2, "ipv6_at_max": ipv6, "link_compare": link,
         "sockperf_per_node_cpu": pinned,
+        "sockperf_af_xdp_event_driven": event,
     }
     peers = {"kernel": {
         "s1_goodput_gbps": k1["goodput_gbps"], "s2_goodput_gbps": k2["goodput_gbps"],
@@ -260,6 +296,10 @@ def run(args):
         "kernel_s2_vs_s1": div(k2["goodput_gbps"], k1["goodput_gbps"]),
         "sockperf_p99_vs_kernel": div(sp_ours.get("p99"), sp_kernel.get("p99")),
         "sockperf_p50_vs_kernel": div(sp_ours.get("p50"), sp_kernel.get("p50")),
+        # The same ping-pong over AF_XDP with event-driven real-time
+        # workers, the kernel alternating with it in the same lab.
+        "sockperf_p99_vs_kernel_af_xdp_event": div(event["ours"]["p99"], event["kernel"]["p99"]),
+        "sockperf_p50_vs_kernel_af_xdp_event": div(event["ours"]["p50"], event["kernel"]["p50"]),
         "s2_cpu_per_gbit_vs_kernel": div(s2["cpu_s_per_gbit"], k2["cpu_s_per_gbit"]),
     }
     config = {"datagram_bytes": 1860, "mtu": 1500, "link": "net_memif", "probe_s": probe_s,

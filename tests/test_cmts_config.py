@@ -32,7 +32,7 @@ def test_readme_example_passes_check(dp_binary, tmp_path):
 
 @pytest.mark.parametrize("old,new,message", [
     ("bonding_group = 1 2", "bonding_group = 1 9", "'9' is not a channel defined above"),
-    ("dport=5060", "dport=99999", "dport: '99999' is not a port or range lo-hi"),
+    ("dport=5060", "dport=99999", "dport '99999' is not a port or a range lo-hi"),
     ("rate=42.24M session=0x1002", "rate=42.24M", "a channel needs rate= and session="),
     ("rpd_port = rpd", "rpd_port = net", "rpd_port and net_port must differ"),
     ("sf = 1 1 rate=100M", "sf = 7 1 rate=100M", "7"),

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from lab.cmts_lab import SgProfile, inproc_sections
-from lab.dp import Dp
+from lab.dp import CtlError, Dp
 from lab.topology import Topology
 
 
@@ -91,3 +91,24 @@ def test_generator_direction_off_stops(dp):
     assert a["downstream"]["sent_frames"] == b["downstream"]["sent_frames"]
     assert a["upstream"]["sent_frames"] == b["upstream"]["sent_frames"]
     assert not b["downstream"]["on"] and not b["upstream"]["on"]
+
+
+def test_filters_and_classifiers_are_instances_of_the_shared_acl(dp):
+    """The SG's filter groups and classifiers live in two instances of the
+    ACL module: acl-tables and acl-list show them (the filter lines as
+    rules with set = group and value = order, two lanes), and the generic
+    edit commands refuse them, naming the commands that edit them."""
+    fl = dp.ctl("filter-list")
+    ftab, ctab = fl["filter_table"], fl["classifier_table"]
+    tables = {t["table"]: t for t in dp.ctl("acl-tables")["tables"]}
+    assert tables[ftab]["lanes"] == 2 and tables[ctab]["lanes"] == 1
+    assert tables[ftab]["rules"] == len(fl["filters"]) == 6 * 16
+    assert tables[ctab]["rules"] == fl["classifier_rules"] == 300 * 16
+    rules = dp.ctl("acl-list", table=ftab)["rules"]
+    first = fl["filters"][0]
+    assert f"set {first['group']} value {first['order']}" in rules[0]["rule"]
+    with pytest.raises(CtlError, match="filter-add"):
+        dp.ctl("acl-add", table=ftab, rule="deny proto udp set 1")
+    with pytest.raises(CtlError, match="cls-set"):
+        dp.ctl("acl-replace", table=ctab, rules=[])
+    assert dp.ctl("acl-tables")["tables"] == list(tables.values())

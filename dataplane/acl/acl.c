@@ -6,7 +6,10 @@
  * Rules are an ordered list, first match wins.  rte_acl picks the highest
  * priority among matches, so rule i of n gets priority n - i, and its
  * userdata is i + 1 (0 means "no rule matched" and selects the default
- * action).  One category: first match only.
+ * action).  One category per lane: first match per lane.  An instance with
+ * two lanes adds each rule twice, once per category, its set id in that
+ * lane's field and a wildcard in the other's (rte_acl wants 1 or a
+ * multiple of 4 categories: two lanes cost 4, the last two empty).
  *
  * Rule values go into rte_acl in host order; the field layouts are in
  * ep_acl_node.h.
@@ -43,14 +46,17 @@
 #define O6_SRC   2
 #define O6_DST   18
 #define O6_PORTS 34
-/* With sets: a 4-byte set group after the protocol byte. */
+/* Keyed (sets, or a tos rule): a 4-byte group of two 16-bit set ids (the
+ * lanes) after the protocol byte, and the tos byte last. */
 #define OS_SET      1
 #define O4S_SRC     5
 #define O4S_DST     9
 #define O4S_PORTS   13
+#define O4S_TOS     17
 #define O6S_SRC     5
 #define O6S_DST     21
 #define O6S_PORTS   37
+#define O6S_TOS     41
 
 /* The packet layout and the scratch keys' layout must agree. */
 _Static_assert(offsetof(struct rte_ipv4_hdr, src_addr) -
@@ -70,54 +76,74 @@ _Static_assert(offsetof(struct ep_acl_key6, src) == O6_SRC &&
 _Static_assert(offsetof(struct ep_acl_key4_set, set) == OS_SET &&
 	       offsetof(struct ep_acl_key4_set, src) == O4S_SRC &&
 	       offsetof(struct ep_acl_key4_set, dst) == O4S_DST &&
-	       offsetof(struct ep_acl_key4_set, sport) == O4S_PORTS, "key4 set layout");
+	       offsetof(struct ep_acl_key4_set, sport) == O4S_PORTS &&
+	       offsetof(struct ep_acl_key4_set, tos) == O4S_TOS, "key4 set layout");
 _Static_assert(offsetof(struct ep_acl_key6_set, set) == OS_SET &&
 	       offsetof(struct ep_acl_key6_set, src) == O6S_SRC &&
 	       offsetof(struct ep_acl_key6_set, dst) == O6S_DST &&
-	       offsetof(struct ep_acl_key6_set, sport) == O6S_PORTS, "key6 set layout");
+	       offsetof(struct ep_acl_key6_set, sport) == O6S_PORTS &&
+	       offsetof(struct ep_acl_key6_set, tos) == O6S_TOS, "key6 set layout");
+/* rte_acl reads every input group as 4 bytes: the tos group's 3 bytes of
+ * padding must be inside the key. */
+_Static_assert(sizeof(struct ep_acl_key4_set) >= O4S_TOS + 4 &&
+	       sizeof(struct ep_acl_key6_set) >= O6S_TOS + 4, "tos group inside the key");
 
-/* Field order in a rule: proto, [set], src words, dst words, sport, dport. */
-#define MAX_FIELDS (1 + 1 + 4 + 4 + 2)
+/* Field order in a rule: proto, [set lanes], src words, dst words, sport,
+ * dport, [tos]. */
+#define MAX_FIELDS (1 + EP_ACL_MAX_LANES + 4 + 4 + 2 + 3)
 RTE_ACL_RULE_DEF(acl_rule_max, MAX_FIELDS);
 
 struct layout {
 	int n_fields;
 	int addr_words;           /* 1 (IPv4) or 4 (IPv6) */
-	bool sets;
+	uint8_t lanes;            /* set fields (0: none, else EP_ACL_MAX_LANES) */
+	bool tos;
 	struct rte_acl_field_def defs[MAX_FIELDS];
 };
 
-/* Field defs of one family with or without sets. */
 static void
-layout_make(struct layout *l, int family, bool sets)
+field_def(struct layout *l, uint8_t type, uint8_t size, uint8_t input, uint32_t offset)
 {
-	uint32_t src = family == 4 ? (sets ? O4S_SRC : O4_SRC) : (sets ? O6S_SRC : O6_SRC);
-	uint32_t dst = family == 4 ? (sets ? O4S_DST : O4_DST) : (sets ? O6S_DST : O6_DST);
-	uint32_t ports = family == 4 ? (sets ? O4S_PORTS : O4_PORTS) : (sets ? O6S_PORTS : O6_PORTS);
-	uint8_t f = 0, in = 0;
+	uint8_t f = (uint8_t)l->n_fields++;
+
+	l->defs[f] = (struct rte_acl_field_def){ .type = type, .size = size, .field_index = f,
+		.input_index = input, .offset = offset };
+}
+
+/* Field defs of one family: the packet layout (@p keyed false), or the key
+ * layout, with the set group when @p sets and a tos field when @p tos.
+ * rte_acl reads every input group after the first byte as 4 bytes and
+ * walks its trie a byte at a time, so each group's fields must cover all
+ * 4: the set group is two 16-bit lanes (the second a wildcard with one
+ * lane), the tos group the tos byte and 3 bytes of wildcards. */
+static void
+layout_make(struct layout *l, int family, bool keyed, bool sets, bool tos)
+{
+	bool v4 = family == 4;
+	uint32_t src = v4 ? (keyed ? O4S_SRC : O4_SRC) : (keyed ? O6S_SRC : O6_SRC);
+	uint32_t dst = v4 ? (keyed ? O4S_DST : O4_DST) : (keyed ? O6S_DST : O6_DST);
+	uint32_t ports = v4 ? (keyed ? O4S_PORTS : O4_PORTS) : (keyed ? O6S_PORTS : O6_PORTS);
+	uint32_t o_tos = v4 ? O4S_TOS : O6S_TOS;
+	uint8_t in = 0;
 
 	memset(l, 0, sizeof(*l));
-	l->addr_words = family == 4 ? 1 : 4;
-	l->sets = sets;
-	l->defs[f] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_BITMASK, .size = 1,
-		.field_index = f, .input_index = in++, .offset = 0 };
-	f++;
-	if (sets) {
-		l->defs[f] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_BITMASK,
-			.size = 4, .field_index = f, .input_index = in++, .offset = OS_SET };
-		f++;
+	l->addr_words = v4 ? 1 : 4;
+	l->lanes = sets ? EP_ACL_MAX_LANES : 0;
+	l->tos = tos;
+	field_def(l, RTE_ACL_FIELD_TYPE_BITMASK, 1, in++, 0);
+	for (uint8_t k = 0; k < l->lanes; k++)
+		field_def(l, RTE_ACL_FIELD_TYPE_BITMASK, 2, in, OS_SET + 2u * k);
+	in += sets;
+	for (int w = 0; w < 2 * l->addr_words; w++)
+		field_def(l, RTE_ACL_FIELD_TYPE_MASK, 4, in++,
+			  (w < l->addr_words ? src : dst) + 4u * (uint32_t)(w % l->addr_words));
+	field_def(l, RTE_ACL_FIELD_TYPE_RANGE, 2, in, ports);
+	field_def(l, RTE_ACL_FIELD_TYPE_RANGE, 2, in++, ports + 2);
+	if (tos) {
+		field_def(l, RTE_ACL_FIELD_TYPE_RANGE, 1, in, o_tos);
+		field_def(l, RTE_ACL_FIELD_TYPE_BITMASK, 1, in, o_tos + 1);
+		field_def(l, RTE_ACL_FIELD_TYPE_BITMASK, 2, in, o_tos + 2);
 	}
-	for (int w = 0; w < 2 * l->addr_words; w++, f++)
-		l->defs[f] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_MASK,
-			.size = 4, .field_index = f, .input_index = in++,
-			.offset = (w < l->addr_words ? src : dst) + 4u * (uint32_t)(w % l->addr_words) };
-	l->defs[f] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2,
-		.field_index = f, .input_index = in, .offset = ports };
-	f++;
-	l->defs[f] = (struct rte_acl_field_def){ .type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2,
-		.field_index = f, .input_index = in, .offset = ports + 2 };
-	f++;
-	l->n_fields = f;
 }
 
 /* A 32-bit MASK field for bits [32*i, 32*i+32) of a prefix. */
@@ -132,22 +158,25 @@ mask_field(struct rte_acl_field *f, const uint8_t *addr, uint8_t plen, int i)
 	f->mask_range.u32 = (uint32_t)(bits < 0 ? 0 : bits > 32 ? 32 : bits);
 }
 
+/* Rule @p i of @p n as matched in lane @p lane (category @p lane): its set
+ * id in that lane's field, the other lanes wildcards. */
 static void
 rule_fields(struct acl_rule_max *a, const struct layout *l, const struct ep_acl_rule *r,
-	    uint32_t i, uint32_t n)
+	    uint32_t i, uint32_t n, uint8_t lane)
 {
 	int f = 0;
 
 	memset(a, 0, sizeof(*a));
-	a->data.category_mask = 1;
+	a->data.category_mask = 1u << lane;
 	a->data.priority = (int32_t)(n - i);
 	a->data.userdata = i + 1;
 	a->field[f].value.u8 = r->proto;
 	a->field[f++].mask_range.u8 = r->any_proto ? 0 : 0xff;
-	if (l->sets) {
-		a->field[f].value.u32 = r->set;
-		a->field[f++].mask_range.u32 = UINT32_MAX;
-	}
+	for (uint8_t k = 0; k < l->lanes; k++, f++)
+		if (k == lane) {
+			a->field[f].value.u16 = r->set;
+			a->field[f].mask_range.u16 = UINT16_MAX;
+		}
 	for (int w = 0; w < l->addr_words; w++)
 		mask_field(&a->field[f++], r->src, r->src_plen, w);
 	for (int w = 0; w < l->addr_words; w++)
@@ -155,16 +184,27 @@ rule_fields(struct acl_rule_max *a, const struct layout *l, const struct ep_acl_
 	a->field[f].value.u16 = r->sport_lo;
 	a->field[f++].mask_range.u16 = r->sport_hi;
 	a->field[f].value.u16 = r->dport_lo;
-	a->field[f].mask_range.u16 = r->dport_hi;
+	a->field[f++].mask_range.u16 = r->dport_hi;
+	if (l->tos) {
+		a->field[f].value.u8 = r->tos_lo;
+		a->field[f].mask_range.u8 = r->tos_hi;   /* the 3 wildcards after it stay 0 */
+	}
+}
+
+static bool
+rule_has_tos(const struct ep_acl_rule *r)
+{
+	return r->tos_lo != 0 || r->tos_hi != 255;
 }
 
 static uint32_t build_seq;   /* rte_acl names are process-wide */
 
 static struct rte_acl_ctx *
-build_ctx(int family, bool sets, const struct ep_acl_rule *rules, uint32_t n,
-	  struct ep_err *err)
+build_ctx(int family, const struct ep_acl_set *s, const struct ep_acl_rule *rules, uint32_t n,
+	  bool tos, struct ep_err *err)
 {
-	struct rte_acl_config cfg = { .num_categories = 1 };
+	struct rte_acl_config cfg = { .num_categories = s->categories };
+	uint8_t lanes = s->sets ? s->lanes : 0;
 	char name[RTE_ACL_NAMESIZE];
 	struct rte_acl_ctx *ctx;
 	struct layout l;
@@ -175,26 +215,29 @@ build_ctx(int family, bool sets, const struct ep_acl_rule *rules, uint32_t n,
 		count += rules[i].family == 0 || rules[i].family == family;
 	if (count == 0)
 		return NULL;
-	layout_make(&l, family, sets);
+	layout_make(&l, family, s->keyed, s->sets, tos);
 	snprintf(name, sizeof(name), "ep_acl%d_%u", family,
 		 __atomic_add_fetch(&build_seq, 1, __ATOMIC_RELAXED));
 	ctx = rte_acl_create(&(struct rte_acl_param){ .name = name, .socket_id = SOCKET_ID_ANY,
-		.rule_size = RTE_ACL_RULE_SZ(l.n_fields), .max_rule_num = count });
+		.rule_size = RTE_ACL_RULE_SZ(l.n_fields),
+		.max_rule_num = count * RTE_MAX(lanes, 1) });
 	if (ctx == NULL) {
 		ep_err_set(err, "acl: cannot create a context for %u rules", count);
 		return NULL;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		struct acl_rule_max a;
-
 		if (rules[i].family != 0 && rules[i].family != family)
 			continue;
-		rule_fields(&a, &l, &rules[i], i, n);
-		rc = rte_acl_add_rules(ctx, (const struct rte_acl_rule *)&a, 1);
-		if (rc != 0) {
-			ep_err_set(err, "acl: adding rule %u failed: %s", i, strerror(-rc));
-			rte_acl_free(ctx);
-			return NULL;
+		for (uint8_t lane = 0; lane < RTE_MAX(lanes, 1); lane++) {
+			struct acl_rule_max a;
+
+			rule_fields(&a, &l, &rules[i], i, n, lane);
+			rc = rte_acl_add_rules(ctx, (const struct rte_acl_rule *)&a, 1);
+			if (rc != 0) {
+				ep_err_set(err, "acl: adding rule %u failed: %s", i, strerror(-rc));
+				rte_acl_free(ctx);
+				return NULL;
+			}
 		}
 	}
 	cfg.num_fields = (uint32_t)l.n_fields;
@@ -386,7 +429,7 @@ set_build(const struct ep_acl_params *p, const struct ep_acl_rule *rules, uint32
 	struct ep_acl_set *s = rte_zmalloc("ep_acl_set", voff + sizeof(uint32_t) * (n + 1),
 					   RTE_CACHE_LINE_SIZE);
 	uint32_t *value;
-	bool need4 = false, need6 = false;
+	bool need4 = false, need6 = false, tos = false;
 
 	if (s == NULL) {
 		ep_err_set(err, "acl: out of memory");
@@ -396,6 +439,9 @@ set_build(const struct ep_acl_params *p, const struct ep_acl_rule *rules, uint32
 	s->value = value;
 	s->n_rules = n;
 	s->sets = p->sets;
+	s->lanes = p->sets && p->lanes > 1 ? p->lanes : 1;
+	/* rte_acl takes 1 category or a multiple of RTE_ACL_RESULTS_MULTIPLIER. */
+	s->categories = s->lanes == 1 ? 1 : RTE_ACL_RESULTS_MULTIPLIER;
 	s->default_deny = default_deny;
 	s->pass_all = !default_deny;
 	for (uint32_t i = 0; i < n; i++) {
@@ -404,11 +450,15 @@ set_build(const struct ep_acl_params *p, const struct ep_acl_rule *rules, uint32
 		s->pass_all &= !rules[i].deny;
 		need4 |= rules[i].family != 6;
 		need6 |= rules[i].family != 4;
+		tos |= rule_has_tos(&rules[i]);
 	}
-	s->ctx4 = build_ctx(4, p->sets, rules, n, err);
+	/* A tos rule needs the key layout: the tos byte is before the
+	 * protocol byte in the packet, where rte_acl cannot reach. */
+	s->keyed = p->sets || tos;
+	s->ctx4 = build_ctx(4, s, rules, n, tos, err);
 	if (need4 && s->ctx4 == NULL)
 		goto fail;
-	s->ctx6 = build_ctx(6, p->sets, rules, n, err);
+	s->ctx6 = build_ctx(6, s, rules, n, tos, err);
 	if ((need6 && s->ctx6 == NULL) || set_alg(s->ctx4, p->alg, s, err) < 0 ||
 	    set_alg(s->ctx6, p->alg, s, err) < 0)
 		goto fail;
@@ -425,6 +475,9 @@ ep_acl_commit(struct ep_acl *acl, const struct ep_acl_rule *rules, uint32_t n,
 	struct ep_acl_rule *copy = NULL;
 	struct ep_acl_set *s, *old;
 
+	if (acl->p.sets && (acl->p.lanes > EP_ACL_MAX_LANES))
+		return ep_err_set(err, "acl %s: %u lanes, at most %d", acl->name, acl->p.lanes,
+				  EP_ACL_MAX_LANES);
 	if (n > acl->p.max_rules)
 		return ep_err_set(err, "acl %s: %u rules, more than the %u it is sized for "
 				  "(max_acl_rules)", acl->name, n, acl->p.max_rules);

@@ -28,6 +28,20 @@ acl_of(struct ep_engine *e, json_t *req, struct ep_err *err)
 	return ep_ctl_instance(e, req, EP_ACL_KIND, err);
 }
 
+/* The instance a command may edit: not one whose rules another table
+ * derives (ep_acl.owner says which commands edit those). */
+static struct ep_acl *
+acl_to_edit(struct ep_engine *e, json_t *req, struct ep_err *err)
+{
+	struct ep_acl *a = acl_of(e, req, err);
+
+	if (a != NULL && a->owner[0] != '\0') {
+		ep_err_set(err, "table %s is derived from %s: edit it there", a->name, a->owner);
+		return NULL;
+	}
+	return a;
+}
+
 /* {method: cycles per key} of the calibration "auto" ran (acl.c), or {}. */
 static json_t *
 calibration_json(const struct ep_acl *a)
@@ -46,9 +60,10 @@ ctl_acl_tables(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err
 	json_t *arr = json_array();
 
 	for (struct ep_acl *a = ep_acl_next(e, NULL); a != NULL; a = ep_acl_next(e, a))
-		json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:b, s:s, s:s, s:o}", "table",
-			a->name, "rules", (int)a->n_rules, "default",
+		json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:b, s:i, s:s, s:s, s:s, s:o}",
+			"table", a->name, "rules", (int)a->n_rules, "default",
 			a->default_deny ? "deny" : "permit", "sets", a->p.sets,
+			"lanes", a->cur != NULL ? a->cur->lanes : 1, "owner", a->owner,
 			"classify", ep_acl_alg_name(a->p.alg), "classify_method",
 			ep_acl_method_name(a), "classify_calibration", calibration_json(a)));
 	json_object_set_new(res, "tables", arr);
@@ -58,7 +73,7 @@ ctl_acl_tables(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err
 static int
 ctl_acl_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct ep_acl *a = acl_of(e, req, err);
+	struct ep_acl *a = acl_to_edit(e, req, err);
 	const char *rule;
 	uint64_t index;
 
@@ -75,7 +90,7 @@ ctl_acl_add(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 static int
 ctl_acl_del(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct ep_acl *a = acl_of(e, req, err);
+	struct ep_acl *a = acl_to_edit(e, req, err);
 	uint64_t index;
 
 	if (a == NULL)
@@ -115,7 +130,7 @@ ctl_acl_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 static int
 ctl_acl_replace(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct ep_acl *a = acl_of(e, req, err);
+	struct ep_acl *a = acl_to_edit(e, req, err);
 	json_t *v = json_object_get(req, "rules");
 	const char **list = NULL;
 	char *copy = NULL;
@@ -173,7 +188,7 @@ ctl_acl_replace(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *er
 static int
 ctl_acl_set_default(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	struct ep_acl *a = acl_of(e, req, err);
+	struct ep_acl *a = acl_to_edit(e, req, err);
 	const char *action;
 
 	if (a == NULL || (action = ep_ctl_str(req, "action", err)) == NULL)

@@ -30,34 +30,33 @@ parse_uint(const char *s, uint64_t max, uint64_t *out)
 	return s == NULL ? -1 : ep_parse_u64(s, 0, max, out, NULL);
 }
 
+/* "<n>" or "<lo>-<hi>" within 0..max. */
 static int
-parse_ports(const char *s, uint16_t *lo, uint16_t *hi)
+parse_range(const char *s, uint64_t max, uint64_t *lo, uint64_t *hi)
 {
 	char a[8];
 	const char *dash = s != NULL ? strchr(s, '-') : NULL;
-	uint64_t x, y;
 
 	if (s == NULL)
 		return -1;
 	if (dash == NULL) {
-		if (parse_uint(s, 65535, &x) < 0)
+		if (parse_uint(s, max, lo) < 0)
 			return -1;
-		y = x;
-	} else {
-		if ((size_t)(dash - s) >= sizeof(a))
-			return -1;
-		memcpy(a, s, (size_t)(dash - s));
-		a[dash - s] = '\0';
-		if (parse_uint(a, 65535, &x) < 0 || parse_uint(dash + 1, 65535, &y) < 0 || x > y)
-			return -1;
+		*hi = *lo;
+		return 0;
 	}
-	*lo = (uint16_t)x;
-	*hi = (uint16_t)y;
+	if ((size_t)(dash - s) >= sizeof(a))
+		return -1;
+	memcpy(a, s, (size_t)(dash - s));
+	a[dash - s] = '\0';
+	if (parse_uint(a, max, lo) < 0 || parse_uint(dash + 1, max, hi) < 0 || *lo > *hi)
+		return -1;
 	return 0;
 }
 
-enum { K_PROTO, K_SRC, K_DST, K_SPORT, K_DPORT, K_SET, K_VALUE, K__N };
-static const char *const kw[K__N] = { "proto", "src", "dst", "sport", "dport", "set", "value" };
+enum { K_PROTO, K_SRC, K_DST, K_SPORT, K_DPORT, K_TOS, K_SET, K_VALUE, K__N };
+static const char *const kw[K__N] = { "proto", "src", "dst", "sport", "dport", "tos", "set",
+				      "value" };
 
 static int
 parse_proto(const char *val, struct ep_acl_rule *rule)
@@ -84,15 +83,101 @@ parse_proto(const char *val, struct ep_acl_rule *rule)
 	return 0;
 }
 
+void
+ep_acl_rule_init(struct ep_acl_rule *rule)
+{
+	memset(rule, 0, sizeof(*rule));
+	rule->any_proto = true;
+	rule->sport_hi = rule->dport_hi = 65535;
+	rule->tos_hi = 255;
+}
+
+static int
+word_index(const char *word)
+{
+	int k;
+
+	for (k = 0; k < K__N && strcmp(word, kw[k]) != 0; k++)
+		;
+	return k;
+}
+
+int
+ep_acl_match_set(struct ep_acl_rule *rule, const char *word, const char *val, bool sets,
+		 struct ep_err *err)
+{
+	int k = word != NULL ? word_index(word) : K__N;
+	uint64_t v, w;
+
+	if (k == K__N)
+		return ep_err_set(err, "unknown word '%s' (expected proto, src, dst, sport, dport, "
+				  "tos%s or value)", word ? word : "", sets ? ", set" : "");
+	if (val == NULL)
+		return ep_err_set(err, "%s needs a value", word);
+	switch (k) {
+	case K_PROTO:
+		if (parse_proto(val, rule) < 0)
+			return ep_err_set(err, "proto '%s' is not tcp, udp, icmp, icmpv6, any or "
+					  "0-255", val);
+		break;
+	case K_SRC:
+	case K_DST: {
+		uint8_t *addr = k == K_SRC ? rule->src : rule->dst;
+		uint8_t *plen = k == K_SRC ? &rule->src_plen : &rule->dst_plen;
+		int fam;
+
+		if (strcmp(val, "any") == 0) {
+			memset(addr, 0, 16);
+			*plen = 0;
+			break;
+		}
+		/* A bare address means the host. */
+		fam = ep_prefix_parse(val, addr, plen, EP_PREFIX_BARE_OK | EP_PREFIX_CLEAR_HOST, err);
+		if (fam < 0)
+			return ep_err_prefix(err, "%s: ", word);
+		if (rule->family != 0 && rule->family != fam)
+			return ep_err_set(err, "src and dst are different IP versions");
+		rule->family = (uint8_t)fam;
+		break;
+	}
+	case K_SPORT:
+	case K_DPORT:
+		if (parse_range(val, 65535, &v, &w) < 0)
+			return ep_err_set(err, "%s '%s' is not a port or a range lo-hi within 0-65535",
+					  word, val);
+		*(k == K_SPORT ? &rule->sport_lo : &rule->dport_lo) = (uint16_t)v;
+		*(k == K_SPORT ? &rule->sport_hi : &rule->dport_hi) = (uint16_t)w;
+		break;
+	case K_TOS:
+		if (parse_range(val, 255, &v, &w) < 0)
+			return ep_err_set(err, "tos '%s' is not 0-255 or a range lo-hi", val);
+		rule->tos_lo = (uint8_t)v;
+		rule->tos_hi = (uint8_t)w;
+		break;
+	case K_SET:
+		if (!sets)
+			return ep_err_set(err, "this ACL has no rule sets");
+		if (parse_uint(val, UINT16_MAX, &v) < 0)
+			return ep_err_set(err, "set '%s' is not 0-65535", val);
+		rule->set = (uint16_t)v;
+		break;
+	default:
+		if (parse_uint(val, UINT32_MAX, &v) < 0)
+			return ep_err_set(err, "value '%s' is not 0-4294967295", val);
+		rule->value = (uint32_t)v;
+		rule->has_value = true;
+		break;
+	}
+	return 0;
+}
+
 int
 ep_acl_rule_parse(const char *text, bool sets, struct ep_acl_rule *rule, struct ep_err *err)
 {
 	char buf[512], *save = NULL, *tok, *val;
 	bool seen[K__N] = {false};
 
-	memset(rule, 0, sizeof(*rule));
-	rule->any_proto = true;
-	rule->sport_hi = rule->dport_hi = 65535;
+	ep_acl_rule_init(rule);
 	if (text == NULL || strlen(text) >= sizeof(buf))
 		return ep_err_set(err, "rule: missing or longer than %zu bytes", sizeof(buf) - 1);
 	strcpy(buf, text);
@@ -100,68 +185,15 @@ ep_acl_rule_parse(const char *text, bool sets, struct ep_acl_rule *rule, struct 
 	if (ep_acl_action_parse(tok, &rule->deny) < 0)
 		return ep_err_set(err, "rule: '%s': must start with permit or deny", text);
 	while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
-		int k;
-		uint64_t v;
+		int k = word_index(tok);
 
-		for (k = 0; k < K__N && strcmp(tok, kw[k]) != 0; k++)
-			;
-		if (k == K__N)
-			return ep_err_set(err, "rule: '%s': unknown word '%s' (expected proto, "
-					  "src, dst, sport, dport%s or value)", text, tok,
-					  sets ? ", set" : "");
-		if (seen[k])
+		if (k < K__N && seen[k])
 			return ep_err_set(err, "rule: '%s': %s given twice", text, tok);
-		seen[k] = true;
+		if (k < K__N)
+			seen[k] = true;
 		val = strtok_r(NULL, " \t", &save);
-		if (val == NULL)
-			return ep_err_set(err, "rule: '%s': %s needs a value", text, tok);
-		switch (k) {
-		case K_PROTO:
-			if (parse_proto(val, rule) < 0)
-				return ep_err_set(err, "rule: '%s': proto '%s' is not tcp, udp, icmp, "
-						  "icmpv6, any or 0-255", text, val);
-			break;
-		case K_SRC:
-		case K_DST: {
-			uint8_t *addr = k == K_SRC ? rule->src : rule->dst;
-			uint8_t *plen = k == K_SRC ? &rule->src_plen : &rule->dst_plen;
-			int fam;
-
-			if (strcmp(val, "any") == 0)
-				break;
-			/* A bare address means the host. */
-			fam = ep_prefix_parse(val, addr, plen, EP_PREFIX_BARE_OK | EP_PREFIX_CLEAR_HOST,
-					      err);
-			if (fam < 0)
-				return ep_err_prefix(err, "rule: '%s': %s: ", text, tok);
-			if (rule->family != 0 && rule->family != fam)
-				return ep_err_set(err, "rule: '%s': src and dst are different IP "
-						  "versions", text);
-			rule->family = (uint8_t)fam;
-			break;
-		}
-		case K_SPORT:
-		case K_DPORT:
-			if (parse_ports(val, k == K_SPORT ? &rule->sport_lo : &rule->dport_lo,
-					k == K_SPORT ? &rule->sport_hi : &rule->dport_hi) < 0)
-				return ep_err_set(err, "rule: '%s': %s '%s' is not a port or a "
-						  "range lo-hi within 0-65535", text, tok, val);
-			break;
-		case K_SET:
-			if (!sets)
-				return ep_err_set(err, "rule: '%s': this ACL has no rule sets", text);
-			if (parse_uint(val, UINT16_MAX, &v) < 0)
-				return ep_err_set(err, "rule: '%s': set '%s' is not 0-65535", text, val);
-			rule->set = (uint16_t)v;
-			break;
-		default:
-			if (parse_uint(val, UINT32_MAX, &v) < 0)
-				return ep_err_set(err, "rule: '%s': value '%s' is not 0-4294967295",
-						  text, val);
-			rule->value = (uint32_t)v;
-			rule->has_value = true;
-			break;
-		}
+		if (ep_acl_match_set(rule, tok, val, sets, err) < 0)
+			return ep_err_prefix(err, "rule: '%s': ", text);
 	}
 	if ((seen[K_SPORT] || seen[K_DPORT]) && !rule->any_proto &&
 	    rule->proto != IPPROTO_TCP && rule->proto != IPPROTO_UDP)
@@ -198,6 +230,8 @@ ep_acl_rule_format(const struct ep_acl_rule *r, char *buf, size_t n)
 	if (r->dport_lo != 0 || r->dport_hi != 65535)
 		OUT(r->dport_lo == r->dport_hi ? " dport %u" : " dport %u-%u", r->dport_lo,
 		    r->dport_hi);
+	if (r->tos_lo != 0 || r->tos_hi != 255)
+		OUT(r->tos_lo == r->tos_hi ? " tos %u" : " tos %u-%u", r->tos_lo, r->tos_hi);
 	if (r->set != 0)
 		OUT(" set %u", r->set);
 	if (r->has_value)

@@ -10,13 +10,23 @@
  *
  *   permit|deny [proto tcp|udp|icmp|icmpv6|any|<0-255>] [src <prefix>|<addr>|any]
  *               [dst <prefix>|<addr>|any] [sport <n>[-<m>]] [dport <n>[-<m>]]
- *               [set <0-65535>] [value <0-4294967295>]
+ *               [tos <n>[-<m>]] [set <0-65535>] [value <0-4294967295>]
  *
- * `set` puts the rule in one of several rule lists classified by the same
+ * `tos` matches the IPv4 type-of-service byte or the IPv6 traffic class
+ * (a range of the whole byte, as DOCSIS classifiers' IP ToS range).  `set`
+ * puts the rule in one of several rule lists classified by the same
  * rte_acl context (an instance created with sets: the caller puts each
  * packet's list id in its key, e.g. a cable modem's filter group); `value`
  * is a number the caller reads back on a match (a classifier's service
- * flow).  Packets without ports (ICMP, other protocols, and IPv4/IPv6
+ * flow).
+ *
+ * Lanes: an instance with sets may give each packet up to EP_ACL_MAX_LANES
+ * list ids at once (a DOCSIS cable modem belongs to two filter groups);
+ * each rule is then classified in every lane (one rte_acl category per
+ * lane) and a packet gets one result per lane: the first rule of the list
+ * that lane names.  One classify call still serves the whole burst.
+ *
+ * Packets without ports (ICMP, other protocols, and IPv4/IPv6
  * fragments after the first, RFC 1858) are classified with sport = dport
  * = 0: a rule with a port range that excludes 0 never matches a non-first
  * fragment, so "deny proto udp dport 53" lets later fragments of a denied
@@ -45,6 +55,7 @@ struct ep_engine;
 
 #define EP_ACL_NAME_LEN 32
 #define EP_ACL_KIND "ACL"       /**< its kind among the engine's named instances */
+#define EP_ACL_MAX_LANES 2
 
 /** A rule as the operator wrote it (addresses in network order). */
 struct ep_acl_rule {
@@ -55,6 +66,7 @@ struct ep_acl_rule {
 	uint8_t src[16], dst[16];
 	uint8_t src_plen, dst_plen;  /**< 0 = any */
 	uint16_t sport_lo, sport_hi, dport_lo, dport_hi;
+	uint8_t tos_lo, tos_hi;  /**< 0-255: any */
 	uint16_t set;           /**< rule list (instances with sets only; else 0) */
 	bool has_value;
 	uint32_t value;         /**< read back by the caller on a match */
@@ -67,7 +79,10 @@ struct ep_acl_set {
 	uint32_t n_rules;
 	bool default_deny;
 	bool pass_all;              /**< no deny rule and default permit: a filter stage returns at once */
-	bool sets;                  /**< keys carry a set id (EP_ACL_KEY_*_SET layouts) */
+	bool sets;                  /**< keys carry set ids (the ep_acl_key*_set layouts) */
+	bool keyed;                 /**< keys are built for every packet (sets, or a tos rule) */
+	uint8_t lanes;              /**< results per packet (1 without sets) */
+	uint8_t categories;         /**< rte_acl categories: 1, or 4 for 2 lanes */
 	enum rte_acl_classify_alg alg;  /**< the method its contexts classify with
 	                                 *   (DEFAULT: no context, nothing to classify) */
 	uint8_t n_cal;                  /**< "auto" only: the methods timed at build */
@@ -80,6 +95,7 @@ struct ep_acl_set {
 struct ep_acl_params {
 	uint32_t max_rules;
 	bool sets;                          /**< rules carry `set N`; keys are built by the caller */
+	uint8_t lanes;                      /**< with sets: list ids per packet, 1..EP_ACL_MAX_LANES */
 	enum rte_acl_classify_alg alg;      /**< RTE_ACL_CLASSIFY_DEFAULT: rte_acl's pick */
 };
 
@@ -92,6 +108,11 @@ struct ep_acl {
 	struct ep_acl_rule *rules;          /**< the list it was built from */
 	uint32_t n_rules;
 	bool default_deny;
+	/** Non-empty: the rules are derived from another table (a vCMTS's
+	 *  classifiers, its filter groups) and the generic acl-add/-del/
+	 *  -replace/-set-default commands refuse to edit them; this says what
+	 *  to use instead.  acl-list and acl-tables still show them. */
+	char owner[64];
 };
 
 void ep_acl_params_default(struct ep_acl_params *p);
@@ -107,6 +128,15 @@ struct ep_acl *ep_acl_next(struct ep_engine *e, struct ep_acl *prev);
 
 /** "permit" / "deny": the one place that vocabulary is parsed.  0 or -1. */
 int ep_acl_action_parse(const char *s, bool *deny);
+/** A rule that matches everything (permit, any protocol, port and tos). */
+void ep_acl_rule_init(struct ep_acl_rule *rule);
+/** Set one match word of @p rule from its text value: proto, src, dst,
+ *  sport, dport, tos, set (when @p sets), value.  The one parser of match
+ *  fields: the rule text uses it word by word, and pipelines whose lines
+ *  spell fields as key=value (the vCMTS's filter and classifier lines) call
+ *  it per pair.  0, or -1 with err naming the word. */
+int ep_acl_match_set(struct ep_acl_rule *rule, const char *word, const char *val, bool sets,
+		     struct ep_err *err);
 /** Parse one rule; @p sets: whether `set` is allowed (the instance's kind). */
 int ep_acl_rule_parse(const char *text, bool sets, struct ep_acl_rule *rule,
 		      struct ep_err *err);

@@ -18,19 +18,23 @@
  * a key with the same layout in the caller's scratch: options and extension
  * headers move the ports, and packets without ports present zeros.
  *
- * Instances with sets use a key the caller always builds, with the packet's
- * rule-list id as a 4-byte exact-match group after the protocol:
+ * Instances with sets, and rule sets with a tos rule (the tos byte is
+ * before the protocol byte, where rte_acl cannot reach), use a key built
+ * for every packet, with the packet's rule-list ids (one 16-bit id per
+ * lane, both lanes in one 4-byte group) after the protocol and the tos
+ * byte last:
  *
- *   IPv4  proto @0, set @1, src @5, dst @9, sport @13, dport @15
- *   IPv6  proto @0, set @1, src @5 (4 x 4), dst @21 (4 x 4), sport @37, dport @39
+ *   IPv4  proto @0, set @1, src @5, dst @9, sport @13, dport @15, tos @17
+ *   IPv6  proto @0, set @1, src @5 (4 x 4), dst @21 (4 x 4), sport @37, dport @39,
+ *         tos @41
  *
  * One rte_acl_classify call per family serves the whole burst, whichever
  * lists its packets belong to (the SIMD classifier walks 8 or 16 packets at
  * once, which is why the call is per burst).
  *
- * Result per packet: 0 when no rule matched (the default action applies),
- * else the index of the first matching rule + 1; EP_ACL_NOT_IP for a
- * packet that is neither IPv4 nor IPv6.
+ * Result per packet and lane: 0 when no rule matched (the default action
+ * applies), else the index of the first matching rule + 1; EP_ACL_NOT_IP
+ * for a packet that is neither IPv4 nor IPv6.
  */
 #ifndef EP_ACL_NODE_H
 #define EP_ACL_NODE_H
@@ -60,28 +64,31 @@ struct ep_acl_key6 {
 	uint8_t pad2[2];
 } __attribute__((packed));
 
-/** Keys of instances with sets. */
+/** Keys of instances with sets (and of rule sets with tos rules). */
 struct ep_acl_key4_set {
 	uint8_t proto;
-	uint32_t set;                   /**< network order */
+	uint16_t set[EP_ACL_MAX_LANES]; /**< network order */
 	uint8_t src[4], dst[4];
 	uint16_t sport, dport;
+	uint8_t tos;
 	uint8_t pad[3];
 } __attribute__((packed));
 
 struct ep_acl_key6_set {
 	uint8_t proto;
-	uint32_t set;                   /**< network order */
+	uint16_t set[EP_ACL_MAX_LANES]; /**< network order */
 	uint8_t src[16], dst[16];
 	uint16_t sport, dport;
+	uint8_t tos;
 	uint8_t pad[3];
 } __attribute__((packed));
 
 /** Per-worker scratch for ep_acl_classify (a stage context embeds it). */
 struct ep_acl_scratch {
 	const uint8_t *data[EP_BURST_MAX];
-	uint32_t res[EP_BURST_MAX];
+	uint32_t res[EP_BURST_MAX * RTE_ACL_RESULTS_MULTIPLIER];   /**< by slot and category */
 	uint16_t pkt[EP_BURST_MAX];
+	uint16_t n, n4, n6;             /**< ep_acl_keys_build's burst */
 	union {
 		struct ep_acl_key4 v4;
 		struct ep_acl_key6 v6;
@@ -98,19 +105,54 @@ ep_acl_read(const struct ep_acl *acl)
 }
 
 /**
- * Classify the parsed packets @p pkts[0..n) with @p set: res[i] per packet
- * (see above).  @p set_ids: each packet's rule list for an instance with
- * sets (NULL: list 0); ignored otherwise.
+ * Classify the parsed packets @p pkts[0..n) with @p set: res[i * lanes + k]
+ * for packet i and lane k (see above; lanes = set->lanes, 1 without sets).
+ * @p set_ids: the packets' rule lists, in the same order, for an instance
+ * with sets (NULL: list 0 in every lane); ignored otherwise.
  */
 void ep_acl_classify(const struct ep_acl_set *set, struct ep_acl_scratch *sc,
 		     struct rte_mbuf **pkts, uint16_t n, const uint16_t *set_ids,
 		     uint32_t *res);
+
+/**
+ * One key pass, several classifications: ep_acl_keys_build writes the keys
+ * of a burst into @p sc once; ep_acl_classify_keys then classifies them
+ * with any instance with sets (the key layout is the same for all; only
+ * the set ids differ, written in place before each call).  Results as
+ * ep_acl_classify's.  A pipeline classifying a burst with two instances
+ * (a vCMTS's filter groups and classifiers) saves the second key pass.
+ * @p set of ep_acl_keys_build: any of the instances (its lanes bound the
+ * ids written; the keys hold EP_ACL_MAX_LANES).
+ */
+void ep_acl_keys_build(const struct ep_acl_set *set, struct ep_acl_scratch *sc,
+		       struct rte_mbuf **pkts, uint16_t n);
+void ep_acl_classify_keys(const struct ep_acl_set *set, struct ep_acl_scratch *sc,
+			  const uint16_t *set_ids, uint32_t *res);
 
 /** True if result @p res means "deny" (the default action when 0). */
 static __rte_always_inline int
 ep_acl_res_denies(const struct ep_acl_set *set, uint32_t res)
 {
 	return res == 0 ? set->default_deny : set->deny[res - 1];
+}
+
+/**
+ * The verdict over the @p set->lanes results of one packet: a deny in any
+ * lane wins (a DOCSIS cable modem's two filter groups); when no lane
+ * matched, the default action.  *@p matched: whether any lane matched.
+ */
+static __rte_always_inline int
+ep_acl_lanes_deny(const struct ep_acl_set *set, const uint32_t *res, int *matched)
+{
+	int deny = 0, any = 0;
+
+	for (uint8_t k = 0; k < set->lanes; k++)
+		if (res[k] != 0 && res[k] != EP_ACL_NOT_IP) {
+			any = 1;
+			deny |= set->deny[res[k] - 1];
+		}
+	*matched = any;
+	return any ? deny : set->default_deny;
 }
 
 /** The value of the rule behind result @p res (0 when none matched). */
@@ -122,7 +164,8 @@ ep_acl_res_value(const struct ep_acl_set *set, uint32_t res)
 
 /**
  * The permit/deny filter stage: denied packets are dropped as acl_deny,
- * anything not IP as ethertype_unsupported.  A set that cannot deny (no
+ * anything not IP as ethertype_unsupported.  An instance with sets
+ * classifies every packet in list 0 of each lane.  A set that cannot deny (no
  * deny rule, default permit) returns before touching a packet.
  */
 struct ep_acl_filter {

@@ -4,8 +4,9 @@
  * wins, port-range edges, prefixes, protocols, IPv6, packets without ports,
  * default action), the control operations (insert, delete, atomic
  * replace), and the instance API: instances independent of each other,
- * rule sets classified in one call, rule values, a commit while a worker
- * classifies.
+ * rule sets classified in one call, lanes (several rule lists per packet,
+ * one result each), tos ranges, the match-field parser pipelines share,
+ * rule values, a commit while a worker classifies.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@ struct acl_env {
 };
 
 static struct acl_env
-env_named(const char *name, bool sets, const char *const *rules, uint32_t n)
+env_lanes(const char *name, bool sets, uint8_t lanes, const char *const *rules, uint32_t n)
 {
 	struct ep_acl_params p;
 	struct acl_env e = { NULL, NULL };
@@ -46,6 +47,7 @@ env_named(const char *name, bool sets, const char *const *rules, uint32_t n)
 	eng_init();
 	ep_acl_params_default(&p);
 	p.sets = sets;
+	p.lanes = lanes;
 	e.acl = ep_acl_create(&eng, name, &p, &err);
 	if (e.acl == NULL || ep_acl_replace(e.acl, rules, n, &err) < 0) {
 		printf("    acl: %s\n", err.msg);
@@ -53,6 +55,12 @@ env_named(const char *name, bool sets, const char *const *rules, uint32_t n)
 	}
 	e.f = ep_acl_filter_create(e.acl, SOCKET_ID_ANY);
 	return e;
+}
+
+static struct acl_env
+env_named(const char *name, bool sets, const char *const *rules, uint32_t n)
+{
+	return env_lanes(name, sets, 1, rules, n);
 }
 
 static struct acl_env
@@ -370,6 +378,8 @@ EP_TEST(acl_rule_text_errors_name_the_problem)
 		{ "permit set 3", "no rule sets" },
 		{ "permit value 4294967296", "value" },
 		{ "permit value -1", "value" },
+		{ "permit tos 256", "tos" },
+		{ "permit tos 40-8", "tos" },
 	};
 
 	for (size_t i = 0; i < RTE_DIM(bad); i++) {
@@ -393,6 +403,8 @@ EP_TEST(acl_rule_text_round_trips_through_format)
 		"deny proto icmpv6 src 2001:db8:0:1::2/128",
 		"permit proto udp dport 5000-5010 set 7 value 42",
 		"deny value 0",
+		"permit proto udp tos 32-63 set 2",
+		"deny tos 5",
 	};
 	struct ep_acl_rule r;
 	struct ep_err err;
@@ -607,4 +619,199 @@ EP_TEST(acl_commit_while_a_worker_classifies_swaps_whole_sets)
 	printf("    %" PRIu64 " bursts classified during 200 commits\n", r.bursts);
 	rte_pktmbuf_free_bulk(r.pkts, 32);
 	env_free(&e);
+}
+
+/* The tos byte of a frame tp_build wrote without VLANs: IPv4's type of
+ * service, IPv6's traffic class (the 4 bits after the version and the 4
+ * before the flow label). */
+static void
+set_tos(uint8_t *b, int v6, uint8_t tos)
+{
+	if (v6) {
+		b[14] = (uint8_t)(0x60 | tos >> 4);
+		b[15] = (uint8_t)((b[15] & 0x0f) | (tos & 0x0f) << 4);
+	} else {
+		b[15] = tos;
+		b[24] = b[25] = 0;
+		*(uint16_t *)&b[24] = rte_ipv4_cksum((const struct rte_ipv4_hdr *)&b[14]);
+	}
+}
+
+/* A tos range matches IPv4's ToS byte and IPv6's traffic class, both ends
+ * included; an instance without sets takes the key path for it (the tos
+ * byte is out of rte_acl's reach in the packet). */
+EP_TEST(acl_tos_range_matches_ipv4_tos_and_ipv6_traffic_class)
+{
+	const char *rules[] = { "deny proto udp tos 32-63", "permit" };
+	struct acl_env e = env(rules, RTE_DIM(rules));
+	static const struct { int v6; uint8_t tos; uint16_t want; } cases[] = {
+		{ 0, 0, PERMIT }, { 0, 31, PERMIT }, { 0, 32, DENY }, { 0, 40, DENY },
+		{ 0, 63, DENY }, { 0, 64, PERMIT }, { 1, 31, PERMIT }, { 1, 32, DENY },
+		{ 1, 0x3f, DENY }, { 1, 0xb8, PERMIT },
+	};
+
+	EP_CHECK(ep_acl_read(e.acl)->keyed);
+	for (size_t i = 0; i < RTE_DIM(cases); i++) {
+		struct tp_spec s = tp_default(cases[i].v6, IPPROTO_UDP);
+		uint16_t len = tp_build(buf, &s);
+		struct rte_mbuf *m;
+
+		set_tos(buf, cases[i].v6, cases[i].tos);
+		m = parsed(buf, len);
+		if (stage1(&e, m) != cases[i].want) {
+			printf("    IPv%d tos %u: wrong verdict\n", cases[i].v6 ? 6 : 4, cases[i].tos);
+			ep_test_failed = 1;
+		}
+		rte_pktmbuf_free(m);
+	}
+	env_free(&e);
+}
+
+/* Two lanes: each packet names two rule lists (a cable modem's two filter
+ * groups) and gets the first match of each, from one classify call; the
+ * verdict is deny when either lane denies, the default when neither
+ * matched. */
+EP_TEST(acl_lanes_give_each_packet_the_first_match_of_two_rule_lists)
+{
+	const char *rules[] = {
+		"permit proto udp dport 53 set 1",
+		"deny proto udp set 1",
+		"deny proto udp dport 137-139 set 2",
+		"permit proto udp set 2",
+		"deny set 3",
+	};
+	struct acl_env e = env_lanes("lanes", true, 2, rules, RTE_DIM(rules));
+	static const struct {
+		int v6; uint16_t dport; uint16_t set[2]; uint32_t rule[2]; int deny, matched;
+	} cases[] = {
+		{ 0, 53, { 1, 2 }, { 1, 4 }, 0, 1 },
+		{ 0, 80, { 1, 2 }, { 2, 4 }, 1, 1 },
+		{ 0, 137, { 2, 0 }, { 3, 0 }, 1, 1 },
+		{ 0, 137, { 0, 2 }, { 0, 3 }, 1, 1 },
+		{ 1, 80, { 2, 1 }, { 4, 2 }, 1, 1 },
+		{ 1, 53, { 2, 1 }, { 4, 1 }, 0, 1 },
+		{ 0, 80, { 0, 0 }, { 0, 0 }, 0, 0 },
+		{ 1, 80, { 4, 5 }, { 0, 0 }, 0, 0 },
+		{ 0, 80, { 3, 3 }, { 5, 5 }, 1, 1 },
+	};
+	enum { N = RTE_DIM(cases) };
+	struct rte_mbuf *pkts[N];
+	uint16_t sets[2 * N];
+	uint32_t res[2 * N];
+	struct ep_acl_scratch *sc = rte_zmalloc(NULL, sizeof(*sc), 0);
+	const struct ep_acl_set *set = ep_acl_read(e.acl);
+
+	EP_CHECK_EQ(set->lanes, 2);
+	for (size_t i = 0; i < N; i++) {
+		struct tp_spec s = tp_default(cases[i].v6, IPPROTO_UDP);
+
+		s.dport = cases[i].dport;
+		pkts[i] = parsed(buf, tp_build(buf, &s));
+		sets[2 * i] = cases[i].set[0];
+		sets[2 * i + 1] = cases[i].set[1];
+	}
+	ep_acl_classify(set, sc, pkts, N, sets, res);
+	for (size_t i = 0; i < N; i++) {
+		int matched = -1, deny = ep_acl_lanes_deny(set, &res[2 * i], &matched);
+
+		if (res[2 * i] != cases[i].rule[0] || res[2 * i + 1] != cases[i].rule[1] ||
+		    deny != cases[i].deny || matched != cases[i].matched) {
+			printf("    case %zu: rules %u/%u deny %d matched %d\n", i, res[2 * i],
+			       res[2 * i + 1], deny, matched);
+			ep_test_failed = 1;
+		}
+	}
+	/* The same set with default deny: an unmatched packet is denied. */
+	EP_CHECK_EQ(ep_acl_set_default(e.acl, "deny", &(struct ep_err){{0}}), 0);
+	set = ep_acl_read(e.acl);
+	ep_acl_classify(set, sc, pkts, N, sets, res);
+	{
+		int matched;
+
+		EP_CHECK(ep_acl_lanes_deny(set, &res[2 * 6], &matched) && !matched);
+		EP_CHECK(!ep_acl_lanes_deny(set, &res[0], &matched) && matched);
+	}
+	rte_pktmbuf_free_bulk(pkts, N);
+	rte_free(sc);
+	env_free(&e);
+}
+
+/* The one match-field parser, called per key=value pair by pipelines whose
+ * lines spell fields that way: each word sets its field, a bad value names
+ * the word, `set` only where the instance has sets. */
+EP_TEST(acl_match_fields_parse_one_by_one_as_key_value_lines_use_them)
+{
+	struct ep_acl_rule r;
+	struct ep_err err = {{0}};
+
+	ep_acl_rule_init(&r);
+	EP_CHECK_EQ(ep_acl_match_set(&r, "proto", "17", true, &err), 0);
+	EP_CHECK_EQ(ep_acl_match_set(&r, "dst", "198.18.0.0/24", true, &err), 0);
+	EP_CHECK_EQ(ep_acl_match_set(&r, "sport", "1024-2047", true, &err), 0);
+	EP_CHECK_EQ(ep_acl_match_set(&r, "dport", "5060", true, &err), 0);
+	EP_CHECK_EQ(ep_acl_match_set(&r, "tos", "32-63", true, &err), 0);
+	EP_CHECK_EQ(ep_acl_match_set(&r, "set", "7", true, &err), 0);
+	EP_CHECK_EQ(ep_acl_match_set(&r, "value", "3", true, &err), 0);
+	EP_CHECK(!r.any_proto && r.proto == 17 && r.family == 4 && r.dst_plen == 24);
+	EP_CHECK(r.sport_lo == 1024 && r.sport_hi == 2047 && r.dport_lo == 5060 &&
+		 r.dport_hi == 5060 && r.tos_lo == 32 && r.tos_hi == 63 && r.set == 7 &&
+		 r.has_value && r.value == 3);
+	EP_CHECK(ep_acl_match_set(&r, "src", "2001:db8::/32", true, &err) < 0);
+	EP_CHECK(strstr(err.msg, "IP versions") != NULL);
+	EP_CHECK(ep_acl_match_set(&r, "dport", "70000", true, &err) < 0);
+	EP_CHECK(strstr(err.msg, "dport") != NULL);
+	EP_CHECK(ep_acl_match_set(&r, "set", "1", false, &err) < 0);
+	EP_CHECK(ep_acl_match_set(&r, "ttl", "1", true, &err) < 0);
+	EP_CHECK(strstr(err.msg, "ttl") != NULL);
+}
+
+/* One key pass for two instances with sets gives each the results its own
+ * ep_acl_classify gives (a vCMTS classifies a burst with its filter groups
+ * and its classifiers), non-IP packets included. */
+EP_TEST(acl_one_key_pass_serves_two_instances_as_their_own_classify_would)
+{
+	const char *fr[] = { "deny proto udp dport 53 set 1", "permit proto udp set 2",
+			     "deny tos 32-63 set 2" };
+	const char *cr[] = { "permit proto udp dport 5060 set 7 value 3",
+			     "permit dst 2001:db8::/32 set 8 value 4" };
+	struct acl_env f = env_lanes("keys-f", true, 2, fr, RTE_DIM(fr));
+	struct acl_env c = env_lanes("keys-c", true, 1, cr, RTE_DIM(cr));
+	enum { N = 8 };
+	struct rte_mbuf *pkts[N];
+	uint16_t fids[2 * N], cids[N];
+	uint32_t fa[2 * N], fb[2 * N], ca[N], cb[N];
+	struct ep_acl_scratch *sc = rte_zmalloc(NULL, sizeof(*sc), 0);
+	const struct ep_acl_set *fs = ep_acl_read(f.acl), *cs = ep_acl_read(c.acl);
+
+	for (int i = 0; i < N; i++) {
+		struct tp_spec s = tp_default(i & 1, IPPROTO_UDP);
+		uint16_t len;
+
+		s.dport = (uint16_t[]){ 53, 5060, 80, 53 }[i % 4];
+		len = tp_build(buf, &s);
+		set_tos(buf, i & 1, i >= 4 ? 40 : 0);
+		if (i == 6)
+			len = tp_arp(buf, (const uint8_t[6]){2, 0, 0, 0, 0, 0x0a}, RTE_ARP_OP_REQUEST,
+				     tp_ip4("198.18.0.2"), tp_ip4("198.18.0.1"));
+		pkts[i] = parsed(buf, len);
+		fids[2 * i] = (uint16_t)(1 + i % 2);
+		fids[2 * i + 1] = (uint16_t)(i % 3);
+		cids[i] = (uint16_t)(7 + i % 2);
+	}
+	ep_acl_classify(fs, sc, pkts, N, fids, fa);
+	ep_acl_classify(cs, sc, pkts, N, cids, ca);
+	ep_acl_keys_build(fs, sc, pkts, N);
+	ep_acl_classify_keys(fs, sc, fids, fb);
+	ep_acl_classify_keys(cs, sc, cids, cb);
+	EP_CHECK(memcmp(fa, fb, sizeof(fa)) == 0);
+	EP_CHECK(memcmp(ca, cb, sizeof(ca)) == 0);
+	EP_CHECK_EQ(ca[6], EP_ACL_NOT_IP);
+	EP_CHECK_EQ(fa[0], 1);         /* IPv4 dport 53 in group 1 */
+	EP_CHECK_EQ(ca[1], 2);         /* IPv6 to 2001:db8::/32 in list 8 */
+	EP_CHECK_EQ(ca[3], 2);
+	EP_CHECK_EQ(ca[0], 0);         /* IPv4 dport 53 in list 7: no rule */
+	rte_pktmbuf_free_bulk(pkts, N);
+	rte_free(sc);
+	env_free(&f);
+	env_free(&c);
 }

@@ -13,12 +13,11 @@
 
 #include "ep_rcu.h"
 #include "cmts.h"
-#include "cmts_acl.h"
 #include "ep_depi.h"
 
 struct cmts *cmts_global;
 
-enum { DQ_RECORD = 1, DQ_RTE_FREE, DQ_ACL };
+enum { DQ_RECORD = 1, DQ_RTE_FREE };
 struct dq_elem { uint64_t kind; void *obj; };
 
 static void
@@ -30,8 +29,6 @@ dq_free(void *p, void *e, unsigned int n)
 	for (unsigned int i = 0; i < n; i++) {
 		if (el[i].kind == DQ_RECORD)
 			sg->rec_free[sg->n_rec_free++] = el[i].obj;
-		else if (el[i].kind == DQ_ACL)
-			cmts_acl_free(el[i].obj);
 		else
 			rte_free(el[i].obj);
 	}
@@ -62,12 +59,6 @@ cmts_defer_record(struct cmts_sg *sg, struct cmts_cm *rec)
 	defer(sg, DQ_RECORD, rec);
 }
 
-void
-cmts_defer_acl(struct cmts_sg *sg, struct cmts_acl_set *s)
-{
-	defer(sg, DQ_ACL, s);
-}
-
 struct cmts_cm *
 cmts_rec_alloc(struct cmts_sg *sg)
 {
@@ -94,6 +85,46 @@ cmts_sg_params_default(struct cmts_sg_params *p)
 	p->ch_backlog_us = 2000;
 	p->crc_verify = false;
 	p->filter_default_permit = true;
+}
+
+/*
+ * The SG's two instances of the shared ACL module, named <sg>-filter and
+ * <sg>-cls (acl-list and acl-tables show them; their rules are edited with
+ * filter-add/-del and cls-set/-del, which keep the DOCSIS order fields).
+ * Filters: set = filter group, two lanes (a CM's two groups), default =
+ * filter_default.  Classifiers: set = CM id, one lane.
+ */
+static int
+acls_create(struct cmts_sg *sg, struct ep_err *err)
+{
+	struct ep_acl_params p;
+	char name[EP_ACL_NAME_LEN];
+
+	if (strlen(sg->name) + sizeof("-filter") > sizeof(name))
+		return ep_err_set(err, "cmts %s: a service group's name takes at most %zu "
+				  "characters (its ACLs are named <sg>-filter, <sg>-cls)", sg->name,
+				  sizeof(name) - sizeof("-filter"));
+	ep_acl_params_default(&p);
+	p.max_rules = sg->p.max_rules;
+	p.sets = true;
+	p.lanes = CMTS_MAX_FG_PER_CM;
+	snprintf(name, sizeof(name), "%s-filter", sg->name);
+	sg->filter_acl = ep_acl_create(sg->e, name, &p, err);
+	if (sg->filter_acl == NULL)
+		return -1;
+	snprintf(sg->filter_acl->owner, sizeof(sg->filter_acl->owner),
+		 "cmts %s (filter-add, filter-del)", sg->name);
+	if (!sg->p.filter_default_permit &&
+	    ep_acl_commit(sg->filter_acl, NULL, 0, true, err) < 0)
+		return -1;
+	p.lanes = 1;
+	snprintf(name, sizeof(name), "%s-cls", sg->name);
+	sg->cls_acl = ep_acl_create(sg->e, name, &p, err);
+	if (sg->cls_acl == NULL)
+		return -1;
+	snprintf(sg->cls_acl->owner, sizeof(sg->cls_acl->owner),
+		 "cmts %s's CMs (cls-set, cls-del)", sg->name);
+	return 0;
 }
 
 struct cmts_sg *
@@ -151,8 +182,7 @@ cmts_sg_create(struct cmts *c, const char *name, const struct cmts_sg_params *p,
 	if (c->e->qsbr != NULL && rte_hash_rcu_qsbr_add(sg->addr, &(struct rte_hash_rcu_config){
 			.v = c->e->qsbr, .mode = RTE_HASH_QSBR_MODE_DQ }) != 0)
 		goto fail_dpdk;
-	sg->acl = cmts_acl_build(sg, err);
-	if (sg->acl == NULL)
+	if (acls_create(sg, err) < 0)
 		goto fail;
 	c->sg[c->n_sg++] = sg;
 	return sg;
@@ -185,7 +215,8 @@ cmts_sg_free(struct cmts_sg *sg)
 			rte_free((void *)(uintptr_t)cm->key[k]);
 		}
 	}
-	cmts_acl_free(sg->acl);
+	ep_acl_free(sg->filter_acl);
+	ep_acl_free(sg->cls_acl);
 	rte_hash_free(sg->addr);
 	rte_free(sg->filters);
 	rte_free(sg->rec_free);

@@ -10,10 +10,12 @@
  *     submgmt    subscriber management: the destination MAC is the CPE's
  *                (when known), the source is not one of the CM's own
  *                addresses
- *     filter     DOCSIS filter groups (up to 2 per CM): one rte_acl
- *                classify per burst and family whose key carries the CM's
- *                two filter-group ids and the CM id, so the same call also
- *                finds the CM's classifiers (cmts_acl.h)
+ *     filter     DOCSIS filter groups (up to 2 per CM) and the CM's
+ *                classifiers: two instances of the shared ACL module
+ *                (dataplane/acl), one classify per instance, family and
+ *                burst: the filter instance's key carries the CM's two
+ *                filter-group ids (two lanes), the classifier instance's
+ *                the CM id
  *     classify   the classifier match -> service flow (SF), default SF
  *                when none matched
  *     sf_sched   per-SF token bucket (max sustained rate, max traffic
@@ -59,7 +61,8 @@
  *   SID -> CM id           array of 16-bit words, each written with one
  *                          atomic store (a reader sees the old or the new id;
  *                          the record it then reads is RCU-protected)
- *   filters + classifiers  double-buffered rte_acl contexts (cmts_acl.c)
+ *   filters + classifiers  ACL instances <sg>-filter and <sg>-cls (ep_acl.h:
+ *                          double-buffered rte_acl contexts)
  *   BPI+ keys              immutable key objects (rte_security sessions)
  *                          referenced by the records, freed after a grace
  *                          period when no record uses them
@@ -83,6 +86,7 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
+#include "acl/ep_acl.h"
 #include "ep_engine.h"
 #include "ep_err.h"
 #include "ep_stage.h"
@@ -102,7 +106,6 @@
 #define CMTS_NAME_LEN       32
 
 struct cmts;
-struct cmts_acl_set;
 
 enum cmts_ch_type { CMTS_CH_OFDM = 0, CMTS_CH_SCQAM = 1 };
 
@@ -147,25 +150,17 @@ struct cmts_cpe {
 	struct rte_ether_addr mac;
 };
 
-/** Match fields shared by filter rules and classifiers (host order). */
-struct cmts_match {
-	uint8_t family;                 /**< 0 (either), 4 or 6 */
-	uint8_t proto;                  /**< 0: any */
-	bool has_proto;
-	uint8_t src_plen, dst_plen;     /**< 0: any */
-	uint8_t src[16], dst[16];       /**< network order */
-	uint16_t sport_lo, sport_hi;
-	uint16_t dport_lo, dport_hi;
-	uint8_t tos_lo, tos_hi;
-};
-
 /** A downstream classifier of a CM (MULPI Annex C.2.1.5: IP fields). */
 struct cmts_cls {
 	bool in_use;
 	uint8_t sf;                     /**< target SF 1..8 */
 	uint8_t prio;                   /**< rule priority: higher wins */
-	struct cmts_match m;
+	struct ep_acl_rule m;           /**< match fields (the ACL module's rule) */
 };
+
+/** A classifier rule's value in the <sg>-cls ACL: its index and SF. */
+#define CMTS_CLS_VALUE(idx, sf)     ((uint32_t)(idx) << 4 | (sf))
+#define CMTS_CLS_VALUE_SF(v)        ((uint8_t)((v) & 0x0f))
 
 /** A downstream service flow (QoS parameter set, MULPI Annex C.2.2.7). */
 struct cmts_sf {
@@ -211,14 +206,6 @@ struct cmts_cm {
 	/* Control side (cm-get, ACL rebuilds). */
 	struct cmts_cls cls[CMTS_MAX_CLS];
 } __rte_cache_aligned;
-
-/** A filter group rule (docsSubmgt3 / DOCSIS IP filter): control side. */
-struct cmts_filter {
-	uint8_t group;
-	uint16_t order;                 /**< lower first */
-	bool permit;
-	struct cmts_match m;
-};
 
 /** Per-worker state of one SF of a CM: its token bucket and counters
  *  (40 bytes: one cache line holds all an SF's packet needs). */
@@ -278,7 +265,8 @@ struct cmts_sg {
 	struct cmts_cm **cms;           /**< [max_cms + 1] */
 	struct rte_hash *addr;          /**< 16-byte address -> CM id */
 	uint16_t *sid_cm;               /**< [CMTS_SID_SPACE] -> CM id, 0 none */
-	struct cmts_acl_set *acl;       /**< filters + classifiers, double-buffered */
+	struct ep_acl *filter_acl;      /**< filter groups: set = group, 2 lanes */
+	struct ep_acl *cls_acl;         /**< classifiers: set = CM id, value = CMTS_CLS_VALUE */
 
 	/* Control thread only. */
 	struct rte_rcu_qsbr_dq *dq;
@@ -287,7 +275,9 @@ struct cmts_sg {
 	uint32_t n_rec, n_rec_free;
 	uint32_t gen;
 	uint32_t n_cms;
-	struct cmts_filter *filters;
+	/* Filter rules (docsSubmgt3 / DOCSIS IP filters): set = group,
+	 * value = order, sorted by both: the filter ACL's list. */
+	struct ep_acl_rule *filters;
 	uint32_t n_filters, cap_filters;
 	struct cmts_ds *ds[EP_MAX_WORKERS];
 	int n_ds;
@@ -324,7 +314,6 @@ void cmts_defer_free(struct cmts_sg *sg, void *obj);
 /** A replaced record back to the free list after a grace period. */
 void cmts_defer_record(struct cmts_sg *sg, struct cmts_cm *rec);
 /** A replaced ACL set freed after a grace period. */
-void cmts_defer_acl(struct cmts_sg *sg, struct cmts_acl_set *s);
 /** A free record (waits for a grace period when none is left). */
 struct cmts_cm *cmts_rec_alloc(struct cmts_sg *sg);
 
@@ -386,11 +375,12 @@ int cmts_cls_set_nobuild(struct cmts_sg *sg, uint32_t id, uint8_t cls, const cha
  *  with the same group and order). */
 int cmts_filter_add(struct cmts_sg *sg, const char *text, bool rebuild, struct ep_err *err);
 int cmts_filter_del(struct cmts_sg *sg, uint8_t group, uint16_t order, struct ep_err *err);
-/** Rebuild and publish the ACL from the filters and every CM's classifiers. */
+/** Rebuild and publish both ACL instances (filters and every CM's
+ *  classifiers); nothing changes on error. */
 int cmts_acl_rebuild(struct cmts_sg *sg, struct ep_err *err);
-
-/** Parse match fields "proto=17 src=198.18.0.0/15 dst=... sport=1-2 dport=3 tos=0-63". */
-int cmts_match_set(struct cmts_match *m, const char *key, const char *val, struct ep_err *err);
+/** Publish the classifier ACL with CM @p rec in place of its published
+ *  record (NULL: as published); nothing changes on error. */
+int cmts_cls_commit(struct cmts_sg *sg, const struct cmts_cm *rec, struct ep_err *err);
 
 /* ---- configuration ([cmts], [cmts NAME]; cmts_config.c) ---- */
 int cmts_load_config(struct cmts *c, struct ep_cfg *cfg, struct ep_err *err);

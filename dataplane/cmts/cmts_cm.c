@@ -33,8 +33,8 @@
 
 #include "ep_docsis.h"
 #include "ep_rcu.h"
+#include "qos/ep_qos.h"
 #include "cmts.h"
-#include "cmts_acl.h"
 #include "cmts_worker.h"
 
 /* ---- text ---- */
@@ -66,102 +66,6 @@ parse_hex16(const char *s, uint8_t out[16])
 		    sscanf(s + 2 * i, "%2x", &b) != 1)
 			return -1;
 		out[i] = (uint8_t)b;
-	}
-	return 0;
-}
-
-/* "1.89G", "42.24M", "100000": bit/s, decimal k/M/G. */
-static int
-parse_rate(const char *s, uint64_t *bps)
-{
-	char *end;
-	double v;
-
-	if (s == NULL || !isdigit((unsigned char)*s))
-		return -1;
-	v = strtod(s, &end);
-	switch (*end) {
-	case 'k': case 'K': v *= 1e3; end++; break;
-	case 'M': v *= 1e6; end++; break;
-	case 'G': v *= 1e9; end++; break;
-	default: break;
-	}
-	if (*end != '\0' || v < 0 || v > 1e12)
-		return -1;
-	*bps = (uint64_t)(v + 0.5);
-	return 0;
-}
-
-static int
-parse_range(const char *s, uint32_t max, uint32_t *lo, uint32_t *hi)
-{
-	char a[24];
-	const char *dash = strchr(s, '-');
-
-	if (dash == NULL)
-		return parse_u32(s, max, lo) < 0 ? -1 : (*hi = *lo, 0);
-	if ((size_t)(dash - s) >= sizeof(a))
-		return -1;
-	memcpy(a, s, (size_t)(dash - s));
-	a[dash - s] = '\0';
-	if (parse_u32(a, max, lo) < 0 || parse_u32(dash + 1, max, hi) < 0 || *lo > *hi)
-		return -1;
-	return 0;
-}
-
-static void
-match_init(struct cmts_match *m)
-{
-	memset(m, 0, sizeof(*m));
-	m->sport_hi = m->dport_hi = 65535;
-	m->tos_hi = 255;
-}
-
-int
-cmts_match_set(struct cmts_match *m, const char *key, const char *val, struct ep_err *err)
-{
-	uint32_t lo, hi;
-
-	if (strcmp(key, "proto") == 0) {
-		if (parse_u32(val, 255, &lo) < 0)
-			return ep_err_set(err, "proto: '%s' is not 0-255", val);
-		m->proto = (uint8_t)lo;
-		m->has_proto = true;
-	} else if (strcmp(key, "src") == 0 || strcmp(key, "dst") == 0) {
-		uint8_t a[16] = { 0 }, plen;
-		struct ep_err e2;
-		int fam = ep_parse_prefix(val, a, &plen, &e2);
-
-		if (fam < 0)
-			return ep_err_set(err, "%s: %s", key, e2.msg);
-		if (m->family != 0 && m->family != fam)
-			return ep_err_set(err, "%s: mixes IPv4 and IPv6", key);
-		m->family = (uint8_t)fam;
-		if (key[0] == 's') {
-			memcpy(m->src, a, 16);
-			m->src_plen = plen;
-		} else {
-			memcpy(m->dst, a, 16);
-			m->dst_plen = plen;
-		}
-	} else if (strcmp(key, "sport") == 0 || strcmp(key, "dport") == 0) {
-		if (parse_range(val, 65535, &lo, &hi) < 0)
-			return ep_err_set(err, "%s: '%s' is not a port or range lo-hi", key, val);
-		if (key[0] == 's') {
-			m->sport_lo = (uint16_t)lo;
-			m->sport_hi = (uint16_t)hi;
-		} else {
-			m->dport_lo = (uint16_t)lo;
-			m->dport_hi = (uint16_t)hi;
-		}
-	} else if (strcmp(key, "tos") == 0) {
-		if (parse_range(val, 255, &lo, &hi) < 0)
-			return ep_err_set(err, "tos: '%s' is not 0-255 or a range lo-hi", val);
-		m->tos_lo = (uint8_t)lo;
-		m->tos_hi = (uint8_t)hi;
-	} else {
-		return ep_err_set(err, "unknown match field '%s' (proto, src, dst, sport, dport, tos)",
-				  key);
 	}
 	return 0;
 }
@@ -640,7 +544,7 @@ cmts_cm_add_bulk(struct cmts_sg *sg, const struct cmts_cm_req *r, uint32_t n,
 		else
 			sg->n_cms++;
 	}
-	if (n != 0 && cmts_acl_rebuild(sg, rc < 0 ? NULL : err) < 0 && rc == 0)
+	if (n != 0 && cmts_cls_commit(sg, NULL, rc < 0 ? NULL : err) < 0 && rc == 0)
 		rc = -1;
 	keys_retire(sg, retire, n_retire);
 	free(retire);
@@ -671,7 +575,7 @@ cmts_cm_del(struct cmts_sg *sg, uint32_t id, struct ep_err *err)
 			retire[n++] = (struct cmts_key *)(uintptr_t)old->key[k];
 	cmts_defer_record(sg, (struct cmts_cm *)(uintptr_t)old);
 	sg->n_cms--;
-	cmts_acl_rebuild(sg, err);
+	cmts_cls_commit(sg, NULL, err);
 	keys_retire(sg, retire, n);
 	return 0;
 }
@@ -699,11 +603,17 @@ cm_edit(struct cmts_sg *sg, uint32_t id,
 	}
 	rec->ds_key = rec->bpi ? rec->key[rec->ds_kseq & 1] : NULL;
 	cm_template(rec);
+	/* The classifiers first, with the new record in place: a failed ACL
+	 * build leaves both as they were.  Until the record is published a
+	 * frame may meet a classifier whose SF the old record lacks: the
+	 * classify stage sends it to SF 0. */
+	if (rebuild && cmts_cls_commit(sg, rec, err) < 0) {
+		sg->rec_free[sg->n_rec_free++] = rec;
+		return -1;
+	}
 	ep_rcu_publish(&sg->cms[id], rec);
 	n = keys_dropped(old, rec, retire);
 	cmts_defer_record(sg, (struct cmts_cm *)(uintptr_t)old);
-	if (rebuild && cmts_acl_rebuild(sg, err) < 0)
-		return -1;
 	keys_retire(sg, retire, n);
 	return 0;
 }
@@ -774,8 +684,10 @@ sf_kv(void *a, const char *k, const char *v, struct ep_err *err)
 	uint32_t x;
 
 	if (strcmp(k, "rate") == 0) {
-		if (parse_rate(v, &sf->rate_bps) < 0)
-			return ep_err_set(err, "rate: '%s' is not a rate in bit/s (k, M, G)", v);
+		/* The QoS module's rate text: bit/s, k, M, G = 10^3, 10^6, 10^9. */
+		if (ep_qos_parse_rate(v, &sf->rate_bps) < 0 || sf->rate_bps > 1000000000000ull)
+			return ep_err_set(err, "rate: '%s' is not a rate in bit/s (k, M, G) up to "
+					  "1000G", v);
 	} else if (strcmp(k, "burst") == 0) {
 		if (parse_u32(v, 1u << 24, &x) < 0 || x < 1522)
 			return ep_err_set(err, "burst: '%s' is not 1522..16M bytes (MULPI: at least "
@@ -843,6 +755,17 @@ cmts_sf_del(struct cmts_sg *sg, uint32_t id, uint8_t sf, struct ep_err *err)
 	return sf_op(sg, id, sf, NULL, true, err);
 }
 
+/* A match field of a filter or classifier line: the ACL module's parser;
+ * `value` (and `set`) are the SG's to fill (order, CM, SF). */
+static int
+match_kv(struct ep_acl_rule *m, const char *k, const char *v, struct ep_err *err)
+{
+	if (strcmp(k, "value") == 0)
+		return ep_err_set(err, "unknown match field 'value' (proto, src, dst, sport, "
+				  "dport, tos)");
+	return ep_acl_match_set(m, k, v, false, err);
+}
+
 /* ---- classifiers ---- */
 
 struct cls_arg { uint8_t idx; const char *spec; bool del; };
@@ -862,7 +785,8 @@ cls_kv(void *a, const char *k, const char *v, struct ep_err *err)
 			return ep_err_set(err, "prio: '%s' is not 0-255", v);
 		c->prio = (uint8_t)x;
 	} else {
-		return cmts_match_set(&c->m, k, v, err);
+		/* The match fields: the ACL module's parser, key=value. */
+		return match_kv(&c->m, k, v, err);
 	}
 	return 0;
 }
@@ -880,7 +804,7 @@ edit_cls(struct cmts_sg *sg, struct cmts_cm *rec, void *a, struct ep_err *err)
 		return 0;
 	}
 	memset(&c, 0, sizeof(c));
-	match_init(&c.m);
+	ep_acl_rule_init(&c.m);
 	if (each_kv(s->spec, cls_kv, &c, err) < 0)
 		return -1;
 	if (c.sf == 0)
@@ -927,77 +851,156 @@ cmts_cls_del(struct cmts_sg *sg, uint32_t id, uint8_t cls, struct ep_err *err)
 static int
 filter_kv(void *a, const char *k, const char *v, struct ep_err *err)
 {
-	return cmts_match_set(a, k, v, err);
+	return match_kv(a, k, v, err);
+}
+
+/* Position of (group, order) in the sorted list, and whether it is there. */
+static uint32_t
+filter_find(const struct cmts_sg *sg, uint16_t group, uint32_t order, bool *found)
+{
+	uint32_t i = 0;
+
+	while (i < sg->n_filters && (sg->filters[i].set < group ||
+	       (sg->filters[i].set == group && sg->filters[i].value < order)))
+		i++;
+	*found = i < sg->n_filters && sg->filters[i].set == group && sg->filters[i].value == order;
+	return i;
+}
+
+/* Publish @p list (n rules) as the filter ACL and keep it as the SG's list;
+ * on error nothing changes and @p list is freed. */
+static int
+filters_commit(struct cmts_sg *sg, struct ep_acl_rule *list, uint32_t n, uint32_t cap,
+	       bool publish, struct ep_err *err)
+{
+	if (publish && ep_acl_commit(sg->filter_acl, list, n, sg->filter_acl->default_deny,
+				     err) < 0) {
+		rte_free(list);
+		return -1;
+	}
+	rte_free(sg->filters);
+	sg->filters = list;
+	sg->n_filters = n;
+	sg->cap_filters = cap;
+	return 0;
 }
 
 int
 cmts_filter_add(struct cmts_sg *sg, const char *text, bool rebuild, struct ep_err *err)
 {
 	char grp[16], ord[16], act[16];
-	struct cmts_filter f;
-	uint32_t g, o;
+	struct ep_acl_rule f, *list;
+	uint32_t g, o, at, n, cap;
+	bool found;
 	int used = 0;
 
-	memset(&f, 0, sizeof(f));
-	match_init(&f.m);
+	ep_acl_rule_init(&f);
 	if (text == NULL || sscanf(text, "%15s %15s %15s %n", grp, ord, act, &used) != 3)
 		return ep_err_set(err, "expected '<group> <order> permit|deny [match ...]'");
 	if (parse_u32(grp, CMTS_MAX_FG, &g) < 0 || g == 0)
 		return ep_err_set(err, "group: '%s' is not 1-%d", grp, CMTS_MAX_FG);
 	if (parse_u32(ord, 0xffff, &o) < 0)
 		return ep_err_set(err, "order: '%s' is not 0-65535", ord);
-	if (strcmp(act, "permit") != 0 && strcmp(act, "deny") != 0)
+	if (ep_acl_action_parse(act, &f.deny) < 0)
 		return ep_err_set(err, "action: '%s' is not permit or deny", act);
-	f.group = (uint8_t)g;
-	f.order = (uint16_t)o;
-	f.permit = act[0] == 'p';
-	if (each_kv(text + used, filter_kv, &f.m, err) < 0)
+	if (each_kv(text + used, filter_kv, &f, err) < 0)
 		return -1;
-	for (uint32_t i = 0; i < sg->n_filters; i++) {
-		if (sg->filters[i].group == f.group && sg->filters[i].order == f.order) {
-			sg->filters[i] = f;
-			return rebuild ? cmts_acl_rebuild(sg, err) : 0;
-		}
-	}
-	if (sg->n_filters == sg->cap_filters) {
-		uint32_t cap = sg->cap_filters ? 2 * sg->cap_filters : 64;
-		struct cmts_filter *nf = rte_realloc(sg->filters, sizeof(*nf) * cap, 0);
-
-		if (nf == NULL)
-			return ep_err_set(err, "out of memory for filter rules");
-		sg->filters = nf;
-		sg->cap_filters = cap;
-	}
-	sg->filters[sg->n_filters++] = f;
-	if (rebuild && cmts_acl_rebuild(sg, err) < 0) {
-		sg->n_filters--;
-		return -1;
-	}
-	return 0;
+	/* The list is sorted by group and order: a group is an ordered list
+	 * (lower order first), the ACL's first match within a set. */
+	f.set = (uint16_t)g;
+	f.value = o;
+	f.has_value = true;
+	at = filter_find(sg, f.set, o, &found);
+	n = sg->n_filters + !found;
+	cap = RTE_MAX(n, 64u);
+	list = rte_malloc("cmts_filters", sizeof(*list) * cap, 0);
+	if (list == NULL)
+		return ep_err_set(err, "out of memory for filter rules");
+	if (sg->n_filters != 0)
+		memcpy(list, sg->filters, sizeof(*list) * at);
+	list[at] = f;
+	if (sg->n_filters > at + found)
+		memcpy(&list[at + 1], &sg->filters[at + found],
+		       sizeof(*list) * (sg->n_filters - at - found));
+	return filters_commit(sg, list, n, cap, rebuild, err);
 }
 
 int
 cmts_filter_del(struct cmts_sg *sg, uint8_t group, uint16_t order, struct ep_err *err)
 {
-	for (uint32_t i = 0; i < sg->n_filters; i++) {
-		if (sg->filters[i].group != group || sg->filters[i].order != order)
-			continue;
-		memmove(&sg->filters[i], &sg->filters[i + 1],
-			sizeof(sg->filters[0]) * (sg->n_filters - i - 1));
-		sg->n_filters--;
-		return cmts_acl_rebuild(sg, err);
+	bool found;
+	uint32_t at = filter_find(sg, group, order, &found), cap = RTE_MAX(sg->n_filters, 64u);
+	struct ep_acl_rule *list;
+
+	if (!found)
+		return ep_err_set(err, "no filter rule %u in group %u", order, group);
+	list = rte_malloc("cmts_filters", sizeof(*list) * cap, 0);
+	if (list == NULL)
+		return ep_err_set(err, "out of memory for filter rules");
+	memcpy(list, sg->filters, sizeof(*list) * at);
+	memcpy(&list[at], &sg->filters[at + 1], sizeof(*list) * (sg->n_filters - at - 1));
+	return filters_commit(sg, list, sg->n_filters - 1, cap, true, err);
+}
+
+/*
+ * The classifier ACL's list: every CM's classifiers (@p rec in place of
+ * the published record of its id), set = CM id, value = index and SF.
+ * Within a CM higher rule priority first, ties to the lower index (MULPI's
+ * classifier rule priority); lists of different CMs never compete.
+ */
+int
+cmts_cls_commit(struct cmts_sg *sg, const struct cmts_cm *rec, struct ep_err *err)
+{
+	struct ep_acl_rule *list = NULL;
+	uint32_t n = 0;
+	int rc;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t id = 1; id <= sg->p.max_cms; id++) {
+			const struct cmts_cm *cm = rec != NULL && rec->id == id ? rec : sg->cms[id];
+			uint8_t order[CMTS_MAX_CLS];
+			int k = 0;
+
+			for (int i = 0; cm != NULL && i < CMTS_MAX_CLS; i++)
+				if (cm->cls[i].in_use) {
+					int j = k++;
+
+					/* insertion by (prio desc, index asc) */
+					while (j > 0 && cm->cls[order[j - 1]].prio < cm->cls[i].prio) {
+						order[j] = order[j - 1];
+						j--;
+					}
+					order[j] = (uint8_t)i;
+				}
+			for (int j = 0; j < k; j++, n++) {
+				const struct cmts_cls *c = &cm->cls[order[j]];
+
+				if (list == NULL)
+					continue;
+				list[n] = c->m;
+				list[n].deny = false;
+				list[n].set = (uint16_t)id;
+				list[n].value = CMTS_CLS_VALUE(order[j], c->sf);
+				list[n].has_value = true;
+			}
+		}
+		if (pass == 0) {
+			list = malloc(sizeof(*list) * (n ? n : 1));
+			if (list == NULL)
+				return ep_err_set(err, "out of memory for classifiers");
+			n = 0;
+		}
 	}
-	return ep_err_set(err, "no filter rule %u in group %u", order, group);
+	rc = ep_acl_commit(sg->cls_acl, list, n, false, err);
+	free(list);
+	return rc;
 }
 
 int
 cmts_acl_rebuild(struct cmts_sg *sg, struct ep_err *err)
 {
-	struct cmts_acl_set *s = cmts_acl_build(sg, err), *old = sg->acl;
-
-	if (s == NULL)
+	if (ep_acl_commit(sg->filter_acl, sg->filters, sg->n_filters,
+			  sg->filter_acl->default_deny, err) < 0)
 		return -1;
-	ep_rcu_publish(&sg->acl, s);
-	cmts_defer_acl(sg, old);
-	return 0;
+	return cmts_cls_commit(sg, NULL, err);
 }

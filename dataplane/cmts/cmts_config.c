@@ -17,6 +17,7 @@
 #include <rte_malloc.h>
 
 #include "ep_depi.h"
+#include "qos/ep_qos.h"
 #include "cmts.h"
 
 static int
@@ -136,18 +137,16 @@ channel_line(struct cmts_sg *sg, const char *val, struct ep_err *err)
 	snprintf(rest, sizeof(rest), "%s", val + used);
 	for (char *t = strtok_r(rest, " \t", &save); t != NULL; t = strtok_r(NULL, " \t", &save)) {
 		char *eq = strchr(t, '='), *end;
-		double v;
+		uint64_t bps;
 
 		if (eq == NULL)
 			return ep_err_set(err, "'%s' is not key=value", t);
 		*eq++ = '\0';
 		if (strcmp(t, "rate") == 0) {
-			v = strtod(eq, &end);
-			if (*end == 'k' || *end == 'M' || *end == 'G')
-				v *= *end == 'k' ? 1e3 : *end == 'M' ? 1e6 : 1e9, end++;
-			if (end == eq || *end != '\0' || v < 1e5 || v > 1e12)
+			if (ep_qos_parse_rate(eq, &bps) < 0 || bps < 100000 ||
+			    bps > 1000000000000ull)
 				return ep_err_set(err, "rate: '%s' is not 100k..1000G bit/s", eq);
-			ch.rate_bps = (uint64_t)v;
+			ch.rate_bps = bps;
 			has_rate = true;
 		} else if (strcmp(t, "session") == 0) {
 			unsigned long s = strtoul(eq, &end, 0);

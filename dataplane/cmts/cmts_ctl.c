@@ -198,13 +198,13 @@ ctl_cm_del(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 }
 
 static json_t *
-match_json(const struct cmts_match *m)
+match_json(const struct ep_acl_rule *m)
 {
 	json_t *o = json_object();
 	char a[INET6_ADDRSTRLEN], t[INET6_ADDRSTRLEN + 8];
 	int af = m->family == 6 ? AF_INET6 : AF_INET;
 
-	if (m->has_proto)
+	if (!m->any_proto)
 		json_object_set_new(o, "proto", json_integer(m->proto));
 	if (m->src_plen != 0) {
 		inet_ntop(af, m->src, a, sizeof(a));
@@ -496,19 +496,21 @@ ctl_filter_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *er
 		return -1;
 	arr = json_array();
 	for (uint32_t i = 0; i < sg->n_filters; i++) {
-		const struct cmts_filter *f = &sg->filters[i];
-		json_t *o = match_json(&f->m);
+		const struct ep_acl_rule *f = &sg->filters[i];
+		json_t *o = match_json(f);
 
-		json_object_set_new(o, "group", json_integer(f->group));
-		json_object_set_new(o, "order", json_integer(f->order));
-		json_object_set_new(o, "action", json_string(f->permit ? "permit" : "deny"));
+		json_object_set_new(o, "group", json_integer(f->set));
+		json_object_set_new(o, "order", json_integer(f->value));
+		json_object_set_new(o, "action", json_string(f->deny ? "deny" : "permit"));
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(res, "filters", arr);
-	json_object_set_new(res, "default", json_string(sg->p.filter_default_permit ? "permit" :
-							  "deny"));
-	json_object_set_new(res, "acl_rules_ipv4", json_integer(sg->acl->n_rules4));
-	json_object_set_new(res, "acl_rules_ipv6", json_integer(sg->acl->n_rules6));
+	json_object_set_new(res, "default", json_string(sg->filter_acl->default_deny ? "deny" :
+							  "permit"));
+	/* The ACL instances behind them (acl-list table=<name> shows their rules). */
+	json_object_set_new(res, "filter_table", json_string(sg->filter_acl->name));
+	json_object_set_new(res, "classifier_table", json_string(sg->cls_acl->name));
+	json_object_set_new(res, "classifier_rules", json_integer(sg->cls_acl->n_rules));
 	return 0;
 }
 

@@ -13,10 +13,11 @@
  *             gave one, must be the frame's destination; the source must
  *             not be one of the CM's own addresses (a reflection or a
  *             spoofed packet: it cannot come from the CM through the network)
- *   filter    one rte_acl_classify per family for the burst; categories 0
- *             and 1 are the CM's two filter groups (deny wins; no match:
- *             the SG's default action), category 2 the CM's classifiers,
- *             kept in ep_meta.nexthop for the classify stage
+ *   filter    the shared ACL module (dataplane/acl) twice per burst: the
+ *             filter instance with the CM's two filter groups as two lanes
+ *             (deny wins; no match: the SG's default action), the
+ *             classifier instance with the CM id, whose match is kept in
+ *             ep_meta.nexthop for the classify stage
  *   classify  classifier match -> SF (SF 0 when none matched or the SF is
  *             gone), per-CM matched/unmatched counters
  *   framing   the CM's header template (cmts_cm.c), LEN, the SF's traffic
@@ -107,6 +108,8 @@ prefetch_frame(struct rte_mbuf *m)
 {
 	rte_prefetch0(rte_pktmbuf_mtod(m, void *));
 	rte_prefetch0(ep_meta(m));
+	/* The headroom line framing writes the MAC header into. */
+	rte_prefetch0_write(rte_pktmbuf_mtod(m, uint8_t *) - RTE_CACHE_LINE_SIZE);
 }
 
 uint16_t
@@ -133,6 +136,17 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 
 		if (i + PREFETCH_AHEAD < n)
 			prefetch_frame(pkts[i + PREFETCH_AHEAD]);
+		/*
+		 * The rest of the frame toward L2, for the crypto stage: the
+		 * cipher walks 16 frames at once in its lanes, more streams
+		 * than the hardware prefetcher follows, and each cold line
+		 * stalls a lane.  Issued here, the lines arrive while filter,
+		 * classify and the schedulers run.  test_cmts_cycles with
+		 * EP_CYCLES_COLD=1: crypto 617 -> 480-500 cycles a frame;
+		 * warm, ~8 cycles more in lookup (docs/cmts.md).
+		 */
+		for (uint32_t o = RTE_CACHE_LINE_SIZE; o < m->data_len; o += RTE_CACHE_LINE_SIZE)
+			rte_prefetch1(rte_pktmbuf_mtod(m, const uint8_t *) + o);
 		rc = ds_parse(m, md);
 		if (unlikely(rc != 0)) {
 			next[i] = EP_NEXT_DROP(rc);
@@ -236,113 +250,49 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 
 /* ---- filter (and the classifier lookup) ---- */
 
-static __rte_always_inline void
-ports_of(const uint8_t *p, const struct ep_meta *md, uint16_t *sp)
-{
-	if ((md->flags & EP_META_F_HAS_L4) &&
-	    (md->l4_proto == IPPROTO_TCP || md->l4_proto == IPPROTO_UDP ||
-	     md->l4_proto == IPPROTO_SCTP))
-		memcpy(sp, p + md->l4_off, 4);
-	else
-		memset(sp, 0, 4);
-}
-
+/*
+ * Two classify calls of the shared ACL module per burst (each one
+ * rte_acl_classify per family): the SG's filter instance with the CM's two
+ * filter groups as the two lanes of each frame's key, then its classifier
+ * instance with the CM id.  Deny in either group wins; no match in either:
+ * the SG's filter_default (the instance's default action).  The
+ * classifier's value (index and SF) waits in ep_meta.nexthop for classify.
+ */
 uint16_t
 cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct cmts_ds *d = ctx;
-	const struct cmts_acl_set *set = ep_rcu_read(&d->sg->acl);
-	const bool def_permit = d->sg->p.filter_default_permit;
-	uint16_t n4 = 0, n6 = 0, out = 0;
+	const struct ep_acl_set *fs = ep_acl_read(d->sg->filter_acl);
+	const struct ep_acl_set *cs = ep_acl_read(d->sg->cls_acl);
+	uint16_t out = 0;
 	uint64_t permit = 0, deny = 0, unmatched = 0;
 
-	/* IPv4 keys fill d->pos from the front, IPv6 from the back. */
 	for (uint16_t i = 0; i < n; i++) {
-		struct rte_mbuf *m = pkts[i];
-		const struct ep_meta *md = ep_meta(m);
-		const struct cmts_cm *cm = cmts_cm_of(d->sg, DSM_CM(md->user));
-		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *), *l3 = p + md->l3_off;
-		uint16_t id = rte_cpu_to_be_16((uint16_t)DSM_CM(md->user));
-		uint8_t fga = 0, fgb = 0;
+		uint32_t id = DSM_CM(ep_meta(pkts[i])->user);
+		const struct cmts_cm *cm = cmts_cm_of(d->sg, id);
 
-		if (likely(cm != NULL)) {
-			fga = cm->fg[0];
-			fgb = cm->fg[1];
-		}
-		if (likely(md->l3_type == EP_L3_IPV4)) {
-			struct cmts_acl_key4 *k = &d->k4[n4];
-
-			k->proto = md->l4_proto;
-			k->fg_a = fga;
-			k->fg_b = fgb;
-			k->cm = id;
-			memcpy(&k->src, l3 + 12, 8);     /* src, dst */
-			ports_of(p, md, &k->sport);
-			k->tos = l3[1];
-			d->acl_in[n4] = (const uint8_t *)k;
-			d->pos[n4++] = i;
-		} else {
-			struct cmts_acl_key6 *k = &d->k6[n6];
-
-			k->proto = md->l4_proto;
-			k->fg_a = fga;
-			k->fg_b = fgb;
-			k->cm = id;
-			memcpy(k->src, l3 + 8, 32);      /* src, dst */
-			ports_of(p, md, &k->sport);
-			k->tos = (uint8_t)((l3[0] & 0x0f) << 4 | l3[1] >> 4);
-			d->acl_in[EP_BURST_MAX - 1 - n6] = (const uint8_t *)k;
-			d->pos[EP_BURST_MAX - 1 - n6++] = i;
-		}
+		d->fg_ids[2 * i] = likely(cm != NULL) ? cm->fg[0] : 0;
+		d->fg_ids[2 * i + 1] = likely(cm != NULL) ? cm->fg[1] : 0;
+		d->cm_ids[i] = (uint16_t)id;
 	}
-	if (n4 != 0) {
-		if (set->ctx4 != NULL)
-			rte_acl_classify(set->ctx4, d->acl_in, d->acl_res, n4, CMTS_ACL_CATS);
-		else
-			memset(d->acl_res, 0, sizeof(d->acl_res[0]) * CMTS_ACL_CATS * n4);
-	}
-	if (n6 != 0) {
-		uint32_t *res = d->acl_res + (size_t)(EP_BURST_MAX - n6) * CMTS_ACL_CATS;
+	/* One key pass for both instances (the layouts differ only in the ids). */
+	ep_acl_keys_build(fs, &d->acl, pkts, n);
+	ep_acl_classify_keys(fs, &d->acl, d->fg_ids, d->fg_res);
+	ep_acl_classify_keys(cs, &d->acl, d->cm_ids, d->cls_res);
+	for (uint16_t i = 0; i < n; i++) {
+		int matched;
 
-		/* The IPv6 inputs sit at the end of acl_in, in reverse: turn
-		 * them around so result k belongs to pos[EP_BURST_MAX - 1 - k]. */
-		for (uint16_t a = 0, b = n6 - 1; a < b; a++, b--) {
-			const uint8_t *t = d->acl_in[EP_BURST_MAX - 1 - a];
-			uint16_t tp = d->pos[EP_BURST_MAX - 1 - a];
-
-			d->acl_in[EP_BURST_MAX - 1 - a] = d->acl_in[EP_BURST_MAX - 1 - b];
-			d->acl_in[EP_BURST_MAX - 1 - b] = t;
-			d->pos[EP_BURST_MAX - 1 - a] = d->pos[EP_BURST_MAX - 1 - b];
-			d->pos[EP_BURST_MAX - 1 - b] = tp;
-		}
-		if (set->ctx6 != NULL)
-			rte_acl_classify(set->ctx6, d->acl_in + EP_BURST_MAX - n6, res, n6,
-					 CMTS_ACL_CATS);
-		else
-			memset(res, 0, sizeof(res[0]) * CMTS_ACL_CATS * n6);
-	}
-	for (uint16_t j = 0; j < n4 + n6; j++) {
-		uint16_t slot = j < n4 ? j : (uint16_t)(EP_BURST_MAX - n6 + (j - n4));
-		const uint32_t *r = &d->acl_res[(size_t)slot * CMTS_ACL_CATS];
-		uint16_t i = d->pos[slot];
-		uint32_t a = r[CMTS_ACL_CAT_FG_A], b = r[CMTS_ACL_CAT_FG_B];
-		bool deny_it;
-
-		if (a == 0 && b == 0) {
-			unmatched++;
-			deny_it = !def_permit;
-		} else {
-			deny_it = (a != 0 && !set->filter_permit[a - 1]) ||
-				  (b != 0 && !set->filter_permit[b - 1]);
-		}
-		if (unlikely(deny_it)) {
+		if (unlikely(ep_acl_lanes_deny(fs, &d->fg_res[2 * i], &matched))) {
 			deny++;
+			unmatched += !matched;
 			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_FILTER_DENY);
 			out++;
 			continue;
 		}
 		permit++;
-		ep_meta(pkts[i])->nexthop = r[CMTS_ACL_CAT_CLS];
+		unmatched += !matched;
+		ep_meta(pkts[i])->nexthop = d->cls_res[i] != 0 ?
+			1 + ep_acl_res_value(cs, d->cls_res[i]) : 0;
 	}
 	d->filter_permit += permit;
 	d->filter_deny += deny;
@@ -372,7 +322,7 @@ cmts_ds_classify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16
 		}
 		y = cmts_ds_dyn_of(d, cm);
 		if (ud != 0) {
-			sf = CMTS_ACL_CLS_SF(ud);
+			sf = CMTS_CLS_VALUE_SF(ud - 1);
 			if (unlikely(!cm->sf[sf].in_use))
 				sf = 0;
 			y->cls_matched++;

@@ -277,9 +277,9 @@ flow_init(struct gen_flow *f, const struct cmts_cpe *cpe, const struct rte_ether
 /* The port of rule/classifier match @p m a UDP frame to @p fam can hit, or
  * -1 (another protocol, another family). */
 static int
-aim(const struct cmts_match *m, uint8_t fam, uint16_t *sport)
+aim(const struct ep_acl_rule *m, uint8_t fam, uint16_t *sport)
 {
-	if ((m->has_proto && m->proto != IPPROTO_UDP) || (m->family != 0 && m->family != fam))
+	if ((!m->any_proto && m->proto != IPPROTO_UDP) || (m->family != 0 && m->family != fam))
 		return -1;
 	*sport = m->sport_lo != 0 ? m->sport_lo : 1024;
 	return m->dport_lo;
@@ -337,13 +337,13 @@ flows_build(struct cmts_gen *g, uint32_t cls_share, uint32_t filter_share, int s
 				uint32_t seen = 0, want;
 
 				for (uint32_t q = 0; q < sg->n_filters; q++)
-					seen += sg->filters[q].group == cm->fg[0];
+					seen += sg->filters[q].set == cm->fg[0];
 				want = seen != 0 ? j % seen : 0;
 				for (uint32_t q = 0, s = 0; q < sg->n_filters && dport < 0; q++) {
-					if (sg->filters[q].group != cm->fg[0])
+					if (sg->filters[q].set != cm->fg[0])
 						continue;
 					if (s++ >= want)
-						dport = aim(&sg->filters[q].m, cpe->family, &sport);
+						dport = aim(&sg->filters[q], cpe->family, &sport);
 				}
 			}
 			if (dport < 0) {

@@ -26,7 +26,7 @@
 #include <rte_mbuf.h>
 
 #include "cmts.h"
-#include "cmts_acl.h"
+#include "acl/ep_acl_node.h"
 
 #define CMTS_PSP_MAX_SEGS 16      /**< DOCSIS frames per DEPI PSP packet */
 
@@ -139,10 +139,11 @@ struct cmts_ds {
 	uint64_t enq_total, deq_total;  /**< deq_total is read by the control thread */
 	uint64_t crc_generated;
 	/* Scratch for one burst. */
-	struct cmts_acl_key4 k4[EP_BURST_MAX] __rte_cache_aligned;
-	struct cmts_acl_key6 k6[EP_BURST_MAX];
-	const uint8_t *acl_in[EP_BURST_MAX];
-	uint32_t acl_res[EP_BURST_MAX * CMTS_ACL_CATS];
+	struct ep_acl_scratch acl __rte_cache_aligned;
+	uint16_t fg_ids[EP_BURST_MAX * CMTS_MAX_FG_PER_CM];  /**< filter lanes per frame */
+	uint16_t cm_ids[EP_BURST_MAX];
+	uint32_t fg_res[EP_BURST_MAX * CMTS_MAX_FG_PER_CM];
+	uint32_t cls_res[EP_BURST_MAX];
 	uint8_t hkey[EP_BURST_MAX][16];
 	const void *hkey_ptr[EP_BURST_MAX];
 	void *hdata[EP_BURST_MAX];

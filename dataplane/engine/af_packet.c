@@ -28,6 +28,12 @@
  * imissed and shown as af_packet_drops.  The PMD opens one socket per queue
  * pair, in queue order, so the port's n-th fanout socket is its queue n:
  * the sleep-rx polling policy waits on those (ep_af_packet_fd).
+ *
+ * The same hook notes AF_XDP sockets (SOL_XDP/XDP_RX_RING, set once per
+ * socket by libxdp or libbpf when net_af_xdp sets up an rx queue, in queue
+ * order): poll() on an XSK reports POLLIN while its rx ring holds
+ * descriptors, and the kernel wakes a poller when it flushes frames into
+ * the ring, so sleep-rx waits on those as well (ep_port_rx_fd).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -36,6 +42,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/if_packet.h>
+#include <linux/if_xdp.h>
+
+#ifndef SOL_XDP
+#define SOL_XDP 283
+#endif
 
 #include "engine_internal.h"
 
@@ -54,6 +65,13 @@ static struct {
 } afp[EP_AFP_MAX_SOCKETS];
 static unsigned int n_afp;
 
+/* AF_XDP sockets in the order their rx rings were set up; port as above. */
+static struct {
+	int fd;
+	int port;
+} xsk[EP_AFP_MAX_SOCKETS];
+static unsigned int n_xsk;
+
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len);
 
 int
@@ -69,7 +87,29 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		if (n_afp < EP_AFP_MAX_SOCKETS)
 			afp[n_afp++] = (typeof(afp[0])){ .fd = fd, .port = -1 };
 	}
+	if (level == SOL_XDP && name == XDP_RX_RING && n_xsk < EP_AFP_MAX_SOCKETS)
+		xsk[n_xsk++] = (typeof(xsk[0])){ .fd = fd, .port = -1 };
 	return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
+}
+
+void
+ep_xsk_claim(uint16_t port)
+{
+	for (unsigned int i = 0; i < n_xsk; i++)
+		if (xsk[i].port < 0)
+			xsk[i].port = port;
+}
+
+int
+ep_port_rx_fd(uint16_t port, uint16_t queue)
+{
+	int fd = ep_af_packet_fd(port, queue);
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; fd < 0 && i < n_xsk; i++)
+		if (xsk[i].port == port && k++ == queue)
+			fd = xsk[i].fd;
+	return fd;
 }
 
 void
@@ -123,4 +163,5 @@ void
 ep_af_packet_forget(void)
 {
 	n_afp = 0;
+	n_xsk = 0;
 }

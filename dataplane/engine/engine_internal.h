@@ -22,7 +22,9 @@ void ep_ports_stop(struct ep_engine *e);
 void ep_af_packet_claim(uint16_t port);          /* sockets probed since: port's */
 unsigned int ep_af_packet_sockets(uint16_t port);
 int ep_af_packet_fd(uint16_t port, uint16_t queue);  /* its rx queue's socket, or -1 */
+int ep_port_rx_fd(uint16_t port, uint16_t queue);    /* af_packet or AF_XDP socket, or -1 */
 uint64_t ep_af_packet_drops(uint16_t port);      /* ring-full drops since start */
+void ep_xsk_claim(uint16_t port);                /* AF_XDP sockets set up since: port's */
 void ep_af_packet_forget(void);                  /* before the PMD closes them */
 
 /* engine.c */

@@ -266,6 +266,16 @@ uint16_t ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16
  * ep_worker_flush_tx() after.
  */
 uint16_t ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n);
+
+struct pollfd;
+/**
+ * The sockets a pipeline's own wait hook may add to its wait so a frame
+ * wakes the worker: one POLLIN entry per rx queue of @p w (net_af_packet
+ * and net_af_xdp ports), at most @p max.  Returns the count, or 0 when any
+ * of its queues has none (memif, ring, a NIC): then only a timer finds
+ * frames.
+ */
+int ep_worker_rx_fds(const struct ep_worker *w, struct pollfd *fds, int max);
 void ep_worker_flush_tx(struct ep_worker *w);
 
 /**

@@ -24,6 +24,22 @@
  *               idle_polls empty polls (its emptypoll_max), for
  *               min_sleep_us (its pause_duration)
  *
+ *   auto        (the default) sleep-rx when every rx queue of the worker has
+ *               a socket to wait on and its pipeline has no wake-up source
+ *               of its own (no generator, service hook or wait hook), with
+ *               20 empty polls and a 1 ms bound unless those keys are
+ *               given; sleep otherwise
+ *
+ * Scheduling (`rt_priority`): a worker that blocks on its rx sockets runs
+ * as the kernel's own receive path does, at a real-time priority
+ * (SCHED_FIFO), so on a shared core a frame wakes it ahead of the
+ * time-shared threads instead of queueing behind them.  `auto` (the
+ * default) does so, at priority 1, for sleep-rx; 0 keeps SCHED_OTHER;
+ * 1-99 asks for that priority with any policy that releases the CPU.  A
+ * guard (ep_rt_judge) demotes the worker to SCHED_OTHER after a 10 ms window
+ * it spent 90 % on the CPU -- overload, as the kernel hands softirq work to
+ * ksoftirqd after 2 ms -- and promotes it again after a window under 50 %.
+ *
  * and, with any of them, `cpufreq = on`: the worker's CPU runs at its
  * lowest cpufreq frequency while it is mostly idle and at its highest as
  * soon as it is busy (a window governor below; biased, as Intel's
@@ -48,7 +64,7 @@
 #include "ep_err.h"
 #include "ep_hist.h"
 
-#define EP_POWER_MAX_RX       8       /**< = EP_MAX_RX: fds one worker waits on */
+#define EP_POWER_MAX_RX       8       /**< = EP_MAX_RX: rx fds one worker waits on */
 #define EP_POLL_IDLE_POLLS    200     /**< default empty polls before the first pause */
 #define EP_POLL_SLEEP_MAX_US  100000  /**< longest pause a configuration may ask for */
 
@@ -67,9 +83,16 @@ enum ep_pmgmt_mode { EP_PMGMT_PAUSE = 0, EP_PMGMT_MONITOR, EP_PMGMT_SCALE, EP_PM
 extern const char *const ep_poll_policy_name[EP_POLL__COUNT];
 extern const char *const ep_pmgmt_mode_name[EP_PMGMT__COUNT];
 
+#define EP_RT_AUTO            (-1)    /**< rt_priority: FIFO 1 for sleep-rx, else none */
+#define EP_AUTO_IDLE_POLLS    20      /**< auto's sleep-rx: empty polls before waiting */
+#define EP_AUTO_MAX_SLEEP_US  1000    /**< auto's sleep-rx: longest wait without a frame */
+
 /** A worker's polling policy: [engine] defaults, [worker] overrides, poll-set. */
 struct ep_poll_cfg {
-	enum ep_poll_policy policy;
+	enum ep_poll_policy policy; /**< with auto_policy: the fallback until resolved */
+	bool auto_policy;           /**< poll_policy = auto: ep_poll_resolve() chooses */
+	int rt_priority;            /**< EP_RT_AUTO, 0 (SCHED_OTHER) or 1-99 (SCHED_FIFO) */
+	uint32_t given;             /**< bit i: ep_poll_cfg_keys[i] was set explicitly */
 	uint32_t idle_polls;        /**< empty polls before the first pause */
 	uint32_t min_sleep_us;      /**< first pause (dpdk-pmgmt: its pause_duration) */
 	uint32_t max_sleep_us;      /**< longest pause: the bound on the added latency */
@@ -77,7 +100,8 @@ struct ep_poll_cfg {
 	bool cpufreq;               /**< scale the CPU's frequency with its load */
 };
 
-/** The built-in defaults: sleep after 200 empty polls, 1 to 100 us. */
+/** The built-in defaults: auto (sleep after 200 empty polls, 1 to 100 us,
+ *  where sleep-rx cannot run), rt_priority auto. */
 void ep_poll_cfg_default(struct ep_poll_cfg *c);
 
 /**
@@ -94,6 +118,15 @@ extern const char *const ep_poll_cfg_keys[];
 
 /* ------------------------------------------------------------------------ */
 /* The policy state machine (worker fast path: called after every poll).   */
+
+/**
+ * The policy a worker runs: @p want with auto resolved against the
+ * worker's facts (ep_poll_facts) and rt_priority auto made a number.
+ * Pure; the result is what ep_poll_check() judges and the worker applies.
+ */
+struct ep_poll_facts;
+void ep_poll_resolve(const struct ep_poll_cfg *want, const struct ep_poll_facts *f,
+		     struct ep_poll_cfg *out);
 
 /** What the worker does after an empty poll. */
 enum ep_poll_act {
@@ -215,6 +248,71 @@ ep_freq_account(struct ep_freq_gov *g, uint64_t now, uint64_t busy)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The real-time guard (rt_priority > 0).                                   */
+
+#define EP_RT_WINDOW_US       10000   /**< CPU share judged per 10 ms window */
+#define EP_RT_DEMOTE_PCT      90      /**< a window this much on the CPU demotes */
+#define EP_RT_PROMOTE_PCT     50      /**< once demoted, a window under this promotes */
+
+enum ep_rt_act { EP_RT_KEEP = 0, EP_RT_DEMOTE, EP_RT_PROMOTE };
+
+/*
+ * The worker's own CPU time decides, not the wall time of its loop: a
+ * worker preempted by a higher-priority thread (a tester, an interrupt)
+ * is not saturated, however long its turn took.
+ */
+struct ep_rt_guard {
+	uint64_t window;       /**< TSC cycles per window */
+	uint64_t start;        /**< TSC at the start of the current window */
+	uint64_t cpu_start_ns; /**< the thread's CPU time then */
+	uint64_t hz;
+	bool demoted;          /**< running SCHED_OTHER until a quieter window */
+};
+
+static inline void
+ep_rt_guard_init(struct ep_rt_guard *g, uint64_t hz, uint64_t now, uint64_t cpu_ns)
+{
+	g->hz = hz;
+	g->window = hz / 1000000 * EP_RT_WINDOW_US;
+	g->start = now;
+	g->cpu_start_ns = cpu_ns;
+	g->demoted = false;
+}
+
+/** The current window is over: time to read the CPU clock and judge. */
+static inline bool
+ep_rt_due(const struct ep_rt_guard *g, uint64_t now)
+{
+	return now - g->start >= g->window;
+}
+
+/**
+ * Judge the window ending at @p now in which the thread's CPU clock
+ * reached @p cpu_ns: demote a worker that was on the CPU for
+ * EP_RT_DEMOTE_PCT of it (saturated: at a real-time priority it would
+ * starve its CPU), promote a demoted one after a window under
+ * EP_RT_PROMOTE_PCT.
+ */
+static inline enum ep_rt_act
+ep_rt_judge(struct ep_rt_guard *g, uint64_t now, uint64_t cpu_ns)
+{
+	uint64_t elapsed_ns = (now - g->start) * 1000000000ull / (g->hz ? g->hz : 1);
+	uint64_t used = cpu_ns > g->cpu_start_ns ? cpu_ns - g->cpu_start_ns : 0;
+
+	g->start = now;
+	g->cpu_start_ns = cpu_ns;
+	if (!g->demoted && used * 100 >= elapsed_ns * EP_RT_DEMOTE_PCT) {
+		g->demoted = true;
+		return EP_RT_DEMOTE;
+	}
+	if (g->demoted && used * 100 < elapsed_ns * EP_RT_PROMOTE_PCT) {
+		g->demoted = false;
+		return EP_RT_PROMOTE;
+	}
+	return EP_RT_KEEP;
+}
+
+/* ------------------------------------------------------------------------ */
 /* What the host, the CPU and the ports can do: checked before anything     */
 /* changes, so a policy is refused by name rather than failing later.       */
 
@@ -241,6 +339,7 @@ struct ep_poll_facts {
 	const char *worker;
 	bool probed;           /**< ports are up: queue facts are known (not --check) */
 	int n_rx;              /**< rx queues it polls (0: its pipeline is a source) */
+	bool own_wakeups;      /**< its pipeline has a service or wait hook or is a source */
 	struct ep_poll_queue_facts rx[EP_POWER_MAX_RX];
 	/** Why its CPU's frequency cannot be set ("" when it can): not pinned
 	 *  to one CPU, no cpufreq driver, read-only sysfs. */
@@ -272,8 +371,13 @@ struct ep_power {
 	struct ep_poll_cfg want;
 
 	/* Wait resources, owned by the worker once a policy is applied. */
-	struct pollfd fds[EP_POWER_MAX_RX];  /**< sleep-rx: its rx queues' sockets */
-	int n_fds;
+	struct pollfd fds[EP_POWER_MAX_RX + 1]; /**< sleep-rx: its rx queues' sockets, then msg_fd */
+	int n_fds;                           /**< rx sockets in fds[] */
+	int msg_fd;                          /**< eventfd: a control message waits (ep_worker_call) */
+	struct ep_rt_guard rt;               /**< rt_priority > 0: the overload guard */
+	int rt_applied;                      /**< the SCHED_FIFO priority in force, 0: none */
+	uint64_t rt_demotions;               /**< times the guard demoted the worker */
+	char rt_note[96];                    /**< why rt_priority auto stayed at 0 */
 	int freq_fd;                         /**< cpufreq: scaling_max_freq, or -1 */
 	int freq_cpu;
 	uint32_t freq_low_khz, freq_high_khz;

@@ -275,6 +275,8 @@ ep_ports_start(struct ep_engine *e, struct ep_err *err)
 				return ep_err_set(err, "port %s: rx queue %u: %s", p->name, q,
 						  rte_strerror(-rc));
 		}
+		/* net_af_xdp made its rx queues' sockets just now. */
+		ep_xsk_claim(p->index);
 		for (uint16_t q = 0; q < ntx; q++) {
 			rc = rte_eth_tx_queue_setup(p->port_id, q, p->tx_desc, socket, NULL);
 			if (rc < 0)

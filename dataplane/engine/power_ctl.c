@@ -19,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -77,6 +80,7 @@ ep_power_engine_config(struct ep_engine *e, struct ep_cfg_section *s, struct ep_
 	/* `idle_polls = 0` alone is the older spelling of busy polling. */
 	if (!given && e->poll.idle_polls == 0) {
 		e->poll.policy = EP_POLL_BUSY;
+		e->poll.auto_policy = false;
 		e->poll.idle_polls = EP_POLL_IDLE_POLLS;
 	}
 	return 0;
@@ -110,8 +114,8 @@ config_error(struct ep_engine *e, struct ep_worker *w, const char *key, const ch
 /* Changing a worker's policy: plan, then apply on the worker.              */
 
 struct policy_plan {
-	struct ep_poll_cfg cfg;
-	struct pollfd fds[EP_POWER_MAX_RX];
+	struct ep_poll_cfg cfg;      /* resolved (ep_poll_resolve) */
+	struct pollfd fds[EP_POWER_MAX_RX + 1];
 	int n_fds;
 	int freq_fd;                 /* the new one; after apply, the old one to close */
 	uint32_t freq_low_khz, freq_high_khz;
@@ -173,6 +177,34 @@ pmgmt_all(struct ep_worker *w, bool enable, enum ep_pmgmt_mode mode, char *msg, 
 	return 0;
 }
 
+/*
+ * The worker thread's scheduling class for its policy's rt_priority, on the
+ * worker thread (at its start, and from a policy change it runs).  auto
+ * without the right to it (no CAP_SYS_NICE, RLIMIT_RTPRIO 0) stays
+ * SCHED_OTHER and says why in `power`; an explicit priority was checked by
+ * the same call on the control thread's behalf (plan_rt).
+ */
+void
+ep_power_rt_apply(struct ep_worker *w)
+{
+	struct ep_power *p = w->power;
+	int prio = w->poll.rt_priority > 0 ? w->poll.rt_priority : 0;
+	struct sched_param sp = { .sched_priority = prio };
+
+	bool demoted = p->rt.demoted;
+
+	ep_rt_guard_init(&p->rt, w->engine->tsc_hz, rte_rdtsc(), ep_power_thread_cpu_ns());
+	if (prio == p->rt_applied && !demoted)
+		return;
+	if (pthread_setschedparam(pthread_self(), prio ? SCHED_FIFO : SCHED_OTHER, &sp) == 0) {
+		p->rt_applied = prio;
+		p->rt_note[0] = '\0';
+	} else {
+		snprintf(p->rt_note, sizeof(p->rt_note), "SCHED_FIFO %d refused (needs "
+			 "CAP_SYS_NICE or RLIMIT_RTPRIO): SCHED_OTHER", prio);
+	}
+}
+
 /* On the worker, between two bursts. */
 static void
 apply_on_worker(struct ep_worker *w, void *arg)
@@ -208,8 +240,39 @@ apply_on_worker(struct ep_worker *w, void *arg)
 	ep_freq_gov_init(&p->gov, w->engine->tsc_hz, rte_rdtsc());
 	w->poll = pl->cfg;
 	ep_poll_state_reset(&w->poll, &w->poll_state);
+	/* At start-up this runs on the control thread: the worker applies its
+	 * scheduling class itself when it starts (ep_power_thread_start). */
+	if (__atomic_load_n(&p->have_thread, __ATOMIC_ACQUIRE) &&
+	    pthread_equal(pthread_self(), p->thread))
+		ep_power_rt_apply(w);
 	p->policy_changes++;
 	pl->rc = 0;
+}
+
+/* rt_priority was given as a number, not left to auto. */
+static bool
+want_rt_explicit(const struct ep_worker *w, const struct ep_poll_cfg *c)
+{
+	(void)w;
+	for (int i = 0; ep_poll_cfg_keys[i] != NULL; i++)
+		if (strcmp(ep_poll_cfg_keys[i], "rt_priority") == 0)
+			return (c->given & (1u << i)) != 0;
+	return false;
+}
+
+/* Whether this process may use SCHED_FIFO @p prio at all (CAP_SYS_NICE, or
+ * RLIMIT_RTPRIO as high): asked of the kernel, which is the only judge. */
+static int
+plan_rt(int prio, struct ep_err *err)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_RTPRIO, &rl) == 0 && rl.rlim_cur >= (rlim_t)prio)
+		return 0;
+	if (sched_get_priority_max(SCHED_FIFO) >= prio && geteuid() == 0)
+		return 0;
+	return ep_err_set(err, "rt_priority = %d: this process may not use SCHED_FIFO (it "
+			  "needs CAP_SYS_NICE or RLIMIT_RTPRIO >= %d)", prio, prio);
 }
 
 /* Phase 1: refuse what cannot run, gather what the worker will use. */
@@ -220,17 +283,24 @@ plan_policy(struct ep_engine *e, struct ep_worker *w, const struct ep_poll_cfg *
 	struct ep_poll_facts f;
 
 	memset(pl, 0, sizeof(*pl));
-	pl->cfg = *c;
 	pl->freq_fd = -1;
 	ep_power_facts(e, w, true, &f);
+	ep_poll_resolve(c, &f, &pl->cfg);
+	c = &pl->cfg;
 	if (ep_poll_check(c, &e->power_caps, &f, err) < 0)
 		return -1;
-	if (c->policy == EP_POLL_SLEEP_RX)
+	if (c->rt_priority > 0 && want_rt_explicit(w, c) && plan_rt(c->rt_priority, err) < 0)
+		return -1;
+	if (c->policy == EP_POLL_SLEEP_RX) {
 		for (int i = 0; i < f.n_rx; i++) {
-			pl->fds[i].fd = ep_af_packet_fd(w->rx[i].port, w->rx[i].queue);
+			pl->fds[i].fd = ep_port_rx_fd(w->rx[i].port, w->rx[i].queue);
 			pl->fds[i].events = POLLIN;
 			pl->n_fds++;
 		}
+		/* A control message ends the wait too (ep_worker_call kicks it). */
+		pl->fds[pl->n_fds].fd = w->power->msg_fd;
+		pl->fds[pl->n_fds].events = POLLIN;
+	}
 	if (c->policy == EP_POLL_CPU_WAIT && f.n_rx == 1 && f.rx[0].has_monitor) {
 		pl->rx_monitor = true;
 		pl->mon_port = w->rx[0].port;
@@ -295,6 +365,8 @@ set_policy(struct ep_engine *e, struct ep_worker *w, const struct ep_poll_cfg *c
 		return -1;
 	}
 	rc = pl->rc;
+	if (rc == 0)
+		w->power->want = *c;
 	if (rc < 0)
 		ep_err_set(err, "%s", pl->msg);
 	plan_release(pl);
@@ -314,11 +386,14 @@ ep_power_start(struct ep_engine *e, bool check_only, struct ep_err *err)
 		struct ep_poll_facts f;
 		const char *key;
 
+		struct ep_poll_cfg run;
+
 		ep_power_facts(e, w, !check_only, &f);
-		if (ep_poll_check(want, &e->power_caps, &f, &e2) == 0 &&
+		ep_poll_resolve(want, &f, &run);
+		if (ep_poll_check(&run, &e->power_caps, &f, &e2) == 0 &&
 		    (check_only || set_policy(e, w, want, &e2) == 0)) {
 			/* --check applies nothing, but pipelines' builds read it. */
-			w->poll = *want;
+			w->poll = run;
 			continue;
 		}
 		key = strncmp(e2.msg, "cpufreq", 7) == 0 ? "cpufreq" :
@@ -384,7 +459,7 @@ mechanism(const struct ep_engine *e, const struct ep_worker *w)
 	case EP_POLL_SLEEP:
 		return "nanosleep";
 	case EP_POLL_SLEEP_RX:
-		return "ppoll on the rx queues' af_packet sockets";
+		return "ppoll on the rx queues' sockets";
 	case EP_POLL_CPU_WAIT:
 		return p->rx_monitor ? (intel ? "UMWAIT on the rx descriptor" :
 					"MWAITX on the rx descriptor") :
@@ -415,14 +490,21 @@ static json_t *
 poll_cfg_json(const struct ep_engine *e, const struct ep_worker *w)
 {
 	const struct ep_poll_cfg *c = &w->poll;
+	const struct ep_power *p = w->power;
 
-	return json_pack("{s:s, s:I, s:I, s:I, s:s, s:b, s:s}",
+	return json_pack("{s:s, s:b, s:I, s:I, s:I, s:s, s:b, s:s, s:{s:i, s:i, s:b, s:I, s:s}}",
 			 "poll_policy", ep_poll_policy_name[c->policy],
+			 "auto", c->auto_policy,
 			 "idle_polls", (json_int_t)c->idle_polls,
 			 "min_sleep_us", (json_int_t)c->min_sleep_us,
 			 "max_sleep_us", (json_int_t)c->max_sleep_us,
 			 "pmgmt_mode", ep_pmgmt_mode_name[c->pmgmt_mode],
-			 "cpufreq", c->cpufreq, "mechanism", mechanism(e, w));
+			 "cpufreq", c->cpufreq, "mechanism", mechanism(e, w),
+			 "sched", "rt_priority", c->rt_priority,
+			 "fifo_priority", RD(p->rt_applied),
+			 "demoted", RD(p->rt.demoted),
+			 "demotions", (json_int_t)RD(p->rt_demotions),
+			 "note", p->rt_note);
 }
 
 static json_t *
@@ -519,7 +601,7 @@ cmd_poll_set(struct ep_engine *e, json_t *req, json_t *result, struct ep_err *er
 		const char *key;
 		json_t *v;
 
-		want[i] = old[i] = ws[i]->poll;
+		want[i] = old[i] = ws[i]->power->want;
 		json_object_foreach(req, key, v) {
 			char val[64];
 
@@ -533,7 +615,7 @@ cmd_poll_set(struct ep_engine *e, json_t *req, json_t *result, struct ep_err *er
 	}
 	if (keys == 0)
 		return ep_err_set(err, "nothing to set: give poll_policy, idle_polls, min_sleep_us, "
-				  "max_sleep_us, pmgmt_mode or cpufreq");
+				  "max_sleep_us, pmgmt_mode, cpufreq or rt_priority");
 	/* All workers or none: a refusal puts back the ones already changed. */
 	for (int i = 0; i < n; i++) {
 		struct ep_err e2 = { "" };
@@ -575,8 +657,9 @@ static struct ep_ctl_cmd c_power = { "power", "[worker=]",
 	"per worker: polling policy, busy/idle/paused cycles, wake-ups, wake-up latency "
 	"samples, CPU time; the host's energy counters or the CPU-time proxy", cmd_power, NULL };
 static struct ep_ctl_cmd c_poll_set = { "poll-set",
-	"[worker=] [poll_policy=busy|sleep|sleep-rx|cpu-wait|dpdk-pmgmt] [idle_polls=] "
-	"[min_sleep_us=] [max_sleep_us=] [pmgmt_mode=pause|monitor|scale] [cpufreq=on|off]",
+	"[worker=] [poll_policy=auto|busy|sleep|sleep-rx|cpu-wait|dpdk-pmgmt] [idle_polls=] "
+	"[min_sleep_us=] [max_sleep_us=] [pmgmt_mode=pause|monitor|scale] [cpufreq=on|off] "
+	"[rt_priority=auto|0-99]",
 	"change the polling policy of one worker (or all), applied between two bursts",
 	cmd_poll_set, NULL };
 static struct ep_ctl_cmd c_power_reset = { "power-reset", "[worker=]",

@@ -174,6 +174,8 @@ ep_power_facts(const struct ep_engine *e, const struct ep_worker *w, bool probed
 	f->worker = w->name;
 	f->probed = probed;
 	f->n_rx = w->type->source != NULL ? 0 : w->n_rx;
+	f->own_wakeups = w->type->source != NULL || w->type->service != NULL ||
+			 w->type->wait != NULL;
 	for (int i = 0; i < f->n_rx && i < EP_POWER_MAX_RX; i++) {
 		const struct ep_port *p = &e->ports[w->rx[i].port];
 		struct ep_poll_queue_facts *q = &f->rx[i];
@@ -187,7 +189,7 @@ ep_power_facts(const struct ep_engine *e, const struct ep_worker *w, bool probed
 			continue;
 		if (rte_eth_dev_info_get(p->port_id, &info) == 0 && info.driver_name != NULL)
 			snprintf(q->driver, sizeof(q->driver), "%s", info.driver_name);
-		q->has_fd = ep_af_packet_fd(p->index, w->rx[i].queue) >= 0;
+		q->has_fd = ep_port_rx_fd(p->index, w->rx[i].queue) >= 0;
 		q->has_monitor = rte_eth_get_monitor_addr(p->port_id, w->rx[i].queue, &pmc) == 0;
 	}
 	/* --check's EAL pins no lcore: there only the host is judged. */

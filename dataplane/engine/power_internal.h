@@ -45,6 +45,8 @@ void ep_power_thread_start(struct ep_worker *w);
 void ep_power_wait_rx(struct ep_worker *w, uint32_t us);
 void ep_power_cpu_wait(struct ep_worker *w, uint64_t deadline);
 void ep_power_freq_tick(struct ep_worker *w, uint64_t now, uint64_t busy);
+void ep_power_rt_tick(struct ep_worker *w, uint64_t now);
+uint64_t ep_power_thread_cpu_ns(void);           /* the calling thread's CPU clock */
 void ep_power_sample(struct ep_worker *w, const struct rte_mbuf *m, uint64_t now);
 
 /* power_ctl.c: configuration, policy changes, shutdown (control thread). */
@@ -52,5 +54,6 @@ int ep_power_engine_config(struct ep_engine *e, struct ep_cfg_section *s, struct
 int ep_power_worker_config(struct ep_engine *e, struct ep_worker *w, struct ep_err *err);
 int ep_power_start(struct ep_engine *e, bool check_only, struct ep_err *err);
 void ep_power_stop(struct ep_engine *e);
+void ep_power_rt_apply(struct ep_worker *w);     /* on the worker thread */
 
 #endif

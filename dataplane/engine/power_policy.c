@@ -25,7 +25,8 @@ const char *const ep_pmgmt_mode_name[EP_PMGMT__COUNT] = {
 };
 
 const char *const ep_poll_cfg_keys[] = {
-	"poll_policy", "idle_polls", "min_sleep_us", "max_sleep_us", "pmgmt_mode", "cpufreq", NULL,
+	"poll_policy", "idle_polls", "min_sleep_us", "max_sleep_us", "pmgmt_mode", "cpufreq",
+	"rt_priority", NULL,
 };
 
 void
@@ -33,6 +34,8 @@ ep_poll_cfg_default(struct ep_poll_cfg *c)
 {
 	*c = (struct ep_poll_cfg){
 		.policy = EP_POLL_SLEEP,
+		.auto_policy = true,
+		.rt_priority = EP_RT_AUTO,
 		.idle_polls = EP_POLL_IDLE_POLLS,
 		.min_sleep_us = 1,
 		.max_sleep_us = 100,
@@ -66,12 +69,25 @@ ep_poll_cfg_set(struct ep_poll_cfg *c, const char *key, const char *val, struct 
 	int i;
 
 	if (strcmp(key, "poll_policy") == 0) {
-		i = name_index(ep_poll_policy_name, EP_POLL__COUNT, val);
+		i = strcmp(val, "auto") == 0 ? EP_POLL_SLEEP :
+		    name_index(ep_poll_policy_name, EP_POLL__COUNT, val);
 		if (i < 0) {
 			names_list(ep_poll_policy_name, EP_POLL__COUNT, names, sizeof(names));
-			return ep_err_set(err, "'%s': expected one of %s", val, names);
+			return ep_err_set(err, "'%s': expected one of %s, or auto", val, names);
 		}
 		c->policy = (enum ep_poll_policy)i;
+		c->auto_policy = strcmp(val, "auto") == 0;
+	} else if (strcmp(key, "rt_priority") == 0) {
+		if (strcmp(val, "auto") == 0) {
+			c->rt_priority = EP_RT_AUTO;
+		} else {
+			struct ep_err e2 = { "" };
+
+			if (ep_parse_u64(val, 0, 99, &v, &e2) < 0)
+				return ep_err_set(err, "'%s': expected auto, 0 (SCHED_OTHER) or a "
+						  "SCHED_FIFO priority 1-99", val);
+			c->rt_priority = (int)v;
+		}
 	} else if (strcmp(key, "pmgmt_mode") == 0) {
 		i = name_index(ep_pmgmt_mode_name, EP_PMGMT__COUNT, val);
 		if (i < 0) {
@@ -97,7 +113,45 @@ ep_poll_cfg_set(struct ep_poll_cfg *c, const char *key, const char *val, struct 
 	} else {
 		return ep_err_set(err, "unknown key '%s'", key);
 	}
+	for (i = 0; ep_poll_cfg_keys[i] != NULL; i++)
+		if (strcmp(ep_poll_cfg_keys[i], key) == 0)
+			c->given |= 1u << i;
 	return 0;
+}
+
+static bool
+key_given(const struct ep_poll_cfg *c, const char *key)
+{
+	for (int i = 0; ep_poll_cfg_keys[i] != NULL; i++)
+		if (strcmp(ep_poll_cfg_keys[i], key) == 0)
+			return (c->given & (1u << i)) != 0;
+	return false;
+}
+
+/*
+ * auto: sleep-rx where the kernel can wake the worker for every source of
+ * work it has -- each rx queue a socket, and no generator, service hook or
+ * wait hook of its pipeline (those need the timer of sleep) -- else sleep.
+ */
+void
+ep_poll_resolve(const struct ep_poll_cfg *want, const struct ep_poll_facts *f,
+		struct ep_poll_cfg *out)
+{
+	bool fds = f->probed && f->n_rx > 0 && !f->own_wakeups;
+
+	*out = *want;
+	for (int i = 0; fds && i < f->n_rx; i++)
+		fds = f->rx[i].has_fd;
+	if (want->auto_policy) {
+		out->policy = fds ? EP_POLL_SLEEP_RX : EP_POLL_SLEEP;
+		if (fds && !key_given(want, "idle_polls"))
+			out->idle_polls = EP_AUTO_IDLE_POLLS;
+		if (fds && !key_given(want, "max_sleep_us"))
+			out->max_sleep_us = out->min_sleep_us > EP_AUTO_MAX_SLEEP_US ?
+					    out->min_sleep_us : EP_AUTO_MAX_SLEEP_US;
+	}
+	if (want->rt_priority == EP_RT_AUTO)
+		out->rt_priority = out->policy == EP_POLL_SLEEP_RX ? 1 : 0;
 }
 
 /* pmgmt_mode: what DPDK 22.11 needs for each mode, checked before DPDK is
@@ -159,6 +213,10 @@ ep_poll_check(const struct ep_poll_cfg *c, const struct ep_power_caps *caps,
 				  "pause after idle_polls >= 1 empty polls, or use busy", name);
 	if (c->cpufreq && f->cpufreq_why[0] != '\0')
 		return ep_err_set(err, "cpufreq = on: %s", f->cpufreq_why);
+	if (c->rt_priority > 0 && c->policy != EP_POLL_SLEEP && c->policy != EP_POLL_SLEEP_RX)
+		return ep_err_set(err, "rt_priority = %d: %s never releases its CPU, and at a "
+				  "real-time priority it would hold it against every other thread: "
+				  "use sleep or sleep-rx, or rt_priority = 0", c->rt_priority, name);
 	switch (c->policy) {
 	case EP_POLL_BUSY:
 	case EP_POLL_SLEEP:
@@ -170,7 +228,7 @@ ep_poll_check(const struct ep_poll_cfg *c, const struct ep_power_caps *caps,
 		for (int i = 0; f->probed && i < f->n_rx; i++)
 			if (!f->rx[i].has_fd)
 				return ep_err_set(err, "sleep-rx: port %s (%s) has no file descriptor "
-						  "to wait on: sleep-rx needs net_af_packet ports",
+						  "to wait on: sleep-rx needs net_af_packet or net_af_xdp ports",
 						  f->rx[i].port, f->rx[i].driver);
 		return 0;
 	case EP_POLL_CPU_WAIT:

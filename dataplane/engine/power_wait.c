@@ -26,6 +26,8 @@
 #define ALLOW_EXPERIMENTAL_API 1
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,14 +49,52 @@ ep_power_thread_start(struct ep_worker *w)
 	w->power->thread = pthread_self();
 	w->power->tid = gettid();
 	__atomic_store_n(&w->power->have_thread, true, __ATOMIC_RELEASE);
+	ep_power_rt_apply(w);
+}
+
+uint64_t
+ep_power_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The real-time guard's decision, carried out on the worker thread: one
+ * CPU-clock read per 10 ms window, a syscall only to change class. */
+void
+ep_power_rt_tick(struct ep_worker *w, uint64_t now)
+{
+	struct ep_power *p = w->power;
+	struct sched_param sp = { .sched_priority = 0 };
+	enum ep_rt_act a;
+
+	if (!ep_rt_due(&p->rt, now))
+		return;
+	a = ep_rt_judge(&p->rt, now, ep_power_thread_cpu_ns());
+	if (a == EP_RT_KEEP)
+		return;
+	if (a == EP_RT_PROMOTE)
+		sp.sched_priority = p->rt_applied;
+	pthread_setschedparam(pthread_self(), a == EP_RT_PROMOTE ? SCHED_FIFO : SCHED_OTHER, &sp);
+	if (a == EP_RT_DEMOTE)
+		p->rt_demotions++;
 }
 
 void
 ep_power_wait_rx(struct ep_worker *w, uint32_t us)
 {
+	struct ep_power *p = w->power;
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
+	uint64_t v;
 
-	ppoll(w->power->fds, (nfds_t)w->power->n_fds, &ts, NULL);
+	/* fds[n_fds] is the message eventfd, after the rx sockets. */
+	if (ppoll(p->fds, (nfds_t)p->n_fds + 1, &ts, NULL) > 0 &&
+	    (p->fds[p->n_fds].revents & POLLIN) != 0 && read(p->fds[p->n_fds].fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: another wait took it */
+	}
 }
 
 static uint64_t

@@ -280,6 +280,7 @@ facts(int n_rx, const char *driver, bool fd, bool monitor)
 
 static const struct ep_power_caps no_caps = { .cpu = "AMD EPYC" };
 
+
 static int
 refused(const struct ep_poll_cfg *c, const struct ep_power_caps *caps,
 	const struct ep_poll_facts *f, const char *needle)
@@ -305,6 +306,138 @@ accepted(const struct ep_poll_cfg *c, const struct ep_power_caps *caps,
 		return 1;
 	printf("    refused: %s\n", err.msg);
 	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* auto and rt_priority, resolved against a worker's facts.                  */
+
+EP_TEST(auto_is_the_default_and_waits_on_af_packet_sockets)
+{
+	struct ep_poll_cfg want, run;
+	struct ep_poll_facts f = facts(2, "net_af_packet", true, false);
+
+	ep_poll_cfg_default(&want);
+	EP_CHECK(want.auto_policy);
+	ep_poll_resolve(&want, &f, &run);
+	EP_CHECK_EQ(run.policy, EP_POLL_SLEEP_RX);
+	EP_CHECK_EQ(run.idle_polls, EP_AUTO_IDLE_POLLS);
+	EP_CHECK_EQ(run.max_sleep_us, EP_AUTO_MAX_SLEEP_US);
+	EP_CHECK_EQ(run.rt_priority, 1);
+}
+
+EP_TEST(auto_sleeps_where_no_socket_can_wake_the_worker)
+{
+	struct ep_poll_cfg want, run;
+	struct ep_poll_facts ring = facts(1, "net_ring", false, true);
+	struct ep_poll_facts mixed = facts(2, "net_af_packet", true, false);
+	struct ep_poll_facts hooks = facts(1, "net_af_packet", true, false);
+	struct ep_poll_facts unprobed = facts(1, "net_af_packet", true, false);
+	struct ep_poll_facts source = facts(0, "net_af_packet", false, false);
+
+	ep_poll_cfg_default(&want);
+	mixed.rx[1].has_fd = false;
+	hooks.own_wakeups = true;
+	unprobed.probed = false;
+	const struct ep_poll_facts *all[] = { &ring, &mixed, &hooks, &unprobed, &source };
+
+	for (size_t i = 0; i < RTE_DIM(all); i++) {
+		ep_poll_resolve(&want, all[i], &run);
+		EP_CHECK_EQ(run.policy, EP_POLL_SLEEP);
+		EP_CHECK_EQ(run.idle_polls, EP_POLL_IDLE_POLLS);
+		EP_CHECK_EQ(run.max_sleep_us, 100);
+		EP_CHECK_EQ(run.rt_priority, 0);
+	}
+}
+
+EP_TEST(auto_keeps_the_keys_given)
+{
+	struct ep_poll_cfg want, run;
+	struct ep_poll_facts f = facts(1, "net_af_packet", true, false);
+	struct ep_err err = { "" };
+
+	ep_poll_cfg_default(&want);
+	EP_CHECK_EQ(ep_poll_cfg_set(&want, "idle_polls", "50", &err), 0);
+	EP_CHECK_EQ(ep_poll_cfg_set(&want, "max_sleep_us", "300", &err), 0);
+	EP_CHECK_EQ(ep_poll_cfg_set(&want, "rt_priority", "0", &err), 0);
+	ep_poll_resolve(&want, &f, &run);
+	EP_CHECK_EQ(run.policy, EP_POLL_SLEEP_RX);
+	EP_CHECK_EQ(run.idle_polls, 50);
+	EP_CHECK_EQ(run.max_sleep_us, 300);
+	EP_CHECK_EQ(run.rt_priority, 0);
+	/* A named policy is not auto any more; rt auto follows it. */
+	EP_CHECK_EQ(ep_poll_cfg_set(&want, "poll_policy", "busy", &err), 0);
+	EP_CHECK_EQ(ep_poll_cfg_set(&want, "rt_priority", "auto", &err), 0);
+	ep_poll_resolve(&want, &f, &run);
+	EP_CHECK(!run.auto_policy);
+	EP_CHECK_EQ(run.policy, EP_POLL_BUSY);
+	EP_CHECK_EQ(run.rt_priority, 0);
+	EP_CHECK_EQ(ep_poll_cfg_set(&want, "poll_policy", "auto", &err), 0);
+	EP_CHECK(want.auto_policy);
+}
+
+EP_TEST(rt_priority_refused_with_a_policy_that_keeps_the_cpu)
+{
+	struct ep_poll_facts f = facts(1, "net_af_packet", true, false);
+	struct ep_power_caps all = { .waitpkg = true, .monitorx = true, .cpu = "x" };
+	enum ep_poll_policy keep[] = { EP_POLL_BUSY, EP_POLL_CPU_WAIT, EP_POLL_DPDK_PMGMT };
+	enum ep_poll_policy release[] = { EP_POLL_SLEEP, EP_POLL_SLEEP_RX };
+
+	for (size_t i = 0; i < RTE_DIM(keep); i++) {
+		struct ep_poll_cfg c = cfg(keep[i], 10, 1, 100);
+
+		c.rt_priority = 5;
+		EP_CHECK(refused(&c, &all, &f, "never releases its CPU"));
+		c.rt_priority = 0;
+		EP_CHECK(accepted(&c, &all, &f));
+	}
+	for (size_t i = 0; i < RTE_DIM(release); i++) {
+		struct ep_poll_cfg c = cfg(release[i], 10, 1, 100);
+
+		c.rt_priority = 5;
+		EP_CHECK(accepted(&c, &all, &f));
+	}
+}
+
+/* The guard judges each 10 ms window by the thread's CPU time: demoted
+ * after a window 90 % on the CPU, promoted after one under 50 %; a worker
+ * whose turns took long because it was preempted is not demoted. */
+EP_TEST(rt_guard_demotes_a_saturated_worker_and_promotes_it_after)
+{
+	struct ep_rt_guard g;
+	const uint64_t hz = 2000000000, ms = hz / 1000, ms_ns = 1000000;
+	uint64_t t = 0, cpu = 0;
+	int demote = 0, promote = 0;
+
+	ep_rt_guard_init(&g, hz, t, cpu);
+	EP_CHECK(!ep_rt_due(&g, t + 9 * ms));
+	EP_CHECK(ep_rt_due(&g, t + 10 * ms));
+	/* 20 % on the CPU, and preempted the rest: never demoted. */
+	for (int i = 0; i < 5; i++) {
+		t += 10 * ms;
+		cpu += 2 * ms_ns;
+		demote += ep_rt_judge(&g, t, cpu) == EP_RT_DEMOTE;
+	}
+	EP_CHECK_EQ(demote, 0);
+	/* A whole window on the CPU: demoted at its end. */
+	t += 10 * ms;
+	cpu += 10 * ms_ns;
+	EP_CHECK_EQ(ep_rt_judge(&g, t, cpu), EP_RT_DEMOTE);
+	EP_CHECK(g.demoted);
+	/* Still saturated: stays demoted, no flapping. */
+	for (int i = 0; i < 5; i++) {
+		t += 10 * ms;
+		cpu += 9 * ms_ns;
+		promote += ep_rt_judge(&g, t, cpu) == EP_RT_PROMOTE;
+	}
+	EP_CHECK_EQ(promote, 0);
+	/* Load falls to 30 %: promoted at the end of that window. */
+	t += 10 * ms;
+	cpu += 3 * ms_ns;
+	EP_CHECK_EQ(ep_rt_judge(&g, t, cpu), EP_RT_PROMOTE);
+	EP_CHECK(!g.demoted);
+	/* A clock that went backwards counts as idle, not as a wrap. */
+	t += 10 * ms;
+	EP_CHECK_EQ(ep_rt_judge(&g, t, cpu - 1), EP_RT_KEEP);
 }
 
 EP_TEST(cpu_wait_refused_without_waitpkg_or_monitorx)
@@ -465,8 +598,8 @@ EP_TEST(cfg_set_takes_every_key)
 	EP_CHECK_EQ(c.pmgmt_mode, EP_PMGMT_MONITOR);
 	EP_CHECK(c.cpufreq);
 	for (int i = 0; ep_poll_cfg_keys[i] != NULL; i++)
-		EP_CHECK(strstr("poll_policy idle_polls min_sleep_us max_sleep_us pmgmt_mode cpufreq",
-				ep_poll_cfg_keys[i]) != NULL);
+		EP_CHECK(strstr("poll_policy idle_polls min_sleep_us max_sleep_us pmgmt_mode cpufreq "
+				"rt_priority", ep_poll_cfg_keys[i]) != NULL);
 }
 
 EP_TEST(cfg_set_refuses_bad_values_and_leaves_the_config)
@@ -484,6 +617,9 @@ EP_TEST(cfg_set_refuses_bad_values_and_leaves_the_config)
 	EP_CHECK_EQ(ep_poll_cfg_set(&c, "max_sleep_us", "100001", &err), -1);
 	EP_CHECK_EQ(ep_poll_cfg_set(&c, "pmgmt_mode", "umwait", &err), -1);
 	EP_CHECK_EQ(ep_poll_cfg_set(&c, "cpufreq", "yes", &err), -1);
+	EP_CHECK_EQ(ep_poll_cfg_set(&c, "rt_priority", "100", &err), -1);
+	EP_CHECK(strstr(err.msg, "1-99") != NULL);
+	EP_CHECK_EQ(ep_poll_cfg_set(&c, "rt_priority", "high", &err), -1);
 	EP_CHECK_EQ(ep_poll_cfg_set(&c, "policy", "busy", &err), -1);
 	EP_CHECK(strstr(err.msg, "unknown key 'policy'") != NULL);
 	EP_CHECK_MEM(&c, &before, sizeof(c));

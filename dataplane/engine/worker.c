@@ -23,10 +23,13 @@
  * whole burst to one port, as a pipeline's last stage does.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
@@ -312,6 +315,21 @@ ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint1
 	return run_burst_at(w, first, pkts, n, &t);
 }
 
+int
+ep_worker_rx_fds(const struct ep_worker *w, struct pollfd *fds, int max)
+{
+	if (w->n_rx > max)
+		return 0;
+	for (int i = 0; i < w->n_rx; i++) {
+		fds[i].fd = ep_port_rx_fd(w->rx[i].port, w->rx[i].queue);
+		fds[i].events = POLLIN;
+		fds[i].revents = 0;
+		if (fds[i].fd < 0)
+			return 0;
+	}
+	return w->n_rx;
+}
+
 static void
 run_messages(struct ep_worker *w)
 {
@@ -442,6 +460,8 @@ ep_worker_main(void *arg)
 		}
 		if (unlikely(w->poll.cpufreq))
 			ep_power_freq_tick(w, t1, got != 0 ? t1 - t0 : 0);
+		if (unlikely(w->power->rt_applied != 0))
+			ep_power_rt_tick(w, t1);
 		run_messages(w);
 		rte_rcu_qsbr_quiescent(e->qsbr, w->id);
 	}
@@ -474,6 +494,11 @@ ep_worker_call(struct ep_worker *w, void (*fn)(struct ep_worker *, void *), void
 	if (rte_ring_enqueue(w->msgq, m) != 0) {
 		free(m);
 		return ep_err_set(err, "worker %s: message queue full", w->name);
+	}
+	/* A worker waiting on its rx sockets (sleep-rx) wakes for it now. */
+	if (w->power != NULL && w->power->msg_fd >= 0 &&
+	    write(w->power->msg_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) {
+		/* EAGAIN: the counter is full, the worker is woken anyway */
 	}
 	/*
 	 * A polling worker answers within one burst (a few µs): spin on the
@@ -520,6 +545,7 @@ ep_worker_create(struct ep_engine *e, unsigned int id, const char *name, struct 
 		return NULL;
 	}
 	w->power->freq_fd = -1;
+	w->power->msg_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	ep_hist_reset(&w->power->wake_lat);
 	ep_hist_reset(&w->power->poll_lat);
 	w->id = id;
@@ -536,6 +562,8 @@ ep_worker_create(struct ep_engine *e, unsigned int id, const char *name, struct 
 	snprintf(rname, sizeof(rname), "ep_msgq_%u", id);
 	w->msgq = rte_ring_create(rname, 64, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	if (w->msgq == NULL) {
+		if (w->power->msg_fd >= 0)
+			close(w->power->msg_fd);
 		rte_free(w->power);
 		rte_free(w);
 		ep_err_set(err, "worker %s: message ring: %s", name, rte_strerror(rte_errno));
@@ -550,6 +578,8 @@ ep_worker_free(struct ep_worker *w)
 	if (w == NULL)
 		return;
 	rte_ring_free(w->msgq);
+	if (w->power->msg_fd >= 0)
+		close(w->power->msg_fd);
 	rte_free(w->power);
 	rte_free(w);
 }

@@ -718,15 +718,17 @@ hs_service(struct ep_worker *w)
  * goes up first, then the worker looks at its doorbell rings once more:
  * an application publishes its doorbell and then reads the flag, so
  * either the worker sees the doorbell or the application sees the flag
- * and kicks.  Received packets are still found by the timeout (the
- * engine's adaptive pause, up to max_sleep_us).
+ * and kicks.  Frames on a link whose rx queues have sockets (net_af_xdp,
+ * net_af_packet: ep_worker_rx_fds) wake it too; on memif they are found
+ * by the timeout (the engine's adaptive pause, up to max_sleep_us).
  */
 void
 hs_wait(struct ep_worker *w, uint32_t us)
 {
 	struct hs_wctx *c = w->pipeline_ctx;
 	struct hs_worker_shm *ws = &c->s->wshm[c->idx];
-	struct pollfd pfd = { .fd = c->s->kick_fd[c->idx], .events = POLLIN };
+	struct pollfd pfds[1 + EP_MAX_RX] = { { .fd = c->s->kick_fd[c->idx], .events = POLLIN } };
+	struct pollfd *pfd = &pfds[0];
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
 	bool work = false;
 	uint64_t v, now = rte_rdtsc();
@@ -752,12 +754,14 @@ hs_wait(struct ep_worker *w, uint32_t us)
 		       __atomic_load_n(&r->rescan.v, __ATOMIC_RELAXED) != 0;
 	}
 	if (!work && rte_ring_empty(c->inbox) && rte_ring_empty(w->msgq)) {
+		int n = 1 + ep_worker_rx_fds(w, pfds + 1, EP_MAX_RX);
+
 		c->st.waits++;
-		if (ppoll(&pfd, 1, &ts, NULL) > 0)
+		if (ppoll(pfds, (nfds_t)n, &ts, NULL) > 0 && (pfd->revents & POLLIN) != 0)
 			c->st.kicks_seen++;
 	}
 	__atomic_store_n(&ws->sleeping.v, 0, __ATOMIC_RELAXED);
-	if (read(pfd.fd, &v, sizeof(v)) < 0) {
+	if (read(pfd->fd, &v, sizeof(v)) < 0) {
 		/* nothing pending: EAGAIN */
 	}
 }

@@ -10,6 +10,8 @@
 //	                     [--data-dir DIR --etcd-listen URL | --etcd-endpoints URL,...]
 //	edgeplane upf --listen ADDR:8805 --dp-socket /run/edgeplane/bng.sock [--state-dir DIR]
 //	              [--logical-port NAME ...] [--punt-iface IF] [--associate CP:8805 ...] [--metrics HOST:PORT]
+//	edgeplane bng-cp -c /etc/edgeplane/bng-cp.yaml [--check]
+//	edgeplane bng [--api unix:/run/edgeplane/bng-cp.sock] sessions|show|clear|profile|stats|counters
 package main
 
 import (
@@ -45,6 +47,10 @@ func main() {
 		err = runUPF(os.Args[2:])
 	case "controller":
 		err = runController(os.Args[2:])
+	case "bng-cp":
+		err = runBNGCP(os.Args[2:])
+	case "bng":
+		err = runBNG(os.Args[2:])
 	default:
 		usage()
 	}
@@ -55,7 +61,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach|upf|controller [flags]  (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: edgeplane agent|detach|upf|controller|bng-cp|bng [flags]  (-h for flags)")
 	os.Exit(2)
 }
 

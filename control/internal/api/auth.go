@@ -129,3 +129,7 @@ func peer(r *http.Request) string {
 	}
 	return p
 }
+
+// RequireToken wraps a handler of another API served with this package's
+// listeners (the BNG control plane's) in the same bearer-token check.
+func RequireToken(token []byte, next http.Handler) http.Handler { return requireToken(token, next) }
