@@ -267,7 +267,31 @@ def test_controller_embedded_etcd_is_a_statefulset_with_a_volume(rendered):
               and o["kind"] in WORKLOADS]
     assert ctl["kind"] == "StatefulSet" and ctl["spec"]["replicas"] == 1
     assert ctl["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "etcd-data"
-    assert "--etcd=embedded" in ctl["spec"]["template"]["spec"]["containers"][0]["args"]
+    (c,) = ctl["spec"]["template"]["spec"]["containers"]
+    assert "--data-dir=/var/lib/edgeplane/etcd/data" in c["args"]
+    assert "--etcd-listen=http://$(POD_IP):2379" in c["args"]
+    assert {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in c["env"]
+
+
+def test_controller_token_file_is_not_readable_by_others(rendered):
+    # `edgeplane controller --api-token-file` refuses a file with any of
+    # 0o027 set; a secret volume's files are 0644 unless told otherwise.
+    (ctl,) = [o for o in rendered["default"] if o["kind"] == "StatefulSet"]
+    (vol,) = [v for v in ctl["spec"]["template"]["spec"]["volumes"] if v["name"] == "api-token"]
+    assert vol["secret"]["defaultMode"] & 0o027 == 0
+    assert ctl["spec"]["template"]["spec"]["securityContext"]["fsGroup"] == 65532
+
+
+def test_agents_reach_the_embedded_etcd_through_the_controller_service(rendered):
+    objs = rendered["default"]
+    (svc,) = [o for o in objs if o["kind"] == "Service" and o["metadata"]["name"] == "edge-edgeplane-controller"]
+    assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == {"rest": 8443, "etcd": 2379}
+    (ctl,) = [o for o in objs if o["kind"] == "StatefulSet"]
+    (c,) = ctl["spec"]["template"]["spec"]["containers"]
+    assert {p["name"] for p in c["ports"]} == {"rest", "etcd"}
+    for _, sub, args in edgeplane_invocations(objs):
+        if sub == "agent":
+            assert "--etcd-endpoints=http://edge-edgeplane-controller.edge.svc:2379" in args
 
 
 def test_controller_external_etcd_names_endpoints_and_tls(rendered):
@@ -278,6 +302,20 @@ def test_controller_external_etcd_names_endpoints_and_tls(rendered):
     assert any(a.startswith("--etcd-endpoints=https://etcd-0") and a.count(",") == 2 for a in args)
     assert "--etcd-cert=/etc/edgeplane/etcd/tls.crt" in args
     assert "--api-client-ca=/etc/edgeplane/tls/ca.crt" in args
+    assert not any(a.startswith(("--data-dir", "--etcd-listen")) for a in args)
+    (svc,) = [o for o in rendered["external-etcd"] if o["kind"] == "Service"
+              and o["metadata"]["name"] == "edge-edgeplane-controller"]
+    assert [p["name"] for p in svc["spec"]["ports"]] == ["rest"]
+    # The agents use the same cluster with the same client certificate.
+    for wl, spec, _ in pods(rendered["external-etcd"]):
+        for c in spec["containers"]:
+            if c["name"] != "agent":
+                continue
+            assert any(a.startswith("--etcd-endpoints=https://etcd-0") and a.count(",") == 2 for a in c["args"])
+            assert "--etcd-key=/etc/edgeplane/etcd/tls.key" in c["args"]
+            (mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == "/etc/edgeplane/etcd"]
+            (vol,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+            assert vol["secret"]["secretName"] == "edgeplane-etcd-client", wl
 
 
 def test_external_etcd_without_endpoints_is_refused():
@@ -326,6 +364,87 @@ def test_dataplane_config_names_every_port_and_worker(rendered):
         "access", "PCIDEVICE_INTEL_COM_SRIOV_ACCESS", "1", "core", "PCIDEVICE_INTEL_COM_SRIOV_CORE", "1"]
 
 
+# --- the chart against the real edgeplane binary ----------------------------------
+
+EDGEPLANE = Path(os.environ.get("EDGEPLANE_BIN", ROOT / "build" / "bin" / "edgeplane"))
+
+
+def edgeplane_invocations(objs):
+    """(workload/container, subcommand, flags) of each container that runs
+    `edgeplane controller` or `edgeplane agent` (the image's entrypoint is
+    the edgeplane binary; the chart passes the subcommand first)."""
+    for wl, spec, _ in pods(objs):
+        for c in spec["containers"]:
+            args = c.get("args", [])
+            if args and args[0] in ("controller", "agent"):
+                yield f"{wl}/{c['name']}", args[0], args[1:]
+
+
+def flags_refused(sub, args):
+    """What the built edgeplane binary says of `edgeplane SUB ARGS -h`: ""
+    when it accepts every flag and value, else its complaint. Go's flag
+    package parses every flag before -h (exit 0 on -h, 2 on an unknown flag
+    or a bad value), so nothing is started; but it stops at the first
+    argument that is not a flag, after which -h would be an argument and the
+    command would run: every argument must be --name=value."""
+    if not EDGEPLANE.is_file():
+        pytest.fail(f"{EDGEPLANE} is missing: `make build` builds it")
+    loose = [a for a in args if not re.fullmatch(r"--[a-z0-9][a-z0-9-]*=.*", a)]
+    if loose:
+        return f"not --name=value: {loose}"
+    res = subprocess.run([str(EDGEPLANE), sub, *args, "-h"], capture_output=True, text=True, timeout=30)
+    if res.returncode != 0:
+        return res.stderr.splitlines()[0] if res.stderr else f"exit {res.returncode}"
+    return ""
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_chart_passes_only_flags_the_edgeplane_binary_accepts(rendered, variant):
+    runs = list(edgeplane_invocations(rendered[variant]))
+    assert {sub for _, sub, _ in runs} == {"controller", "agent"}
+    assert {where: flags_refused(sub, args) for where, sub, args in runs} == {where: "" for where, _, _ in runs}
+
+
+def test_flag_check_refuses_a_flag_the_binary_lacks():
+    # The flags the chart passed before the controller landed.
+    objs = helm_template("--set-json", 'controller.extraArgs=["--grpc-listen=tcp:0.0.0.0:9443"]',
+                         "--set-json", 'agent.extraArgs=["--controller=edge-edgeplane-controller:9443"]')
+    refused = {where: flags_refused(sub, args) for where, sub, args in edgeplane_invocations(objs)}
+    assert refused == {"edge-edgeplane-controller/controller": "flag provided but not defined: -grpc-listen",
+                       "edge-edgeplane-bng/agent": "flag provided but not defined: -controller"}
+    assert flags_refused("agent", ["--dp-check=soon"]).startswith('invalid value "soon" for flag -dp-check')
+    assert flags_refused("agent", ["--node=a", "positional"]) == "not --name=value: ['positional']"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_agent_bng_socket_is_a_data_plane_control_socket(rendered, variant):
+    # The agent's --bng-socket names the ctl_socket of an edgeplane-dp that
+    # shares its socket directory: its own pod's (sidecar) or, for the
+    # DaemonSet, one of the release's pipelines on its node.
+    objs = rendered[variant]
+    (cm,) = [o for o in objs if o["kind"] == "ConfigMap"]
+    sockets = {name.removesuffix(".conf"): re.search(r"^ctl_socket = (.*)$", text, re.M).group(1)
+               for name, text in cm["data"].items() if name.endswith(".conf")}
+    daemonset = any(o["kind"] == "DaemonSet" for o in objs)
+    for wl, spec, _ in pods(objs):
+        for c in spec["containers"]:
+            if c["name"] != "agent":
+                continue
+            (bng,) = [a.removeprefix("--bng-socket=") for a in c["args"] if a.startswith("--bng-socket=")]
+            beside = sockets if daemonset else {
+                d["command"][-1]: sockets[d["command"][-1]] for d in filter(is_dataplane_container, spec["containers"])}
+            assert bng in beside.values(), f"{wl}: {bng} not in {beside}"
+            assert bng == beside.get("uplink", bng), f"{wl}: the uplink's socket is the one the agent drives"
+
+
+def test_daemonset_data_plane_pods_do_not_share_a_node(rendered):
+    # Their sockets are on the node, one name per pipeline.
+    for _, spec, meta in dataplane_pods(rendered["daemonset-agent"]):
+        (term,) = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert term["topologyKey"] == "kubernetes.io/hostname"
+        assert term["labelSelector"]["matchLabels"].items() <= meta["labels"].items()
+
+
 def run_start_script(objs, tmp_path, pipeline, env, *dp_args):
     """The ConfigMap's start.sh, run as the container would, with the
     ConfigMap's files in a directory of the test's and a real edgeplane-dp."""
@@ -355,7 +474,7 @@ def test_start_script_config_passes_edgeplane_dp_check(rendered, tmp_path, pipel
     text = conf.read_text()
     assert "[port access]\ndevice = 0000:18:02.1\n" in text
     assert "[port core]\ndevice = 0000:18:0a.3\n" in text
-    assert f"ctl_socket = /run/edgeplane/edge-edgeplane-bng-7d9f-{pipeline}.sock" in text
+    assert f"ctl_socket = /run/edgeplane/{pipeline}.sock" in text
     assert "@" not in text
 
 

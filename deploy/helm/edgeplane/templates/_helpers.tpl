@@ -48,8 +48,45 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end -}}
 
-{{- define "edgeplane.controllerAddress" -}}
-{{- printf "%s-controller:%d" (include "edgeplane.fullname" .) (int .Values.controller.grpcPort) -}}
+{{/* The agent's volume of the external etcd's client certificate, if any. */}}
+{{- define "edgeplane.etcdTLSVolume" -}}
+{{- with include "edgeplane.etcdTLSSecret" . }}
+- name: etcd-tls
+  secret:
+    secretName: {{ . }}
+{{- end }}
+{{- end -}}
+
+{{/* etcd's client URLs for the agents: the controller Service's `etcd`
+     port (embedded member) or the external cluster's endpoints. */}}
+{{- define "edgeplane.etcdEndpoints" -}}
+{{- $e := .Values.controller.etcd -}}
+{{- if eq $e.mode "embedded" -}}
+{{- printf "http://%s-controller.%s.svc:%d" (include "edgeplane.fullname" .) .Release.Namespace (int $e.embedded.clientPort) -}}
+{{- else -}}
+{{- join "," $e.external.endpoints -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The external etcd's client certificate (ca.crt, tls.crt, tls.key), for
+     the controller and the agents; empty when there is none. */}}
+{{- define "edgeplane.etcdTLSSecret" -}}
+{{- $e := .Values.controller.etcd -}}
+{{- if ne $e.mode "embedded" }}{{ $e.external.tlsSecret }}{{ end -}}
+{{- end -}}
+
+{{/* The pipeline whose edgeplane-dp the agent programs (--bng-socket): it
+     drives one BNG process, the uplink when it has one. Context: a list of
+     pipeline names. */}}
+{{- define "edgeplane.agentPipeline" -}}
+{{- if has "uplink" . }}uplink{{ else }}{{ first . }}{{ end -}}
+{{- end -}}
+
+{{/* The enabled pipelines' names, comma-separated. */}}
+{{- define "edgeplane.enabledPipelines" -}}
+{{- $names := list -}}
+{{- range $name, $p := .Values.dataplane.pipelines }}{{ if $p.enabled }}{{ $names = append $names $name }}{{ end }}{{ end -}}
+{{- join "," $names -}}
 {{- end -}}
 
 {{/* A data-plane container's resources: one VF of its network's pool per
@@ -125,17 +162,25 @@ memory: {{ . | quote }}
 {{- end }}
 {{- end -}}
 
-{{/* The agent container (sidecar or DaemonSet). */}}
+{{/* The agent container (sidecar or DaemonSet). Context: dict root, and
+     pipelines (the names of the edgeplane-dp processes beside it). */}}
 {{- define "edgeplane.agentContainer" -}}
-{{- $v := .Values -}}
+{{- $v := .root.Values -}}
+{{- $tls := include "edgeplane.etcdTLSSecret" .root -}}
 - name: agent
   image: {{ include "edgeplane.image" $v.images.control }}
   imagePullPolicy: {{ $v.images.control.pullPolicy }}
   args:
     - agent
-    - --controller={{ include "edgeplane.controllerAddress" . }}
     - --node=$(NODE_NAME)
-    - --dp-socket-dir=/run/edgeplane
+    - --etcd-endpoints={{ include "edgeplane.etcdEndpoints" .root }}
+    {{- if $tls }}
+    - --etcd-cacert=/etc/edgeplane/etcd/ca.crt
+    - --etcd-cert=/etc/edgeplane/etcd/tls.crt
+    - --etcd-key=/etc/edgeplane/etcd/tls.key
+    {{- end }}
+    {{- /* The data plane's ctl_socket (configmap-dataplane.yaml). */}}
+    - --bng-socket=/run/edgeplane/{{ include "edgeplane.agentPipeline" .pipelines }}.sock
     - --metrics=0.0.0.0:{{ $v.agent.metricsPort }}
     {{- range $v.agent.extraArgs }}
     - {{ . | quote }}
@@ -165,6 +210,11 @@ memory: {{ . | quote }}
   volumeMounts:
     - name: sockets
       mountPath: /run/edgeplane
+    {{- if $tls }}
+    - name: etcd-tls
+      mountPath: /etc/edgeplane/etcd
+      readOnly: true
+    {{- end }}
     {{- if eq $v.agent.mode "daemonset" }}
     - name: bpffs
       mountPath: /sys/fs/bpf
