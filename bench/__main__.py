@@ -1,15 +1,19 @@
 """`make bench [BENCH=name]`: run one benchmark or all of them.
 
 A benchmark is a module bench/bench_<name with - as _>.py that defines
-`run(args) -> dict` returning the result shape of bench/common.py; this runner writes
-build/bench/<name>.json and prints the short table.
+`run(args) -> dict` returning the result shape of bench/common.py; this
+runner writes build/bench/<name>.json (bench/common.write_result adds the
+host), prints it as tables and renders its report with plots beside it,
+then the index of every report (bench/report.py; `python -m bench.report`
+re-renders them from the JSON without running anything).
 """
 import argparse
 import importlib
+import json
 import pkgutil
 import sys
 
-from bench import common
+from bench import common, report
 
 
 def available():
@@ -40,9 +44,12 @@ def main(argv=None):
             print(f"bench {name}: FAILED: {exc}")
             failed.append(name)
             continue
+        result.setdefault("config", {}).setdefault("quick", args.quick)
         path = common.write_result(result)
-        common.print_table(result)
-        print(f"wrote {path}")
+        print(report.table(json.loads(path.read_text())))
+        print(f"wrote {path}, report {report.render(path)}")
+    if len(failed) < len(names):
+        print(f"reports: {report.index(common.OUT)}")
     return 1 if failed else 0
 
 

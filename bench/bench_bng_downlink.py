@@ -29,10 +29,9 @@ Also here: the downlink and the uplink together on one worker pair (case
 """
 import statistics
 
-from bench import common
-from bench.dp_run import DpProcess
-from bench.bng_bench import (HQOS_PORT_RATE, Ours, Peer, alternate, dp_config, frame_gbps,
-                             mix_per_core, packet_mix_per_core, result, summarize)
+from bench import ab, common
+from bench.bng_bench import (HQOS_PORT_RATE, Ours, Peer, dp_config, frame_gbps, mix_per_core,
+                             packet_mix_per_core, result, summarize)
 from bench.bng_inputs import N_SUBS, Inputs
 from bench.bng_peers import QOS_SCHED_PORT_RATE, QosSched, ensure_qos_sched, write_qos_profile
 from bench.bng_measure import rate
@@ -58,14 +57,14 @@ def run(args):
     work.mkdir(parents=True, exist_ok=True)
     cases = ["504"] if quick else ["504", "imix-down"]
     out_cases, peer_cases, ratios, methods = {}, {}, {}, {}
+    ratio_rounds, comparisons = {}, []
     for spec in cases:
         print(f"-- downlink {spec} B (access side), {N_SUBS} subscribers")
         pcap = inputs.downlink_pcap(spec)
         prof = write_qos_profile(work / "qos_sched.cfg", pipes=N_SUBS,
                                  pipe_rate_Bps=PIPE_RATE_BPS // 8,
                                  port_rate_Bps=QOS_SCHED_PORT_RATE)
-        sock = DpProcess.sock_path(work, f"ours-{spec}")
-        cfg = dp_config(sock, inputs, down_pcap=pcap, lcores="0@0,1@1")
+        cfg = dp_config(inputs, down_pcap=pcap, lcores="0@0,1@1")
         with Ours(work, f"ours-{spec}", cfg) as ours, \
                 QosSched(work, f"qos_sched-{spec}", pcap, prof) as qs:
             hz = ours.tsc_hz
@@ -73,8 +72,8 @@ def run(args):
             # so that every vBNG JSON says which method this host gets.
             methods.update({f"ours:{t}": m for t, m in ours.acl_methods.items()})
             peer = Peer(qs, 1, ["rte-worker-0", "rte-worker-1"])
-            o_res, p_res = alternate(ours, peer, rounds, seconds, warmup,
-                                     peer_core_threads=["rte-worker-0", "rte-worker-1"])
+            res = ab.alternate([ours, peer], rounds, warmup_s=warmup, window_s=seconds)
+            o_res, p_res = res[ours], res[peer]
         ours_s = summarize(o_res, "down", hz)
         ours_s["gbps_per_core"] = frame_gbps(ours_s["mpps_per_core"], spec)
         peer_s = _peer_summary(p_res)
@@ -86,12 +85,18 @@ def run(args):
         # The scheduler thread alone (its rx core free) is the conservative
         # ratio, kept as *_sched_core.
         key = "vs_dpdk-qos_sched" + ("" if spec == "504" else f"_{spec}")
-        both = [o["down"]["mpps_per_core"] / p["mpps_per_core"]
-                for o, p in zip(o_res, p_res) if p["tx_pkts"]]
-        sched = [o["down"]["mpps_per_core"] / rate(p["tx_pkts"], p["cpu_s"]["rte-worker-1"])
-                 for o, p in zip(o_res, p_res) if p["tx_pkts"]]
-        ratios[key] = statistics.median(both)
-        ratios[key + "_sched_core"] = statistics.median(sched)
+        ours_mpps = lambda o: o["down"]["mpps_per_core"]  # noqa: E731
+        ratios[key], ratio_rounds[key] = ab.ratio(o_res, p_res, ours_mpps, "mpps_per_core")
+        ratios[key + "_sched_core"], ratio_rounds[key + "_sched_core"] = ab.ratio(
+            o_res, p_res, ours_mpps, lambda p: rate(p["tx_pkts"], p["cpu_s"]["rte-worker-1"]))
+        comparisons += [
+            common.comparison(spec, ours_s["mpps_per_core"], "dpdk-qos_sched (2 threads)",
+                              peer_s["mpps_per_core"], key, ratios[key],
+                              stages_of=f"cases.{spec}", ours_rounds=ours_s["windows"]),
+            common.comparison(spec, ours_s["mpps_per_core"], "dpdk-qos_sched (scheduler core)",
+                              peer_s["mpps_per_sched_core"], key + "_sched_core",
+                              ratios[key + "_sched_core"], stages_of=f"cases.{spec}",
+                              ours_rounds=ours_s["windows"], peer_rounds=peer_s["windows"])]
         print(f"   ours {ours_s['mpps_per_core']:.3f} Mpps/core, qos_sched "
               f"{peer_s['mpps_per_core']:.3f} per core of its 2 "
               f"({peer_s['mpps_per_sched_core']:.3f} per scheduler core): ratio {ratios[key]:.3f} "
@@ -101,12 +106,11 @@ def run(args):
     # downlink (lcore 2, CPU 0), both saturated; cycles per packet of each,
     # with the other one running, combined at the white paper's mix.
     print("-- mixed: uplink 128 B + downlink 504 B on one worker pair")
-    sock = DpProcess.sock_path(work, "ours-mixed")
-    cfg = dp_config(sock, inputs, up_pcap=inputs.uplink_pcap("128"),
+    cfg = dp_config(inputs, up_pcap=inputs.uplink_pcap("128"),
                     down_pcap=inputs.downlink_pcap("504", core_index=1), lcores="0@0,1@1,2@0")
     with Ours(work, "ours-mixed", cfg) as ours:
         hz = ours.tsc_hz
-        o_res, _ = alternate(ours, None, rounds, seconds, warmup)
+        o_res = ab.alternate([ours], rounds, warmup_s=warmup, window_s=seconds)[ours]
     up, down = summarize(o_res, "up", hz), summarize(o_res, "down", hz)
     mix = mix_per_core(down["cycles_per_pkt"], up["cycles_per_pkt"], hz)
     mix8 = packet_mix_per_core(down["cycles_per_pkt"], up["cycles_per_pkt"], hz)
@@ -126,4 +130,5 @@ def run(args):
                   "pipe_rate_bps": PIPE_RATE_BPS, "tcs": 13, "qsize": 64},
          "frame": "504 B at the access side (QinQ added to 496 B)"},
         out_cases, "504", "dpdk-qos_sched", peer_cases, ratios, rounds, seconds, quick,
-        extra={"mixed": mixed}, acl_classify=methods)
+        extra={"mixed": mixed, "comparisons": comparisons, "ratio_rounds": ratio_rounds},
+        acl_classify=methods)

@@ -31,10 +31,8 @@ classifies, polices or encapsulates anything (docs/bng.md).
 """
 import statistics
 
-from bench import common
-from bench.dp_run import DpProcess
-from bench.bng_bench import (POLICER, Ours, Peer, alternate, dp_config, frame_gbps, result,
-                             summarize)
+from bench import ab, common
+from bench.bng_bench import POLICER, Ours, Peer, dp_config, frame_gbps, result, summarize
 from bench.bng_inputs import ACL_RULES, CORE_NH_MAC, N_SUBS, Inputs
 from bench.bng_peers import ensure_l3fwd
 from bench.dpdk_peer import L3fwd
@@ -50,13 +48,13 @@ def run(args):
     r4, r6 = inputs.l3fwd_routes()
     cases = [("128", False)] if quick else [("128", False), ("128", True), ("imix-up", False)]
     out_cases, peer_cases, ratios, acl_peer, methods = {}, {}, {}, {}, {}
+    ratio_rounds, comparisons = {}, []
     for spec, pppoe in cases:
         name = f"{'pppoe' if pppoe else 'ipoe'}-{spec}"
         print(f"-- uplink {name} ({N_SUBS} subscribers, {ACL_RULES}-rule ACL)")
         pcap = inputs.uplink_pcap(spec, pppoe=pppoe)
         plain = inputs.uplink_pcap(spec, pppoe=pppoe, encap=False)
-        sock = DpProcess.sock_path(work, f"ours-{name}")
-        cfg = dp_config(sock, inputs, up_pcap=pcap, pppoe=pppoe, lcores="0@0,1@1")
+        cfg = dp_config(inputs, up_pcap=pcap, pppoe=pppoe, lcores="0@0,1@1")
         l3 = L3fwd(work, f"l3fwd-{name}", [f"net_pcap0,rx_pcap={plain},infinite_rx=1",
                                            "net_null0"],
                    "lpm", r4, r6, lcore=1, eth_dest=CORE_NH_MAC)
@@ -65,12 +63,13 @@ def run(args):
             methods["ours"] = ours.acl_methods.get("bng-uplink", "unknown")
             with l3:
                 peer = Peer(l3, 1, ["l3fwd"])
-                o_res, p_res = alternate(ours, peer, rounds, seconds, warmup,
-                                         peer_core_threads=["l3fwd"])
+                res = ab.alternate([ours, peer], rounds, warmup_s=warmup, window_s=seconds)
+                o_res, p_res = res[ours], res[peer]
             if name == "ipoe-128":
                 acl_peer = _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup,
                                          methods["ours"])
                 methods["dpdk-l3fwd-acl"] = acl_peer["alg"]
+                ratio_rounds["vs_dpdk-l3fwd-acl"] = acl_peer.pop("ratio_rounds")
         s = summarize(o_res, "up", hz)
         s["gbps_per_core"] = frame_gbps(s["mpps_per_core"], spec)
         out_cases[name] = s
@@ -78,10 +77,13 @@ def run(args):
         peer_cases[name] = {"mpps_per_core": statistics.median(peer_mpps),
                             "mpps_wall": statistics.median(p["mpps_wall"] for p in p_res),
                             "windows": [round(x, 4) for x in peer_mpps]}
-        per_round = [o["up"]["mpps_per_core"] / p["mpps_per_core"]
-                     for o, p in zip(o_res, p_res) if p["mpps_per_core"]]
         key = "vs_dpdk-l3fwd" + ("" if name == "ipoe-128" else f"_{name}")
-        ratios[key] = statistics.median(per_round)
+        ratios[key], ratio_rounds[key] = ab.ratio(o_res, p_res, lambda o: o["up"]["mpps_per_core"],
+                                                  "mpps_per_core")
+        comparisons.append(common.comparison(
+            name, s["mpps_per_core"], "dpdk-l3fwd", peer_cases[name]["mpps_per_core"], key,
+            ratios[key], stages_of=f"cases.{name}", ours_rounds=s["windows"],
+            peer_rounds=peer_cases[name]["windows"]))
         print(f"   ours {s['mpps_per_core']:.3f} Mpps/core, l3fwd "
               f"{peer_cases[name]['mpps_per_core']:.3f}, ratio {ratios[key]:.3f}")
 
@@ -90,6 +92,11 @@ def run(args):
         ratios["vs_dpdk-l3fwd-acl"] = acl_peer.pop("ratio")
         lpm = peer_cases["ipoe-128"]["mpps_per_core"]
         more_peers["dpdk-l3fwd-acl"] = acl_peer
+        ours_beside = acl_peer.pop("ours_windows")    # ours as measured beside this peer
+        comparisons.append(common.comparison(
+            "ipoe-128", ab.median(ours_beside), "dpdk-l3fwd-acl", acl_peer["mpps_per_core"],
+            "vs_dpdk-l3fwd-acl", ratios["vs_dpdk-l3fwd-acl"], stages_of="cases.ipoe-128",
+            ours_rounds=ours_beside, peer_rounds=acl_peer["windows"]))
         extra["acl_ceiling"] = {
             "l3fwd_acl_over_l3fwd_lpm": acl_peer["mpps_per_core"] / lpm if lpm else 0.0,
             "meaning": f"what DPDK's l3fwd reaches of its own LPM mode when it also "
@@ -101,7 +108,8 @@ def run(args):
         {"acl_rules": ACL_RULES, "policer": POLICER, "routes": 1,
          "frame": "128 B at the access side (QinQ/IPoE; PPPoE variant 128 B)"},
         out_cases, "ipoe-128", "dpdk-l3fwd", peer_cases, ratios, rounds, seconds, quick,
-        extra=extra, more_peers=more_peers, acl_classify=methods)
+        extra={**extra, "comparisons": comparisons, "ratio_rounds": ratio_rounds},
+        more_peers=more_peers, acl_classify=methods)
 
 
 def _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup, alg):
@@ -113,15 +121,17 @@ def _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup, alg):
                 "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC, alg=alg)
     print(f"-- uplink ipoe-128 vs l3fwd --lookup=acl ({ACL_RULES} rules + 1 route, one trie)")
     with app:
-        o_res, p_res = alternate(ours, Peer(app, 1, ["l3fwd"]), rounds, seconds, warmup,
-                                 peer_core_threads=["l3fwd"])
+        peer = Peer(app, 1, ["l3fwd"])
+        res = ab.alternate([ours, peer], rounds, warmup_s=warmup, window_s=seconds)
+    o_res, p_res = res[ours], res[peer]
     mpps = [p["mpps_per_core"] for p in p_res]
-    per_round = [o["up"]["mpps_per_core"] / p["mpps_per_core"]
-                 for o, p in zip(o_res, p_res) if p["mpps_per_core"]]
+    ratio, per_round = ab.ratio(o_res, p_res, lambda o: o["up"]["mpps_per_core"],
+                                "mpps_per_core")
     out = {"mpps_per_core": statistics.median(mpps),
            "mpps_wall": statistics.median(p["mpps_wall"] for p in p_res),
            "windows": [round(x, 4) for x in mpps], "lookup": "acl",
-           "rules": f"{ACL_RULES} deny + 1 forwarding rule", "alg": alg,
-           "ratio": statistics.median(per_round)}
+           "rules": f"{ACL_RULES} deny + 1 forwarding rule", "alg": alg, "ratio": ratio,
+           "ratio_rounds": per_round,
+           "ours_windows": [round(o["up"]["mpps_per_core"], 4) for o in o_res]}
     print(f"   l3fwd-acl {out['mpps_per_core']:.3f} Mpps/core, ours/l3fwd-acl {out['ratio']:.3f}")
     return out

@@ -41,17 +41,15 @@ upstream bits per core at the mix of Intel's vCMTS reference data plane
 benchmarks (upstream at least 10 % of downstream traffic), from the bidir case's cycles per frame.
 """
 import re
-import signal
 import statistics
 import subprocess
 import time
 
-from bench import common
-from bench.bng_bench import retry_on_memory, summarize
+from bench import ab, common
+from bench.bng_bench import summarize
 from bench.bng_measure import Window, find_threads, rate, thread_cpu
-from bench.dp_run import DpProcess
 from lab.cmts_lab import SgProfile, inproc_sections
-from lab.dp import render
+from lab.dp import Dp
 
 PEERS = common.ROOT / "build" / "peers"
 CRYPTO_PERF = PEERS / "crypto-perf" / "dpdk-test-crypto-perf"
@@ -79,33 +77,29 @@ def ensure_crypto_perf():
 
 # ---- ours -------------------------------------------------------------------
 
-class Ours:
+class Ours(ab.Process):
     """edgeplane-dp with the in-process SG under SIGSTOP/SIGCONT control."""
+
+    label = "ours"
 
     def __init__(self, work, quick):
         self.work = work
-        self.sock = DpProcess.sock_path(work, "cmts")
-        prof = SgProfile(ch_rate="40G")
-        text = render(inproc_sections(prof, work, self.sock, lcores=LCORES,
-                                      gen={"ds": "off", "us": "off"}, memory="hugepages"))
-        self.dp = DpProcess(text, work, name="cmts", start_timeout=180)
+        self.dp = self.proc = Dp(None, None, name="cmts", workdir=work, start_timeout=180,
+                                 ctl_timeout=30, log=print)
+        self.dp.sections = inproc_sections(SgProfile(ch_rate="40G"), work, self.dp.ctl_path,
+                                           lcores=LCORES, gen={"ds": "off", "us": "off"},
+                                           memory="hugepages")
 
     def __enter__(self):
-        retry_on_memory(self.dp.start, self.dp.stop)
-        self.pid = self.dp.proc.pid
+        self.dp.start()
+        self.pid = self.dp.pid
         st = self.dp.ctl("stats")
         self.hz = st["tsc_hz"]
         self.tids = find_threads(self.pid, list(WORKER_THREADS.values()))
         return self
 
     def __exit__(self, *exc):
-        self.dp.stop()
-
-    def pause(self):
-        self.dp.proc.send_signal(signal.SIGSTOP)
-
-    def resume(self):
-        self.dp.proc.send_signal(signal.SIGCONT)
+        self.dp.close()
 
     def set_case(self, case):
         self.dp.ctl("cmts-gen-set", ds="on" if case in ("ds", "bidir") else "off",
@@ -121,7 +115,7 @@ class Ours:
                               "busy": w["busy_cycles"]}
         return out
 
-    def window(self, seconds):
+    def measure(self, seconds):
         """{ds: {...}, us: {...}}: frames per CPU-second, per-stage TSC cycles
         per frame.  Downstream frames are what the worker received (a DEPI
         packet carries several); upstream frames what it forwarded (a UEPI
@@ -264,30 +258,23 @@ def run(args):
     work.mkdir(parents=True, exist_ok=True)
     med = statistics.median
     cases, peer_rounds, ratios_ds, ratios_us = {}, [], [], []
+    crypto = ab.Call("crypto-perf", lambda: peer_round(quick),
+                   lambda p: f"{p['ds_imix']:.0f} cycles/buf (DS iMix)")
     with Ours(work, quick) as ours:
         hz = ours.hz
         for case in ("ds", "us", "bidir"):
             print(f"-- {case}")
             ours.set_case(case)
-            res = []
-            ours.pause()
-            for i in range(rounds):
-                ours.resume()
-                time.sleep(warmup)
-                res.append(ours.window(seconds))
-                ours.pause()
-                msg = f"  round {i + 1}/{rounds}: ds {res[-1]['ds']['mpps_per_core']:.3f}, " \
-                      f"us {res[-1]['us']['mpps_per_core']:.3f} Mpps/core"
-                if case == "ds" or (case == "us" and not quick):
-                    p = peer_round(quick)
-                    peer_rounds.append(p)
-                    if case == "ds" and res[-1]["ds"]["mpps_per_core"]:
-                        ratios_ds.append(hz / (res[-1]["ds"]["mpps_per_core"] * 1e6) / p["ds_imix"])
-                    if case == "us" and res[-1]["us"]["mpps_per_core"]:
-                        ratios_us.append(hz / (res[-1]["us"]["mpps_per_core"] * 1e6) / p["us_imix"])
-                    msg += f"; crypto-perf {p['ds_imix']:.0f} cycles/buf (iMix)"
-                print(msg)
-            ours.resume()
+            with_peer = case == "ds" or (case == "us" and not quick)
+            rr = ab.alternate([ours, crypto] if with_peer else [ours], rounds, warmup_s=warmup,
+                              window_s=seconds)
+            res = rr[ours]
+            if with_peer:
+                peer_rounds += rr[crypto]
+                # Cycles per frame, ours over the peer's, round by round.
+                (ratios_ds if case == "ds" else ratios_us).extend(
+                    hz / (o[case]["mpps_per_core"] * 1e6) / p[f"{case}_imix"]
+                    for o, p in zip(res, rr[crypto]) if o[case]["mpps_per_core"])
             out = {}
             for d in ("ds", "us"):
                 if case != "bidir" and d != case:
@@ -323,8 +310,18 @@ def run(args):
         "ds_vs_crypto_only": med(ratios_ds),
         "vs_dpdk-test-crypto-perf": med(ratios_ds),
     }
+    ratio_rounds = {"ds_vs_crypto_only": [round(x, 4) for x in ratios_ds]}
+    comparisons = [common.comparison(
+        "ds", ds["cycles_per_pkt"], "dpdk-test-crypto-perf", peer["ds_imix_cycles_per_buf"],
+        "ds_vs_crypto_only", ratios["ds_vs_crypto_only"], metric="cycles_per_pkt",
+        unit="cycles/frame", higher_is_better=False, stages_of="cases.ds.ds")]
     if ratios_us:
         ratios["us_vs_crypto_only"] = med(ratios_us)
+        ratio_rounds["us_vs_crypto_only"] = [round(x, 4) for x in ratios_us]
+        comparisons.append(common.comparison(
+            "us", us["cycles_per_pkt"], "dpdk-test-crypto-perf", peer["us_imix_cycles_per_buf"],
+            "us_vs_crypto_only", ratios["us_vs_crypto_only"], metric="cycles_per_pkt",
+            unit="cycles/frame", higher_is_better=False, stages_of="cases.us.us"))
     return common.result(
         "cmts",
         config={"profile": "300 CMs x 4 CPE addresses, 6 filter groups x 16 rules (2 per CM), "
@@ -341,7 +338,7 @@ def run(args):
         metrics=metrics,
         peers={"dpdk-test-crypto-perf": peer},
         ratios=ratios,
-        extra={"cases": cases,
+        extra={"cases": cases, "comparisons": comparisons, "ratio_rounds": ratio_rounds,
                "reference": {"intel_vcmts_per_sg_bidir_gbps": 7.32, "vcpus": 3, "ghz": 2.4,
                              "per_vcpu_gbps": round(7.32 / 3, 3),
                              "per_vcpu_ghz_gbps": round(7.32 / 3 / 2.4, 3)}})

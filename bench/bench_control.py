@@ -29,8 +29,8 @@ import time
 
 from bench import common
 from bench.bench_pfcp import dp_config as pfcp_dp_config
-from bench.dp_run import DpProcess
 from lab.control_lab import ControlPlane, wait_for
+from lab.dp import Dp, config_set
 
 N = 65536
 BASE = 1000
@@ -51,10 +51,16 @@ def node(subs):
         "subscribers": subs}}
 
 
-def dp_config(sock):
+def dp_config():
     """The PFCP benchmark's BNG (65,536 subscribers, net_null ports) in
     ordinary memory: hugepages are shared, and no packet moves here."""
-    return pfcp_dp_config(sock).replace("[engine]\n", "[engine]\nmemory = no-huge\n", 1)
+    return config_set(pfcp_dp_config(), "engine", "memory", "no-huge")
+
+
+def start_dp(workdir, name="dp"):
+    """lab.dp.Dp in the root namespace, its logs kept in workdir/name; a
+    64K-subscriber bulk add may take a while to answer."""
+    return Dp(None, dp_config(), name=name, workdir=workdir, start_timeout=120, ctl_timeout=120)
 
 
 def rss_kib(pid):
@@ -89,11 +95,8 @@ def intents_round(cp, dp, n):
 
 
 def kill9_restart(dp):
-    dp.proc.kill()
-    dp.proc.wait()
-    dp._logf.close()
-    dp.proc = None
-    dp.start()  # returns when the control socket answers
+    dp.kill()
+    dp.start()  # the same configuration; returns when the control socket answers
 
 
 def resync_round(cp, dp):
@@ -107,21 +110,21 @@ def resync_round(cp, dp):
 
 
 def direct_round(workdir):
-    with DpProcess(dp_config(DpProcess.sock_path(workdir)), workdir) as dp:
+    with start_dp(workdir) as dp:
         subs = []
         for i in range(1, N + 1):
             f = sub(i)
             subs.append({"id": i, "qinq": f"{f['sTag']}.{f['cTag']}", "mac": f["mac"], "ipv4": f["ipv4"]})
         t0 = time.monotonic()
         for s in range(0, N, 4096):
-            dp.ctl("sub-add-bulk", timeout=120, subscribers=subs[s:s + 4096])
+            dp.ctl("sub-add-bulk", subscribers=subs[s:s + 4096])
         return time.monotonic() - t0
 
 
 def dp_start(workdir):
     """Seconds from exec to the control socket answering, no agent."""
     t0 = time.monotonic()
-    with DpProcess(dp_config(DpProcess.sock_path(workdir)), workdir):
+    with start_dp(workdir):
         return time.monotonic() - t0
 
 
@@ -132,8 +135,8 @@ def run(args):
     work.mkdir(parents=True, exist_ok=True)
     ours_i, direct_i, lat_i, resync, direct_r, starts = [], [], [], [], [], []
     mem = {}
-    with DpProcess(dp_config(DpProcess.sock_path(work / "dp")), work / "dp") as dp:
-        with ControlPlane(work / "cp", dp.sock, node="edge1") as cp:
+    with start_dp(work) as dp:
+        with ControlPlane(work / "cp", dp.ctl_path, node="edge1") as cp:
             for _ in range(rounds):
                 o, d, l = intents_round(cp, dp, n_intents)
                 ours_i.append(o)

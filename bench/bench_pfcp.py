@@ -34,8 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import common
-from bench.dp_run import DpProcess
+from bench import ab, common
+from lab.dp import Dp
 
 BIN = common.ROOT / "build" / "bin"
 FILL, RUN = 49152, 16384
@@ -43,11 +43,9 @@ TOTAL = FILL + RUN
 UPF_PORT = 18805
 
 
-def dp_config(sock):
+def dp_config():
     return f"""[eal]
 args = --no-telemetry
-[engine]
-ctl_socket = {sock}
 [port access]
 device = net_null0,no-rx=1
 mac = 02:00:00:00:01:01
@@ -94,20 +92,20 @@ def run_client(argv):
 
 def pfcp_round(workdir, fill, n):
     wd = Path(tempfile.mkdtemp(dir=workdir, prefix="pfcp-"))
-    with DpProcess(dp_config(DpProcess.sock_path(wd)), wd) as dp:
+    with Dp(None, dp_config(), name="dp", workdir=wd, start_timeout=120, ctl_timeout=30) as dp:
         log = open(wd / "upf.log", "w")
         upf = subprocess.Popen([str(BIN / "edgeplane"), "upf", "--listen", f"127.0.0.1:{UPF_PORT}",
-                                "--gtpu", "127.0.0.1:0", "--dp-socket", str(dp.sock),
+                                "--gtpu", "127.0.0.1:0", "--dp-socket", str(dp.ctl_path),
                                 "--state-dir", str(wd / "state"), "--sub-ids", f"1-{TOTAL}",
                                 "--heartbeat-interval", "1h"], stdout=log, stderr=log)
         try:
             time.sleep(1.0)
             if upf.poll() is not None:
                 raise RuntimeError("edgeplane upf exited: " + (wd / "upf.log").read_text()[-500:])
-            cpu0 = {"upf": cpu_seconds(upf.pid), "dp": cpu_seconds(dp.proc.pid)}
+            cpu0 = {"upf": cpu_seconds(upf.pid), "dp": cpu_seconds(dp.pid)}
             res, _ = run_client([str(BIN / "pfcp-cp-sim"), "bench", "--upf", f"127.0.0.1:{UPF_PORT}",
                                  "--local", "127.0.0.1:0", "--fill", str(fill), "--sessions", str(n)])
-            cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in (("upf", upf.pid), ("dp", dp.proc.pid))}
+            cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in (("upf", upf.pid), ("dp", dp.pid))}
             installed = dp.ctl("bng-stats")["subscribers"]
         finally:
             upf.terminate()
@@ -120,12 +118,12 @@ def pfcp_round(workdir, fill, n):
 
 def direct_round(workdir, fill, n, batch=1000, window=2):
     wd = Path(tempfile.mkdtemp(dir=workdir, prefix="direct-"))
-    with DpProcess(dp_config(DpProcess.sock_path(wd)), wd) as dp:
-        cpu0 = cpu_seconds(dp.proc.pid)
-        res, _ = run_client([str(BIN / "pfcp-cp-sim"), "direct", "--socket", str(dp.sock),
+    with Dp(None, dp_config(), name="dp", workdir=wd, start_timeout=120, ctl_timeout=30) as dp:
+        cpu0 = cpu_seconds(dp.pid)
+        res, _ = run_client([str(BIN / "pfcp-cp-sim"), "direct", "--socket", str(dp.ctl_path),
                              "--fill", str(fill), "--sessions", str(n), "--batch", str(batch),
                              "--window", str(window)])
-        res["cpu_s"] = {"dp": cpu_seconds(dp.proc.pid) - cpu0}
+        res["cpu_s"] = {"dp": cpu_seconds(dp.pid) - cpu0}
         res["installed"] = dp.ctl("bng-stats")["subscribers"]
     return res
 
@@ -137,14 +135,13 @@ def run(args):
     rounds = 1 if args.quick else 5
     fill, n = (8192, 4096) if args.quick else (FILL, RUN)
     workdir = Path(tempfile.mkdtemp(prefix="bench-pfcp-"))
-    pf, dr = [], []
-    for r in range(rounds):
-        order = (pfcp_round, direct_round) if r % 2 == 0 else (direct_round, pfcp_round)
-        for f in order:
-            res = f(workdir, fill, n)
-            (pf if f is pfcp_round else dr).append(res)
-            print(f"  round {r + 1} {f.__name__.split('_')[0]}: {res['run']['per_s']:.0f}/s "
-                  f"(fill {res['fill']['per_s']:.0f}/s), installed {res['installed']}")
+    def said(res):
+        return (f"{res['run']['per_s']:.0f}/s (fill {res['fill']['per_s']:.0f}/s), "
+                f"installed {res['installed']}")
+    sides = [ab.Call("pfcp", lambda: pfcp_round(workdir, fill, n), said),
+             ab.Call("direct", lambda: direct_round(workdir, fill, n), said)]
+    res = ab.alternate(sides, rounds)
+    pf, dr = res["pfcp"], res["direct"]
     # One sub-add per request (64 pipelined), as a controller without
     # batching would send them: what the batching buys.
     single = direct_round(workdir, fill, 4096 if not args.quick else 1024, batch=1, window=64)
@@ -170,9 +167,18 @@ def run(args):
                                        "fill_sessions_per_s": med([x["fill"]["per_s"] for x in dr])},
              "direct-sub-add-per-request": {"sessions_per_s": single["run"]["per_s"],
                                             "p50_ms": single["run"]["p50_ms"]}}
-    ratios = {"pfcp_vs_direct": med([p["run"]["per_s"] / d["run"]["per_s"] for p, d in zip(pf, dr)]),
+    per_s = lambda x: x["run"]["per_s"]  # noqa: E731
+    vs_direct, vs_direct_rounds = ab.ratio(pf, dr, per_s)
+    ratios = {"pfcp_vs_direct": vs_direct,
               "pfcp_vs_sub_add_per_request": rate / single["run"]["per_s"] if single["run"]["per_s"] else 0.0,
               "goal_pfcp_vs_direct": 0.5}
     config = {"fill": fill, "timed": n, "rounds": rounds, "window": 4096, "direct_batch": 1000,
               "direct_in_flight": 2, "ports": "net_null (no traffic)", "pipes": TOTAL, "hqos_qsize": 16}
-    return common.result("pfcp", config, metrics, peers, ratios)
+    comparisons = [common.comparison(f"{n} more after {fill}", rate, "direct-control-socket",
+                                     direct_rate, "pfcp_vs_direct", vs_direct,
+                                     metric="sessions_per_s", unit="sessions/s",
+                                     ours_rounds=[round(per_s(x)) for x in pf],
+                                     peer_rounds=[round(per_s(x)) for x in dr])]
+    return common.result("pfcp", config, metrics, peers, ratios,
+                         extra={"comparisons": comparisons,
+                                "ratio_rounds": {"pfcp_vs_direct": vs_direct_rounds}})

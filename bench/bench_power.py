@@ -50,7 +50,7 @@ import statistics
 import time
 from pathlib import Path
 
-from bench import common, power_plot
+from bench import ab, common
 from bench.bench_rfc2544_router import ROUTED, Tester, search
 from bench.power_measure import (POLICIES, TUNING, Slicer, median, pair_saving, prioritise,
                                  probe_refusals)
@@ -129,17 +129,18 @@ class BngPowerLab(DpLab):
         self.dp.start()
 
 
+def _policies(slicer, policies, names, rate_pps, seconds):
+    """One bench/ab subject per polling policy: a slice at rate_pps."""
+    def said(r):
+        return f"cpu {r['cpu']:.3f} p99 {r['p99_us']:.0f}us lost {r['lost']}"
+    return [ab.Call(n, (lambda n=n: slicer.run(policies[n], rate_pps, seconds)), said)
+            for n in names]
+
+
 def _run_load(slicer, zlr, load, names, rounds, seconds, log):
     """{policy: [slice per round]} at load x zlr, the order rotated per round."""
-    per = {n: [] for n in names}
-    for r in range(rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
-        for n in order:
-            per[n].append(slicer.run(ALL[n], zlr * load, seconds))
-        log(f"    {load:4.0%} round {r + 1}: " + ", ".join(
-            f"{n} cpu {per[n][-1]['cpu']:.3f} p99 {per[n][-1]['p99_us']:.0f}us "
-            f"lost {per[n][-1]['lost']}" for n in names))
-    return per
+    log(f"    {load:4.0%}:")
+    return ab.alternate(_policies(slicer, ALL, names, zlr * load, seconds), rounds, log=log)
 
 
 def _summary(per, busy):
@@ -163,10 +164,11 @@ def _day(slicer, zlr, names, seconds, hours, log):
     """Each hour a slice per policy (order rotated by hour)."""
     out = []
     for i, (h, frac) in enumerate(hours):
-        order = names[i % len(names):] + names[:i % len(names)]
         row = {"hour": h, "load": frac, "rate_pps": round(zlr * frac)}
-        for n in order:
-            s = slicer.run(POLICIES[n], zlr * frac, seconds)
+        res = ab.alternate(_policies(slicer, POLICIES, names, zlr * frac, seconds), 1,
+                           first=i, log=None)
+        for n in names:
+            s = res[n][0]
             row[n] = {k: (round(s[k], 4) if isinstance(s[k], float) else s[k])
                       for k in ("cpu", "runq_wait", "loss", "lost", "p50_us", "p99_us",
                                 "offered_ok", "wake_p50_us") if k in s}
@@ -262,10 +264,14 @@ def run(args):
         "meaning": "DPDK's saving at 10 % when it exceeds busy polling's own round-to-round "
                    "CPU noise (median absolute deviation over median), else that noise: the "
                    "ratio is then a lower bound"}}
-    result = common.result("power", config, metrics, peers, ratios, extra=extra)
-    common.OUT.mkdir(parents=True, exist_ok=True)
-    log(f"power: the day's plot: {power_plot.plot(result, common.OUT / 'power-day.png')}")
-    return result
+    if pm is not None:
+        extra["comparisons"] = [common.comparison(
+            "10 % load", ten[HEADLINE]["cpu_saved"], "dpdk-pmgmt", pm, "vs_dpdk_pmgmt", ratio,
+            metric="cpu_saved_at_10pct", unit="CPU saved vs busy polling",
+            ours_rounds=ten[HEADLINE]["cpu_saved_rounds"],
+            peer_rounds=ten["dpdk-pmgmt"]["cpu_saved_rounds"])]
+    # The day's plot (bench/power_plot.py) is drawn with the report.
+    return common.result("power", config, metrics, peers, ratios, extra=extra)
 
 
 def _noise_floor(busy_rounds):

@@ -49,7 +49,7 @@ import os
 import statistics
 import time
 
-from bench import common, pcapgen
+from bench import ab, common, pcapgen
 from lab.dp import Dp
 from lab.router_lab import A4, B4, GW_A4, GW_B4, MAC_A, MAC_B, MAC_PA, RouterLab
 
@@ -378,53 +378,70 @@ def run(args):
     max_rate = 2_000_000
     log = print
     load_start = os.getloadavg()[0]
-    runs = {"edgeplane": {s: [] for s in sizes}, "linux": {s: [] for s in sizes}}
+    runs = {"edgeplane": {}, "linux": {}}
     drops = {}
     # Small tables: this lab has one route, and the machine's hugepages are
     # shared (rte_lpm's 64 MB tbl24 is the floor).
     small = {"max_routes4": 1024, "max_routes6": 1024, "lpm4_tbl8s": 64, "lpm6_tbl8s": 256,
              "max_acl_rules": 1024}
-    # The two DUTs alternate, size by size, so both see the same neighbours
-    # on this shared machine; medians over repetitions.
-    # Which DUT goes first alternates from one search to the next, so a
-    # drift in the other tenants' load does not favour either.
+    # Which DUT goes first alternates from one search to the next (across
+    # sizes too), so a drift in the other tenants' load favours neither.
     turn = 0
     with RouterLab(tag="rfc", routes=[(ROUTED, B4)], router=small, start=False) as lab:
+
+        def run_ours(size):
+            log(f"rfc2544-router: {size}: DUT = edgeplane-dp router")
+            start_router(lab)
+            with Tester(lab, lab.dp) as t:
+                r = measure_size(t, size, trial_s, resolution, max_rate, log)
+            for k, v in stop_router(lab).items():
+                drops[k] = drops.get(k, 0) + v
+            return r
+
+        def run_linux(size):
+            log(f"rfc2544-router: {size}: DUT = Linux IPv4 forwarding")
+            kernel_dut(lab)
+            with Tester(lab) as t:
+                r = measure_size(t, size, trial_s, resolution, max_rate, log)
+            kernel_off(lab)
+            return r
+
+        # The two DUTs alternate (bench/ab.py), size by size, so both see
+        # the same neighbours on this shared machine; medians over rounds.
         for size in sizes:
-            for rep in range(reps.get(size, 1)):
-                for dut in (("edgeplane", "linux") if turn % 2 == 0 else ("linux", "edgeplane")):
-                    if dut == "edgeplane":
-                        log(f"rfc2544-router: {size} #{rep + 1}: DUT = edgeplane-dp router")
-                        start_router(lab)
-                        with Tester(lab, lab.dp) as t:
-                            runs["edgeplane"][size].append(
-                                measure_size(t, size, trial_s, resolution, max_rate, log))
-                        for k, v in stop_router(lab).items():
-                            drops[k] = drops.get(k, 0) + v
-                    else:
-                        log(f"rfc2544-router: {size} #{rep + 1}: DUT = Linux IPv4 forwarding")
-                        kernel_dut(lab)
-                        with Tester(lab) as t:
-                            runs["linux"][size].append(
-                                measure_size(t, size, trial_s, resolution, max_rate, log))
-                        kernel_off(lab)
-                turn += 1
+            n = reps.get(size, 1)
+            res = ab.alternate([ab.Call("edgeplane", lambda s=size: run_ours(s), _said),
+                                ab.Call("linux", lambda s=size: run_linux(s), _said)],
+                               n, first=turn, log=log)
+            turn += n
+            runs["edgeplane"][size], runs["linux"][size] = res["edgeplane"], res["linux"]
     ours = {s: median_of(runs["edgeplane"][s]) for s in sizes}
     linux = {s: median_of(runs["linux"][s]) for s in sizes}
     for d in (ours, linux):
         for s, r in d.items():
             r["throughput_mbps"] = round(r["throughput_pps"] * pcapgen.mean_frame_bytes(s)
                                          * 8 / 1e6, 2)
-    ratios = {}
+    ratios, ratio_rounds, comparisons = {}, {}, []
     for size in sizes:
         if linux[size]["throughput_pps"]:
             key = "vs_linux-forwarding" if size == "64" else f"vs_linux-forwarding_{size}"
-            ratios[key] = round(ours[size]["throughput_pps"] / linux[size]["throughput_pps"], 3)
+            r, ratio_rounds[key] = ab.ratio(runs["edgeplane"][size], runs["linux"][size],
+                                            "throughput_pps")
+            ratios[key] = round(r, 3) if r is not None else None
+            comparisons.append(common.comparison(
+                size, ours[size]["throughput_pps"], "linux-forwarding",
+                linux[size]["throughput_pps"], key, ratios[key], metric="throughput_pps",
+                unit="pps, zero loss", ours_rounds=ours[size]["runs_pps"],
+                peer_rounds=linux[size]["runs_pps"]))
     h = ours["64"]
     lat = h["latency_ns"] or {}
     klat = linux["64"]["latency_ns"] or {}
     if lat.get("p50") and klat.get("p50"):
         ratios["latency_p50_vs_linux"] = round(lat["p50"] / klat["p50"], 3)
+        comparisons.append(common.comparison(
+            "64", lat["p50"] / 1e3, "linux-forwarding", klat["p50"] / 1e3,
+            "latency_p50_vs_linux", ratios["latency_p50_vs_linux"], metric="latency_p50",
+            unit="us, p50 at the rate found", higher_is_better=False))
     if h.get("latency_common_rate_p50_ns") and linux["64"].get("latency_common_rate_p50_ns"):
         ratios["latency_p50_vs_linux_at_common_rate"] = round(
             h["latency_common_rate_p50_ns"] / linux["64"]["latency_common_rate_p50_ns"], 3)
@@ -451,4 +468,9 @@ def run(args):
                                   "latency_p50_ns_64_at_common_rate":
                                       linux["64"].get("latency_common_rate_p50_ns"),
                                   "bound_by": {sz: linux[sz]["bound_by"] for sz in sizes}}}
-    return common.result("rfc2544-router", config, metrics, peers, ratios)
+    return common.result("rfc2544-router", config, metrics, peers, ratios,
+                         extra={"comparisons": comparisons, "ratio_rounds": ratio_rounds})
+
+
+def _said(r):
+    return f"{r['throughput_pps']} pps zero loss"

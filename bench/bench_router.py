@@ -13,8 +13,8 @@ cycles per packet = TSC Hz x CPU seconds / packets.  Per-stage cycles come
 from edgeplane-dp's `stages` (TSC around each stage call), scaled to add up
 to that figure (raw TSC values are kept too: they include time the thread
 was preempted inside a stage).  The subjects of one comparison are started
-together, stopped with SIGSTOP and measured one at a time in alternation;
-ratios are of medians.
+together, stopped with SIGSTOP and measured one at a time in alternation
+(bench/ab.py); a ratio is the median of the rounds' ratios.
 
 Comparisons (see docs/benchmarks.md for what each side does):
   dpdk-l3fwd      l3fwd --lookup=lpm on the headline input: 64 B frames,
@@ -25,14 +25,10 @@ Comparisons (see docs/benchmarks.md for what each side does):
                   trie (more hugepage memory than this machine has), so this
                   comparison uses the 1K-route table, ours on the same.
 """
-import signal
-import statistics
-import time
-
-from bench import common, host_info, pcapgen
+from bench import ab, common, host_info, pcapgen
 from bench.bng_measure import Window, find_threads, rate
-from bench.dp_run import DpProcess
 from bench.dpdk_peer import L3fwd
+from lab.dp import Dp
 
 SIZES = ["64", "imix-up", "imix-down"]
 ACLS = [1, 1000]
@@ -50,14 +46,15 @@ def case_key(size, n_acl, n_routes):
     return f"{size}/acl{n_acl}/routes{n_routes}"
 
 
-def dp_config(sock, inp, pcap):
+def dp_config(inp, pcap):
     nb = "\n".join(f"neighbor = {ip} {mac}" for ip, mac in pcapgen.gateways())
     return f"""# bench/bench_router.py: router in-process, net_pcap -> net_null
 [eal]
 args = --lcores=0@0,1@{WORKER_CPU} --main-lcore 0
 [engine]
-ctl_socket = {sock}
 burst = {BURST}
+# The peer runs on hugepages: so do we (lab.dp.Dp waits while they are short).
+memory = hugepages
 [port in]
 device = net_pcap0,rx_pcap={pcap},infinite_rx=1
 ipv4 = {pcapgen.IN_NET}
@@ -77,47 +74,16 @@ acl_default = permit
 """
 
 
-OOM = ("Cannot allocate memory", "memory allocation failed", "allocation of", "Unable to create",
-       "Cannot get hugepage information")
-
-
-def start_retrying(start, attempts=6, wait_s=10.0):
-    """Hugepages are shared with other engineers' runs: a start that failed
-    for memory is retried after a pause rather than falling back to 4K pages
-    (which would make the two sides incomparable)."""
-    for i in range(attempts):
-        try:
-            return start()
-        except RuntimeError as exc:
-            if i == attempts - 1 or not any(m in str(exc) for m in OOM):
-                raise
-            print(f"  out of hugepage memory, retrying in {wait_s:.0f} s")
-            time.sleep(wait_s)
-
-
-class Subject:
-    """A started process that can be paused (SIGSTOP) and measured."""
-    label = ""
-    proc = None
-
-    def pause(self):
-        self.proc.send_signal(signal.SIGSTOP)
-
-    def resume(self):
-        self.proc.send_signal(signal.SIGCONT)
-
-
-class Ours(Subject):
+class Ours(ab.Process):
     def __init__(self, size, n_acl, n_routes):
         self.label = "edgeplane " + case_key(size, n_acl, n_routes)
         inp = pcapgen.Inputs(n_routes, n_acl).ensure()
         name = f"dp-{size}-{n_acl}-{n_routes}"
-        sock = DpProcess.sock_path(WORK, name)
-        self.dp = DpProcess(dp_config(sock, inp, inp.pcap(size)), WORK, name=name,
-                            start_timeout=180)
+        self.dp = Dp(None, dp_config(inp, inp.pcap(size)), name=name, workdir=WORK,
+                     start_timeout=180, ctl_timeout=30, log=print)
 
     def __enter__(self):
-        start_retrying(self.dp.start)
+        self.dp.start()
         self.proc = self.dp.proc
         ports = {p["name"]: p for p in self.dp.ctl("ports")["ports"]}
         if ports["in"]["mac"].lower() != pcapgen.IN_MAC:
@@ -131,16 +97,14 @@ class Ours(Subject):
         return self
 
     def __exit__(self, *exc):
-        if self.proc is not None and self.proc.poll() is None:
-            self.resume()
-        self.dp.stop()
+        self.dp.close()
 
     def _snapshot(self):
         w = self.dp.ctl("stages")["workers"][0]
         return {"rx": w["rx_pkts"], "tx": w["tx_pkts"], "busy": w["busy_cycles"],
                 "stages": {s["name"]: (s["cycles"], s["pkts_dropped"]) for s in w["stages"]}}
 
-    def window(self, seconds):
+    def measure(self, seconds):
         r = Window(self.proc.pid, self.tids, self._snapshot).run(seconds)
         a, b = r["c0"], r["c1"]
         rx, tx = b["rx"] - a["rx"], b["tx"] - a["tx"]
@@ -159,7 +123,7 @@ class Ours(Subject):
                 "cpu_s": cpu, "wall_s": r["wall_s"]}
 
 
-class Peer(Subject):
+class Peer(ab.Process):
     def __init__(self, lookup, size, n_acl, n_routes, tsc_hz_from, alg=None):
         self.lookup = lookup
         self.label = f"l3fwd-{lookup} " + case_key(size, n_acl if lookup == "acl" else 0,
@@ -175,17 +139,15 @@ class Peer(Subject):
         self.tsc_hz_from = tsc_hz_from
 
     def __enter__(self):
-        start_retrying(self.app.start)
+        self.app.__enter__()
         self.proc = self.app.proc
         self.tids = find_threads(self.proc.pid, ["l3fwd"])
         return self
 
     def __exit__(self, *exc):
-        if self.proc is not None and self.proc.poll() is None:
-            self.resume()
         self.app.stop()
 
-    def window(self, seconds):
+    def measure(self, seconds):
         r = Window(self.proc.pid, self.tids,
                    lambda: self.app.tel.port_stats(1)["opackets"]).run(seconds)
         pkts = r["c1"] - r["c0"]
@@ -196,38 +158,15 @@ class Peer(Subject):
                 "tx_pkts": pkts, "cpu_s": cpu, "wall_s": r["wall_s"]}
 
 
-def alternate(subjects, rounds, seconds, warmup, log):
-    """rounds x (each subject alone: resume, warm up, window, pause)."""
-    res = {s.label: [] for s in subjects}
-    for s in subjects:
-        s.pause()
-    try:
-        for i in range(rounds):
-            for s in subjects:
-                s.resume()
-                time.sleep(warmup)
-                res[s.label].append(s.window(seconds))
-                s.pause()
-            log(f"  round {i + 1}/{rounds}: " + "; ".join(
-                f"{s.label} {res[s.label][-1]['mpps_per_core']:.3f}" for s in subjects))
-    finally:
-        for s in subjects:
-            s.resume()
-    return res
-
-
 def summary(windows):
-    med = statistics.median
-    out = {"mpps_per_core": med(w["mpps_per_core"] for w in windows),
-           "mpps_wall": med(w["mpps_wall"] for w in windows),
-           "cycles_per_pkt": med(w["cycles_per_pkt"] for w in windows),
-           "windows": [round(w["mpps_per_core"], 4) for w in windows]}
-    if "stages" in windows[0]:
-        out["cycles_per_pkt_tsc"] = med(w["cycles_per_pkt_tsc"] for w in windows)
-        out["stages"] = {s: round(med(w["stages"][s] for w in windows), 1)
-                         for s in windows[0]["stages"]}
-        out["stages_tsc"] = {s: round(med(w["stages_tsc"][s] for w in windows), 1)
-                             for s in windows[0]["stages_tsc"]}
+    """Medians over rounds; the rounds' Mpps per core kept as `windows`."""
+    out = ab.medians(windows, ["mpps_per_core", "mpps_wall", "cycles_per_pkt",
+                               "cycles_per_pkt_tsc", "stages", "stages_tsc"])
+    for k in ("stages", "stages_tsc"):
+        if k in out:
+            out[k] = {s: round(v, 1) for s, v in out[k].items()}
+    out["windows"] = [round(w["mpps_per_core"], 4) for w in windows]
+    if "drops" in windows[0]:
         out["drops_in_windows"] = sum(w["drops"] for w in windows)
     return out
 
@@ -255,7 +194,21 @@ def run(args):
     def tsc_hz():
         return hz["hz"]
 
-    cases, peers, ratios, methods = {}, {}, {}, {}
+    cases, peers, ratios, ratio_rounds, comparisons, methods = {}, {}, {}, {}, [], {}
+
+    def compare(rk, case, o_w, peer, p_w, ps):
+        """Ratio rk: the median of the rounds' ours/peer (measured back to back)."""
+        r, ratio_rounds[rk] = ab.ratio(o_w, p_w, "mpps_per_core")
+        ratios[rk] = round(r, 3)
+        # Ours as measured beside this peer (a case may be measured beside two).
+        comparisons.append(common.comparison(
+            case, round(ab.median([w["mpps_per_core"] for w in o_w]), 4), peer,
+            ps["mpps_per_core"], rk, ratios[rk],
+            stages_of=f"cases.{case}", peer_rounds=ps["windows"],
+            ours_rounds=[round(w["mpps_per_core"], 4) for w in o_w]))
+
+    def ab_rounds(subjects, n, window_s=seconds):
+        return ab.alternate(subjects, n, warmup_s=warmup, window_s=window_s, log=log)
 
     # 1. Headline tables, per frame size: ours against l3fwd LPM.
     for size in sizes:
@@ -264,14 +217,13 @@ def run(args):
         with Ours(size, HEADLINE[1], HEADLINE[2]) as o:
             hz["hz"] = o.tsc_hz
             with Peer("lpm", size, 0, HEADLINE[2], tsc_hz) as p:
-                res = alternate([o, p], rounds if size == "64" else rounds_other, seconds,
-                                warmup, log)
-        cases[key] = with_rates(summary(res[o.label]), size)
-        ps = with_rates(summary(res[p.label]), size)
+                res = ab_rounds([o, p], rounds if size == "64" else rounds_other)
+        cases[key] = with_rates(summary(res[o]), size)
+        ps = with_rates(summary(res[p]), size)
         peers.setdefault("dpdk-l3fwd", {"lookup": "lpm", "by_input": {}})
         peers["dpdk-l3fwd"]["by_input"][f"{size}/routes{HEADLINE[2]}"] = ps
-        rk = "vs_dpdk-l3fwd" if size == "64" else f"vs_dpdk-l3fwd_{size}"
-        ratios[rk] = round(cases[key]["mpps_per_core"] / ps["mpps_per_core"], 3)
+        compare("vs_dpdk-l3fwd" if size == "64" else f"vs_dpdk-l3fwd_{size}", key, res[o],
+                "dpdk-l3fwd", res[p], ps)
 
     # 2. ACL comparison (1K routes: see the module doc), with l3fwd LPM on
     #    the same 1K-route table for reference.
@@ -287,17 +239,16 @@ def run(args):
         methods["dpdk-l3fwd-acl"] = o.acl_method
         with Peer("acl", size, n_acl, n_routes, tsc_hz, alg=o.acl_method) as pa:
             # A goal key (vs_dpdk-l3fwd-acl): the headline's rounds.
-            res = alternate([o, pa], rounds, seconds, warmup, log)
+            res = ab_rounds([o, pa], rounds)
         with Peer("lpm", size, 0, n_routes, tsc_hz) as pl:
-            res2 = alternate([o, pl], rounds_other, seconds, warmup, log)
-    cases[key] = with_rates(summary(res[o.label] + res2[o.label]), size)
-    pas = with_rates(summary(res[pa.label]), size)
-    pls = with_rates(summary(res2[pl.label]), size)
+            res2 = ab_rounds([o, pl], rounds_other)
+    cases[key] = with_rates(summary(res[o] + res2[o]), size)
+    pas = with_rates(summary(res[pa]), size)
+    pls = with_rates(summary(res2[pl]), size)
     peers["dpdk-l3fwd-acl"] = dict(pas, lookup="acl", input=key)
     peers["dpdk-l3fwd"]["by_input"][f"{size}/routes{n_routes}"] = pls
-    ratios["vs_dpdk-l3fwd-acl"] = round(cases[key]["mpps_per_core"] / pas["mpps_per_core"], 3)
-    ratios["vs_dpdk-l3fwd_routes1000"] = round(cases[key]["mpps_per_core"]
-                                               / pls["mpps_per_core"], 3)
+    compare("vs_dpdk-l3fwd-acl", key, res[o], "dpdk-l3fwd-acl", res[pa], pas)
+    compare("vs_dpdk-l3fwd_routes1000", key, res2[o], "dpdk-l3fwd", res2[pl], pls)
 
     # 3. The rest of the matrix, ours alone.
     for size in sizes:
@@ -308,9 +259,8 @@ def run(args):
                     continue
                 log(f"router: {key}")
                 with Ours(size, n_acl, n_routes) as o:
-                    res = alternate([o], rounds_other, seconds / 2 if not quick else seconds,
-                                    warmup, log)
-                cases[key] = with_rates(summary(res[o.label]), size)
+                    res = ab_rounds([o], rounds_other, seconds / 2 if not quick else seconds)
+                cases[key] = with_rates(summary(res[o]), size)
 
     head = cases[case_key(*HEADLINE)]
     hl = peers["dpdk-l3fwd"]["by_input"][f"64/routes{HEADLINE[2]}"]
@@ -332,7 +282,9 @@ def run(args):
               "rounds": rounds, "window_s": seconds, "warmup_s": warmup,
               "rate": "packets per CPU-second of the forwarding thread",
               "cycles": "TSC Hz x thread CPU seconds / packets; stages scaled to add up",
-              "quick": quick}
+              "ratios": "median over rounds of ours / peer, each round's pair back to back",
+              "memory": "hugepages (both sides)", "quick": quick}
     return common.result("router", config, metrics, peers, ratios,
-                         extra={"cases": cases, "cpu": host_info.cpu(),
+                         extra={"cases": cases, "comparisons": comparisons,
+                                "ratio_rounds": ratio_rounds, "cpu": host_info.cpu(),
                                 "acl_classify": methods})

@@ -309,4 +309,17 @@ def run(args):
                         "sockperf_p99_vs_kernel": "< 1.0"},
               "paper": {"s1_gbps": 15.5, "s2_gbps": 28.1, "loss_pct_max": 0.05,
                         "hardware": "2x Xeon 8360Y, E810 100GE, VPP HostStack"}}
-    return common.result("udp-term", config, metrics, peers, ratios)
+    comparisons = [
+        common.comparison("S1 iperf3 -u, 1 stream", s1["goodput_gbps"], "kernel",
+                          k1["goodput_gbps"], "s1_vs_kernel", ratios["s1_vs_kernel"],
+                          metric="goodput_gbps", unit="Gbit/s at <= 0.05 % loss"),
+        common.comparison("S2 iperf3 -u -P 10", s2["goodput_gbps"], "kernel",
+                          k2["goodput_gbps"], "s2_vs_kernel", ratios["s2_vs_kernel"],
+                          metric="goodput_gbps", unit="Gbit/s at <= 0.05 % loss",
+                          stages_of="metrics"),
+        common.comparison("sockperf ping-pong 64 B", sp_ours.get("p99"), "kernel",
+                          sp_kernel.get("p99"), "sockperf_p99_vs_kernel",
+                          ratios["sockperf_p99_vs_kernel"], metric="sockperf_p99_us",
+                          unit="us, p99", higher_is_better=False)]
+    return common.result("udp-term", config, metrics, peers, ratios,
+                         extra={"comparisons": comparisons})

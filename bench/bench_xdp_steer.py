@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import common, host_info
+from bench import ab, common, host_info
 from lab.topology import Topology
 
 ROOT = common.ROOT
@@ -145,29 +145,40 @@ def veth_pps(quick):
             gen.offload_off("eth0")
             dut.offload_off("eth0")
             replay(gen, dut, pcap, 2)  # warm-up: neighbour caches, page cache
-            for _ in range(repeats):
+
+            def rates():
                 sent, got, secs = replay(gen, dut, pcap, loops)
-                res["without"].append(got / secs)
-                res["sent_without"].append(sent / secs)
+                return {"pps": got / secs, "sent_pps": sent / secs}
+
+            def with_agent():
                 p = start_agent(dut, tmp)
                 try:
-                    sent, got, secs = replay(gen, dut, pcap, loops)
+                    return rates()
                 finally:
                     stop_agent(dut, p, tmp)
-                res["with"].append(got / secs)
-                res["sent_with"].append(sent / secs)
+
+            def with_noop():
                 # A veth with any XDP program receives through NAPI and a
                 # ring instead of the backlog: the no-op program shows what
                 # that change alone costs.
                 dut.run(["ip", "link", "set", "dev", "eth0", "xdpdrv", "obj", str(NOOP), "sec", "xdp"])
                 try:
-                    sent, got, secs = replay(gen, dut, pcap, loops)
+                    return rates()
                 finally:
                     dut.run(["ip", "link", "set", "dev", "eth0", "xdpdrv", "off"])
-                res["noop"].append(got / secs)
+
+            said = lambda r: f"{r['pps']:.0f} pps"  # noqa: E731
+            rounds = ab.alternate([ab.Call("without", rates, said), ab.Call("with", with_agent, said),
+                                   ab.Call("noop", with_noop, said)], repeats)
+            for k in ("without", "with", "noop"):
+                res[k] = [r["pps"] for r in rounds[k]]
+            res["sent_with"] = [r["sent_pps"] for r in rounds["with"]]
+            res["sent_without"] = [r["sent_pps"] for r in rounds["without"]]
     finally:
         subprocess.run(["umount", str(tmp / "bpffs")], check=False)
-    return {k: common.median(v) for k, v in res.items()}, {"frames": frames, "loops": loops, "repeats": repeats}
+    return ({k: common.median(v) for k, v in res.items()},
+            {"frames": frames, "loops": loops, "repeats": repeats},
+            {k: [round(x) for x in v] for k, v in res.items()})
 
 
 def cpu_mhz():
@@ -186,7 +197,7 @@ def run(args):
             raise RuntimeError(f"{p} missing: run `make build-xdp`")
     cost = compute_cost(args.quick)
     ns, above = cost["ns_per_pkt"], cost["ns_above_floor"]
-    pps, vcfg = veth_pps(args.quick)
+    pps, vcfg, pps_rounds = veth_pps(args.quick)
     mhz = cpu_mhz()
     prio = ns["prioritised"]
     metrics = {
@@ -228,6 +239,14 @@ def run(args):
               f"fastest round {cost['min_ns_above_floor'][k]:5.1f} above)")
     print(f"  veth: {pps['with']:.0f} pps with XDP, {pps['without']:.0f} without, {pps['noop']:.0f} with the no-op "
           f"(sender {pps['sent_with']:.0f} / {pps['sent_without']:.0f} pps)")
+    comparisons = [
+        common.comparison("prioritised path", float(prio), "noop-xdp", float(ns["noop"]),
+                          "vs_noop-xdp", ratios["vs_noop-xdp"], metric="ns_per_pkt",
+                          unit="ns/pkt (BPF_PROG_TEST_RUN)", higher_is_better=False),
+        common.comparison("veth rx, 50 % prioritised", pps["with"], "no-xdp-veth",
+                          pps["without"], "veth_with_vs_without_xdp",
+                          ratios["veth_with_vs_without_xdp"], metric="pps", unit="pps",
+                          ours_rounds=pps_rounds["with"], peer_rounds=pps_rounds["without"])]
     # Per-round values (every path and the no-op timed in each round), and
     # what decides the cost of a helper call's return on this host: the CPU
     # and the kernel's speculative-return mitigation (SRSO "Safe RET" sends
@@ -236,6 +255,7 @@ def run(args):
     rounds = {k: [float(x) for x in v] for k, v in cost["samples"].items()}
     per_round_above = [p - n for p, n in zip(rounds["prioritised"], rounds["noop"])]
     return common.result("xdp-steer", config, metrics, peers, ratios,
-                         extra={"rounds_ns_per_pkt": rounds,
+                         extra={"comparisons": comparisons, "veth_pps_rounds": pps_rounds,
+                                "rounds_ns_per_pkt": rounds,
                                 "rounds_prioritised_ns_above_floor": per_round_above,
                                 "cpu": host_info.cpu(), "mitigations": host_info.mitigations()})

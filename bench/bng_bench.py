@@ -6,19 +6,17 @@ In-process: the rx port is net_pcap (rx_pcap=FILE, infinite_rx=1: the pcap
 is loaded into mbufs once and replayed for ever), the tx port net_null.  No
 veth, no kernel: what is measured is the pipeline's compute.
 
-Alternation: ours and the peer are both started once per case, then
-SIGSTOPped and SIGCONTinued in turn, so each window runs alone on the
-machine and start-up (4K subscribers, ACL build) is paid once.  A stopped
-process holds its memory but takes no CPU.
+Alternation (bench/ab.py): ours and the peer are both started once per
+case, then SIGSTOPped and SIGCONTinued in turn, so each window runs alone on
+the machine and start-up (4K subscribers, ACL build) is paid once.  A
+stopped process holds its memory but takes no CPU.
 """
-import signal
 import statistics
-import time
 
-from bench import common, host_info
+from bench import ab, common, host_info
 from bench.bng_inputs import CORE_NH_IP, CORE_NH_MAC, N_SUBS, PCAP_MAC, mean_frame
 from bench.bng_measure import Window, find_threads, rate
-from bench.dp_run import DpProcess
+from lab.dp import Dp
 
 HQOS_PORT_RATE = "100G"    # = qos_sched's patched port rate (12.5e9 B/s): not the bottleneck
 SUBPORT_RATE = "100G"
@@ -43,7 +41,7 @@ def subscriber_file(inputs, pppoe=False):
     return path
 
 
-def dp_config(sock, inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=None):
+def dp_config(inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=None):
     """edgeplane-dp config: uplink worker if up_pcap, downlink if down_pcap."""
     if up_pcap is None and down_pcap is None:
         raise ValueError("no direction")
@@ -57,7 +55,9 @@ def dp_config(sock, inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=No
     core_dev = (f"net_pcap1,rx_pcap={down_pcap},infinite_rx=1{txq}" if down_pcap
                 else "net_null1")
     L = ["[eal]", f"args = --lcores={lcores or '0@0,1@1,2@0'}", "",
-         "[engine]", f"ctl_socket = {sock}", "burst = 32", "",
+         # The peers run on hugepages: so do we (lab.dp.Dp waits while
+         # the shared pool is short).
+         "[engine]", "burst = 32", "memory = hugepages", "",
          "[port access]", f"device = {acc_dev}", "rx_desc = 8192", "",
          "[port core]", f"device = {core_dev}", "ipv4 = 198.18.1.1/24", "rx_desc = 8192", ""]
     lc = 1
@@ -80,32 +80,17 @@ def dp_config(sock, inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=No
     return "\n".join(L)
 
 
-def retry_on_memory(start, stop, attempts=4, pause=8.0):
-    """Start a DPDK process, retrying while hugepages are short: the
-    machine's 1 GB of them is shared with other engineers' runs."""
-    for i in range(attempts):
-        try:
-            return start()
-        except RuntimeError as exc:
-            text = str(exc)
-            if i == attempts - 1 or not any(w in text for w in (
-                    "Cannot allocate memory", "allocation fail", "Memory allocation",
-                    "err=-12", "Cannot init mbuf pool")):
-                raise
-            stop()
-            print(f"  (hugepages short, retrying in {pause:.0f} s)")
-            time.sleep(pause)
-
-
-class Ours:
+class Ours(ab.Process):
     """edgeplane-dp under SIGSTOP/SIGCONT control, measured per worker."""
 
     def __init__(self, workdir, name, config):
-        self.dp = DpProcess(config, workdir, name=name, start_timeout=180)
+        self.label = name
+        self.dp = self.proc = Dp(None, config, name=name, workdir=workdir, start_timeout=180,
+                                 ctl_timeout=30, log=print)
 
     def __enter__(self):
-        retry_on_memory(self.dp.start, self.dp.stop)
-        self.pid = self.dp.proc.pid
+        self.dp.start()
+        self.pid = self.dp.pid
         # The pcaps are addressed to the pcap devices' fixed MACs: check.
         ports = {p["name"]: p for p in self.dp.ctl("ports")["ports"]}
         for p in ports.values():
@@ -121,13 +106,7 @@ class Ours:
         return self
 
     def __exit__(self, *exc):
-        self.dp.stop()
-
-    def pause(self):
-        self.dp.proc.send_signal(signal.SIGSTOP)
-
-    def resume(self):
-        self.dp.proc.send_signal(signal.SIGCONT)
+        self.dp.close()
 
     def _snapshot(self):
         st = self.dp.ctl("stages")
@@ -139,7 +118,7 @@ class Ours:
                               "busy": w["busy_cycles"], "idle": w["idle_cycles"]}
         return out
 
-    def window(self, seconds):
+    def measure(self, seconds):
         """{worker: {mpps_per_core, mpps_wall, cycles_per_pkt, stages, drops}}"""
         r = Window(self.pid, self.tids, self._snapshot).run(seconds)
         res = {}
@@ -162,55 +141,28 @@ class Ours:
         return res
 
 
-class Peer:
-    """A DPDK example app (started by the caller) measured on its tx port."""
+class Peer(ab.Process):
+    """A DPDK example app (started by the caller) measured on its tx port;
+    per core = packets per CPU-second of `core_threads`."""
 
-    def __init__(self, app, tx_port, threads):
+    def __init__(self, app, tx_port, threads, core_threads=None):
         self.app, self.tx_port = app, tx_port
+        self.label = app.name
+        self.proc = app.proc
         self.pid = app.proc.pid
         self.tids = find_threads(self.pid, threads)
+        self.core_threads = core_threads or threads
 
-    def pause(self):
-        self.app.proc.send_signal(signal.SIGSTOP)
-
-    def resume(self):
-        self.app.proc.send_signal(signal.SIGCONT)
-
-    def window(self, seconds, core_threads):
+    def measure(self, seconds):
         r = Window(self.pid, self.tids,
                    lambda: self.app.tel.port_stats(self.tx_port)["opackets"]).run(seconds)
         pkts = r["c1"] - r["c0"]
         # Packets per CPU-second of the named threads: with one thread, its
         # rate per core; with several, the rate per core they add up to.
-        cpu = sum(r["cpu_s"][t] for t in core_threads)
+        cpu = sum(r["cpu_s"][t] for t in self.core_threads)
         return {"mpps_per_core": rate(pkts, cpu),
                 "mpps_wall": rate(pkts, r["wall_s"]), "cpu_s": r["cpu_s"],
                 "tx_pkts": pkts}
-
-
-def alternate(ours, peer, rounds, seconds, warmup, peer_core_threads=None, log=print):
-    """rounds x (ours window, peer window), each alone on the machine."""
-    o_res, p_res = [], []
-    ours.pause()
-    if peer:
-        peer.pause()
-    for i in range(rounds):
-        ours.resume()
-        time.sleep(warmup)
-        o_res.append(ours.window(seconds))
-        ours.pause()
-        if peer:
-            peer.resume()
-            time.sleep(warmup)
-            p_res.append(peer.window(seconds, peer_core_threads))
-            peer.pause()
-        log(f"  round {i + 1}/{rounds}: ours " + ", ".join(
-            f"{w}={v['mpps_per_core']:.3f}" for w, v in o_res[-1].items())
-            + (f" Mpps/core; peer {p_res[-1]['mpps_per_core']:.3f}" if peer else " Mpps/core"))
-    ours.resume()
-    if peer:
-        peer.resume()
-    return o_res, p_res
 
 
 def summarize(o_res, worker, tsc_hz):

@@ -112,14 +112,6 @@ class QosSched(PeerProcess):
         self.stop()
         raise RuntimeError("qos_sched did not reach its main loop: " + self.tail())
 
-    def __enter__(self):
-        from bench.bng_bench import retry_on_memory
-        try:
-            return retry_on_memory(self.start, self.stop)
-        except BaseException:
-            self.stop()
-            raise
-
 
 def measure_peer(tel, port, seconds, warmup=1.0):
     """Packets/s the peer transmitted on `port` over a window after warm-up

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from bench.common import ROOT
+from lab.dp import retry_on_memory
 
 PEERS = ROOT / "build" / "peers"
 L3FWD_BIN = PEERS / "l3fwd" / "build" / "l3fwd"
@@ -83,6 +84,7 @@ class PeerProcess:
             return
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(signal.SIGCONT)      # if it was paused
             try:
                 self.proc.wait(timeout=self.stop_timeout)
             except subprocess.TimeoutExpired:
@@ -90,6 +92,15 @@ class PeerProcess:
                 self.proc.wait()
         self._logf.close()
         self.proc = None
+
+    def __enter__(self):
+        """Started, retried while the shared hugepages are short (the
+        policy of lab.dp, which ours follows beside it)."""
+        try:
+            return retry_on_memory(self.start, self.stop, what=self.name)
+        except BaseException:
+            self.stop()
+            raise
 
     def __exit__(self, *exc):
         self.stop()
@@ -147,7 +158,4 @@ class L3fwd(PeerProcess):
             time.sleep(0.2)
         self.stop()
         raise RuntimeError("l3fwd did not reach its main loop: " + self.tail())
-
-    def __enter__(self):
-        return self.start()
 

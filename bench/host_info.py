@@ -14,32 +14,19 @@ and the vBNG uplink, follows the CPU.
 """
 from pathlib import Path
 
+from bench import common
+
 SIMD_FLAGS = ("sse4_1", "avx2", "avx512f", "avx512bw", "avx512vl")
 
 
 def cpu():
-    info, flags = {}, set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if not line.strip():
-                    break                       # the first CPU is enough
-                k, _, v = line.partition(":")
-                k, v = k.strip(), v.strip()
-                if k in ("model name", "cpu family", "model", "stepping"):
-                    info[k] = v
-                elif k == "flags":
-                    flags = set(v.split())
-    except OSError:
-        pass
-    return {"model_name": info.get("model name", "unknown"),
-            "family": int(info.get("cpu family", -1)), "model": int(info.get("model", -1)),
-            "stepping": int(info.get("stepping", -1)),
-            "simd": [f for f in SIMD_FLAGS if f in flags]}
+    ci = common.cpuinfo()
+    return {"model_name": ci["model"], "family": ci["family"], "model": ci["model_number"],
+            "stepping": ci["stepping"], "simd": [f for f in SIMD_FLAGS if f in ci["flags"]]}
 
 
 def acl_methods(dp):
-    """{table: classify_method} of a running edgeplane-dp (DpProcess)."""
+    """{table: classify_method} of a running edgeplane-dp (lab.dp.Dp)."""
     return {t["table"]: t.get("classify_method", "unknown")
             for t in dp.ctl("acl-tables")["tables"]}
 

@@ -50,6 +50,11 @@ def plot(result, out):
     return out
 
 
+def plots(result, out_dir):
+    """bench/report.py's hook: the plots of this benchmark beside its report."""
+    return [plot(result, Path(out_dir) / f"{result['name']}-day.png")]
+
+
 def main(argv):
     src = Path(argv[0]) if argv else OUT / "power.json"
     out = Path(argv[1]) if len(argv) > 1 else OUT / "power-day.png"

@@ -296,25 +296,13 @@ class BngLab(DpLab):
         return bng_sections(self.subs, **self.dp_opts)
 
     def start_dp(self, **override):
-        """Start edgeplane-dp; retried while hugepages are short (the
-        machine's 1 GB of them is shared with other engineers' runs)."""
-        import time
-        from lab.dp import DpError
+        """Start edgeplane-dp (lab.dp.Dp's memory policy covers a short
+        hugepage pool)."""
         if self.dp is not None:
             self.dp.close()
         self.dp_opts.update(override)
-        for attempt in range(4):
-            self.dp = Dp(self.dut, self.sections(), name=f"{self.tag}-dut")
-            try:
-                return self.dp.start()
-            except DpError as exc:
-                self.dp.close()
-                if attempt == 3 or "alloc" not in str(exc).lower():
-                    raise
-                time.sleep(5)
-            except BaseException:
-                self.dp.close()
-                raise
+        self.dp = Dp(self.dut, self.sections(), name=f"{self.tag}-dut")
+        return self.dp.start()
 
     # -- counters --------------------------------------------------------------
     def sub_get(self, sub_id):
@@ -402,15 +390,3 @@ class Capture:
     def __exit__(self, *exc):
         self.stop()
         return False
-
-
-def wait_for(cond, timeout=5.0, step=0.1):
-    """Poll cond() until true or timeout; returns its last value."""
-    import time
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()

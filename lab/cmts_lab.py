@@ -306,24 +306,14 @@ class CmtsLab(DpLab):
         return self
 
     def start_dp(self, **override):
-        """Start edgeplane-dp; retried while hugepages are short."""
-        from lab.dp import DpError
+        """Start edgeplane-dp (lab.dp.Dp's memory policy covers a short
+        hugepage pool)."""
         if self.dp is not None:
             self.dp.close()
         self.dp_opts.update(override)
-        for attempt in range(4):
-            self.dp = Dp(self.dut, None, name=f"{self.tag}-dut", start_timeout=60)
-            self.dp.sections = cmts_sections(self.profile, self.dp.dir, **self.dp_opts)
-            try:
-                return self.dp.start()
-            except DpError as exc:
-                self.dp.close()
-                if attempt == 3 or "alloc" not in str(exc).lower():
-                    raise
-                time.sleep(5)
-            except BaseException:
-                self.dp.close()
-                raise
+        self.dp = Dp(self.dut, None, name=f"{self.tag}-dut", start_timeout=60)
+        self.dp.sections = cmts_sections(self.profile, self.dp.dir, **self.dp_opts)
+        return self.dp.start()
 
     def close(self):
         for p in (self.rpd_port, self.net_port):

@@ -202,8 +202,7 @@ class CupsLab(BngLab):
 
     def start_dp_again(self):
         """The same configuration and control socket path again."""
-        self.dp._close_files()
-        self.dp._start_once()
+        self.dp.start()
 
     def restart_upf(self):
         self.upf.stop()

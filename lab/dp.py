@@ -1,4 +1,4 @@
-"""A handle on one running edgeplane-dp, for tests, `make run` and benchmarks.
+"""The one Python handle on edgeplane-dp: labs, tests and benchmarks use it.
 
     with Dp(dut, {"engine": {"burst": 32},
                   "port pa": {"device": "net_af_packet0,iface=pa"},
@@ -8,19 +8,34 @@
         dp.ctl("stages")                # -> the "result" object
         dp.stage_sum("xconnect", "pkts_in")
 
-The configuration is written to a private temporary directory together with
-the control socket (each instance gets its own, so several run at once).
-start() returns once the control socket answers; if the process dies first,
-the exception carries its exit status and output; if it ran out of memory
-(the machine's hugepage pool is shared), it is started once more without
-hugepages (`fell_back`).  stop() sends SIGTERM and
-checks for a clean exit; __exit__ always stops the process and removes the
-directory, so a failing test leaves nothing running.
+    with Dp(None, text, name="ours", workdir=build / "bench" / "router"):
+        ...                             # root namespace, logs kept (benchmarks)
 
-Control requests go straight to the Unix socket (one persistent connection,
-one JSON line each way).  Unix sockets live in the file system, not in the
-network namespace, so the caller needs no `ip netns exec`.
+What it owns, once for the project:
+- where the binary is (`binary()`: $EDGEPLANE_DP or build/dp/edgeplane-dp);
+- the process: started in a lab Host's namespace (or the root namespace
+  when host is None), its configuration, stdout and stderr in its own
+  directory (a private temporary one, removed on close, or `workdir`/name,
+  kept for a benchmark's logs); start() returns once the control socket
+  answers `version` (the readiness wait); stop() insists on a clean exit;
+  pause()/resume() (SIGSTOP/SIGCONT) for benchmarks that measure one
+  process at a time;
+- memory: the engine picks hugepages or ordinary pages (`[engine] memory =
+  auto`), but the shared hugepage pool can run dry between its check and
+  its allocations.  A start that failed for memory is then retried: with
+  `memory = no-huge` when the configuration left the choice to the engine,
+  after a pause (a few times) when it asked for `memory = hugepages` (a
+  benchmark whose peer runs on hugepages must too), never when it chose
+  itself ([eal] args with --no-huge, -m or --socket-mem);
+- the control socket (CtlClient: one persistent connection, one JSON line
+  each way) and one error class, DpError, of which CtlError (the data plane
+  answered {"ok": false}) is the kind that carries the command's error;
+- readiness waits on anything else (`wait_for`).
+
+Unix sockets live in the file system, not in the network namespace, so the
+caller needs no `ip netns exec` to talk to a data plane in a lab host.
 """
+import itertools
 import json
 import os
 import shutil
@@ -34,13 +49,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BINARY = ROOT / "build" / "dp" / "edgeplane-dp"
-# EAL memory when the hugepage pool is short: ordinary pages, enough for the
-# router's default tables (the engine adds --no-shconf with --no-huge).
+# EAL memory without hugepages, for callers that choose it themselves in
+# [eal] args (what `[engine] memory = no-huge` gives; the engine adds
+# --no-shconf with --no-huge).
 NO_HUGE_ARGS = "--no-huge -m 1024"
-# What a start-up that ran out of (hugepage) memory prints.  DPDK's table
-# constructors log their own line while the errno they leave can be unrelated
-# ("LPM memory allocation failed" then "Operation not supported").
-MEMORY_ERRORS = ("Cannot allocate memory", "memory allocation failed", "mbuf pool")
+# What a start-up (ours or a DPDK peer's) that ran out of (hugepage) memory
+# prints, lower case.  DPDK's table constructors log their own line while
+# the errno they leave can be unrelated ("LPM memory allocation failed"
+# then "Operation not supported").
+MEMORY_ERRORS = ("cannot allocate memory", "memory allocation failed", "allocation failed",
+                 "err=-12", "mbuf pool", "cannot get hugepage information",
+                 "not enough memory")
+# A sun_path holds 108 bytes; longer workdirs get the socket elsewhere.
+SUN_PATH_MAX = 100
 
 
 def binary():
@@ -49,10 +70,11 @@ def binary():
 
 
 class DpError(RuntimeError):
-    """edgeplane-dp failed to start, died, or did not stop cleanly."""
+    """edgeplane-dp failed to start, died, did not stop cleanly, or refused
+    a control request (CtlError)."""
 
 
-class CtlError(RuntimeError):
+class CtlError(DpError):
     """The data plane answered {"ok": false, "error": ...}."""
 
     def __init__(self, cmd, error, response):
@@ -60,6 +82,42 @@ class CtlError(RuntimeError):
         self.cmd = cmd
         self.error = error
         self.response = response
+
+
+def is_memory_error(text):
+    """Whether a start-up's output says it ran out of (hugepage) memory."""
+    low = str(text).lower()
+    return any(m in low for m in MEMORY_ERRORS)
+
+
+def retry_on_memory(start, cleanup=None, attempts=6, pause=10.0, log=print, what="start"):
+    """start() until it does not fail for memory, at most `attempts` times,
+    `pause` seconds apart; cleanup() after each failed try.  For processes
+    that must run on hugepages (benchmark peers, and ours beside them): the
+    pool is shared with other runs and refills when they end."""
+    for i in itertools.count(1):
+        try:
+            return start()
+        except RuntimeError as exc:
+            if i >= attempts or not is_memory_error(exc):
+                raise
+            if cleanup is not None:
+                cleanup()
+            if log:
+                log(f"  ({what}: hugepages short, retrying in {pause:.0f} s)")
+            time.sleep(pause)
+
+
+def wait_for(cond, timeout=5.0, step=0.1):
+    """Poll cond() until it returns something true or `timeout` seconds
+    pass; returns its last value (so `assert wait_for(...)` shows it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
 
 
 def render(sections):
@@ -80,6 +138,57 @@ def render(sections):
                 lines.append(f"{key} = {v}")
         lines.append("")
     return "\n".join(lines)
+
+
+def _section_of(line):
+    s = line.strip()
+    return s[1:-1].strip() if s.startswith("[") and s.endswith("]") else None
+
+
+def _key_of(line):
+    s = line.split("#", 1)[0]
+    return s.split("=", 1)[0].strip() if "=" in s else None
+
+
+def config_get(text, section, key):
+    """The value of `key` in [section] of a config text (None if absent)."""
+    cur = None
+    for line in text.splitlines():
+        sec = _section_of(line)
+        if sec is not None:
+            cur = sec
+        elif cur == section and _key_of(line) == key:
+            return line.split("#", 1)[0].split("=", 1)[1].strip()
+    return None
+
+
+def config_set(text, section, key, value):
+    """The config text with `key = value` in [section]: the key's line
+    replaced, else added under the header, else a new section first."""
+    lines = text.splitlines()
+    cur, header = None, None
+    for i, line in enumerate(lines):
+        sec = _section_of(line)
+        if sec is not None:
+            cur = sec
+            if sec == section and header is None:
+                header = i
+        elif cur == section and _key_of(line) == key:
+            lines[i] = f"{key} = {value}"
+            return "\n".join(lines) + "\n"
+    if header is None:
+        return f"[{section}]\n{key} = {value}\n\n" + text
+    lines.insert(header + 1, f"{key} = {value}")
+    return "\n".join(lines) + "\n"
+
+
+def memory_choice(text):
+    """Who chose the EAL's memory: "eal" ([eal] args), else the engine's
+    `memory` key (auto, hugepages, no-huge)."""
+    args = (config_get(text, "eal", "args") or "").split()
+    if any(a in args for a in ("--no-huge", "-m", "--socket-mem")):
+        return "eal"
+    return config_get(text, "engine", "memory") or "auto"
 
 
 class CtlClient:
@@ -127,23 +236,48 @@ class CtlClient:
                     self.close()
                     if attempt == 1:
                         raise ConnectionError(f"{self.path}: {exc}") from exc
+                except OSError:
+                    # A timeout: the answer may still come, and would be
+                    # read as the next request's.  Start over next time.
+                    self.close()
+                    raise
 
     def request(self, obj):
         return self.send_line(json.dumps(obj).encode())
 
 
 class Dp:
-    """A running edgeplane-dp inside a lab Host (netns)."""
+    """A running edgeplane-dp, in a lab Host's namespace or (host None) in
+    the root namespace.
+
+    config: sections ({"engine": {...}, ...}) or text.  The control socket
+    is `ctl_socket` of [engine] when the configuration names one, else one
+    in the instance's own directory.  memory_fallback: retry a start that
+    ran out of memory without hugepages (when the configuration left the
+    choice to the engine); memory_attempts/memory_pause: how often and how
+    far apart a start pinned to hugepages is retried."""
 
     def __init__(self, host, config, name="dp", binary_path=None, start_timeout=30.0,
-                 memory_fallback=True):
+                 memory_fallback=True, workdir=None, ctl_timeout=10.0, memory_attempts=6,
+                 memory_pause=10.0, log=None):
         self.host = host
         self.sections = config
         self.name = name
         self.binary = Path(binary_path) if binary_path else binary()
         self.start_timeout = start_timeout
-        self.dir = Path(tempfile.mkdtemp(prefix=f"epdp-{name}-"))
+        self.ctl_timeout = ctl_timeout
+        self.keep_dir = workdir is not None
+        if workdir is not None:
+            self.dir = Path(workdir) / name
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir.mkdir(parents=True)
+        else:
+            self.dir = Path(tempfile.mkdtemp(prefix=f"epdp-{name}-"))
+        self._sock_dir = None
         self.ctl_path = self.dir / "ctl.sock"
+        if len(str(self.ctl_path)) > SUN_PATH_MAX:
+            self._sock_dir = Path(tempfile.mkdtemp(prefix="epdp-"))
+            self.ctl_path = self._sock_dir / "ctl.sock"
         self.config_path = self.dir / "dp.conf"
         self.stdout_path = self.dir / "stdout"
         self.stderr_path = self.dir / "stderr"
@@ -151,56 +285,75 @@ class Dp:
         self.client = None
         self.returncode = None
         self.memory_fallback = memory_fallback
+        self.memory_attempts = memory_attempts
+        self.memory_pause = memory_pause
+        self.log = log
         self.fell_back = False
+        self.memory = None
+        self._out = self._err = None
 
     # -- configuration -------------------------------------------------------
     def config_text(self):
-        """The rendered config, with [engine] ctl_socket pointing at our socket."""
-        if isinstance(self.sections, str):
-            text = self.sections
-            if "ctl_socket" not in text:
-                if "[engine]" in text:
-                    text = text.replace("[engine]", f"[engine]\nctl_socket = {self.ctl_path}", 1)
-                else:
-                    text = f"[engine]\nctl_socket = {self.ctl_path}\n\n" + text
-            return text
-        sections = dict(self.sections)
-        engine = dict(sections.get("engine") or {})
-        engine.setdefault("ctl_socket", str(self.ctl_path))
-        sections = {"engine": engine, **{k: v for k, v in sections.items() if k != "engine"}}
-        return render(sections)
+        """The rendered config; [engine] ctl_socket is ours unless it names one."""
+        text = render(self.sections)
+        named = config_get(text, "engine", "ctl_socket")
+        if named is None:
+            return config_set(text, "engine", "ctl_socket", self.ctl_path)
+        self.ctl_path = Path(named)
+        return text
 
     # -- life cycle ------------------------------------------------------------
     def start(self):
-        try:
-            return self._start_once()
-        except DpError as exc:
-            if not self._may_fall_back(exc):
-                raise
-        # The shared hugepage pool ran short (other data planes, benchmarks):
-        # the same configuration in ordinary memory (EAL --no-huge).
+        """Start and wait until the control socket answers; see the class
+        doc for the memory policy.  DpError with the output on failure.
+        Also starts it again after it stopped or was killed (same
+        configuration, same control socket)."""
         self._close_files()
-        self.sections = dict(self.sections)
-        self.sections["eal"] = {"args": NO_HUGE_ARGS}
-        self.fell_back = True
-        return self._start_once()
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        text = self.config_text()
+        self.memory = memory_choice(text)
+        for attempt in itertools.count(1):
+            try:
+                return self._start_once(text)
+            except DpError as exc:
+                if self.returncode in (None, 0) or not is_memory_error(exc):
+                    raise
+                self._close_files()
+                if self.memory == "auto" and self.memory_fallback:
+                    # The shared hugepage pool ran short after the engine
+                    # looked: the same configuration in ordinary memory.
+                    text = config_set(text, "engine", "memory", "no-huge")
+                    self.memory, self.fell_back = "no-huge", True
+                    self._say("out of hugepage memory, starting again with memory = no-huge")
+                elif self.memory == "hugepages" and attempt < self.memory_attempts:
+                    self._say(f"hugepages short, retrying in {self.memory_pause:.0f} s")
+                    time.sleep(self.memory_pause)
+                else:
+                    raise
 
-    def _may_fall_back(self, exc):
-        """Retry without hugepages only when memory ran out and the caller did
-        not choose the EAL's memory itself."""
-        return (self.memory_fallback and isinstance(self.sections, dict)
-                and "eal" not in self.sections and self.returncode not in (None, 0)
-                and any(m in str(exc) for m in MEMORY_ERRORS))
+    def _say(self, msg):
+        if self.log:
+            self.log(f"  ({self.name}: {msg})")
 
-    def _start_once(self):
+    def _popen(self, argv, **kw):
+        if self.host is not None:
+            return self.host.popen(argv, **kw)
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, **kw)
+
+    def _start_once(self, text):
         if not self.binary.exists():
             raise DpError(f"{self.binary} not found: run `make build` first")
-        self.config_path.write_text(self.config_text())
+        self.returncode = None
+        self.config_path.write_text(text)
+        if self.ctl_path.is_socket():
+            self.ctl_path.unlink()      # a previous attempt's
         self._out = open(self.stdout_path, "w")
         self._err = open(self.stderr_path, "w")
         # Its own directory as working directory: a core dump would land there.
-        self.proc = self.host.popen([str(self.binary), "-c", str(self.config_path)],
-                                    stdout=self._out, stderr=self._err, cwd=self.dir)
+        self.proc = self._popen([str(self.binary), "-c", str(self.config_path)],
+                                stdout=self._out, stderr=self._err, cwd=self.dir)
         deadline = time.monotonic() + self.start_timeout
         while True:
             rc = self.proc.poll()
@@ -210,11 +363,11 @@ class Dp:
                               f"{self.output()}")
             if self.ctl_path.exists():
                 try:
-                    self.client = CtlClient(self.ctl_path)
+                    self.client = CtlClient(self.ctl_path, timeout=self.ctl_timeout)
                     resp = self.client.request({"cmd": "version"})
                     if resp.get("ok"):
                         return self
-                except OSError:
+                except (OSError, ValueError):
                     self.client = None
             if time.monotonic() > deadline:
                 self.kill()
@@ -223,9 +376,10 @@ class Dp:
             time.sleep(0.05)
 
     def _close_files(self):
-        for f in (getattr(self, "_out", None), getattr(self, "_err", None)):
+        for f in (self._out, self._err):
             if f is not None:
                 f.close()
+        self._out = self._err = None
 
     def output(self):
         """stdout and stderr so far (for error messages)."""
@@ -242,8 +396,20 @@ class Dp:
     def running(self):
         return self.proc is not None and self.proc.poll() is None
 
+    @property
+    def pid(self):
+        return self.proc.pid
+
     def send_signal(self, sig):
         self.proc.send_signal(sig)
+
+    def pause(self):
+        """SIGSTOP: the process keeps its memory and takes no CPU (a
+        benchmark measures one subject at a time)."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
 
     def wait(self, timeout=15.0):
         """Wait for exit; returns the exit status (DpError on timeout)."""
@@ -253,7 +419,8 @@ class Dp:
             raise DpError(f"{self.name}: still running {timeout:.0f} s after the signal\n"
                           f"{self.output()}") from exc
         for f in (self._out, self._err):
-            f.flush()
+            if f is not None:
+                f.flush()
         return self.returncode
 
     def stop(self, sig=signal.SIGTERM, timeout=15.0, check=True):
@@ -266,6 +433,8 @@ class Dp:
             return None
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
+            if sig != signal.SIGCONT:
+                self.proc.send_signal(signal.SIGCONT)   # if it was paused
             try:
                 self.wait(timeout)
             except DpError:
@@ -298,7 +467,8 @@ class Dp:
             self.returncode = self.proc.returncode
 
     def close(self):
-        """Stop (without judging how) and remove the private directory."""
+        """Stop (without judging how) and remove the private directory (a
+        workdir's is kept: a benchmark's logs)."""
         try:
             if self.running():
                 try:
@@ -308,7 +478,10 @@ class Dp:
             self.kill()
         finally:
             self._close_files()
-            shutil.rmtree(self.dir, ignore_errors=True)
+            if self._sock_dir is not None:
+                shutil.rmtree(self._sock_dir, ignore_errors=True)
+            if not self.keep_dir:
+                shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):
         try:
@@ -325,7 +498,7 @@ class Dp:
     def ctl_response(self, cmd, **fields):
         """The whole response object, ok or not."""
         if self.client is None:
-            self.client = CtlClient(self.ctl_path)
+            self.client = CtlClient(self.ctl_path, timeout=self.ctl_timeout)
         return self.client.request({"cmd": cmd, **fields})
 
     def ctl(self, cmd, **fields):

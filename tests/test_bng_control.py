@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from lab.bng_lab import CORE4, CORE6, bng_available, wait_for
+from lab.bng_lab import CORE4, CORE6, bng_available
+from lab.dp import wait_for
 from lab.bngcp_lab import REFLECT_PORT, BngCpLab
 from lab.traffic import Iperf3Server, iperf3
 

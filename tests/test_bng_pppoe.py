@@ -15,7 +15,8 @@ import sys
 import pytest
 
 from lab.bng_lab import (ACCESS_MAC, CORE4, CORE6, CORE_HOST_MAC, Capture, Subscriber,
-                         bng_available, open_lab, send_frames, sub_counters, wait_for)
+                         bng_available, open_lab, send_frames, sub_counters)
+from lab.dp import wait_for
 
 SESSION = 0x12
 N = 8

@@ -9,7 +9,8 @@ went through the subscriber's pipelines, not around them.
 import pytest
 
 from lab.bng_lab import (ACCESS_GW4, ACCESS_MAC, CORE4, CORE6, Subscriber, bng_available,
-                         open_lab, send_frames, sub_counters, wait_for)
+                         open_lab, send_frames, sub_counters)
+from lab.dp import wait_for
 from lab.router_lab import neigh_state
 from lab.traffic import Iperf3Server, iperf3
 

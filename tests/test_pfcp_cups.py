@@ -20,7 +20,8 @@ import time
 import pytest
 
 from lab.bng_lab import (ACCESS_MAC, CORE4, CORE6, Capture, Subscriber, bng_available,
-                         send_frames, wait_for)
+                         send_frames)
+from lab.dp import wait_for
 from lab.cups_lab import CP_ADDR, CP_ADDR2, UPF_ADDR, CupsLab
 from lab.traffic import Iperf3Server, iperf3
 

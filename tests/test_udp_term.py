@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from lab.dp import CtlError, check_config
+from lab.dp import CtlError, check_config, wait_for
 from lab.hoststack_lab import A4, B4, B6, C4, HostStackLab
 from lab.udp_tools import (iperf3_pair, iperf3_server, sockperf_ping_pong,
                            sockperf_throughput)
@@ -52,16 +52,6 @@ def drops_seen(lab):
     """Every non-zero drop counter of both data planes (engine and host
     stack), for assertion messages."""
     return {n: {k: v for k, v in dp.drops().items() if v} for n, dp in lab.dps.items()}
-
-
-def wait_for(pred, timeout=5.0, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
 
 
 @pytest.mark.parametrize("server,family", [(B4, "ipv4"), (B6, "ipv6")])
