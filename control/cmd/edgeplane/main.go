@@ -135,6 +135,9 @@ func runAgent(args []string) error {
 		}
 		return runNode(ctx)
 	}
+	if lc.Addr == "" {
+		lc.Addr = "unix:" + filepath.Join("/run/edgeplane", cfg.Iface+".sock")
+	}
 	// The listener first: a wrong --listen or --api-* flag fails before
 	// the program is attached, and nothing else creates files yet while
 	// the socket is bound under a tight umask.
