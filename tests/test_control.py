@@ -98,6 +98,11 @@ def test_kill9_of_the_data_plane_converges_and_counts_a_resync(lab):
              and static_routes(lab) == [("198.18.100.0/24", B4)])
     assert lab.cp.metric("edgeplane_agent_resyncs_total", reason="restart") > before
     assert not ping(lab, "a", B4) and ping(lab, "a", B6)
+    # Prometheus scrapes every second: let it see this agent's count before
+    # the next test kills the agent (the Prometheus test reads it back).
+    wait_for("Prometheus scraped the restart resync",
+             lambda: lab.cp.prom_query(f'edgeplane_agent_resyncs_total{{reason="restart"}} > {before}'),
+             timeout=30)
 
 
 def test_kill9_of_the_agent_changes_nothing_and_loses_no_packet(lab):
