@@ -53,9 +53,11 @@ class HTTPError(Exception):
 class ControlPlane:
     """Controller + agent (+ Prometheus when prometheus=True)."""
 
-    def __init__(self, workdir, dp_socket, node="edge1", prometheus=False, agent=True):
+    def __init__(self, workdir, dp_socket, node="edge1", prometheus=False, agent=True,
+                 agent_args=()):
         self.dir = Path(workdir)
         self.dp_socket = str(dp_socket)
+        self.agent_args = [str(a) for a in agent_args]
         self.node = node
         self.want_prometheus = prometheus
         self.want_agent = agent
@@ -117,7 +119,7 @@ class ControlPlane:
         self.agent = self._spawn("agent", [
             str(edgeplane_binary()), "agent", "--node", self.node, "--etcd-endpoints", self.etcd,
             "--dp-socket", self.dp_socket, "--metrics", f"127.0.0.1:{self.metrics_port}",
-            "--dp-check", "200ms"])
+            "--dp-check", "200ms", *self.agent_args])
         wait_for("agent metrics", lambda: self._metrics_up(), timeout=30)
 
     def _metrics_up(self):

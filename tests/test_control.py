@@ -18,6 +18,7 @@ import pytest
 
 from lab.bng_lab import CORE4, CORE6, BngLab, Subscriber, bng_available, bng_sections
 from lab.control_lab import ControlPlane, HTTPError, wait_for
+from lab.dp import Dp
 from lab.router_lab import B4, B6, RouterLab
 
 NODE = "edge1"
@@ -239,6 +240,70 @@ def test_bng_subscriber_removed_by_the_controller_stops_forwarding(bng):
     bng.cp.wait_converged(a["revision"])
     assert bng.dp.ctl("sub-list")["total"] == 1
     assert sub_ping(bng, "s1") and not sub_ping(bng, "s2", count=1)
+
+
+# -- a split vBNG: bng-uplink and bng-downlink in processes of their own -----
+
+class SplitBngLab(ControlledBngLab):
+    """The controlled BNG lab with the uplink and the downlink pipelines in
+    two edgeplane-dp processes (the Helm chart's layout), each on both
+    ports' veths, each with its own tables and control socket: a subscriber
+    pings the core only when both have it."""
+
+    def __init__(self, subs, sock_dir, **kw):
+        super().__init__(subs, **kw)
+        self.sock_dir = sock_dir
+        self.procs = {}
+
+    def start_dp(self, **override):
+        for name, workers in (("uplink", ("up",)), ("downlink", ("down",))):
+            sections = bng_sections([], workers=workers,
+                                    engine={"ctl_socket": str(self.sock_dir / f"{name}.sock")})
+            self.procs[name] = Dp(self.dut, sections, name=f"{self.tag}-{name}").start()
+        self.dp = self.procs["uplink"]
+        return self.dp
+
+    def close(self):
+        for d in self.procs.values():
+            if d is not self.dp:
+                d.close()
+        super().close()
+
+
+@pytest.fixture(scope="module")
+def split(dp_binary, tmp_path_factory):
+    ok, why = bng_available(dp_binary)
+    if not ok:
+        pytest.skip(why)
+    socks = tmp_path_factory.mktemp("split-sock")
+    with SplitBngLab(SUBS, socks, tag="cps") as bl:
+        up, down = bl.procs["uplink"].ctl_path, bl.procs["downlink"].ctl_path
+        with ControlPlane(tmp_path_factory.mktemp("control-split"), up, node="bng2",
+                          agent_args=["--bng-socket", f"{up},{down}"]) as cp:
+            bl.cp = cp
+            yield bl
+
+
+def test_split_bng_pair_is_programmed_on_both_processes(split):
+    a = split.cp.apply({"nodes": {"bng2": bng_node(SUBS)}})
+    st = split.cp.wait_converged(a["revision"])
+    assert st["changes"] == {"subscriber add": 4}, st      # two subscribers, two processes
+    for d in split.procs.values():
+        assert d.ctl("sub-list")["total"] == 2
+    # Up through bng-uplink's process, the echo reply back through bng-downlink's.
+    assert sub_ping(split, "s1") and sub_ping(split, "s2")
+
+
+def test_split_bng_kill9_of_the_downlink_reprograms_only_it(split):
+    before = split.cp.status()["changes"]["subscriber add"]
+    down = split.procs["downlink"]
+    down.kill()
+    down.start()
+    wait_for("downlink converged again", lambda: down.ctl("sub-list")["total"] == 2
+             and split.cp.status()["converged"]
+             and split.cp.status()["changes"]["subscriber add"] == before + 2)
+    assert split.procs["uplink"].ctl("sub-list")["total"] == 2
+    assert sub_ping(split, "s1") and sub_ping(split, "s2")
 
 
 def test_schemathesis_finds_nothing_in_the_controller(tmp_path):

@@ -246,7 +246,7 @@ func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) b
 // sections).
 func (p Planes) distinct() []DataPlane {
 	var out []DataPlane
-	for _, dp := range []DataPlane{p.Router, p.BNG, p.UDP} {
+	for _, dp := range append([]DataPlane{p.Router, p.UDP}, p.BNG...) {
 		if dp != nil && !slices.Contains(out, dp) {
 			out = append(out, dp)
 		}

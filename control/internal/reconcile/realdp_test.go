@@ -46,7 +46,7 @@ func TestRealDataPlaneConvergesAndStaysUntouched(t *testing.T) {
 	b := dptest.StartBNG(t, dptest.Options{})
 	c := dpctl.New(b.Socket, dpctl.Options{})
 	defer c.Close()
-	p := reconcile.Planes{BNG: reconcile.DP{C: c}}
+	p := reconcile.Planes{BNG: []reconcile.DataPlane{reconcile.DP{C: c}}}
 	cfg := bngConfig(t, 2000)
 	ctx := context.Background()
 	res := reconcile.Pass(ctx, p, cfg)
@@ -87,7 +87,7 @@ func TestAgentReprogramsARealDataPlaneAfterKill9(t *testing.T) {
 	b := dptest.StartBNG(t, dptest.Options{})
 	c := dpctl.New(b.Socket, dpctl.Options{})
 	defer c.Close()
-	h := startAgent(t, reconcile.Planes{BNG: reconcile.DP{C: c}})
+	h := startAgent(t, reconcile.Planes{BNG: []reconcile.DataPlane{reconcile.DP{C: c}}})
 	cfg := bngConfig(t, 1000)
 	rev := h.apply(t, cfg)
 	count := func() int {
@@ -102,7 +102,12 @@ func TestAgentReprogramsARealDataPlaneAfterKill9(t *testing.T) {
 	eventually(t, "converged", func() bool { return h.agent.Status().ObservedRevision == rev && count() == 1000 })
 	before := h.resyncs("restart")
 	b.Restart() // SIGKILL, then the same configuration file
-	eventually(t, "reprogrammed after kill -9", func() bool { return count() == 1000 && h.agent.Status().Converged })
+	// The status's count is written when a pass ends (the metric when it
+	// starts): wait for a restart pass that has finished.
+	eventually(t, "reprogrammed after kill -9", func() bool {
+		st := h.agent.Status()
+		return float64(st.Resyncs["restart"]) > before && st.Converged && count() == 1000
+	})
 	if after := h.resyncs("restart"); after <= before {
 		t.Fatalf("resyncs{reason=restart} %v -> %v", before, after)
 	}

@@ -36,7 +36,7 @@ func config(t *testing.T, nsubs int) *model.NodeConfig {
 }
 
 func planes(f *fakeDP) reconcile.Planes {
-	return reconcile.Planes{Router: f, BNG: f, UDP: f}
+	return reconcile.Planes{Router: f, BNG: []reconcile.DataPlane{f}, UDP: f}
 }
 
 func TestFirstPassProgramsEverythingAndTheSecondNothing(t *testing.T) {
