@@ -80,18 +80,20 @@ func (f CMTSFilter) Text() string {
 // Key is a filter's identity within its service group.
 func (f CMTSFilter) Key() string { return fmt.Sprintf("%d %d", f.Group, f.Order) }
 
-// DefaultSF is SF 0 as the data plane has it when the modem names none
-// (rate 0: unlimited; MULPI's default max traffic burst).
-var DefaultSF = ServiceFlow{Sf: 0, Rate: 0, Burst: 3044, Prio: 0}
+// DefaultSF is SF 0 as a new CM has it (rate 0: unlimited, unshaped).
+var DefaultSF = ServiceFlow{Sf: 0}
+
+// DefaultBurst is a set flow's max traffic burst when it names none
+// (MULPI's default, as sf-set's).
+const DefaultBurst = 3044
 
 // Flows is the modem's service flows as the data plane holds them: SF 0
-// always, with its defaults unless the modem sets it; burst defaults to
-// 3044 as the data plane's does.
+// always, as a new CM has it unless the modem sets it.
 func (m *CableModem) Flows() map[int]ServiceFlow {
 	out := map[int]ServiceFlow{0: DefaultSF}
 	for _, f := range m.ServiceFlows {
 		if f.Burst == 0 {
-			f.Burst = DefaultSF.Burst
+			f.Burst = DefaultBurst
 		}
 		out[f.Sf] = f
 	}

@@ -28,7 +28,7 @@ type nodeFlags struct {
 	node                               string
 	etcd                               etcdFlags
 	dpSocket, router, udp, subIDs      string
-	bng                                []string
+	bng, cmts                          []string
 	metrics                            string
 	check, resync                      time.Duration
 }
@@ -38,16 +38,10 @@ func (n *nodeFlags) register(fs *flag.FlagSet) {
 	n.etcd.register(fs, "etcd client URLs, comma-separated (the controller's --etcd-listen, or the external cluster)")
 	fs.StringVar(&n.dpSocket, "dp-socket", "", "edgeplane-dp control socket serving every section (router, bng, udpTermination)")
 	fs.StringVar(&n.router, "router-socket", "", "the router's edgeplane-dp (default --dp-socket)")
+	fs.Func("cmts-socket", "a vCMTS edgeplane-dp: repeat it (or separate by commas) for several; each service group of the cmts section is reconciled on the one that has it (default --dp-socket)",
+		socketList(&n.cmts))
 	fs.Func("bng-socket", "a vBNG edgeplane-dp, each getting the whole bng section: repeat it (or separate by commas) for a split uplink/downlink pair (default --dp-socket)",
-		func(v string) error {
-			for _, s := range strings.Split(v, ",") {
-				if s = strings.TrimSpace(s); s == "" {
-					return errors.New("empty socket path")
-				}
-				n.bng = append(n.bng, s)
-			}
-			return nil
-		})
+		socketList(&n.bng))
 	fs.StringVar(&n.udp, "udp-socket", "", "the UDP host stack's edgeplane-dp (default --dp-socket)")
 	fs.StringVar(&n.subIDs, "sub-ids", "", "BNG subscriber ids the desired state owns, lo-hi (default all; leave a PFCP user plane's --sub-ids out)")
 	fs.StringVar(&n.metrics, "metrics", "", "serve Prometheus /metrics (reconciliation and every data plane's counters) on HOST:PORT")
@@ -83,6 +77,16 @@ func (n *nodeFlags) start(steering reconcile.Steering) (run func(ctx context.Con
 	if len(n.bng) == 0 {
 		if dp := plane(""); dp != nil {
 			p.BNG = []reconcile.DataPlane{dp}
+		}
+	}
+	for _, path := range n.cmts {
+		if dp := plane(path).(reconcile.DP); !slices.Contains(p.CMTS, reconcile.CMTS(dp)) {
+			p.CMTS = append(p.CMTS, dp)
+		}
+	}
+	if len(n.cmts) == 0 {
+		if dp := plane(""); dp != nil {
+			p.CMTS = []reconcile.CMTS{dp.(reconcile.DP)}
 		}
 	}
 	if n.subIDs != "" {
@@ -130,6 +134,20 @@ func (n *nodeFlags) start(steering reconcile.Steering) (run func(ctx context.Con
 		slog.Info("node agent", "node", n.node, "etcd", n.etcd.endpoints)
 		return agent.Run(ctx)
 	}, nil
+}
+
+// socketList is a flag that may be repeated and may name several
+// sockets, comma-separated.
+func socketList(into *[]string) func(string) error {
+	return func(v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				return errors.New("empty socket path")
+			}
+			*into = append(*into, s)
+		}
+		return nil
+	}
 }
 
 // dpName labels a data plane in metrics: its socket's file name without

@@ -124,7 +124,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer check.Stop()
 	resync := time.NewTicker(a.c.Resync)
 	defer resync.Stop()
-	boots := map[DataPlane]uptimeReading{}
+	boots := map[uptimer]uptimeReading{}
 	var retry <-chan time.Time
 	backoff := time.Second
 	for {
@@ -171,7 +171,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // uptime that went backwards or a start time that moved (by more than the
 // reads' own jitter), and a data plane that answers again after not
 // answering is treated as restarted.
-func (a *Agent) restarted(ctx context.Context, last map[DataPlane]uptimeReading) bool {
+func (a *Agent) restarted(ctx context.Context, last map[uptimer]uptimeReading) bool {
 	any := false
 	for _, dp := range a.c.Planes.distinct() {
 		cctx, cancel := context.WithTimeout(ctx, a.c.Check)
@@ -242,13 +242,23 @@ func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) b
 	return res.Converged()
 }
 
+// uptimer is any data plane: what tells its restarts.
+type uptimer interface {
+	Uptime(ctx context.Context) (float64, error)
+}
+
 // distinct is each data plane once (one edgeplane-dp may serve several
 // sections).
-func (p Planes) distinct() []DataPlane {
-	var out []DataPlane
+func (p Planes) distinct() []uptimer {
+	var out []uptimer
 	for _, dp := range append([]DataPlane{p.Router, p.UDP}, p.BNG...) {
-		if dp != nil && !slices.Contains(out, dp) {
+		if dp != nil && !slices.Contains(out, uptimer(dp)) {
 			out = append(out, dp)
+		}
+	}
+	for _, c := range p.CMTS {
+		if !slices.Contains(out, uptimer(c)) {
+			out = append(out, c)
 		}
 	}
 	return out

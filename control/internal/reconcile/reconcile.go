@@ -50,6 +50,9 @@ type Planes struct {
 	// own, each with its own subscriber table, profiles, FIB and ACL).
 	// Each gets the whole bng section.
 	BNG []DataPlane
+	// CMTS is every vCMTS process of the node; a service group is
+	// reconciled on the one that has it.
+	CMTS []CMTS
 	Steering         Steering // the agent's XDP function, when it runs with --iface
 	// SubIDs is the range of subscriber ids the bng section owns; others
 	// (a PFCP user plane's, `edgeplane upf --sub-ids`) are left alone.
@@ -115,6 +118,9 @@ func Pass(ctx context.Context, p Planes, cfg *model.NodeConfig) Result {
 		} else {
 			terminates(ctx, p.UDP, u.Terminate, &res)
 		}
+	}
+	if c := cfg.Cmts; c != nil {
+		cmts(ctx, p.CMTS, c, &res)
 	}
 	if st := cfg.Steering; st != nil {
 		if p.Steering == nil {
