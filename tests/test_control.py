@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.bng_lab import CORE4, CORE6, BngLab, Subscriber, bng_available, bng_sections
-from lab.control_lab import ControlPlane, HTTPError, wait_for
+from lab.bng_lab import CORE4, Subscriber, bng_available, bng_sections
+from lab.control_lab import ControlledBngLab, ControlPlane, HTTPError, bng_node, wait_for
 from lab.dp import Dp
 from lab.router_lab import B4, B6, RouterLab
 
@@ -122,11 +122,8 @@ def test_kill9_of_the_agent_changes_nothing_and_loses_no_packet(lab):
 def test_restart_of_the_controller_keeps_the_desired_state(lab):
     cp = lab.cp
     rev = cp.get("/v1/state")["revision"]
-    cp.controller.kill()
-    cp.controller.wait()
-    cp.procs.remove(cp.controller)
-    cp.controller = cp._spawn("controller2", cp.controller.args)
-    wait_for("controller back", cp._controller_up, timeout=60)
+    cp.kill9("controller")
+    cp.start_controller()
     assert cp.get("/v1/state")["revision"] == rev
     # The agent's watch came back by itself: a change still reaches it.
     a = cp.apply({"nodes": {NODE: router([DENY_ICMP_TO_B], routes=[ROUTE, {"prefix": "198.18.101.0/24", "via": B4}])}})
@@ -179,25 +176,7 @@ def test_prometheus_finds_the_values_the_control_socket_reports(lab):
 
 # -- the vBNG: subscribers only from the controller ---------------------------
 
-class ControlledBngLab(BngLab):
-    """The BNG lab whose data plane starts with no subscriber: they come
-    from the desired state."""
-
-    def sections(self):
-        return bng_sections([], **self.dp_opts)
-
-
 SUBS = [Subscriber("s1", id=1, qinq=(100, 200)), Subscriber("s2", id=2, vlan=101)]
-
-
-def bng_node(subs):
-    return {"apiVersion": "edgeplane/v1", "bng": {
-        # The configuration file's core routes, now owned by the desired state.
-        "routes": [{"prefix": p, "via": v} for p, v in (("0.0.0.0/1", CORE4), ("128.0.0.0/1", CORE4),
-                                                       ("::/1", CORE6), ("8000::/1", CORE6))],
-        "pipes": [{"name": "fast", "rate": 500000000}],
-        "subscribers": [{"id": s.id, **({"sTag": s.qinq[0], "cTag": s.qinq[1]} if s.qinq else {"vlan": s.vlan}),
-                         "mac": s.mac, "ipv4": [s.ipv4], "ipv6": s.prefix6, "pipe": "fast"} for s in subs]}}
 
 
 @pytest.fixture(scope="module")
