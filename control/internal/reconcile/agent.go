@@ -42,6 +42,9 @@ type Agent struct {
 	desired     *model.NodeDesired // nil: the node has no configuration
 	haveDesired bool
 	refused     *Drift // the stored configuration the model refused, if the last one was
+	// applied is the configuration the last pass converged on (nil: none,
+	// or the last pass left drift): a change from it is sent incrementally.
+	applied *model.NodeDesired
 	status      model.NodeStatus
 
 	kick  chan string
@@ -153,10 +156,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		if reason == "restart" {
 			slog.Info("data plane restarted: full pass", "node", a.c.Node)
-		} else {
+		} else if a.restarted(ctx, boots) {
 			// The pass's data planes are the baseline a later restart is
-			// told from (one that restarts right after is not missed).
-			a.restarted(ctx, boots)
+			// told from (one that restarts right after is not missed); one
+			// that restarted since the last pass needs the full pass.
+			reason = "restart"
 		}
 		if a.pass(ctx, reason, d) {
 			retry, backoff = nil, time.Second
@@ -202,8 +206,15 @@ func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) b
 	a.resyncs.WithLabelValues(reason).Inc()
 	var res Result
 	var rev int64
+	a.mu.Lock()
+	prev := a.applied
+	a.mu.Unlock()
 	if d != nil {
-		res = Pass(ctx, a.c.Planes, &d.Config)
+		if reason == "desired" && prev != nil {
+			res = Incremental(ctx, a.c.Planes, &prev.Config, &d.Config)
+		} else {
+			res = Pass(ctx, a.c.Planes, &d.Config)
+		}
 		rev = d.Revision
 	} else {
 		res = Result{Changes: map[string]int{}}
@@ -228,6 +239,9 @@ func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) b
 	if res.Converged() {
 		a.status.ObservedRevision = rev
 		a.observed.Set(float64(rev))
+		a.applied = d
+	} else {
+		a.applied = nil
 	}
 	a.status.Updated = time.Now().UTC()
 	a.mu.Unlock()

@@ -97,20 +97,13 @@ func Pass(ctx context.Context, p Planes, cfg *model.NodeConfig) Result {
 		if len(p.BNG) == 0 {
 			res.drift("section", "bng", fmt.Errorf("no data plane serves the BNG on this node (--bng-socket)"))
 		}
-		for i, dp := range p.BNG {
-			one := Result{Changes: res.Changes}
-			if profiles(ctx, dp, b, &one) {
-				subscribers(ctx, dp, p.SubIDLo, p.SubIDHi, b.Subscribers, &one)
+		p.eachBNG(&res, func(dp DataPlane, one *Result) {
+			if profiles(ctx, dp, b, one) {
+				subscribers(ctx, dp, p.SubIDLo, p.SubIDHi, b.Subscribers, one)
 			}
-			routes(ctx, dp, BNGFIB, b.Routes, &one)
-			acl(ctx, dp, BNGACL, b.Acl, &one)
-			for _, d := range one.Drift {
-				if len(p.BNG) > 1 {
-					d.Key = PlaneName(dp, i) + ": " + d.Key
-				}
-				res.Drift = append(res.Drift, d)
-			}
-		}
+			routes(ctx, dp, BNGFIB, b.Routes, one)
+			acl(ctx, dp, BNGACL, b.Acl, one)
+		})
 	}
 	if u := cfg.UdpTermination; u != nil {
 		if p.UDP == nil {
@@ -130,6 +123,21 @@ func Pass(ctx context.Context, p Planes, cfg *model.NodeConfig) Result {
 		}
 	}
 	return res
+}
+
+// eachBNG runs f on every BNG data plane; with several, their drift keys
+// name the one concerned.
+func (p Planes) eachBNG(res *Result, f func(dp DataPlane, one *Result)) {
+	for i, dp := range p.BNG {
+		one := Result{Changes: res.Changes}
+		f(dp, &one)
+		for _, d := range one.Drift {
+			if len(p.BNG) > 1 {
+				d.Key = PlaneName(dp, i) + ": " + d.Key
+			}
+			res.Drift = append(res.Drift, d)
+		}
+	}
 }
 
 // PlaneName is a data plane's name in drift keys: its label (the control
@@ -301,15 +309,21 @@ func subscribers(ctx context.Context, dp DataPlane, lo, hi uint32, want []model.
 		replace[s.ID] = found
 		put = append(put, s)
 	}
-	// Removals first when an address or access key moves between ids
-	// would be refused by the add; the add is whole or nothing, so a
-	// refused batch leaves the old subscribers forwarding.
 	var del []uint32
 	for id := range cur {
 		if !keep[id] {
 			del = append(del, id)
 		}
 	}
+	sendSubscribers(ctx, dp, put, replace, del, res)
+}
+
+// sendSubscribers adds or replaces put (replace says which ids the data
+// plane had) in batches of BulkSize, then deletes del.
+func sendSubscribers(ctx context.Context, dp DataPlane, put []dpctl.Subscriber, replace map[uint32]bool, del []uint32, res *Result) {
+	// Removals last, unless an address or access key moving between ids
+	// makes the add refuse: the add is whole or nothing, so a refused
+	// batch leaves the old subscribers forwarding.
 	sort.Slice(del, func(i, j int) bool { return del[i] < del[j] })
 	for start := 0; start < len(put); start += BulkSize {
 		batch := put[start:min(start+BulkSize, len(put))]
