@@ -252,7 +252,7 @@ func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) b
 	for _, dr := range res.Drift {
 		slog.Warn("drift", "node", a.c.Node, "kind", dr.Kind, "key", dr.Key, "err", dr.Error)
 	}
-	go a.publish(ctx)
+	go a.publish(ctx, false)
 	return res.Converged()
 }
 
@@ -367,7 +367,7 @@ func (a *Agent) report(ctx context.Context) {
 	t := time.NewTicker(a.c.StatusTTL / 3)
 	defer t.Stop()
 	for {
-		a.publish(ctx)
+		a.publish(ctx, true)
 		select {
 		case <-ctx.Done():
 			return
@@ -376,7 +376,7 @@ func (a *Agent) report(ctx context.Context) {
 	}
 }
 
-func (a *Agent) publish(ctx context.Context) {
+func (a *Agent) publish(ctx context.Context, keepAlive bool) {
 	a.pubMu.Lock()
 	defer a.pubMu.Unlock()
 	st := a.Status()
@@ -389,21 +389,33 @@ func (a *Agent) publish(ctx context.Context) {
 	a.mu.Lock()
 	lease := a.lease
 	a.mu.Unlock()
-	if lease == 0 {
+	grant := func() clientv3.LeaseID {
 		g, err := a.c.Etcd.Grant(cctx, int64(a.c.StatusTTL/time.Second))
 		if err != nil {
-			return
+			return 0
 		}
-		lease = g.ID
-	} else if _, err := a.c.Etcd.KeepAliveOnce(cctx, lease); err != nil {
-		g, err := a.c.Etcd.Grant(cctx, int64(a.c.StatusTTL/time.Second))
-		if err != nil {
-			return
-		}
-		lease = g.ID
+		return g.ID
 	}
-	if _, err := a.c.Etcd.Put(cctx, controller.StatusKey(a.c.Node), string(b), clientv3.WithLease(lease)); err != nil {
-		lease = 0
+	// The periodic report keeps the lease alive; a pass's report is one
+	// put (one etcd round trip on the path of every change), with a new
+	// lease only when the old one is gone.
+	if lease != 0 && keepAlive {
+		if _, err := a.c.Etcd.KeepAliveOnce(cctx, lease); err != nil {
+			lease = 0
+		}
+	}
+	if lease == 0 {
+		if lease = grant(); lease == 0 {
+			return
+		}
+	}
+	key := controller.StatusKey(a.c.Node)
+	if _, err := a.c.Etcd.Put(cctx, key, string(b), clientv3.WithLease(lease)); err != nil {
+		if lease = grant(); lease != 0 {
+			if _, err := a.c.Etcd.Put(cctx, key, string(b), clientv3.WithLease(lease)); err != nil {
+				lease = 0
+			}
+		}
 	}
 	a.mu.Lock()
 	a.lease = lease
