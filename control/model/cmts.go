@@ -45,7 +45,7 @@ func (m CMTSMatch) Canonical() string {
 	}
 	for _, f := range []struct {
 		k, v string
-		max int
+		max  int
 	}{{"sport", m.Sport, 65535}, {"dport", m.Dport, 65535}, {"tos", m.Tos, 255}} {
 		if f.v == "" {
 			continue

@@ -56,6 +56,7 @@ func runController(args []string) error {
 	defer cli.Close()
 
 	srv := api.NewServer(controller.Handler(controller.NewStore(cli), ep.Options), *readTimeout)
+	srv.Protocols = controller.Protocols()
 	go func() {
 		if err := srv.Serve(ep.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("northbound", "err", err)

@@ -108,6 +108,16 @@ type statusWriter struct {
 
 func (s *statusWriter) WriteHeader(c int) { s.code = c; s.ResponseWriter.WriteHeader(c) }
 
+// Flush passes on (a streamed answer: the controller's watch, gRPC).
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 // methodLabel bounds the metrics' method label: a client choosing the
 // method must not choose the number of time series.
 func methodLabel(m string) string {

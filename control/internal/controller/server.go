@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"time"
 
-
 	"edgeplane/control/internal/api"
 	"edgeplane/control/model"
 )
@@ -25,8 +24,10 @@ type server struct {
 	st *Store
 }
 
-// Handler serves the northbound of model/openapi.yaml on st, behind the
-// listener's authentication (api.Options).
+// Handler serves the northbound of model/openapi.yaml on st, REST and
+// gRPC (model/edgeplane.proto, HTTP/2), behind the listener's
+// authentication (api.Options); its server needs HTTP/2 without TLS
+// (Protocols) for gRPC on a Unix socket or a token-authenticated TCP port.
 func Handler(st *Store, o api.Options) http.Handler {
 	s := &server{Router: api.NewRouter(model.Spec(), MaxBody), st: st}
 	for _, rt := range []struct {
@@ -45,7 +46,7 @@ func Handler(st *Store, o api.Options) http.Handler {
 		s.Handle(api.Route{Method: rt.method, Path: rt.path, Serve: rt.serve})
 	}
 	s.HandleDocument("/openapi.yaml", model.Document)
-	return api.Protect(o, s)
+	return api.Protect(o, withGRPC(GRPC(st), s))
 }
 
 // fail maps a store error to its status.

@@ -38,14 +38,14 @@ type AgentConfig struct {
 type Agent struct {
 	c AgentConfig
 
-	mu       sync.Mutex
+	mu          sync.Mutex
 	desired     *model.NodeDesired // nil: the node has no configuration
 	haveDesired bool
 	refused     *Drift // the stored configuration the model refused, if the last one was
 	// applied is the configuration the last pass converged on (nil: none,
 	// or the last pass left drift): a change from it is sent incrementally.
 	applied *model.NodeDesired
-	status      model.NodeStatus
+	status  model.NodeStatus
 
 	kick  chan string
 	pubMu sync.Mutex // one status write at a time

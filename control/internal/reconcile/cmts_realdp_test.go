@@ -70,10 +70,10 @@ func TestRealCMTSConvergesAndStaysUntouched(t *testing.T) {
 	pass(map[string]int{})
 
 	sg := &cfg.Cmts.ServiceGroups[0]
-	sg.Modems[4].ServiceFlows[0].Rate = 8000000          // modem 5: its flow
-	sg.Modems[6].Cpe = []string{"198.19.2.7"}            // modem 7: its record
-	sg.Modems[7].Privacy.Kseq = 2                        // modem 8: a new key
-	sg.Modems[9].Classifiers = nil                       // modem 10: its classifier goes
+	sg.Modems[4].ServiceFlows[0].Rate = 8000000           // modem 5: its flow
+	sg.Modems[6].Cpe = []string{"198.19.2.7"}             // modem 7: its record
+	sg.Modems[7].Privacy.Kseq = 2                         // modem 8: a new key
+	sg.Modems[9].Classifiers = nil                        // modem 10: its classifier goes
 	sg.Modems = append(sg.Modems[:19], sg.Modems[20:]...) // modem 20 goes
 	pass(map[string]int{"classifier remove": 1, "modem remove": 1, "modem update": 2, "service-flow update": 1})
 	pass(map[string]int{})
