@@ -7,6 +7,7 @@ stopped when the `with` block ends.
         cp.apply({"nodes": {"edge1": {...}}})
         cp.wait_converged("edge1", revision)
 """
+import importlib.util
 import json
 import os
 import socket
@@ -18,6 +19,21 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+DASHBOARDS = ROOT / "deploy" / "helm" / "edgeplane" / "dashboards"
+
+
+def dashboard_metrics():
+    """{dashboard file name: the metric names its queries use}, read from
+    the JSON in the chart with the generator's own parser."""
+    spec = importlib.util.spec_from_file_location("grafana_dashboards", ROOT / "deploy" / "grafana_dashboards.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return {p.name: gen.metric_names(json.loads(p.read_text())) for p in sorted(DASHBOARDS.glob("*.json"))}
+
+
+def exposition_names(text):
+    """The sample names of a Prometheus text exposition."""
+    return {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
 
 
 def edgeplane_binary():
@@ -114,10 +130,12 @@ class ControlPlane:
     def start_agent(self):
         # The same port across restarts: Prometheus scrapes it.
         self.metrics_port = getattr(self, "metrics_port", None) or free_port()
+        # JSON-line reports: a line per pass and a node report a second.
+        self.report_path = self.dir / "agent-report.jsonl"
         self.agent = self._spawn("agent", [
             str(edgeplane_binary()), "agent", "--node", self.node, "--etcd-endpoints", self.etcd,
             "--dp-socket", self.dp_socket, "--metrics", f"127.0.0.1:{self.metrics_port}",
-            "--dp-check", "200ms"])
+            "--dp-check", "200ms", "--report", str(self.report_path), "--report-interval", "1s"])
         wait_for("agent metrics", lambda: self._metrics_up(), timeout=30)
 
     def _metrics_up(self):
@@ -202,6 +220,13 @@ class ControlPlane:
                         interval=interval)
 
     # -- telemetry -------------------------------------------------------------
+    def reports(self, type=None):
+        """The agent's JSON lines so far (every agent run appends)."""
+        if not self.report_path.exists():
+            return []
+        lines = [json.loads(x) for x in self.report_path.read_text().splitlines() if x.strip()]
+        return [x for x in lines if type is None or x.get("type") == type]
+
     def metrics(self):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
             return r.read().decode()
@@ -220,6 +245,12 @@ class ControlPlane:
             if got == want:
                 return float(value)
         return None
+
+    def prom_names(self):
+        """Every metric name Prometheus has scraped."""
+        url = f"http://127.0.0.1:{self.prom_port}/api/v1/label/__name__/values"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return set(json.loads(r.read())["data"])
 
     def prom_query(self, q):
         url = f"http://127.0.0.1:{self.prom_port}/api/v1/query?" + urllib.parse.urlencode({"query": q})

@@ -567,3 +567,21 @@ def test_strict_validation_refuses_an_unknown_field(rendered):
     dep["spec"]["template"]["spec"]["containers"][0]["resources"]["limit"] = {"cpu": "2"}
     with pytest.raises(kubernetes_validate.ValidationError, match="limit"):
         kubernetes_validate.validate(dep, K8S_VERSION, strict=True)
+
+
+def test_grafana_dashboards_are_generated_and_shipped(rendered):
+    # The JSON is deploy/grafana_dashboards.py's output (its one source),
+    # and with metrics.grafanaDashboards on, the chart ships each file whole
+    # in a ConfigMap carrying the Grafana sidecar's label.
+    r = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "deploy" / "grafana_dashboards.py"),
+                        "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    files = {p.name: p.read_text() for p in (CHART / "dashboards").glob("*.json")}
+    assert set(files) == {"edgeplane-router.json", "edgeplane-bng.json", "edgeplane-xdp.json"}
+    assert not [o for o in rendered["default"] if o["kind"] == "ConfigMap" and "dashboard" in o["metadata"]["name"]]
+    shipped = {}
+    for o in rendered["daemonset-agent"]:
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-dashboard"):
+            assert o["metadata"]["labels"]["grafana_dashboard"] == "1"
+            shipped.update(o["data"])
+    assert {k: json.loads(v) for k, v in shipped.items()} == {k: json.loads(v) for k, v in files.items()}

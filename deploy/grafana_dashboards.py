@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""deploy/grafana-dashboards: writes the Grafana dashboards of the router,
+"""deploy/grafana_dashboards.py: writes the Grafana dashboards of the router,
 the vBNG and the XDP steering function (deploy/helm/edgeplane/dashboards/
 *.json, where the chart's ConfigMap picks them up).
 
 This file is their one source; the JSON is generated, never edited:
-    deploy/grafana-dashboards          write them
-    deploy/grafana-dashboards --check  exit 1 when a file differs from what
+    deploy/grafana_dashboards.py          write them
+    deploy/grafana_dashboards.py --check  exit 1 when a file differs from what
                                        this script writes (tests run it)
 Every query names metrics the node agent and the XDP function export
 (control/internal/dptelemetry, control/internal/reconcile,
@@ -44,7 +44,7 @@ class Board:
             self.variables.append({
                 "name": "dp", "label": "data plane", "type": "query", "datasource": DS,
                 "definition": q, "query": {"query": q, "refId": "dp"},
-                "includeAll": True, "multi": True, "allValue": ".*",
+                "includeAll": True, "multi": True,
                 "current": {"text": "All", "value": "$__all"}, "refresh": 2, "sort": 1, "hide": 0})
 
     def row(self, title):
@@ -123,8 +123,8 @@ def dataplane_panels(b, drop_filter=None):
               " + sum by (dp, worker) (rate(edgeplane_dp_worker_sleep_cycles_total" + sel() + f"[{RI}])))",
               "{{dp}} {{worker}}")], unit="percent")
     b.panel("Worker packets per second", "Packets each worker received and sent.",
-            [(f"sum by (dp, worker) (rate(edgeplane_dp_worker_rx_packets_total{sel()}[{RI}]))", "{{dp}} {{worker}} rx"),
-             (f"sum by (dp, worker) (rate(edgeplane_dp_worker_tx_packets_total{sel()}[{RI}]))", "{{dp}} {{worker}} tx")],
+            [(f"sum by (dp, worker) (rate(edgeplane_dp_worker_{d}_packets_total{sel()}[{RI}]))",
+              "{{dp}} {{worker}} " + d) for d in ("rx", "tx")],
             unit="pps")
     b.panel("Cycles per packet by stage", "TSC cycles a stage spent per packet it received, over the "
             "interval (rx and tx include the driver's work).",
@@ -212,8 +212,8 @@ def xdp():
             "above --load-high, leaves below --load-low).",
             [("edgeplane_xdp_cpu_load_ratio", "cpu {{cpu}}")], unit="percentunit")
     b.panel("API latency", "Northbound request latency (p99), map writes included.",
-            [("histogram_quantile(0.99, sum by (le, method) (rate(edgeplane_xdp_api_request_duration_seconds_bucket[5m])))",
-              "{{method}}")], unit="s")
+            [("histogram_quantile(0.99, sum by (le, method) "
+              "(rate(edgeplane_xdp_api_request_duration_seconds_bucket[5m])))", "{{method}}")], unit="s")
     return b
 
 
@@ -249,7 +249,7 @@ def main(argv):
             OUT.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
     if stale:
-        print("out of date (run deploy/grafana-dashboards): " + " ".join(stale), file=sys.stderr)
+        print("out of date (run deploy/grafana_dashboards.py): " + " ".join(stale), file=sys.stderr)
         return 1
     return 0
 
