@@ -7,6 +7,7 @@ stopped when the `with` block ends.
         cp.apply({"nodes": {"edge1": {...}}})
         cp.wait_converged("edge1", revision)
 """
+import contextlib
 import importlib.util
 import json
 import os
@@ -49,6 +50,21 @@ def free_port():
         return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def in_namespace(host):
+    """Sockets opened inside are the namespace of host (a lab.topology
+    Host; None: this process's own)."""
+    if host is None:
+        yield
+        return
+    from pyroute2.netns import popns, pushns
+    pushns(host.ns)
+    try:
+        yield
+    finally:
+        popns()
+
+
 def wait_for(what, cond, timeout=30.0, interval=0.1):
     deadline = time.monotonic() + timeout
     while True:
@@ -69,12 +85,20 @@ class HTTPError(Exception):
 class ControlPlane:
     """Controller + agent (+ Prometheus when prometheus=True)."""
 
-    def __init__(self, workdir, dp_socket, node="edge1", prometheus=False, agent=True):
+    def __init__(self, workdir, dp_socket, node="edge1", prometheus=False, agent=True, host=None,
+                 agent_args=(), scrape=()):
+        """dp_socket: the agent's --dp-socket (None: agent_args names the
+        sockets).  host: a lab.topology Host whose namespace every process
+        runs in (loopback addresses are that namespace's); None: this one.
+        scrape: further (job, "host:port") targets for Prometheus."""
         self.dir = Path(workdir)
-        self.dp_socket = str(dp_socket)
+        self.dp_socket = str(dp_socket) if dp_socket is not None else None
         self.node = node
         self.want_prometheus = prometheus
         self.want_agent = agent
+        self.host = host
+        self.agent_args = list(agent_args)
+        self.scrape = list(scrape)
         self.procs = []
         self.token = "edgeplane-test-token-0123456789"
 
@@ -92,10 +116,19 @@ class ControlPlane:
 
     def _spawn(self, name, argv):
         out = open(self.dir / f"{name}.log", "w")
-        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        if self.host is not None:
+            p = self.host.popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        else:
+            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
         p.log_path = self.dir / f"{name}.log"
         self.procs.append(p)
         return p
+
+    def _open(self, req, timeout):
+        """urlopen in the control plane's namespace (the connection is made
+        there; reading it afterwards needs no namespace)."""
+        with in_namespace(self.host):
+            return urllib.request.urlopen(req, timeout=timeout)
 
     def log(self, name):
         return (self.dir / f"{name}.log").read_text()
@@ -134,8 +167,10 @@ class ControlPlane:
         self.report_path = self.dir / "agent-report.jsonl"
         self.agent = self._spawn("agent", [
             str(edgeplane_binary()), "agent", "--node", self.node, "--etcd-endpoints", self.etcd,
-            "--dp-socket", self.dp_socket, "--metrics", f"127.0.0.1:{self.metrics_port}",
-            "--dp-check", "200ms", "--report", str(self.report_path), "--report-interval", "1s"])
+            *(["--dp-socket", self.dp_socket] if self.dp_socket else []),
+            "--metrics", f"127.0.0.1:{self.metrics_port}",
+            "--dp-check", "200ms", "--report", str(self.report_path), "--report-interval", "1s",
+            *self.agent_args])
         wait_for("agent metrics", lambda: self._metrics_up(), timeout=30)
 
     def _metrics_up(self):
@@ -157,8 +192,9 @@ class ControlPlane:
         cfg = self.dir / "prometheus.yml"
         cfg.write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-            "scrape_configs:\n  - job_name: edgeplane-agent\n    static_configs:\n"
-            f"      - targets: ['127.0.0.1:{self.metrics_port}']\n")
+            "scrape_configs:\n" + "".join(
+                f"  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n"
+                for job, target in [("edgeplane-agent", f"127.0.0.1:{self.metrics_port}"), *self.scrape]))
         self.prometheus = self._spawn("prometheus", [
             "prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={self.dir / 'tsdb'}",
             f"--web.listen-address=127.0.0.1:{self.prom_port}"])
@@ -168,7 +204,7 @@ class ControlPlane:
         if self.prometheus.poll() is not None:
             raise RuntimeError(f"prometheus exited:\n{self.log('prometheus')}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.prom_port}/-/ready", timeout=2) as r:
+            with self._open(f"http://127.0.0.1:{self.prom_port}/-/ready", timeout=2) as r:
                 return r.status == 200
         except OSError:
             return False
@@ -193,7 +229,7 @@ class ControlPlane:
         if token:
             req.add_header("Authorization", f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(req, timeout=30) as r:
+            with self._open(req, timeout=30) as r:
                 return json.loads(r.read())
         except urllib.error.HTTPError as e:
             raise HTTPError(e.code, e.read().decode()) from None
@@ -228,7 +264,7 @@ class ControlPlane:
         return [x for x in lines if type is None or x.get("type") == type]
 
     def metrics(self):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+        with self._open(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
             return r.read().decode()
 
     def metric(self, name, **labels):
@@ -249,12 +285,12 @@ class ControlPlane:
     def prom_names(self):
         """Every metric name Prometheus has scraped."""
         url = f"http://127.0.0.1:{self.prom_port}/api/v1/label/__name__/values"
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with self._open(url, timeout=5) as r:
             return set(json.loads(r.read())["data"])
 
     def prom_query(self, q):
         url = f"http://127.0.0.1:{self.prom_port}/api/v1/query?" + urllib.parse.urlencode({"query": q})
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with self._open(url, timeout=5) as r:
             res = json.loads(r.read())
         assert res["status"] == "success", res
         return res["data"]["result"]
