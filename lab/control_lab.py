@@ -144,7 +144,8 @@ class ControlPlane:
         self.controller = self._spawn("controller", [
             str(edgeplane_binary()), "controller", "--listen", f"tcp:127.0.0.1:{self.api_port}",
             "--api-token-file", str(tok), "--data-dir", str(self.dir / "etcd"),
-            "--etcd-listen", self.etcd, "--etcd-peer", f"http://127.0.0.1:{free_port()}"])
+            "--etcd-listen", self.etcd, "--etcd-peer", f"http://127.0.0.1:{free_port()}",
+            "--report", str(self.dir / "controller-report.jsonl"), "--report-interval", "1s"])
         wait_for("controller answers", self._controller_up, timeout=60)
         if self.want_agent:
             self.start_agent()
@@ -256,11 +257,13 @@ class ControlPlane:
                         interval=interval)
 
     # -- telemetry -------------------------------------------------------------
-    def reports(self, type=None):
-        """The agent's JSON lines so far (every agent run appends)."""
-        if not self.report_path.exists():
+    def reports(self, type=None, path=None):
+        """The agent's JSON lines so far (every agent run appends), or
+        those of path (the controller's: self.dir / "controller-report.jsonl")."""
+        path = path or self.report_path
+        if not path.exists():
             return []
-        lines = [json.loads(x) for x in self.report_path.read_text().splitlines() if x.strip()]
+        lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
         return [x for x in lines if type is None or x.get("type") == type]
 
     def metrics(self):

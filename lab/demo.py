@@ -365,14 +365,19 @@ def summary(edge, out, prom, revision):
           + "; prioritised: " + (", ".join(f"{k[0]} {v:,.0f} packets" for k, v in flows.items()) or "none"))
     passes, reports = edge.cp.reports("pass"), edge.cp.reports("report")
     print(f"  the agent's JSON lines (--report): {len(passes)} reconciliation passes and {len(reports)} node "
-          f"reports, kept in {edge.args.report}; the first pass and the router in the last report:")
-    if passes:
-        print("    " + json.dumps(passes[0]))
+          f"reports, kept in {edge.args.report}; the pass that applied the configuration and the router "
+          "in the last report:")
+    applied = [p for p in passes if p["changes"]]
+    if applied:
+        print("    " + json.dumps(applied[0]))
     if reports:
         last = reports[-1]
         router = next((d for d in last["dataPlanes"] if d["dp"] == "router"), None)
         print("    " + json.dumps({k: last[k] for k in ("time", "type", "node", "periodS", "observedRevision",
                                                          "converged")} | {"dataPlanes": [router, "..."]}))
+    fleet = edge.cp.reports("fleet", path=edge.cp.dir / "controller-report.jsonl")
+    if fleet:
+        print("  the controller's fleet report (--report), the last line:\n    " + json.dumps(fleet[-1]))
     edge.args.report.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(edge.cp.report_path, edge.args.report)
     print("  Grafana: deploy/helm/edgeplane/dashboards/*.json (router, vBNG, XDP) read this Prometheus's metrics")

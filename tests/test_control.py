@@ -194,9 +194,10 @@ def test_dashboards_query_only_metrics_prometheus_scraped(lab):
     assert {r["metric"]["dp"] for r in lab.cp.prom_query(series)} == {Path(lab.dp.ctl_path).stem}
 
 
-def test_agent_writes_json_line_reports(lab):
+def test_agent_and_controller_write_json_line_reports(lab):
     """--report: a line per reconciliation pass (the restart's among them)
-    and a node report a second whose drop counts are the control socket's."""
+    and a node report a second whose drop counts are the control socket's;
+    the controller's fleet report has the node converged."""
     passes = lab.cp.reports("pass")
     assert {"start", "desired", "restart"} <= {p["reason"] for p in passes}, passes
     assert any(p["changes"].get("route add") and p["converged"] for p in passes), passes
@@ -211,6 +212,10 @@ def test_agent_writes_json_line_reports(lab):
         return None
     r = wait_for(f"a report with acl_deny={want}", reported, timeout=15)
     assert r["node"] == NODE and r["converged"] and r["observedRevision"] == r["desiredRevision"] > 0, r
+    # The controller's fleet report (--report) has the node, converged.
+    fleet = lab.cp.reports("fleet", path=lab.cp.dir / "controller-report.jsonl")
+    assert fleet and fleet[-1]["nodes"] == [{**fleet[-1]["nodes"][0], "node": NODE, "reporting": True,
+                                              "converged": True}] and fleet[-1]["converged"] == 1, fleet[-1:]
 
 
 # -- the vBNG: subscribers only from the controller ---------------------------
