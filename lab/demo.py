@@ -41,8 +41,8 @@ from .control_lab import ControlPlane, free_port
 from .dp import DpError, binary
 from .hoststack_lab import B4 as HS_B4
 from .hoststack_lab import HostStackLab
-from .router_lab import B4, RouterLab, router_available
-from .traffic import Iperf3Server, iperf3_finish, iperf3_start, rcvbuf_drops
+from .router_lab import B4, B6, RouterLab, router_available
+from .traffic import Iperf3Server, iperf3_finish, iperf3_start, ping_summary, rcvbuf_drops
 from .udp_tools import iperf3_pair
 
 NODE = "edge1"
@@ -201,9 +201,10 @@ def in_thread(fn, *a, **kw):
 
 
 def run_traffic(edge, args, prom):
-    """Router TCP then UDP (iperf3; the UDP flow is XDP-prioritised), the
-    ACL's datagrams, then UDP through the host stacks; subscribers' UDP
-    through the BNG all along; a live view meanwhile."""
+    """Pings (IPv4, IPv6), iperf3 TCP then UDP through the router (the UDP
+    flow XDP-prioritised), the ACL's datagrams, then UDP through the host
+    stacks; subscribers' UDP through the BNG all along; a live view
+    meanwhile."""
     secs = args.seconds
     banner(f"traffic for about {3 * secs + 3} s (live view every {args.watch:.0f} s, from Prometheus)")
     r = edge.router
@@ -236,7 +237,9 @@ def run_traffic(edge, args, prom):
                             extra=("-w", "4M") if udp else ())
         return iperf3_finish(proc)
 
-    out = {}
+    out = {"ping": {}}
+    for fam, dst in (("IPv4", B4), ("IPv6", B6)):
+        out["ping"][fam] = ping_summary(r.ping("a", dst, count=5, interval=0.2).stdout)
     rb0 = rcvbuf_drops(r.b)
     out["TCP"] = watch(in_thread(router_iperf3, False))
     # Datagrams to the discard port: the router's ACL drops them.
@@ -291,6 +294,10 @@ def summary(edge, out, prom, revision):
     print(f"  control plane: revision {revision} applied, node {NODE} "
           f"{'converged' if st.get('converged') else 'NOT converged'} (observed {st.get('observedRevision')}), "
           f"passes {st.get('resyncs')}")
+    for fam, p in out["ping"].items():
+        rtt = f"rtt avg {p['rtt_avg']:.3f} ms" if p["rtt_avg"] is not None else "no replies"
+        print(f"  router  ping a -> b {fam}: {p['received']}/{p['sent']} replies, {rtt}")
+        ok = ok and p["received"] > 0
     # Router and host stack: iperf3's own view (the receiver's).
     for name, what in (("TCP", "router  iperf3 TCP a -> b"), ("UDP", "router  iperf3 UDP a -> b"),
                        ("hoststack", "UDP termination iperf3 (preload) a -> b")):
