@@ -15,7 +15,7 @@ def demo_namespaces():
 
 def test_make_run_brings_up_the_whole_edge_and_cleans_up(router_pipeline, dp_binary, tmp_path):
     before = set(demo_namespaces())
-    r = subprocess.run([sys.executable, "-m", "lab.demo", "--seconds", "2", "--watch", "2",
+    r = subprocess.run([sys.executable, "-m", "lab.demo", "--seconds", "1", "--watch", "1",
                         "--report", str(tmp_path / "report.jsonl")],
                        cwd=ROOT, capture_output=True, text=True, timeout=240)
     out = r.stdout + r.stderr
