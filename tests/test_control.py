@@ -14,12 +14,13 @@ import json
 import os
 import re
 import subprocess
+import urllib.error
 from pathlib import Path
 
 import pytest
 
 from lab.bng_lab import CORE4, CORE6, BngLab, Subscriber, bng_available, bng_sections
-from lab.control_lab import ControlPlane, HTTPError, dashboard_metrics, exposition_names, wait_for
+from lab.control_lab import DASHBOARDS, ControlPlane, HTTPError, dashboard_metrics, exposition_names, wait_for
 from lab.router_lab import B4, B6, RouterLab
 
 NODE = "edge1"
@@ -181,17 +182,27 @@ def test_prometheus_finds_the_values_the_control_socket_reports(lab):
 def test_dashboards_query_only_metrics_prometheus_scraped(lab):
     """Every metric the router and vBNG dashboards query is one Prometheus
     scraped from the agent (the vBNG's data planes export the same names;
-    test_bng_dashboard_finds_the_bng checks its selector), and the router
-    dashboard's data-plane variable finds this router."""
+    test_bng_dashboard_finds_the_bng checks its selector), the router
+    dashboard's data-plane variable finds this router, and every query
+    evaluates."""
     have = lab.cp.prom_names()
     used = dashboard_metrics()
     for name in ("edgeplane-router.json", "edgeplane-bng.json"):
         assert used[name] and used[name] <= have, (name, sorted(used[name] - have))
-    board = json.loads((Path(__file__).resolve().parent.parent / "deploy" / "helm" / "edgeplane"
-                        / "dashboards" / "edgeplane-router.json").read_text())
-    var = next(v for v in board["templating"]["list"] if v["name"] == "dp")
+    boards = {p.name: json.loads(p.read_text()) for p in DASHBOARDS.glob("*.json")}
+    var = next(v for v in boards["edgeplane-router.json"]["templating"]["list"] if v["name"] == "dp")
     series = re.fullmatch(r"label_values\((.*), dp\)", var["definition"]).group(1)
     assert {r["metric"]["dp"] for r in lab.cp.prom_query(series)} == {Path(lab.dp.ctl_path).stem}
+    # Every query of every dashboard (the XDP one's too) is PromQL this
+    # Prometheus evaluates, with Grafana's variables as Grafana fills them.
+    for name, board in boards.items():
+        for p in board["panels"]:
+            for t in p.get("targets", []):
+                expr = t["expr"].replace("$__rate_interval", "30s").replace("$dp", ".*")
+                try:
+                    lab.cp.prom_query(expr)
+                except urllib.error.HTTPError as e:
+                    raise AssertionError(f"{name} {p['title']!r}: {expr}: {e.read().decode()}") from None
 
 
 def test_agent_and_controller_write_json_line_reports(lab):
