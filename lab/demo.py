@@ -360,7 +360,10 @@ def summary(edge, out, prom, revision):
         d = ", ".join(f"{r}={v:,.0f}" for (n, r), v in sorted(drops.items()) if n == dp) or "none"
         print(f"  edgeplane-dp {dp}: rx {rx.get((dp,), 0):,.0f} tx {tx.get((dp,), 0):,.0f} packets; "
               f"drops by reason: {d}")
-        print("      cycles/packet: " + ", ".join(f"{s} {v:,.0f}" for (n, s), v in sorted(cpp.items()) if n == dp))
+        # "service" is the worker's between-bursts work (timers, messages),
+        # counted per item served, not per packet: not shown here.
+        print("      cycles/packet: " + ", ".join(f"{s} {v:,.0f}" for (n, s), v in sorted(cpp.items())
+                                             if n == dp and s != "service"))
         print("      worker busy: " + ", ".join(f"{w} {v:.1f} %" for (n, w), v in sorted(busy.items()) if n == dp))
     denied = drops.get(("router", "acl_deny"), 0)
     print(f"  router ACL: {denied:.0f} of the {edge.args.denied} datagrams to UDP port {DISCARD_PORT} denied "
