@@ -7,6 +7,8 @@ stopped when the `with` block ends.
         cp.apply({"nodes": {"edge1": {...}}})
         cp.wait_converged("edge1", revision)
 """
+import contextlib
+import importlib.util
 import json
 import os
 import socket
@@ -20,6 +22,21 @@ from pathlib import Path
 from lab.bng_lab import CORE4, CORE6, BngLab, bng_sections
 
 ROOT = Path(__file__).resolve().parent.parent
+DASHBOARDS = ROOT / "deploy" / "helm" / "edgeplane" / "dashboards"
+
+
+def dashboard_metrics():
+    """{dashboard file name: the metric names its queries use}, read from
+    the JSON in the chart with the generator's own parser."""
+    spec = importlib.util.spec_from_file_location("grafana_dashboards", ROOT / "deploy" / "grafana_dashboards.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return {p.name: gen.metric_names(json.loads(p.read_text())) for p in sorted(DASHBOARDS.glob("*.json"))}
+
+
+def exposition_names(text):
+    """The sample names of a Prometheus text exposition."""
+    return {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
 
 
 def edgeplane_binary():
@@ -33,6 +50,21 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def in_namespace(host):
+    """Sockets opened inside are the namespace of host (a lab.topology
+    Host; None: this process's own)."""
+    if host is None:
+        yield
+        return
+    from pyroute2.netns import popns, pushns
+    pushns(host.ns)
+    try:
+        yield
+    finally:
+        popns()
 
 
 def wait_for(what, cond, timeout=30.0, interval=0.1):
@@ -58,15 +90,22 @@ class ControlPlane:
     (Debian's etcd-server) that the controller and the agent name by
     --etcd-endpoints, so that each can be killed on its own."""
 
-    def __init__(self, workdir, dp_socket, node="edge1", prometheus=False, agent=True,
-                 agent_args=(), external_etcd=False):
+    def __init__(self, workdir, dp_socket, node="edge1", prometheus=False, agent=True, host=None,
+                 agent_args=(), scrape=(), external_etcd=False):
+        """dp_socket: the agent's --dp-socket (None: agent_args names the
+        sockets).  host: a lab.topology Host whose namespace every process
+        runs in (loopback addresses are that namespace's); None: this one.
+        scrape: further (job, "host:port") targets for Prometheus.
+        external_etcd: the desired state in a separate etcd process."""
         self.dir = Path(workdir)
-        self.dp_socket = str(dp_socket)
-        self.agent_args = [str(a) for a in agent_args]
+        self.dp_socket = str(dp_socket) if dp_socket is not None else None
         self.external_etcd = external_etcd
         self.node = node
         self.want_prometheus = prometheus
         self.want_agent = agent
+        self.host = host
+        self.agent_args = list(agent_args)
+        self.scrape = list(scrape)
         self.procs = []
         self.token = "edgeplane-test-token-0123456789"
 
@@ -84,10 +123,19 @@ class ControlPlane:
 
     def _spawn(self, name, argv):
         out = open(self.dir / f"{name}.log", "a")
-        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        if self.host is not None:
+            p = self.host.popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        else:
+            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
         p.log_path = self.dir / f"{name}.log"
         self.procs.append(p)
         return p
+
+    def _open(self, req, timeout):
+        """urlopen in the control plane's namespace (the connection is made
+        there; reading it afterwards needs no namespace)."""
+        with in_namespace(self.host):
+            return urllib.request.urlopen(req, timeout=timeout)
 
     def log(self, name):
         return (self.dir / f"{name}.log").read_text()
@@ -117,6 +165,7 @@ class ControlPlane:
         else:
             argv += ["--data-dir", str(self.dir / "etcd"), "--etcd-listen", self.etcd,
                      "--etcd-peer", self.etcd_peer]
+        argv += ["--report", str(self.dir / "controller-report.jsonl"), "--report-interval", "1s"]
         self.controller = self._spawn("controller", argv)
         wait_for("controller answers", self._controller_up, timeout=60)
 
@@ -135,7 +184,7 @@ class ControlPlane:
         if self.etcd_proc.poll() is not None:
             raise RuntimeError(f"etcd exited:\n{self.log('etcd')}")
         try:
-            with urllib.request.urlopen(self.etcd + "/health", timeout=2) as r:
+            with self._open(self.etcd + "/health", 2) as r:
                 return json.loads(r.read()).get("health") == "true"
         except (OSError, ValueError):
             return False
@@ -160,10 +209,14 @@ class ControlPlane:
     def start_agent(self):
         # The same port across restarts: Prometheus scrapes it.
         self.metrics_port = getattr(self, "metrics_port", None) or free_port()
+        # JSON-line reports: a line per pass and a node report a second.
+        self.report_path = self.dir / "agent-report.jsonl"
         self.agent = self._spawn("agent", [
             str(edgeplane_binary()), "agent", "--node", self.node, "--etcd-endpoints", self.etcd,
-            "--dp-socket", self.dp_socket, "--metrics", f"127.0.0.1:{self.metrics_port}",
-            "--dp-check", "200ms", *self.agent_args])
+            *(["--dp-socket", self.dp_socket] if self.dp_socket else []),
+            "--metrics", f"127.0.0.1:{self.metrics_port}",
+            "--dp-check", "200ms", "--report", str(self.report_path), "--report-interval", "1s",
+            *self.agent_args])
         wait_for("agent metrics", lambda: self._metrics_up(), timeout=30)
 
     def _metrics_up(self):
@@ -183,8 +236,9 @@ class ControlPlane:
         cfg = self.dir / "prometheus.yml"
         cfg.write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-            "scrape_configs:\n  - job_name: edgeplane-agent\n    static_configs:\n"
-            f"      - targets: ['127.0.0.1:{self.metrics_port}']\n")
+            "scrape_configs:\n" + "".join(
+                f"  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n"
+                for job, target in [("edgeplane-agent", f"127.0.0.1:{self.metrics_port}"), *self.scrape]))
         self.prometheus = self._spawn("prometheus", [
             "prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={self.dir / 'tsdb'}",
             f"--web.listen-address=127.0.0.1:{self.prom_port}"])
@@ -194,7 +248,7 @@ class ControlPlane:
         if self.prometheus.poll() is not None:
             raise RuntimeError(f"prometheus exited:\n{self.log('prometheus')}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.prom_port}/-/ready", timeout=2) as r:
+            with self._open(f"http://127.0.0.1:{self.prom_port}/-/ready", timeout=2) as r:
                 return r.status == 200
         except OSError:
             return False
@@ -219,7 +273,7 @@ class ControlPlane:
         if token:
             req.add_header("Authorization", f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(req, timeout=30) as r:
+            with self._open(req, timeout=30) as r:
                 return json.loads(r.read())
         except urllib.error.HTTPError as e:
             raise HTTPError(e.code, e.read().decode()) from None
@@ -246,8 +300,17 @@ class ControlPlane:
                         interval=interval)
 
     # -- telemetry -------------------------------------------------------------
+    def reports(self, type=None, path=None):
+        """The agent's JSON lines so far (every agent run appends), or
+        those of path (the controller's: self.dir / "controller-report.jsonl")."""
+        path = path or self.report_path
+        if not path.exists():
+            return []
+        lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        return [x for x in lines if type is None or x.get("type") == type]
+
     def metrics(self):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+        with self._open(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
             return r.read().decode()
 
     def metric(self, name, **labels):
@@ -265,9 +328,15 @@ class ControlPlane:
                 return float(value)
         return None
 
+    def prom_names(self):
+        """Every metric name Prometheus has scraped."""
+        url = f"http://127.0.0.1:{self.prom_port}/api/v1/label/__name__/values"
+        with self._open(url, timeout=5) as r:
+            return set(json.loads(r.read())["data"])
+
     def prom_query(self, q):
         url = f"http://127.0.0.1:{self.prom_port}/api/v1/query?" + urllib.parse.urlencode({"query": q})
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with self._open(url, timeout=5) as r:
             res = json.loads(r.read())
         assert res["status"] == "success", res
         return res["data"]["result"]

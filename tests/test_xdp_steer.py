@@ -460,6 +460,17 @@ def test_reports_and_metrics(node):
     assert 'edgeplane_xdp_drops_total{reason="trunc_gtp"}' in text
 
 
+def test_dashboard_queries_name_metrics_the_function_exports(node):
+    """Every metric the XDP steering dashboard queries is in the agent's
+    /metrics (with an intent applied, so per-flow series exist)."""
+    from lab.control_lab import dashboard_metrics, exposition_names
+    assert node.api("POST", "/v1/intents", DPP_INTENT_A)[0] in (201, 409)
+    code, text = node.api("GET", "/metrics")
+    assert code == 200
+    used = dashboard_metrics()["edgeplane-xdp.json"]
+    assert used and used <= exposition_names(text), sorted(used - exposition_names(text))
+
+
 def unix_api(path, method, url, body=None):
     c = UnixHTTP(path)
     c.request(method, url, body=json.dumps(body) if body is not None else None,

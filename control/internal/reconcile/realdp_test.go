@@ -102,12 +102,17 @@ func TestAgentReprogramsARealDataPlaneAfterKill9(t *testing.T) {
 	eventually(t, "converged", func() bool { return h.agent.Status().ObservedRevision == rev && count() == 1000 })
 	before := h.resyncs("restart")
 	b.Restart() // SIGKILL, then the same configuration file
-	// The status's count is written when a pass ends (the metric when it
-	// starts): wait for a restart pass that has finished.
-	eventually(t, "reprogrammed after kill -9", func() bool {
-		st := h.agent.Status()
-		return float64(st.Resyncs["restart"]) > before && st.Converged && count() == 1000
-	})
+	// The restart's pass has ended (its line is written last; the status
+	// may still say converged from before the restart while it runs).
+	restartPassDone := func() bool {
+		for _, ev := range h.events.passes(t) {
+			if ev.Reason == "restart" && ev.Converged {
+				return true
+			}
+		}
+		return false
+	}
+	eventually(t, "reprogrammed after kill -9", func() bool { return restartPassDone() && count() == 1000 })
 	if after := h.resyncs("restart"); after <= before {
 		t.Fatalf("resyncs{reason=restart} %v -> %v", before, after)
 	}
