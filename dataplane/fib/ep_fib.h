@@ -11,16 +11,15 @@
  * How each table reaches the workers (ep_rcu.h):
  *
  *   table              writer (control thread)                 reader (worker)
- *   IPv4 routes        two rte_fib DIR-24-8 tables: change     rte_fib_lookup_bulk on the
- *                      the spare, publish it, synchronize,     published one, a burst at a
- *                      change the other (rte_fib has no RCU    time (it prefetches the
- *                      in 22.11 and frees tbl8 groups a        tbl24 entries itself)
- *                      reader may still be in on delete)
- *   IPv6 routes        two rte_lpm6 tables, the same way       rte_lpm6_lookup_bulk_func
- *                      (rte_lpm6 has no RCU in 22.11 and       on the published one
- *                      rebuilds itself on delete)
- *   default routes     one word per family (the tables take    acquire load on a miss
- *                      depths from 1), release store
+ *   IPv4 routes        rte_lpm add/delete in place, tbl8s      rte_lpm_lookup per packet
+ *                      reclaimed by RCU-QSBR (e->qsbr)         (tbl24 line prefetched
+ *                                                              one loop ahead)
+ *   IPv6 routes        two rte_lpm6 tables: change the spare,  rte_lpm6_lookup_bulk_func
+ *                      publish it, synchronize, change the     on the published one
+ *                      other (rte_lpm6 has no RCU in 22.11
+ *                      and rebuilds itself on delete)
+ *   default routes     one word per family (rte_lpm/rte_lpm6   acquire load on a miss
+ *                      take depths from 1), release store
  *   next hops          nh[i] points to an immutable entry; a    one acquire load per packet
  *                      change publishes a new entry,
  *                      synchronizes, frees the old one, so no
@@ -31,24 +30,24 @@
  *                      they heard on a ring; the control        by ep_fib_tick on the
  *                      thread installs them as next hops        control thread
  *
- * Why rte_fib with 2-byte entries for IPv4 and not rte_lpm: a lookup's cost
- * is the miss on the first-level (tbl24) entry, a random line of a table
- * indexed by the top 24 bits of the destination.  rte_lpm's entries are 4
- * bytes (a 64 MiB tbl24, updated in place under RCU-QSBR); rte_fib's
- * DIR-24-8 stores next hops of 1, 2, 4 or 8 bytes, and next-hop indexes
- * here fit 2 (max_nexthops below 32767): a 32 MiB tbl24, half the pages
- * and lines for the same routes.  rte_fib has no RCU in DPDK 22.11, so it
- * is double-buffered like rte_lpm6: two 32 MiB copies take the memory one
- * rte_lpm took, and a change costs a grace period (what rte_lpm6 already
- * paid).  Measured with fib_lookup_methods_compared in test_fib.c (random
- * destinations in 100K routes of /16../24, bursts of 32, hugepages): see
- * the figures it prints; docs/benchmarks.md has the router's before and
- * after.  With more than 32766 next hops (or tbl8 groups) the tables take
- * 4-byte entries.  IPv6 keeps rte_lpm6 (rte_fib6's trie has no RCU either
- * and was not faster for the few IPv6 routes an access edge holds).
+ * Why rte_lpm and not rte_fib (DIR-24-8 with vector bulk lookups): DPDK
+ * 22.11's rte_fib has no RCU integration, so a delete frees tbl8 groups a
+ * worker may still be reading; changing it safely means double-buffering
+ * (two tables, a grace period per change, as rte_lpm6 is below).  Nor is
+ * it faster where the data plane runs, on hugepages, even with 2-byte
+ * next hops (a 32 MiB tbl24 for rte_lpm's 64 MiB): fib_lookup_methods_compared
+ * in test_fib.c (random destinations in 1K and 100K routes of /16../24,
+ * bursts of 32, minimum of 7 runs, EP_TEST_HUGE=1) measured rte_lpm_lookup
+ * with the tbl24 line prefetched a loop ahead at 1.1 and 4.5 cycles a
+ * lookup, rte_fib_lookup_bulk with 2-byte entries at 2.6 and 4.0 (4-byte:
+ * 2.7 and 5.5).  Only on 4 KiB pages (memory = auto falling back to
+ * --no-huge) does the half-size table win clearly (100K routes: 12.7
+ * against 7.9), and in the router's stage test it cost ~2 cycles a packet
+ * (the bulk call and its 8-byte results).  IPv6 keeps rte_lpm6,
+ * double-buffered, for the same reason (rte_fib6 has no RCU either).
  *
- * Memory: two IPv4 tbl24s of 32 MiB (64 MiB with 4-byte entries) and two
- * rte_lpm6 tbl24s of 64 MiB: ~192 MiB per instance whatever its size.
+ * Memory: rte_lpm's and rte_lpm6's tbl24 are 64 MiB each, so an instance
+ * takes ~192 MiB (one IPv4 table, two IPv6 copies) whatever its size.
  *
  * Route values are next-hop indexes.  Index 0 is the data plane itself
  * (own addresses, /32 and /128), index 1 is "connected, host not in the
@@ -79,7 +78,7 @@
 
 #include <rte_ether.h>
 #include <rte_hash.h>
-#include <rte_fib.h>
+#include <rte_lpm.h>
 #include <rte_lpm6.h>
 #include <rte_ring.h>
 
@@ -171,14 +170,13 @@ struct ep_fib {
 	struct ep_fib_params p;
 
 	/* Read by workers. */
-	struct rte_fib *fib4_cur;           /**< published one of fib4[] */
+	struct rte_lpm *lpm4;
 	struct rte_lpm6 *lpm6_cur;          /**< published one of lpm6[] */
 	struct ep_fib_nh **nh;              /**< [max_nexthops], never NULL entries */
 	uint32_t default_nh[2];             /**< of 0.0.0.0/0 and ::/0, or EP_FIB_NO_ROUTE */
 	struct rte_ring *events;            /**< struct ep_fib_event, MP/SC; NULL without learning */
 
 	/* Control thread only. */
-	struct rte_fib *fib4[2];
 	struct rte_lpm6 *lpm6[2];
 	struct ep_fib_nhc *nhc;             /**< [max_nexthops] */
 	uint32_t *nh_free;                  /**< stack of free indexes */

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * FIB instances and their routes: rte_fib (IPv4) and rte_lpm6 (IPv6),
- * each double-buffered, one word per family for the default route, and the
+ * FIB instances and their routes: rte_lpm in place (RCU-QSBR), rte_lpm6
+ * double-buffered, one word per family for the default route, and the
  * route store (rte_hash) that remembers each route's kind and next hop.
  * Control thread only; ep_fib.h says how each change reaches the workers.
  */
+/* rte_lpm_rcu_qsbr_add is still experimental in DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API
 #include <stdio.h>
 #include <string.h>
 
@@ -29,7 +31,7 @@ ep_fib_params_default(struct ep_fib_params *p)
 	memset(p, 0, sizeof(*p));
 	p->max_routes4 = 131072;
 	p->max_routes6 = 131072;
-	p->lpm4_tbl8s = 8192;       /* 512 B each (2-byte entries): routes longer than /24 */
+	p->lpm4_tbl8s = 8192;       /* 1 KiB each: routes longer than /24 */
 	p->lpm6_tbl8s = 32768;      /* 1 KiB each, two tables */
 	p->max_nexthops = 4096;
 	p->neigh_learn = true;
@@ -94,47 +96,6 @@ ep_fib_is_own(const struct ep_fib *fib, uint8_t family, const uint8_t *ip)
 
 /* ---- the LPM tables ---- */
 
-/*
- * Both families' tables are double-buffered (ep_fib.h): change the spare
- * copy, publish it, wait until no worker reads the other, change that one
- * too.  Both copies hold the same routes and have the same sizes, so the
- * second change cannot fail where the first succeeded.
- */
-static int
-tbl_change(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen, uint32_t nh,
-	   bool del)
-{
-	int rc;
-
-	if (family == 4) {
-		struct rte_fib *cur = fib->fib4_cur;
-		struct rte_fib *spare = cur == fib->fib4[0] ? fib->fib4[1] : fib->fib4[0];
-		uint32_t ip;
-
-		memcpy(&ip, addr, 4);
-		ip = rte_be_to_cpu_32(ip);
-		rc = del ? rte_fib_delete(spare, ip, plen) : rte_fib_add(spare, ip, plen, nh);
-		if (rc == 0) {
-			ep_rcu_publish(&fib->fib4_cur, spare);
-			ep_rcu_synchronize(fib->e);
-			rc = del ? rte_fib_delete(cur, ip, plen) : rte_fib_add(cur, ip, plen, nh);
-		}
-	} else {
-		/* rte_lpm6_delete rebuilds the table from its rule list: never on
-		 * a table a worker reads. */
-		struct rte_lpm6 *cur = fib->lpm6_cur;
-		struct rte_lpm6 *spare = cur == fib->lpm6[0] ? fib->lpm6[1] : fib->lpm6[0];
-
-		rc = del ? rte_lpm6_delete(spare, addr, plen) : rte_lpm6_add(spare, addr, plen, nh);
-		if (rc == 0) {
-			ep_rcu_publish(&fib->lpm6_cur, spare);
-			ep_rcu_synchronize(fib->e);
-			rc = del ? rte_lpm6_delete(cur, addr, plen) : rte_lpm6_add(cur, addr, plen, nh);
-		}
-	}
-	return rc;
-}
-
 static int
 lpm_set(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen, uint32_t nh,
 	struct ep_err *err)
@@ -146,7 +107,26 @@ lpm_set(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen, u
 		__atomic_store_n(&fib->default_nh[family == 4 ? 0 : 1], nh, __ATOMIC_RELEASE);
 		return 0;
 	}
-	rc = tbl_change(fib, family, addr, plen, nh, false);
+	if (family == 4) {
+		uint32_t ip;
+
+		memcpy(&ip, addr, 4);
+		/* In place: readers see either the old or the new entry; tbl8
+		 * groups it frees are reclaimed through RCU-QSBR. */
+		rc = rte_lpm_add(fib->lpm4, rte_be_to_cpu_32(ip), plen, nh);
+	} else {
+		struct rte_lpm6 *cur = fib->lpm6_cur;
+		struct rte_lpm6 *spare = cur == fib->lpm6[0] ? fib->lpm6[1] : fib->lpm6[0];
+
+		rc = rte_lpm6_add(spare, addr, plen, nh);
+		if (rc == 0) {
+			ep_rcu_publish(&fib->lpm6_cur, spare);
+			ep_rcu_synchronize(fib->e);
+			/* Both copies hold the same rules and have the same size,
+			 * so this cannot run out of room where the first did not. */
+			rc = rte_lpm6_add(cur, addr, plen, nh);
+		}
+	}
 	if (rc < 0)
 		return ep_err_set(err, "prefix: route table full (%s); raise %s", strerror(-rc),
 				  family == 4 ? "max_routes4/lpm4_tbl8s" : "max_routes6/lpm6_tbl8s");
@@ -161,7 +141,22 @@ lpm_del(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen)
 				 __ATOMIC_RELEASE);
 		return;
 	}
-	tbl_change(fib, family, addr, plen, 0, true);
+	if (family == 4) {
+		uint32_t ip;
+
+		memcpy(&ip, addr, 4);
+		rte_lpm_delete(fib->lpm4, rte_be_to_cpu_32(ip), plen);
+	} else {
+		/* rte_lpm6_delete rebuilds the table from its rule list: never on
+		 * a table a worker reads. */
+		struct rte_lpm6 *cur = fib->lpm6_cur;
+		struct rte_lpm6 *spare = cur == fib->lpm6[0] ? fib->lpm6[1] : fib->lpm6[0];
+
+		rte_lpm6_delete(spare, addr, plen);
+		ep_rcu_publish(&fib->lpm6_cur, spare);
+		ep_rcu_synchronize(fib->e);
+		rte_lpm6_delete(cur, addr, plen);
+	}
 }
 
 /* ---- the route store ---- */
@@ -406,22 +401,17 @@ ep_fib_create(struct ep_engine *e, const char *name, const struct ep_fib_params 
 	fib->nh_static[EP_FIB_NH_GLEAN].kind = EP_FIB_NH_UNRESOLVED;
 	fib->nh_static[EP_FIB_NH_FIRST].kind = EP_FIB_NH_UNRESOLVED;
 
-	/* 2-byte entries (a 32 MiB tbl24) while next-hop indexes, the miss
-	 * value (max_nexthops) and tbl8 group indexes fit their 15 bits. */
-	for (int i = 0; i < 2; i++) {
-		bool small = p->max_nexthops < 32767 && p->lpm4_tbl8s <= 32767;
-		struct rte_fib_conf fc = {
-			.type = RTE_FIB_DIR24_8, .default_nh = p->max_nexthops,
-			.max_routes = (int)(p->max_routes4 + extra),
-			.dir24_8 = { .nh_sz = small ? RTE_FIB_DIR24_8_2B : RTE_FIB_DIR24_8_4B,
-				     .num_tbl8 = p->lpm4_tbl8s } };
+	snprintf(dname, sizeof(dname), "ep_rt4_%u", seq);
+	fib->lpm4 = rte_lpm_create(dname, SOCKET_ID_ANY, &(struct rte_lpm_config){
+		.max_rules = p->max_routes4 + extra, .number_tbl8s = p->lpm4_tbl8s });
+	if (fib->lpm4 == NULL)
+		goto fail_dpdk;
+	if (e->qsbr != NULL) {
+		struct rte_lpm_rcu_config rc = { .v = e->qsbr, .mode = RTE_LPM_QSBR_MODE_DQ };
 
-		snprintf(dname, sizeof(dname), "ep_rt4_%u_%d", seq, i);
-		fib->fib4[i] = rte_fib_create(dname, SOCKET_ID_ANY, &fc);
-		if (fib->fib4[i] == NULL)
+		if (rte_lpm_rcu_qsbr_add(fib->lpm4, &rc) != 0)
 			goto fail_dpdk;
 	}
-	fib->fib4_cur = fib->fib4[0];
 	for (int i = 0; i < 2; i++) {
 		snprintf(dname, sizeof(dname), "ep_rt6_%u_%d", seq, i);
 		fib->lpm6[i] = rte_lpm6_create(dname, SOCKET_ID_ANY, &(struct rte_lpm6_config){
@@ -511,8 +501,7 @@ ep_fib_free(struct ep_fib *fib)
 	rte_free(fib->nh);
 	rte_lpm6_free(fib->lpm6[0]);
 	rte_lpm6_free(fib->lpm6[1]);
-	rte_fib_free(fib->fib4[0]);
-	rte_fib_free(fib->fib4[1]);
+	rte_lpm_free(fib->lpm4);
 	rte_free(fib);
 }
 

@@ -54,6 +54,6 @@ router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	struct router_worker *rw = ctx;
 
 	return ep_fib_route_burst(rw->fw, pkts, next, n,
-				  EP_FIB_ROUTE_SRC_CHECK,
+				  EP_FIB_ROUTE_PREFETCH | EP_FIB_ROUTE_SRC_CHECK,
 				  ep_fib_local_echo, NULL);
 }
