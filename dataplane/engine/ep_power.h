@@ -340,6 +340,7 @@ struct ep_poll_facts {
 	bool probed;           /**< ports are up: queue facts are known (not --check) */
 	int n_rx;              /**< rx queues it polls (0: its pipeline is a source) */
 	bool own_wakeups;      /**< its pipeline has a service or wait hook or is a source */
+	bool wait_covers_rx;   /**< ... and its wait hook waits on the rx sockets too */
 	struct ep_poll_queue_facts rx[EP_POWER_MAX_RX];
 	/** Why its CPU's frequency cannot be set ("" when it can): not pinned
 	 *  to one CPU, no cpufreq driver, read-only sysfs. */
