@@ -86,6 +86,7 @@ extern const char *const ep_pmgmt_mode_name[EP_PMGMT__COUNT];
 #define EP_RT_AUTO            (-1)    /**< rt_priority: FIFO 1 for sleep-rx, else none */
 #define EP_AUTO_IDLE_POLLS    20      /**< auto's sleep-rx: empty polls before waiting */
 #define EP_AUTO_MAX_SLEEP_US  1000    /**< auto's sleep-rx: longest wait without a frame */
+#define EP_EVENT_IDLE_POLLS   5       /**< auto, a wait hook on the rx sockets: empty polls before waiting */
 
 /** A worker's polling policy: [engine] defaults, [worker] overrides, poll-set. */
 struct ep_poll_cfg {

@@ -358,16 +358,18 @@ EP_TEST(auto_makes_a_wait_hook_on_the_rx_sockets_event_driven)
 	ep_poll_cfg_default(&want);
 	xsk.own_wakeups = xsk.wait_covers_rx = true;
 	memif.own_wakeups = memif.wait_covers_rx = true;
-	/* The hook waits (sleep), with sleep-rx's profile. */
+	/* The hook waits (sleep), the whole pause from the first one on. */
 	ep_poll_resolve(&want, &xsk, &run);
 	EP_CHECK_EQ(run.policy, EP_POLL_SLEEP);
-	EP_CHECK_EQ(run.idle_polls, EP_AUTO_IDLE_POLLS);
+	EP_CHECK_EQ(run.idle_polls, EP_EVENT_IDLE_POLLS);
+	EP_CHECK_EQ(run.min_sleep_us, EP_AUTO_MAX_SLEEP_US);
 	EP_CHECK_EQ(run.max_sleep_us, EP_AUTO_MAX_SLEEP_US);
 	EP_CHECK_EQ(run.rt_priority, 1);
 	/* A queue without a socket cannot wake it: the timer's defaults. */
 	ep_poll_resolve(&want, &memif, &run);
 	EP_CHECK_EQ(run.policy, EP_POLL_SLEEP);
 	EP_CHECK_EQ(run.idle_polls, EP_POLL_IDLE_POLLS);
+	EP_CHECK_EQ(run.min_sleep_us, 1);
 	EP_CHECK_EQ(run.max_sleep_us, 100);
 	EP_CHECK_EQ(run.rt_priority, 0);
 }
