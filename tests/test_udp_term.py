@@ -95,6 +95,7 @@ def test_af_xdp_link_makes_the_workers_event_driven(dp_binary):
             assert poll["auto"] and poll["poll_policy"] == "sleep", (node, poll)
             assert poll["idle_polls"] == 5 and poll["min_sleep_us"] == 1000, (node, poll)
             assert poll["max_sleep_us"] == 1000, (node, poll)
+            assert "rx queues' sockets" in poll["mechanism"], (node, poll)
             sched = poll["sched"]
             # SCHED_FIFO 1 where the process may have it; else the reason.
             assert sched["rt_priority"] == 1, (node, sched)
