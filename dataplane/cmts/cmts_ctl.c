@@ -311,7 +311,7 @@ ctl_cm_get(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 	cm = cmts_cm_get(sg, id);
 	if (cm == NULL)
 		return ep_err_set(err, "no CM %u", id);
-	json_object_update(res, json_pack("{s:o}", "cm", cm_json(sg, cm, true)));
+	json_object_set_new(res, "cm", cm_json(sg, cm, true));
 	return 0;
 }
 
