@@ -92,14 +92,14 @@ class Ours(ab.Process):
 
     label = "ours"
 
-    def __init__(self, work, quick):
+    def __init__(self, work, quick, binary=None, engine=None):
         self.work = work
         self.dp = self.proc = Dp(None, None, name="cmts", workdir=work, start_timeout=180,
-                                 ctl_timeout=30, log=print)
+                                 ctl_timeout=30, log=print, binary_path=binary)
         self.dp.sections = inproc_sections(SgProfile(ch_rate="40G"), work, self.dp.ctl_path,
                                            lcores=LCORES, gen={"ds": "off", "us": "off"},
                                            memory="hugepages")
-        self.dp.sections["engine"].update(IDLE_SLEEP)
+        self.dp.sections["engine"].update(IDLE_SLEEP, **(engine or {}))
 
     def __enter__(self):
         self.dp.start()
