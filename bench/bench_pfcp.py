@@ -28,6 +28,7 @@ are net_null (no traffic: the cost of the control path is what is
 measured) and its workers sleep between polls (adaptive polling).
 """
 import json
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -83,11 +84,14 @@ def cpu_seconds(pid):
 
 
 def run_client(argv):
-    t0 = time.monotonic()
+    """Runs a client to its end: its JSON, its wall and CPU seconds."""
+    t0, r0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:2])}: {p.stderr.strip()[-500:]}")
-    return json.loads(p.stdout), time.monotonic() - t0
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return json.loads(p.stdout), time.monotonic() - t0, cpu
 
 
 def pfcp_round(workdir, fill, n):
@@ -103,9 +107,10 @@ def pfcp_round(workdir, fill, n):
             if upf.poll() is not None:
                 raise RuntimeError("edgeplane upf exited: " + (wd / "upf.log").read_text()[-500:])
             cpu0 = {"upf": cpu_seconds(upf.pid), "dp": cpu_seconds(dp.pid)}
-            res, _ = run_client([str(BIN / "pfcp-cp-sim"), "bench", "--upf", f"127.0.0.1:{UPF_PORT}",
+            res, _, client_cpu = run_client([str(BIN / "pfcp-cp-sim"), "bench", "--upf", f"127.0.0.1:{UPF_PORT}",
                                  "--local", "127.0.0.1:0", "--fill", str(fill), "--sessions", str(n)])
             cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in (("upf", upf.pid), ("dp", dp.pid))}
+            cpu["client"] = client_cpu
             installed = dp.ctl("bng-stats")["subscribers"]
         finally:
             upf.terminate()
@@ -120,10 +125,10 @@ def direct_round(workdir, fill, n, batch=1000, window=2):
     wd = Path(tempfile.mkdtemp(dir=workdir, prefix="direct-"))
     with Dp(None, dp_config(), name="dp", workdir=wd, start_timeout=120, ctl_timeout=30) as dp:
         cpu0 = cpu_seconds(dp.pid)
-        res, _ = run_client([str(BIN / "pfcp-cp-sim"), "direct", "--socket", str(dp.ctl_path),
+        res, _, client_cpu = run_client([str(BIN / "pfcp-cp-sim"), "direct", "--socket", str(dp.ctl_path),
                              "--fill", str(fill), "--sessions", str(n), "--batch", str(batch),
                              "--window", str(window)])
-        res["cpu_s"] = {"dp": cpu_seconds(dp.pid) - cpu0}
+        res["cpu_s"] = {"dp": cpu_seconds(dp.pid) - cpu0, "client": client_cpu}
         res["installed"] = dp.ctl("bng-stats")["subscribers"]
     return res
 

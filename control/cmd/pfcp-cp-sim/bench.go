@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -41,7 +42,19 @@ type result struct {
 	P99MS    float64        `json:"p99_ms"`
 	Causes   map[string]int `json:"causes,omitempty"`
 	Batches  int            `json:"batches,omitempty"`
-	TableUS  int64          `json:"table_us,omitempty"`
+	// CPUS is this client's CPU time (user + system, every thread) over
+	// the timed part: what the load generator itself cost.
+	CPUS    float64 `json:"cpu_s"`
+	TableUS int64   `json:"table_us,omitempty"`
+}
+
+// cpuSeconds is this process's CPU time so far, user + system.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func percentile(d []time.Duration, p float64) float64 {
@@ -134,8 +147,13 @@ func establishRun(cp *cpsim.CP, offset, n, window int) (result, []uint64, error)
 	sent := make([]time.Time, n)
 	lats := make([]time.Duration, 0, n)
 	causes := map[string]int{}
+	var byCause [256]int
 	seids := make([]uint64, n)
-	start := time.Now()
+	// One timer for the whole run, reset only when the loop waits: a
+	// time.After per answer was a timer (and its garbage) per session.
+	idle := time.NewTimer(time.Hour)
+	defer idle.Stop()
+	cpu0, start := cpuSeconds(), time.Now()
 	next, got := 0, 0
 	for got < n {
 		if next < n && next-got < window {
@@ -149,30 +167,42 @@ func establishRun(cp *cpsim.CP, offset, n, window int) (result, []uint64, error)
 			}
 			next += k
 		}
+		var b []byte
 		select {
-		case b := <-cp.Raw:
-			seq, cause, seid, ok := answerFields(b)
-			if !ok {
+		case b = <-cp.Raw:
+		default:
+			idle.Reset(60 * time.Second)
+			select {
+			case b = <-cp.Raw:
+			case <-idle.C:
+				causes["timeout"] += n - got
+				got = n
 				continue
 			}
-			i, known := seqIdx[seq]
-			if !known {
-				continue
-			}
-			got++
-			causes[fmt.Sprint(cause)]++
-			if cause == ie.CauseRequestAccepted {
-				lats = append(lats, time.Since(sent[i]))
-				seids[i] = seid
-			}
-		case <-time.After(60 * time.Second):
-			causes["timeout"] += n - got
-			got = n
+		}
+		seq, cause, seid, ok := answerFields(b)
+		if !ok {
+			continue
+		}
+		i, known := seqIdx[seq]
+		if !known {
+			continue
+		}
+		got++
+		byCause[cause]++
+		if cause == ie.CauseRequestAccepted {
+			lats = append(lats, time.Since(sent[i]))
+			seids[i] = seid
 		}
 	}
-	el := time.Since(start).Seconds()
+	el, cpu := time.Since(start).Seconds(), cpuSeconds()-cpu0
+	for c, k := range byCause {
+		if k > 0 {
+			causes[fmt.Sprint(c)] = k
+		}
+	}
 	return result{Sessions: len(lats), Seconds: el, PerS: float64(len(lats)) / el,
-		P50MS: percentile(lats, 0.5), P99MS: percentile(lats, 0.99), Causes: causes}, seids, nil
+		P50MS: percentile(lats, 0.5), P99MS: percentile(lats, 0.99), Causes: causes, CPUS: cpu}, seids, nil
 }
 
 // direct adds the same subscribers through edgeplane-dp's control socket
@@ -245,7 +275,7 @@ func addRun(ctx context.Context, c *dpctl.Client, offset, n, idBase, batch, wind
 	var table int64
 	inflight := make(chan sent, window)
 	errc := make(chan error, 1)
-	start := time.Now()
+	cpu0, start := cpuSeconds(), time.Now()
 	go func() {
 		for _, l := range lines {
 			inflight <- sent{c.GoRaw(ctx, cmd, l), time.Now()}
@@ -269,9 +299,9 @@ func addRun(ctx context.Context, c *dpctl.Client, offset, n, idBase, batch, wind
 	if err := <-errc; err != nil {
 		return result{}, err
 	}
-	el := time.Since(start).Seconds()
+	el, cpu := time.Since(start).Seconds(), cpuSeconds()-cpu0
 	return result{Sessions: n, Seconds: el, PerS: float64(n) / el, P50MS: percentile(lats, 0.5),
-		P99MS: percentile(lats, 0.99), Batches: len(lines), TableUS: table}, nil
+		P99MS: percentile(lats, 0.99), Batches: len(lines), TableUS: table, CPUS: cpu}, nil
 }
 
 // answerFields reads an establishment answer's sequence number, cause and

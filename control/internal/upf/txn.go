@@ -25,19 +25,20 @@ type rxKey struct {
 	seq  uint32
 }
 
+// rxEntry is held in the maps by value (an allocation less per request).
 type rxEntry struct {
 	resp []byte // nil while the request is being handled
 }
 
 type dupCache struct {
 	mu        sync.Mutex
-	cur, prev map[rxKey]*rxEntry
+	cur, prev map[rxKey]rxEntry
 	swapped   time.Time
 	half      time.Duration
 }
 
 func newDupCache(retain time.Duration) *dupCache {
-	return &dupCache{cur: map[rxKey]*rxEntry{}, prev: map[rxKey]*rxEntry{}, half: retain / 2}
+	return &dupCache{cur: map[rxKey]rxEntry{}, prev: map[rxKey]rxEntry{}, half: retain / 2}
 }
 
 // Verdict of a request seen again or for the first time.
@@ -51,7 +52,7 @@ const (
 
 func (c *dupCache) rotate(now time.Time) {
 	if now.Sub(c.swapped) >= c.half {
-		c.prev, c.cur = c.cur, make(map[rxKey]*rxEntry, len(c.cur))
+		c.prev, c.cur = c.cur, make(map[rxKey]rxEntry, len(c.cur))
 		c.swapped = now
 	}
 }
@@ -75,7 +76,7 @@ func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, now time.Time) (dupVer
 		}
 		return dupAnswered, e.resp
 	}
-	c.cur[k] = &rxEntry{}
+	c.cur[k] = rxEntry{}
 	return dupNew, nil
 }
 
@@ -84,15 +85,13 @@ func (c *dupCache) Answer(peer netip.AddrPort, seq uint32, resp []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := rxKey{peer, seq}
-	if e, ok := c.cur[k]; ok {
-		e.resp = resp
-		return
+	if _, ok := c.cur[k]; !ok {
+		if _, ok := c.prev[k]; ok {
+			c.prev[k] = rxEntry{resp: resp}
+			return
+		}
 	}
-	if e, ok := c.prev[k]; ok {
-		e.resp = resp
-		return
-	}
-	c.cur[k] = &rxEntry{resp: resp}
+	c.cur[k] = rxEntry{resp: resp}
 }
 
 // Forget drops a request that was not answered (and will not be: the
