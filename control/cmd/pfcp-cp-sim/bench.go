@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"syscall"
 	"time"
@@ -79,7 +80,19 @@ func bench(args []string) error {
 	n := fs.Int("sessions", 10000, "sessions established in the timed run")
 	window := fs.Int("window", 4096, "requests outstanding at most")
 	del := fs.Bool("delete", false, "delete the sessions afterwards (not timed)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (runtime/pprof) of the client to FILE")
 	fs.Parse(args)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	up, err := netip.ParseAddrPort(*upAddr)
 	if err != nil {
 		return fmt.Errorf("--upf: %w", err)
