@@ -274,8 +274,10 @@ func (u *UPF) message(m []byte, peer netip.AddrPort) {
 		u.c.malformed[wire.ProblemHeaderLength].Add(1)
 		return
 	}
-	verdict, cached := u.dups.Begin(peer, h.Sequence, u.now())
+	verdict, cached := u.dups.Begin(peer, h.Sequence, requestSum(m), u.now())
 	switch verdict {
+	case dupReused:
+		u.c.seqReused.Add(1)
 	case dupInFlight:
 		u.c.dupInFlight.Add(1)
 		return

@@ -34,38 +34,43 @@ func TestRawMetaJSON(t *testing.T) {
 
 // A request is handled once: a copy while it is handled is dropped, a
 // copy after its answer gets that answer, in either generation of the
-// cache; a forgotten one is new again.
+// cache; other bytes under its number, or a forgotten one, are new.
 func TestDuplicateCache(t *testing.T) {
 	c := newDupCache(30 * time.Second)
 	peer := netip.MustParseAddrPort("198.18.0.1:8805")
 	t0 := time.Unix(1795000000, 0)
-	if v, _ := c.Begin(peer, 7, t0); v != dupNew {
+	sum7, sum8 := requestSum([]byte("request 7")), requestSum([]byte("request 8"))
+	if v, _ := c.Begin(peer, 7, sum7, t0); v != dupNew {
 		t.Fatalf("first copy: %v", v)
 	}
-	if v, _ := c.Begin(peer, 7, t0); v != dupInFlight {
+	if v, _ := c.Begin(peer, 7, sum7, t0); v != dupInFlight {
 		t.Fatalf("copy while handled: %v", v)
 	}
 	c.Answer(peer, 7, []byte("answer"))
-	if v, b := c.Begin(peer, 7, t0); v != dupAnswered || string(b) != "answer" {
+	if v, b := c.Begin(peer, 7, sum7, t0); v != dupAnswered || string(b) != "answer" {
 		t.Fatalf("copy after the answer: %v %q", v, b)
 	}
 	// Rotated once: the entry is in the old generation and still answers.
-	if v, b := c.Begin(peer, 7, t0.Add(16*time.Second)); v != dupAnswered || string(b) != "answer" {
+	if v, b := c.Begin(peer, 7, sum7, t0.Add(16*time.Second)); v != dupAnswered || string(b) != "answer" {
 		t.Fatalf("after one rotation: %v %q", v, b)
 	}
 	// Begun, rotated, then answered: the answer lands where the entry is.
-	c.Begin(peer, 8, t0.Add(16*time.Second))
+	c.Begin(peer, 8, sum8, t0.Add(16*time.Second))
 	c.rotate(t0.Add(32 * time.Second))
 	c.Answer(peer, 8, []byte("late"))
-	if v, b := c.Begin(peer, 8, t0.Add(33*time.Second)); v != dupAnswered || string(b) != "late" {
+	if v, b := c.Begin(peer, 8, sum8, t0.Add(33*time.Second)); v != dupAnswered || string(b) != "late" {
 		t.Fatalf("answered in the old generation: %v %q", v, b)
 	}
+	// The same number with other bytes (a restarted peer) is new.
+	if v, _ := c.Begin(peer, 8, sum7, t0.Add(33*time.Second)); v != dupReused {
+		t.Fatalf("a reused number: %v", v)
+	}
 	c.Forget(peer, 8)
-	if v, _ := c.Begin(peer, 8, t0.Add(34*time.Second)); v != dupNew {
+	if v, _ := c.Begin(peer, 8, sum8, t0.Add(34*time.Second)); v != dupNew {
 		t.Fatalf("forgotten: %v", v)
 	}
 	// Two rotations later an entry is gone.
-	if v, _ := c.Begin(peer, 7, t0.Add(80*time.Second)); v != dupNew {
+	if v, _ := c.Begin(peer, 7, sum7, t0.Add(80*time.Second)); v != dupNew {
 		t.Fatalf("expired: %v", v)
 	}
 }

@@ -15,6 +15,14 @@ import (
 // twice (clause 6.4: "the receiver shall respond with the same response").
 // Answers are kept for Retain, which must exceed the peer's T1 x N1.
 //
+// A copy is the same request only if its bytes are: a peer that restarts
+// numbers its requests from where its new process starts, and may reuse
+// a number this cache still holds for a request of the old process.
+// Answering that with the old answer (an Association Setup Response for a
+// Session Establishment Request) would confuse the peer for good, so each
+// entry keeps a 64-bit hash of its request; a number reused with other
+// bytes is a new request (counted as sequence_reused) and replaces it.
+//
 // The cache is two generations of maps, swapped every Retain/2: an entry
 // lives between Retain/2 and Retain, and expiry costs nothing per entry
 // (no timer each; at 10,000 requests a second that would be 10,000
@@ -27,6 +35,7 @@ type rxKey struct {
 
 // rxEntry is held in the maps by value (an allocation less per request).
 type rxEntry struct {
+	sum  uint64 // hash of the request's bytes
 	resp []byte // nil while the request is being handled
 }
 
@@ -48,6 +57,7 @@ const (
 	dupNew      dupVerdict = iota // handle it
 	dupInFlight                   // being handled: drop this copy
 	dupAnswered                   // answered: send the cached answer
+	dupReused                     // a new request under a number the cache held: handle it
 )
 
 func (c *dupCache) rotate(now time.Time) {
@@ -57,9 +67,9 @@ func (c *dupCache) rotate(now time.Time) {
 	}
 }
 
-// Begin records a request; for a duplicate it returns what to do and the
-// cached answer.
-func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, now time.Time) (dupVerdict, []byte) {
+// Begin records a request (sum: hash of its bytes, requestSum); for a
+// duplicate it returns what to do and the cached answer.
+func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, sum uint64, now time.Time) (dupVerdict, []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rotate(now)
@@ -70,14 +80,30 @@ func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, now time.Time) (dupVer
 			c.cur[k] = e
 		}
 	}
-	if ok {
+	if ok && e.sum == sum {
 		if e.resp == nil {
 			return dupInFlight, nil
 		}
 		return dupAnswered, e.resp
 	}
-	c.cur[k] = rxEntry{}
+	delete(c.prev, k)
+	c.cur[k] = rxEntry{sum: sum}
+	if ok {
+		return dupReused, nil
+	}
 	return dupNew, nil
+}
+
+// requestSum hashes a request for Begin (FNV-1a, 64 bits: a PFCP request
+// is a few hundred bytes; hashing it costs well under a microsecond, far
+// below its decoding).
+func requestSum(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, x := range b {
+		h ^= uint64(x)
+		h *= 1099511628211
+	}
+	return h
 }
 
 // Answer stores the answer sent for a request.
@@ -85,11 +111,15 @@ func (c *dupCache) Answer(peer netip.AddrPort, seq uint32, resp []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := rxKey{peer, seq}
-	if _, ok := c.cur[k]; !ok {
-		if _, ok := c.prev[k]; ok {
-			c.prev[k] = rxEntry{resp: resp}
-			return
-		}
+	if e, ok := c.cur[k]; ok {
+		e.resp = resp
+		c.cur[k] = e
+		return
+	}
+	if e, ok := c.prev[k]; ok {
+		e.resp = resp
+		c.prev[k] = e
+		return
 	}
 	c.cur[k] = rxEntry{resp: resp}
 }
