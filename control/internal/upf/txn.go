@@ -1,6 +1,7 @@
 package upf
 
 import (
+	"hash/maphash"
 	"net/netip"
 	"sync"
 	"time"
@@ -94,17 +95,13 @@ func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, sum uint64, now time.T
 	return dupNew, nil
 }
 
-// requestSum hashes a request for Begin (FNV-1a, 64 bits: a PFCP request
-// is a few hundred bytes; hashing it costs well under a microsecond, far
-// below its decoding).
-func requestSum(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, x := range b {
-		h ^= uint64(x)
-		h *= 1099511628211
-	}
-	return h
-}
+// requestSum hashes a request for Begin: hash/maphash (AES-based where
+// the CPU has it), a few tens of nanoseconds for a request of a few
+// hundred bytes where a byte-at-a-time FNV-1a took 1.5 % of an
+// establishment.  The seed is this process's: sums are never stored.
+func requestSum(b []byte) uint64 { return maphash.Bytes(sumSeed, b) }
+
+var sumSeed = maphash.MakeSeed()
 
 // Answer stores the answer sent for a request.
 func (c *dupCache) Answer(peer netip.AddrPort, seq uint32, resp []byte) {
