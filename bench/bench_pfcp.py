@@ -30,6 +30,7 @@ are net_null (no traffic: the cost of the control path is what is
 measured) and its workers sleep between polls (adaptive polling).
 """
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -106,11 +107,12 @@ def run_client(argv):
     return json.loads(p.stdout), time.monotonic() - t0, cpu
 
 
-def pfcp_round(workdir, fill, n):
+def pfcp_round(workdir, fill, n, bindir=None):
+    bindir = bindir or BIN
     wd = Path(tempfile.mkdtemp(dir=workdir, prefix="pfcp-"))
     with Dp(None, dp_config(), name="dp", workdir=wd, start_timeout=120, ctl_timeout=30) as dp:
         log = open(wd / "upf.log", "w")
-        upf = subprocess.Popen([str(BIN / "edgeplane"), "upf", "--listen", f"127.0.0.1:{UPF_PORT}",
+        upf = subprocess.Popen([str(bindir / "edgeplane"), "upf", "--listen", f"127.0.0.1:{UPF_PORT}",
                                 "--gtpu", "127.0.0.1:0", "--dp-socket", str(dp.ctl_path),
                                 "--state-dir", str(wd / "state"), "--sub-ids", f"1-{TOTAL}",
                                 "--heartbeat-interval", "1h", "--metrics", f"127.0.0.1:{UPF_PORT + 1}"],
@@ -120,7 +122,7 @@ def pfcp_round(workdir, fill, n):
             if upf.poll() is not None:
                 raise RuntimeError("edgeplane upf exited: " + (wd / "upf.log").read_text()[-500:])
             cpu0 = {"upf": cpu_seconds(upf.pid), "dp": cpu_seconds(dp.pid)}
-            res, _, client_cpu = run_client([str(BIN / "pfcp-cp-sim"), "bench", "--upf", f"127.0.0.1:{UPF_PORT}",
+            res, _, client_cpu = run_client([str(bindir / "pfcp-cp-sim"), "bench", "--upf", f"127.0.0.1:{UPF_PORT}",
                                  "--local", "127.0.0.1:0", "--fill", str(fill), "--sessions", str(n)])
             cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in (("upf", upf.pid), ("dp", dp.pid))}
             cpu["client"] = client_cpu
@@ -160,6 +162,12 @@ def run(args):
                 f"installed {res['installed']}")
     sides = [ab.Call("pfcp", lambda: pfcp_round(workdir, fill, n), said),
              ab.Call("direct", lambda: direct_round(workdir, fill, n), said)]
+    # PFCP_BASELINE_BIN=<dir with another build's edgeplane and
+    # pfcp-cp-sim>: that build is a third side of the same rounds (a
+    # change's before and after, measured back to back).
+    baseline = os.environ.get("PFCP_BASELINE_BIN")
+    if baseline:
+        sides.append(ab.Call("baseline", lambda: pfcp_round(workdir, fill, n, Path(baseline)), said))
     res = ab.alternate(sides, rounds)
     pf, dr = res["pfcp"], res["direct"]
     # One sub-add per request (64 pipelined), as a controller without
@@ -196,9 +204,19 @@ def run(args):
                                             "p50_ms": single["run"]["p50_ms"]}}
     per_s = lambda x: x["run"]["per_s"]  # noqa: E731
     vs_direct, vs_direct_rounds = ab.ratio(pf, dr, per_s)
+    extra_rounds = {}
+    if baseline:
+        bl = res["baseline"]
+        peers["pfcp-baseline-build"] = {"bin": baseline, "sessions_per_s": med([per_s(x) for x in bl]),
+                                        "cpu_us_per_session": {"upf": per_session_us(bl, "upf"),
+                                                               "client": per_session_us(bl, "client")}}
+        ratios_bl = {"pfcp_vs_baseline": ab.ratio(pf, bl, per_s), "baseline_vs_direct": ab.ratio(bl, dr, per_s)}
+        extra_rounds = {k: v[1] for k, v in ratios_bl.items()}
     ratios = {"pfcp_vs_direct": vs_direct,
               "pfcp_vs_sub_add_per_request": rate / single["run"]["per_s"] if single["run"]["per_s"] else 0.0,
               "goal_pfcp_vs_direct": 0.5}
+    if baseline:
+        ratios.update({k: v[0] for k, v in ratios_bl.items()})
     config = {"fill": fill, "timed": n, "rounds": rounds, "window": 4096, "direct_batch": 1000,
               "direct_in_flight": 2, "ports": "net_null (no traffic)", "pipes": TOTAL, "hqos_qsize": 16}
     comparisons = [common.comparison(f"{n} more after {fill}", rate, "direct-control-socket",
@@ -208,4 +226,4 @@ def run(args):
                                      peer_rounds=[round(per_s(x)) for x in dr])]
     return common.result("pfcp", config, metrics, peers, ratios,
                          extra={"comparisons": comparisons,
-                                "ratio_rounds": {"pfcp_vs_direct": vs_direct_rounds}})
+                                "ratio_rounds": {"pfcp_vs_direct": vs_direct_rounds, **extra_rounds}})

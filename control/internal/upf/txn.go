@@ -98,10 +98,10 @@ func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, sum uint64, now time.T
 // requestSum hashes a request for Begin: hash/maphash (AES-based where
 // the CPU has it), a few tens of nanoseconds for a request of a few
 // hundred bytes where a byte-at-a-time FNV-1a took 1.5 % of an
-// establishment.  The seed is this process's: sums are never stored.
-func requestSum(b []byte) uint64 { return maphash.Bytes(sumSeed, b) }
+// establishment.  The hash key is this process's: sums are never stored.
+func requestSum(b []byte) uint64 { return maphash.Bytes(sumKey, b) }
 
-var sumSeed = maphash.MakeSeed()
+var sumKey = maphash.MakeSeed()
 
 // Answer stores the answer sent for a request.
 func (c *dupCache) Answer(peer netip.AddrPort, seq uint32, resp []byte) {
