@@ -558,7 +558,7 @@ func (u *UPF) request(peer netip.AddrPort, m message.Message, seq uint32, done f
 }
 
 func (u *UPF) onResponse(h wire.Header, m []byte, peer netip.AddrPort) {
-	r, ok := u.out.Match(peer, h.Sequence)
+	r, ok := u.out.Match(peer, h.Sequence, h.Type)
 	if !ok {
 		u.c.lateResponses.Add(1)
 		return

@@ -1,6 +1,8 @@
 package upf
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"hash/maphash"
 	"net/netip"
 	"sync"
@@ -159,8 +161,12 @@ type outbox struct {
 	n1      int
 }
 
+// The first number is random: the peer's duplicate cache may still hold
+// answers to the numbers a previous process of ours used.
 func newOutbox(t1 time.Duration, n1 int) *outbox {
-	return &outbox{pending: map[rxKey]*txReq{}, t1: t1, n1: n1}
+	var b [4]byte
+	rand.Read(b[:])
+	return &outbox{pending: map[rxKey]*txReq{}, t1: t1, n1: n1, seq: binary.BigEndian.Uint32(b[:]) & 0xffffff}
 }
 
 // Next is the next sequence number (1..2^24-1, wrapping).
@@ -181,17 +187,20 @@ func (o *outbox) Add(peer netip.AddrPort, seq uint32, msg []byte, now time.Time,
 	o.pending[rxKey{peer, seq}] = &txReq{peer: peer, seq: seq, msg: msg, left: o.n1, deadline: now.Add(o.t1), done: done}
 }
 
-// Match takes the request a response answers; false if none is pending
-// (a late or stray response).
-func (o *outbox) Match(peer netip.AddrPort, seq uint32) (*txReq, bool) {
+// Match takes the request a response of type typ answers; false if none
+// is pending under that number, or the one pending is not of the type
+// this answers (TS 29.244 clause 7.3: an answer's type is its request's
+// plus one), which stays pending.
+func (o *outbox) Match(peer netip.AddrPort, seq uint32, typ uint8) (*txReq, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	k := rxKey{peer, seq}
 	r, ok := o.pending[k]
-	if ok {
-		delete(o.pending, k)
+	if !ok || len(r.msg) < 2 || r.msg[1]+1 != typ {
+		return nil, false
 	}
-	return r, ok
+	delete(o.pending, k)
+	return r, true
 }
 
 // Due returns the requests to send again and those that ran out of tries.
