@@ -36,7 +36,7 @@ def one_round(n, outstanding):
     ipoe_pool = {"name": "ipoe-bench", "range": "198.18.112.10-198.18.127.250", "gateway": "198.18.112.1/20"}
     lab = BngCpLab(tag="bcbench", users=n, bng_extra={"control_port": "ctl", "max_subscribers": 8192},
                    subports={0: "rate=1G pipes=8192"},
-                   cp={"pppoe": {"auth": ["chap"], "keepalive": "30s"}, "ipoe": {"lease": "3600s", "dhcpv6": False},
+                   cp={"pppoe": {"auth": ["chap"], "keepalive": "30s", "restart_timer": "3s"}, "ipoe": {"lease": "3600s", "dhcpv6": False},
                        "limits": {"new_per_second": 100000, "new_burst": 100000, "per_mac_per_second": 5},
                        "aaa": {"default_pool": "ipoe-bench"}})
     # The lab's pools plus a /20 for IPoE at this scale.
@@ -60,7 +60,7 @@ def one_round(n, outstanding):
                          "setup_ms": s["setup_ms"], "emu_cpu_s": s["cpu_s"],
                          "emu_ceiling_per_cpu_s": s.get("ceiling_per_cpu_s", 0.0),
                          "traffic_tx": r["tx"], "traffic_rx": r["rx"], "time_to_traffic_s": all_traffic,
-                         "failures": s.get("failures", {})}
+                         "phase_ms_p50": s.get("phase_ms_p50", {}), "failures": s.get("failures", {})}
             print(f"    {mode}: {s['up']}/{n} up at {s.get('rate_per_s', 0):.0f}/s "
                   f"(p50 {s['setup_ms']['p50']:.0f} ms, p99 {s['setup_ms']['p99']:.0f} ms), "
                   f"traffic {r['rx']}/{r['tx']}, all carrying traffic after {all_traffic:.1f} s; "

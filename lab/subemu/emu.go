@@ -38,6 +38,7 @@ type sess struct {
 	st  state
 
 	t0, tUp  time.Time
+	tIn      [stUp]time.Time // when each set-up phase began (stIdle: unused)
 	deadline time.Time
 	retries  int
 	last     []byte // the frame to send again on a timeout
@@ -51,8 +52,9 @@ type sess struct {
 	magic      uint32
 	peerMagic  uint32
 	id         uint8
-	lcpAcked   bool // the server acked ours
-	lcpPeerAck bool // we acked the server's
+	rejID      uint8 // our Protocol-Rejects' identifiers
+	lcpAcked   bool  // the server acked ours
+	lcpPeerAck bool  // we acked the server's
 	auth       uint16
 	chapName   string
 	ipcpAcked  bool
@@ -317,6 +319,15 @@ func (lp *loop) frame(b []byte) {
 		lp.session(s, f)
 	case 0x0800, 0x86dd:
 		lp.ipoeFrame(s, f)
+	}
+}
+
+// enter moves a subscriber into a set-up phase and notes when: the
+// report's per-phase times say where a set-up's time goes.
+func (s *sess) enter(st state) {
+	s.st = st
+	if st < stUp {
+		s.tIn[st] = time.Now()
 	}
 }
 
