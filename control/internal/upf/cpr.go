@@ -51,9 +51,9 @@ import (
 
 // CPR is the redirect: its rules, its GTP-U socket, its frame port.
 type CPR struct {
-	u    *UPF
-	gtp  *net.UDPConn
-	pc   *ipv4.PacketConn // gtp's batch calls (recvmmsg, sendmmsg)
+	u   *UPF
+	gtp *net.UDPConn
+	pc  *ipv4.PacketConn // gtp's batch calls (recvmmsg, sendmmsg)
 	// The data plane's side: punted frames in, frames for the access port
 	// out (its control port's other end, a net_af_packet or net_tap port);
 	// one logical port, puntPort.
