@@ -113,6 +113,7 @@ type emu struct {
 	start     time.Time
 	upN       atomic.Int64
 	failN     atomic.Int64
+	retx      atomic.Int64 // requests sent again after no answer within -rto
 	begun     atomic.Int64
 	unknownRx atomic.Uint64
 	traffic   atomic.Pointer[traffic]
@@ -296,6 +297,7 @@ func (lp *loop) timeout(s *sess) {
 		lp.failed(s, "no answer in state "+stateNames[s.st])
 		return
 	}
+	lp.e.retx.Add(1)
 	lp.out = append(lp.out, s.last)
 	lp.arm(s, c.rto)
 }

@@ -260,7 +260,7 @@ func (e *emu) setupReport(cpu float64) {
 	elapsed := last.Sub(e.start).Seconds()
 	r := map[string]any{"event": "setup", "mode": e.cfg.mode, "encap": e.cfg.encap, "requested": e.cfg.n,
 		"up": len(ms), "failed": e.cfg.n - len(ms), "elapsed_s": elapsed, "cpu_s": cpu,
-		"rx_frames": e.lk.rx.Load(), "tx_frames": e.lk.tx.Load(), "tx_errors": e.lk.txErr.Load(),
+		"rx_frames": e.lk.rx.Load(), "tx_frames": e.lk.tx.Load(), "tx_errors": e.lk.txErr.Load(), "retransmits": e.retx.Load(), "rx_dropped": e.lk.dropped(),
 		"setup_ms":     map[string]float64{"p50": pct(ms, .5), "p90": pct(ms, .9), "p99": pct(ms, .99), "max": pct(ms, 1)},
 		"phase_ms_p50": phaseP50, "failures": fails}
 	if elapsed > 0 {

@@ -80,8 +80,14 @@ func Open(iface string, o Options) (*Socket, error) {
 	if o.Wake == 0 {
 		o.Wake = 250 * time.Millisecond
 	}
-	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.RcvBuf)
-	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.SndBuf)
+	// FORCE goes past net.core.rmem_max/wmem_max with CAP_NET_ADMIN
+	// (what a BNG function has); without it the sysctl's bound applies.
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, o.RcvBuf) != nil {
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.RcvBuf)
+	}
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, o.SndBuf) != nil {
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.SndBuf)
+	}
 	// Closing a socket does not end a recvmmsg blocked on it: the reader
 	// wakes up every o.Wake to look at its context.
 	tv := unix.NsecToTimeval(o.Wake.Nanoseconds())
