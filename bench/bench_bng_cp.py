@@ -30,6 +30,22 @@ from bench import common
 GOAL_SESSIONS, GOAL_RATE = 2000, 1000
 
 
+def cpu_and_wait(pid):
+    """A process's CPU time and its time runnable but waiting for a CPU,
+    summed over its threads (/proc/PID/task/*/schedstat: on-CPU and
+    run-queue nanoseconds): on a shared machine the second says how much
+    of a set-up went to the neighbours."""
+    import os
+    run = wait = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            a, b, _ = open(f"/proc/{pid}/task/{t}/schedstat").read().split()
+        except (OSError, ValueError):
+            continue
+        run, wait = run + int(a), wait + int(b)
+    return {"cpu_s": run / 1e9, "runq_wait_s": wait / 1e9}
+
+
 def one_round(n, outstanding):
     from lab.bngcp_lab import REFLECT_PORT, BngCpLab
     from lab.bng_lab import BNG_CORE4, CORE4
@@ -67,6 +83,10 @@ def one_round(n, outstanding):
                   f"emulator ceiling {s.get('ceiling_per_cpu_s', 0):.0f}/CPU-s")
         out["user_plane_subscribers"] = lab.up_subscribers()
         out["cp_up"] = sum(1 for x in lab.bngcp.sessions() if x["state"] == "up")
+        out["sched"] = {k: cpu_and_wait(p.pid) for k, p in
+                        (("edgeplane-dp", lab.dp.proc), ("edgeplane upf", lab.upf.proc), ("edgeplane bng-cp", lab.bngcp.proc))}
+        import os
+        out["load"] = os.getloadavg()[0]
         return out
     finally:
         lab.close()
@@ -94,6 +114,11 @@ def run(args):
         "ipoe_time_to_traffic_s": med("ipoe", "time_to_traffic_s"),
         "goal_sessions_established": max(GOAL_SESSIONS, 2 * n),
         "goal_setup_per_s": GOAL_RATE,
+        # Per process over a round (start-up included): CPU time, and time
+        # runnable but waiting for a CPU.
+        "sched": {k: {f: statistics.median([x["sched"][k][f] for x in res]) for f in ("cpu_s", "runq_wait_s")}
+                  for k in res[0]["sched"]},
+        "load_average": statistics.median([x["load"] for x in res]),
         "rounds": res,
     }
     peers = {"subemu (the emulator alone, per CPU-second)": {
