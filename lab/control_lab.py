@@ -7,6 +7,8 @@ stopped when the `with` block ends.
         cp.apply({"nodes": {"edge1": {...}}})
         cp.wait_converged("edge1", revision)
 """
+import contextlib
+import importlib.util
 import json
 import os
 import socket
@@ -18,6 +20,21 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+DASHBOARDS = ROOT / "deploy" / "helm" / "edgeplane" / "dashboards"
+
+
+def dashboard_metrics():
+    """{dashboard file name: the metric names its queries use}, read from
+    the JSON in the chart with the generator's own parser."""
+    spec = importlib.util.spec_from_file_location("grafana_dashboards", ROOT / "deploy" / "grafana_dashboards.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return {p.name: gen.metric_names(json.loads(p.read_text())) for p in sorted(DASHBOARDS.glob("*.json"))}
+
+
+def exposition_names(text):
+    """The sample names of a Prometheus text exposition."""
+    return {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
 
 
 def edgeplane_binary():
@@ -31,6 +48,21 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def in_namespace(host):
+    """Sockets opened inside are the namespace of host (a lab.topology
+    Host; None: this process's own)."""
+    if host is None:
+        yield
+        return
+    from pyroute2.netns import popns, pushns
+    pushns(host.ns)
+    try:
+        yield
+    finally:
+        popns()
 
 
 def wait_for(what, cond, timeout=30.0, interval=0.1):
@@ -53,12 +85,20 @@ class HTTPError(Exception):
 class ControlPlane:
     """Controller + agent (+ Prometheus when prometheus=True)."""
 
-    def __init__(self, workdir, dp_socket, node="edge1", prometheus=False, agent=True):
+    def __init__(self, workdir, dp_socket, node="edge1", prometheus=False, agent=True, host=None,
+                 agent_args=(), scrape=()):
+        """dp_socket: the agent's --dp-socket (None: agent_args names the
+        sockets).  host: a lab.topology Host whose namespace every process
+        runs in (loopback addresses are that namespace's); None: this one.
+        scrape: further (job, "host:port") targets for Prometheus."""
         self.dir = Path(workdir)
-        self.dp_socket = str(dp_socket)
+        self.dp_socket = str(dp_socket) if dp_socket is not None else None
         self.node = node
         self.want_prometheus = prometheus
         self.want_agent = agent
+        self.host = host
+        self.agent_args = list(agent_args)
+        self.scrape = list(scrape)
         self.procs = []
         self.token = "edgeplane-test-token-0123456789"
 
@@ -76,10 +116,19 @@ class ControlPlane:
 
     def _spawn(self, name, argv):
         out = open(self.dir / f"{name}.log", "w")
-        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        if self.host is not None:
+            p = self.host.popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        else:
+            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
         p.log_path = self.dir / f"{name}.log"
         self.procs.append(p)
         return p
+
+    def _open(self, req, timeout):
+        """urlopen in the control plane's namespace (the connection is made
+        there; reading it afterwards needs no namespace)."""
+        with in_namespace(self.host):
+            return urllib.request.urlopen(req, timeout=timeout)
 
     def log(self, name):
         return (self.dir / f"{name}.log").read_text()
@@ -95,7 +144,8 @@ class ControlPlane:
         self.controller = self._spawn("controller", [
             str(edgeplane_binary()), "controller", "--listen", f"tcp:127.0.0.1:{self.api_port}",
             "--api-token-file", str(tok), "--data-dir", str(self.dir / "etcd"),
-            "--etcd-listen", self.etcd, "--etcd-peer", f"http://127.0.0.1:{free_port()}"])
+            "--etcd-listen", self.etcd, "--etcd-peer", f"http://127.0.0.1:{free_port()}",
+            "--report", str(self.dir / "controller-report.jsonl"), "--report-interval", "1s"])
         wait_for("controller answers", self._controller_up, timeout=60)
         if self.want_agent:
             self.start_agent()
@@ -114,10 +164,14 @@ class ControlPlane:
     def start_agent(self):
         # The same port across restarts: Prometheus scrapes it.
         self.metrics_port = getattr(self, "metrics_port", None) or free_port()
+        # JSON-line reports: a line per pass and a node report a second.
+        self.report_path = self.dir / "agent-report.jsonl"
         self.agent = self._spawn("agent", [
             str(edgeplane_binary()), "agent", "--node", self.node, "--etcd-endpoints", self.etcd,
-            "--dp-socket", self.dp_socket, "--metrics", f"127.0.0.1:{self.metrics_port}",
-            "--dp-check", "200ms"])
+            *(["--dp-socket", self.dp_socket] if self.dp_socket else []),
+            "--metrics", f"127.0.0.1:{self.metrics_port}",
+            "--dp-check", "200ms", "--report", str(self.report_path), "--report-interval", "1s",
+            *self.agent_args])
         wait_for("agent metrics", lambda: self._metrics_up(), timeout=30)
 
     def _metrics_up(self):
@@ -139,8 +193,9 @@ class ControlPlane:
         cfg = self.dir / "prometheus.yml"
         cfg.write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-            "scrape_configs:\n  - job_name: edgeplane-agent\n    static_configs:\n"
-            f"      - targets: ['127.0.0.1:{self.metrics_port}']\n")
+            "scrape_configs:\n" + "".join(
+                f"  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n"
+                for job, target in [("edgeplane-agent", f"127.0.0.1:{self.metrics_port}"), *self.scrape]))
         self.prometheus = self._spawn("prometheus", [
             "prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={self.dir / 'tsdb'}",
             f"--web.listen-address=127.0.0.1:{self.prom_port}"])
@@ -150,7 +205,7 @@ class ControlPlane:
         if self.prometheus.poll() is not None:
             raise RuntimeError(f"prometheus exited:\n{self.log('prometheus')}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.prom_port}/-/ready", timeout=2) as r:
+            with self._open(f"http://127.0.0.1:{self.prom_port}/-/ready", timeout=2) as r:
                 return r.status == 200
         except OSError:
             return False
@@ -175,7 +230,7 @@ class ControlPlane:
         if token:
             req.add_header("Authorization", f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(req, timeout=30) as r:
+            with self._open(req, timeout=30) as r:
                 return json.loads(r.read())
         except urllib.error.HTTPError as e:
             raise HTTPError(e.code, e.read().decode()) from None
@@ -202,8 +257,17 @@ class ControlPlane:
                         interval=interval)
 
     # -- telemetry -------------------------------------------------------------
+    def reports(self, type=None, path=None):
+        """The agent's JSON lines so far (every agent run appends), or
+        those of path (the controller's: self.dir / "controller-report.jsonl")."""
+        path = path or self.report_path
+        if not path.exists():
+            return []
+        lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        return [x for x in lines if type is None or x.get("type") == type]
+
     def metrics(self):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+        with self._open(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
             return r.read().decode()
 
     def metric(self, name, **labels):
@@ -221,9 +285,15 @@ class ControlPlane:
                 return float(value)
         return None
 
+    def prom_names(self):
+        """Every metric name Prometheus has scraped."""
+        url = f"http://127.0.0.1:{self.prom_port}/api/v1/label/__name__/values"
+        with self._open(url, timeout=5) as r:
+            return set(json.loads(r.read())["data"])
+
     def prom_query(self, q):
         url = f"http://127.0.0.1:{self.prom_port}/api/v1/query?" + urllib.parse.urlencode({"query": q})
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with self._open(url, timeout=5) as r:
             res = json.loads(r.read())
         assert res["status"] == "success", res
         return res["data"]["result"]

@@ -302,6 +302,17 @@ def radius_config(lab):
     return aaa
 
 
+def session_diff(before, after):
+    """What an assertion on the set of "up" sessions should print: the
+    sessions missing and the ones that came extra, with their kind and
+    state, not a thousand-line list."""
+    now = {s["id"]: s for s in after}
+    up = {i for i, s in now.items() if s["state"] == "up"}
+    keys = ("type", "state", "user", "mac", "created", "lease_expiry")
+    return {"missing": {i: {k: now.get(i, {}).get(k) for k in keys} for i in sorted(set(before) - up)},
+            "extra": {i: {k: now[i].get(k) for k in keys} for i in sorted(up - set(before))}}
+
+
 def test_control_plane_restart_keeps_sessions_and_moves_to_radius(lab):
     """bng-cp stops and starts again (now with RADIUS): the sessions come
     back from its store and are checked with the user plane, which kept
@@ -314,7 +325,7 @@ def test_control_plane_restart_keeps_sessions_and_moves_to_radius(lab):
     pppoe = {**lab.bngcp.config["pppoe"], "keepalive": "5s"}
     lab.restart_cp(aaa=radius_config(lab), pppoe=pppoe)
     assert wait_for(lambda: sorted(s["id"] for s in lab.bngcp.sessions() if s["state"] == "up") == before,
-                    timeout=15), lab.bngcp.sessions()
+                    timeout=15), session_diff(before, lab.bngcp.sessions())
     assert lab.up_subscribers() == subs
     r = lab.chap.command(f"traffic 50 2 {REFLECT} 200")
     assert r["tx"] > 0 and r["rx"] == r["tx"], r

@@ -10,14 +10,17 @@ restart changes nothing (a ping across it loses nothing), and that
 Prometheus finds the values the control socket reports.  The tests run in
 order and share one lab (module scope).
 """
+import json
 import os
+import re
 import subprocess
+import urllib.error
 from pathlib import Path
 
 import pytest
 
 from lab.bng_lab import CORE4, CORE6, BngLab, Subscriber, bng_available, bng_sections
-from lab.control_lab import ControlPlane, HTTPError, wait_for
+from lab.control_lab import DASHBOARDS, ControlPlane, HTTPError, dashboard_metrics, exposition_names, wait_for
 from lab.router_lab import B4, B6, RouterLab
 
 NODE = "edge1"
@@ -176,6 +179,56 @@ def test_prometheus_finds_the_values_the_control_socket_reports(lab):
     assert cp.prom_query('max_over_time(edgeplane_agent_resyncs_total{reason="restart"}[10m]) >= 1')
 
 
+def test_dashboards_query_only_metrics_prometheus_scraped(lab):
+    """Every metric the router and vBNG dashboards query is one Prometheus
+    scraped from the agent (the vBNG's data planes export the same names;
+    test_bng_dashboard_finds_the_bng checks its selector), the router
+    dashboard's data-plane variable finds this router, and every query
+    evaluates."""
+    have = lab.cp.prom_names()
+    used = dashboard_metrics()
+    for name in ("edgeplane-router.json", "edgeplane-bng.json"):
+        assert used[name] and used[name] <= have, (name, sorted(used[name] - have))
+    boards = {p.name: json.loads(p.read_text()) for p in DASHBOARDS.glob("*.json")}
+    var = next(v for v in boards["edgeplane-router.json"]["templating"]["list"] if v["name"] == "dp")
+    series = re.fullmatch(r"label_values\((.*), dp\)", var["definition"]).group(1)
+    assert {r["metric"]["dp"] for r in lab.cp.prom_query(series)} == {Path(lab.dp.ctl_path).stem}
+    # Every query of every dashboard (the XDP one's too) is PromQL this
+    # Prometheus evaluates, with Grafana's variables as Grafana fills them.
+    for name, board in boards.items():
+        for p in board["panels"]:
+            for t in p.get("targets", []):
+                expr = t["expr"].replace("$__rate_interval", "30s").replace("$dp", ".*")
+                try:
+                    lab.cp.prom_query(expr)
+                except urllib.error.HTTPError as e:
+                    raise AssertionError(f"{name} {p['title']!r}: {expr}: {e.read().decode()}") from None
+
+
+def test_agent_and_controller_write_json_line_reports(lab):
+    """--report: a line per reconciliation pass (the restart's among them)
+    and a node report a second whose drop counts are the control socket's;
+    the controller's fleet report has the node converged."""
+    passes = lab.cp.reports("pass")
+    assert {"start", "desired", "restart"} <= {p["reason"] for p in passes}, passes
+    assert any(p["changes"].get("route add") and p["converged"] for p in passes), passes
+    dp = Path(lab.dp.ctl_path).stem
+    want = lab.dp.drops()["acl_deny"]  # no traffic now: it stays
+
+    def reported():
+        for r in reversed(lab.cp.reports("report")):
+            d = next((d for d in r["dataPlanes"] if d["dp"] == dp), None)
+            if d and d["up"] and d["drops"].get("acl_deny") == want and "rxPps" in d:
+                return r
+        return None
+    r = wait_for(f"a report with acl_deny={want}", reported, timeout=15)
+    assert r["node"] == NODE and r["converged"] and r["observedRevision"] == r["desiredRevision"] > 0, r
+    # The controller's fleet report (--report) has the node, converged.
+    fleet = lab.cp.reports("fleet", path=lab.cp.dir / "controller-report.jsonl")
+    assert fleet and fleet[-1]["nodes"] == [{**fleet[-1]["nodes"][0], "node": NODE, "reporting": True,
+                                              "converged": True}] and fleet[-1]["converged"] == 1, fleet[-1:]
+
+
 # -- the vBNG: subscribers only from the controller ---------------------------
 
 class ControlledBngLab(BngLab):
@@ -239,6 +292,17 @@ def test_bng_subscriber_removed_by_the_controller_stops_forwarding(bng):
     bng.cp.wait_converged(a["revision"])
     assert bng.dp.ctl("sub-list")["total"] == 1
     assert sub_ping(bng, "s1") and not sub_ping(bng, "s2", count=1)
+
+
+def test_bng_dashboard_finds_the_bng(bng):
+    """The vBNG dashboard's metrics are all in the agent's exposition of a
+    BNG data plane, and its data-plane selector (workers of a bng-*
+    pipeline) matches it."""
+    text = bng.cp.metrics()
+    used = dashboard_metrics()["edgeplane-bng.json"]
+    assert used <= exposition_names(text), sorted(used - exposition_names(text))
+    dp = Path(bng.dp.ctl_path).stem
+    assert re.search(rf'^edgeplane_dp_worker_rx_packets_total{{dp="{dp}",pipeline="bng-uplink",', text, re.M), text
 
 
 def test_schemathesis_finds_nothing_in_the_controller(tmp_path):

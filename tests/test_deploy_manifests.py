@@ -81,6 +81,13 @@ def rendered():
 
 # --- reading the objects -------------------------------------------------------
 
+def dataplane_configmap(objs):
+    """The data planes' configuration (the chart's other ConfigMaps are
+    Grafana dashboards)."""
+    (cm,) = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-dataplane")]
+    return cm
+
+
 def pods(objs, component=None):
     """(workload name, pod spec, pod metadata) of each workload's template."""
     for o in objs:
@@ -355,7 +362,7 @@ def test_metrics_service_selects_the_agents(rendered, variant):
 
 
 def test_dataplane_config_names_every_port_and_worker(rendered):
-    (cm,) = [o for o in rendered["default"] if o["kind"] == "ConfigMap"]
+    cm = dataplane_configmap(rendered["default"])
     up = cm["data"]["uplink.conf"]
     assert "[port access]\ndevice = @DEV_access@" in up
     assert "[worker uplink0]\npipeline = bng-uplink\nrx = access" in up
@@ -422,7 +429,7 @@ def test_agent_bng_socket_is_a_data_plane_control_socket(rendered, variant):
     # shares its socket directory: its own pod's (sidecar) or, for the
     # DaemonSet, one of the release's pipelines on its node.
     objs = rendered[variant]
-    (cm,) = [o for o in objs if o["kind"] == "ConfigMap"]
+    cm = dataplane_configmap(objs)
     sockets = {name.removesuffix(".conf"): re.search(r"^ctl_socket = (.*)$", text, re.M).group(1)
                for name, text in cm["data"].items() if name.endswith(".conf")}
     daemonset = any(o["kind"] == "DaemonSet" for o in objs)
@@ -448,7 +455,7 @@ def test_daemonset_data_plane_pods_do_not_share_a_node(rendered):
 def run_start_script(objs, tmp_path, pipeline, env, *dp_args):
     """The ConfigMap's start.sh, run as the container would, with the
     ConfigMap's files in a directory of the test's and a real edgeplane-dp."""
-    (cm,) = [o for o in objs if o["kind"] == "ConfigMap"]
+    cm = dataplane_configmap(objs)
     etc, run = tmp_path / "etc", tmp_path / "run"
     etc.mkdir()
     run.mkdir()
@@ -567,3 +574,21 @@ def test_strict_validation_refuses_an_unknown_field(rendered):
     dep["spec"]["template"]["spec"]["containers"][0]["resources"]["limit"] = {"cpu": "2"}
     with pytest.raises(kubernetes_validate.ValidationError, match="limit"):
         kubernetes_validate.validate(dep, K8S_VERSION, strict=True)
+
+
+def test_grafana_dashboards_are_generated_and_shipped(rendered):
+    # The JSON is deploy/grafana_dashboards.py's output (its one source),
+    # and with metrics.grafanaDashboards on, the chart ships each file whole
+    # in a ConfigMap carrying the Grafana sidecar's label.
+    r = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "deploy" / "grafana_dashboards.py"),
+                        "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    files = {p.name: p.read_text() for p in (CHART / "dashboards").glob("*.json")}
+    assert set(files) == {"edgeplane-router.json", "edgeplane-bng.json", "edgeplane-xdp.json"}
+    assert not [o for o in rendered["default"] if o["kind"] == "ConfigMap" and "dashboard" in o["metadata"]["name"]]
+    shipped = {}
+    for o in rendered["daemonset-agent"]:
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-dashboard"):
+            assert o["metadata"]["labels"]["grafana_dashboard"] == "1"
+            shipped.update(o["data"])
+    assert {k: json.loads(v) for k, v in shipped.items()} == {k: json.loads(v) for k, v in files.items()}

@@ -458,3 +458,14 @@ def test_reports_and_metrics(node):
     assert code == 200
     assert re.search(r'^edgeplane_xdp_packets_total\{verdict="pass"\} [1-9]', text, re.M)
     assert 'edgeplane_xdp_drops_total{reason="trunc_gtp"}' in text
+
+
+def test_dashboard_queries_name_metrics_the_function_exports(node):
+    """Every metric the XDP steering dashboard queries is in the agent's
+    /metrics (with an intent applied, so per-flow series exist)."""
+    from lab.control_lab import dashboard_metrics, exposition_names
+    assert node.api("POST", "/v1/intents", DPP_INTENT_A)[0] in (201, 409)
+    code, text = node.api("GET", "/metrics")
+    assert code == 200
+    used = dashboard_metrics()["edgeplane-xdp.json"]
+    assert used and used <= exposition_names(text), sorted(used - exposition_names(text))

@@ -48,14 +48,15 @@ func openLink(iface string) (*link, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	// FORCE: past net.core.rmem_max (we are root in the lab): a burst of
-	// answers to a thousand subscribers must not overflow the socket
-	// while the emulator waits for a CPU.
-	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 32<<20) != nil {
-		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 32<<20)
-	}
-	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 32<<20) != nil {
-		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 32<<20)
+	// 32 MiB each way: a host loaded by other work can stall the emulator
+	// for a second, and what the network delivered meanwhile must wait in
+	// the socket, not be counted as the device's loss. SO_*BUFFORCE (we
+	// run as root) passes net.core.rmem_max/wmem_max, which cap SO_*BUF at
+	// a few hundred KiB by default.
+	for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[0], 32<<20) != nil {
+			unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[1], 32<<20)
+		}
 	}
 	tv := unix.NsecToTimeval(int64(200 * time.Millisecond))
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"edgeplane/control/internal/api"
 	"edgeplane/control/internal/controller"
+	"edgeplane/control/internal/nodereport"
 )
 
 // runController is `edgeplane controller`: the desired state of every node
@@ -34,6 +37,8 @@ func runController(args []string) error {
 	fs.StringVar(&emb.Dir, "data-dir", "/var/lib/edgeplane/controller", "embedded etcd's data directory")
 	fs.StringVar(&emb.ClientURL, "etcd-listen", "http://127.0.0.1:2379", "embedded etcd's client URL (the node agents' --etcd-endpoints)")
 	fs.StringVar(&emb.PeerURL, "etcd-peer", "http://127.0.0.1:2380", "embedded etcd's peer URL")
+	report := fs.String("report", "", "fleet reports as JSON lines (every node's desired and observed revision): a file, - for stdout, empty for none")
+	reportInterval := fs.Duration("report-interval", 10*time.Second, "fleet report period")
 	fs.Parse(args)
 
 	ep, err := api.Listen(lc)
@@ -55,7 +60,8 @@ func runController(args []string) error {
 	}
 	defer cli.Close()
 
-	srv := api.NewServer(controller.Handler(controller.NewStore(cli), ep.Options), *readTimeout)
+	store := controller.NewStore(cli)
+	srv := api.NewServer(controller.Handler(store, ep.Options), *readTimeout)
 	go func() {
 		if err := srv.Serve(ep.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("northbound", "err", err)
@@ -64,9 +70,44 @@ func runController(args []string) error {
 	slog.Info("controller listening", "on", ep.Desc, "etcd", ef.endpoints)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *report != "" && *reportInterval > 0 {
+		out := os.Stdout
+		if *report != "-" {
+			f, err := os.OpenFile(*report, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return fmt.Errorf("--report: %w", err)
+			}
+			defer f.Close()
+			out = f
+		}
+		go fleetReports(ctx, store, out, *reportInterval)
+	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
 	return nil
+}
+
+// fleetReports writes a FleetReport every interval until ctx ends.
+func fleetReports(ctx context.Context, store *controller.Store, out io.Writer, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, interval)
+		rep, err := store.Fleet(rctx)
+		cancel()
+		if err != nil {
+			slog.Warn("fleet report: etcd read failed", "err", err)
+			continue
+		}
+		if err := nodereport.WriteLine(out, rep); err != nil {
+			slog.Warn("fleet report not written", "err", err)
+		}
+	}
 }

@@ -107,10 +107,11 @@ func runAgent(args []string) error {
 	fs.Float64Var(&cfg.Low, "load-low", 0.75, "CPU busy fraction leaving overload")
 	fs.DurationVar(&cfg.LoadInterval, "load-interval", time.Second, "CPU load sampling period")
 	fs.DurationVar(&cfg.ReportInterval, "report-interval", 10*time.Second, "statistics report period")
-	fs.StringVar(&cfg.ReportFile, "report", "", "statistics reports as JSON lines: a file, - for stdout, empty for none")
+	fs.StringVar(&cfg.ReportFile, "report", "", "reports as JSON lines (the XDP function's statistics; with --node, reconciliation passes and node reports): a file, - for stdout, empty for none")
 	prioSlots := fs.Uint("prio-slots", 0, "prio_map slots, a power of two (0: the program's 16384)")
 	fs.Parse(args)
 	cfg.PrioSlots = uint32(*prioSlots)
+	nf.report, nf.reportInterval = cfg.ReportFile, cfg.ReportInterval
 	if cfg.Low > cfg.High {
 		return errors.New("--load-low must not exceed --load-high")
 	}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +20,7 @@ import (
 
 	"edgeplane/control/internal/dpctl"
 	"edgeplane/control/internal/dptelemetry"
+	"edgeplane/control/internal/nodereport"
 	"edgeplane/control/internal/reconcile"
 )
 
@@ -29,6 +32,11 @@ type nodeFlags struct {
 	dpSocket, router, bng, udp, subIDs string
 	metrics                            string
 	check, resync                      time.Duration
+	// report, reportInterval: the agent's --report and --report-interval
+	// (shared with the XDP function): JSON lines of passes and periodic
+	// reports (control/internal/nodereport).
+	report         string
+	reportInterval time.Duration
 }
 
 func (n *nodeFlags) register(fs *flag.FlagSet) {
@@ -84,7 +92,21 @@ func (n *nodeFlags) start(steering reconcile.Steering) (run func(ctx context.Con
 		named[dpName(path)] = c
 	}
 	reg.MustRegister(dptelemetry.New(named, 2*time.Second))
-	agent := reconcile.NewAgent(reconcile.AgentConfig{Node: n.node, Etcd: cli, Planes: p, Check: n.check, Resync: n.resync, Registry: reg})
+	var events io.Writer
+	switch n.report {
+	case "":
+	case "-":
+		events = os.Stdout
+	default:
+		f, err := os.OpenFile(n.report, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			cli.Close()
+			return nil, fmt.Errorf("--report: %w", err)
+		}
+		events = f
+	}
+	agent := reconcile.NewAgent(reconcile.AgentConfig{Node: n.node, Etcd: cli, Planes: p, Check: n.check, Resync: n.resync, Registry: reg,
+		Events: events})
 	var srv *http.Server
 	if n.metrics != "" {
 		ln, err := net.Listen("tcp", n.metrics)
@@ -104,6 +126,10 @@ func (n *nodeFlags) start(steering reconcile.Steering) (run func(ctx context.Con
 			defer srv.Close()
 		}
 		slog.Info("node agent", "node", n.node, "etcd", n.etcd.endpoints)
+		if events != nil && n.reportInterval > 0 {
+			rep := &nodereport.Reporter{Node: n.node, Gatherer: reg, Status: agent.Status, Out: events, Interval: n.reportInterval}
+			go rep.Run(ctx)
+		}
 		return agent.Run(ctx)
 	}, nil
 }

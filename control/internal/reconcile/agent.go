@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"math"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"edgeplane/control/internal/controller"
+	"edgeplane/control/internal/nodereport"
 	"edgeplane/control/model"
 )
 
@@ -32,6 +34,23 @@ type AgentConfig struct {
 	// report disappears after it (default 15 s).
 	StatusTTL time.Duration
 	Registry  *prometheus.Registry
+	// Events, when set, gets one JSON line per pass (PassEvent).
+	Events io.Writer
+}
+
+// PassEvent is the JSON line (type "pass") written to AgentConfig.Events
+// after every reconciliation pass: what prompted it, the revision it
+// reconciled to, what it changed and what it could not fix.
+type PassEvent struct {
+	Time      time.Time      `json:"time"`
+	Type      string         `json:"type"` // "pass"
+	Node      string         `json:"node"`
+	Reason    string         `json:"reason"` // start, desired, restart, periodic, retry
+	Revision  int64          `json:"revision"`
+	Converged bool           `json:"converged"`
+	Changes   map[string]int `json:"changes"` // "subscriber add": n, ...
+	Drift     []Drift        `json:"drift,omitempty"`
+	TookMs    float64        `json:"tookMs"`
 }
 
 // Agent watches its node's desired configuration and reconciles.
@@ -230,7 +249,15 @@ func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) b
 		a.observed.Set(float64(rev))
 	}
 	a.status.Updated = time.Now().UTC()
+	ev := PassEvent{Time: a.status.Updated, Type: "pass", Node: a.c.Node, Reason: reason, Revision: rev,
+		Converged: a.status.Converged, Changes: res.Changes, Drift: a.status.Drift,
+		TookMs: float64(time.Since(start).Microseconds()) / 1000}
 	a.mu.Unlock()
+	if a.c.Events != nil {
+		if err := nodereport.WriteLine(a.c.Events, ev); err != nil {
+			slog.Warn("pass event not written", "err", err)
+		}
+	}
 	if len(res.Changes) > 0 || !res.Converged() {
 		slog.Info("reconciled", "node", a.c.Node, "reason", reason, "revision", rev, "changes", res.Changes,
 			"drift", len(res.Drift), "took", time.Since(start).Round(time.Millisecond))

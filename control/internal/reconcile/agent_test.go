@@ -1,8 +1,11 @@
 package reconcile_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,19 +30,51 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 type harness struct {
-	ep    string
-	st    *controller.Store
-	agent *reconcile.Agent
-	reg   *prometheus.Registry
+	ep     string
+	st     *controller.Store
+	agent  *reconcile.Agent
+	reg    *prometheus.Registry
+	events *lineBuffer
+}
+
+// lineBuffer collects the agent's JSON lines (written from its goroutines).
+type lineBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lineBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// passes decodes every line written so far.
+func (l *lineBuffer) passes(t *testing.T) []reconcile.PassEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []reconcile.PassEvent
+	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var ev reconcile.PassEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not a JSON line: %q: %v", line, err)
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 func startAgent(t *testing.T, p reconcile.Planes) *harness {
 	t.Helper()
 	ep := etcdtest.Embedded(t)
 	cli := etcdtest.Client(t, ep)
-	h := &harness{ep: ep, st: controller.NewStore(cli), reg: prometheus.NewRegistry()}
+	h := &harness{ep: ep, st: controller.NewStore(cli), reg: prometheus.NewRegistry(), events: &lineBuffer{}}
 	h.agent = reconcile.NewAgent(reconcile.AgentConfig{Node: "edge1", Etcd: cli, Planes: p,
-		Check: 100 * time.Millisecond, Resync: time.Hour, StatusTTL: 3 * time.Second, Registry: h.reg})
+		Check: 100 * time.Millisecond, Resync: time.Hour, StatusTTL: 3 * time.Second, Registry: h.reg,
+		Events: h.events})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.agent.Run(ctx); close(done) }()
@@ -141,5 +176,43 @@ func TestAgentKeepsTheLastGoodStateWhenTheStoredOneIsInvalid(t *testing.T) {
 	})
 	if len(f.subs) != 3 {
 		t.Fatalf("subscribers %d after an invalid desired state", len(f.subs))
+	}
+}
+
+func TestAgentWritesAJSONLinePerPass(t *testing.T) {
+	f := newFake()
+	h := startAgent(t, planes(f))
+	rev := h.apply(t, config(t, 5))
+	eventually(t, "converged", func() bool { return h.agent.Status().ObservedRevision == rev })
+	f.restart()
+	eventually(t, "a restart pass", func() bool {
+		for _, ev := range h.events.passes(t) {
+			if ev.Reason == "restart" {
+				return true
+			}
+		}
+		return false
+	})
+	evs := h.events.passes(t)
+	var applied *reconcile.PassEvent
+	for i, ev := range evs {
+		if ev.Type != "pass" || ev.Node != "edge1" || ev.Time.IsZero() || ev.TookMs < 0 {
+			t.Fatalf("line %d: %+v", i, ev)
+		}
+		if ev.Revision == rev && ev.Changes["subscriber add"] == 5 && applied == nil {
+			applied = &evs[i]
+		}
+	}
+	if applied == nil || !applied.Converged || applied.Reason == "restart" {
+		t.Fatalf("no converged pass adding the 5 subscribers of revision %d: %+v", rev, evs)
+	}
+	for _, ev := range evs {
+		if ev.Reason == "restart" {
+			// The data plane came back empty: the pass programmed it again.
+			if ev.Changes["subscriber add"] != 5 || !ev.Converged {
+				t.Fatalf("the restart's pass: %+v", ev)
+			}
+			break
+		}
 	}
 }

@@ -102,7 +102,17 @@ func TestAgentReprogramsARealDataPlaneAfterKill9(t *testing.T) {
 	eventually(t, "converged", func() bool { return h.agent.Status().ObservedRevision == rev && count() == 1000 })
 	before := h.resyncs("restart")
 	b.Restart() // SIGKILL, then the same configuration file
-	eventually(t, "reprogrammed after kill -9", func() bool { return count() == 1000 && h.agent.Status().Converged })
+	// The restart's pass has ended (its line is written last; the status
+	// may still say converged from before the restart while it runs).
+	restartPassDone := func() bool {
+		for _, ev := range h.events.passes(t) {
+			if ev.Reason == "restart" && ev.Converged {
+				return true
+			}
+		}
+		return false
+	}
+	eventually(t, "reprogrammed after kill -9", func() bool { return restartPassDone() && count() == 1000 })
 	if after := h.resyncs("restart"); after <= before {
 		t.Fatalf("resyncs{reason=restart} %v -> %v", before, after)
 	}

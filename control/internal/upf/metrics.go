@@ -15,6 +15,7 @@ type counters struct {
 	malformed     [8]atomic.Uint64   // by wire.Problem
 	dupInFlight   atomic.Uint64      // retransmissions dropped: the answer is coming
 	dupAnswered   atomic.Uint64      // retransmissions answered from the cache
+	seqReused     atomic.Uint64      // new requests under a number the cache held (a restarted peer)
 	ignoredIEs    atomic.Uint64      // unknown IEs skipped (TS 29.244 7.6)
 	unassociated  atomic.Uint64      // requests from a peer without an association
 	unassocMuted  atomic.Uint64      // of those, not answered (rate limit)
@@ -46,6 +47,7 @@ type Counters struct {
 	Rx, Tx, Causes                   map[int]uint64
 	Malformed                        map[int]uint64
 	DupInFlight, DupAnswered         uint64
+	SeqReused                        uint64
 	IgnoredIEs, Unassociated, Muted  uint64
 	UnknownType, LateResponses       uint64
 	Panics, Congestion               uint64
@@ -75,7 +77,7 @@ func (u *UPF) Counters() Counters {
 	c := &u.c
 	s, subs := u.st.Sessions()
 	return Counters{Rx: nz(c.rx[:]), Tx: nz(c.tx[:]), Causes: nz(c.causes[:]), Malformed: nz(c.malformed[:]),
-		DupInFlight: c.dupInFlight.Load(), DupAnswered: c.dupAnswered.Load(), IgnoredIEs: c.ignoredIEs.Load(),
+		DupInFlight: c.dupInFlight.Load(), DupAnswered: c.dupAnswered.Load(), SeqReused: c.seqReused.Load(), IgnoredIEs: c.ignoredIEs.Load(),
 		Unassociated: c.unassociated.Load(), Muted: c.unassocMuted.Load(), UnknownType: c.unknownType.Load(),
 		LateResponses: c.lateResponses.Load(), Panics: c.panics.Load(), Congestion: c.congestion.Load(),
 		Established: c.established.Load(), Modified: c.modified.Load(), Deleted: c.deleted.Load(),
@@ -135,7 +137,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for name, v := range map[string]uint64{
 		"duplicate_in_flight": k.DupInFlight, "duplicate_answered": k.DupAnswered,
-		"ignored_ie": k.IgnoredIEs, "unassociated": k.Unassociated, "unassociated_muted": k.Muted,
+		"sequence_reused": k.SeqReused,
+		"ignored_ie":      k.IgnoredIEs, "unassociated": k.Unassociated, "unassociated_muted": k.Muted,
 		"unknown_message_type": k.UnknownType, "late_response": k.LateResponses, "decoder_panic": k.Panics,
 		"congestion": k.Congestion, "established": k.Established, "modified": k.Modified,
 		"deleted": k.Deleted, "purged": k.Purged, "dp_batch": k.DPBatches, "dp_retry": k.DPRetries,

@@ -274,8 +274,10 @@ func (u *UPF) message(m []byte, peer netip.AddrPort) {
 		u.c.malformed[wire.ProblemHeaderLength].Add(1)
 		return
 	}
-	verdict, cached := u.dups.Begin(peer, h.Sequence, u.now())
+	verdict, cached := u.dups.Begin(peer, h.Sequence, requestSum(m), u.now())
 	switch verdict {
+	case dupReused:
+		u.c.seqReused.Add(1)
 	case dupInFlight:
 		u.c.dupInFlight.Add(1)
 		return
@@ -549,7 +551,7 @@ func (u *UPF) request(peer netip.AddrPort, m message.Message, seq uint32, done f
 }
 
 func (u *UPF) onResponse(h wire.Header, m []byte, peer netip.AddrPort) {
-	r, ok := u.out.Match(peer, h.Sequence)
+	r, ok := u.out.Match(peer, h.Sequence, h.Type)
 	if !ok {
 		u.c.lateResponses.Add(1)
 		return

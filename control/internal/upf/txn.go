@@ -1,6 +1,8 @@
 package upf
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"net/netip"
 	"sync"
 	"time"
@@ -15,6 +17,14 @@ import (
 // twice (clause 6.4: "the receiver shall respond with the same response").
 // Answers are kept for Retain, which must exceed the peer's T1 x N1.
 //
+// A copy is the same request only if its bytes are: a peer that restarts
+// numbers its requests from where its new process starts, and may reuse
+// a number this cache still holds for a request of the old process.
+// Answering that with the old answer (an Association Setup Response for a
+// Session Establishment Request) would confuse the peer for good, so each
+// entry keeps a 64-bit hash of its request; a number reused with other
+// bytes is a new request (counted as sequence_reused) and replaces it.
+//
 // The cache is two generations of maps, swapped every Retain/2: an entry
 // lives between Retain/2 and Retain, and expiry costs nothing per entry
 // (no timer each; at 10,000 requests a second that would be 10,000
@@ -26,6 +36,7 @@ type rxKey struct {
 }
 
 type rxEntry struct {
+	sum  uint64 // hash of the request's bytes
 	resp []byte // nil while the request is being handled
 }
 
@@ -47,6 +58,7 @@ const (
 	dupNew      dupVerdict = iota // handle it
 	dupInFlight                   // being handled: drop this copy
 	dupAnswered                   // answered: send the cached answer
+	dupReused                     // a new request under a number the cache held: handle it
 )
 
 func (c *dupCache) rotate(now time.Time) {
@@ -56,9 +68,9 @@ func (c *dupCache) rotate(now time.Time) {
 	}
 }
 
-// Begin records a request; for a duplicate it returns what to do and the
-// cached answer.
-func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, now time.Time) (dupVerdict, []byte) {
+// Begin records a request (sum: hash of its bytes, requestSum); for a
+// duplicate it returns what to do and the cached answer.
+func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, sum uint64, now time.Time) (dupVerdict, []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rotate(now)
@@ -69,14 +81,30 @@ func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, now time.Time) (dupVer
 			c.cur[k] = e
 		}
 	}
-	if ok {
+	if ok && e.sum == sum {
 		if e.resp == nil {
 			return dupInFlight, nil
 		}
 		return dupAnswered, e.resp
 	}
-	c.cur[k] = &rxEntry{}
+	delete(c.prev, k)
+	c.cur[k] = &rxEntry{sum: sum}
+	if ok {
+		return dupReused, nil
+	}
 	return dupNew, nil
+}
+
+// requestSum hashes a request for Begin (FNV-1a, 64 bits: a PFCP request
+// is a few hundred bytes; hashing it costs well under a microsecond, far
+// below its decoding).
+func requestSum(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, x := range b {
+		h ^= uint64(x)
+		h *= 1099511628211
+	}
+	return h
 }
 
 // Answer stores the answer sent for a request.
@@ -133,8 +161,12 @@ type outbox struct {
 	n1      int
 }
 
+// The first number is random: the peer's duplicate cache may still hold
+// answers to the numbers a previous process of ours used.
 func newOutbox(t1 time.Duration, n1 int) *outbox {
-	return &outbox{pending: map[rxKey]*txReq{}, t1: t1, n1: n1}
+	var b [4]byte
+	rand.Read(b[:])
+	return &outbox{pending: map[rxKey]*txReq{}, t1: t1, n1: n1, seq: binary.BigEndian.Uint32(b[:]) & 0xffffff}
 }
 
 // Next is the next sequence number (1..2^24-1, wrapping).
@@ -155,17 +187,20 @@ func (o *outbox) Add(peer netip.AddrPort, seq uint32, msg []byte, now time.Time,
 	o.pending[rxKey{peer, seq}] = &txReq{peer: peer, seq: seq, msg: msg, left: o.n1, deadline: now.Add(o.t1), done: done}
 }
 
-// Match takes the request a response answers; false if none is pending
-// (a late or stray response).
-func (o *outbox) Match(peer netip.AddrPort, seq uint32) (*txReq, bool) {
+// Match takes the request a response of type typ answers; false if none
+// is pending under that number, or the one pending is not of the type
+// this answers (TS 29.244 clause 7.3: an answer's type is its request's
+// plus one), which stays pending.
+func (o *outbox) Match(peer netip.AddrPort, seq uint32, typ uint8) (*txReq, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	k := rxKey{peer, seq}
 	r, ok := o.pending[k]
-	if ok {
-		delete(o.pending, k)
+	if !ok || len(r.msg) < 2 || r.msg[1]+1 != typ {
+		return nil, false
 	}
-	return r, ok
+	delete(o.pending, k)
+	return r, true
 }
 
 // Due returns the requests to send again and those that ran out of tries.

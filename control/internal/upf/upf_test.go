@@ -269,6 +269,31 @@ func TestRetransmittedEstablishmentIsAnsweredFromTheCacheNotAppliedTwice(t *test
 	}
 }
 
+func TestSequenceNumberReusedByARestartedPeerIsANewRequest(t *testing.T) {
+	r := newRig(t, nil)
+	r.associate()
+	s := subscriber(4)
+	m := r.cp.EstablishMsg(s.CPSEID, s.Establishment())
+	first := r.cp.Expect(m.Sequence())
+	r.cp.WriteRaw(netip.AddrPort{}, marshal(t, m))
+	if a := wait(t, first, 10*time.Second); a == nil || cpsim.Cause(a) != ie.CauseRequestAccepted {
+		t.Fatalf("establishment: %v", a)
+	}
+	// A control plane restarted from sequence 1 sends another request
+	// under the same number: it is answered for itself, not with the
+	// cached Session Establishment Response.
+	hb := message.NewHeartbeatRequest(m.Sequence(), ie.NewRecoveryTimeStamp(time.Now()), nil)
+	second := r.cp.Expect(m.Sequence())
+	r.cp.WriteRaw(netip.AddrPort{}, marshal(t, hb))
+	b := wait(t, second, 10*time.Second)
+	if _, ok := b.(*message.HeartbeatResponse); !ok {
+		t.Fatalf("a heartbeat under a reused number was answered with %T", b)
+	}
+	if k := r.up.Counters(); k.SeqReused != 1 || k.DupAnswered != 0 {
+		t.Fatalf("sequence reused %d, answered from cache %d", k.SeqReused, k.DupAnswered)
+	}
+}
+
 func TestUnknownSessionGetsContextNotFoundWithSEIDZero(t *testing.T) {
 	r := newRig(t, nil)
 	r.associate()

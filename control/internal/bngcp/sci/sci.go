@@ -25,6 +25,8 @@ package sci
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,6 +91,7 @@ type fteid struct {
 
 type txn struct {
 	b     []byte
+	want  uint8 // the answer's message type (the request's plus one, TS 29.244 clause 7.3)
 	peer  netip.AddrPort
 	due   time.Time
 	tries int
@@ -120,6 +123,7 @@ type SCI struct {
 
 	Sent, Received, Retransmits, Timeouts, Rejected, Reports atomic.Uint64
 	NEstablish, NModify, NDelete, Unassociated, BadMessages  atomic.Uint64
+	WrongAnswers                                             atomic.Uint64 // an answer of another type under a pending number
 }
 
 // New opens the PFCP and GTP-U sockets.
@@ -144,6 +148,11 @@ func New(c Config, p Persist) (*SCI, error) {
 	conn.SetWriteBuffer(16 << 20)
 	s := &SCI{cfg: c, conn: conn, recovery: time.Now().Truncate(time.Second), persist: p,
 		pending: map[uint32]*txn{}, tunnels: map[uint64]fteid{}, byAddr: map[netip.Addr]*upState{}, byPort: map[string]*upState{}}
+	// Sequence numbers start at a random point: a user plane keeps its
+	// answers for a while to answer retransmissions (TS 29.244 clause
+	// 6.4), and a restarted control plane counting from 1 again would
+	// send requests under the numbers of its previous process.
+	s.seq.Store(randomSeq())
 	for i, u := range c.UserPlanes {
 		st := &upState{idx: i, cfg: u, down: map[string]fteid{}, defSEID: 1<<63 | uint64(i)}
 		s.ups = append(s.ups, st)
@@ -188,6 +197,15 @@ func (s *SCI) Run(ctx context.Context) {
 	}
 }
 
+// randomSeq is a starting sequence number (24 bits, never 0).
+func randomSeq() uint32 {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return uint32(time.Now().UnixNano())
+	}
+	return binary.BigEndian.Uint32(b[:]) & 0xffffff
+}
+
 func (s *SCI) nextSeq() uint32 {
 	for {
 		if v := s.seq.Add(1) & 0xffffff; v != 0 {
@@ -216,7 +234,7 @@ func (s *SCI) request(u *upState, m message.Message, done func(message.Message, 
 	}
 	s.Sent.Add(1)
 	s.mu.Lock()
-	s.pending[seq] = &txn{b: b, peer: u.cfg.Addr, due: time.Now().Add(s.cfg.T1), done: done}
+	s.pending[seq] = &txn{b: b, want: m.MessageType() + 1, peer: u.cfg.Addr, due: time.Now().Add(s.cfg.T1), done: done}
 	s.mu.Unlock()
 }
 
@@ -320,10 +338,17 @@ func (s *SCI) handle(m message.Message, peer netip.AddrPort) {
 	}
 	s.mu.Lock()
 	t := s.pending[m.Sequence()]
-	if t != nil && t.peer.Addr() == peer.Addr() {
-		delete(s.pending, m.Sequence())
-	} else {
+	switch {
+	case t == nil || t.peer.Addr() != peer.Addr():
 		t = nil
+	case m.MessageType() != t.want:
+		// Not the answer to our request (a peer answering from a
+		// duplicate cache of an older process of ours): the request
+		// stays pending and is retransmitted.
+		s.WrongAnswers.Add(1)
+		t = nil
+	default:
+		delete(s.pending, m.Sequence())
 	}
 	s.mu.Unlock()
 	if t != nil {
@@ -431,7 +456,7 @@ func (s *SCI) associate(u *upState) {
 			s.mu.Lock()
 			u.setupBusy = false
 			s.mu.Unlock()
-			if err == nil {
+			if ok {
 				slog.Warn("association refused", "up", u.cfg.Name, "cause", cause(r.Cause))
 			}
 			return
@@ -664,6 +689,7 @@ func (s *SCI) Stats() map[string]uint64 {
 		"timeouts": s.Timeouts.Load(), "rejected": s.Rejected.Load(), "reports": s.Reports.Load(),
 		"establish": s.NEstablish.Load(), "modify": s.NModify.Load(), "delete": s.NDelete.Load(),
 		"unassociated_peer": s.Unassociated.Load(), "bad_messages": s.BadMessages.Load(),
+		"wrong_answers": s.WrongAnswers.Load(),
 	}
 	s.mu.Lock()
 	n := 0
