@@ -130,6 +130,7 @@ def run(args):
         if c:
             ratios[f"{mode}_vs_emulator_ceiling"] = med(mode, "rate_per_s") / c
     config = {"subscribers_per_protocol": n, "rounds": rounds, "encap": "qinq", "auth": "chap (local file)",
-              "outstanding": 1000, "ipv6": False, "ports": "net_af_packet on veth",
+              "outstanding": 1000, "ipv6": False, "lcp_restart_timer": "3s (RFC 1661 default)",
+              "ports": "net_af_packet on veth",
               "path": "subemu -> edgeplane-dp punt -> edgeplane upf -> GTP-U -> edgeplane bng-cp -> back"}
     return common.result("bng-cp", config, metrics, peers, ratios)
