@@ -32,15 +32,19 @@
  *
  * Why rte_lpm and not rte_fib (DIR-24-8 with vector bulk lookups): DPDK
  * 22.11's rte_fib has no RCU integration, so a delete frees tbl8 groups a
- * worker may still be reading; changing it safely in place is not
- * possible, and double-buffering two 64 MiB tables per instance is what a
- * VRF-ready design cannot afford.  Nor would it be faster: measured on
- * this machine (fib_lookup_methods_compared in test_fib.c: 100K routes of
- * /16../24, 4096 destinations at random, bursts of 32, minimum of 5 runs),
- * rte_lpm_lookup with the tbl24 line prefetched a loop ahead takes 10
- * cycles a lookup, rte_fib_lookup_bulk 11: the miss on the 64 MiB table
- * dominates both.  IPv6 keeps rte_lpm6, double-buffered, for the same
- * reason (rte_fib6 has no RCU either).
+ * worker may still be reading; changing it safely means double-buffering
+ * (two tables, a grace period per change, as rte_lpm6 is below).  Nor is
+ * it faster where the data plane runs, on hugepages, even with 2-byte
+ * next hops (a 32 MiB tbl24 for rte_lpm's 64 MiB): fib_lookup_methods_compared
+ * in test_fib.c (random destinations in 1K and 100K routes of /16../24,
+ * bursts of 32, minimum of 7 runs, EP_TEST_HUGE=1) measured rte_lpm_lookup
+ * with the tbl24 line prefetched a loop ahead at 1.1 and 4.5 cycles a
+ * lookup, rte_fib_lookup_bulk with 2-byte entries at 2.6 and 4.0 (4-byte:
+ * 2.7 and 5.5).  Only on 4 KiB pages (memory = auto falling back to
+ * --no-huge) does the half-size table win clearly (100K routes: 12.7
+ * against 7.9), and in the router's stage test it cost ~2 cycles a packet
+ * (the bulk call and its 8-byte results).  IPv6 keeps rte_lpm6,
+ * double-buffered, for the same reason (rte_fib6 has no RCU either).
  *
  * Memory: rte_lpm's and rte_lpm6's tbl24 are 64 MiB each, so an instance
  * takes ~192 MiB (one IPv4 table, two IPv6 copies) whatever its size.
