@@ -248,11 +248,29 @@ type Applied struct {
 // BNGConfig The vBNG's core routes, uplink ACL, QoS profiles and subscribers
 type BNGConfig struct {
 	// Acl An ordered rule list, first match wins; default when no rule matches
-	Acl         *ACL         `json:"acl,omitempty"`
-	Pipes       []Pipe       `json:"pipes,omitempty"`
-	Policers    []Policer    `json:"policers,omitempty"`
-	Routes      []Route      `json:"routes,omitempty"`
-	Subscribers []Subscriber `json:"subscribers,omitempty"`
+	Acl *ACL `json:"acl,omitempty"`
+
+	// Instances The node's BNG instances; with any, the controller places each subscriber on one (docs/control.md, Scale-out)
+	Instances   []BNGInstance `json:"instances,omitempty"`
+	Pipes       []Pipe        `json:"pipes,omitempty"`
+	Policers    []Policer     `json:"policers,omitempty"`
+	Routes      []Route       `json:"routes,omitempty"`
+	Subscribers []Subscriber  `json:"subscribers,omitempty"`
+}
+
+// BNGInstance A BNG instance - the edgeplane-dp processes of the node that serve it (their control sockets' file names, one or a split uplink/downlink pair), its address pools and its subscriber budget
+type BNGInstance struct {
+	DataPlanes []ObjectName `json:"dataPlanes"`
+
+	// Ipv4Pool The IPv4 prefixes its subscribers' addresses come from (absent - any)
+	Ipv4Pool []IPPrefix `json:"ipv4Pool,omitempty"`
+
+	// Ipv6Pool The IPv6 prefixes its subscribers' delegated prefixes come from (absent - any)
+	Ipv6Pool       []IPPrefix `json:"ipv6Pool,omitempty"`
+	MaxSubscribers int        `json:"maxSubscribers"`
+
+	// Name A name of letters, digits, '.', '_' and '-' (at most 63, starting with a letter or digit)
+	Name ObjectName `json:"name"`
 }
 
 // CMPrivacy BPI+ (DOCSIS Security) - the CM's SAID and its traffic encryption key (AES-128 CBC), key sequence kseq
@@ -409,6 +427,19 @@ type IPPrefix = string
 // IPProto tcp, udp, icmp, icmpv6 or an IP protocol number 0-255
 type IPProto = string
 
+// InstancePlacement defines model for InstancePlacement.
+type InstancePlacement struct {
+	// Instance A name of letters, digits, '.', '_' and '-' (at most 63, starting with a letter or digit)
+	Instance       ObjectName `json:"instance"`
+	MaxSubscribers int        `json:"maxSubscribers"`
+	MovedIn        int        `json:"movedIn"`
+	MovedOut       int        `json:"movedOut"`
+
+	// Placed Subscribers without an instance before that this change places here
+	Placed      int `json:"placed"`
+	Subscribers int `json:"subscribers"`
+}
+
 // MACAddress A unicast MAC address, six colon-separated hex octets
 type MACAddress = string
 
@@ -456,9 +487,15 @@ type NodePlan struct {
 	// Counts Changes by op ("add", "update", "remove")
 	Counts map[string]int `json:"counts"`
 
+	// Moves Subscribers the change moves from one instance to another, at most 1000
+	Moves []SubscriberMove `json:"moves,omitempty"`
+
 	// Node A node's name, an RFC 1123 DNS label (lower case letters, digits, hyphens; at most 63)
-	Node      NodeName `json:"node"`
-	Truncated bool     `json:"truncated,omitempty"`
+	Node NodeName `json:"node"`
+
+	// Placement The BNG instances after the change - subscribers on each, and how many this change placed, moved in and moved out
+	Placement []InstancePlacement `json:"placement,omitempty"`
+	Truncated bool                `json:"truncated,omitempty"`
 }
 
 // NodeStatus What a node agent reports about its node
@@ -613,6 +650,9 @@ type Subscriber struct {
 	CTag int   `json:"cTag,omitempty"`
 	Id   int64 `json:"id"`
 
+	// Instance A name of letters, digits, '.', '_' and '-' (at most 63, starting with a letter or digit)
+	Instance ObjectName `json:"instance,omitempty"`
+
 	// Ipv4 IPv4 addresses or prefixes (a.b.c.d or a.b.c.d/len)
 	Ipv4 []string `json:"ipv4,omitempty"`
 
@@ -631,6 +671,16 @@ type Subscriber struct {
 	STag    int        `json:"sTag,omitempty"`
 	Subport int        `json:"subport,omitempty"`
 	Vlan    int        `json:"vlan,omitempty"`
+}
+
+// SubscriberMove defines model for SubscriberMove.
+type SubscriberMove struct {
+	// From A name of letters, digits, '.', '_' and '-' (at most 63, starting with a letter or digit)
+	From ObjectName `json:"from"`
+	Id   int64      `json:"id"`
+
+	// To A name of letters, digits, '.', '_' and '-' (at most 63, starting with a letter or digit)
+	To ObjectName `json:"to"`
 }
 
 // TOSRange An IPv4 ToS byte or IPv6 traffic class (0-255), or a range lo-hi

@@ -285,7 +285,7 @@ func validateBNG(b *BNGConfig) error {
 			}
 		}
 	}
-	return nil
+	return validateInstances(b)
 }
 
 // v4Owners finds overlapping IPv4 addresses among subscribers: a /32 (the

@@ -78,6 +78,16 @@ func TestBadInputsAreRefusedByField(t *testing.T) {
 	sub := func(i int) []any { return []any{"bng", "subscribers", i} }
 	rule := func(sec string, i int) []any { return []any{sec, "acl", "rules", i} }
 	with := func(p []any, k string) []any { return append(append([]any{}, p...), k) }
+	inst := func(name, dp, pool string) map[string]any {
+		return map[string]any{"name": name, "dataPlanes": []any{dp}, "ipv4Pool": []any{pool}, "maxSubscribers": 10}
+	}
+	instances := func(in ...map[string]any) []any {
+		out := []any{}
+		for _, i := range in {
+			out = append(out, i)
+		}
+		return out
+	}
 	for _, c := range []struct {
 		name string
 		f    func(map[string]any)
@@ -144,6 +154,20 @@ func TestBadInputsAreRefusedByField(t *testing.T) {
 		{"subscriber ipv6 is IPv4", set("198.18.0.0/16", with(sub(0), "ipv6")...), "bng.subscribers[0].ipv6", "/16 to /64"},
 		{"subscriber policer undefined", set("p99", with(sub(0), "policer")...), "bng.subscribers[0].policer", "no policer"},
 		{"subscriber pipe undefined", set("d99", with(sub(0), "pipe")...), "bng.subscribers[0].pipe", "no pipe"},
+		{"instance name duplicate", set(instances(inst("a", "bng-a", "198.18.100.0/24"), inst("a", "bng-b", "198.18.101.0/24")), "bng", "instances"), "bng.instances[1].name", "also instances[0]"},
+		{"instance data plane in two", set(instances(inst("a", "bng-a", "198.18.100.0/24"), inst("b", "bng-a", "198.18.101.0/24")), "bng", "instances"), "bng.instances[1].dataPlanes[0]", "also serves"},
+		{"instance pools overlap", set(instances(inst("a", "bng-a", "198.18.0.0/16"), inst("b", "bng-b", "198.18.101.0/24")), "bng", "instances"), "bng.instances[1].ipv4Pool[0]", "overlaps"},
+		{"instance ipv4 pool of IPv6", set(instances(inst("a", "bng-a", "2001:db8::/32")), "bng", "instances"), "bng.instances[0].ipv4Pool[0]", "not an IPv4"},
+		{"instance pool host bits", set(instances(inst("a", "bng-a", "198.18.100.1/24")), "bng", "instances"), "bng.instances[0].ipv4Pool[0]", "host bits"},
+		{"instance budget 0", set(instances(map[string]any{"name": "a", "dataPlanes": []any{"bng-a"}, "maxSubscribers": 0}), "bng", "instances"), "bng.instances[0].maxSubscribers", "at least 1"},
+		{"subscriber instance undefined", func(m map[string]any) {
+			set(instances(inst("a", "bng-a", "198.18.100.0/24")), "bng", "instances")(m)
+			set("b", with(sub(0), "instance")...)(m)
+		}, "bng.subscribers[0].instance", `no instance "b"`},
+		{"subscriber outside its instance's pool", func(m map[string]any) {
+			set(instances(inst("a", "bng-a", "198.18.100.0/24"), inst("b", "bng-b", "198.18.101.0/24")), "bng", "instances")(m)
+			set("b", with(sub(0), "instance")...)(m)
+		}, "bng.subscribers[0].instance", "outside instance \"b\"'s pool"},
 		{"subscriber subport 16", set(16, with(sub(0), "subport")...), "bng.subscribers[0].subport", "at most 15"},
 		{"terminate address not an address", set("host1", "udpTermination", "terminate", 0, "address"), "udpTermination.terminate[0].address", "address"},
 		{"terminate ports reversed", set("6000-5000", "udpTermination", "terminate", 0, "ports"), "udpTermination.terminate[0].ports", "low end above"},

@@ -571,6 +571,7 @@ type BNGConfig struct {
 	Policers      []*Policer             `protobuf:"bytes,3,rep,name=policers,proto3" json:"policers,omitempty"`
 	Pipes         []*Pipe                `protobuf:"bytes,4,rep,name=pipes,proto3" json:"pipes,omitempty"`
 	Subscribers   []*Subscriber          `protobuf:"bytes,5,rep,name=subscribers,proto3" json:"subscribers,omitempty"`
+	Instances     []*BNGInstance         `protobuf:"bytes,6,rep,name=instances,proto3" json:"instances,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -640,6 +641,89 @@ func (x *BNGConfig) GetSubscribers() []*Subscriber {
 	return nil
 }
 
+func (x *BNGConfig) GetInstances() []*BNGInstance {
+	if x != nil {
+		return x.Instances
+	}
+	return nil
+}
+
+type BNGInstance struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	DataPlanes     []string               `protobuf:"bytes,2,rep,name=data_planes,json=dataPlanes,proto3" json:"data_planes,omitempty"`
+	Ipv4Pool       []string               `protobuf:"bytes,3,rep,name=ipv4_pool,json=ipv4Pool,proto3" json:"ipv4_pool,omitempty"`
+	Ipv6Pool       []string               `protobuf:"bytes,4,rep,name=ipv6_pool,json=ipv6Pool,proto3" json:"ipv6_pool,omitempty"`
+	MaxSubscribers int32                  `protobuf:"varint,5,opt,name=max_subscribers,json=maxSubscribers,proto3" json:"max_subscribers,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *BNGInstance) Reset() {
+	*x = BNGInstance{}
+	mi := &file_edgeplane_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BNGInstance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BNGInstance) ProtoMessage() {}
+
+func (x *BNGInstance) ProtoReflect() protoreflect.Message {
+	mi := &file_edgeplane_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BNGInstance.ProtoReflect.Descriptor instead.
+func (*BNGInstance) Descriptor() ([]byte, []int) {
+	return file_edgeplane_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *BNGInstance) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BNGInstance) GetDataPlanes() []string {
+	if x != nil {
+		return x.DataPlanes
+	}
+	return nil
+}
+
+func (x *BNGInstance) GetIpv4Pool() []string {
+	if x != nil {
+		return x.Ipv4Pool
+	}
+	return nil
+}
+
+func (x *BNGInstance) GetIpv6Pool() []string {
+	if x != nil {
+		return x.Ipv6Pool
+	}
+	return nil
+}
+
+func (x *BNGInstance) GetMaxSubscribers() int32 {
+	if x != nil {
+		return x.MaxSubscribers
+	}
+	return 0
+}
+
 type Policer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -656,7 +740,7 @@ type Policer struct {
 
 func (x *Policer) Reset() {
 	*x = Policer{}
-	mi := &file_edgeplane_proto_msgTypes[11]
+	mi := &file_edgeplane_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -668,7 +752,7 @@ func (x *Policer) String() string {
 func (*Policer) ProtoMessage() {}
 
 func (x *Policer) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[11]
+	mi := &file_edgeplane_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -681,7 +765,7 @@ func (x *Policer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Policer.ProtoReflect.Descriptor instead.
 func (*Policer) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{11}
+	return file_edgeplane_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Policer) GetName() string {
@@ -751,7 +835,7 @@ type Pipe struct {
 
 func (x *Pipe) Reset() {
 	*x = Pipe{}
-	mi := &file_edgeplane_proto_msgTypes[12]
+	mi := &file_edgeplane_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +847,7 @@ func (x *Pipe) String() string {
 func (*Pipe) ProtoMessage() {}
 
 func (x *Pipe) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[12]
+	mi := &file_edgeplane_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +860,7 @@ func (x *Pipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pipe.ProtoReflect.Descriptor instead.
 func (*Pipe) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{12}
+	return file_edgeplane_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Pipe) GetName() string {
@@ -813,13 +897,14 @@ type Subscriber struct {
 	Policer       string                 `protobuf:"bytes,9,opt,name=policer,proto3" json:"policer,omitempty"`
 	Pipe          string                 `protobuf:"bytes,10,opt,name=pipe,proto3" json:"pipe,omitempty"`
 	Subport       int32                  `protobuf:"varint,11,opt,name=subport,proto3" json:"subport,omitempty"`
+	Instance      string                 `protobuf:"bytes,12,opt,name=instance,proto3" json:"instance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Subscriber) Reset() {
 	*x = Subscriber{}
-	mi := &file_edgeplane_proto_msgTypes[13]
+	mi := &file_edgeplane_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +916,7 @@ func (x *Subscriber) String() string {
 func (*Subscriber) ProtoMessage() {}
 
 func (x *Subscriber) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[13]
+	mi := &file_edgeplane_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +929,7 @@ func (x *Subscriber) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscriber.ProtoReflect.Descriptor instead.
 func (*Subscriber) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{13}
+	return file_edgeplane_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Subscriber) GetId() int64 {
@@ -924,6 +1009,13 @@ func (x *Subscriber) GetSubport() int32 {
 	return 0
 }
 
+func (x *Subscriber) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
+}
+
 type UDPTerminationConfig struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Terminate     []*TerminateRule       `protobuf:"bytes,1,rep,name=terminate,proto3" json:"terminate,omitempty"`
@@ -933,7 +1025,7 @@ type UDPTerminationConfig struct {
 
 func (x *UDPTerminationConfig) Reset() {
 	*x = UDPTerminationConfig{}
-	mi := &file_edgeplane_proto_msgTypes[14]
+	mi := &file_edgeplane_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1037,7 @@ func (x *UDPTerminationConfig) String() string {
 func (*UDPTerminationConfig) ProtoMessage() {}
 
 func (x *UDPTerminationConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[14]
+	mi := &file_edgeplane_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1050,7 @@ func (x *UDPTerminationConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UDPTerminationConfig.ProtoReflect.Descriptor instead.
 func (*UDPTerminationConfig) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{14}
+	return file_edgeplane_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UDPTerminationConfig) GetTerminate() []*TerminateRule {
@@ -978,7 +1070,7 @@ type TerminateRule struct {
 
 func (x *TerminateRule) Reset() {
 	*x = TerminateRule{}
-	mi := &file_edgeplane_proto_msgTypes[15]
+	mi := &file_edgeplane_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1082,7 @@ func (x *TerminateRule) String() string {
 func (*TerminateRule) ProtoMessage() {}
 
 func (x *TerminateRule) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[15]
+	mi := &file_edgeplane_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1095,7 @@ func (x *TerminateRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateRule.ProtoReflect.Descriptor instead.
 func (*TerminateRule) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{15}
+	return file_edgeplane_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TerminateRule) GetAddress() string {
@@ -1029,7 +1121,7 @@ type SteeringConfig struct {
 
 func (x *SteeringConfig) Reset() {
 	*x = SteeringConfig{}
-	mi := &file_edgeplane_proto_msgTypes[16]
+	mi := &file_edgeplane_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1133,7 @@ func (x *SteeringConfig) String() string {
 func (*SteeringConfig) ProtoMessage() {}
 
 func (x *SteeringConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[16]
+	mi := &file_edgeplane_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1146,7 @@ func (x *SteeringConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteeringConfig.ProtoReflect.Descriptor instead.
 func (*SteeringConfig) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{16}
+	return file_edgeplane_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SteeringConfig) GetIntents() []*SteeringIntent {
@@ -1081,7 +1173,7 @@ type SteeringIntent struct {
 
 func (x *SteeringIntent) Reset() {
 	*x = SteeringIntent{}
-	mi := &file_edgeplane_proto_msgTypes[17]
+	mi := &file_edgeplane_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1185,7 @@ func (x *SteeringIntent) String() string {
 func (*SteeringIntent) ProtoMessage() {}
 
 func (x *SteeringIntent) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[17]
+	mi := &file_edgeplane_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1198,7 @@ func (x *SteeringIntent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteeringIntent.ProtoReflect.Descriptor instead.
 func (*SteeringIntent) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{17}
+	return file_edgeplane_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SteeringIntent) GetName() string {
@@ -1181,7 +1273,7 @@ type CMTSConfig struct {
 
 func (x *CMTSConfig) Reset() {
 	*x = CMTSConfig{}
-	mi := &file_edgeplane_proto_msgTypes[18]
+	mi := &file_edgeplane_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1193,7 +1285,7 @@ func (x *CMTSConfig) String() string {
 func (*CMTSConfig) ProtoMessage() {}
 
 func (x *CMTSConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[18]
+	mi := &file_edgeplane_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1206,7 +1298,7 @@ func (x *CMTSConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CMTSConfig.ProtoReflect.Descriptor instead.
 func (*CMTSConfig) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{18}
+	return file_edgeplane_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CMTSConfig) GetServiceGroups() []*CMTSServiceGroup {
@@ -1227,7 +1319,7 @@ type CMTSServiceGroup struct {
 
 func (x *CMTSServiceGroup) Reset() {
 	*x = CMTSServiceGroup{}
-	mi := &file_edgeplane_proto_msgTypes[19]
+	mi := &file_edgeplane_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1331,7 @@ func (x *CMTSServiceGroup) String() string {
 func (*CMTSServiceGroup) ProtoMessage() {}
 
 func (x *CMTSServiceGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[19]
+	mi := &file_edgeplane_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1344,7 @@ func (x *CMTSServiceGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CMTSServiceGroup.ProtoReflect.Descriptor instead.
 func (*CMTSServiceGroup) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{19}
+	return file_edgeplane_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CMTSServiceGroup) GetName() string {
@@ -1293,7 +1385,7 @@ type CMTSFilter struct {
 
 func (x *CMTSFilter) Reset() {
 	*x = CMTSFilter{}
-	mi := &file_edgeplane_proto_msgTypes[20]
+	mi := &file_edgeplane_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1305,7 +1397,7 @@ func (x *CMTSFilter) String() string {
 func (*CMTSFilter) ProtoMessage() {}
 
 func (x *CMTSFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[20]
+	mi := &file_edgeplane_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1318,7 +1410,7 @@ func (x *CMTSFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CMTSFilter.ProtoReflect.Descriptor instead.
 func (*CMTSFilter) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{20}
+	return file_edgeplane_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CMTSFilter) GetGroup() int32 {
@@ -1402,7 +1494,7 @@ type CableModem struct {
 
 func (x *CableModem) Reset() {
 	*x = CableModem{}
-	mi := &file_edgeplane_proto_msgTypes[21]
+	mi := &file_edgeplane_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1506,7 @@ func (x *CableModem) String() string {
 func (*CableModem) ProtoMessage() {}
 
 func (x *CableModem) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[21]
+	mi := &file_edgeplane_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1519,7 @@ func (x *CableModem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CableModem.ProtoReflect.Descriptor instead.
 func (*CableModem) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{21}
+	return file_edgeplane_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CableModem) GetId() int32 {
@@ -1512,7 +1604,7 @@ type CMPrivacy struct {
 
 func (x *CMPrivacy) Reset() {
 	*x = CMPrivacy{}
-	mi := &file_edgeplane_proto_msgTypes[22]
+	mi := &file_edgeplane_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1616,7 @@ func (x *CMPrivacy) String() string {
 func (*CMPrivacy) ProtoMessage() {}
 
 func (x *CMPrivacy) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[22]
+	mi := &file_edgeplane_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1629,7 @@ func (x *CMPrivacy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CMPrivacy.ProtoReflect.Descriptor instead.
 func (*CMPrivacy) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{22}
+	return file_edgeplane_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CMPrivacy) GetSaid() int32 {
@@ -1580,7 +1672,7 @@ type ServiceFlow struct {
 
 func (x *ServiceFlow) Reset() {
 	*x = ServiceFlow{}
-	mi := &file_edgeplane_proto_msgTypes[23]
+	mi := &file_edgeplane_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +1684,7 @@ func (x *ServiceFlow) String() string {
 func (*ServiceFlow) ProtoMessage() {}
 
 func (x *ServiceFlow) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[23]
+	mi := &file_edgeplane_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1697,7 @@ func (x *ServiceFlow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceFlow.ProtoReflect.Descriptor instead.
 func (*ServiceFlow) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{23}
+	return file_edgeplane_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ServiceFlow) GetSf() int32 {
@@ -1653,7 +1745,7 @@ type Classifier struct {
 
 func (x *Classifier) Reset() {
 	*x = Classifier{}
-	mi := &file_edgeplane_proto_msgTypes[24]
+	mi := &file_edgeplane_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1665,7 +1757,7 @@ func (x *Classifier) String() string {
 func (*Classifier) ProtoMessage() {}
 
 func (x *Classifier) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[24]
+	mi := &file_edgeplane_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1678,7 +1770,7 @@ func (x *Classifier) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Classifier.ProtoReflect.Descriptor instead.
 func (*Classifier) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{24}
+	return file_edgeplane_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Classifier) GetCls() int32 {
@@ -1755,7 +1847,7 @@ type NodeDesired struct {
 
 func (x *NodeDesired) Reset() {
 	*x = NodeDesired{}
-	mi := &file_edgeplane_proto_msgTypes[25]
+	mi := &file_edgeplane_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1767,7 +1859,7 @@ func (x *NodeDesired) String() string {
 func (*NodeDesired) ProtoMessage() {}
 
 func (x *NodeDesired) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[25]
+	mi := &file_edgeplane_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1780,7 +1872,7 @@ func (x *NodeDesired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDesired.ProtoReflect.Descriptor instead.
 func (*NodeDesired) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{25}
+	return file_edgeplane_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *NodeDesired) GetNode() string {
@@ -1814,7 +1906,7 @@ type DesiredState struct {
 
 func (x *DesiredState) Reset() {
 	*x = DesiredState{}
-	mi := &file_edgeplane_proto_msgTypes[26]
+	mi := &file_edgeplane_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1918,7 @@ func (x *DesiredState) String() string {
 func (*DesiredState) ProtoMessage() {}
 
 func (x *DesiredState) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[26]
+	mi := &file_edgeplane_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1931,7 @@ func (x *DesiredState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredState.ProtoReflect.Descriptor instead.
 func (*DesiredState) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{26}
+	return file_edgeplane_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DesiredState) GetRevision() int64 {
@@ -1868,7 +1960,7 @@ type ChangeRequest struct {
 
 func (x *ChangeRequest) Reset() {
 	*x = ChangeRequest{}
-	mi := &file_edgeplane_proto_msgTypes[27]
+	mi := &file_edgeplane_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +1972,7 @@ func (x *ChangeRequest) String() string {
 func (*ChangeRequest) ProtoMessage() {}
 
 func (x *ChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[27]
+	mi := &file_edgeplane_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +1985,7 @@ func (x *ChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeRequest.ProtoReflect.Descriptor instead.
 func (*ChangeRequest) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{27}
+	return file_edgeplane_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ChangeRequest) GetNodes() map[string]*NodeConfig {
@@ -1935,7 +2027,7 @@ type RollbackRequest struct {
 
 func (x *RollbackRequest) Reset() {
 	*x = RollbackRequest{}
-	mi := &file_edgeplane_proto_msgTypes[28]
+	mi := &file_edgeplane_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2039,7 @@ func (x *RollbackRequest) String() string {
 func (*RollbackRequest) ProtoMessage() {}
 
 func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[28]
+	mi := &file_edgeplane_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2052,7 @@ func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRequest.ProtoReflect.Descriptor instead.
 func (*RollbackRequest) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{28}
+	return file_edgeplane_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RollbackRequest) GetRevision() int64 {
@@ -1995,7 +2087,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_edgeplane_proto_msgTypes[29]
+	mi := &file_edgeplane_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2099,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[29]
+	mi := &file_edgeplane_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2112,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{29}
+	return file_edgeplane_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Change) GetOp() string {
@@ -2050,13 +2142,15 @@ type NodePlan struct {
 	Changes       []*Change              `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`
 	Truncated     bool                   `protobuf:"varint,3,opt,name=truncated,proto3" json:"truncated,omitempty"`
 	Counts        map[string]int64       `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Placement     []*InstancePlacement   `protobuf:"bytes,5,rep,name=placement,proto3" json:"placement,omitempty"`
+	Moves         []*SubscriberMove      `protobuf:"bytes,6,rep,name=moves,proto3" json:"moves,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodePlan) Reset() {
 	*x = NodePlan{}
-	mi := &file_edgeplane_proto_msgTypes[30]
+	mi := &file_edgeplane_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2068,7 +2162,7 @@ func (x *NodePlan) String() string {
 func (*NodePlan) ProtoMessage() {}
 
 func (x *NodePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[30]
+	mi := &file_edgeplane_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2081,7 +2175,7 @@ func (x *NodePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePlan.ProtoReflect.Descriptor instead.
 func (*NodePlan) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{30}
+	return file_edgeplane_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *NodePlan) GetNode() string {
@@ -2112,6 +2206,164 @@ func (x *NodePlan) GetCounts() map[string]int64 {
 	return nil
 }
 
+func (x *NodePlan) GetPlacement() []*InstancePlacement {
+	if x != nil {
+		return x.Placement
+	}
+	return nil
+}
+
+func (x *NodePlan) GetMoves() []*SubscriberMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+type InstancePlacement struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Instance       string                 `protobuf:"bytes,1,opt,name=instance,proto3" json:"instance,omitempty"`
+	Subscribers    int32                  `protobuf:"varint,2,opt,name=subscribers,proto3" json:"subscribers,omitempty"`
+	MaxSubscribers int32                  `protobuf:"varint,3,opt,name=max_subscribers,json=maxSubscribers,proto3" json:"max_subscribers,omitempty"`
+	Placed         int32                  `protobuf:"varint,4,opt,name=placed,proto3" json:"placed,omitempty"`
+	MovedIn        int32                  `protobuf:"varint,5,opt,name=moved_in,json=movedIn,proto3" json:"moved_in,omitempty"`
+	MovedOut       int32                  `protobuf:"varint,6,opt,name=moved_out,json=movedOut,proto3" json:"moved_out,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *InstancePlacement) Reset() {
+	*x = InstancePlacement{}
+	mi := &file_edgeplane_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstancePlacement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstancePlacement) ProtoMessage() {}
+
+func (x *InstancePlacement) ProtoReflect() protoreflect.Message {
+	mi := &file_edgeplane_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstancePlacement.ProtoReflect.Descriptor instead.
+func (*InstancePlacement) Descriptor() ([]byte, []int) {
+	return file_edgeplane_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *InstancePlacement) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
+}
+
+func (x *InstancePlacement) GetSubscribers() int32 {
+	if x != nil {
+		return x.Subscribers
+	}
+	return 0
+}
+
+func (x *InstancePlacement) GetMaxSubscribers() int32 {
+	if x != nil {
+		return x.MaxSubscribers
+	}
+	return 0
+}
+
+func (x *InstancePlacement) GetPlaced() int32 {
+	if x != nil {
+		return x.Placed
+	}
+	return 0
+}
+
+func (x *InstancePlacement) GetMovedIn() int32 {
+	if x != nil {
+		return x.MovedIn
+	}
+	return 0
+}
+
+func (x *InstancePlacement) GetMovedOut() int32 {
+	if x != nil {
+		return x.MovedOut
+	}
+	return 0
+}
+
+type SubscriberMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	To            string                 `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscriberMove) Reset() {
+	*x = SubscriberMove{}
+	mi := &file_edgeplane_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscriberMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscriberMove) ProtoMessage() {}
+
+func (x *SubscriberMove) ProtoReflect() protoreflect.Message {
+	mi := &file_edgeplane_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscriberMove.ProtoReflect.Descriptor instead.
+func (*SubscriberMove) Descriptor() ([]byte, []int) {
+	return file_edgeplane_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *SubscriberMove) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SubscriberMove) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *SubscriberMove) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
 type Plan struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	BaseRevision  int64                  `protobuf:"varint,1,opt,name=base_revision,json=baseRevision,proto3" json:"base_revision,omitempty"`
@@ -2122,7 +2374,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_edgeplane_proto_msgTypes[31]
+	mi := &file_edgeplane_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2386,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[31]
+	mi := &file_edgeplane_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2399,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{31}
+	return file_edgeplane_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Plan) GetBaseRevision() int64 {
@@ -2174,7 +2426,7 @@ type Applied struct {
 
 func (x *Applied) Reset() {
 	*x = Applied{}
-	mi := &file_edgeplane_proto_msgTypes[32]
+	mi := &file_edgeplane_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2186,7 +2438,7 @@ func (x *Applied) String() string {
 func (*Applied) ProtoMessage() {}
 
 func (x *Applied) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[32]
+	mi := &file_edgeplane_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2199,7 +2451,7 @@ func (x *Applied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Applied.ProtoReflect.Descriptor instead.
 func (*Applied) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{32}
+	return file_edgeplane_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Applied) GetRevision() int64 {
@@ -2229,7 +2481,7 @@ type RevisionInfo struct {
 
 func (x *RevisionInfo) Reset() {
 	*x = RevisionInfo{}
-	mi := &file_edgeplane_proto_msgTypes[33]
+	mi := &file_edgeplane_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2241,7 +2493,7 @@ func (x *RevisionInfo) String() string {
 func (*RevisionInfo) ProtoMessage() {}
 
 func (x *RevisionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[33]
+	mi := &file_edgeplane_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2254,7 +2506,7 @@ func (x *RevisionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionInfo.ProtoReflect.Descriptor instead.
 func (*RevisionInfo) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{33}
+	return file_edgeplane_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RevisionInfo) GetRevision() int64 {
@@ -2302,7 +2554,7 @@ type RevisionList struct {
 
 func (x *RevisionList) Reset() {
 	*x = RevisionList{}
-	mi := &file_edgeplane_proto_msgTypes[34]
+	mi := &file_edgeplane_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2314,7 +2566,7 @@ func (x *RevisionList) String() string {
 func (*RevisionList) ProtoMessage() {}
 
 func (x *RevisionList) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[34]
+	mi := &file_edgeplane_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2579,7 @@ func (x *RevisionList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionList.ProtoReflect.Descriptor instead.
 func (*RevisionList) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{34}
+	return file_edgeplane_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RevisionList) GetCurrent() int64 {
@@ -2356,7 +2608,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_edgeplane_proto_msgTypes[35]
+	mi := &file_edgeplane_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2620,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[35]
+	mi := &file_edgeplane_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2633,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{35}
+	return file_edgeplane_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *WatchEvent) GetKind() string {
@@ -2427,7 +2679,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_edgeplane_proto_msgTypes[36]
+	mi := &file_edgeplane_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2691,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[36]
+	mi := &file_edgeplane_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2704,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{36}
+	return file_edgeplane_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *NodeStatus) GetNode() string {
@@ -2515,7 +2767,7 @@ type Drift struct {
 
 func (x *Drift) Reset() {
 	*x = Drift{}
-	mi := &file_edgeplane_proto_msgTypes[37]
+	mi := &file_edgeplane_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2527,7 +2779,7 @@ func (x *Drift) String() string {
 func (*Drift) ProtoMessage() {}
 
 func (x *Drift) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[37]
+	mi := &file_edgeplane_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2540,7 +2792,7 @@ func (x *Drift) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drift.ProtoReflect.Descriptor instead.
 func (*Drift) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{37}
+	return file_edgeplane_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Drift) GetKind() string {
@@ -2602,13 +2854,21 @@ const file_edgeplane_proto_rawDesc = "" +
 	"\x03src\x18\x03 \x01(\tR\x03src\x12\x10\n" +
 	"\x03dst\x18\x04 \x01(\tR\x03dst\x12\x14\n" +
 	"\x05sport\x18\x05 \x01(\tR\x05sport\x12\x14\n" +
-	"\x05dport\x18\x06 \x01(\tR\x05dport\"\xf6\x01\n" +
+	"\x05dport\x18\x06 \x01(\tR\x05dport\"\xaf\x02\n" +
 	"\tBNGConfig\x12+\n" +
 	"\x06routes\x18\x01 \x03(\v2\x13.edgeplane.v1.RouteR\x06routes\x12#\n" +
 	"\x03acl\x18\x02 \x01(\v2\x11.edgeplane.v1.ACLR\x03acl\x121\n" +
 	"\bpolicers\x18\x03 \x03(\v2\x15.edgeplane.v1.PolicerR\bpolicers\x12(\n" +
 	"\x05pipes\x18\x04 \x03(\v2\x12.edgeplane.v1.PipeR\x05pipes\x12:\n" +
-	"\vsubscribers\x18\x05 \x03(\v2\x18.edgeplane.v1.SubscriberR\vsubscribers\"\x9d\x01\n" +
+	"\vsubscribers\x18\x05 \x03(\v2\x18.edgeplane.v1.SubscriberR\vsubscribers\x127\n" +
+	"\tinstances\x18\x06 \x03(\v2\x19.edgeplane.v1.BNGInstanceR\tinstances\"\xa5\x01\n" +
+	"\vBNGInstance\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\vdata_planes\x18\x02 \x03(\tR\n" +
+	"dataPlanes\x12\x1b\n" +
+	"\tipv4_pool\x18\x03 \x03(\tR\bipv4Pool\x12\x1b\n" +
+	"\tipv6_pool\x18\x04 \x03(\tR\bipv6Pool\x12'\n" +
+	"\x0fmax_subscribers\x18\x05 \x01(\x05R\x0emaxSubscribers\"\x9d\x01\n" +
 	"\aPolicer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\tR\x04mode\x12\x10\n" +
@@ -2621,7 +2881,7 @@ const file_edgeplane_proto_rawDesc = "" +
 	"\x04Pipe\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04rate\x18\x02 \x01(\x03R\x04rate\x12\x17\n" +
-	"\atb_size\x18\x03 \x01(\x03R\x06tbSize\"\xf2\x01\n" +
+	"\atb_size\x18\x03 \x01(\x03R\x06tbSize\"\x8e\x02\n" +
 	"\n" +
 	"Subscriber\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x13\n" +
@@ -2635,7 +2895,8 @@ const file_edgeplane_proto_rawDesc = "" +
 	"\apolicer\x18\t \x01(\tR\apolicer\x12\x12\n" +
 	"\x04pipe\x18\n" +
 	" \x01(\tR\x04pipe\x12\x18\n" +
-	"\asubport\x18\v \x01(\x05R\asubport\"Q\n" +
+	"\asubport\x18\v \x01(\x05R\asubport\x12\x1a\n" +
+	"\binstance\x18\f \x01(\tR\binstance\"Q\n" +
 	"\x14UDPTerminationConfig\x129\n" +
 	"\tterminate\x18\x01 \x03(\v2\x1b.edgeplane.v1.TerminateRuleR\tterminate\"?\n" +
 	"\rTerminateRule\x12\x18\n" +
@@ -2742,15 +3003,28 @@ const file_edgeplane_proto_rawDesc = "" +
 	"\x06Change\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
-	"\x03key\x18\x03 \x01(\tR\x03key\"\xe3\x01\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\"\xd6\x02\n" +
 	"\bNodePlan\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12.\n" +
 	"\achanges\x18\x02 \x03(\v2\x14.edgeplane.v1.ChangeR\achanges\x12\x1c\n" +
 	"\ttruncated\x18\x03 \x01(\bR\ttruncated\x12:\n" +
-	"\x06counts\x18\x04 \x03(\v2\".edgeplane.v1.NodePlan.CountsEntryR\x06counts\x1a9\n" +
+	"\x06counts\x18\x04 \x03(\v2\".edgeplane.v1.NodePlan.CountsEntryR\x06counts\x12=\n" +
+	"\tplacement\x18\x05 \x03(\v2\x1f.edgeplane.v1.InstancePlacementR\tplacement\x122\n" +
+	"\x05moves\x18\x06 \x03(\v2\x1c.edgeplane.v1.SubscriberMoveR\x05moves\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"Y\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xca\x01\n" +
+	"\x11InstancePlacement\x12\x1a\n" +
+	"\binstance\x18\x01 \x01(\tR\binstance\x12 \n" +
+	"\vsubscribers\x18\x02 \x01(\x05R\vsubscribers\x12'\n" +
+	"\x0fmax_subscribers\x18\x03 \x01(\x05R\x0emaxSubscribers\x12\x16\n" +
+	"\x06placed\x18\x04 \x01(\x05R\x06placed\x12\x19\n" +
+	"\bmoved_in\x18\x05 \x01(\x05R\amovedIn\x12\x1b\n" +
+	"\tmoved_out\x18\x06 \x01(\x05R\bmovedOut\"D\n" +
+	"\x0eSubscriberMove\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\"Y\n" +
 	"\x04Plan\x12#\n" +
 	"\rbase_revision\x18\x01 \x01(\x03R\fbaseRevision\x12,\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x16.edgeplane.v1.NodePlanR\x05nodes\"M\n" +
@@ -2816,7 +3090,7 @@ func file_edgeplane_proto_rawDescGZIP() []byte {
 	return file_edgeplane_proto_rawDescData
 }
 
-var file_edgeplane_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_edgeplane_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_edgeplane_proto_goTypes = []any{
 	(*GetStateRequest)(nil),      // 0: edgeplane.v1.GetStateRequest
 	(*GetNodeRequest)(nil),       // 1: edgeplane.v1.GetNodeRequest
@@ -2829,96 +3103,102 @@ var file_edgeplane_proto_goTypes = []any{
 	(*ACL)(nil),                  // 8: edgeplane.v1.ACL
 	(*ACLRule)(nil),              // 9: edgeplane.v1.ACLRule
 	(*BNGConfig)(nil),            // 10: edgeplane.v1.BNGConfig
-	(*Policer)(nil),              // 11: edgeplane.v1.Policer
-	(*Pipe)(nil),                 // 12: edgeplane.v1.Pipe
-	(*Subscriber)(nil),           // 13: edgeplane.v1.Subscriber
-	(*UDPTerminationConfig)(nil), // 14: edgeplane.v1.UDPTerminationConfig
-	(*TerminateRule)(nil),        // 15: edgeplane.v1.TerminateRule
-	(*SteeringConfig)(nil),       // 16: edgeplane.v1.SteeringConfig
-	(*SteeringIntent)(nil),       // 17: edgeplane.v1.SteeringIntent
-	(*CMTSConfig)(nil),           // 18: edgeplane.v1.CMTSConfig
-	(*CMTSServiceGroup)(nil),     // 19: edgeplane.v1.CMTSServiceGroup
-	(*CMTSFilter)(nil),           // 20: edgeplane.v1.CMTSFilter
-	(*CableModem)(nil),           // 21: edgeplane.v1.CableModem
-	(*CMPrivacy)(nil),            // 22: edgeplane.v1.CMPrivacy
-	(*ServiceFlow)(nil),          // 23: edgeplane.v1.ServiceFlow
-	(*Classifier)(nil),           // 24: edgeplane.v1.Classifier
-	(*NodeDesired)(nil),          // 25: edgeplane.v1.NodeDesired
-	(*DesiredState)(nil),         // 26: edgeplane.v1.DesiredState
-	(*ChangeRequest)(nil),        // 27: edgeplane.v1.ChangeRequest
-	(*RollbackRequest)(nil),      // 28: edgeplane.v1.RollbackRequest
-	(*Change)(nil),               // 29: edgeplane.v1.Change
-	(*NodePlan)(nil),             // 30: edgeplane.v1.NodePlan
-	(*Plan)(nil),                 // 31: edgeplane.v1.Plan
-	(*Applied)(nil),              // 32: edgeplane.v1.Applied
-	(*RevisionInfo)(nil),         // 33: edgeplane.v1.RevisionInfo
-	(*RevisionList)(nil),         // 34: edgeplane.v1.RevisionList
-	(*WatchEvent)(nil),           // 35: edgeplane.v1.WatchEvent
-	(*NodeStatus)(nil),           // 36: edgeplane.v1.NodeStatus
-	(*Drift)(nil),                // 37: edgeplane.v1.Drift
-	nil,                          // 38: edgeplane.v1.DesiredState.NodesEntry
-	nil,                          // 39: edgeplane.v1.ChangeRequest.NodesEntry
-	nil,                          // 40: edgeplane.v1.NodePlan.CountsEntry
-	nil,                          // 41: edgeplane.v1.NodeStatus.ResyncsEntry
-	nil,                          // 42: edgeplane.v1.NodeStatus.ChangesEntry
+	(*BNGInstance)(nil),          // 11: edgeplane.v1.BNGInstance
+	(*Policer)(nil),              // 12: edgeplane.v1.Policer
+	(*Pipe)(nil),                 // 13: edgeplane.v1.Pipe
+	(*Subscriber)(nil),           // 14: edgeplane.v1.Subscriber
+	(*UDPTerminationConfig)(nil), // 15: edgeplane.v1.UDPTerminationConfig
+	(*TerminateRule)(nil),        // 16: edgeplane.v1.TerminateRule
+	(*SteeringConfig)(nil),       // 17: edgeplane.v1.SteeringConfig
+	(*SteeringIntent)(nil),       // 18: edgeplane.v1.SteeringIntent
+	(*CMTSConfig)(nil),           // 19: edgeplane.v1.CMTSConfig
+	(*CMTSServiceGroup)(nil),     // 20: edgeplane.v1.CMTSServiceGroup
+	(*CMTSFilter)(nil),           // 21: edgeplane.v1.CMTSFilter
+	(*CableModem)(nil),           // 22: edgeplane.v1.CableModem
+	(*CMPrivacy)(nil),            // 23: edgeplane.v1.CMPrivacy
+	(*ServiceFlow)(nil),          // 24: edgeplane.v1.ServiceFlow
+	(*Classifier)(nil),           // 25: edgeplane.v1.Classifier
+	(*NodeDesired)(nil),          // 26: edgeplane.v1.NodeDesired
+	(*DesiredState)(nil),         // 27: edgeplane.v1.DesiredState
+	(*ChangeRequest)(nil),        // 28: edgeplane.v1.ChangeRequest
+	(*RollbackRequest)(nil),      // 29: edgeplane.v1.RollbackRequest
+	(*Change)(nil),               // 30: edgeplane.v1.Change
+	(*NodePlan)(nil),             // 31: edgeplane.v1.NodePlan
+	(*InstancePlacement)(nil),    // 32: edgeplane.v1.InstancePlacement
+	(*SubscriberMove)(nil),       // 33: edgeplane.v1.SubscriberMove
+	(*Plan)(nil),                 // 34: edgeplane.v1.Plan
+	(*Applied)(nil),              // 35: edgeplane.v1.Applied
+	(*RevisionInfo)(nil),         // 36: edgeplane.v1.RevisionInfo
+	(*RevisionList)(nil),         // 37: edgeplane.v1.RevisionList
+	(*WatchEvent)(nil),           // 38: edgeplane.v1.WatchEvent
+	(*NodeStatus)(nil),           // 39: edgeplane.v1.NodeStatus
+	(*Drift)(nil),                // 40: edgeplane.v1.Drift
+	nil,                          // 41: edgeplane.v1.DesiredState.NodesEntry
+	nil,                          // 42: edgeplane.v1.ChangeRequest.NodesEntry
+	nil,                          // 43: edgeplane.v1.NodePlan.CountsEntry
+	nil,                          // 44: edgeplane.v1.NodeStatus.ResyncsEntry
+	nil,                          // 45: edgeplane.v1.NodeStatus.ChangesEntry
 }
 var file_edgeplane_proto_depIdxs = []int32{
 	6,  // 0: edgeplane.v1.NodeConfig.router:type_name -> edgeplane.v1.RouterConfig
 	10, // 1: edgeplane.v1.NodeConfig.bng:type_name -> edgeplane.v1.BNGConfig
-	14, // 2: edgeplane.v1.NodeConfig.udp_termination:type_name -> edgeplane.v1.UDPTerminationConfig
-	16, // 3: edgeplane.v1.NodeConfig.steering:type_name -> edgeplane.v1.SteeringConfig
-	18, // 4: edgeplane.v1.NodeConfig.cmts:type_name -> edgeplane.v1.CMTSConfig
+	15, // 2: edgeplane.v1.NodeConfig.udp_termination:type_name -> edgeplane.v1.UDPTerminationConfig
+	17, // 3: edgeplane.v1.NodeConfig.steering:type_name -> edgeplane.v1.SteeringConfig
+	19, // 4: edgeplane.v1.NodeConfig.cmts:type_name -> edgeplane.v1.CMTSConfig
 	7,  // 5: edgeplane.v1.RouterConfig.routes:type_name -> edgeplane.v1.Route
 	8,  // 6: edgeplane.v1.RouterConfig.acl:type_name -> edgeplane.v1.ACL
 	9,  // 7: edgeplane.v1.ACL.rules:type_name -> edgeplane.v1.ACLRule
 	7,  // 8: edgeplane.v1.BNGConfig.routes:type_name -> edgeplane.v1.Route
 	8,  // 9: edgeplane.v1.BNGConfig.acl:type_name -> edgeplane.v1.ACL
-	11, // 10: edgeplane.v1.BNGConfig.policers:type_name -> edgeplane.v1.Policer
-	12, // 11: edgeplane.v1.BNGConfig.pipes:type_name -> edgeplane.v1.Pipe
-	13, // 12: edgeplane.v1.BNGConfig.subscribers:type_name -> edgeplane.v1.Subscriber
-	15, // 13: edgeplane.v1.UDPTerminationConfig.terminate:type_name -> edgeplane.v1.TerminateRule
-	17, // 14: edgeplane.v1.SteeringConfig.intents:type_name -> edgeplane.v1.SteeringIntent
-	19, // 15: edgeplane.v1.CMTSConfig.service_groups:type_name -> edgeplane.v1.CMTSServiceGroup
-	20, // 16: edgeplane.v1.CMTSServiceGroup.filters:type_name -> edgeplane.v1.CMTSFilter
-	21, // 17: edgeplane.v1.CMTSServiceGroup.modems:type_name -> edgeplane.v1.CableModem
-	22, // 18: edgeplane.v1.CableModem.privacy:type_name -> edgeplane.v1.CMPrivacy
-	23, // 19: edgeplane.v1.CableModem.service_flows:type_name -> edgeplane.v1.ServiceFlow
-	24, // 20: edgeplane.v1.CableModem.classifiers:type_name -> edgeplane.v1.Classifier
-	5,  // 21: edgeplane.v1.NodeDesired.config:type_name -> edgeplane.v1.NodeConfig
-	38, // 22: edgeplane.v1.DesiredState.nodes:type_name -> edgeplane.v1.DesiredState.NodesEntry
-	39, // 23: edgeplane.v1.ChangeRequest.nodes:type_name -> edgeplane.v1.ChangeRequest.NodesEntry
-	29, // 24: edgeplane.v1.NodePlan.changes:type_name -> edgeplane.v1.Change
-	40, // 25: edgeplane.v1.NodePlan.counts:type_name -> edgeplane.v1.NodePlan.CountsEntry
-	30, // 26: edgeplane.v1.Plan.nodes:type_name -> edgeplane.v1.NodePlan
-	31, // 27: edgeplane.v1.Applied.plan:type_name -> edgeplane.v1.Plan
-	33, // 28: edgeplane.v1.RevisionList.revisions:type_name -> edgeplane.v1.RevisionInfo
-	5,  // 29: edgeplane.v1.WatchEvent.config:type_name -> edgeplane.v1.NodeConfig
-	41, // 30: edgeplane.v1.NodeStatus.resyncs:type_name -> edgeplane.v1.NodeStatus.ResyncsEntry
-	42, // 31: edgeplane.v1.NodeStatus.changes:type_name -> edgeplane.v1.NodeStatus.ChangesEntry
-	37, // 32: edgeplane.v1.NodeStatus.drift:type_name -> edgeplane.v1.Drift
-	5,  // 33: edgeplane.v1.DesiredState.NodesEntry.value:type_name -> edgeplane.v1.NodeConfig
-	5,  // 34: edgeplane.v1.ChangeRequest.NodesEntry.value:type_name -> edgeplane.v1.NodeConfig
-	0,  // 35: edgeplane.v1.Controller.GetState:input_type -> edgeplane.v1.GetStateRequest
-	1,  // 36: edgeplane.v1.Controller.GetNode:input_type -> edgeplane.v1.GetNodeRequest
-	2,  // 37: edgeplane.v1.Controller.GetNodeStatus:input_type -> edgeplane.v1.GetNodeStatusRequest
-	27, // 38: edgeplane.v1.Controller.Plan:input_type -> edgeplane.v1.ChangeRequest
-	27, // 39: edgeplane.v1.Controller.Apply:input_type -> edgeplane.v1.ChangeRequest
-	28, // 40: edgeplane.v1.Controller.Rollback:input_type -> edgeplane.v1.RollbackRequest
-	3,  // 41: edgeplane.v1.Controller.ListRevisions:input_type -> edgeplane.v1.ListRevisionsRequest
-	4,  // 42: edgeplane.v1.Controller.Watch:input_type -> edgeplane.v1.WatchRequest
-	26, // 43: edgeplane.v1.Controller.GetState:output_type -> edgeplane.v1.DesiredState
-	25, // 44: edgeplane.v1.Controller.GetNode:output_type -> edgeplane.v1.NodeDesired
-	36, // 45: edgeplane.v1.Controller.GetNodeStatus:output_type -> edgeplane.v1.NodeStatus
-	31, // 46: edgeplane.v1.Controller.Plan:output_type -> edgeplane.v1.Plan
-	32, // 47: edgeplane.v1.Controller.Apply:output_type -> edgeplane.v1.Applied
-	32, // 48: edgeplane.v1.Controller.Rollback:output_type -> edgeplane.v1.Applied
-	34, // 49: edgeplane.v1.Controller.ListRevisions:output_type -> edgeplane.v1.RevisionList
-	35, // 50: edgeplane.v1.Controller.Watch:output_type -> edgeplane.v1.WatchEvent
-	43, // [43:51] is the sub-list for method output_type
-	35, // [35:43] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	12, // 10: edgeplane.v1.BNGConfig.policers:type_name -> edgeplane.v1.Policer
+	13, // 11: edgeplane.v1.BNGConfig.pipes:type_name -> edgeplane.v1.Pipe
+	14, // 12: edgeplane.v1.BNGConfig.subscribers:type_name -> edgeplane.v1.Subscriber
+	11, // 13: edgeplane.v1.BNGConfig.instances:type_name -> edgeplane.v1.BNGInstance
+	16, // 14: edgeplane.v1.UDPTerminationConfig.terminate:type_name -> edgeplane.v1.TerminateRule
+	18, // 15: edgeplane.v1.SteeringConfig.intents:type_name -> edgeplane.v1.SteeringIntent
+	20, // 16: edgeplane.v1.CMTSConfig.service_groups:type_name -> edgeplane.v1.CMTSServiceGroup
+	21, // 17: edgeplane.v1.CMTSServiceGroup.filters:type_name -> edgeplane.v1.CMTSFilter
+	22, // 18: edgeplane.v1.CMTSServiceGroup.modems:type_name -> edgeplane.v1.CableModem
+	23, // 19: edgeplane.v1.CableModem.privacy:type_name -> edgeplane.v1.CMPrivacy
+	24, // 20: edgeplane.v1.CableModem.service_flows:type_name -> edgeplane.v1.ServiceFlow
+	25, // 21: edgeplane.v1.CableModem.classifiers:type_name -> edgeplane.v1.Classifier
+	5,  // 22: edgeplane.v1.NodeDesired.config:type_name -> edgeplane.v1.NodeConfig
+	41, // 23: edgeplane.v1.DesiredState.nodes:type_name -> edgeplane.v1.DesiredState.NodesEntry
+	42, // 24: edgeplane.v1.ChangeRequest.nodes:type_name -> edgeplane.v1.ChangeRequest.NodesEntry
+	30, // 25: edgeplane.v1.NodePlan.changes:type_name -> edgeplane.v1.Change
+	43, // 26: edgeplane.v1.NodePlan.counts:type_name -> edgeplane.v1.NodePlan.CountsEntry
+	32, // 27: edgeplane.v1.NodePlan.placement:type_name -> edgeplane.v1.InstancePlacement
+	33, // 28: edgeplane.v1.NodePlan.moves:type_name -> edgeplane.v1.SubscriberMove
+	31, // 29: edgeplane.v1.Plan.nodes:type_name -> edgeplane.v1.NodePlan
+	34, // 30: edgeplane.v1.Applied.plan:type_name -> edgeplane.v1.Plan
+	36, // 31: edgeplane.v1.RevisionList.revisions:type_name -> edgeplane.v1.RevisionInfo
+	5,  // 32: edgeplane.v1.WatchEvent.config:type_name -> edgeplane.v1.NodeConfig
+	44, // 33: edgeplane.v1.NodeStatus.resyncs:type_name -> edgeplane.v1.NodeStatus.ResyncsEntry
+	45, // 34: edgeplane.v1.NodeStatus.changes:type_name -> edgeplane.v1.NodeStatus.ChangesEntry
+	40, // 35: edgeplane.v1.NodeStatus.drift:type_name -> edgeplane.v1.Drift
+	5,  // 36: edgeplane.v1.DesiredState.NodesEntry.value:type_name -> edgeplane.v1.NodeConfig
+	5,  // 37: edgeplane.v1.ChangeRequest.NodesEntry.value:type_name -> edgeplane.v1.NodeConfig
+	0,  // 38: edgeplane.v1.Controller.GetState:input_type -> edgeplane.v1.GetStateRequest
+	1,  // 39: edgeplane.v1.Controller.GetNode:input_type -> edgeplane.v1.GetNodeRequest
+	2,  // 40: edgeplane.v1.Controller.GetNodeStatus:input_type -> edgeplane.v1.GetNodeStatusRequest
+	28, // 41: edgeplane.v1.Controller.Plan:input_type -> edgeplane.v1.ChangeRequest
+	28, // 42: edgeplane.v1.Controller.Apply:input_type -> edgeplane.v1.ChangeRequest
+	29, // 43: edgeplane.v1.Controller.Rollback:input_type -> edgeplane.v1.RollbackRequest
+	3,  // 44: edgeplane.v1.Controller.ListRevisions:input_type -> edgeplane.v1.ListRevisionsRequest
+	4,  // 45: edgeplane.v1.Controller.Watch:input_type -> edgeplane.v1.WatchRequest
+	27, // 46: edgeplane.v1.Controller.GetState:output_type -> edgeplane.v1.DesiredState
+	26, // 47: edgeplane.v1.Controller.GetNode:output_type -> edgeplane.v1.NodeDesired
+	39, // 48: edgeplane.v1.Controller.GetNodeStatus:output_type -> edgeplane.v1.NodeStatus
+	34, // 49: edgeplane.v1.Controller.Plan:output_type -> edgeplane.v1.Plan
+	35, // 50: edgeplane.v1.Controller.Apply:output_type -> edgeplane.v1.Applied
+	35, // 51: edgeplane.v1.Controller.Rollback:output_type -> edgeplane.v1.Applied
+	37, // 52: edgeplane.v1.Controller.ListRevisions:output_type -> edgeplane.v1.RevisionList
+	38, // 53: edgeplane.v1.Controller.Watch:output_type -> edgeplane.v1.WatchEvent
+	46, // [46:54] is the sub-list for method output_type
+	38, // [38:46] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_edgeplane_proto_init() }
@@ -2927,17 +3207,17 @@ func file_edgeplane_proto_init() {
 		return
 	}
 	file_edgeplane_proto_msgTypes[3].OneofWrappers = []any{}
-	file_edgeplane_proto_msgTypes[17].OneofWrappers = []any{}
-	file_edgeplane_proto_msgTypes[27].OneofWrappers = []any{}
+	file_edgeplane_proto_msgTypes[18].OneofWrappers = []any{}
 	file_edgeplane_proto_msgTypes[28].OneofWrappers = []any{}
-	file_edgeplane_proto_msgTypes[33].OneofWrappers = []any{}
+	file_edgeplane_proto_msgTypes[29].OneofWrappers = []any{}
+	file_edgeplane_proto_msgTypes[36].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_edgeplane_proto_rawDesc), len(file_edgeplane_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
