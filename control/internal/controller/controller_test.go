@@ -97,8 +97,8 @@ func TestPlanApplyRollbackThroughTheAPI(t *testing.T) {
 		t.Fatal(code)
 	}
 	got := fmt.Sprint(p.Nodes)
-	want := "[{[{router 198.18.5.0/24 route update} {router 198.18.6.0/24 route add}] map[add:1 update:1] a false} " +
-		"{[{ node add} {bng section add} {1 subscriber add}] map[add:3] b false}]"
+	want := "[{[{router 198.18.5.0/24 route update} {router 198.18.6.0/24 route add}] map[add:1 update:1] [] a [] false} " +
+		"{[{ node add} {bng section add} {1 subscriber add}] map[add:3] [] b [] false}]"
 	if p.BaseRevision != 1 || got != want {
 		t.Fatalf("plan on %d:\n%s\nwant\n%s", p.BaseRevision, got, want)
 	}

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,6 +157,12 @@ type change struct {
 	put    map[string]model.NodeConfig
 	remove []string
 	plan   model.Plan
+	placed map[string]placed // nodes with BNG instances
+}
+
+type placed struct {
+	placement []model.InstancePlacement
+	moves     []model.SubscriberMove
 }
 
 // prepare validates req and plans it on snap; nothing is written.
@@ -163,7 +170,7 @@ func prepare(snap *snapshot, req model.ChangeRequest) (*change, error) {
 	if req.ExpectedRevision != nil && *req.ExpectedRevision != snap.rev {
 		return nil, fmt.Errorf("%w: expectedRevision %d, the current revision is %d", ErrConflict, *req.ExpectedRevision, snap.rev)
 	}
-	c := &change{put: map[string]model.NodeConfig{}, plan: model.Plan{BaseRevision: snap.rev, Nodes: []model.NodePlan{}}}
+	c := &change{put: map[string]model.NodeConfig{}, placed: map[string]placed{}, plan: model.Plan{BaseRevision: snap.rev, Nodes: []model.NodePlan{}}}
 	names := make([]string, 0, len(req.Nodes)+len(req.Remove))
 	for n, cfg := range req.Nodes {
 		if !nodeName.MatchString(n) {
@@ -175,6 +182,20 @@ func prepare(snap *snapshot, req model.ChangeRequest) (*change, error) {
 				inv.Path = joinPath("nodes."+n, inv.Path)
 			}
 			return nil, bad(err)
+		}
+		if cfg.Bng != nil && len(cfg.Bng.Instances) > 0 {
+			var old *model.BNGConfig
+			if d, ok := snap.nodes[n]; ok {
+				old = d.Config.Bng
+			}
+			b := *cfg.Bng
+			b.Subscribers = slices.Clone(b.Subscribers) // the request's are not ours to fill in
+			pl, moves, err := place(old, &b)
+			if err != nil {
+				return nil, bad(fmt.Errorf("nodes.%s.bng: %w", n, err))
+			}
+			cfg.Bng = &b
+			c.placed[n] = placed{pl, moves}
 		}
 		c.put[n] = cfg
 		names = append(names, n)
@@ -211,6 +232,10 @@ func prepare(snap *snapshot, req model.ChangeRequest) (*change, error) {
 			changes, np.Truncated = changes[:MaxChanges], true
 		}
 		np.Changes = changes
+		np.Placement, np.Moves = c.placed[n].placement, c.placed[n].moves
+		if len(np.Moves) > MaxChanges {
+			np.Moves, np.Truncated = np.Moves[:MaxChanges], true
+		}
 		c.plan.Nodes = append(c.plan.Nodes, np)
 	}
 	return c, nil

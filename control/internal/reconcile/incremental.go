@@ -75,16 +75,52 @@ func bngIncremental(ctx context.Context, p Planes, old, b *model.BNGConfig, res 
 		return
 	}
 	profilesChanged := !sameJSON(old.Policers, b.Policers) || !sameJSON(old.Pipes, b.Pipes)
+	p.unservedInstances(b, res)
+	// Without instances every data plane gets the same subscribers: the
+	// delta is computed once (a comparison of every subscriber).
+	var put []dpctl.Subscriber
+	var replace map[uint32]bool
+	var del []uint32
+	shared := len(old.Instances) == 0 && len(b.Instances) == 0
+	if shared {
+		put, replace, del = subscriberDelta(p, old.Subscribers, b.Subscribers, res)
+	}
+	p.eachBNG(res, func(dp DataPlane, name string, one *Result) {
+		ok := true
+		if profilesChanged {
+			ok = profiles(ctx, dp, b, one)
+		}
+		if ok && shared {
+			sendSubscribers(ctx, dp, put, replace, append([]uint32(nil), del...), one)
+		} else if ok {
+			// With instances, each data plane compares its own instance's
+			// subscribers: one that moved is a removal on the old
+			// instance's and an addition on the new one's.
+			put, replace, del := subscriberDelta(p, old.ForDataPlane(name).Subscribers, b.ForDataPlane(name).Subscribers, one)
+			sendSubscribers(ctx, dp, put, replace, del, one)
+		}
+		if !sameJSON(old.Routes, b.Routes) {
+			routes(ctx, dp, BNGFIB, b.Routes, one)
+		}
+		if !sameJSON(old.Acl, b.Acl) {
+			acl(ctx, dp, BNGACL, b.Acl, one)
+		}
+	})
+}
+
+// subscriberDelta is what goes from olds to news: the subscribers added or
+// changed (replace: already on the data plane) and the ids removed, within
+// the agent's --sub-ids.
+func subscriberDelta(p Planes, olds, news []model.Subscriber, res *Result) (put []dpctl.Subscriber, replace map[uint32]bool, del []uint32) {
 	owned := func(id uint32) bool { return p.SubIDHi == 0 || id >= p.SubIDLo && id <= p.SubIDHi }
 	// The subscribers the revision added or changed, and those it removed.
-	was := make(map[int64]*model.Subscriber, len(old.Subscribers))
-	for i := range old.Subscribers {
-		was[old.Subscribers[i].Id] = &old.Subscribers[i]
+	was := make(map[int64]*model.Subscriber, len(olds))
+	for i := range olds {
+		was[olds[i].Id] = &olds[i]
 	}
-	var put []dpctl.Subscriber
-	replace := map[uint32]bool{}
-	for i := range b.Subscribers {
-		s := &b.Subscribers[i]
+	replace = map[uint32]bool{}
+	for i := range news {
+		s := &news[i]
 		o, found := was[s.Id]
 		delete(was, s.Id)
 		if found && sameJSON(o, s) {
@@ -98,25 +134,10 @@ func bngIncremental(ctx context.Context, p Planes, old, b *model.BNGConfig, res 
 		put = append(put, d)
 		replace[d.ID] = found
 	}
-	var del []uint32
 	for id := range was {
 		if owned(uint32(id)) {
 			del = append(del, uint32(id))
 		}
 	}
-	p.eachBNG(res, func(dp DataPlane, one *Result) {
-		ok := true
-		if profilesChanged {
-			ok = profiles(ctx, dp, b, one)
-		}
-		if ok {
-			sendSubscribers(ctx, dp, put, replace, append([]uint32(nil), del...), one)
-		}
-		if !sameJSON(old.Routes, b.Routes) {
-			routes(ctx, dp, BNGFIB, b.Routes, one)
-		}
-		if !sameJSON(old.Acl, b.Acl) {
-			acl(ctx, dp, BNGACL, b.Acl, one)
-		}
-	})
+	return put, replace, del
 }

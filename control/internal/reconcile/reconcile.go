@@ -97,9 +97,10 @@ func Pass(ctx context.Context, p Planes, cfg *model.NodeConfig) Result {
 		if len(p.BNG) == 0 {
 			res.drift("section", "bng", fmt.Errorf("no data plane serves the BNG on this node (--bng-socket)"))
 		}
-		p.eachBNG(&res, func(dp DataPlane, one *Result) {
+		p.unservedInstances(b, &res)
+		p.eachBNG(&res, func(dp DataPlane, name string, one *Result) {
 			if profiles(ctx, dp, b, one) {
-				subscribers(ctx, dp, p.SubIDLo, p.SubIDHi, b.Subscribers, one)
+				subscribers(ctx, dp, p.SubIDLo, p.SubIDHi, b.ForDataPlane(name).Subscribers, one)
 			}
 			routes(ctx, dp, BNGFIB, b.Routes, one)
 			acl(ctx, dp, BNGACL, b.Acl, one)
@@ -125,17 +126,35 @@ func Pass(ctx context.Context, p Planes, cfg *model.NodeConfig) Result {
 	return res
 }
 
-// eachBNG runs f on every BNG data plane; with several, their drift keys
-// name the one concerned.
-func (p Planes) eachBNG(res *Result, f func(dp DataPlane, one *Result)) {
+// eachBNG runs f on every BNG data plane, with its name (the instance
+// it serves names it); with several, their drift keys name the one
+// concerned.
+func (p Planes) eachBNG(res *Result, f func(dp DataPlane, name string, one *Result)) {
 	for i, dp := range p.BNG {
 		one := Result{Changes: res.Changes}
-		f(dp, &one)
+		f(dp, PlaneName(dp, i), &one)
 		for _, d := range one.Drift {
 			if len(p.BNG) > 1 {
 				d.Key = PlaneName(dp, i) + ": " + d.Key
 			}
 			res.Drift = append(res.Drift, d)
+		}
+	}
+}
+
+// unservedInstances reports each BNG instance whose data planes this
+// node's agent does not have (--bng-socket): its subscribers reach no
+// data plane.
+func (p Planes) unservedInstances(b *model.BNGConfig, res *Result) {
+	have := map[string]bool{}
+	for i, dp := range p.BNG {
+		have[PlaneName(dp, i)] = true
+	}
+	for _, in := range b.Instances {
+		for _, n := range in.DataPlanes {
+			if !have[n] {
+				res.drift("instance", in.Name, fmt.Errorf("no data plane %q on this node (--bng-socket)", n))
+			}
 		}
 	}
 }
