@@ -50,6 +50,7 @@ func Diff(old, new *NodeConfig) []Change {
 	d.acl("bng.acl", ob.Acl, nb.Acl)
 	diffBy(&d, ChangeKindPolicer, ob.Policers, nb.Policers, func(p Policer) string { return p.Name })
 	diffBy(&d, ChangeKindPipe, ob.Pipes, nb.Pipes, func(p Pipe) string { return p.Name })
+	diffBy(&d, ChangeKindInstance, ob.Instances, nb.Instances, func(in BNGInstance) string { return in.Name })
 	diffBy(&d, ChangeKindSubscriber, ob.Subscribers, nb.Subscribers, func(s Subscriber) string { return strconv.FormatInt(s.Id, 10) })
 
 	var ou, nu UDPTerminationConfig

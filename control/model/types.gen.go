@@ -80,6 +80,7 @@ func (e CMTSFilterAction) Valid() bool {
 const (
 	ChangeKindAcl        ChangeKind = "acl"
 	ChangeKindFilter     ChangeKind = "filter"
+	ChangeKindInstance   ChangeKind = "instance"
 	ChangeKindIntent     ChangeKind = "intent"
 	ChangeKindModem      ChangeKind = "modem"
 	ChangeKindNode       ChangeKind = "node"
@@ -97,6 +98,8 @@ func (e ChangeKind) Valid() bool {
 	case ChangeKindAcl:
 		return true
 	case ChangeKindFilter:
+		return true
+	case ChangeKindInstance:
 		return true
 	case ChangeKindIntent:
 		return true

@@ -48,7 +48,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.router, "router-socket", "", "the router's edgeplane-dp (default --dp-socket)")
 	fs.Func("cmts-socket", "a vCMTS edgeplane-dp: repeat it (or separate by commas) for several; each service group of the cmts section is reconciled on the one that has it (default --dp-socket)",
 		socketList(&n.cmts))
-	fs.Func("bng-socket", "a vBNG edgeplane-dp, each getting the whole bng section: repeat it (or separate by commas) for a split uplink/downlink pair (default --dp-socket)",
+	fs.Func("bng-socket", "a vBNG edgeplane-dp: repeat it (or separate by commas) for a split uplink/downlink pair, each getting the whole bng section, or for several BNG instances, each getting its instance's subscribers (default --dp-socket)",
 		socketList(&n.bng))
 	fs.StringVar(&n.udp, "udp-socket", "", "the UDP host stack's edgeplane-dp (default --dp-socket)")
 	fs.StringVar(&n.subIDs, "sub-ids", "", "BNG subscriber ids the desired state owns, lo-hi (default all; leave a PFCP user plane's --sub-ids out)")

@@ -112,12 +112,12 @@ func TestPlacementOnBNGInstances(t *testing.T) {
 		if got := load(np.Placement); got["a"] != 10 || got["b"] != 10 || got["c"] != 10 {
 			t.Fatalf("after adding c: %v, want 10 each (the fair share)", got)
 		}
-		if len(np.Moves) != 10 || np.Counts["update"] != 10 {
-			t.Fatalf("moves %v counts %v: want 10 moves, 10 subscriber updates", np.Moves, np.Counts)
+		if len(np.Moves) != 10 || np.Counts["update"] != 10 || np.Counts["add"] != 1 || len(np.Counts) != 2 {
+			t.Fatalf("moves %v counts %v: want 10 moves, 10 subscriber updates and the instance added", np.Moves, np.Counts)
 		}
 		for _, ch := range np.Changes {
-			if ch.Kind != model.ChangeKindSubscriber || ch.Op != model.ChangeOpUpdate {
-				t.Errorf("change %+v: only the moved subscribers should change", ch)
+			if (ch.Kind != model.ChangeKindSubscriber || ch.Op != model.ChangeOpUpdate) && (ch.Kind != model.ChangeKindInstance || ch.Key != "c") {
+				t.Errorf("change %+v: only the moved subscribers and instance c should change", ch)
 			}
 		}
 		moved := map[int64]bool{}
