@@ -66,7 +66,7 @@ def lab(dp_binary, tmp_path_factory):
         pytest.skip(why)
     socks = tmp_path_factory.mktemp("scale-sock")
     with InstancesBngLab(SUBS, socks, tag="cpi") as bl:
-        sockets = ",".join(bl.procs[n].ctl_path for n in INSTANCES)
+        sockets = ",".join(str(bl.procs[n].ctl_path) for n in INSTANCES)
         with ControlPlane(tmp_path_factory.mktemp("control-scale"), None, node=NODE,
                           agent_args=["--bng-socket", sockets]) as cp:
             bl.cp = cp
