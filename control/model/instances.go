@@ -36,6 +36,13 @@ func validateInstances(b *BNGConfig) error {
 			}
 			planes[dp] = i
 		}
+		subports := map[int]bool{}
+		for k, sp := range in.Subports {
+			if subports[sp.Subport] {
+				return &Invalid{Path: fmt.Sprintf("%s.subports[%d].subport", path, k), Reason: fmt.Sprintf("subport %d has two budgets", sp.Subport)}
+			}
+			subports[sp.Subport] = true
+		}
 		for fam, list := range map[string][]IPPrefix{"ipv4Pool": in.Ipv4Pool, "ipv6Pool": in.Ipv6Pool} {
 			for k, text := range list {
 				p, err := ParsePrefix(text)
@@ -64,16 +71,16 @@ func validateInstances(b *BNGConfig) error {
 		if !ok {
 			return &Invalid{Path: path, Reason: fmt.Sprintf("no instance %q in bng.instances", s.Instance)}
 		}
-		if a, ok := b.Instances[j].Holds(s); !ok {
-			return &Invalid{Path: path, Reason: fmt.Sprintf("%s is outside instance %q's pool", a, s.Instance)}
+		if why, ok := b.Instances[j].Holds(s); !ok {
+			return &Invalid{Path: path, Reason: why}
 		}
 	}
 	return nil
 }
 
-// Holds says whether every address of s lies in the instance's pools (a
-// family without a pool takes any address); if not, it names the first
-// address outside.
+// Holds says whether the instance can serve s: every address of s lies
+// in its pools (a family without a pool takes any address) and, when it
+// budgets subports, s's subport is one of them; if not, it says why.
 func (in *BNGInstance) Holds(s *Subscriber) (string, bool) {
 	inPool := func(p netip.Prefix, pool []IPPrefix) bool {
 		if len(pool) == 0 {
@@ -89,15 +96,33 @@ func (in *BNGInstance) Holds(s *Subscriber) (string, bool) {
 	}
 	for _, text := range s.Ipv4 {
 		if p, err := parseV4OrPrefix(text); err != nil || !inPool(p, in.Ipv4Pool) {
-			return text, false
+			return fmt.Sprintf("%s is outside instance %q's pool", text, in.Name), false
 		}
 	}
 	if s.Ipv6 != "" {
 		if p, err := netip.ParsePrefix(s.Ipv6); err != nil || !inPool(p, in.Ipv6Pool) {
-			return s.Ipv6, false
+			return fmt.Sprintf("%s is outside instance %q's pool", s.Ipv6, in.Name), false
 		}
 	}
+	if in.SubportBudget(s.Subport) == 0 {
+		return fmt.Sprintf("subport %d has no budget on instance %q", s.Subport, in.Name), false
+	}
 	return "", true
+}
+
+// SubportBudget is how many subscribers of subport sp the instance takes:
+// its budget for sp, maxSubscribers when it budgets no subport, 0 when it
+// budgets others only.
+func (in *BNGInstance) SubportBudget(sp int) int {
+	if len(in.Subports) == 0 {
+		return in.MaxSubscribers
+	}
+	for _, b := range in.Subports {
+		if b.Subport == sp {
+			return b.MaxSubscribers
+		}
+	}
+	return 0
 }
 
 // ForDataPlane is the bng section as the data plane named dp (its control

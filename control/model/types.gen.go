@@ -274,6 +274,9 @@ type BNGInstance struct {
 
 	// Name A name of letters, digits, '.', '_' and '-' (at most 63, starting with a letter or digit)
 	Name ObjectName `json:"name"`
+
+	// Subports Per HQoS subport, how many subscribers (pipes) it takes; absent - any subport up to maxSubscribers
+	Subports []SubportBudget `json:"subports,omitempty"`
 }
 
 // CMPrivacy BPI+ (DOCSIS Security) - the CM's SAID and its traffic encryption key (AES-128 CBC), key sequence kseq
@@ -647,6 +650,12 @@ type SteeringIntent struct {
 
 // SteeringIntentProto defines model for SteeringIntent.Proto.
 type SteeringIntentProto string
+
+// SubportBudget An instance's budget of subscribers on one downlink HQoS subport (the pipes its data plane configures there)
+type SubportBudget struct {
+	MaxSubscribers int `json:"maxSubscribers"`
+	Subport        int `json:"subport"`
+}
 
 // Subscriber A BNG subscriber - its access key (sTag.cTag, or vlan; pppoe with mac), addresses and profiles
 type Subscriber struct {

@@ -160,6 +160,14 @@ func TestBadInputsAreRefusedByField(t *testing.T) {
 		{"instance ipv4 pool of IPv6", set(instances(inst("a", "bng-a", "2001:db8::/32")), "bng", "instances"), "bng.instances[0].ipv4Pool[0]", "not an IPv4"},
 		{"instance pool host bits", set(instances(inst("a", "bng-a", "198.18.100.1/24")), "bng", "instances"), "bng.instances[0].ipv4Pool[0]", "host bits"},
 		{"instance budget 0", set(instances(map[string]any{"name": "a", "dataPlanes": []any{"bng-a"}, "maxSubscribers": 0}), "bng", "instances"), "bng.instances[0].maxSubscribers", "at least 1"},
+		{"instance subport budgeted twice", set(instances(map[string]any{"name": "a", "dataPlanes": []any{"bng-a"}, "maxSubscribers": 10,
+			"subports": []any{map[string]any{"subport": 0, "maxSubscribers": 5}, map[string]any{"subport": 0, "maxSubscribers": 5}}}), "bng", "instances"),
+			"bng.instances[0].subports[1].subport", "two budgets"},
+		{"subscriber on a subport its instance does not budget", func(m map[string]any) {
+			set(instances(map[string]any{"name": "a", "dataPlanes": []any{"bng-a"}, "maxSubscribers": 10,
+				"subports": []any{map[string]any{"subport": 1, "maxSubscribers": 5}}}), "bng", "instances")(m)
+			set("a", with(sub(0), "instance")...)(m)
+		}, "bng.subscribers[0].instance", `subport 0 has no budget on instance "a"`},
 		{"subscriber instance undefined", func(m map[string]any) {
 			set(instances(inst("a", "bng-a", "198.18.100.0/24")), "bng", "instances")(m)
 			set("b", with(sub(0), "instance")...)(m)

@@ -17,7 +17,8 @@ import (
 //	         still exists, holds its addresses and has room: it stays
 //	placed   the rest, in id order, on the least-loaded instance (fewest
 //	         subscribers, then the first by name) whose pools hold its
-//	         addresses and whose budget has room; none: refused
+//	         addresses and whose budget, and its subport's, has room;
+//	         none: refused
 //	moved    an instance the stored state lacked (and the stored state
 //	         had instances) takes kept subscribers from the instances
 //	         above the fair share (subscribers / instances), the most
@@ -32,10 +33,21 @@ import (
 // placed again like a new one. Every subscriber whose instance differs
 // from the stored one (the operator's pins included) is a move.
 type instLoad struct {
-	in    *model.BNGInstance
-	stat  model.InstancePlacement
-	kept  []int // indices of kept subscribers, by id
-	added bool  // not in the stored state's instances
+	in      *model.BNGInstance
+	stat    model.InstancePlacement
+	subport map[int]int // subscribers per subport
+	kept    []int       // indices of kept subscribers, by id
+	added   bool        // not in the stored state's instances
+}
+
+// room: the instance's budget and that of s's subport have room for s.
+func (l *instLoad) room(s *model.Subscriber) bool {
+	return l.stat.Subscribers < l.in.MaxSubscribers && l.subport[s.Subport] < l.in.SubportBudget(s.Subport)
+}
+
+func (l *instLoad) add(s *model.Subscriber, n int) {
+	l.stat.Subscribers += n
+	l.subport[s.Subport] += n
 }
 
 // place fills in the instance of every subscriber of b (whose Subscribers
@@ -60,7 +72,7 @@ func place(old, b *model.BNGConfig) ([]model.InstancePlacement, []model.Subscrib
 	loads := make([]*instLoad, len(b.Instances))
 	for i := range b.Instances {
 		in := &b.Instances[i]
-		loads[i] = &instLoad{in: in, added: len(had) > 0 && !had[in.Name],
+		loads[i] = &instLoad{in: in, subport: map[int]int{}, added: len(had) > 0 && !had[in.Name],
 			stat: model.InstancePlacement{Instance: in.Name, MaxSubscribers: in.MaxSubscribers}}
 		byName[in.Name] = loads[i]
 	}
@@ -73,10 +85,12 @@ func place(old, b *model.BNGConfig) ([]model.InstancePlacement, []model.Subscrib
 
 	for _, i := range order { // pinned
 		if name := subs[i].Instance; name != "" {
-			l := byName[name] // validation checked it exists and holds the addresses
-			if l.stat.Subscribers++; l.stat.Subscribers > l.in.MaxSubscribers {
-				return nil, nil, fmt.Errorf("budget exhausted: instance %q has maxSubscribers %d and more subscribers name it", name, l.in.MaxSubscribers)
+			l := byName[name] // validation checked it exists and can serve it
+			if !l.room(&subs[i]) {
+				return nil, nil, fmt.Errorf("budget exhausted: instance %q has maxSubscribers %d (subport %d: %d) and more subscribers name it",
+					name, l.in.MaxSubscribers, subs[i].Subport, l.in.SubportBudget(subs[i].Subport))
 			}
+			l.add(&subs[i], 1)
 		}
 	}
 	var free []int
@@ -85,10 +99,10 @@ func place(old, b *model.BNGConfig) ([]model.InstancePlacement, []model.Subscrib
 		if s.Instance != "" {
 			continue
 		}
-		if l := byName[was[s.Id]]; l != nil && l.stat.Subscribers < l.in.MaxSubscribers {
+		if l := byName[was[s.Id]]; l != nil && l.room(s) {
 			if _, ok := l.in.Holds(s); ok {
 				s.Instance = l.in.Name
-				l.stat.Subscribers++
+				l.add(s, 1)
 				l.kept = append(l.kept, i)
 				continue
 			}
@@ -104,7 +118,7 @@ func place(old, b *model.BNGConfig) ([]model.InstancePlacement, []model.Subscrib
 				continue
 			}
 			holders = append(holders, l.in.Name)
-			if l.stat.Subscribers < l.in.MaxSubscribers && (best == nil || l.stat.Subscribers < best.stat.Subscribers) {
+			if l.room(s) && (best == nil || l.stat.Subscribers < best.stat.Subscribers) {
 				best = l
 			}
 		}
@@ -112,7 +126,7 @@ func place(old, b *model.BNGConfig) ([]model.InstancePlacement, []model.Subscrib
 			return nil, nil, noRoom(s, holders, loads, len(subs))
 		}
 		s.Instance = best.in.Name
-		best.stat.Subscribers++
+		best.add(s, 1)
 		if _, ok := was[s.Id]; !ok {
 			best.stat.Placed++
 		}
@@ -129,8 +143,8 @@ func place(old, b *model.BNGConfig) ([]model.InstancePlacement, []model.Subscrib
 				break
 			}
 			subs[i].Instance = to.in.Name
-			from.stat.Subscribers--
-			to.stat.Subscribers++
+			from.add(&subs[i], -1)
+			to.add(&subs[i], 1)
 		}
 	}
 	var moves []model.SubscriberMove
@@ -153,7 +167,8 @@ func place(old, b *model.BNGConfig) ([]model.InstancePlacement, []model.Subscrib
 
 // takeOne finds the subscriber an added instance takes next: from the
 // most loaded instance above the fair share (then the first by name), its
-// highest kept id whose addresses the added instance's pools hold.
+// highest kept id the added instance can serve and has room for (its
+// subports' budgets only fill up: one skipped here stays skipped).
 func takeOne(subs []model.Subscriber, loads []*instLoad, to *instLoad, fair int, cursor map[*instLoad]int) (int, *instLoad) {
 	donors := sortedByName(loads)
 	sort.SliceStable(donors, func(x, y int) bool { return donors[x].stat.Subscribers > donors[y].stat.Subscribers })
@@ -171,7 +186,7 @@ func takeOne(subs []model.Subscriber, loads []*instLoad, to *instLoad, fair int,
 			if subs[i].Instance != from.in.Name {
 				continue
 			}
-			if _, ok := to.in.Holds(&subs[i]); ok {
+			if _, ok := to.in.Holds(&subs[i]); ok && to.room(&subs[i]) {
 				cursor[from] = c
 				return i, from
 			}
@@ -187,13 +202,13 @@ func sortedByName(loads []*instLoad) []*instLoad {
 	return out
 }
 
-// noRoom is the refusal when subscriber s fits nowhere: no pool holds its
-// addresses, every instance is at its budget, or the instances whose
-// pools hold its addresses are.
+// noRoom is the refusal when subscriber s fits nowhere: no instance can
+// serve it (pools, subports), every instance is at its budget, the ones
+// that can serve it are at their subport's budget, or at their budgets.
 func noRoom(s *model.Subscriber, holders []string, loads []*instLoad, total int) error {
 	addrs := strings.Join(append(append([]string(nil), s.Ipv4...), s.Ipv6), " ")
 	if len(holders) == 0 {
-		return fmt.Errorf("subscriber %d: no instance's pool holds its addresses (%s)", s.Id, strings.TrimSpace(addrs))
+		return fmt.Errorf("subscriber %d: no instance's pool holds its addresses (%s) or budgets its subport (%d)", s.Id, strings.TrimSpace(addrs), s.Subport)
 	}
 	budget, full := 0, true
 	for _, l := range loads {
@@ -202,6 +217,12 @@ func noRoom(s *model.Subscriber, holders []string, loads []*instLoad, total int)
 	}
 	if full {
 		return fmt.Errorf("budget exhausted: %d subscribers, the instances' budgets hold %d (subscriber %d has no room)", total, budget, s.Id)
+	}
+	for _, l := range loads {
+		if _, ok := l.in.Holds(s); ok && l.stat.Subscribers < l.in.MaxSubscribers {
+			return fmt.Errorf("subport exhausted: subscriber %d (subport %d): the instances that serve it (%s) are at that subport's budget",
+				s.Id, s.Subport, strings.Join(holders, ", "))
+		}
 	}
 	return fmt.Errorf("pool exhausted: subscriber %d (%s): the instances whose pools hold its addresses (%s) are at their budgets",
 		s.Id, strings.TrimSpace(addrs), strings.Join(holders, ", "))

@@ -190,6 +190,30 @@ func TestPlacementOnBNGInstances(t *testing.T) {
 		}
 	})
 
+	t.Run("subport budgets", func(t *testing.T) {
+		a, b := inst("a", 10), inst("b", 10)
+		a.Subports = []model.SubportBudget{{Subport: 0, MaxSubscribers: 1}, {Subport: 1, MaxSubscribers: 1}}
+		b.Subports = []model.SubportBudget{{Subport: 0, MaxSubscribers: 10}}
+		cfg := scaleNode([]model.BNGInstance{a, b}, 4)
+		for i, sp := range []int{0, 0, 1, 0} {
+			cfg.Bng.Subscribers[i].Subport = sp
+		}
+		apply(t, st, "subports", cfg)
+		on := placedOn(t, st, "subports")
+		if on[1] != "a" || on[2] != "b" || on[3] != "a" || on[4] != "b" {
+			t.Fatalf("placed %v: want 1 a, 2 b (a's subport 0 is full), 3 a (only a takes subport 1), 4 b", on)
+		}
+		cfg = scaleNode([]model.BNGInstance{a, b}, 5)
+		for i, sp := range []int{0, 0, 1, 0, 1} {
+			cfg.Bng.Subscribers[i].Subport = sp
+		}
+		_, err := st.Plan(ctx, model.ChangeRequest{Nodes: map[string]model.NodeConfig{"subports": cfg}})
+		if !errors.Is(err, controller.ErrBadChange) ||
+			!strings.Contains(err.Error(), "subport exhausted: subscriber 5 (subport 1): the instances that serve it (a) are at that subport's budget") {
+			t.Fatalf("a second subscriber of subport 1: %v", err)
+		}
+	})
+
 	t.Run("a pinned subscriber stays and counts", func(t *testing.T) {
 		cfg := scaleNode([]model.BNGInstance{inst("a", 2), inst("b", 10)}, 4)
 		cfg.Bng.Subscribers[3].Instance = "a"

@@ -655,6 +655,7 @@ type BNGInstance struct {
 	Ipv4Pool       []string               `protobuf:"bytes,3,rep,name=ipv4_pool,json=ipv4Pool,proto3" json:"ipv4_pool,omitempty"`
 	Ipv6Pool       []string               `protobuf:"bytes,4,rep,name=ipv6_pool,json=ipv6Pool,proto3" json:"ipv6_pool,omitempty"`
 	MaxSubscribers int32                  `protobuf:"varint,5,opt,name=max_subscribers,json=maxSubscribers,proto3" json:"max_subscribers,omitempty"`
+	Subports       []*SubportBudget       `protobuf:"bytes,6,rep,name=subports,proto3" json:"subports,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -724,6 +725,65 @@ func (x *BNGInstance) GetMaxSubscribers() int32 {
 	return 0
 }
 
+func (x *BNGInstance) GetSubports() []*SubportBudget {
+	if x != nil {
+		return x.Subports
+	}
+	return nil
+}
+
+type SubportBudget struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Subport        int32                  `protobuf:"varint,1,opt,name=subport,proto3" json:"subport,omitempty"`
+	MaxSubscribers int32                  `protobuf:"varint,2,opt,name=max_subscribers,json=maxSubscribers,proto3" json:"max_subscribers,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SubportBudget) Reset() {
+	*x = SubportBudget{}
+	mi := &file_edgeplane_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubportBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubportBudget) ProtoMessage() {}
+
+func (x *SubportBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_edgeplane_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubportBudget.ProtoReflect.Descriptor instead.
+func (*SubportBudget) Descriptor() ([]byte, []int) {
+	return file_edgeplane_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SubportBudget) GetSubport() int32 {
+	if x != nil {
+		return x.Subport
+	}
+	return 0
+}
+
+func (x *SubportBudget) GetMaxSubscribers() int32 {
+	if x != nil {
+		return x.MaxSubscribers
+	}
+	return 0
+}
+
 type Policer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -740,7 +800,7 @@ type Policer struct {
 
 func (x *Policer) Reset() {
 	*x = Policer{}
-	mi := &file_edgeplane_proto_msgTypes[12]
+	mi := &file_edgeplane_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +812,7 @@ func (x *Policer) String() string {
 func (*Policer) ProtoMessage() {}
 
 func (x *Policer) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[12]
+	mi := &file_edgeplane_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +825,7 @@ func (x *Policer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Policer.ProtoReflect.Descriptor instead.
 func (*Policer) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{12}
+	return file_edgeplane_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Policer) GetName() string {
@@ -835,7 +895,7 @@ type Pipe struct {
 
 func (x *Pipe) Reset() {
 	*x = Pipe{}
-	mi := &file_edgeplane_proto_msgTypes[13]
+	mi := &file_edgeplane_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +907,7 @@ func (x *Pipe) String() string {
 func (*Pipe) ProtoMessage() {}
 
 func (x *Pipe) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[13]
+	mi := &file_edgeplane_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +920,7 @@ func (x *Pipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pipe.ProtoReflect.Descriptor instead.
 func (*Pipe) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{13}
+	return file_edgeplane_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Pipe) GetName() string {
@@ -904,7 +964,7 @@ type Subscriber struct {
 
 func (x *Subscriber) Reset() {
 	*x = Subscriber{}
-	mi := &file_edgeplane_proto_msgTypes[14]
+	mi := &file_edgeplane_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +976,7 @@ func (x *Subscriber) String() string {
 func (*Subscriber) ProtoMessage() {}
 
 func (x *Subscriber) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[14]
+	mi := &file_edgeplane_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +989,7 @@ func (x *Subscriber) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscriber.ProtoReflect.Descriptor instead.
 func (*Subscriber) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{14}
+	return file_edgeplane_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Subscriber) GetId() int64 {
@@ -1025,7 +1085,7 @@ type UDPTerminationConfig struct {
 
 func (x *UDPTerminationConfig) Reset() {
 	*x = UDPTerminationConfig{}
-	mi := &file_edgeplane_proto_msgTypes[15]
+	mi := &file_edgeplane_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1037,7 +1097,7 @@ func (x *UDPTerminationConfig) String() string {
 func (*UDPTerminationConfig) ProtoMessage() {}
 
 func (x *UDPTerminationConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[15]
+	mi := &file_edgeplane_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1050,7 +1110,7 @@ func (x *UDPTerminationConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UDPTerminationConfig.ProtoReflect.Descriptor instead.
 func (*UDPTerminationConfig) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{15}
+	return file_edgeplane_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UDPTerminationConfig) GetTerminate() []*TerminateRule {
@@ -1070,7 +1130,7 @@ type TerminateRule struct {
 
 func (x *TerminateRule) Reset() {
 	*x = TerminateRule{}
-	mi := &file_edgeplane_proto_msgTypes[16]
+	mi := &file_edgeplane_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1142,7 @@ func (x *TerminateRule) String() string {
 func (*TerminateRule) ProtoMessage() {}
 
 func (x *TerminateRule) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[16]
+	mi := &file_edgeplane_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1155,7 @@ func (x *TerminateRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminateRule.ProtoReflect.Descriptor instead.
 func (*TerminateRule) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{16}
+	return file_edgeplane_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TerminateRule) GetAddress() string {
@@ -1121,7 +1181,7 @@ type SteeringConfig struct {
 
 func (x *SteeringConfig) Reset() {
 	*x = SteeringConfig{}
-	mi := &file_edgeplane_proto_msgTypes[17]
+	mi := &file_edgeplane_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1193,7 @@ func (x *SteeringConfig) String() string {
 func (*SteeringConfig) ProtoMessage() {}
 
 func (x *SteeringConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[17]
+	mi := &file_edgeplane_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1206,7 @@ func (x *SteeringConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteeringConfig.ProtoReflect.Descriptor instead.
 func (*SteeringConfig) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{17}
+	return file_edgeplane_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SteeringConfig) GetIntents() []*SteeringIntent {
@@ -1173,7 +1233,7 @@ type SteeringIntent struct {
 
 func (x *SteeringIntent) Reset() {
 	*x = SteeringIntent{}
-	mi := &file_edgeplane_proto_msgTypes[18]
+	mi := &file_edgeplane_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1245,7 @@ func (x *SteeringIntent) String() string {
 func (*SteeringIntent) ProtoMessage() {}
 
 func (x *SteeringIntent) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[18]
+	mi := &file_edgeplane_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1258,7 @@ func (x *SteeringIntent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteeringIntent.ProtoReflect.Descriptor instead.
 func (*SteeringIntent) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{18}
+	return file_edgeplane_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SteeringIntent) GetName() string {
@@ -1273,7 +1333,7 @@ type CMTSConfig struct {
 
 func (x *CMTSConfig) Reset() {
 	*x = CMTSConfig{}
-	mi := &file_edgeplane_proto_msgTypes[19]
+	mi := &file_edgeplane_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1285,7 +1345,7 @@ func (x *CMTSConfig) String() string {
 func (*CMTSConfig) ProtoMessage() {}
 
 func (x *CMTSConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[19]
+	mi := &file_edgeplane_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1298,7 +1358,7 @@ func (x *CMTSConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CMTSConfig.ProtoReflect.Descriptor instead.
 func (*CMTSConfig) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{19}
+	return file_edgeplane_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CMTSConfig) GetServiceGroups() []*CMTSServiceGroup {
@@ -1319,7 +1379,7 @@ type CMTSServiceGroup struct {
 
 func (x *CMTSServiceGroup) Reset() {
 	*x = CMTSServiceGroup{}
-	mi := &file_edgeplane_proto_msgTypes[20]
+	mi := &file_edgeplane_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1391,7 @@ func (x *CMTSServiceGroup) String() string {
 func (*CMTSServiceGroup) ProtoMessage() {}
 
 func (x *CMTSServiceGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[20]
+	mi := &file_edgeplane_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1404,7 @@ func (x *CMTSServiceGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CMTSServiceGroup.ProtoReflect.Descriptor instead.
 func (*CMTSServiceGroup) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{20}
+	return file_edgeplane_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CMTSServiceGroup) GetName() string {
@@ -1385,7 +1445,7 @@ type CMTSFilter struct {
 
 func (x *CMTSFilter) Reset() {
 	*x = CMTSFilter{}
-	mi := &file_edgeplane_proto_msgTypes[21]
+	mi := &file_edgeplane_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1457,7 @@ func (x *CMTSFilter) String() string {
 func (*CMTSFilter) ProtoMessage() {}
 
 func (x *CMTSFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[21]
+	mi := &file_edgeplane_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1470,7 @@ func (x *CMTSFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CMTSFilter.ProtoReflect.Descriptor instead.
 func (*CMTSFilter) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{21}
+	return file_edgeplane_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CMTSFilter) GetGroup() int32 {
@@ -1494,7 +1554,7 @@ type CableModem struct {
 
 func (x *CableModem) Reset() {
 	*x = CableModem{}
-	mi := &file_edgeplane_proto_msgTypes[22]
+	mi := &file_edgeplane_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1566,7 @@ func (x *CableModem) String() string {
 func (*CableModem) ProtoMessage() {}
 
 func (x *CableModem) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[22]
+	mi := &file_edgeplane_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1579,7 @@ func (x *CableModem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CableModem.ProtoReflect.Descriptor instead.
 func (*CableModem) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{22}
+	return file_edgeplane_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CableModem) GetId() int32 {
@@ -1604,7 +1664,7 @@ type CMPrivacy struct {
 
 func (x *CMPrivacy) Reset() {
 	*x = CMPrivacy{}
-	mi := &file_edgeplane_proto_msgTypes[23]
+	mi := &file_edgeplane_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1616,7 +1676,7 @@ func (x *CMPrivacy) String() string {
 func (*CMPrivacy) ProtoMessage() {}
 
 func (x *CMPrivacy) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[23]
+	mi := &file_edgeplane_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1629,7 +1689,7 @@ func (x *CMPrivacy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CMPrivacy.ProtoReflect.Descriptor instead.
 func (*CMPrivacy) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{23}
+	return file_edgeplane_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CMPrivacy) GetSaid() int32 {
@@ -1672,7 +1732,7 @@ type ServiceFlow struct {
 
 func (x *ServiceFlow) Reset() {
 	*x = ServiceFlow{}
-	mi := &file_edgeplane_proto_msgTypes[24]
+	mi := &file_edgeplane_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +1744,7 @@ func (x *ServiceFlow) String() string {
 func (*ServiceFlow) ProtoMessage() {}
 
 func (x *ServiceFlow) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[24]
+	mi := &file_edgeplane_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +1757,7 @@ func (x *ServiceFlow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceFlow.ProtoReflect.Descriptor instead.
 func (*ServiceFlow) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{24}
+	return file_edgeplane_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ServiceFlow) GetSf() int32 {
@@ -1745,7 +1805,7 @@ type Classifier struct {
 
 func (x *Classifier) Reset() {
 	*x = Classifier{}
-	mi := &file_edgeplane_proto_msgTypes[25]
+	mi := &file_edgeplane_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +1817,7 @@ func (x *Classifier) String() string {
 func (*Classifier) ProtoMessage() {}
 
 func (x *Classifier) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[25]
+	mi := &file_edgeplane_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +1830,7 @@ func (x *Classifier) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Classifier.ProtoReflect.Descriptor instead.
 func (*Classifier) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{25}
+	return file_edgeplane_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Classifier) GetCls() int32 {
@@ -1847,7 +1907,7 @@ type NodeDesired struct {
 
 func (x *NodeDesired) Reset() {
 	*x = NodeDesired{}
-	mi := &file_edgeplane_proto_msgTypes[26]
+	mi := &file_edgeplane_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1919,7 @@ func (x *NodeDesired) String() string {
 func (*NodeDesired) ProtoMessage() {}
 
 func (x *NodeDesired) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[26]
+	mi := &file_edgeplane_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1932,7 @@ func (x *NodeDesired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDesired.ProtoReflect.Descriptor instead.
 func (*NodeDesired) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{26}
+	return file_edgeplane_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *NodeDesired) GetNode() string {
@@ -1906,7 +1966,7 @@ type DesiredState struct {
 
 func (x *DesiredState) Reset() {
 	*x = DesiredState{}
-	mi := &file_edgeplane_proto_msgTypes[27]
+	mi := &file_edgeplane_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +1978,7 @@ func (x *DesiredState) String() string {
 func (*DesiredState) ProtoMessage() {}
 
 func (x *DesiredState) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[27]
+	mi := &file_edgeplane_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +1991,7 @@ func (x *DesiredState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredState.ProtoReflect.Descriptor instead.
 func (*DesiredState) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{27}
+	return file_edgeplane_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DesiredState) GetRevision() int64 {
@@ -1960,7 +2020,7 @@ type ChangeRequest struct {
 
 func (x *ChangeRequest) Reset() {
 	*x = ChangeRequest{}
-	mi := &file_edgeplane_proto_msgTypes[28]
+	mi := &file_edgeplane_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2032,7 @@ func (x *ChangeRequest) String() string {
 func (*ChangeRequest) ProtoMessage() {}
 
 func (x *ChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[28]
+	mi := &file_edgeplane_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2045,7 @@ func (x *ChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeRequest.ProtoReflect.Descriptor instead.
 func (*ChangeRequest) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{28}
+	return file_edgeplane_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ChangeRequest) GetNodes() map[string]*NodeConfig {
@@ -2027,7 +2087,7 @@ type RollbackRequest struct {
 
 func (x *RollbackRequest) Reset() {
 	*x = RollbackRequest{}
-	mi := &file_edgeplane_proto_msgTypes[29]
+	mi := &file_edgeplane_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2099,7 @@ func (x *RollbackRequest) String() string {
 func (*RollbackRequest) ProtoMessage() {}
 
 func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[29]
+	mi := &file_edgeplane_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2112,7 @@ func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRequest.ProtoReflect.Descriptor instead.
 func (*RollbackRequest) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{29}
+	return file_edgeplane_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RollbackRequest) GetRevision() int64 {
@@ -2087,7 +2147,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_edgeplane_proto_msgTypes[30]
+	mi := &file_edgeplane_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2099,7 +2159,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[30]
+	mi := &file_edgeplane_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2112,7 +2172,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{30}
+	return file_edgeplane_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Change) GetOp() string {
@@ -2150,7 +2210,7 @@ type NodePlan struct {
 
 func (x *NodePlan) Reset() {
 	*x = NodePlan{}
-	mi := &file_edgeplane_proto_msgTypes[31]
+	mi := &file_edgeplane_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +2222,7 @@ func (x *NodePlan) String() string {
 func (*NodePlan) ProtoMessage() {}
 
 func (x *NodePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[31]
+	mi := &file_edgeplane_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2175,7 +2235,7 @@ func (x *NodePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePlan.ProtoReflect.Descriptor instead.
 func (*NodePlan) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{31}
+	return file_edgeplane_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NodePlan) GetNode() string {
@@ -2234,7 +2294,7 @@ type InstancePlacement struct {
 
 func (x *InstancePlacement) Reset() {
 	*x = InstancePlacement{}
-	mi := &file_edgeplane_proto_msgTypes[32]
+	mi := &file_edgeplane_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2306,7 @@ func (x *InstancePlacement) String() string {
 func (*InstancePlacement) ProtoMessage() {}
 
 func (x *InstancePlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[32]
+	mi := &file_edgeplane_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2319,7 @@ func (x *InstancePlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstancePlacement.ProtoReflect.Descriptor instead.
 func (*InstancePlacement) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{32}
+	return file_edgeplane_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *InstancePlacement) GetInstance() string {
@@ -2315,7 +2375,7 @@ type SubscriberMove struct {
 
 func (x *SubscriberMove) Reset() {
 	*x = SubscriberMove{}
-	mi := &file_edgeplane_proto_msgTypes[33]
+	mi := &file_edgeplane_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2327,7 +2387,7 @@ func (x *SubscriberMove) String() string {
 func (*SubscriberMove) ProtoMessage() {}
 
 func (x *SubscriberMove) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[33]
+	mi := &file_edgeplane_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2340,7 +2400,7 @@ func (x *SubscriberMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscriberMove.ProtoReflect.Descriptor instead.
 func (*SubscriberMove) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{33}
+	return file_edgeplane_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SubscriberMove) GetId() int64 {
@@ -2374,7 +2434,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_edgeplane_proto_msgTypes[34]
+	mi := &file_edgeplane_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2386,7 +2446,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[34]
+	mi := &file_edgeplane_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2399,7 +2459,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{34}
+	return file_edgeplane_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Plan) GetBaseRevision() int64 {
@@ -2426,7 +2486,7 @@ type Applied struct {
 
 func (x *Applied) Reset() {
 	*x = Applied{}
-	mi := &file_edgeplane_proto_msgTypes[35]
+	mi := &file_edgeplane_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2498,7 @@ func (x *Applied) String() string {
 func (*Applied) ProtoMessage() {}
 
 func (x *Applied) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[35]
+	mi := &file_edgeplane_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2511,7 @@ func (x *Applied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Applied.ProtoReflect.Descriptor instead.
 func (*Applied) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{35}
+	return file_edgeplane_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Applied) GetRevision() int64 {
@@ -2481,7 +2541,7 @@ type RevisionInfo struct {
 
 func (x *RevisionInfo) Reset() {
 	*x = RevisionInfo{}
-	mi := &file_edgeplane_proto_msgTypes[36]
+	mi := &file_edgeplane_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2493,7 +2553,7 @@ func (x *RevisionInfo) String() string {
 func (*RevisionInfo) ProtoMessage() {}
 
 func (x *RevisionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[36]
+	mi := &file_edgeplane_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2506,7 +2566,7 @@ func (x *RevisionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionInfo.ProtoReflect.Descriptor instead.
 func (*RevisionInfo) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{36}
+	return file_edgeplane_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RevisionInfo) GetRevision() int64 {
@@ -2554,7 +2614,7 @@ type RevisionList struct {
 
 func (x *RevisionList) Reset() {
 	*x = RevisionList{}
-	mi := &file_edgeplane_proto_msgTypes[37]
+	mi := &file_edgeplane_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2566,7 +2626,7 @@ func (x *RevisionList) String() string {
 func (*RevisionList) ProtoMessage() {}
 
 func (x *RevisionList) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[37]
+	mi := &file_edgeplane_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2579,7 +2639,7 @@ func (x *RevisionList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevisionList.ProtoReflect.Descriptor instead.
 func (*RevisionList) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{37}
+	return file_edgeplane_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RevisionList) GetCurrent() int64 {
@@ -2608,7 +2668,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_edgeplane_proto_msgTypes[38]
+	mi := &file_edgeplane_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2680,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[38]
+	mi := &file_edgeplane_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2693,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{38}
+	return file_edgeplane_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WatchEvent) GetKind() string {
@@ -2679,7 +2739,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_edgeplane_proto_msgTypes[39]
+	mi := &file_edgeplane_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2691,7 +2751,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[39]
+	mi := &file_edgeplane_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2704,7 +2764,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{39}
+	return file_edgeplane_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *NodeStatus) GetNode() string {
@@ -2767,7 +2827,7 @@ type Drift struct {
 
 func (x *Drift) Reset() {
 	*x = Drift{}
-	mi := &file_edgeplane_proto_msgTypes[40]
+	mi := &file_edgeplane_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2779,7 +2839,7 @@ func (x *Drift) String() string {
 func (*Drift) ProtoMessage() {}
 
 func (x *Drift) ProtoReflect() protoreflect.Message {
-	mi := &file_edgeplane_proto_msgTypes[40]
+	mi := &file_edgeplane_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2792,7 +2852,7 @@ func (x *Drift) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drift.ProtoReflect.Descriptor instead.
 func (*Drift) Descriptor() ([]byte, []int) {
-	return file_edgeplane_proto_rawDescGZIP(), []int{40}
+	return file_edgeplane_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Drift) GetKind() string {
@@ -2861,14 +2921,18 @@ const file_edgeplane_proto_rawDesc = "" +
 	"\bpolicers\x18\x03 \x03(\v2\x15.edgeplane.v1.PolicerR\bpolicers\x12(\n" +
 	"\x05pipes\x18\x04 \x03(\v2\x12.edgeplane.v1.PipeR\x05pipes\x12:\n" +
 	"\vsubscribers\x18\x05 \x03(\v2\x18.edgeplane.v1.SubscriberR\vsubscribers\x127\n" +
-	"\tinstances\x18\x06 \x03(\v2\x19.edgeplane.v1.BNGInstanceR\tinstances\"\xa5\x01\n" +
+	"\tinstances\x18\x06 \x03(\v2\x19.edgeplane.v1.BNGInstanceR\tinstances\"\xde\x01\n" +
 	"\vBNGInstance\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vdata_planes\x18\x02 \x03(\tR\n" +
 	"dataPlanes\x12\x1b\n" +
 	"\tipv4_pool\x18\x03 \x03(\tR\bipv4Pool\x12\x1b\n" +
 	"\tipv6_pool\x18\x04 \x03(\tR\bipv6Pool\x12'\n" +
-	"\x0fmax_subscribers\x18\x05 \x01(\x05R\x0emaxSubscribers\"\x9d\x01\n" +
+	"\x0fmax_subscribers\x18\x05 \x01(\x05R\x0emaxSubscribers\x127\n" +
+	"\bsubports\x18\x06 \x03(\v2\x1b.edgeplane.v1.SubportBudgetR\bsubports\"R\n" +
+	"\rSubportBudget\x12\x18\n" +
+	"\asubport\x18\x01 \x01(\x05R\asubport\x12'\n" +
+	"\x0fmax_subscribers\x18\x02 \x01(\x05R\x0emaxSubscribers\"\x9d\x01\n" +
 	"\aPolicer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\tR\x04mode\x12\x10\n" +
@@ -3090,7 +3154,7 @@ func file_edgeplane_proto_rawDescGZIP() []byte {
 	return file_edgeplane_proto_rawDescData
 }
 
-var file_edgeplane_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_edgeplane_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_edgeplane_proto_goTypes = []any{
 	(*GetStateRequest)(nil),      // 0: edgeplane.v1.GetStateRequest
 	(*GetNodeRequest)(nil),       // 1: edgeplane.v1.GetNodeRequest
@@ -3104,101 +3168,103 @@ var file_edgeplane_proto_goTypes = []any{
 	(*ACLRule)(nil),              // 9: edgeplane.v1.ACLRule
 	(*BNGConfig)(nil),            // 10: edgeplane.v1.BNGConfig
 	(*BNGInstance)(nil),          // 11: edgeplane.v1.BNGInstance
-	(*Policer)(nil),              // 12: edgeplane.v1.Policer
-	(*Pipe)(nil),                 // 13: edgeplane.v1.Pipe
-	(*Subscriber)(nil),           // 14: edgeplane.v1.Subscriber
-	(*UDPTerminationConfig)(nil), // 15: edgeplane.v1.UDPTerminationConfig
-	(*TerminateRule)(nil),        // 16: edgeplane.v1.TerminateRule
-	(*SteeringConfig)(nil),       // 17: edgeplane.v1.SteeringConfig
-	(*SteeringIntent)(nil),       // 18: edgeplane.v1.SteeringIntent
-	(*CMTSConfig)(nil),           // 19: edgeplane.v1.CMTSConfig
-	(*CMTSServiceGroup)(nil),     // 20: edgeplane.v1.CMTSServiceGroup
-	(*CMTSFilter)(nil),           // 21: edgeplane.v1.CMTSFilter
-	(*CableModem)(nil),           // 22: edgeplane.v1.CableModem
-	(*CMPrivacy)(nil),            // 23: edgeplane.v1.CMPrivacy
-	(*ServiceFlow)(nil),          // 24: edgeplane.v1.ServiceFlow
-	(*Classifier)(nil),           // 25: edgeplane.v1.Classifier
-	(*NodeDesired)(nil),          // 26: edgeplane.v1.NodeDesired
-	(*DesiredState)(nil),         // 27: edgeplane.v1.DesiredState
-	(*ChangeRequest)(nil),        // 28: edgeplane.v1.ChangeRequest
-	(*RollbackRequest)(nil),      // 29: edgeplane.v1.RollbackRequest
-	(*Change)(nil),               // 30: edgeplane.v1.Change
-	(*NodePlan)(nil),             // 31: edgeplane.v1.NodePlan
-	(*InstancePlacement)(nil),    // 32: edgeplane.v1.InstancePlacement
-	(*SubscriberMove)(nil),       // 33: edgeplane.v1.SubscriberMove
-	(*Plan)(nil),                 // 34: edgeplane.v1.Plan
-	(*Applied)(nil),              // 35: edgeplane.v1.Applied
-	(*RevisionInfo)(nil),         // 36: edgeplane.v1.RevisionInfo
-	(*RevisionList)(nil),         // 37: edgeplane.v1.RevisionList
-	(*WatchEvent)(nil),           // 38: edgeplane.v1.WatchEvent
-	(*NodeStatus)(nil),           // 39: edgeplane.v1.NodeStatus
-	(*Drift)(nil),                // 40: edgeplane.v1.Drift
-	nil,                          // 41: edgeplane.v1.DesiredState.NodesEntry
-	nil,                          // 42: edgeplane.v1.ChangeRequest.NodesEntry
-	nil,                          // 43: edgeplane.v1.NodePlan.CountsEntry
-	nil,                          // 44: edgeplane.v1.NodeStatus.ResyncsEntry
-	nil,                          // 45: edgeplane.v1.NodeStatus.ChangesEntry
+	(*SubportBudget)(nil),        // 12: edgeplane.v1.SubportBudget
+	(*Policer)(nil),              // 13: edgeplane.v1.Policer
+	(*Pipe)(nil),                 // 14: edgeplane.v1.Pipe
+	(*Subscriber)(nil),           // 15: edgeplane.v1.Subscriber
+	(*UDPTerminationConfig)(nil), // 16: edgeplane.v1.UDPTerminationConfig
+	(*TerminateRule)(nil),        // 17: edgeplane.v1.TerminateRule
+	(*SteeringConfig)(nil),       // 18: edgeplane.v1.SteeringConfig
+	(*SteeringIntent)(nil),       // 19: edgeplane.v1.SteeringIntent
+	(*CMTSConfig)(nil),           // 20: edgeplane.v1.CMTSConfig
+	(*CMTSServiceGroup)(nil),     // 21: edgeplane.v1.CMTSServiceGroup
+	(*CMTSFilter)(nil),           // 22: edgeplane.v1.CMTSFilter
+	(*CableModem)(nil),           // 23: edgeplane.v1.CableModem
+	(*CMPrivacy)(nil),            // 24: edgeplane.v1.CMPrivacy
+	(*ServiceFlow)(nil),          // 25: edgeplane.v1.ServiceFlow
+	(*Classifier)(nil),           // 26: edgeplane.v1.Classifier
+	(*NodeDesired)(nil),          // 27: edgeplane.v1.NodeDesired
+	(*DesiredState)(nil),         // 28: edgeplane.v1.DesiredState
+	(*ChangeRequest)(nil),        // 29: edgeplane.v1.ChangeRequest
+	(*RollbackRequest)(nil),      // 30: edgeplane.v1.RollbackRequest
+	(*Change)(nil),               // 31: edgeplane.v1.Change
+	(*NodePlan)(nil),             // 32: edgeplane.v1.NodePlan
+	(*InstancePlacement)(nil),    // 33: edgeplane.v1.InstancePlacement
+	(*SubscriberMove)(nil),       // 34: edgeplane.v1.SubscriberMove
+	(*Plan)(nil),                 // 35: edgeplane.v1.Plan
+	(*Applied)(nil),              // 36: edgeplane.v1.Applied
+	(*RevisionInfo)(nil),         // 37: edgeplane.v1.RevisionInfo
+	(*RevisionList)(nil),         // 38: edgeplane.v1.RevisionList
+	(*WatchEvent)(nil),           // 39: edgeplane.v1.WatchEvent
+	(*NodeStatus)(nil),           // 40: edgeplane.v1.NodeStatus
+	(*Drift)(nil),                // 41: edgeplane.v1.Drift
+	nil,                          // 42: edgeplane.v1.DesiredState.NodesEntry
+	nil,                          // 43: edgeplane.v1.ChangeRequest.NodesEntry
+	nil,                          // 44: edgeplane.v1.NodePlan.CountsEntry
+	nil,                          // 45: edgeplane.v1.NodeStatus.ResyncsEntry
+	nil,                          // 46: edgeplane.v1.NodeStatus.ChangesEntry
 }
 var file_edgeplane_proto_depIdxs = []int32{
 	6,  // 0: edgeplane.v1.NodeConfig.router:type_name -> edgeplane.v1.RouterConfig
 	10, // 1: edgeplane.v1.NodeConfig.bng:type_name -> edgeplane.v1.BNGConfig
-	15, // 2: edgeplane.v1.NodeConfig.udp_termination:type_name -> edgeplane.v1.UDPTerminationConfig
-	17, // 3: edgeplane.v1.NodeConfig.steering:type_name -> edgeplane.v1.SteeringConfig
-	19, // 4: edgeplane.v1.NodeConfig.cmts:type_name -> edgeplane.v1.CMTSConfig
+	16, // 2: edgeplane.v1.NodeConfig.udp_termination:type_name -> edgeplane.v1.UDPTerminationConfig
+	18, // 3: edgeplane.v1.NodeConfig.steering:type_name -> edgeplane.v1.SteeringConfig
+	20, // 4: edgeplane.v1.NodeConfig.cmts:type_name -> edgeplane.v1.CMTSConfig
 	7,  // 5: edgeplane.v1.RouterConfig.routes:type_name -> edgeplane.v1.Route
 	8,  // 6: edgeplane.v1.RouterConfig.acl:type_name -> edgeplane.v1.ACL
 	9,  // 7: edgeplane.v1.ACL.rules:type_name -> edgeplane.v1.ACLRule
 	7,  // 8: edgeplane.v1.BNGConfig.routes:type_name -> edgeplane.v1.Route
 	8,  // 9: edgeplane.v1.BNGConfig.acl:type_name -> edgeplane.v1.ACL
-	12, // 10: edgeplane.v1.BNGConfig.policers:type_name -> edgeplane.v1.Policer
-	13, // 11: edgeplane.v1.BNGConfig.pipes:type_name -> edgeplane.v1.Pipe
-	14, // 12: edgeplane.v1.BNGConfig.subscribers:type_name -> edgeplane.v1.Subscriber
+	13, // 10: edgeplane.v1.BNGConfig.policers:type_name -> edgeplane.v1.Policer
+	14, // 11: edgeplane.v1.BNGConfig.pipes:type_name -> edgeplane.v1.Pipe
+	15, // 12: edgeplane.v1.BNGConfig.subscribers:type_name -> edgeplane.v1.Subscriber
 	11, // 13: edgeplane.v1.BNGConfig.instances:type_name -> edgeplane.v1.BNGInstance
-	16, // 14: edgeplane.v1.UDPTerminationConfig.terminate:type_name -> edgeplane.v1.TerminateRule
-	18, // 15: edgeplane.v1.SteeringConfig.intents:type_name -> edgeplane.v1.SteeringIntent
-	20, // 16: edgeplane.v1.CMTSConfig.service_groups:type_name -> edgeplane.v1.CMTSServiceGroup
-	21, // 17: edgeplane.v1.CMTSServiceGroup.filters:type_name -> edgeplane.v1.CMTSFilter
-	22, // 18: edgeplane.v1.CMTSServiceGroup.modems:type_name -> edgeplane.v1.CableModem
-	23, // 19: edgeplane.v1.CableModem.privacy:type_name -> edgeplane.v1.CMPrivacy
-	24, // 20: edgeplane.v1.CableModem.service_flows:type_name -> edgeplane.v1.ServiceFlow
-	25, // 21: edgeplane.v1.CableModem.classifiers:type_name -> edgeplane.v1.Classifier
-	5,  // 22: edgeplane.v1.NodeDesired.config:type_name -> edgeplane.v1.NodeConfig
-	41, // 23: edgeplane.v1.DesiredState.nodes:type_name -> edgeplane.v1.DesiredState.NodesEntry
-	42, // 24: edgeplane.v1.ChangeRequest.nodes:type_name -> edgeplane.v1.ChangeRequest.NodesEntry
-	30, // 25: edgeplane.v1.NodePlan.changes:type_name -> edgeplane.v1.Change
-	43, // 26: edgeplane.v1.NodePlan.counts:type_name -> edgeplane.v1.NodePlan.CountsEntry
-	32, // 27: edgeplane.v1.NodePlan.placement:type_name -> edgeplane.v1.InstancePlacement
-	33, // 28: edgeplane.v1.NodePlan.moves:type_name -> edgeplane.v1.SubscriberMove
-	31, // 29: edgeplane.v1.Plan.nodes:type_name -> edgeplane.v1.NodePlan
-	34, // 30: edgeplane.v1.Applied.plan:type_name -> edgeplane.v1.Plan
-	36, // 31: edgeplane.v1.RevisionList.revisions:type_name -> edgeplane.v1.RevisionInfo
-	5,  // 32: edgeplane.v1.WatchEvent.config:type_name -> edgeplane.v1.NodeConfig
-	44, // 33: edgeplane.v1.NodeStatus.resyncs:type_name -> edgeplane.v1.NodeStatus.ResyncsEntry
-	45, // 34: edgeplane.v1.NodeStatus.changes:type_name -> edgeplane.v1.NodeStatus.ChangesEntry
-	40, // 35: edgeplane.v1.NodeStatus.drift:type_name -> edgeplane.v1.Drift
-	5,  // 36: edgeplane.v1.DesiredState.NodesEntry.value:type_name -> edgeplane.v1.NodeConfig
-	5,  // 37: edgeplane.v1.ChangeRequest.NodesEntry.value:type_name -> edgeplane.v1.NodeConfig
-	0,  // 38: edgeplane.v1.Controller.GetState:input_type -> edgeplane.v1.GetStateRequest
-	1,  // 39: edgeplane.v1.Controller.GetNode:input_type -> edgeplane.v1.GetNodeRequest
-	2,  // 40: edgeplane.v1.Controller.GetNodeStatus:input_type -> edgeplane.v1.GetNodeStatusRequest
-	28, // 41: edgeplane.v1.Controller.Plan:input_type -> edgeplane.v1.ChangeRequest
-	28, // 42: edgeplane.v1.Controller.Apply:input_type -> edgeplane.v1.ChangeRequest
-	29, // 43: edgeplane.v1.Controller.Rollback:input_type -> edgeplane.v1.RollbackRequest
-	3,  // 44: edgeplane.v1.Controller.ListRevisions:input_type -> edgeplane.v1.ListRevisionsRequest
-	4,  // 45: edgeplane.v1.Controller.Watch:input_type -> edgeplane.v1.WatchRequest
-	27, // 46: edgeplane.v1.Controller.GetState:output_type -> edgeplane.v1.DesiredState
-	26, // 47: edgeplane.v1.Controller.GetNode:output_type -> edgeplane.v1.NodeDesired
-	39, // 48: edgeplane.v1.Controller.GetNodeStatus:output_type -> edgeplane.v1.NodeStatus
-	34, // 49: edgeplane.v1.Controller.Plan:output_type -> edgeplane.v1.Plan
-	35, // 50: edgeplane.v1.Controller.Apply:output_type -> edgeplane.v1.Applied
-	35, // 51: edgeplane.v1.Controller.Rollback:output_type -> edgeplane.v1.Applied
-	37, // 52: edgeplane.v1.Controller.ListRevisions:output_type -> edgeplane.v1.RevisionList
-	38, // 53: edgeplane.v1.Controller.Watch:output_type -> edgeplane.v1.WatchEvent
-	46, // [46:54] is the sub-list for method output_type
-	38, // [38:46] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	12, // 14: edgeplane.v1.BNGInstance.subports:type_name -> edgeplane.v1.SubportBudget
+	17, // 15: edgeplane.v1.UDPTerminationConfig.terminate:type_name -> edgeplane.v1.TerminateRule
+	19, // 16: edgeplane.v1.SteeringConfig.intents:type_name -> edgeplane.v1.SteeringIntent
+	21, // 17: edgeplane.v1.CMTSConfig.service_groups:type_name -> edgeplane.v1.CMTSServiceGroup
+	22, // 18: edgeplane.v1.CMTSServiceGroup.filters:type_name -> edgeplane.v1.CMTSFilter
+	23, // 19: edgeplane.v1.CMTSServiceGroup.modems:type_name -> edgeplane.v1.CableModem
+	24, // 20: edgeplane.v1.CableModem.privacy:type_name -> edgeplane.v1.CMPrivacy
+	25, // 21: edgeplane.v1.CableModem.service_flows:type_name -> edgeplane.v1.ServiceFlow
+	26, // 22: edgeplane.v1.CableModem.classifiers:type_name -> edgeplane.v1.Classifier
+	5,  // 23: edgeplane.v1.NodeDesired.config:type_name -> edgeplane.v1.NodeConfig
+	42, // 24: edgeplane.v1.DesiredState.nodes:type_name -> edgeplane.v1.DesiredState.NodesEntry
+	43, // 25: edgeplane.v1.ChangeRequest.nodes:type_name -> edgeplane.v1.ChangeRequest.NodesEntry
+	31, // 26: edgeplane.v1.NodePlan.changes:type_name -> edgeplane.v1.Change
+	44, // 27: edgeplane.v1.NodePlan.counts:type_name -> edgeplane.v1.NodePlan.CountsEntry
+	33, // 28: edgeplane.v1.NodePlan.placement:type_name -> edgeplane.v1.InstancePlacement
+	34, // 29: edgeplane.v1.NodePlan.moves:type_name -> edgeplane.v1.SubscriberMove
+	32, // 30: edgeplane.v1.Plan.nodes:type_name -> edgeplane.v1.NodePlan
+	35, // 31: edgeplane.v1.Applied.plan:type_name -> edgeplane.v1.Plan
+	37, // 32: edgeplane.v1.RevisionList.revisions:type_name -> edgeplane.v1.RevisionInfo
+	5,  // 33: edgeplane.v1.WatchEvent.config:type_name -> edgeplane.v1.NodeConfig
+	45, // 34: edgeplane.v1.NodeStatus.resyncs:type_name -> edgeplane.v1.NodeStatus.ResyncsEntry
+	46, // 35: edgeplane.v1.NodeStatus.changes:type_name -> edgeplane.v1.NodeStatus.ChangesEntry
+	41, // 36: edgeplane.v1.NodeStatus.drift:type_name -> edgeplane.v1.Drift
+	5,  // 37: edgeplane.v1.DesiredState.NodesEntry.value:type_name -> edgeplane.v1.NodeConfig
+	5,  // 38: edgeplane.v1.ChangeRequest.NodesEntry.value:type_name -> edgeplane.v1.NodeConfig
+	0,  // 39: edgeplane.v1.Controller.GetState:input_type -> edgeplane.v1.GetStateRequest
+	1,  // 40: edgeplane.v1.Controller.GetNode:input_type -> edgeplane.v1.GetNodeRequest
+	2,  // 41: edgeplane.v1.Controller.GetNodeStatus:input_type -> edgeplane.v1.GetNodeStatusRequest
+	29, // 42: edgeplane.v1.Controller.Plan:input_type -> edgeplane.v1.ChangeRequest
+	29, // 43: edgeplane.v1.Controller.Apply:input_type -> edgeplane.v1.ChangeRequest
+	30, // 44: edgeplane.v1.Controller.Rollback:input_type -> edgeplane.v1.RollbackRequest
+	3,  // 45: edgeplane.v1.Controller.ListRevisions:input_type -> edgeplane.v1.ListRevisionsRequest
+	4,  // 46: edgeplane.v1.Controller.Watch:input_type -> edgeplane.v1.WatchRequest
+	28, // 47: edgeplane.v1.Controller.GetState:output_type -> edgeplane.v1.DesiredState
+	27, // 48: edgeplane.v1.Controller.GetNode:output_type -> edgeplane.v1.NodeDesired
+	40, // 49: edgeplane.v1.Controller.GetNodeStatus:output_type -> edgeplane.v1.NodeStatus
+	35, // 50: edgeplane.v1.Controller.Plan:output_type -> edgeplane.v1.Plan
+	36, // 51: edgeplane.v1.Controller.Apply:output_type -> edgeplane.v1.Applied
+	36, // 52: edgeplane.v1.Controller.Rollback:output_type -> edgeplane.v1.Applied
+	38, // 53: edgeplane.v1.Controller.ListRevisions:output_type -> edgeplane.v1.RevisionList
+	39, // 54: edgeplane.v1.Controller.Watch:output_type -> edgeplane.v1.WatchEvent
+	47, // [47:55] is the sub-list for method output_type
+	39, // [39:47] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_edgeplane_proto_init() }
@@ -3207,17 +3273,17 @@ func file_edgeplane_proto_init() {
 		return
 	}
 	file_edgeplane_proto_msgTypes[3].OneofWrappers = []any{}
-	file_edgeplane_proto_msgTypes[18].OneofWrappers = []any{}
-	file_edgeplane_proto_msgTypes[28].OneofWrappers = []any{}
+	file_edgeplane_proto_msgTypes[19].OneofWrappers = []any{}
 	file_edgeplane_proto_msgTypes[29].OneofWrappers = []any{}
-	file_edgeplane_proto_msgTypes[36].OneofWrappers = []any{}
+	file_edgeplane_proto_msgTypes[30].OneofWrappers = []any{}
+	file_edgeplane_proto_msgTypes[37].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_edgeplane_proto_rawDesc), len(file_edgeplane_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
