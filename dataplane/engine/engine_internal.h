@@ -30,6 +30,9 @@ uint64_t ep_memory_no_huge_mb(uint64_t need);
 uint64_t ep_memory_free_hugepages(bool real);
 /** Estimate, read the free count, decide (e->mem_*) and log both numbers. */
 void ep_memory_plan(struct ep_engine *e, bool check_only);
+/** Did a failed start on hugepages run out of them?  @p used: bytes of
+ *  hugepages the heap holds, @p free_now: left in the pool. */
+bool ep_memory_ran_out(uint64_t need, uint64_t used, uint64_t free_now);
 /** After a failed start on hugepages: if the pool ran dry, say so in @p err
  *  with what was needed and the two ways out. */
 void ep_memory_explain_failure(const struct ep_engine *e, struct ep_err *err);

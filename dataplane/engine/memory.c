@@ -165,10 +165,20 @@ ep_memory_plan(struct ep_engine *e, bool check_only)
 	fflush(stdout);
 }
 
+bool
+ep_memory_ran_out(uint64_t need, uint64_t used, uint64_t free_now)
+{
+	/* What is left of the pool cannot hold what the estimate says was
+	 * still to come, or is nearly nothing. */
+	uint64_t left = need > used ? need - used : 0;
+
+	return free_now < left || free_now < 16 * MIB;
+}
+
 void
 ep_memory_explain_failure(const struct ep_engine *e, struct ep_err *err)
 {
-	uint64_t now = ep_memory_free_hugepages(true), used = 0, left;
+	uint64_t now = ep_memory_free_hugepages(true), used = 0;
 	char inner[sizeof(err->msg)];
 
 	if (!e->mem_huge || !e->eal_up || e->mem_need == 0)
@@ -179,10 +189,7 @@ ep_memory_explain_failure(const struct ep_engine *e, struct ep_err *err)
 		if (rte_malloc_get_socket_stats((int)s, &st) == 0)
 			used += st.heap_totalsz_bytes;
 	}
-	/* Out of hugepages: what is left of the pool cannot hold what the
-	 * estimate says is still to come (or is nearly nothing). */
-	left = e->mem_need > used ? e->mem_need - used : 0;
-	if (now >= left && now >= 16 * MIB)
+	if (!ep_memory_ran_out(e->mem_need, used, now))
 		return;
 	snprintf(inner, sizeof(inner), "%s", err->msg);
 	ep_err_set(err, "%.230s\nedgeplane-dp: out of hugepage memory: this configuration needs about "

@@ -57,6 +57,17 @@ EP_TEST(memory_auto_takes_hugepages_only_when_the_estimate_fits)
 	EP_CHECK(!ep_memory_use_hugepages(EP_MEM_NO_HUGE, need, 64 * 1024 * MIB));
 }
 
+EP_TEST(memory_out_of_hugepages_is_a_pool_that_cannot_hold_the_rest)
+{
+	/* 700 MiB needed, 300 MiB mapped when the start failed. */
+	EP_CHECK(ep_memory_ran_out(700 * MIB, 300 * MIB, 2 * MIB));
+	EP_CHECK(ep_memory_ran_out(700 * MIB, 300 * MIB, 399 * MIB));
+	EP_CHECK(!ep_memory_ran_out(700 * MIB, 300 * MIB, 400 * MIB));
+	/* Past the estimate, an empty pool still is the reason. */
+	EP_CHECK(ep_memory_ran_out(700 * MIB, 900 * MIB, 0));
+	EP_CHECK(!ep_memory_ran_out(700 * MIB, 900 * MIB, 1024 * MIB));
+}
+
 EP_TEST(memory_no_huge_heap_is_the_estimate_and_at_least_1024_mib)
 {
 	EP_CHECK_EQ(ep_memory_no_huge_mb(0), 1024);
