@@ -33,7 +33,10 @@
 #define MIB ((uint64_t)1 << 20)
 #define EP_MEM_ENGINE_BASE   (16 * MIB)  /* workers, rings, QSBR, control socket */
 #define EP_MEM_MARGIN_FIXED  (64 * MIB)
-#define EP_MEM_TYPE_DEFAULT  (64 * MIB)  /* a pipeline type without an estimate */
+/* A pipeline type without an estimate: its tables, and per worker about
+ * one pool of 16K 2 KiB mbufs (the generators', the vCMTS's). */
+#define EP_MEM_TYPE_DEFAULT  (64 * MIB)
+#define EP_MEM_WORKER_DEFAULT (40 * MIB)
 #define EP_MEM_NO_HUGE_MIN_MB 1024
 
 uint64_t
@@ -99,7 +102,8 @@ ep_memory_estimate(struct ep_engine *e)
 		if (n == 0)
 			continue;
 		n_workers += n;
-		sum += t->memory != NULL ? t->memory(e, n) : EP_MEM_TYPE_DEFAULT;
+		sum += t->memory != NULL ? t->memory(e, n) :
+					    EP_MEM_TYPE_DEFAULT + (uint64_t)n * EP_MEM_WORKER_DEFAULT;
 	}
 	sum += ep_ports_memory_estimate(e, RTE_MAX(n_workers, 1));
 	return sum + sum / 4 + EP_MEM_MARGIN_FIXED;
