@@ -363,7 +363,7 @@ eal_failed(struct ep_engine *e, int argc, char **argv, struct ep_err *err)
 /*
  * EAL arguments: [eal] args first (the operator wins), then defaults for
  * what they did not say: --in-memory (no files left behind), hugepages or
- * --no-huge when none are free, --no-pci unless a port is a PCI address, and
+ * --no-huge when too few are free for this configuration (memory.c), --no-pci unless a port is a PCI address, and
  * an lcore map in which every lcore may run on any allowed CPU (so two
  * instances and traffic tools share a 2-core machine; pin with cpus=).
  */

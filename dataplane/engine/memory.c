@@ -185,9 +185,10 @@ ep_memory_explain_failure(const struct ep_engine *e, struct ep_err *err)
 	uint64_t now = ep_memory_free_hugepages(true), used = 0;
 	char inner[sizeof(err->msg)];
 
-	if (!e->mem_huge || !e->eal_up || e->mem_need == 0)
+	if (!e->mem_huge || e->mem_need == 0)
 		return;
-	for (unsigned int s = 0; s < RTE_MAX_NUMA_NODES; s++) {
+	/* The EAL itself may have failed for hugepages: nothing mapped yet. */
+	for (unsigned int s = 0; e->eal_up && s < RTE_MAX_NUMA_NODES; s++) {
 		struct rte_malloc_socket_stats st;
 
 		if (rte_malloc_get_socket_stats((int)s, &st) == 0)
