@@ -215,13 +215,19 @@ up_dyn(struct bng_up *u, const struct bng_sub *s)
 	return d;
 }
 
+/* The worker's green totals of a burst, added to u->colour_* once at its
+ * end: kept in registers, they are not a store-to-load chain through
+ * memory from one packet to the next. */
+struct up_green { uint64_t pkts, bytes; };
+
 /*
- * Police one packet of subscriber @p s: counts it by colour, remarks a
- * yellow one, returns 1 for red (to be dropped).
+ * Police one packet of subscriber @p s: counts it by colour (the worker's
+ * green totals into @p g), remarks a yellow one, returns 1 for red (to be
+ * dropped).
  */
 static __rte_always_inline int
 police_one(struct bng_up *u, const struct bng_sub *s, struct bng_up_dyn *d, uint8_t *l3,
-	   const struct ep_meta *md, uint64_t now)
+	   const struct ep_meta *md, uint64_t now, struct up_green *g)
 {
 	uint32_t len = md->l3_len;
 	enum rte_color c = RTE_COLOR_GREEN;
@@ -233,10 +239,13 @@ police_one(struct bng_up *u, const struct bng_sub *s, struct bng_up_dyn *d, uint
 	}
 	d->pkts[c]++;
 	d->bytes[c] += len;
+	if (likely(c == RTE_COLOR_GREEN)) {
+		g->pkts++;
+		g->bytes += len;
+		return 0;
+	}
 	u->colour_pkts[c]++;
 	u->colour_bytes[c] += len;
-	if (likely(c == RTE_COLOR_GREEN))
-		return 0;
 	if (c == RTE_COLOR_YELLOW) {
 		ep_policer_remark_yellow(pol, l3, md->l3_type);
 		return 0;
@@ -248,6 +257,7 @@ uint16_t
 bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
 		 uint64_t now)
 {
+	struct up_green g = {0};
 	uint16_t out = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -255,11 +265,13 @@ bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint1
 		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
 		uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, md->l3_off);
 
-		if (police_one(u, s, up_dyn(u, s), l3, md, now)) {
+		if (police_one(u, s, up_dyn(u, s), l3, md, now, &g)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_POLICER_RED);
 			out++;
 		}
 	}
+	u->colour_pkts[RTE_COLOR_GREEN] += g.pkts;
+	u->colour_bytes[RTE_COLOR_GREEN] += g.bytes;
 	return out;
 }
 
@@ -294,7 +306,8 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 	struct bng_up *u = ctx;
 	struct bng *b = u->b;
 	const struct bng_sub *sub[EP_BURST_MAX];
-	uint64_t hits = 0, now = u->w->stage_tsc;
+	uint64_t hits = 0, now = u->w->stage_tsc, known = 0;
+	struct up_green g = {0};
 	uint16_t out = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -334,7 +347,7 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 			out++;
 			continue;
 		}
-		u->pkts++;
+		known++;
 		d = up_dyn(u, s);
 		if (unlikely(!ep_prefix_set_has_src(&s->ranges, s->n_v4, s->has_v6, l3,
 						   md->l3_type))) {
@@ -343,7 +356,7 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 			out++;
 			continue;
 		}
-		if (unlikely(police_one(u, s, d, l3, md, now))) {
+		if (unlikely(police_one(u, s, d, l3, md, now, &g))) {
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_POLICER_RED);
 			out++;
 			continue;
@@ -356,6 +369,9 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 			ep_fib_prefetch4(b->fib, rte_be_to_cpu_32(dst));
 		}
 	}
+	u->pkts += known;
+	u->colour_pkts[RTE_COLOR_GREEN] += g.pkts;
+	u->colour_bytes[RTE_COLOR_GREEN] += g.bytes;
 	return out;
 }
 
