@@ -4,7 +4,9 @@
                   a node of 1000, applied through the controller's REST
                   northbound as one revision, counted when the node agent
                   reports that revision converged (the data plane has it):
-                  request to data plane programmed, one after the other.
+                  request to data plane programmed, one after the other;
+                  intent_agent_pass_ms is the agent's share (its mean
+                  reconciliation pass, from its own histogram).
                   Peer: the same change as one `sub-add` on the control
                   socket (what an operator's script would do without us).
   resync_64k_s    the data plane, holding 65,536 subscribers from the
@@ -70,11 +72,18 @@ def rss_kib(pid):
     return 0
 
 
+def pass_seconds(cp):
+    """The agent's reconciliation passes so far: (count, seconds)."""
+    return (cp.metric("edgeplane_agent_pass_duration_seconds_count") or 0,
+            cp.metric("edgeplane_agent_pass_duration_seconds_sum") or 0.0)
+
+
 def intents_round(cp, dp, n):
     subs = [sub(i) for i in range(1, BASE + 1)]
     a = cp.apply({"nodes": {"edge1": node(subs)}})
     cp.wait_converged(a["revision"], timeout=120)
     lat = []
+    passes0 = pass_seconds(cp)
     t0 = time.monotonic()
     for k in range(n):
         i = 1 + k % BASE
@@ -84,6 +93,8 @@ def intents_round(cp, dp, n):
         cp.wait_converged(a["revision"], timeout=30, interval=0.002)
         lat.append(time.monotonic() - s)
     ours = n / (time.monotonic() - t0)
+    passes1 = pass_seconds(cp)
+    pass_ms = 1000 * (passes1[1] - passes0[1]) / max(1, passes1[0] - passes0[0])
     # Peer: the same changes straight to the control socket.
     t0 = time.monotonic()
     for k in range(n):
@@ -91,7 +102,7 @@ def intents_round(cp, dp, n):
         f = sub(i, alt=(k // BASE) % 2 == 1)
         dp.ctl("sub-add", id=i, qinq=f"{f['sTag']}.{f['cTag']}", mac=f["mac"], ipv4=f["ipv4"])
     direct = n / (time.monotonic() - t0)
-    return ours, direct, statistics.median(lat)
+    return ours, direct, statistics.median(lat), pass_ms
 
 
 def kill9_restart(dp):
@@ -133,13 +144,14 @@ def run(args):
     n_intents = 50 if args.quick else 300
     work = common.OUT / "control-work"
     work.mkdir(parents=True, exist_ok=True)
-    ours_i, direct_i, lat_i, resync, direct_r, starts = [], [], [], [], [], []
+    ours_i, direct_i, lat_i, pass_i, resync, direct_r, starts = [], [], [], [], [], [], []
     mem = {}
     with start_dp(work) as dp:
         with ControlPlane(work / "cp", dp.ctl_path, node="edge1") as cp:
             for _ in range(rounds):
-                o, d, l = intents_round(cp, dp, n_intents)
+                o, d, l, p = intents_round(cp, dp, n_intents)
                 ours_i.append(o)
+                pass_i.append(p)
                 direct_i.append(d)
                 lat_i.append(l)
             t0 = time.monotonic()
@@ -153,6 +165,7 @@ def run(args):
                 direct_r.append(direct_round(work / f"direct{r}"))
                 starts.append(dp_start(work / f"start{r}"))
     metrics = {"intents_per_s": common.median(ours_i), "intent_p50_ms": 1000 * common.median(lat_i),
+               "intent_agent_pass_ms": common.median(pass_i),
                "resync_64k_s": common.median(resync), "dp_start_s": common.median(starts),
                "apply_64k_s": apply_64k, **mem}
     peers = {"control-socket": {"intents_per_s": common.median(direct_i),

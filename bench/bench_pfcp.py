@@ -21,17 +21,22 @@ the timed run establishes 16K more (49152 -> 65536: the data plane's 64K
 subscribers of one subport, each with its HQoS pipe).  Rounds alternate
 the two sides on fresh data planes; figures are medians over rounds, the
 ratio the median of the rounds' ratios.  CPU seconds of each process
-(/proc, utime + stime) say where the time goes.
+(/proc, utime + stime; the client's from its rusage) say where the time
+goes, and the function's dp_batch counter how many sessions went to the
+data plane per sub-add-bulk.
 
 Everything runs in the root namespace on loopback; the data plane's ports
 are net_null (no traffic: the cost of the control path is what is
 measured) and its workers sleep between polls (adaptive polling).
 """
 import json
+import os
+import resource
 import statistics
 import subprocess
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from bench import ab, common
@@ -82,37 +87,54 @@ def cpu_seconds(pid):
     return (int(f[11]) + int(f[12])) / 100.0
 
 
+def upf_event(port, event):
+    """edgeplane_upf_events_total{event} from the function's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("edgeplane_upf_events_total{") and f'event="{event}"' in line:
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
 def run_client(argv):
-    t0 = time.monotonic()
+    """Runs a client to its end: its JSON, its wall and CPU seconds."""
+    t0, r0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:2])}: {p.stderr.strip()[-500:]}")
-    return json.loads(p.stdout), time.monotonic() - t0
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return json.loads(p.stdout), time.monotonic() - t0, cpu
 
 
-def pfcp_round(workdir, fill, n):
+def pfcp_round(workdir, fill, n, bindir=None):
+    bindir = bindir or BIN
     wd = Path(tempfile.mkdtemp(dir=workdir, prefix="pfcp-"))
     with Dp(None, dp_config(), name="dp", workdir=wd, start_timeout=120, ctl_timeout=30) as dp:
         log = open(wd / "upf.log", "w")
-        upf = subprocess.Popen([str(BIN / "edgeplane"), "upf", "--listen", f"127.0.0.1:{UPF_PORT}",
+        upf = subprocess.Popen([str(bindir / "edgeplane"), "upf", "--listen", f"127.0.0.1:{UPF_PORT}",
                                 "--gtpu", "127.0.0.1:0", "--dp-socket", str(dp.ctl_path),
                                 "--state-dir", str(wd / "state"), "--sub-ids", f"1-{TOTAL}",
-                                "--heartbeat-interval", "1h"], stdout=log, stderr=log)
+                                "--heartbeat-interval", "1h", "--metrics", f"127.0.0.1:{UPF_PORT + 1}"],
+                               stdout=log, stderr=log)
         try:
             time.sleep(1.0)
             if upf.poll() is not None:
                 raise RuntimeError("edgeplane upf exited: " + (wd / "upf.log").read_text()[-500:])
             cpu0 = {"upf": cpu_seconds(upf.pid), "dp": cpu_seconds(dp.pid)}
-            res, _ = run_client([str(BIN / "pfcp-cp-sim"), "bench", "--upf", f"127.0.0.1:{UPF_PORT}",
+            res, _, client_cpu = run_client([str(bindir / "pfcp-cp-sim"), "bench", "--upf", f"127.0.0.1:{UPF_PORT}",
                                  "--local", "127.0.0.1:0", "--fill", str(fill), "--sessions", str(n)])
             cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in (("upf", upf.pid), ("dp", dp.pid))}
+            cpu["client"] = client_cpu
             installed = dp.ctl("bng-stats")["subscribers"]
+            batches = upf_event(UPF_PORT + 1, "dp_batch")
         finally:
             upf.terminate()
             upf.wait(timeout=20)
             log.close()
     res["cpu_s"] = cpu
     res["installed"] = installed
+    res["dp_batches"] = batches
     return res
 
 
@@ -120,10 +142,10 @@ def direct_round(workdir, fill, n, batch=1000, window=2):
     wd = Path(tempfile.mkdtemp(dir=workdir, prefix="direct-"))
     with Dp(None, dp_config(), name="dp", workdir=wd, start_timeout=120, ctl_timeout=30) as dp:
         cpu0 = cpu_seconds(dp.pid)
-        res, _ = run_client([str(BIN / "pfcp-cp-sim"), "direct", "--socket", str(dp.ctl_path),
+        res, _, client_cpu = run_client([str(BIN / "pfcp-cp-sim"), "direct", "--socket", str(dp.ctl_path),
                              "--fill", str(fill), "--sessions", str(n), "--batch", str(batch),
                              "--window", str(window)])
-        res["cpu_s"] = {"dp": cpu_seconds(dp.pid) - cpu0}
+        res["cpu_s"] = {"dp": cpu_seconds(dp.pid) - cpu0, "client": client_cpu}
         res["installed"] = dp.ctl("bng-stats")["subscribers"]
     return res
 
@@ -140,6 +162,12 @@ def run(args):
                 f"installed {res['installed']}")
     sides = [ab.Call("pfcp", lambda: pfcp_round(workdir, fill, n), said),
              ab.Call("direct", lambda: direct_round(workdir, fill, n), said)]
+    # PFCP_BASELINE_BIN=<dir with another build's edgeplane and
+    # pfcp-cp-sim>: that build is a third side of the same rounds (a
+    # change's before and after, measured back to back).
+    baseline = os.environ.get("PFCP_BASELINE_BIN")
+    if baseline:
+        sides.append(ab.Call("baseline", lambda: pfcp_round(workdir, fill, n, Path(baseline)), said))
     res = ab.alternate(sides, rounds)
     pf, dr = res["pfcp"], res["direct"]
     # One sub-add per request (64 pipelined), as a controller without
@@ -158,7 +186,14 @@ def run(args):
         "installed_after": pf[-1]["installed"],
         "goal_sessions_per_s": 10000,
         "cpu_us_per_session": {"upf": per_session_us(pf, "upf"), "dp": per_session_us(pf, "dp"),
-                               "dp_direct": per_session_us(dr, "dp")},
+                               "client": per_session_us(pf, "client"),
+                               "dp_direct": per_session_us(dr, "dp"),
+                               "client_direct": per_session_us(dr, "client")},
+        # The load generator's own CPU over the timed part (its encoding
+        # happens before the clock), and what the batching made of the
+        # establishments: sessions per sub-add-bulk.
+        "client_cpu_us_per_timed_session": med([x["run"].get("cpu_s", 0) / n * 1e6 for x in pf]),
+        "sessions_per_dp_batch": med([(fill + n) / x["dp_batches"] for x in pf if x.get("dp_batches")]),
         "rounds": {"pfcp": [round(x["run"]["per_s"]) for x in pf],
                    "direct": [round(x["run"]["per_s"]) for x in dr]},
     }
@@ -169,9 +204,19 @@ def run(args):
                                             "p50_ms": single["run"]["p50_ms"]}}
     per_s = lambda x: x["run"]["per_s"]  # noqa: E731
     vs_direct, vs_direct_rounds = ab.ratio(pf, dr, per_s)
+    extra_rounds = {}
+    if baseline:
+        bl = res["baseline"]
+        peers["pfcp-baseline-build"] = {"bin": baseline, "sessions_per_s": med([per_s(x) for x in bl]),
+                                        "cpu_us_per_session": {"upf": per_session_us(bl, "upf"),
+                                                               "client": per_session_us(bl, "client")}}
+        ratios_bl = {"pfcp_vs_baseline": ab.ratio(pf, bl, per_s), "baseline_vs_direct": ab.ratio(bl, dr, per_s)}
+        extra_rounds = {k: v[1] for k, v in ratios_bl.items()}
     ratios = {"pfcp_vs_direct": vs_direct,
               "pfcp_vs_sub_add_per_request": rate / single["run"]["per_s"] if single["run"]["per_s"] else 0.0,
               "goal_pfcp_vs_direct": 0.5}
+    if baseline:
+        ratios.update({k: v[0] for k, v in ratios_bl.items()})
     config = {"fill": fill, "timed": n, "rounds": rounds, "window": 4096, "direct_batch": 1000,
               "direct_in_flight": 2, "ports": "net_null (no traffic)", "pipes": TOTAL, "hqos_qsize": 16}
     comparisons = [common.comparison(f"{n} more after {fill}", rate, "direct-control-socket",
@@ -181,4 +226,4 @@ def run(args):
                                      peer_rounds=[round(per_s(x)) for x in dr])]
     return common.result("pfcp", config, metrics, peers, ratios,
                          extra={"comparisons": comparisons,
-                                "ratio_rounds": {"pfcp_vs_direct": vs_direct_rounds}})
+                                "ratio_rounds": {"pfcp_vs_direct": vs_direct_rounds, **extra_rounds}})

@@ -25,12 +25,21 @@ iperf3 client and server and, for ours, of both edgeplane-dp processes
 (all threads), per gigabit received; ksoftirqd's time is added to both.
 
 sockperf ping-pong (64-byte messages) latency percentiles, ours and the
-kernel, median of `rounds` runs; sockperf throughput (msg/s) beside it.
+kernel: over AF_XDP on a veth pair (a frame wakes the data plane's worker
+there; with the default configuration the workers are event-driven), the
+kernel alternating with ours round by round in fresh labs, the ratio the
+median of the rounds' ratios (`sockperf_p99_vs_kernel`); over memif as
+well (`_memif`: its workers poll), with sockperf throughput (msg/s).
+Where the tail comes from: each thread's scheduling delays during one
+ping-pong (`perf sched`, `metrics.sockperf_af_xdp.sched_delay_ms`).
 """
 import json
 import os
+import re
 import resource
+import shutil
 import statistics
+import subprocess
 from pathlib import Path
 
 from bench import common
@@ -173,22 +182,18 @@ def sockperf_rounds(lab, preload, rounds, seconds, log):
 
 
 # sockperf's ping-pong over the link a worker can wait on: net_af_xdp on
-# the veth pair, each node's worker blocked on its kick eventfd and its
-# AF_XDP socket at SCHED_FIFO 10 (engine rt_priority), pausing after 5
-# empty polls with no spin, so every hop of a message is a wake-up; the
-# kernel alternates with it in the same lab, round by round.
-SOCKPERF_EVENT_ENGINE = {"rt_priority": 10, "idle_polls": 5, "min_sleep_us": 1000,
-                         "max_sleep_us": 1000}
-SOCKPERF_EVENT_HOSTSTACK = {"spin_us": 0}
-
-
-def sockperf_event_driven(rounds, seconds, log):
-    """{ours: medians, kernel: medians, rounds: [...]} over AF_XDP with
-    event-driven real-time workers, ours and the kernel alternating."""
+# the veth pair, the data planes' default configuration, which there makes
+# each node's worker event-driven (engine `auto`: blocked on its kick
+# eventfd and its AF_XDP socket at SCHED_FIFO 1 after 5 empty polls, no
+# yielding), so every hop of a message is one wake-up; the kernel
+# alternates with it in the same lab, round by round, and the ratio is the
+# median of the rounds' ratios.
+def sockperf_af_xdp(rounds, seconds, log, sched_s=0):
+    """{ours: medians, kernel: medians, p99_ratio, p50_ratio, rounds, sched}."""
     per = {"ours": [], "kernel": []}
+    sched = {}
     for rnd in range(rounds):
-        with HostStackLab(tag="be", link="af_xdp", engine=SOCKPERF_EVENT_ENGINE,
-                          hoststack=SOCKPERF_EVENT_HOSTSTACK) as lab:
+        with HostStackLab(tag="be", link="af_xdp") as lab:
             for stack in (("ours", "kernel") if rnd % 2 == 0 else ("kernel", "ours")):
                 if stack == "kernel":
                     for node in list(lab.dps):
@@ -198,12 +203,57 @@ def sockperf_event_driven(rounds, seconds, log):
                 p = sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=seconds)
                 p["load_avg"] = round(os.getloadavg()[0], 2)
                 per[stack].append(p)
-                log(f"  sockperf pp af_xdp event-driven {stack}: p50 {p.get('p50')} p99 "
+                log(f"  sockperf pp af_xdp {stack}: p50 {p.get('p50')} p99 "
                     f"{p.get('p99')} p99.9 {p.get('p99.9')} us (load {p['load_avg']})")
+                if sched_s and rnd == rounds - 1:
+                    sched[stack] = sched_delays(lab, stack == "ours", sched_s)
     med = {st: {k: statistics.median(p[k] for p in ps if k in p) for k in ("p50", "p99", "p99.9")}
            for st, ps in per.items()}
-    return {"ours": med["ours"], "kernel": med["kernel"], "rounds": per,
-            "engine": SOCKPERF_EVENT_ENGINE, "hoststack": SOCKPERF_EVENT_HOSTSTACK}
+    ratio = lambda k: statistics.median(  # noqa: E731
+        o[k] / kk[k] for o, kk in zip(per["ours"], per["kernel"]) if o.get(k) and kk.get(k))
+    return {"ours": med["ours"], "kernel": med["kernel"], "p99_ratio": ratio("p99"),
+            "p50_ratio": ratio("p50"), "rounds": per, "sched_delay_ms": sched}
+
+
+def sched_delays(lab, preload, seconds):
+    """Where a ping-pong's tail comes from: `perf sched record` during one
+    sockperf ping-pong, then each thread's scheduling delays (woken or
+    preempted -> on a CPU again, `perf sched timehist`) as percentiles in
+    ms, for sockperf's two processes and the data planes' workers.  {}
+    without perf."""
+    if shutil.which("perf") is None:
+        return {}
+    data = common.OUT / f"udp-term-sched-{'ours' if preload else 'kernel'}.data"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    threads = {f"{dp.proc.pid}": node for node, dp in lab.dps.items()}
+    rec = subprocess.Popen(["perf", "sched", "record", "-o", str(data), "--", "sleep",
+                            str(seconds + 2)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        sockperf_ping_pong(lab, B4, preload=preload, seconds=seconds)
+    finally:
+        rec.wait()
+    out = subprocess.run(["perf", "sched", "timehist", "-i", str(data)], capture_output=True,
+                         text=True).stdout
+    data.unlink(missing_ok=True)
+    delays = {}
+    for line in out.splitlines():
+        f = line.split()
+        # time [cpu] comm[tid/pid] wait sch-delay run
+        m = re.fullmatch(r"(.+)\[(\d+)(?:/(\d+))?\]", f[2]) if len(f) == 6 else None
+        if m is None or not re.fullmatch(r"\d+\.\d+", f[0]):
+            continue
+        comm, pid = m.group(1), m.group(3) or m.group(2)
+        if comm == "sockperf":
+            key = f"sockperf[{pid}]"
+        elif pid in threads and comm.startswith("rte-worker"):
+            key = f"worker {threads[pid]}"
+        else:
+            continue
+        delays.setdefault(key, []).append(float(f[4]))
+    pct = lambda xs, q: sorted(xs)[min(len(xs) - 1, int(q * len(xs)))]  # noqa: E731
+    return {k: {"switches": len(xs), "p50": pct(xs, 0.5), "p99": pct(xs, 0.99),
+                "p99.9": pct(xs, 0.999), "max": max(xs)} for k, xs in delays.items()}
 
 
 def run(args):
@@ -252,7 +302,8 @@ def run(args):
                                              for n, dp in lab.dps.items()}}
                 log(f"link {kind}: S2 at max: received {link[kind]['received_gbps']:.2f} "
                     f"Gbit/s, loss {r.lost_percent:.3f} %")
-    event = sockperf_event_driven(1 if quick else 5, sp_s // 2 if not quick else sp_s, log)
+    event = sockperf_af_xdp(1 if quick else 5, sp_s // 2 if not quick else sp_s, log,
+                            sched_s=0 if quick else 4)
     pinned = {}
     if not quick:
         # Latency against where the threads run: each node's data plane and
@@ -273,20 +324,21 @@ def run(args):
         "s1_goodput_gbps": s1["goodput_gbps"], "s2_goodput_gbps": s2["goodput_gbps"],
         "s1_loss_pct": s1["loss_pct"], "s2_loss_pct": s2["loss_pct"],
         "s1_cpu_s_per_gbit": s1["cpu_s_per_gbit"], "s2_cpu_s_per_gbit": s2["cpu_s_per_gbit"],
-        "sockperf_p50_us": sp_ours.get("p50"), "sockperf_p99_us": sp_ours.get("p99"),
-        "sockperf_p99_9_us": sp_ours.get("p99.9"),
+        "sockperf_p50_us": event["ours"]["p50"], "sockperf_p99_us": event["ours"]["p99"],
+        "sockperf_p99_9_us": event["ours"]["p99.9"],
+        "sockperf_memif": sp_ours,
         "sockperf_tp_msg_per_s": sp_ours.get("tp_msg_per_s"),
         "stages": s2.get("stage_cycles", {}),
         "s1": s1, "s2": s2, "ipv6_at_max": ipv6, "link_compare": link,
         "sockperf_per_node_cpu": pinned,
-        "sockperf_af_xdp_event_driven": event,
+        "sockperf_af_xdp": event,
     }
     peers = {"kernel": {
         "s1_goodput_gbps": k1["goodput_gbps"], "s2_goodput_gbps": k2["goodput_gbps"],
         "s1_loss_pct": k1["loss_pct"], "s2_loss_pct": k2["loss_pct"],
         "s1_cpu_s_per_gbit": k1["cpu_s_per_gbit"], "s2_cpu_s_per_gbit": k2["cpu_s_per_gbit"],
-        "sockperf_p50_us": sp_kernel.get("p50"), "sockperf_p99_us": sp_kernel.get("p99"),
-        "sockperf_p99_9_us": sp_kernel.get("p99.9"),
+        "sockperf_p50_us": event["kernel"]["p50"], "sockperf_p99_us": event["kernel"]["p99"],
+        "sockperf_p99_9_us": event["kernel"]["p99.9"], "sockperf_memif": sp_kernel,
         "sockperf_tp_msg_per_s": sp_kernel.get("tp_msg_per_s"), "s1": k1, "s2": k2}}
     div = lambda a, b: a / b if a and b else 0.0  # noqa: E731
     ratios = {
@@ -294,15 +346,18 @@ def run(args):
         "s1_vs_kernel": div(s1["goodput_gbps"], k1["goodput_gbps"]),
         "s2_vs_s1": div(s2["goodput_gbps"], s1["goodput_gbps"]),
         "kernel_s2_vs_s1": div(k2["goodput_gbps"], k1["goodput_gbps"]),
-        "sockperf_p99_vs_kernel": div(sp_ours.get("p99"), sp_kernel.get("p99")),
-        "sockperf_p50_vs_kernel": div(sp_ours.get("p50"), sp_kernel.get("p50")),
-        # The same ping-pong over AF_XDP with event-driven real-time
-        # workers, the kernel alternating with it in the same lab.
-        "sockperf_p99_vs_kernel_af_xdp_event": div(event["ours"]["p99"], event["kernel"]["p99"]),
-        "sockperf_p50_vs_kernel_af_xdp_event": div(event["ours"]["p50"], event["kernel"]["p50"]),
+        # The ping-pong over AF_XDP, where a frame wakes the worker (the
+        # link for latency), the kernel alternating with it in the same
+        # lab: median of the rounds' ratios.
+        "sockperf_p99_vs_kernel": event["p99_ratio"],
+        "sockperf_p50_vs_kernel": event["p50_ratio"],
+        # Over memif (the link for throughput: its workers poll).
+        "sockperf_p99_vs_kernel_memif": div(sp_ours.get("p99"), sp_kernel.get("p99")),
+        "sockperf_p50_vs_kernel_memif": div(sp_ours.get("p50"), sp_kernel.get("p50")),
         "s2_cpu_per_gbit_vs_kernel": div(s2["cpu_s_per_gbit"], k2["cpu_s_per_gbit"]),
     }
-    config = {"datagram_bytes": 1860, "mtu": 1500, "link": "net_memif", "probe_s": probe_s,
+    config = {"datagram_bytes": 1860, "mtu": 1500, "link": "net_memif",
+              "sockperf_link": "net_af_xdp (memif: metrics.sockperf_memif)", "probe_s": probe_s,
               "full_s": full_s, "rounds": rounds, "loss_max_pct": LOSS_MAX,
               "iperf3": "3.12", "cpus": os.cpu_count(), "quick": quick,
               "goals": {"s2_vs_kernel": ">= 3", "s2_vs_s1": ">= 1.81",
@@ -317,8 +372,8 @@ def run(args):
                           k2["goodput_gbps"], "s2_vs_kernel", ratios["s2_vs_kernel"],
                           metric="goodput_gbps", unit="Gbit/s at <= 0.05 % loss",
                           stages_of="metrics"),
-        common.comparison("sockperf ping-pong 64 B", sp_ours.get("p99"), "kernel",
-                          sp_kernel.get("p99"), "sockperf_p99_vs_kernel",
+        common.comparison("sockperf ping-pong 64 B, AF_XDP", event["ours"]["p99"], "kernel",
+                          event["kernel"]["p99"], "sockperf_p99_vs_kernel",
                           ratios["sockperf_p99_vs_kernel"], metric="sockperf_p99_us",
                           unit="us, p99", higher_is_better=False)]
     return common.result("udp-term", config, metrics, peers, ratios,

@@ -19,6 +19,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from lab.bng_lab import CORE4, CORE6, BngLab, bng_sections
+
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARDS = ROOT / "deploy" / "helm" / "edgeplane" / "dashboards"
 
@@ -83,16 +85,21 @@ class HTTPError(Exception):
 
 
 class ControlPlane:
-    """Controller + agent (+ Prometheus when prometheus=True)."""
+    """Controller + agent (+ Prometheus when prometheus=True).  With
+    external_etcd=True the desired state is in a separate etcd process
+    (Debian's etcd-server) that the controller and the agent name by
+    --etcd-endpoints, so that each can be killed on its own."""
 
     def __init__(self, workdir, dp_socket, node="edge1", prometheus=False, agent=True, host=None,
-                 agent_args=(), scrape=()):
+                 agent_args=(), scrape=(), external_etcd=False):
         """dp_socket: the agent's --dp-socket (None: agent_args names the
         sockets).  host: a lab.topology Host whose namespace every process
         runs in (loopback addresses are that namespace's); None: this one.
-        scrape: further (job, "host:port") targets for Prometheus."""
+        scrape: further (job, "host:port") targets for Prometheus.
+        external_etcd: the desired state in a separate etcd process."""
         self.dir = Path(workdir)
         self.dp_socket = str(dp_socket) if dp_socket is not None else None
+        self.external_etcd = external_etcd
         self.node = node
         self.want_prometheus = prometheus
         self.want_agent = agent
@@ -115,7 +122,7 @@ class ControlPlane:
         return False
 
     def _spawn(self, name, argv):
-        out = open(self.dir / f"{name}.log", "w")
+        out = open(self.dir / f"{name}.log", "a")
         if self.host is not None:
             p = self.host.popen(argv, stdout=out, stderr=subprocess.STDOUT)
         else:
@@ -141,16 +148,54 @@ class ControlPlane:
         self.api_port, self.etcd_port = free_port(), free_port()
         self.etcd = f"http://127.0.0.1:{self.etcd_port}"
         self.url = f"http://127.0.0.1:{self.api_port}"
-        self.controller = self._spawn("controller", [
-            str(edgeplane_binary()), "controller", "--listen", f"tcp:127.0.0.1:{self.api_port}",
-            "--api-token-file", str(tok), "--data-dir", str(self.dir / "etcd"),
-            "--etcd-listen", self.etcd, "--etcd-peer", f"http://127.0.0.1:{free_port()}",
-            "--report", str(self.dir / "controller-report.jsonl"), "--report-interval", "1s"])
-        wait_for("controller answers", self._controller_up, timeout=60)
+        self.etcd_peer = f"http://127.0.0.1:{free_port()}"
+        if self.external_etcd:
+            self.start_etcd()
+        self.start_controller()
         if self.want_agent:
             self.start_agent()
         if self.want_prometheus:
             self.start_prometheus()
+
+    def start_controller(self):
+        argv = [str(edgeplane_binary()), "controller", "--listen", f"tcp:127.0.0.1:{self.api_port}",
+                "--api-token-file", str(self.dir / "token")]
+        if self.external_etcd:
+            argv += ["--etcd-endpoints", self.etcd]
+        else:
+            argv += ["--data-dir", str(self.dir / "etcd"), "--etcd-listen", self.etcd,
+                     "--etcd-peer", self.etcd_peer]
+        argv += ["--report", str(self.dir / "controller-report.jsonl"), "--report-interval", "1s"]
+        self.controller = self._spawn("controller", argv)
+        wait_for("controller answers", self._controller_up, timeout=60)
+
+    def start_etcd(self):
+        """Debian's etcd, one member, the limits docs/control.md asks of an
+        external cluster."""
+        self.etcd_proc = self._spawn("etcd", [
+            "etcd", "--name", "m1", "--data-dir", str(self.dir / "etcd-ext"),
+            "--listen-client-urls", self.etcd, "--advertise-client-urls", self.etcd,
+            "--listen-peer-urls", self.etcd_peer, "--initial-advertise-peer-urls", self.etcd_peer,
+            "--initial-cluster", f"m1={self.etcd_peer}", "--max-request-bytes", "67108864",
+            "--max-txn-ops", "2048"])
+        wait_for("etcd healthy", self._etcd_up, timeout=60)
+
+    def _etcd_up(self):
+        if self.etcd_proc.poll() is not None:
+            raise RuntimeError(f"etcd exited:\n{self.log('etcd')}")
+        try:
+            with self._open(self.etcd + "/health", 2) as r:
+                return json.loads(r.read()).get("health") == "true"
+        except (OSError, ValueError):
+            return False
+
+    def kill9(self, name):
+        """SIGKILL one process ("controller", "etcd_proc", "agent") and
+        wait for it."""
+        p = getattr(self, name)
+        p.kill()
+        p.wait()
+        self.procs.remove(p)
 
     def _controller_up(self):
         if self.controller.poll() is not None:
@@ -184,9 +229,7 @@ class ControlPlane:
             return False
 
     def kill_agent(self):
-        self.agent.kill()
-        self.agent.wait()
-        self.procs.remove(self.agent)
+        self.kill9("agent")
 
     def start_prometheus(self):
         self.prom_port = free_port()
@@ -297,3 +340,25 @@ class ControlPlane:
             res = json.loads(r.read())
         assert res["status"] == "success", res
         return res["data"]["result"]
+
+
+# -- the BNG lab under the controller ------------------------------------------
+
+class ControlledBngLab(BngLab):
+    """The BNG lab whose data plane starts with no subscriber: they come
+    from the desired state (bng_node)."""
+
+    def sections(self):
+        return bng_sections([], **self.dp_opts)
+
+
+def bng_node(subs):
+    """A node configuration with the BNG lab's core routes (the
+    configuration file's, now owned by the desired state), one pipe profile
+    and these subscribers."""
+    return {"apiVersion": "edgeplane/v1", "bng": {
+        "routes": [{"prefix": p, "via": v} for p, v in (("0.0.0.0/1", CORE4), ("128.0.0.0/1", CORE4),
+                                                       ("::/1", CORE6), ("8000::/1", CORE6))],
+        "pipes": [{"name": "fast", "rate": 500000000}],
+        "subscribers": [{"id": s.id, **({"sTag": s.qinq[0], "cTag": s.qinq[1]} if s.qinq else {"vlan": s.vlan}),
+                         "mac": s.mac, "ipv4": [s.ipv4], "ipv6": s.prefix6, "pipe": "fast"} for s in subs]}}

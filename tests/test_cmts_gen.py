@@ -112,3 +112,24 @@ def test_filters_and_classifiers_are_instances_of_the_shared_acl(dp):
     with pytest.raises(CtlError, match="cls-set"):
         dp.ctl("acl-replace", table=ctab, rules=[])
     assert dp.ctl("acl-tables")["tables"] == list(tables.values())
+
+
+def test_sf_and_cls_fields_with_blanks_cannot_smuggle_a_key(dp):
+    """sf-set and cls-set turn their fields into a configuration line's
+    "k=v k=v" text (the engine's ep_ctl_spec, which the BNG's profile
+    commands use too): a value with a blank would add a key of its own, so
+    the request is refused and the CM keeps its SFs and classifiers."""
+    def shaping(cm):
+        return ([(s["sf"], s["rate"], s["burst"], s["prio"]) for s in cm["sf"]],
+                [(c["cls"], c["sf"], c["prio"]) for c in cm["cls"]])
+
+    before = shaping(dp.ctl("cm-get", id=5)["cm"])
+    with pytest.raises(CtlError, match="values have no blanks"):
+        dp.ctl("sf-set", cm=5, sf=2, rate="100M prio=7", burst=100000)
+    with pytest.raises(CtlError, match="values have no blanks"):
+        dp.ctl("cls-set", cm=5, cls=3, sf=2, proto="17 sf=1", dport=5000)
+    with pytest.raises(CtlError, match="rate: must be a string, an integer or a list"):
+        dp.ctl("sf-set", cm=5, sf=2, rate={"bps": 1})
+    assert shaping(dp.ctl("cm-get", id=5)["cm"]) == before
+    dp.ctl("sf-set", cm=5, sf=2, rate="100M", burst=100000, prio=5)
+    assert (2, 100_000_000, 100000, 5) in shaping(dp.ctl("cm-get", id=5)["cm"])[0]

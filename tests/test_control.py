@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.bng_lab import CORE4, CORE6, BngLab, Subscriber, bng_available, bng_sections
-from lab.control_lab import DASHBOARDS, ControlPlane, HTTPError, dashboard_metrics, exposition_names, wait_for
+from lab.bng_lab import CORE4, Subscriber, bng_available, bng_sections
+from lab.control_lab import (DASHBOARDS, ControlledBngLab, ControlPlane, HTTPError, bng_node, dashboard_metrics,
+                             exposition_names, wait_for)
+from lab.dp import Dp
 from lab.router_lab import B4, B6, RouterLab
 
 NODE = "edge1"
@@ -124,11 +126,8 @@ def test_kill9_of_the_agent_changes_nothing_and_loses_no_packet(lab):
 def test_restart_of_the_controller_keeps_the_desired_state(lab):
     cp = lab.cp
     rev = cp.get("/v1/state")["revision"]
-    cp.controller.kill()
-    cp.controller.wait()
-    cp.procs.remove(cp.controller)
-    cp.controller = cp._spawn("controller2", cp.controller.args)
-    wait_for("controller back", cp._controller_up, timeout=60)
+    cp.kill9("controller")
+    cp.start_controller()
     assert cp.get("/v1/state")["revision"] == rev
     # The agent's watch came back by itself: a change still reaches it.
     a = cp.apply({"nodes": {NODE: router([DENY_ICMP_TO_B], routes=[ROUTE, {"prefix": "198.18.101.0/24", "via": B4}])}})
@@ -231,25 +230,7 @@ def test_agent_and_controller_write_json_line_reports(lab):
 
 # -- the vBNG: subscribers only from the controller ---------------------------
 
-class ControlledBngLab(BngLab):
-    """The BNG lab whose data plane starts with no subscriber: they come
-    from the desired state."""
-
-    def sections(self):
-        return bng_sections([], **self.dp_opts)
-
-
 SUBS = [Subscriber("s1", id=1, qinq=(100, 200)), Subscriber("s2", id=2, vlan=101)]
-
-
-def bng_node(subs):
-    return {"apiVersion": "edgeplane/v1", "bng": {
-        # The configuration file's core routes, now owned by the desired state.
-        "routes": [{"prefix": p, "via": v} for p, v in (("0.0.0.0/1", CORE4), ("128.0.0.0/1", CORE4),
-                                                       ("::/1", CORE6), ("8000::/1", CORE6))],
-        "pipes": [{"name": "fast", "rate": 500000000}],
-        "subscribers": [{"id": s.id, **({"sTag": s.qinq[0], "cTag": s.qinq[1]} if s.qinq else {"vlan": s.vlan}),
-                         "mac": s.mac, "ipv4": [s.ipv4], "ipv6": s.prefix6, "pipe": "fast"} for s in subs]}}
 
 
 @pytest.fixture(scope="module")
@@ -303,6 +284,70 @@ def test_bng_dashboard_finds_the_bng(bng):
     assert used <= exposition_names(text), sorted(used - exposition_names(text))
     dp = Path(bng.dp.ctl_path).stem
     assert re.search(rf'^edgeplane_dp_worker_rx_packets_total{{dp="{dp}",pipeline="bng-uplink",', text, re.M), text
+
+
+# -- a split vBNG: bng-uplink and bng-downlink in processes of their own -----
+
+class SplitBngLab(ControlledBngLab):
+    """The controlled BNG lab with the uplink and the downlink pipelines in
+    two edgeplane-dp processes (the Helm chart's layout), each on both
+    ports' veths, each with its own tables and control socket: a subscriber
+    pings the core only when both have it."""
+
+    def __init__(self, subs, sock_dir, **kw):
+        super().__init__(subs, **kw)
+        self.sock_dir = sock_dir
+        self.procs = {}
+
+    def start_dp(self, **override):
+        for name, workers in (("uplink", ("up",)), ("downlink", ("down",))):
+            sections = bng_sections([], workers=workers,
+                                    engine={"ctl_socket": str(self.sock_dir / f"{name}.sock")})
+            self.procs[name] = Dp(self.dut, sections, name=f"{self.tag}-{name}").start()
+        self.dp = self.procs["uplink"]
+        return self.dp
+
+    def close(self):
+        for d in self.procs.values():
+            if d is not self.dp:
+                d.close()
+        super().close()
+
+
+@pytest.fixture(scope="module")
+def split(dp_binary, tmp_path_factory):
+    ok, why = bng_available(dp_binary)
+    if not ok:
+        pytest.skip(why)
+    socks = tmp_path_factory.mktemp("split-sock")
+    with SplitBngLab(SUBS, socks, tag="cps") as bl:
+        up, down = bl.procs["uplink"].ctl_path, bl.procs["downlink"].ctl_path
+        with ControlPlane(tmp_path_factory.mktemp("control-split"), up, node="bng2",
+                          agent_args=["--bng-socket", f"{up},{down}"]) as cp:
+            bl.cp = cp
+            yield bl
+
+
+def test_split_bng_pair_is_programmed_on_both_processes(split):
+    a = split.cp.apply({"nodes": {"bng2": bng_node(SUBS)}})
+    st = split.cp.wait_converged(a["revision"])
+    assert st["changes"] == {"subscriber add": 4}, st      # two subscribers, two processes
+    for d in split.procs.values():
+        assert d.ctl("sub-list")["total"] == 2
+    # Up through bng-uplink's process, the echo reply back through bng-downlink's.
+    assert sub_ping(split, "s1") and sub_ping(split, "s2")
+
+
+def test_split_bng_kill9_of_the_downlink_reprograms_only_it(split):
+    before = split.cp.status()["changes"]["subscriber add"]
+    down = split.procs["downlink"]
+    down.kill()
+    down.start()
+    wait_for("downlink converged again", lambda: down.ctl("sub-list")["total"] == 2
+             and split.cp.status()["converged"]
+             and split.cp.status()["changes"]["subscriber add"] == before + 2)
+    assert split.procs["uplink"].ctl("sub-list")["total"] == 2
+    assert sub_ping(split, "s1") and sub_ping(split, "s2")
 
 
 def test_schemathesis_finds_nothing_in_the_controller(tmp_path):

@@ -425,9 +425,9 @@ def test_flag_check_refuses_a_flag_the_binary_lacks():
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_agent_bng_socket_is_a_data_plane_control_socket(rendered, variant):
-    # The agent's --bng-socket names the ctl_socket of an edgeplane-dp that
-    # shares its socket directory: its own pod's (sidecar) or, for the
-    # DaemonSet, one of the release's pipelines on its node.
+    # The agent's --bng-socket flags name the ctl_socket of every
+    # edgeplane-dp that shares its socket directory: its own pod's (sidecar)
+    # or, for the DaemonSet, the release's pipelines on its node.
     objs = rendered[variant]
     cm = dataplane_configmap(objs)
     sockets = {name.removesuffix(".conf"): re.search(r"^ctl_socket = (.*)$", text, re.M).group(1)
@@ -437,11 +437,12 @@ def test_agent_bng_socket_is_a_data_plane_control_socket(rendered, variant):
         for c in spec["containers"]:
             if c["name"] != "agent":
                 continue
-            (bng,) = [a.removeprefix("--bng-socket=") for a in c["args"] if a.startswith("--bng-socket=")]
+            bng = sorted(a.removeprefix("--bng-socket=") for a in c["args"] if a.startswith("--bng-socket="))
             beside = sockets if daemonset else {
                 d["command"][-1]: sockets[d["command"][-1]] for d in filter(is_dataplane_container, spec["containers"])}
-            assert bng in beside.values(), f"{wl}: {bng} not in {beside}"
-            assert bng == beside.get("uplink", bng), f"{wl}: the uplink's socket is the one the agent drives"
+            # Every edgeplane-dp beside it, each once: a split uplink/downlink
+            # pair is programmed on both processes.
+            assert bng == sorted(beside.values()), f"{wl}: {bng} != {beside}"
 
 
 def test_daemonset_data_plane_pods_do_not_share_a_node(rendered):

@@ -84,6 +84,27 @@ def test_sockperf_ping_pong_under_preload(lab):
     assert 0 < pp["p50"] <= pp["p99"] <= pp["p99.9"]
 
 
+def test_af_xdp_link_makes_the_workers_event_driven(dp_binary):
+    """Over AF_XDP a frame wakes the host stack's worker (its wait covers
+    the rx socket beside the applications' kick eventfd): `auto` gives it
+    sleep-rx's profile, and a ping-pong crosses it."""
+    with HostStackLab(tag="hx", link="af_xdp", binary_path=dp_binary) as xlab:
+        for node, dp in xlab.dps.items():
+            w = dp.ctl("power")["workers"][0]
+            poll = w["poll"]
+            assert poll["auto"] and poll["poll_policy"] == "sleep", (node, poll)
+            assert poll["idle_polls"] == 5 and poll["min_sleep_us"] == 1000, (node, poll)
+            assert poll["max_sleep_us"] == 1000, (node, poll)
+            assert "rx queues' sockets" in poll["mechanism"], (node, poll)
+            sched = poll["sched"]
+            # SCHED_FIFO 1 where the process may have it; else the reason.
+            assert sched["rt_priority"] == 1, (node, sched)
+            assert sched["fifo_priority"] == 1 or sched.get("note"), (node, sched)
+        pp = sockperf_ping_pong(xlab, B4, preload=True, seconds=2)
+        assert pp["returncode"] == 0, pp["text"][-800:]
+        assert pp.get("dropped") == 0 and pp.get("observations", 0) > 100, pp["text"][-800:]
+
+
 def test_sockperf_throughput_under_preload(lab):
     tp = sockperf_throughput(lab, B4, preload=True, seconds=2, extra=("--mps", "20000"))
     assert tp["returncode"] == 0, tp["text"][-800:]

@@ -186,13 +186,13 @@ class Node:
         self.report = self.tmp / "report.jsonl"
         self.agent = None
 
-    def start_agent(self):
+    def start_agent(self, *extra):
         if os.path.exists(self.sock):
             os.remove(self.sock)
         self.agent = self.dut.popen([str(AGENT), "agent", "--iface", "eth0", "--bpffs", str(self.bpffs),
                                      "--state-dir", str(self.tmp / "state"), "--listen", "unix:" + self.sock,
                                      "--alt-node", f"{ALT_MAC},{ALT4},{ALT6}", "--load-interval", "200ms",
-                                     "--report", str(self.report), "--report-interval", "500ms"],
+                                     "--report", str(self.report), "--report-interval", "500ms", *extra],
                                     stdout=subprocess.DEVNULL, stderr=open(self.tmp / "agent.log", "a"))
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -469,3 +469,68 @@ def test_dashboard_queries_name_metrics_the_function_exports(node):
     assert code == 200
     used = dashboard_metrics()["edgeplane-xdp.json"]
     assert used and used <= exposition_names(text), sorted(used - exposition_names(text))
+
+
+def unix_api(path, method, url, body=None):
+    c = UnixHTTP(path)
+    c.request(method, url, body=json.dumps(body) if body is not None else None,
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    raw = r.read()
+    c.close()
+    return r.status, json.loads(raw) if raw else None
+
+
+def test_steering_from_the_controller_programs_the_attached_program(clean):
+    """The node agent's steering section on the real XDP program: the
+    controller (embedded etcd) and `edgeplane agent --node` run in dut's
+    namespace, the northbound on a Unix socket the test reaches; an intent
+    applied through the controller steers flow A to its CPU (counted by the
+    program), and removing it from the desired state removes it."""
+    n = clean
+    cpu = os.cpu_count() - 1
+    ctl = str(n.tmp / "controller.sock")
+    controller = n.dut.popen([str(AGENT), "controller", "--listen", "unix:" + ctl, "--data-dir", str(n.tmp / "etcd"),
+                              "--etcd-listen", "http://127.0.0.1:23790", "--etcd-peer", "http://127.0.0.1:23800"],
+                             stdout=subprocess.DEVNULL, stderr=open(n.tmp / "controller.log", "a"))
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(ctl):
+            assert controller.poll() is None and time.monotonic() < deadline, (n.tmp / "controller.log").read_text()
+            time.sleep(0.1)
+        n.stop_agent()
+        n.start_agent("--node", "xs1", "--etcd-endpoints", "http://127.0.0.1:23790", "--dp-check", "200ms")
+
+        def apply(intents):
+            code, a = unix_api(ctl, "POST", "/v1/apply", {"nodes": {"xs1": {
+                "apiVersion": "edgeplane/v1", "steering": {"intents": intents}}}})
+            assert code == 200, a
+            deadline = time.monotonic() + 30
+            while True:
+                code, st = unix_api(ctl, "GET", "/v1/nodes/xs1/status")
+                if code == 200 and st["converged"] and st["observedRevision"] >= a["revision"]:
+                    return st
+                assert time.monotonic() < deadline, st
+                time.sleep(0.1)
+
+        apply([{"name": "a", "vni": 4450, "teid": 0x8894D0D4, "srcIp": "198.18.10.1", "proto": "udp",
+                "dstPort": 5004, "cpu": cpu}])
+        assert [i["id"] for i in n.api("GET", "/v1/intents")[1]["intents"]] == ["desired-a"]
+        before = n.stats()
+        r = n.recv()
+        assert n.send(["A", "B"], 100, 1000)["sent"] == 200
+        got = finish(r)
+        after = n.stats()
+        assert got["unique"] == {"A": 100, "B": 100}
+        assert delta(before, after, "paths", "prio_cpu") == 100
+        flow = next(f for f in after["flows"] if f["intent"] == "desired-a")
+        assert flow["packets"] - next((f["packets"] for f in before["flows"] if f["intent"] == "desired-a"), 0) == 100
+
+        st = apply([])
+        assert st["changes"].get("intent remove") == 1, st
+        assert n.api("GET", "/v1/intents")[1]["intents"] == []
+    finally:
+        n.stop_agent()
+        n.start_agent()
+        controller.terminate()
+        controller.wait(timeout=15)

@@ -27,6 +27,7 @@ func Diff(old, new *NodeConfig) []Change {
 	d.section("bng", old.Bng != nil, new.Bng != nil)
 	d.section("udpTermination", old.UdpTermination != nil, new.UdpTermination != nil)
 	d.section("steering", old.Steering != nil, new.Steering != nil)
+	d.section("cmts", old.Cmts != nil, new.Cmts != nil)
 
 	var or, nr RouterConfig
 	if old.Router != nil {
@@ -68,10 +69,41 @@ func Diff(old, new *NodeConfig) []Change {
 		ns = *new.Steering
 	}
 	diffBy(&d, ChangeKindIntent, os.Intents, ns.Intents, func(i SteeringIntent) string { return i.Name })
+	d.cmts(old.Cmts, new.Cmts)
 	return d.out
 }
 
 type differ struct{ out []Change }
+
+// cmts compares service group by service group: its filters (key "sg
+// group order") and modems (key "sg id"); a modem's service flows and
+// classifiers are part of the modem.
+func (d *differ) cmts(old, new *CMTSConfig) {
+	type sgPair struct{ old, new CMTSServiceGroup }
+	sgs := map[string]*sgPair{}
+	var names []string
+	for _, c := range []*CMTSConfig{old, new} {
+		if c == nil {
+			continue
+		}
+		for _, sg := range c.ServiceGroups {
+			if sgs[sg.Name] == nil {
+				sgs[sg.Name] = &sgPair{}
+				names = append(names, sg.Name)
+			}
+			if c == old {
+				sgs[sg.Name].old = sg
+			} else {
+				sgs[sg.Name].new = sg
+			}
+		}
+	}
+	for _, n := range names {
+		p := sgs[n]
+		diffBy(d, ChangeKindFilter, p.old.Filters, p.new.Filters, func(f CMTSFilter) string { return n + " " + f.Key() })
+		diffBy(d, ChangeKindModem, p.old.Modems, p.new.Modems, func(m CableModem) string { return n + " " + strconv.Itoa(m.Id) })
+	}
+}
 
 func (d *differ) add(kind ChangeKind, key string, op ChangeOp) {
 	d.out = append(d.out, Change{Kind: kind, Key: key, Op: op})

@@ -90,13 +90,7 @@ func Schema(name string) *openapi3.Schema {
 }
 
 // Operation is the operation at method and path template, or nil.
-func Operation(method, path string) *openapi3.Operation {
-	item := doc.Paths.Find(path)
-	if item == nil {
-		return nil
-	}
-	return item.GetOperation(strings.ToUpper(method))
-}
+func Operation(method, path string) *openapi3.Operation { return apispec.OperationIn(doc, method, path) }
 
 // CheckJSON validates a decoded JSON value (encoding/json into any)
 // against components.schemas[name]; the error names the field.

@@ -58,10 +58,30 @@ func (e ApiVersion) Valid() bool {
 	}
 }
 
+// Defines values for CMTSFilterAction.
+const (
+	CMTSFilterActionDeny   CMTSFilterAction = "deny"
+	CMTSFilterActionPermit CMTSFilterAction = "permit"
+)
+
+// Valid indicates whether the value is a known member of the CMTSFilterAction enum.
+func (e CMTSFilterAction) Valid() bool {
+	switch e {
+	case CMTSFilterActionDeny:
+		return true
+	case CMTSFilterActionPermit:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChangeKind.
 const (
 	ChangeKindAcl        ChangeKind = "acl"
+	ChangeKindFilter     ChangeKind = "filter"
 	ChangeKindIntent     ChangeKind = "intent"
+	ChangeKindModem      ChangeKind = "modem"
 	ChangeKindNode       ChangeKind = "node"
 	ChangeKindPipe       ChangeKind = "pipe"
 	ChangeKindPolicer    ChangeKind = "policer"
@@ -76,7 +96,11 @@ func (e ChangeKind) Valid() bool {
 	switch e {
 	case ChangeKindAcl:
 		return true
+	case ChangeKindFilter:
+		return true
 	case ChangeKindIntent:
+		return true
+	case ChangeKindModem:
 		return true
 	case ChangeKindNode:
 		return true
@@ -231,6 +255,81 @@ type BNGConfig struct {
 	Subscribers []Subscriber `json:"subscribers,omitempty"`
 }
 
+// CMPrivacy BPI+ (DOCSIS Security) - the CM's SAID and its traffic encryption key (AES-128 CBC), key sequence kseq
+type CMPrivacy struct {
+	// Iv 128 bits as 32 hex digits
+	Iv Hex128 `json:"iv"`
+
+	// Key 128 bits as 32 hex digits
+	Key  Hex128 `json:"key"`
+	Kseq int    `json:"kseq"`
+	Said int    `json:"said"`
+}
+
+// CMTSConfig The vCMTS's run-time tables per service group - cable modems with their service flows and classifiers, and the filter groups (DOCSIS MULPI); channels, bonding groups and ports stay in edgeplane-dp's configuration file
+type CMTSConfig struct {
+	ServiceGroups []CMTSServiceGroup `json:"serviceGroups,omitempty"`
+}
+
+// CMTSFilter A filter-group rule (DOCSIS upstream/downstream drop classifier) - lower order first; deny in either of a CM's groups wins
+type CMTSFilter struct {
+	Action CMTSFilterAction `json:"action"`
+
+	// Dport A port (0-65535) or a range lo-hi
+	Dport PortRange `json:"dport,omitempty"`
+
+	// Dst An IPv4 or IPv6 prefix, address/length, no host bits set
+	Dst   IPPrefix `json:"dst,omitempty"`
+	Group int      `json:"group"`
+	Order int      `json:"order"`
+
+	// Proto tcp, udp, icmp, icmpv6 or an IP protocol number 0-255
+	Proto IPProto `json:"proto,omitempty"`
+
+	// Sport A port (0-65535) or a range lo-hi
+	Sport PortRange `json:"sport,omitempty"`
+
+	// Src An IPv4 or IPv6 prefix, address/length, no host bits set
+	Src IPPrefix `json:"src,omitempty"`
+
+	// Tos An IPv4 ToS byte or IPv6 traffic class (0-255), or a range lo-hi
+	Tos TOSRange `json:"tos,omitempty"`
+}
+
+// CMTSFilterAction defines model for CMTSFilter.Action.
+type CMTSFilterAction string
+
+// CMTSServiceGroup One service group (a [cmts NAME] section of edgeplane-dp's configuration) - its filter-group rules and cable modems
+type CMTSServiceGroup struct {
+	Filters []CMTSFilter `json:"filters,omitempty"`
+	Modems  []CableModem `json:"modems,omitempty"`
+
+	// Name The service group's name in edgeplane-dp (at most 24 characters)
+	Name string `json:"name"`
+}
+
+// CableModem A cable modem - its MAC, CPE addresses, bonding group, filter groups, upstream SIDs, BPI+ key, service flows and classifiers
+type CableModem struct {
+	BondingGroup int          `json:"bondingGroup"`
+	Classifiers  []Classifier `json:"classifiers,omitempty"`
+
+	// Cpe CPE addresses (IPv4 or IPv6), each optionally with its MAC (address@mac)
+	Cpe          []string `json:"cpe,omitempty"`
+	Dsid         int      `json:"dsid,omitempty"`
+	FilterGroups []int    `json:"filterGroups,omitempty"`
+	Id           int      `json:"id"`
+
+	// Mac A unicast MAC address, six colon-separated hex octets
+	Mac MACAddress `json:"mac"`
+
+	// Privacy BPI+ (DOCSIS Security) - the CM's SAID and its traffic encryption key (AES-128 CBC), key sequence kseq
+	Privacy      *CMPrivacy    `json:"privacy,omitempty"`
+	ServiceFlows []ServiceFlow `json:"serviceFlows,omitempty"`
+
+	// Sids Upstream service ids (14-bit)
+	Sids []int `json:"sids,omitempty"`
+}
+
 // Change One object a plan adds, updates or removes
 type Change struct {
 	// Key What the object is within its kind (a prefix, a subscriber id, a name, "router.acl")
@@ -255,6 +354,31 @@ type ChangeRequest struct {
 	Remove           []NodeName            `json:"remove,omitempty"`
 }
 
+// Classifier A downstream classifier - packets it matches go to service flow sf; higher prio wins
+type Classifier struct {
+	Cls int `json:"cls"`
+
+	// Dport A port (0-65535) or a range lo-hi
+	Dport PortRange `json:"dport,omitempty"`
+
+	// Dst An IPv4 or IPv6 prefix, address/length, no host bits set
+	Dst  IPPrefix `json:"dst,omitempty"`
+	Prio int      `json:"prio,omitempty"`
+
+	// Proto tcp, udp, icmp, icmpv6 or an IP protocol number 0-255
+	Proto IPProto `json:"proto,omitempty"`
+	Sf    int     `json:"sf"`
+
+	// Sport A port (0-65535) or a range lo-hi
+	Sport PortRange `json:"sport,omitempty"`
+
+	// Src An IPv4 or IPv6 prefix, address/length, no host bits set
+	Src IPPrefix `json:"src,omitempty"`
+
+	// Tos An IPv4 ToS byte or IPv6 traffic class (0-255), or a range lo-hi
+	Tos TOSRange `json:"tos,omitempty"`
+}
+
 // Comment defines model for Comment.
 type Comment = string
 
@@ -273,11 +397,17 @@ type Drift struct {
 	Kind  string `json:"kind"`
 }
 
+// Hex128 128 bits as 32 hex digits
+type Hex128 = string
+
 // IPAddress An IPv4 or IPv6 address (no zone)
 type IPAddress = string
 
 // IPPrefix An IPv4 or IPv6 prefix, address/length, no host bits set
 type IPPrefix = string
+
+// IPProto tcp, udp, icmp, icmpv6 or an IP protocol number 0-255
+type IPProto = string
 
 // MACAddress A unicast MAC address, six colon-separated hex octets
 type MACAddress = string
@@ -289,6 +419,9 @@ type NodeConfig struct {
 
 	// Bng The vBNG's core routes, uplink ACL, QoS profiles and subscribers
 	Bng *BNGConfig `json:"bng,omitempty"`
+
+	// Cmts The vCMTS's run-time tables per service group - cable modems with their service flows and classifiers, and the filter groups (DOCSIS MULPI); channels, bonding groups and ports stay in edgeplane-dp's configuration file
+	Cmts *CMTSConfig `json:"cmts,omitempty"`
 
 	// Router The router pipeline's FIB and ACL (edgeplane-dp's tables named router)
 	Router *RouterConfig `json:"router,omitempty"`
@@ -440,6 +573,14 @@ type RouterConfig struct {
 	Routes []Route `json:"routes,omitempty"`
 }
 
+// ServiceFlow A downstream service flow - max sustained rate bit/s (0 unlimited), max traffic burst bytes, traffic priority; SF 0 is the primary flow (its defaults when absent)
+type ServiceFlow struct {
+	Burst int   `json:"burst,omitempty"`
+	Prio  int   `json:"prio,omitempty"`
+	Rate  int64 `json:"rate,omitempty"`
+	Sf    int   `json:"sf"`
+}
+
 // SteeringConfig The XDP steering function's prioritised flows (docs/xdp-steering.md)
 type SteeringConfig struct {
 	Intents []SteeringIntent `json:"intents,omitempty"`
@@ -491,6 +632,9 @@ type Subscriber struct {
 	Subport int        `json:"subport,omitempty"`
 	Vlan    int        `json:"vlan,omitempty"`
 }
+
+// TOSRange An IPv4 ToS byte or IPv6 traffic class (0-255), or a range lo-hi
+type TOSRange = string
 
 // TerminateRule defines model for TerminateRule.
 type TerminateRule struct {

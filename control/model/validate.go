@@ -67,6 +67,11 @@ func (c *NodeConfig) Validate() error {
 			seen[k] = i
 		}
 	}
+	if m := c.Cmts; m != nil {
+		if err := validateCMTS(m); err != nil {
+			return err
+		}
+	}
 	if s := c.Steering; s != nil {
 		seen := map[string]int{}
 		for i, in := range s.Intents {
@@ -117,49 +122,57 @@ func validateACL(path string, a *ACL) error {
 		return nil
 	}
 	for i, r := range a.Rules {
-		p := fmt.Sprintf("%s.rules[%d]", path, i)
-		var fam [2]netip.Prefix
-		for k, f := range []struct {
-			name, v string
-		}{{"src", r.Src}, {"dst", r.Dst}} {
-			if f.v == "" {
-				continue
-			}
-			pfx, err := ParsePrefix(f.v)
-			if err != nil {
-				return &Invalid{Path: p + "." + f.name, Reason: err.Error() + ", got " + strconv.Quote(f.v)}
-			}
-			if pfx.Bits() == 0 {
-				return &Invalid{Path: p + "." + f.name, Reason: "a /0 matches every address: leave " + f.name + " out"}
-			}
-			fam[k] = pfx
+		if err := validateRule(fmt.Sprintf("%s.rules[%d]", path, i), r); err != nil {
+			return err
 		}
-		if fam[0].IsValid() && fam[1].IsValid() && fam[0].Addr().Is4() != fam[1].Addr().Is4() {
-			return &Invalid{Path: p + ".dst", Reason: "src and dst are of different families"}
+	}
+	return nil
+}
+
+// validateRule checks one match rule (an ACL rule, a vCMTS filter or
+// classifier) at path p.
+func validateRule(p string, r ACLRule) error {
+	var fam [2]netip.Prefix
+	for k, f := range []struct {
+		name, v string
+	}{{"src", r.Src}, {"dst", r.Dst}} {
+		if f.v == "" {
+			continue
 		}
-		proto := -1
-		if r.Proto != "" {
-			var err error
-			if proto, err = protoNumber(r.Proto); err != nil {
-				return &Invalid{Path: p + ".proto", Reason: err.Error()}
-			}
+		pfx, err := ParsePrefix(f.v)
+		if err != nil {
+			return &Invalid{Path: p + "." + f.name, Reason: err.Error() + ", got " + strconv.Quote(f.v)}
 		}
-		for _, f := range []struct {
-			name, v string
-		}{{"sport", r.Sport}, {"dport", r.Dport}} {
-			if f.v == "" {
-				continue
-			}
-			if proto != 6 && proto != 17 {
-				return &Invalid{Path: p + "." + f.name, Reason: "ports need proto tcp or udp"}
-			}
-			if _, _, err := parsePorts(f.v, false); err != nil {
-				return &Invalid{Path: p + "." + f.name, Reason: err.Error()}
-			}
+		if pfx.Bits() == 0 {
+			return &Invalid{Path: p + "." + f.name, Reason: "a /0 matches every address: leave " + f.name + " out"}
 		}
-		if v6 := fam[0].IsValid() && !fam[0].Addr().Is4() || fam[1].IsValid() && !fam[1].Addr().Is4(); v6 && proto == 1 {
-			return &Invalid{Path: p + ".proto", Reason: "icmp (IPv4) with IPv6 prefixes; use icmpv6"}
+		fam[k] = pfx
+	}
+	if fam[0].IsValid() && fam[1].IsValid() && fam[0].Addr().Is4() != fam[1].Addr().Is4() {
+		return &Invalid{Path: p + ".dst", Reason: "src and dst are of different families"}
+	}
+	proto := -1
+	if r.Proto != "" {
+		var err error
+		if proto, err = protoNumber(r.Proto); err != nil {
+			return &Invalid{Path: p + ".proto", Reason: err.Error()}
 		}
+	}
+	for _, f := range []struct {
+		name, v string
+	}{{"sport", r.Sport}, {"dport", r.Dport}} {
+		if f.v == "" {
+			continue
+		}
+		if proto != 6 && proto != 17 {
+			return &Invalid{Path: p + "." + f.name, Reason: "ports need proto tcp or udp"}
+		}
+		if _, _, err := parsePorts(f.v, false); err != nil {
+			return &Invalid{Path: p + "." + f.name, Reason: err.Error()}
+		}
+	}
+	if v6 := fam[0].IsValid() && !fam[0].Addr().Is4() || fam[1].IsValid() && !fam[1].Addr().Is4(); v6 && proto == 1 {
+		return &Invalid{Path: p + ".proto", Reason: "icmp (IPv4) with IPv6 prefixes; use icmpv6"}
 	}
 	return nil
 }

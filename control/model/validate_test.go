@@ -28,7 +28,15 @@ const good = `{
       {"id": 2, "vlan": 300, "pppoe": 7, "mac": "02:00:00:10:00:01", "ipv4": ["198.18.100.16/30"]}]
   },
   "udpTermination": {"terminate": [{"address": "198.18.2.1", "ports": "5000-5099"}, {"address": "any", "ports": "9"}]},
-  "steering": {"intents": [{"name": "voice", "teid": 4096, "proto": "udp", "dstPort": 5060, "cpu": 1}]}
+  "steering": {"intents": [{"name": "voice", "teid": 4096, "proto": "udp", "dstPort": 5060, "cpu": 1}]},
+  "cmts": {"serviceGroups": [{"name": "sg0",
+    "filters": [{"group": 1, "order": 10, "action": "deny", "proto": "udp", "dport": "1900"}],
+    "modems": [
+      {"id": 1, "mac": "02:00:00:30:00:01", "cpe": ["198.18.64.2@02:00:00:31:00:01", "2001:db8:64::2"], "bondingGroup": 0,
+       "filterGroups": [1], "sids": [1, 2], "privacy": {"said": 8193, "kseq": 1, "key": "000102030405060708090a0b0c0d0e0f", "iv": "0f0e0d0c0b0a09080706050403020100"},
+       "serviceFlows": [{"sf": 0, "rate": 100000000}, {"sf": 1, "rate": 5000000, "burst": 3044, "prio": 5}],
+       "classifiers": [{"cls": 0, "sf": 1, "prio": 64, "proto": "udp", "dport": "5060", "tos": "184-191"}]},
+      {"id": 2, "mac": "02:00:00:30:00:02", "cpe": ["198.18.64.3"], "bondingGroup": 1, "sids": [3]}]}]}
 }`
 
 func TestGoodConfigIsAccepted(t *testing.T) {
@@ -153,6 +161,22 @@ func TestBadInputsAreRefusedByField(t *testing.T) {
 		}, "steering.intents[0]", "every flow"},
 		{"intent port without proto", func(m map[string]any) { delete(obj(m, "steering", "intents", 0), "proto") }, "steering.intents[0].proto", "srcPort or dstPort"},
 		{"intent srcIp malformed", set("10.0.0.256", "steering", "intents", 0, "srcIp"), "steering.intents[0].srcIp", "address"},
+		{"cmts service group name too long", set("sg-with-a-name-of-25-chars", "cmts", "serviceGroups", 0, "name"), "cmts.serviceGroups[0].name", "at most 24 characters"},
+		{"cmts filter group 64", set(64, "cmts", "serviceGroups", 0, "filters", 0, "group"), "cmts.serviceGroups[0].filters[0].group", "at most 63"},
+		{"cmts filter dport without tcp/udp", set("icmp", "cmts", "serviceGroups", 0, "filters", 0, "proto"), "cmts.serviceGroups[0].filters[0].dport", "tcp or udp"},
+		{"cmts modem duplicate id", set(1, "cmts", "serviceGroups", 0, "modems", 1, "id"), "cmts.serviceGroups[0].modems[1].id", "modems[0]'s id"},
+		{"cmts modem mac multicast", set("03:00:00:30:00:02", "cmts", "serviceGroups", 0, "modems", 1, "mac"), "cmts.serviceGroups[0].modems[1].mac", "unicast"},
+		{"cmts modem without bonding group", func(m map[string]any) { delete(obj(m, "cmts", "serviceGroups", 0, "modems", 1), "bondingGroup") }, "cmts.serviceGroups[0].modems[1].bondingGroup", "required"},
+		{"cmts cpe shared by two modems", set([]any{"198.18.64.2"}, "cmts", "serviceGroups", 0, "modems", 1, "cpe"), "cmts.serviceGroups[0].modems[1].cpe[0]", "modems[0]'s CPE"},
+		{"cmts cpe not an address", set([]any{"198.18.64"}, "cmts", "serviceGroups", 0, "modems", 1, "cpe"), "cmts.serviceGroups[0].modems[1].cpe[0]", "address"},
+		{"cmts sid shared by two modems", set([]any{2}, "cmts", "serviceGroups", 0, "modems", 1, "sids"), "cmts.serviceGroups[0].modems[1].sids[0]", "modems[0]'s"},
+		{"cmts sid 16383", set([]any{16383}, "cmts", "serviceGroups", 0, "modems", 1, "sids"), "cmts.serviceGroups[0].modems[1].sids[0]", "at most 16382"},
+		{"cmts same filter group twice", set([]any{1, 1}, "cmts", "serviceGroups", 0, "modems", 0, "filterGroups"), "cmts.serviceGroups[0].modems[0].filterGroups[1]", "twice"},
+		{"cmts key not 128 bits", set("0001", "cmts", "serviceGroups", 0, "modems", 0, "privacy", "key"), "cmts.serviceGroups[0].modems[0].privacy.key", "32 hex digits"},
+		{"cmts sf burst below MULPI's 1522", set(1000, "cmts", "serviceGroups", 0, "modems", 0, "serviceFlows", 1, "burst"), "cmts.serviceGroups[0].modems[0].serviceFlows[1].burst", "at least 1522"},
+		{"cmts sf defined twice", set(0, "cmts", "serviceGroups", 0, "modems", 0, "serviceFlows", 1, "sf"), "cmts.serviceGroups[0].modems[0].serviceFlows[1].sf", "twice"},
+		{"cmts classifier names an undefined sf", set(2, "cmts", "serviceGroups", 0, "modems", 0, "classifiers", 0, "sf"), "cmts.serviceGroups[0].modems[0].classifiers[0].sf", "no SF 2"},
+		{"cmts classifier tos range reversed", set("191-184", "cmts", "serviceGroups", 0, "modems", 0, "classifiers", 0, "tos"), "cmts.serviceGroups[0].modems[0].classifiers[0].tos", "low end above"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := model.DecodeNodeConfig(edit(t, c.f))
@@ -167,6 +191,21 @@ func TestBadInputsAreRefusedByField(t *testing.T) {
 				t.Fatalf("got %q: %q; want path %q, reason containing %q", inv.Path, inv.Reason, c.path, c.why)
 			}
 		})
+	}
+}
+
+func TestCMTSMatchIsTheDataPlanesCanonicalForm(t *testing.T) {
+	for _, c := range []struct {
+		m    model.CMTSMatch
+		want string
+	}{
+		{model.CMTSMatch{Proto: "udp", Dport: "5060", Tos: "184-191"}, "proto=17 dport=5060-5060 tos=184-191"},
+		{model.CMTSMatch{Proto: "6", Src: "198.18.64.0/24", Sport: "0-65535", Tos: "0-255"}, "proto=6 src=198.18.64.0/24"},
+		{model.CMTSMatch{Dst: "2001:db8:0:0::/64"}, "dst=2001:db8::/64"},
+	} {
+		if got := c.m.Canonical(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.m, got, c.want)
+		}
 	}
 }
 

@@ -43,34 +43,6 @@ bng_or_err(struct ep_engine *e, struct ep_err *err)
 	return b;
 }
 
-/* A JSON scalar or array of scalars as config text. */
-static int
-json_text(json_t *v, char *buf, size_t n)
-{
-	size_t o = 0;
-
-	if (json_is_string(v)) {
-		return snprintf(buf, n, "%s", json_string_value(v)) < (int)n ? 0 : -1;
-	} else if (json_is_integer(v)) {
-		snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		return 0;
-	} else if (json_is_array(v)) {
-		size_t i;
-		json_t *e;
-
-		buf[0] = '\0';
-		json_array_foreach(v, i, e) {
-			char one[128];
-
-			if (json_text(e, one, sizeof(one)) < 0 || json_is_array(e))
-				return -1;
-			o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s", i ? "," : "", one);
-		}
-		return o < n ? 0 : -1;
-	}
-	return -1;
-}
-
 static int
 req_from_json(json_t *obj, struct bng_sub_req *r, struct ep_err *err)
 {
@@ -85,9 +57,8 @@ req_from_json(json_t *obj, struct bng_sub_req *r, struct ep_err *err)
 
 		if (strcmp(key, "cmd") == 0)
 			continue;
-		if (json_text(v, text, sizeof(text)) < 0)
-			return ep_err_set(err, "%s: must be a string, an integer or a list of them",
-					  key);
+		if (ep_ctl_field_text(key, v, text, sizeof(text), err) < 0)
+			return -1;
 		if (bng_sub_req_set(r, key, text, err) < 0)
 			return -1;
 	}
@@ -268,35 +239,12 @@ ctl_sub_list(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 static int
 spec_from_json(json_t *req, char *spec, size_t n, const char **name, struct ep_err *err)
 {
-	const char *key;
-	json_t *v;
-	size_t o = 0;
+	static const char *const skip[] = { "name", NULL };
 
 	*name = ep_ctl_name(req, "name", err);
 	if (*name == NULL)
 		return -1;
-	spec[0] = '\0';
-	json_object_foreach(req, key, v) {
-		char text[256];
-
-		if (strcmp(key, "cmd") == 0 || strcmp(key, "name") == 0)
-			continue;
-		if (json_text(v, text, sizeof(text)) < 0)
-			return ep_err_set(err, "%s: must be a string or an integer", key);
-		/* The spec is "k=v k=v": a key or value with a blank in it would
-		 * smuggle in a key of its own. */
-		if (ep_name_check(key, NULL) < 0 || strpbrk(text, " \t\r\n") != NULL) {
-			char q[48];
-
-			return ep_err_set(err, "field '%s': names are letters, digits, '_', '-', '.' "
-					  "and values have no blanks", ep_text_quote(key, q, sizeof(q)));
-		}
-		o += (size_t)snprintf(spec + o, o < n ? n - o : 0, "%s%s=%s", o ? " " : "", key,
-				      text);
-	}
-	if (o >= n)
-		return ep_err_set(err, "too many fields");
-	return 0;
+	return ep_ctl_spec(req, skip, spec, n, err);
 }
 
 static int

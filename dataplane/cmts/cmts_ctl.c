@@ -64,37 +64,7 @@ field(json_t *req, const char *key, char *buf, size_t n, bool required, struct e
 			ep_err_set(err, "%s: missing", key);
 		return NULL;
 	}
-	if (ep_ctl_text(v, buf, n) < 0) {
-		ep_err_set(err, "%s: must be a string, an integer or a list of them", key);
-		return NULL;
-	}
-	return buf;
-}
-
-/* The request's fields except @p skip as "k=v k=v". */
-static int
-spec_of(json_t *req, const char *const *skip, char *buf, size_t n, struct ep_err *err)
-{
-	const char *key;
-	json_t *v;
-	size_t o = 0;
-
-	buf[0] = '\0';
-	json_object_foreach(req, key, v) {
-		char text[512];
-		bool skipped = strcmp(key, "cmd") == 0 || strcmp(key, "sg") == 0;
-
-		for (int i = 0; skip != NULL && skip[i] != NULL; i++)
-			skipped |= strcmp(key, skip[i]) == 0;
-		if (skipped)
-			continue;
-		if (ep_ctl_text(v, text, sizeof(text)) < 0)
-			return ep_err_set(err, "%s: must be a string, an integer or a list of them", key);
-		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s=%s", o ? " " : "", key, text);
-		if (o >= n)
-			return ep_err_set(err, "request too long");
-	}
-	return 0;
+	return ep_ctl_field_text(key, v, buf, n, err) < 0 ? NULL : buf;
 }
 
 static int
@@ -111,8 +81,8 @@ req_from_json(json_t *obj, struct cmts_cm_req *r, struct ep_err *err)
 
 		if (strcmp(key, "cmd") == 0 || strcmp(key, "sg") == 0)
 			continue;
-		if (ep_ctl_text(v, text, sizeof(text)) < 0)
-			return ep_err_set(err, "%s: must be a string, an integer or a list of them", key);
+		if (ep_ctl_field_text(key, v, text, sizeof(text), err) < 0)
+			return -1;
 		if (cmts_cm_req_set(r, key, text, err) < 0)
 			return -1;
 	}
@@ -341,7 +311,7 @@ ctl_cm_get(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 	cm = cmts_cm_get(sg, id);
 	if (cm == NULL)
 		return ep_err_set(err, "no CM %u", id);
-	json_object_update(res, json_pack("{s:o}", "cm", cm_json(sg, cm, true)));
+	json_object_set_new(res, "cm", cm_json(sg, cm, true));
 	return 0;
 }
 
@@ -412,14 +382,14 @@ ctl_cm_key_activate(struct ep_engine *e, json_t *req, json_t *res, struct ep_err
 static int
 ctl_sf_set(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	static const char *const skip[] = { "cm", "sf", NULL };
+	static const char *const skip[] = { "sg", "cm", "sf", NULL };
 	struct cmts_sg *sg = sg_of(req, err);
 	uint32_t id = 0, sf = 0;
 	char spec[1024];
 
 	if (sg == NULL || id_field(req, "cm", 0xffff, &id, err) < 0 ||
 	    id_field(req, "sf", CMTS_MAX_SF - 1, &sf, err) < 0 ||
-	    spec_of(req, skip, spec, sizeof(spec), err) < 0)
+	    ep_ctl_spec(req, skip, spec, sizeof(spec), err) < 0)
 		return -1;
 	return cmts_sf_set(sg, id, (uint8_t)sf, spec, err);
 }
@@ -439,14 +409,14 @@ ctl_sf_del(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 static int
 ctl_cls_set(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 {
-	static const char *const skip[] = { "cm", "cls", NULL };
+	static const char *const skip[] = { "sg", "cm", "cls", NULL };
 	struct cmts_sg *sg = sg_of(req, err);
 	uint32_t id = 0, cls = 0;
 	char spec[1024];
 
 	if (sg == NULL || id_field(req, "cm", 0xffff, &id, err) < 0 ||
 	    id_field(req, "cls", CMTS_MAX_CLS - 1, &cls, err) < 0 ||
-	    spec_of(req, skip, spec, sizeof(spec), err) < 0)
+	    ep_ctl_spec(req, skip, spec, sizeof(spec), err) < 0)
 		return -1;
 	return cmts_cls_set(sg, id, (uint8_t)cls, spec, err);
 }

@@ -22,6 +22,8 @@
  * Counters per channel: DEPI packets, PSP segments per DEPI packet
  * (1..7, 8+), TS packets.
  */
+/* rte_prefetch1_write (cmts_worker.h) is experimental in DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API 1
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 

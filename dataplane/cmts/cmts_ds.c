@@ -103,11 +103,21 @@ ds_parse(const struct rte_mbuf *mb, struct ep_meta *m)
 	return ep_parse_l4(m, off + hl, RTE_MIN(off + tl, seg));
 }
 
+/*
+ * A frame's first lines, with write intent: the pipeline writes every one
+ * of them (ep_meta in lookup, the mbuf's lengths and the headroom in
+ * framing, the data from byte 12 in the crypto, the mbuf's second line --
+ * `next` -- in DEPI and when the mbuf is freed).  A line another core
+ * wrote last (a generator, or the core that freed the mbuf) is fetched
+ * once in the exclusive state, instead of shared and then again to own
+ * it, which is what a read prefetch followed by the store costs.
+ */
 static __rte_always_inline void
 prefetch_frame(struct rte_mbuf *m)
 {
-	rte_prefetch0(rte_pktmbuf_mtod(m, void *));
-	rte_prefetch0(ep_meta(m));
+	rte_prefetch0_write(rte_pktmbuf_mtod(m, void *));
+	rte_prefetch0_write(ep_meta(m));
+	rte_prefetch0_write((uint8_t *)m + RTE_CACHE_LINE_SIZE);
 	/* The headroom line framing writes the MAC header into. */
 	rte_prefetch0_write(rte_pktmbuf_mtod(m, uint8_t *) - RTE_CACHE_LINE_SIZE);
 }
@@ -125,7 +135,7 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	 * core (a NIC's DMA, a generator) arrive cold, and a miss here costs
 	 * ~100-200 cycles on this machine. */
 	for (uint16_t i = 0; i < n; i++)
-		rte_prefetch0(pkts[i]);
+		rte_prefetch0_write(pkts[i]);
 	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
 		prefetch_frame(pkts[i]);
 	for (uint16_t i = 0; i < n; i++) {
@@ -143,10 +153,10 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		 * stalls a lane.  Issued here, the lines arrive while filter,
 		 * classify and the schedulers run.  test_cmts_cycles with
 		 * EP_CYCLES_COLD=1: crypto 617 -> 480-500 cycles a frame;
-		 * warm, ~8 cycles more in lookup (docs/cmts.md).
+		 * warm, ~8 cycles more in lookup (docs/cmts.md).  With write
+		 * intent (the cipher writes them): see prefetch_frame.
 		 */
-		for (uint32_t o = RTE_CACHE_LINE_SIZE; o < m->data_len; o += RTE_CACHE_LINE_SIZE)
-			rte_prefetch1(rte_pktmbuf_mtod(m, const uint8_t *) + o);
+		cmts_prefetch_rest(m);
 		rc = ds_parse(m, md);
 		if (unlikely(rc != 0)) {
 			next[i] = EP_NEXT_DROP(rc);
@@ -374,8 +384,14 @@ cmts_ds_framing_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 			out++;
 			continue;
 		}
+		/* One segment, room checked: the lengths by hand, since
+		 * rte_pktmbuf_append walks to the last segment through
+		 * m->next, a load from the mbuf's second line that the
+		 * benchmark showed here as a miss per frame (framing 111 ->
+		 * ~40 cycles a frame, docs/cmts.md). */
 		h = (uint8_t *)rte_pktmbuf_prepend(m, (uint16_t)hl);
-		rte_pktmbuf_append(m, EP_DOCSIS_CRC_LEN);
+		m->data_len = (uint16_t)(m->data_len + EP_DOCSIS_CRC_LEN);
+		m->pkt_len += EP_DOCSIS_CRC_LEN;
 		/* Headers are 10..17 bytes: two overlapping fixed-size copies
 		 * (vector moves) instead of a variable-length memcpy call. */
 		if (likely(hl >= 16)) {

@@ -33,6 +33,8 @@
  * unshaped packet costs one meter check and one channel pick; queues
  * are touched only when a flow or a channel is over its rate.
  */
+/* rte_prefetch1_write (cmts_worker.h) is experimental in DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API 1
 #include <rte_malloc.h>
 
 #include "ep_docsis.h"

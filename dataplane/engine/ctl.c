@@ -109,6 +109,49 @@ ep_ctl_text(json_t *v, char *buf, size_t n)
 }
 
 int
+ep_ctl_field_text(const char *key, json_t *v, char *buf, size_t n, struct ep_err *err)
+{
+	if (ep_ctl_text(v, buf, n) < 0)
+		return ep_err_set(err, "%s: must be a string, an integer or a list of them", key);
+	return 0;
+}
+
+int
+ep_ctl_spec(json_t *req, const char *const *skip, char *buf, size_t n, struct ep_err *err)
+{
+	const char *key;
+	json_t *v;
+	size_t o = 0;
+
+	if (n == 0)
+		return ep_err_set(err, "request too long");
+	buf[0] = '\0';
+	json_object_foreach(req, key, v) {
+		char text[512];
+		bool skipped = strcmp(key, "cmd") == 0;
+
+		for (int i = 0; skip != NULL && skip[i] != NULL; i++)
+			skipped |= strcmp(key, skip[i]) == 0;
+		if (skipped)
+			continue;
+		if (ep_ctl_field_text(key, v, text, sizeof(text), err) < 0)
+			return -1;
+		/* The spec is "k=v k=v": a key or value with a blank in it would
+		 * smuggle in a key of its own. */
+		if (ep_name_check(key, NULL) < 0 || strpbrk(text, " \t\r\n") != NULL) {
+			char q[48];
+
+			return ep_err_set(err, "field '%s': names are letters, digits, '_', '-', '.' "
+					  "and values have no blanks", ep_text_quote(key, q, sizeof(q)));
+		}
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s=%s", o ? " " : "", key, text);
+		if (o >= n)
+			return ep_err_set(err, "request too long");
+	}
+	return 0;
+}
+
+int
 ep_ctl_value_text(const char *key, json_t *v, char *buf, size_t len, struct ep_err *err)
 {
 	if ((!json_is_integer(v) && !json_is_string(v)) || ep_ctl_text(v, buf, len) < 0)

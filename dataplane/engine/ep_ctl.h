@@ -74,5 +74,16 @@ void *ep_ctl_instance(struct ep_engine *e, json_t *req, const char *kind, struct
  *  decimal, an array of those joined with commas.  -1 for other types or
  *  when it does not fit @p n bytes. */
 int ep_ctl_text(json_t *v, char *buf, size_t n);
+/** ep_ctl_text of field @p key, with err ("<key>: must be a string, an
+ *  integer or a list of them") when it is not one. */
+int ep_ctl_field_text(const char *key, json_t *v, char *buf, size_t n, struct ep_err *err);
+/**
+ * A request's fields as the "k=v k=v" spec a configuration line carries,
+ * every field but "cmd" and those in the NULL-terminated @p skip (may be
+ * NULL).  Keys must be names (ep_name_check) and values free of blanks, so
+ * no field can smuggle in a key of its own; -1 with err otherwise or when
+ * the spec does not fit @p n bytes.
+ */
+int ep_ctl_spec(json_t *req, const char *const *skip, char *buf, size_t n, struct ep_err *err);
 
 #endif

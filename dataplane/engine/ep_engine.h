@@ -110,6 +110,11 @@ struct ep_pipeline_type {
 	 *  doorbell).  Called RCU-offline; must return within about @p us
 	 *  microseconds and may return earlier. */
 	void (*wait)(struct ep_worker *w, uint32_t us);
+	/** The wait hook also waits on the rx queues' sockets
+	 *  (ep_worker_rx_fds): where every rx queue has one, `auto` makes the
+	 *  worker event-driven as it makes sleep-rx workers (auto's idle_polls
+	 *  and max_sleep_us, SCHED_FIFO 1), the hook doing the waiting. */
+	bool wait_covers_rx;
 	/** Once at shutdown, after workers stopped.  May be NULL. */
 	void (*teardown)(struct ep_engine *e);
 	struct ep_pipeline_type *next_type;

@@ -86,6 +86,7 @@ extern const char *const ep_pmgmt_mode_name[EP_PMGMT__COUNT];
 #define EP_RT_AUTO            (-1)    /**< rt_priority: FIFO 1 for sleep-rx, else none */
 #define EP_AUTO_IDLE_POLLS    20      /**< auto's sleep-rx: empty polls before waiting */
 #define EP_AUTO_MAX_SLEEP_US  1000    /**< auto's sleep-rx: longest wait without a frame */
+#define EP_EVENT_IDLE_POLLS   5       /**< auto, a wait hook on the rx sockets: empty polls before waiting */
 
 /** A worker's polling policy: [engine] defaults, [worker] overrides, poll-set. */
 struct ep_poll_cfg {
@@ -340,6 +341,7 @@ struct ep_poll_facts {
 	bool probed;           /**< ports are up: queue facts are known (not --check) */
 	int n_rx;              /**< rx queues it polls (0: its pipeline is a source) */
 	bool own_wakeups;      /**< its pipeline has a service or wait hook or is a source */
+	bool wait_covers_rx;   /**< ... and its wait hook waits on the rx sockets too */
 	struct ep_poll_queue_facts rx[EP_POWER_MAX_RX];
 	/** Why its CPU's frequency cannot be set ("" when it can): not pinned
 	 *  to one CPU, no cpufreq driver, read-only sysfs. */

@@ -457,6 +457,10 @@ mechanism(const struct ep_engine *e, const struct ep_worker *w)
 
 	switch (w->poll.policy) {
 	case EP_POLL_SLEEP:
+		if (w->type->wait != NULL)
+			return w->type->wait_covers_rx ?
+			       "the pipeline's wait: its descriptors and the rx queues' sockets" :
+			       "the pipeline's wait: its descriptors";
 		return "nanosleep";
 	case EP_POLL_SLEEP_RX:
 		return "ppoll on the rx queues' sockets";

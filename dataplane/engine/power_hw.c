@@ -176,6 +176,8 @@ ep_power_facts(const struct ep_engine *e, const struct ep_worker *w, bool probed
 	f->n_rx = w->type->source != NULL ? 0 : w->n_rx;
 	f->own_wakeups = w->type->source != NULL || w->type->service != NULL ||
 			 w->type->wait != NULL;
+	f->wait_covers_rx = w->type->source == NULL && w->type->wait != NULL &&
+			    w->type->wait_covers_rx;
 	for (int i = 0; i < f->n_rx && i < EP_POWER_MAX_RX; i++) {
 		const struct ep_port *p = &e->ports[w->rx[i].port];
 		struct ep_poll_queue_facts *q = &f->rx[i];

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Config parser: grammar, line numbers in errors, repeated and unused keys. */
+/* Config parser: grammar, line numbers in errors, repeated and unused keys;
+ * control requests turned into configuration text (ep_ctl.h). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ep_config.h"
+#include "ep_ctl.h"
 #include "ep_engine.h"
 #include "ep_test.h"
 
@@ -261,4 +263,54 @@ EP_TEST(side_file_reads_lines_whole_or_refuses_them)
 	unlink(fifo);
 	EP_CHECK(ep_side_file_each("/nonexistent/x", collect, &l, &err) < 0);
 	EP_CHECK(strstr(err.msg, "No such file or directory") != NULL);
+}
+
+/* ep_ctl_spec: a request's fields as "k=v k=v", the text a configuration
+ * line carries, for commands that set keys through the file's parser. */
+static int
+spec(const char *json, size_t n, char *buf, struct ep_err *err)
+{
+	static const char *const skip[] = { "name", NULL };
+	json_t *req = json_loads(json, 0, NULL);
+	int rc;
+
+	memset(err, 0, sizeof(*err));
+	rc = ep_ctl_spec(req, skip, buf, n, err);
+	json_decref(req);
+	return rc;
+}
+
+EP_TEST(ctl_spec_fields_become_config_text)
+{
+	struct ep_err err;
+	char buf[128];
+
+	EP_CHECK_EQ(spec("{\"cmd\": \"pipe-add\", \"name\": \"gold\", \"rate\": \"10M\", "
+			 "\"tb_size\": 4096, \"wrr\": [1, \"2\", 3]}", sizeof(buf), buf, &err), 0);
+	EP_CHECK(strcmp(buf, "rate=10M tb_size=4096 wrr=1,2,3") == 0);
+	EP_CHECK_EQ(spec("{\"cmd\": \"pipe-add\", \"name\": \"gold\"}", sizeof(buf), buf, &err), 0);
+	EP_CHECK_EQ(buf[0], '\0');
+}
+
+EP_TEST(ctl_spec_refuses_what_would_smuggle_a_key)
+{
+	struct ep_err err;
+	char buf[128];
+
+	/* A blank in a value, or a key outside the name grammar, would read
+	 * as a key of its own. */
+	EP_CHECK_EQ(spec("{\"rate\": \"10M prio=7\"}", sizeof(buf), buf, &err), -1);
+	EP_CHECK(strstr(err.msg, "'rate'") != NULL && strstr(err.msg, "no blanks") != NULL);
+	EP_CHECK_EQ(spec("{\"rate\": \"10M\\tprio=7\"}", sizeof(buf), buf, &err), -1);
+	EP_CHECK_EQ(spec("{\"a b\": 1}", sizeof(buf), buf, &err), -1);
+	EP_CHECK_EQ(spec("{\"a=b\": 1}", sizeof(buf), buf, &err), -1);
+	/* Not a string, an integer or a flat list of them. */
+	EP_CHECK_EQ(spec("{\"rate\": {\"bps\": 1}}", sizeof(buf), buf, &err), -1);
+	EP_CHECK(strcmp(err.msg, "rate: must be a string, an integer or a list of them") == 0);
+	EP_CHECK_EQ(spec("{\"rate\": [[1]]}", sizeof(buf), buf, &err), -1);
+	EP_CHECK_EQ(spec("{\"rate\": null}", sizeof(buf), buf, &err), -1);
+	EP_CHECK_EQ(spec("{\"rate\": 1.5}", sizeof(buf), buf, &err), -1);
+	/* What does not fit the caller's buffer is refused, not cut. */
+	EP_CHECK_EQ(spec("{\"rate\": \"100M\", \"burst\": 65536}", 12, buf, &err), -1);
+	EP_CHECK(strstr(err.msg, "too long") != NULL);
 }

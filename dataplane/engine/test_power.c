@@ -349,6 +349,31 @@ EP_TEST(auto_sleeps_where_no_socket_can_wake_the_worker)
 	}
 }
 
+EP_TEST(auto_makes_a_wait_hook_on_the_rx_sockets_event_driven)
+{
+	struct ep_poll_cfg want, run;
+	struct ep_poll_facts xsk = facts(1, "net_af_xdp", true, false);
+	struct ep_poll_facts memif = facts(1, "net_memif", false, false);
+
+	ep_poll_cfg_default(&want);
+	xsk.own_wakeups = xsk.wait_covers_rx = true;
+	memif.own_wakeups = memif.wait_covers_rx = true;
+	/* The hook waits (sleep), the whole pause from the first one on. */
+	ep_poll_resolve(&want, &xsk, &run);
+	EP_CHECK_EQ(run.policy, EP_POLL_SLEEP);
+	EP_CHECK_EQ(run.idle_polls, EP_EVENT_IDLE_POLLS);
+	EP_CHECK_EQ(run.min_sleep_us, EP_AUTO_MAX_SLEEP_US);
+	EP_CHECK_EQ(run.max_sleep_us, EP_AUTO_MAX_SLEEP_US);
+	EP_CHECK_EQ(run.rt_priority, 1);
+	/* A queue without a socket cannot wake it: the timer's defaults. */
+	ep_poll_resolve(&want, &memif, &run);
+	EP_CHECK_EQ(run.policy, EP_POLL_SLEEP);
+	EP_CHECK_EQ(run.idle_polls, EP_POLL_IDLE_POLLS);
+	EP_CHECK_EQ(run.min_sleep_us, 1);
+	EP_CHECK_EQ(run.max_sleep_us, 100);
+	EP_CHECK_EQ(run.rt_priority, 0);
+}
+
 EP_TEST(auto_keeps_the_keys_given)
 {
 	struct ep_poll_cfg want, run;

@@ -127,6 +127,7 @@ static struct ep_pipeline_type hs_type = {
 	.build = hs_build,
 	.service = hs_service,
 	.wait = hs_wait,
+	.wait_covers_rx = true,
 	.teardown = hs_teardown,
 };
 EP_PIPELINE_REGISTER(hs_type)

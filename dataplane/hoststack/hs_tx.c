@@ -721,6 +721,14 @@ hs_service(struct ep_worker *w)
  * and kicks.  Frames on a link whose rx queues have sockets (net_af_xdp,
  * net_af_packet: ep_worker_rx_fds) wake it too; on memif they are found
  * by the timeout (the engine's adaptive pause, up to max_sleep_us).
+ *
+ * Only a time-shared worker that a frame cannot wake (memif) yields for
+ * spin_us after traffic (a real-time one would hold its CPU against the
+ * applications): on a link with sockets the yielding thread would be one more
+ * time-shared thread for the applications to queue behind (sockperf
+ * ping-pong over AF_XDP, p50 141 against 42 us), where a blocked worker
+ * costs one wake-up per hop, which the engine's `auto` makes prompt
+ * (SCHED_FIFO 1, pipeline type's wait_covers_rx).
  */
 void
 hs_wait(struct ep_worker *w, uint32_t us)
@@ -732,6 +740,9 @@ hs_wait(struct ep_worker *w, uint32_t us)
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
 	bool work = false;
 	uint64_t v, now = rte_rdtsc();
+	int n = 1 + ep_worker_rx_fds(w, pfds + 1, EP_MAX_RX);
+	bool link_wakes = w->n_rx > 0 && n - 1 == w->n_rx;
+	bool rt = w->power != NULL && w->power->rt_applied != 0 && !w->power->rt.demoted;
 
 	/* Shortly after traffic, give the CPU away without sleeping: a woken
 	 * application runs at once, and the next packet of a request/response
@@ -740,7 +751,7 @@ hs_wait(struct ep_worker *w, uint32_t us)
 		c->last_rx_pkts = w->stats.rx_pkts;
 		c->last_busy_tsc = now;
 	}
-	if (now - c->last_busy_tsc < c->tsc_hz / 1000000 * c->s->p.spin_us) {
+	if (!link_wakes && !rt && now - c->last_busy_tsc < c->tsc_hz / 1000000 * c->s->p.spin_us) {
 		sched_yield();
 		return;
 	}
@@ -754,8 +765,6 @@ hs_wait(struct ep_worker *w, uint32_t us)
 		       __atomic_load_n(&r->rescan.v, __ATOMIC_RELAXED) != 0;
 	}
 	if (!work && rte_ring_empty(c->inbox) && rte_ring_empty(w->msgq)) {
-		int n = 1 + ep_worker_rx_fds(w, pfds + 1, EP_MAX_RX);
-
 		c->st.waits++;
 		if (ppoll(pfds, (nfds_t)n, &ts, NULL) > 0 && (pfd->revents & POLLIN) != 0)
 			c->st.kicks_seen++;

@@ -62,6 +62,7 @@ func runController(args []string) error {
 
 	store := controller.NewStore(cli)
 	srv := api.NewServer(controller.Handler(store, ep.Options), *readTimeout)
+	srv.Protocols = controller.Protocols()
 	go func() {
 		if err := srv.Serve(ep.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("northbound", "err", err)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +30,8 @@ import (
 type nodeFlags struct {
 	node                               string
 	etcd                               etcdFlags
-	dpSocket, router, bng, udp, subIDs string
+	dpSocket, router, udp, subIDs      string
+	bng, cmts                          []string
 	metrics                            string
 	check, resync                      time.Duration
 	// report, reportInterval: the agent's --report and --report-interval
@@ -44,7 +46,10 @@ func (n *nodeFlags) register(fs *flag.FlagSet) {
 	n.etcd.register(fs, "etcd client URLs, comma-separated (the controller's --etcd-listen, or the external cluster)")
 	fs.StringVar(&n.dpSocket, "dp-socket", "", "edgeplane-dp control socket serving every section (router, bng, udpTermination)")
 	fs.StringVar(&n.router, "router-socket", "", "the router's edgeplane-dp (default --dp-socket)")
-	fs.StringVar(&n.bng, "bng-socket", "", "the BNG's edgeplane-dp (default --dp-socket)")
+	fs.Func("cmts-socket", "a vCMTS edgeplane-dp: repeat it (or separate by commas) for several; each service group of the cmts section is reconciled on the one that has it (default --dp-socket)",
+		socketList(&n.cmts))
+	fs.Func("bng-socket", "a vBNG edgeplane-dp, each getting the whole bng section: repeat it (or separate by commas) for a split uplink/downlink pair (default --dp-socket)",
+		socketList(&n.bng))
 	fs.StringVar(&n.udp, "udp-socket", "", "the UDP host stack's edgeplane-dp (default --dp-socket)")
 	fs.StringVar(&n.subIDs, "sub-ids", "", "BNG subscriber ids the desired state owns, lo-hi (default all; leave a PFCP user plane's --sub-ids out)")
 	fs.StringVar(&n.metrics, "metrics", "", "serve Prometheus /metrics (reconciliation and every data plane's counters) on HOST:PORT")
@@ -69,9 +74,29 @@ func (n *nodeFlags) start(steering reconcile.Steering) (run func(ctx context.Con
 		if clients[path] == nil {
 			clients[path] = dpctl.New(path, dpctl.Options{})
 		}
-		return reconcile.DP{C: clients[path]}
+		return reconcile.DP{C: clients[path], Label: dpName(path)}
 	}
-	p := reconcile.Planes{Router: plane(n.router), BNG: plane(n.bng), UDP: plane(n.udp), Steering: steering}
+	p := reconcile.Planes{Router: plane(n.router), UDP: plane(n.udp), Steering: steering}
+	for _, path := range n.bng {
+		if dp := plane(path); !slices.Contains(p.BNG, dp) {
+			p.BNG = append(p.BNG, dp)
+		}
+	}
+	if len(n.bng) == 0 {
+		if dp := plane(""); dp != nil {
+			p.BNG = []reconcile.DataPlane{dp}
+		}
+	}
+	for _, path := range n.cmts {
+		if dp := plane(path).(reconcile.DP); !slices.Contains(p.CMTS, reconcile.CMTS(dp)) {
+			p.CMTS = append(p.CMTS, dp)
+		}
+	}
+	if len(n.cmts) == 0 {
+		if dp := plane(""); dp != nil {
+			p.CMTS = []reconcile.CMTS{dp.(reconcile.DP)}
+		}
+	}
 	if n.subIDs != "" {
 		lo, hi, ok := strings.Cut(n.subIDs, "-")
 		l, e1 := strconv.ParseUint(lo, 10, 32)
@@ -89,6 +114,9 @@ func (n *nodeFlags) start(steering reconcile.Steering) (run func(ctx context.Con
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	named := map[string]*dpctl.Client{}
 	for path, c := range clients {
+		if named[dpName(path)] != nil {
+			return nil, fmt.Errorf("two data planes named %q in metrics and drift: give their control sockets different file names", dpName(path))
+		}
 		named[dpName(path)] = c
 	}
 	reg.MustRegister(dptelemetry.New(named, 2*time.Second))
@@ -132,6 +160,20 @@ func (n *nodeFlags) start(steering reconcile.Steering) (run func(ctx context.Con
 		}
 		return agent.Run(ctx)
 	}, nil
+}
+
+// socketList is a flag that may be repeated and may name several
+// sockets, comma-separated.
+func socketList(into *[]string) func(string) error {
+	return func(v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				return errors.New("empty socket path")
+			}
+			*into = append(*into, s)
+		}
+		return nil
+	}
 }
 
 // dpName labels a data plane in metrics: its socket's file name without

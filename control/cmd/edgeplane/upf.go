@@ -59,6 +59,7 @@ func runUPF(args []string) error {
 	fs.Float64Var(&cfg.UnassocRate, "unassoc-rate", 100, "answers per second to peers without an association (the rest are counted, not answered)")
 	metrics := fs.String("metrics", "", "serve Prometheus /metrics on HOST:PORT")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (runtime/pprof) to FILE until exit")
+	memProfile := fs.String("memprofile", "", "write a heap profile (runtime/pprof: what is live, what was allocated) to FILE at exit")
 	fs.Parse(args)
 	var err error
 	if cfg.Listen, err = netip.ParseAddrPort(*listen); err != nil {
@@ -100,6 +101,19 @@ func runUPF(args []string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		defer func() {
+			f, err := os.Create(*memProfile)
+			if err != nil {
+				slog.Error("--memprofile", "err", err)
+				return
+			}
+			defer f.Close()
+			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+				slog.Error("--memprofile", "err", err)
+			}
+		}()
 	}
 	u, err := upf.New(cfg)
 	if err != nil {

@@ -10,20 +10,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"mime"
-	"net"
 	"net/http"
-	"os"
-	"path"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"edgeplane/control/internal/agent"
@@ -43,23 +35,17 @@ type Options struct {
 	Unauthenticated bool
 }
 
-type route struct {
-	method, path string
-	serve        func(w http.ResponseWriter, r *http.Request, body []byte)
-}
-
 type server struct {
-	a        *agent.Agent
-	mux      *http.ServeMux
-	patterns map[string]bool
-	opts     Options
+	*Router
+	a    *agent.Agent
+	opts Options
 }
 
 // Handler serves the API for an agent.
 func Handler(a *agent.Agent, o Options) http.Handler {
-	s := &server{a: a, mux: http.NewServeMux(), patterns: map[string]bool{}, opts: o}
+	s := &server{Router: NewRouter(apispec.Spec(), MaxBody), a: a, opts: o}
 	metrics := promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})
-	for _, rt := range []route{
+	for _, rt := range []Route{
 		{"GET", "/v1/intents", s.list},
 		{"POST", "/v1/intents", s.apply},
 		{"GET", "/v1/intents/{id}", s.get},
@@ -69,132 +55,16 @@ func Handler(a *agent.Agent, o Options) http.Handler {
 		{"PUT", "/v1/overload", s.putOverload},
 		{"GET", "/v1/alt-nodes", s.getAlt},
 		{"PUT", "/v1/alt-nodes", s.putAlt},
-		{"GET", "/openapi.yaml", func(w http.ResponseWriter, r *http.Request, _ []byte) {
-			w.Header().Set("Content-Type", "application/yaml")
-			w.Write(apispec.Document)
-		}},
 		{"GET", "/metrics", func(w http.ResponseWriter, r *http.Request, _ []byte) { metrics.ServeHTTP(w, r) }},
 	} {
-		s.handle(rt)
+		s.Handle(rt)
 	}
+	s.HandleDocument("/openapi.yaml", apispec.Document)
 	var h http.Handler = s
 	if o.Token != nil {
 		h = requireToken(o.Token, h)
 	}
 	return timed(a.Metrics, recovered(audited(o, h)))
-}
-
-// handle registers a route with the checks its operation in the document
-// asks for: path parameters against their schemas (an intent id outside
-// the grammar names no intent: 404), a body's media type (415), size
-// (413), arrival within the read timeout (408), syntax and schema (400).
-func (s *server) handle(rt route) {
-	op := apispec.Operation(rt.method, rt.path)
-	if op == nil {
-		panic(fmt.Sprintf("api: %s %s is not in openapi.yaml", rt.method, rt.path))
-	}
-	params := apispec.PathParameters(rt.path, op)
-	body := apispec.RequestSchema(op)
-	pattern := rt.method + " " + rt.path
-	s.patterns[pattern] = true
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		for name, schema := range params {
-			if err := apispec.Check(schema, r.PathValue(name)); err != nil {
-				writeProblem(w, http.StatusNotFound, fmt.Sprintf("no %s %q: %v", name, r.PathValue(name), err))
-				return
-			}
-		}
-		var b []byte
-		if body != nil {
-			var ok bool
-			if b, ok = readJSON(w, r, body); !ok {
-				return
-			}
-		}
-		rt.serve(w, r, b)
-	})
-}
-
-// ServeHTTP answers what the mux has no route for as JSON: 404 for an
-// unknown path (and for one the mux would redirect to its cleaned form),
-// 405 with the mux's Allow header for a method the path does not have.
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p := r.URL.Path; p != canonical(p) {
-		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no such path: %s (not in canonical form: no empty, . or .. segments)", p))
-		return
-	}
-	h, pattern := s.mux.Handler(r)
-	if s.patterns[pattern] {
-		s.mux.ServeHTTP(w, r)
-		return
-	}
-	rec := &headerRecorder{header: http.Header{}, code: http.StatusOK}
-	h.ServeHTTP(rec, r)
-	if rec.code == http.StatusMethodNotAllowed {
-		w.Header().Set("Allow", rec.header.Get("Allow"))
-		writeProblem(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow")))
-		return
-	}
-	writeProblem(w, http.StatusNotFound, fmt.Sprintf("no such path: %s (GET /openapi.yaml lists them)", r.URL.Path))
-}
-
-// canonical is p as the mux would redirect it: cleaned, its trailing
-// slash kept.
-func canonical(p string) string {
-	c := path.Clean("/" + p)
-	if strings.HasSuffix(p, "/") && c != "/" {
-		c += "/"
-	}
-	return c
-}
-
-// headerRecorder keeps the status and headers of the mux's own 404/405
-// answers and drops their text/plain body.
-type headerRecorder struct {
-	header http.Header
-	code   int
-}
-
-func (h *headerRecorder) Header() http.Header         { return h.header }
-func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
-func (h *headerRecorder) WriteHeader(code int)        { h.code = code }
-
-// readJSON reads and checks a request body; on a refusal it has answered.
-func readJSON(w http.ResponseWriter, r *http.Request, schema *openapi3.Schema) ([]byte, bool) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		writeProblem(w, http.StatusUnsupportedMediaType,
-			fmt.Sprintf("Content-Type %q: the body must be application/json", r.Header.Get("Content-Type")))
-		return nil, false
-	}
-	if r.ContentLength > MaxBody {
-		writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes: at most %d", r.ContentLength, MaxBody))
-		return nil, false
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-	var tooLarge *http.MaxBytesError
-	var ne net.Error
-	switch {
-	case errors.As(err, &tooLarge):
-		writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBody))
-		return nil, false
-	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		writeProblem(w, http.StatusRequestTimeout, "request body not received within the read timeout")
-		return nil, false
-	case err != nil:
-		writeProblem(w, http.StatusBadRequest, fmt.Sprintf("request body: %v", err))
-		return nil, false
-	}
-	v, err := apispec.Decode(b)
-	if err != nil {
-		writeProblem(w, http.StatusBadRequest, fmt.Sprintf("request body is not a JSON object: %v", err))
-		return nil, false
-	}
-	if err := apispec.Check(schema, v); err != nil {
-		writeProblem(w, http.StatusBadRequest, err.Error())
-		return nil, false
-	}
-	return b, true
 }
 
 type problem struct {
@@ -237,6 +107,16 @@ type statusWriter struct {
 }
 
 func (s *statusWriter) WriteHeader(c int) { s.code = c; s.ResponseWriter.WriteHeader(c) }
+
+// Flush passes on (a streamed answer: the controller's watch, gRPC).
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // methodLabel bounds the metrics' method label: a client choosing the
 // method must not choose the number of time series.

@@ -72,7 +72,10 @@ func Schema(name string) *openapi3.Schema {
 
 // Operation returns the operation at method and path template ("GET",
 // "/v1/intents/{id}"), or nil.
-func Operation(method, path string) *openapi3.Operation {
+func Operation(method, path string) *openapi3.Operation { return OperationIn(doc, method, path) }
+
+// OperationIn is Operation in another document (the controller's).
+func OperationIn(doc *openapi3.T, method, path string) *openapi3.Operation {
 	item := doc.Paths.Find(path)
 	if item == nil {
 		return nil
@@ -94,6 +97,11 @@ func RequestSchema(op *openapi3.Operation) *openapi3.Schema {
 
 // PathParameters are op's path parameters (and its path item's), by name.
 func PathParameters(path string, op *openapi3.Operation) map[string]*openapi3.Schema {
+	return PathParametersIn(doc, path, op)
+}
+
+// PathParametersIn is PathParameters in another document.
+func PathParametersIn(doc *openapi3.T, path string, op *openapi3.Operation) map[string]*openapi3.Schema {
 	out := map[string]*openapi3.Schema{}
 	var params openapi3.Parameters
 	if item := doc.Paths.Find(path); item != nil {

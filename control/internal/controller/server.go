@@ -6,19 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
-	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-
 	"edgeplane/control/internal/api"
-	"edgeplane/control/internal/apispec"
 	"edgeplane/control/model"
 )
 
@@ -26,22 +19,21 @@ import (
 // 8 MiB of JSON.
 const MaxBody = 64 << 20
 
-type route struct {
-	method, path string
-	serve        func(w http.ResponseWriter, r *http.Request, body []byte)
-}
-
 type server struct {
-	st       *Store
-	mux      *http.ServeMux
-	patterns map[string]bool
+	*api.Router
+	st *Store
 }
 
-// Handler serves the northbound of model/openapi.yaml on st, behind the
-// listener's authentication (api.Options).
+// Handler serves the northbound of model/openapi.yaml on st, REST and
+// gRPC (model/edgeplane.proto, HTTP/2), behind the listener's
+// authentication (api.Options); its server needs HTTP/2 without TLS
+// (Protocols) for gRPC on a Unix socket or a token-authenticated TCP port.
 func Handler(st *Store, o api.Options) http.Handler {
-	s := &server{st: st, mux: http.NewServeMux(), patterns: map[string]bool{}}
-	for _, rt := range []route{
+	s := &server{Router: api.NewRouter(model.Spec(), MaxBody), st: st}
+	for _, rt := range []struct {
+		method, path string
+		serve        func(w http.ResponseWriter, r *http.Request, body []byte)
+	}{
 		{"GET", "/v1/state", s.state},
 		{"GET", "/v1/nodes/{node}", s.node},
 		{"GET", "/v1/nodes/{node}/status", s.status},
@@ -51,129 +43,10 @@ func Handler(st *Store, o api.Options) http.Handler {
 		{"GET", "/v1/revisions", s.revisions},
 		{"GET", "/v1/watch", s.watch},
 	} {
-		s.handle(rt)
+		s.Handle(api.Route{Method: rt.method, Path: rt.path, Serve: rt.serve})
 	}
-	s.mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		w.Write(model.Document)
-	})
-	s.patterns["GET /openapi.yaml"] = true
-	return api.Protect(o, s)
-}
-
-// handle registers a route with the checks its operation in the document
-// asks for: path parameters (404 for a name outside the grammar: it names
-// nothing), the body's media type (415), size (413), syntax and schema
-// (400).
-func (s *server) handle(rt route) {
-	op := model.Operation(rt.method, rt.path)
-	if op == nil {
-		panic(fmt.Sprintf("controller: %s %s is not in openapi.yaml", rt.method, rt.path))
-	}
-	params := pathParameters(rt.path, op)
-	body := apispec.RequestSchema(op)
-	pattern := rt.method + " " + rt.path
-	s.patterns[pattern] = true
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		for name, schema := range params {
-			if err := apispec.Check(schema, r.PathValue(name)); err != nil {
-				api.WriteProblem(w, http.StatusNotFound, fmt.Sprintf("no %s %q: %v", name, r.PathValue(name), err))
-				return
-			}
-		}
-		var b []byte
-		if body != nil {
-			var ok bool
-			if b, ok = readBody(w, r, body); !ok {
-				return
-			}
-		}
-		rt.serve(w, r, b)
-	})
-}
-
-// pathParameters are op's path parameters (and its path item's) in this
-// document, by name.
-func pathParameters(path string, op *openapi3.Operation) map[string]*openapi3.Schema {
-	var params openapi3.Parameters
-	if item := model.Spec().Paths.Find(path); item != nil {
-		params = append(params, item.Parameters...)
-	}
-	params = append(params, op.Parameters...)
-	out := map[string]*openapi3.Schema{}
-	for _, p := range params {
-		if p.Value != nil && p.Value.In == openapi3.ParameterInPath && p.Value.Schema != nil {
-			out[p.Value.Name] = p.Value.Schema.Value
-		}
-	}
-	return out
-}
-
-// ServeHTTP answers what no route takes as JSON: 405 with Allow for a
-// method a path does not have, 404 otherwise.
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, pattern := s.mux.Handler(r)
-	if s.patterns[pattern] {
-		s.mux.ServeHTTP(w, r)
-		return
-	}
-	var allow []string
-	for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, p := s.mux.Handler(probe); s.patterns[p] {
-			allow = append(allow, m)
-		}
-	}
-	if len(allow) > 0 {
-		w.Header().Set("Allow", joinComma(allow))
-		api.WriteProblem(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, joinComma(allow)))
-		return
-	}
-	api.WriteProblem(w, http.StatusNotFound, fmt.Sprintf("no such path: %s (GET /openapi.yaml lists them)", r.URL.Path))
-}
-
-func joinComma(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
-	}
-	return out
-}
-
-func readBody(w http.ResponseWriter, r *http.Request, schema *openapi3.Schema) ([]byte, bool) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		api.WriteProblem(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: the body must be application/json", r.Header.Get("Content-Type")))
-		return nil, false
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-	var tooLarge *http.MaxBytesError
-	var ne net.Error
-	switch {
-	case errors.As(err, &tooLarge):
-		api.WriteProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBody))
-		return nil, false
-	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		api.WriteProblem(w, http.StatusRequestTimeout, "request body not received within the read timeout")
-		return nil, false
-	case err != nil:
-		api.WriteProblem(w, http.StatusBadRequest, fmt.Sprintf("request body: %v", err))
-		return nil, false
-	}
-	v, err := apispec.Decode(b)
-	if err != nil {
-		api.WriteProblem(w, http.StatusBadRequest, fmt.Sprintf("request body is not JSON: %v", err))
-		return nil, false
-	}
-	if err := apispec.Check(schema, v); err != nil {
-		api.WriteProblem(w, http.StatusBadRequest, err.Error())
-		return nil, false
-	}
-	return b, true
+	s.HandleDocument("/openapi.yaml", model.Document)
+	return api.Protect(o, withGRPC(GRPC(st), s))
 }
 
 // fail maps a store error to its status.

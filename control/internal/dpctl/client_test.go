@@ -2,6 +2,7 @@ package dpctl_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -215,6 +216,24 @@ func TestSubscriberJSONMatchesEncodingJSON(t *testing.T) {
 	want := `{"id":9,"vlan":12,"pppoe":18,"mac":"02:00:00:00:00:01","ipv4":["198.18.100.9","198.18.101.0/29"],"ipv6":"2001:db8::/56","policer":"p\"q","pipe":"gold","subport":3}`
 	if got != want {
 		t.Fatalf("AppendJSON\n got %s\nwant %s", got, want)
+	}
+}
+
+// Whatever a name holds (quotes, backslashes, control characters,
+// UTF-8, HTML's specials), the line reads back as the same strings.
+func TestSubscriberJSONEscapesAnyName(t *testing.T) {
+	for _, name := range []string{"gold", `a"b`, `a\b`, "tab\there", "nl\n", "\x00\x1f\x7f", "débit", "<&>", "\xff\xfe"} {
+		s := dpctl.Subscriber{ID: 1, MAC: "02:00:00:00:00:01", Policer: name, Pipe: name}
+		var back struct{ Policer, Pipe string }
+		if err := json.Unmarshal(s.AppendJSON(nil), &back); err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		var want string // as encoding/json writes it (invalid UTF-8 byte by byte as U+FFFD)
+		enc, _ := json.Marshal(name)
+		json.Unmarshal(enc, &want)
+		if back.Policer != want || back.Pipe != want {
+			t.Fatalf("%q read back as %q %q", name, back.Policer, back.Pipe)
+		}
 	}
 }
 

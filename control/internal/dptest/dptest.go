@@ -46,33 +46,16 @@ type Options struct {
 // cleanup stops it.
 func StartBNG(t testing.TB, o Options) *BNG {
 	t.Helper()
-	bin := Binary()
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s: %v (run `make build-dp`)", bin, err)
-	}
 	if o.MaxSubscribers == 0 {
 		o.MaxSubscribers = 4096
 	}
-	dir := t.TempDir()
-	b := &BNG{Socket: filepath.Join(dir, "dp.sock"), Config: filepath.Join(dir, "dp.conf"), t: t,
-		exited: make(chan struct{})}
 	// A pipe per subscriber (rte_sched wants a power of two); queues of
 	// 16 packets keep rte_sched's queue memory at 1 KiB a pipe.
 	pipes := 64
 	for pipes < o.MaxSubscribers {
 		pipes *= 2
 	}
-	// Ordinary memory (these tests move no packets) and no telemetry
-	// socket: DPDK's telemetry start-up connects to the default
-	// /var/run/dpdk/rte/dpdk_telemetry.v2 to see whether another process
-	// owns it, and blocks while that process is stopped (benchmarks
-	// SIGSTOP their data planes): starts took two minutes.
-	conf := fmt.Sprintf(`[eal]
-args = --no-telemetry
-[engine]
-ctl_socket = %s
-memory = no-huge
-[port access]
+	return Start(t, fmt.Sprintf(`[port access]
 device = net_null0,no-rx=1
 mac = 02:00:00:00:01:01
 ipv4 = 198.18.100.1/24
@@ -97,7 +80,68 @@ hqos_port_rate = 10G
 hqos_qsize = 16
 subport = 0 rate=10G pipes=%d
 %s
-`, b.Socket, o.MaxSubscribers, pipes, o.Extra)
+`, o.MaxSubscribers, pipes, o.Extra))
+}
+
+// StartCMTS starts a vCMTS: service group sg0 on net_null ports (two
+// bonding groups, 256 CM ids), a downstream and an upstream worker.
+func StartCMTS(t testing.TB) *BNG {
+	t.Helper()
+	return Start(t, `[port rpd]
+device = net_null0,no-rx=1
+mac = 02:00:00:00:0a:01
+ipv4 = 198.18.10.1/24
+[port net]
+device = net_null1,no-rx=1
+mac = 02:00:00:00:0b:01
+ipv4 = 198.18.11.1/24
+[worker ds]
+pipeline = cmts-ds
+rx = net
+[worker us]
+pipeline = cmts-us
+rx = rpd
+[cmts]
+crypto_sessions = 1024
+[cmts sg0]
+rpd_port = rpd
+net_port = net
+cmts_ip = 198.18.10.1
+rpd_ip = 198.18.10.2
+rpd_mac = 02:00:00:00:0a:02
+max_cms = 256
+channel = 0 ofdm rate=1.89G session=0x1000 flow=0
+channel = 1 scqam rate=42.24M session=0x1001
+bonding_group = 0 0
+bonding_group = 1 1
+us_channel = 0 session=0x2000
+filter = 1 10 deny proto=17 dport=137-139
+`)
+}
+
+// Start runs edgeplane-dp with these sections after its [eal] and
+// [engine] ones and waits for its control socket; the test's cleanup
+// stops it.
+func Start(t testing.TB, sections string) *BNG {
+	t.Helper()
+	bin := Binary()
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s: %v (run `make build-dp`)", bin, err)
+	}
+	dir := t.TempDir()
+	b := &BNG{Socket: filepath.Join(dir, "dp.sock"), Config: filepath.Join(dir, "dp.conf"), t: t,
+		exited: make(chan struct{})}
+	// Ordinary memory (these tests move no packets) and no telemetry
+	// socket: DPDK's telemetry start-up connects to the default
+	// /var/run/dpdk/rte/dpdk_telemetry.v2 to see whether another process
+	// owns it, and blocks while that process is stopped (benchmarks
+	// SIGSTOP their data planes): starts took two minutes.
+	conf := fmt.Sprintf(`[eal]
+args = --no-telemetry
+[engine]
+ctl_socket = %s
+memory = no-huge
+%s`, b.Socket, sections)
 	if err := os.WriteFile(b.Config, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

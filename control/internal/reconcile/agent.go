@@ -57,11 +57,14 @@ type PassEvent struct {
 type Agent struct {
 	c AgentConfig
 
-	mu       sync.Mutex
+	mu          sync.Mutex
 	desired     *model.NodeDesired // nil: the node has no configuration
 	haveDesired bool
 	refused     *Drift // the stored configuration the model refused, if the last one was
-	status      model.NodeStatus
+	// applied is the configuration the last pass converged on (nil: none,
+	// or the last pass left drift): a change from it is sent incrementally.
+	applied *model.NodeDesired
+	status  model.NodeStatus
 
 	kick  chan string
 	pubMu sync.Mutex // one status write at a time
@@ -143,7 +146,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer check.Stop()
 	resync := time.NewTicker(a.c.Resync)
 	defer resync.Stop()
-	boots := map[DataPlane]uptimeReading{}
+	boots := map[uptimer]uptimeReading{}
 	var retry <-chan time.Time
 	backoff := time.Second
 	for {
@@ -172,10 +175,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		if reason == "restart" {
 			slog.Info("data plane restarted: full pass", "node", a.c.Node)
-		} else {
+		} else if a.restarted(ctx, boots) {
 			// The pass's data planes are the baseline a later restart is
-			// told from (one that restarts right after is not missed).
-			a.restarted(ctx, boots)
+			// told from (one that restarts right after is not missed); one
+			// that restarted since the last pass needs the full pass.
+			reason = "restart"
 		}
 		if a.pass(ctx, reason, d) {
 			retry, backoff = nil, time.Second
@@ -190,7 +194,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // uptime that went backwards or a start time that moved (by more than the
 // reads' own jitter), and a data plane that answers again after not
 // answering is treated as restarted.
-func (a *Agent) restarted(ctx context.Context, last map[DataPlane]uptimeReading) bool {
+func (a *Agent) restarted(ctx context.Context, last map[uptimer]uptimeReading) bool {
 	any := false
 	for _, dp := range a.c.Planes.distinct() {
 		cctx, cancel := context.WithTimeout(ctx, a.c.Check)
@@ -221,8 +225,15 @@ func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) b
 	a.resyncs.WithLabelValues(reason).Inc()
 	var res Result
 	var rev int64
+	a.mu.Lock()
+	prev := a.applied
+	a.mu.Unlock()
 	if d != nil {
-		res = Pass(ctx, a.c.Planes, &d.Config)
+		if reason == "desired" && prev != nil {
+			res = Incremental(ctx, a.c.Planes, &prev.Config, &d.Config)
+		} else {
+			res = Pass(ctx, a.c.Planes, &d.Config)
+		}
 		rev = d.Revision
 	} else {
 		res = Result{Changes: map[string]int{}}
@@ -247,6 +258,9 @@ func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) b
 	if res.Converged() {
 		a.status.ObservedRevision = rev
 		a.observed.Set(float64(rev))
+		a.applied = d
+	} else {
+		a.applied = nil
 	}
 	a.status.Updated = time.Now().UTC()
 	ev := PassEvent{Time: a.status.Updated, Type: "pass", Node: a.c.Node, Reason: reason, Revision: rev,
@@ -265,17 +279,27 @@ func (a *Agent) pass(ctx context.Context, reason string, d *model.NodeDesired) b
 	for _, dr := range res.Drift {
 		slog.Warn("drift", "node", a.c.Node, "kind", dr.Kind, "key", dr.Key, "err", dr.Error)
 	}
-	go a.publish(ctx)
+	go a.publish(ctx, false)
 	return res.Converged()
+}
+
+// uptimer is any data plane: what tells its restarts.
+type uptimer interface {
+	Uptime(ctx context.Context) (float64, error)
 }
 
 // distinct is each data plane once (one edgeplane-dp may serve several
 // sections).
-func (p Planes) distinct() []DataPlane {
-	var out []DataPlane
-	for _, dp := range []DataPlane{p.Router, p.BNG, p.UDP} {
-		if dp != nil && !slices.Contains(out, dp) {
+func (p Planes) distinct() []uptimer {
+	var out []uptimer
+	for _, dp := range append([]DataPlane{p.Router, p.UDP}, p.BNG...) {
+		if dp != nil && !slices.Contains(out, uptimer(dp)) {
 			out = append(out, dp)
+		}
+	}
+	for _, c := range p.CMTS {
+		if !slices.Contains(out, uptimer(c)) {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -370,7 +394,7 @@ func (a *Agent) report(ctx context.Context) {
 	t := time.NewTicker(a.c.StatusTTL / 3)
 	defer t.Stop()
 	for {
-		a.publish(ctx)
+		a.publish(ctx, true)
 		select {
 		case <-ctx.Done():
 			return
@@ -379,7 +403,7 @@ func (a *Agent) report(ctx context.Context) {
 	}
 }
 
-func (a *Agent) publish(ctx context.Context) {
+func (a *Agent) publish(ctx context.Context, keepAlive bool) {
 	a.pubMu.Lock()
 	defer a.pubMu.Unlock()
 	st := a.Status()
@@ -392,21 +416,33 @@ func (a *Agent) publish(ctx context.Context) {
 	a.mu.Lock()
 	lease := a.lease
 	a.mu.Unlock()
-	if lease == 0 {
+	grant := func() clientv3.LeaseID {
 		g, err := a.c.Etcd.Grant(cctx, int64(a.c.StatusTTL/time.Second))
 		if err != nil {
-			return
+			return 0
 		}
-		lease = g.ID
-	} else if _, err := a.c.Etcd.KeepAliveOnce(cctx, lease); err != nil {
-		g, err := a.c.Etcd.Grant(cctx, int64(a.c.StatusTTL/time.Second))
-		if err != nil {
-			return
-		}
-		lease = g.ID
+		return g.ID
 	}
-	if _, err := a.c.Etcd.Put(cctx, controller.StatusKey(a.c.Node), string(b), clientv3.WithLease(lease)); err != nil {
-		lease = 0
+	// The periodic report keeps the lease alive; a pass's report is one
+	// put (one etcd round trip on the path of every change), with a new
+	// lease only when the old one is gone.
+	if lease != 0 && keepAlive {
+		if _, err := a.c.Etcd.KeepAliveOnce(cctx, lease); err != nil {
+			lease = 0
+		}
+	}
+	if lease == 0 {
+		if lease = grant(); lease == 0 {
+			return
+		}
+	}
+	key := controller.StatusKey(a.c.Node)
+	if _, err := a.c.Etcd.Put(cctx, key, string(b), clientv3.WithLease(lease)); err != nil {
+		if lease = grant(); lease != 0 {
+			if _, err := a.c.Etcd.Put(cctx, key, string(b), clientv3.WithLease(lease)); err != nil {
+				lease = 0
+			}
+		}
 	}
 	a.mu.Lock()
 	a.lease = lease

@@ -179,6 +179,47 @@ func TestAgentKeepsTheLastGoodStateWhenTheStoredOneIsInvalid(t *testing.T) {
 	}
 }
 
+// TestAgentsOfSeveralNodesFollowTheirOwnPart: two nodes' agents under one
+// controller's etcd; one change places both nodes' configurations, and a
+// later change to one node prompts only its agent, which sends only what
+// changed.
+func TestAgentsOfSeveralNodesFollowTheirOwnPart(t *testing.T) {
+	f1, f2 := newFake(), newFake()
+	h := startAgent(t, planes(f1))
+	a2 := reconcile.NewAgent(reconcile.AgentConfig{Node: "edge2", Etcd: etcdtest.Client(t, h.ep), Planes: planes(f2),
+		Check: 100 * time.Millisecond, Resync: time.Hour, StatusTTL: 3 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a2.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	c1, c2 := config(t, 10), config(t, 30)
+	a, err := h.st.Apply(context.Background(), model.ChangeRequest{Nodes: map[string]model.NodeConfig{"edge1": *c1, "edge2": *c2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "both nodes converged", func() bool {
+		return h.agent.Status().ObservedRevision == a.Revision && a2.Status().ObservedRevision == a.Revision &&
+			len(f1.subs) == 10 && len(f2.subs) == 30
+	})
+	f1.changes()
+	f2.changes()
+	passes1 := h.agent.Status().Resyncs["desired"]
+
+	c2.Bng.Subscribers[29].Ipv4 = []string{"198.18.200.30"} // id 30
+	a, err = h.st.Apply(context.Background(), model.ChangeRequest{Nodes: map[string]model.NodeConfig{"edge2": *c2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "edge2 converged", func() bool { return a2.Status().ObservedRevision == a.Revision })
+	if log := f2.changes(); len(log) != 1 || log[0] != "sub-add-bulk 30" {
+		t.Fatalf("edge2 was sent %q, want the one subscriber", log)
+	}
+	if log := f1.changes(); len(log) != 0 || h.agent.Status().Resyncs["desired"] != passes1 {
+		t.Fatalf("edge1 was prompted (%d passes) and sent %q", h.agent.Status().Resyncs["desired"]-passes1, log)
+	}
+}
+
 func TestAgentWritesAJSONLinePerPass(t *testing.T) {
 	f := newFake()
 	h := startAgent(t, planes(f))

@@ -74,8 +74,14 @@ type PipeState struct {
 	TBSize int64  `json:"tb_size"`
 }
 
-// DP is a DataPlane over edgeplane-dp's control socket.
-type DP struct{ C *dpctl.Client }
+// DP is a DataPlane over edgeplane-dp's control socket; Label names it
+// in drift and logs (the socket's file name: uplink, downlink).
+type DP struct {
+	C     *dpctl.Client
+	Label string
+}
+
+func (d DP) String() string { return d.Label }
 
 // Uptime reads stats' uptime_s.
 func (d DP) Uptime(ctx context.Context) (float64, error) {

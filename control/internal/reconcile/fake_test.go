@@ -29,6 +29,7 @@ type fakeDP struct {
 	terms    []string
 	log      []string
 	refuse   map[string]string // command -> substring of the argument it refuses
+	subLists int               // sub-list reads (the large table)
 }
 
 func newFake() *fakeDP {
@@ -200,6 +201,7 @@ func (f *fakeDP) Subscribers(ctx context.Context) ([]dpctl.SubscriberState, erro
 	if f.down {
 		return nil, dpctl.ErrConnLost
 	}
+	f.subLists++
 	var out []dpctl.SubscriberState
 	for _, s := range f.subs {
 		out = append(out, s)

@@ -46,7 +46,7 @@ func TestRealDataPlaneConvergesAndStaysUntouched(t *testing.T) {
 	b := dptest.StartBNG(t, dptest.Options{})
 	c := dpctl.New(b.Socket, dpctl.Options{})
 	defer c.Close()
-	p := reconcile.Planes{BNG: reconcile.DP{C: c}}
+	p := reconcile.Planes{BNG: []reconcile.DataPlane{reconcile.DP{C: c}}}
 	cfg := bngConfig(t, 2000)
 	ctx := context.Background()
 	res := reconcile.Pass(ctx, p, cfg)
@@ -87,7 +87,7 @@ func TestAgentReprogramsARealDataPlaneAfterKill9(t *testing.T) {
 	b := dptest.StartBNG(t, dptest.Options{})
 	c := dpctl.New(b.Socket, dpctl.Options{})
 	defer c.Close()
-	h := startAgent(t, reconcile.Planes{BNG: reconcile.DP{C: c}})
+	h := startAgent(t, reconcile.Planes{BNG: []reconcile.DataPlane{reconcile.DP{C: c}}})
 	cfg := bngConfig(t, 1000)
 	rev := h.apply(t, cfg)
 	count := func() int {

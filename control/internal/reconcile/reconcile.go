@@ -44,7 +44,15 @@ const (
 // serve several). A section the node's config has and Planes lacks is
 // drift: nothing here can realise it.
 type Planes struct {
-	Router, BNG, UDP DataPlane
+	Router, UDP DataPlane
+	// BNG is every vBNG process of the node: one that runs both pipelines,
+	// or a split pair (bng-uplink and bng-downlink in processes of their
+	// own, each with its own subscriber table, profiles, FIB and ACL).
+	// Each gets the whole bng section.
+	BNG []DataPlane
+	// CMTS is every vCMTS process of the node; a service group is
+	// reconciled on the one that has it.
+	CMTS []CMTS
 	Steering         Steering // the agent's XDP function, when it runs with --iface
 	// SubIDs is the range of subscriber ids the bng section owns; others
 	// (a PFCP user plane's, `edgeplane upf --sub-ids`) are left alone.
@@ -86,15 +94,16 @@ func Pass(ctx context.Context, p Planes, cfg *model.NodeConfig) Result {
 		}
 	}
 	if b := cfg.Bng; b != nil {
-		if p.BNG == nil {
+		if len(p.BNG) == 0 {
 			res.drift("section", "bng", fmt.Errorf("no data plane serves the BNG on this node (--bng-socket)"))
-		} else {
-			if profiles(ctx, p.BNG, b, &res) {
-				subscribers(ctx, p, b.Subscribers, &res)
-			}
-			routes(ctx, p.BNG, BNGFIB, b.Routes, &res)
-			acl(ctx, p.BNG, BNGACL, b.Acl, &res)
 		}
+		p.eachBNG(&res, func(dp DataPlane, one *Result) {
+			if profiles(ctx, dp, b, one) {
+				subscribers(ctx, dp, p.SubIDLo, p.SubIDHi, b.Subscribers, one)
+			}
+			routes(ctx, dp, BNGFIB, b.Routes, one)
+			acl(ctx, dp, BNGACL, b.Acl, one)
+		})
 	}
 	if u := cfg.UdpTermination; u != nil {
 		if p.UDP == nil {
@@ -102,6 +111,9 @@ func Pass(ctx context.Context, p Planes, cfg *model.NodeConfig) Result {
 		} else {
 			terminates(ctx, p.UDP, u.Terminate, &res)
 		}
+	}
+	if c := cfg.Cmts; c != nil {
+		cmts(ctx, p.CMTS, c, &res)
 	}
 	if st := cfg.Steering; st != nil {
 		if p.Steering == nil {
@@ -111,6 +123,30 @@ func Pass(ctx context.Context, p Planes, cfg *model.NodeConfig) Result {
 		}
 	}
 	return res
+}
+
+// eachBNG runs f on every BNG data plane; with several, their drift keys
+// name the one concerned.
+func (p Planes) eachBNG(res *Result, f func(dp DataPlane, one *Result)) {
+	for i, dp := range p.BNG {
+		one := Result{Changes: res.Changes}
+		f(dp, &one)
+		for _, d := range one.Drift {
+			if len(p.BNG) > 1 {
+				d.Key = PlaneName(dp, i) + ": " + d.Key
+			}
+			res.Drift = append(res.Drift, d)
+		}
+	}
+}
+
+// PlaneName is a data plane's name in drift keys: its label (the control
+// socket's file name) or, without one, its place in the list.
+func PlaneName(dp DataPlane, i int) string {
+	if s, ok := dp.(fmt.Stringer); ok && s.String() != "" {
+		return s.String()
+	}
+	return "#" + strconv.Itoa(i)
 }
 
 func routes(ctx context.Context, dp DataPlane, table string, want []model.Route, res *Result) {
@@ -243,13 +279,13 @@ func profiles(ctx context.Context, dp DataPlane, b *model.BNGConfig, res *Result
 // BulkSize is the subscribers sent in one sub-add-bulk.
 const BulkSize = 4096
 
-func subscribers(ctx context.Context, p Planes, want []model.Subscriber, res *Result) {
-	have, err := p.BNG.Subscribers(ctx)
+func subscribers(ctx context.Context, dp DataPlane, lo, hi uint32, want []model.Subscriber, res *Result) {
+	have, err := dp.Subscribers(ctx)
 	if err != nil {
 		res.drift("subscriber", "*", err)
 		return
 	}
-	owned := func(id uint32) bool { return p.SubIDHi == 0 || id >= p.SubIDLo && id <= p.SubIDHi }
+	owned := func(id uint32) bool { return hi == 0 || id >= lo && id <= hi }
 	cur := make(map[uint32]string, len(have))
 	for i := range have {
 		if owned(have[i].ID) {
@@ -262,7 +298,7 @@ func subscribers(ctx context.Context, p Planes, want []model.Subscriber, res *Re
 	for i := range want {
 		s := ToDP(&want[i])
 		if !owned(s.ID) {
-			res.drift("subscriber", strconv.Itoa(int(s.ID)), fmt.Errorf("id outside the agent's --sub-ids %d-%d", p.SubIDLo, p.SubIDHi))
+			res.drift("subscriber", strconv.Itoa(int(s.ID)), fmt.Errorf("id outside the agent's --sub-ids %d-%d", lo, hi))
 			continue
 		}
 		keep[s.ID] = true
@@ -273,27 +309,33 @@ func subscribers(ctx context.Context, p Planes, want []model.Subscriber, res *Re
 		replace[s.ID] = found
 		put = append(put, s)
 	}
-	// Removals first when an address or access key moves between ids
-	// would be refused by the add; the add is whole or nothing, so a
-	// refused batch leaves the old subscribers forwarding.
 	var del []uint32
 	for id := range cur {
 		if !keep[id] {
 			del = append(del, id)
 		}
 	}
+	sendSubscribers(ctx, dp, put, replace, del, res)
+}
+
+// sendSubscribers adds or replaces put (replace says which ids the data
+// plane had) in batches of BulkSize, then deletes del.
+func sendSubscribers(ctx context.Context, dp DataPlane, put []dpctl.Subscriber, replace map[uint32]bool, del []uint32, res *Result) {
+	// Removals last, unless an address or access key moving between ids
+	// makes the add refuse: the add is whole or nothing, so a refused
+	// batch leaves the old subscribers forwarding.
 	sort.Slice(del, func(i, j int) bool { return del[i] < del[j] })
 	for start := 0; start < len(put); start += BulkSize {
 		batch := put[start:min(start+BulkSize, len(put))]
-		if err := p.BNG.SubAddBulk(ctx, batch); err != nil {
+		if err := dp.SubAddBulk(ctx, batch); err != nil {
 			// A batch can be refused because a subscriber about to be
 			// deleted still holds the key or address it takes: delete
 			// first, once, and try again.
 			if len(del) > 0 {
-				if derr := p.BNG.SubDel(ctx, del); derr == nil {
+				if derr := dp.SubDel(ctx, del); derr == nil {
 					res.count("subscriber", "remove", len(del))
 					del = nil
-					err = p.BNG.SubAddBulk(ctx, batch)
+					err = dp.SubAddBulk(ctx, batch)
 				}
 			}
 			if err != nil {
@@ -306,7 +348,7 @@ func subscribers(ctx context.Context, p Planes, want []model.Subscriber, res *Re
 		}
 	}
 	if len(del) > 0 {
-		if err := p.BNG.SubDel(ctx, del); err != nil {
+		if err := dp.SubDel(ctx, del); err != nil {
 			res.drift("subscriber", "remove", err)
 		} else {
 			res.count("subscriber", "remove", len(del))

@@ -36,7 +36,7 @@ func config(t *testing.T, nsubs int) *model.NodeConfig {
 }
 
 func planes(f *fakeDP) reconcile.Planes {
-	return reconcile.Planes{Router: f, BNG: f, UDP: f}
+	return reconcile.Planes{Router: f, BNG: []reconcile.DataPlane{f}, UDP: f}
 }
 
 func TestFirstPassProgramsEverythingAndTheSecondNothing(t *testing.T) {
@@ -162,5 +162,36 @@ func TestSectionWithoutADataPlaneIsDrift(t *testing.T) {
 	}
 	if res.Changes["route add"] != 2 {
 		t.Fatalf("the router section was not applied: %v", res.Changes)
+	}
+}
+
+// TestIncrementalSendsTheRevisionsChangesWithoutReadingSubscribers: from
+// a converged revision, the next is sent object by object (the changed
+// subscriber, the removed one, the changed route) without listing the
+// subscriber table, and a full pass afterwards finds nothing left.
+func TestIncrementalSendsTheRevisionsChangesWithoutReadingSubscribers(t *testing.T) {
+	f := newFake()
+	old := config(t, 100)
+	reconcile.Pass(context.Background(), planes(f), old)
+	f.changes()
+	lists := f.subLists
+
+	cfg := config(t, 100)
+	cfg.Bng.Subscribers[41].Ipv4 = []string{"198.18.200.1"}         // id 42
+	cfg.Bng.Subscribers = slices.Delete(cfg.Bng.Subscribers, 9, 10) // id 10
+	cfg.Router.Routes[0].Via = "198.18.1.3"
+	res := reconcile.Incremental(context.Background(), planes(f), old, cfg)
+	if !res.Converged() {
+		t.Fatal(res.Drift)
+	}
+	want := []string{"route-add router 198.18.5.0/24 198.18.1.3", "sub-add-bulk 42", "sub-del 10"}
+	if log := f.changes(); !slices.Equal(log, want) {
+		t.Fatalf("sent %q, want %q", log, want)
+	}
+	if f.subLists != lists {
+		t.Fatalf("sub-list read %d times", f.subLists-lists)
+	}
+	if res := reconcile.Pass(context.Background(), planes(f), cfg); len(res.Changes) != 0 {
+		t.Fatalf("a full pass after the incremental one changed %v", res.Changes)
 	}
 }

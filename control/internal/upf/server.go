@@ -386,12 +386,19 @@ type outMsg struct {
 // allows (sendmmsg).
 func (u *UPF) writeAll(out []outMsg) {
 	msgs := make([]ipv4.Message, len(out))
+	bufs := make([][]byte, len(out)) // one allocation for every message's iovec
+	var last netip.AddrPort
+	var addr *net.UDPAddr // shared by a run of answers to the same peer
 	for i, o := range out {
 		if len(o.b) > 1 {
 			u.c.tx[o.b[1]].Add(1)
 		}
-		msgs[i].Buffers = [][]byte{o.b}
-		msgs[i].Addr = net.UDPAddrFromAddrPort(o.peer)
+		if addr == nil || o.peer != last {
+			last, addr = o.peer, net.UDPAddrFromAddrPort(o.peer)
+		}
+		bufs[i] = o.b
+		msgs[i].Buffers = bufs[i : i+1 : i+1]
+		msgs[i].Addr = addr
 	}
 	for len(msgs) > 0 {
 		n, err := u.bconn.WriteBatch(msgs, 0)

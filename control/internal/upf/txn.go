@@ -3,6 +3,7 @@ package upf
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"hash/maphash"
 	"net/netip"
 	"sync"
 	"time"
@@ -35,6 +36,7 @@ type rxKey struct {
 	seq  uint32
 }
 
+// rxEntry is held in the maps by value (an allocation less per request).
 type rxEntry struct {
 	sum  uint64 // hash of the request's bytes
 	resp []byte // nil while the request is being handled
@@ -42,13 +44,13 @@ type rxEntry struct {
 
 type dupCache struct {
 	mu        sync.Mutex
-	cur, prev map[rxKey]*rxEntry
+	cur, prev map[rxKey]rxEntry
 	swapped   time.Time
 	half      time.Duration
 }
 
 func newDupCache(retain time.Duration) *dupCache {
-	return &dupCache{cur: map[rxKey]*rxEntry{}, prev: map[rxKey]*rxEntry{}, half: retain / 2}
+	return &dupCache{cur: map[rxKey]rxEntry{}, prev: map[rxKey]rxEntry{}, half: retain / 2}
 }
 
 // Verdict of a request seen again or for the first time.
@@ -63,7 +65,7 @@ const (
 
 func (c *dupCache) rotate(now time.Time) {
 	if now.Sub(c.swapped) >= c.half {
-		c.prev, c.cur = c.cur, make(map[rxKey]*rxEntry, len(c.cur))
+		c.prev, c.cur = c.cur, make(map[rxKey]rxEntry, len(c.cur))
 		c.swapped = now
 	}
 }
@@ -88,24 +90,20 @@ func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, sum uint64, now time.T
 		return dupAnswered, e.resp
 	}
 	delete(c.prev, k)
-	c.cur[k] = &rxEntry{sum: sum}
+	c.cur[k] = rxEntry{sum: sum}
 	if ok {
 		return dupReused, nil
 	}
 	return dupNew, nil
 }
 
-// requestSum hashes a request for Begin (FNV-1a, 64 bits: a PFCP request
-// is a few hundred bytes; hashing it costs well under a microsecond, far
-// below its decoding).
-func requestSum(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, x := range b {
-		h ^= uint64(x)
-		h *= 1099511628211
-	}
-	return h
-}
+// requestSum hashes a request for Begin: hash/maphash (AES-based where
+// the CPU has it), a few tens of nanoseconds for a request of a few
+// hundred bytes where a byte-at-a-time FNV-1a took 1.5 % of an
+// establishment.  The hash key is this process's: sums are never stored.
+func requestSum(b []byte) uint64 { return maphash.Bytes(sumKey, b) }
+
+var sumKey = maphash.MakeSeed()
 
 // Answer stores the answer sent for a request.
 func (c *dupCache) Answer(peer netip.AddrPort, seq uint32, resp []byte) {
@@ -114,13 +112,15 @@ func (c *dupCache) Answer(peer netip.AddrPort, seq uint32, resp []byte) {
 	k := rxKey{peer, seq}
 	if e, ok := c.cur[k]; ok {
 		e.resp = resp
+		c.cur[k] = e
 		return
 	}
 	if e, ok := c.prev[k]; ok {
 		e.resp = resp
+		c.prev[k] = e
 		return
 	}
-	c.cur[k] = &rxEntry{resp: resp}
+	c.cur[k] = rxEntry{resp: resp}
 }
 
 // Forget drops a request that was not answered (and will not be: the

@@ -39,8 +39,10 @@ type CP struct {
 	Trace func(out bool, b []byte)
 	// Raw, when set, receives every datagram that is not a request of the
 	// function's, undecoded (a benchmark's answers: decoding each with
-	// go-pfcp would cost the client more than the function spends).
-	Raw chan []byte
+	// go-pfcp would cost the client more than the function spends), those
+	// of one recvmmsg together (a channel operation, and a wake-up of the
+	// reader, per answer cost the client more than the kernel's receive).
+	Raw chan [][]byte
 	bc  *ipv4.PacketConn
 }
 
@@ -98,25 +100,30 @@ func (c *CP) read() {
 			}
 			continue
 		}
+		var raw [][]byte
 		for i := 0; i < n; i++ {
 			ua, _ := msgs[i].Addr.(*net.UDPAddr)
 			if ua == nil {
 				continue
 			}
-			c.handle(append([]byte(nil), msgs[i].Buffers[0][:msgs[i].N]...), ua.AddrPort())
+			b := append([]byte(nil), msgs[i].Buffers[0][:msgs[i].N]...)
+			if c.Trace != nil {
+				c.Trace(false, b)
+			}
+			if c.Raw != nil && len(b) > 1 && b[1] != message.MsgTypeHeartbeatRequest &&
+				b[1] != message.MsgTypeSessionReportRequest && b[1] != message.MsgTypeAssociationSetupRequest {
+				raw = append(raw, b)
+				continue
+			}
+			c.handle(b, ua.AddrPort())
+		}
+		if len(raw) > 0 {
+			c.Raw <- raw
 		}
 	}
 }
 
 func (c *CP) handle(b []byte, peer netip.AddrPort) {
-	if c.Trace != nil {
-		c.Trace(false, b)
-	}
-	if c.Raw != nil && len(b) > 1 && b[1] != message.MsgTypeHeartbeatRequest &&
-		b[1] != message.MsgTypeSessionReportRequest && b[1] != message.MsgTypeAssociationSetupRequest {
-		c.Raw <- b
-		return
-	}
 	m, err := message.Parse(b)
 	if err != nil {
 		return

@@ -75,13 +75,6 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if ne $e.mode "embedded" }}{{ $e.external.tlsSecret }}{{ end -}}
 {{- end -}}
 
-{{/* The pipeline whose edgeplane-dp the agent programs (--bng-socket): it
-     drives one BNG process, the uplink when it has one. Context: a list of
-     pipeline names. */}}
-{{- define "edgeplane.agentPipeline" -}}
-{{- if has "uplink" . }}uplink{{ else }}{{ first . }}{{ end -}}
-{{- end -}}
-
 {{/* The enabled pipelines' names, comma-separated. */}}
 {{- define "edgeplane.enabledPipelines" -}}
 {{- $names := list -}}
@@ -179,8 +172,11 @@ memory: {{ . | quote }}
     - --etcd-cert=/etc/edgeplane/etcd/tls.crt
     - --etcd-key=/etc/edgeplane/etcd/tls.key
     {{- end }}
-    {{- /* The data plane's ctl_socket (configmap-dataplane.yaml). */}}
-    - --bng-socket=/run/edgeplane/{{ include "edgeplane.agentPipeline" .pipelines }}.sock
+    {{- /* Every edgeplane-dp beside the agent, by its ctl_socket
+           (configmap-dataplane.yaml): each gets the whole bng section. */}}
+    {{- range .pipelines }}
+    - --bng-socket=/run/edgeplane/{{ . }}.sock
+    {{- end }}
     - --metrics=0.0.0.0:{{ $v.agent.metricsPort }}
     {{- range $v.agent.extraArgs }}
     - {{ . | quote }}
