@@ -543,3 +543,79 @@ class FreeRadius:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+
+
+class DirectLab:
+    """edgeplane bng-cp in direct mode: the control plane on the access link
+    itself (access mode "direct", no user plane), subscribers' hosts on a
+    plain bridge, untagged unless a host asks for tags.  What it checks is
+    the control plane's own handling of a line, with real clients, apart
+    from the user plane's.
+
+        cp (netns) acc -- br0 (sw) -- eth0 of each subscriber host
+    """
+
+    def __init__(self, tag="bcdir", users=16, cp=None):
+        from lab.topology import Topology
+        self.tag, self.users, self.cp_over = tag, users, cp or {}
+        self.topo = Topology(tag)
+        self.hosts, self.emus, self.clients = {}, [], []
+        self.bngcp = None
+
+    def __enter__(self):
+        import tempfile
+        self.topo.__enter__()
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"edgeplane-{self.tag}-"))
+        self.cph, self.sw = self.topo.host("cp"), self.topo.host("sw")
+        self.sw.run(["ip", "link", "add", "br0", "type", "bridge"])
+        self.sw.run(["ip", "link", "set", "br0", "up"])
+        self.topo.link(self.cph, "acc", self.sw, "pcp", mac_a=ACCESS_MAC, mtu=ACCESS_MTU)
+        self.sw.run(["ip", "link", "set", "pcp", "master", "br0"])
+        self.cph.offload_off("acc")
+        self.cph.run(["ip", "addr", "add", f"{CP_ADDR}/32", "dev", "lo"])  # the metrics listener's
+        (self.workdir / "subscribers.txt").write_text(local_users(self.users))
+        over = {"access": {"mode": "direct", "iface": "acc"},
+                "api": {"listen": "unix:" + CP_API.format(tag=self.tag)}, **self.cp_over}
+        self.bngcp = BngCp(self.cph, self.workdir, cp_config(self.tag, self.workdir, **over)).start(wait_ready=False)
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def host(self, name, tags=None):
+        """A subscriber namespace on the switch (tags as BngCpLab.access_host)."""
+        h = self.topo.host(name)
+        port = f"p{len(self.hosts)}"
+        self.topo.link(h, "eth0", self.sw, port, mtu=ACCESS_MTU)
+        self.sw.run(["ip", "link", "set", port, "master", "br0"])
+        h.offload_off("eth0")
+        self.sw.offload_off(port)
+        if tags is not None:
+            switch_tags(self.sw, port, tags)
+        self.hosts[name] = h
+        return h
+
+    def emulator(self, mode, n, host, **kw):
+        args = ["-mode", mode, "-n", n]
+        for k, v in kw.items():
+            args += ["-" + k.replace("_", "-"), v]
+        e = Emulator(self.hosts[host], args)
+        self.emus.append(e)
+        return e
+
+    def dhcp_client(self, host, kind, family=4):
+        c = DhcpClient(self.hosts[host], kind, self.workdir, family)
+        self.clients.append(c)
+        return c
+
+    def close(self):
+        try:
+            for c in self.clients:
+                c.stop()
+            for e in self.emus:
+                e.close()
+            if self.bngcp is not None:
+                self.bngcp.stop()
+        finally:
+            self.topo.close()

@@ -3,7 +3,7 @@
 #
 #   make lint             all of them
 #   make lint-python      ruff on every Python file (ruff.toml)
-#   make lint-go          go vet and staticcheck on control/ (staticcheck
+#   make lint-go          gofmt, go vet and staticcheck on control/ (staticcheck
 #                         pinned, scripts/setup.d/30-lint.sh)
 #   make lint-dataplane   no volatile or sleeps on worker paths, no include
 #                         of another pipeline's header (scripts/check-dataplane)
@@ -20,6 +20,8 @@ lint-python: setup
 # go vet type-checks the generated BPF bindings too: generate them first.
 lint-go: setup control/internal/steer/steer_bpfel.o
 	@cd control && $(GO) vet ./... && $(BUILD)/tools/staticcheck ./...
+	@out=$$("$$(dirname "$$(command -v $(GO))")/gofmt" -l control lab/subemu) && \
+	  if [ -n "$$out" ]; then echo "gofmt: not formatted (gofmt -w them):"; echo "$$out"; exit 1; fi
 
 lint-dataplane:
 	@scripts/check-dataplane

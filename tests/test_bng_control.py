@@ -482,3 +482,28 @@ def test_hostile_access_traffic_disturbs_no_session(lab):
     assert h1.run(["ping", "-c", "2", "-i", "0.2", "-W", "2", CORE4], check=False).returncode == 0
     # The flood's sessions, if any started, are not up and time out.
     assert not cp_sessions(lab, mac=flood_mac, state="up")
+
+
+def test_control_plane_kill_9_restores_sessions_from_its_store(lab):
+    """kill -9 of bng-cp (no shutdown, nothing flushed on the way out):
+    the new process brings every session that was up back from its
+    store, asks the user plane about each (which kept forwarding them
+    meanwhile) and finds them all there; the same sessions are up with
+    the same ids, the user plane holds exactly those, traffic and LCP
+    keepalives go on."""
+    before = sorted(s["id"] for s in lab.bngcp.sessions() if s["state"] == "up")
+    assert before
+    subs = lab.up_subscribers()
+    lab.restart_cp(kill=True)
+    assert wait_for(lambda: sorted(s["id"] for s in lab.bngcp.sessions() if s["state"] == "up") == before,
+                    timeout=30), (before, lab.bngcp.sessions())
+    # Every restored session was checked against the user plane, none lost.
+    assert wait_for(lambda: counter(lab, "pfcp", "resync_checked") >= len(before), timeout=30), \
+        lab.bngcp.counters()["pfcp"]
+    assert counter(lab, "pfcp", "resync_lost") == 0, lab.bngcp.counters()["pfcp"]
+    assert lab.up_subscribers() == subs
+    assert_no_stale_state(lab)
+    r = lab.chap.command(f"traffic 50 2 {REFLECT} 200")
+    assert r["tx"] > 0 and r["rx"] == r["tx"], r
+    echo = counter(lab, "lcp", "echo_reply_rx")
+    assert wait_for(lambda: counter(lab, "lcp", "echo_reply_rx") > echo, timeout=15)

@@ -90,7 +90,9 @@ func Schema(name string) *openapi3.Schema {
 }
 
 // Operation is the operation at method and path template, or nil.
-func Operation(method, path string) *openapi3.Operation { return apispec.OperationIn(doc, method, path) }
+func Operation(method, path string) *openapi3.Operation {
+	return apispec.OperationIn(doc, method, path)
+}
 
 // CheckJSON validates a decoded JSON value (encoding/json into any)
 // against components.schemas[name]; the error names the field.

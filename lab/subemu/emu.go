@@ -38,6 +38,7 @@ type sess struct {
 	st  state
 
 	t0, tUp  time.Time
+	tIn      [stUp]time.Time // when each set-up phase began (stIdle: unused)
 	deadline time.Time
 	retries  int
 	last     []byte // the frame to send again on a timeout
@@ -51,8 +52,9 @@ type sess struct {
 	magic      uint32
 	peerMagic  uint32
 	id         uint8
-	lcpAcked   bool // the server acked ours
-	lcpPeerAck bool // we acked the server's
+	rejID      uint8 // our Protocol-Rejects' identifiers
+	lcpAcked   bool  // the server acked ours
+	lcpPeerAck bool  // we acked the server's
 	auth       uint16
 	chapName   string
 	ipcpAcked  bool
@@ -111,6 +113,7 @@ type emu struct {
 	start     time.Time
 	upN       atomic.Int64
 	failN     atomic.Int64
+	retx      atomic.Int64 // requests sent again after no answer within -rto
 	begun     atomic.Int64
 	unknownRx atomic.Uint64
 	traffic   atomic.Pointer[traffic]
@@ -294,6 +297,7 @@ func (lp *loop) timeout(s *sess) {
 		lp.failed(s, "no answer in state "+stateNames[s.st])
 		return
 	}
+	lp.e.retx.Add(1)
 	lp.out = append(lp.out, s.last)
 	lp.arm(s, c.rto)
 }
@@ -317,6 +321,15 @@ func (lp *loop) frame(b []byte) {
 		lp.session(s, f)
 	case 0x0800, 0x86dd:
 		lp.ipoeFrame(s, f)
+	}
+}
+
+// enter moves a subscriber into a set-up phase and notes when: the
+// report's per-phase times say where a set-up's time goes.
+func (s *sess) enter(st state) {
+	s.st = st
+	if st < stUp {
+		s.tIn[st] = time.Now()
 	}
 }
 

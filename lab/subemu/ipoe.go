@@ -28,7 +28,7 @@ func eui64(m mac) uint64 {
 }
 
 func (lp *loop) dhcpStart(s *sess) {
-	s.st = stDiscovery
+	s.enter(stDiscovery)
 	s.xid = rand.Uint32()
 	lp.sendRetry(s, lp.dhcp4(s, layers.DHCPMsgTypeDiscover, nil))
 }
@@ -139,7 +139,7 @@ func (lp *loop) dhcp4In(s *sess, b []byte) {
 			return
 		}
 		s.server4, s.v4 = server, yi
-		s.st = stRequest
+		s.enter(stRequest)
 		lp.sendRetry(s, lp.dhcp4(s, layers.DHCPMsgTypeRequest, []layers.DHCPOption{
 			layers.NewDHCPOption(layers.DHCPOptRequestIP, yi.AsSlice()),
 			layers.NewDHCPOption(layers.DHCPOptServerID, server.AsSlice())}))
@@ -231,7 +231,7 @@ func (s *sess) dhcp6Msg(t uint8, na, pd bool) []byte {
 func (lp *loop) solicit6(s *sess, _ netip.Addr, frame func([]byte) []byte, na, pd bool) {
 	s.xid6 = [3]byte{byte(rand.Uint32()), byte(rand.Uint32()), byte(rand.Uint32())}
 	s.server6 = nil
-	s.st = stNetwork
+	s.enter(stNetwork)
 	lp.sendRetry(s, frame(s.dhcp6Msg(d6Solicit, na, pd)))
 }
 

@@ -229,11 +229,19 @@ func (e *emu) setupReport(cpu float64) {
 	var ms []float64
 	var last time.Time
 	fails := map[string]int{}
+	phases := map[string][]float64{} // a phase's duration, each subscriber up
 	e.each(0, e.cfg.n, func(_ *loop, s *sess) {})
 	for _, s := range e.subs {
 		switch s.st {
 		case stUp:
 			ms = append(ms, float64(s.tUp.Sub(s.t0).Microseconds())/1000)
+			end := s.tUp
+			for st := stNetwork; st > stIdle; st-- {
+				if !s.tIn[st].IsZero() {
+					phases[stateNames[st]] = append(phases[stateNames[st]], float64(end.Sub(s.tIn[st]).Microseconds())/1000)
+					end = s.tIn[st]
+				}
+			}
 			if s.tUp.After(last) {
 				last = s.tUp
 			}
@@ -244,12 +252,17 @@ func (e *emu) setupReport(cpu float64) {
 		}
 	}
 	sort.Float64s(ms)
+	phaseP50 := map[string]float64{}
+	for k, v := range phases {
+		sort.Float64s(v)
+		phaseP50[k] = pct(v, .5)
+	}
 	elapsed := last.Sub(e.start).Seconds()
 	r := map[string]any{"event": "setup", "mode": e.cfg.mode, "encap": e.cfg.encap, "requested": e.cfg.n,
 		"up": len(ms), "failed": e.cfg.n - len(ms), "elapsed_s": elapsed, "cpu_s": cpu,
-		"rx_frames": e.lk.rx.Load(), "tx_frames": e.lk.tx.Load(), "tx_errors": e.lk.txErr.Load(),
-		"setup_ms": map[string]float64{"p50": pct(ms, .5), "p90": pct(ms, .9), "p99": pct(ms, .99), "max": pct(ms, 1)},
-		"failures": fails}
+		"rx_frames": e.lk.rx.Load(), "tx_frames": e.lk.tx.Load(), "tx_errors": e.lk.txErr.Load(), "retransmits": e.retx.Load(), "rx_dropped": e.lk.dropped(),
+		"setup_ms":     map[string]float64{"p50": pct(ms, .5), "p90": pct(ms, .9), "p99": pct(ms, .99), "max": pct(ms, 1)},
+		"phase_ms_p50": phaseP50, "failures": fails}
 	if elapsed > 0 {
 		r["rate_per_s"] = float64(len(ms)) / elapsed
 	}

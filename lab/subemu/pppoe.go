@@ -20,7 +20,7 @@ func (lp *loop) frameTo(s *sess, dst mac, et uint16) []byte {
 }
 
 func (lp *loop) padi(s *sess) {
-	s.st = stDiscovery
+	s.enter(stDiscovery)
 	hu := binary.BigEndian.AppendUint32(nil, uint32(s.i))
 	b := pppoeDisc(lp.frameTo(s, bcast, etDisc), codePADI, 0,
 		[]tlv{{tagServiceName, []byte(lp.e.cfg.service)}, {tagHostUniq, hu}})
@@ -76,14 +76,14 @@ func (lp *loop) discovery(s *sess, f rxFrame) {
 		if s.relay != nil {
 			req = append(req, tlv{tagRelaySessID, s.relay})
 		}
-		s.st = stRequest
+		s.enter(stRequest)
 		lp.sendRetry(s, pppoeDisc(lp.frameTo(s, s.ac, etDisc), codePADR, 0, req))
 	case codePADS:
 		if s.st != stRequest || sid == 0 {
 			return
 		}
 		s.sid = sid
-		s.st = stLink
+		s.enter(stLink)
 		s.magic = rand.Uint32() | 1
 		lp.lcpRequest(s)
 	case codePADT:
@@ -216,7 +216,7 @@ func (lp *loop) lcpMaybeOpen(s *sess) {
 		return
 	}
 	s.last = nil
-	s.st = stAuth
+	s.enter(stAuth)
 	switch s.auth {
 	case pPAP:
 		u, pw := lp.e.cfg.userOf(s.i), lp.e.cfg.password
@@ -275,7 +275,7 @@ func (lp *loop) chap(s *sess, info []byte) {
 
 // network starts the NCPs.
 func (lp *loop) network(s *sess) {
-	s.st = stNetwork
+	s.enter(stNetwork)
 	s.last = nil
 	s.reqIPCP = []opt{{3, []byte{0, 0, 0, 0}}, {129, []byte{0, 0, 0, 0}}, {131, []byte{0, 0, 0, 0}}}
 	lp.ipcpRequest(s)
@@ -357,6 +357,15 @@ func (lp *loop) ipcp(s *sess, info []byte) {
 func (lp *loop) ipv6cp(s *sess, info []byte) {
 	c, ok := parseCtl(info)
 	if !ok || s.st < stNetwork {
+		return
+	}
+	if !lp.e.cfg.ipv6 {
+		// A client without IPv6 rejects the protocol (RFC 1661 5.7, as
+		// pppd's noipv6 does): the server's IPv6CP stops instead of
+		// retransmitting its request every restart interval.
+		s.rejID++
+		data := binary.BigEndian.AppendUint16(nil, pIPv6CP)
+		lp.sendPPP(s, pLCP, ctl{cProtoRej, s.rejID, append(data, info...)})
 		return
 	}
 	switch c.code {

@@ -21,6 +21,16 @@ type link struct {
 	ifindex int
 	rx, tx  atomic.Uint64
 	txErr   atomic.Uint64
+	drops   uint64 // frames the kernel dropped for want of room in our socket
+}
+
+// dropped reads the socket's drop count (PACKET_STATISTICS, which
+// clears it on every read: the sum is kept).
+func (l *link) dropped() uint64 {
+	if st, err := unix.GetsockoptTpacketStats(l.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+		l.drops += uint64(st.Drops)
+	}
+	return l.drops
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -28,6 +28,7 @@ func runBNGCP(args []string) error {
 	path := fs.String("c", "/etc/edgeplane/bng-cp.yaml", "configuration file (YAML)")
 	check := fs.Bool("check", false, "check the configuration and exit")
 	logLevel := fs.String("log", "info", "log level: debug, info, warn, error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (runtime/pprof) to FILE until exit")
 	fs.Parse(args)
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -51,6 +52,11 @@ func runBNGCP(args []string) error {
 		}
 		return err
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	var store *bngcp.Store
 	if cfg.StateDir != "" {
 		if store, err = bngcp.OpenStore(cfg.StateDir); err != nil {

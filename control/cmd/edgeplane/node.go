@@ -28,12 +28,12 @@ import (
 // nodeFlags are the agent's node-agent flags: its part of the desired
 // state, the data planes that realise it, its metrics.
 type nodeFlags struct {
-	node                               string
-	etcd                               etcdFlags
-	dpSocket, router, udp, subIDs      string
-	bng, cmts                          []string
-	metrics                            string
-	check, resync                      time.Duration
+	node                          string
+	etcd                          etcdFlags
+	dpSocket, router, udp, subIDs string
+	bng, cmts                     []string
+	metrics                       string
+	check, resync                 time.Duration
 	// report, reportInterval: the agent's --report and --report-interval
 	// (shared with the XDP function): JSON lines of passes and periodic
 	// reports (control/internal/nodereport).

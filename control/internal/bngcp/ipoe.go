@@ -30,9 +30,13 @@ import (
 // The Relay Agent Information option (82, RFC 3046) an access node put in
 // the client's messages is kept with the session (the line's Agent-Circuit
 // and Agent-Remote ids go to AAA) and copied into every answer, as RFC
-// 3046 2.2 asks of a server.  One IPoE subscriber per line (the user
-// plane classifies IPoE subscribers by their tags): a DISCOVER from a
+// 3046 2.2 asks of a server.  One IPoE subscriber per tagged line (the
+// user plane classifies IPoE subscribers by their tags): a DISCOVER from a
 // second MAC on a line with a session is counted (line_busy) and ignored.
+// An untagged port is a shared segment whose subscribers only their MACs
+// tell apart: each MAC is a session (in direct mode; a user plane whose
+// data plane has no MAC key for IPoE refuses them, and the session fails
+// with the cause it gave).
 
 type ipoeSession struct {
 	discover *dhcpv4.DHCPv4 // the DISCOVER waiting for authorisation
@@ -103,7 +107,8 @@ func netipOf(ip net.IP) netip.Addr {
 func (sh *shard) newIPoE(ev event, ck circuitKey, lineID pppoe.LineID, dropped counter) *session {
 	srv := sh.srv
 	lk := lineKey{ck.port, ck.line}
-	if other := sh.lines[lk]; other != nil {
+	tagged := ck.line.Tags() > 0
+	if other := sh.lines[lk]; tagged && other != nil {
 		srv.ctr.inc(cDHCPLineBusy)
 		return nil
 	}
@@ -119,7 +124,9 @@ func (sh *shard) newIPoE(ev event, ck circuitKey, lineID pppoe.LineID, dropped c
 	s.ipoe = &ipoeSession{}
 	s.lineID = lineID
 	sh.ipoe[ck] = s
-	sh.lines[lk] = s
+	if tagged {
+		sh.lines[lk] = s
+	}
 	sh.arm(s, tSetup, srv.cfg.IPoE.OfferHold)
 	return s
 }

@@ -18,7 +18,8 @@ import (
 //	              <--------------- PADO: AC-Name, Service-Name, Host-Uniq,
 //	                               Relay-Session-Id, AC-Cookie (no state kept)
 //	PADR (unicast) -------------->  cookie valid? session id, session
-//	              <--------------- PADS: session id; LCP starts
+//	              <--------------- PADS: session id; LCP waits (passive)
+//	LCP Configure-Request ------->  ours, then the Ack (pppsess.go start)
 //	PADT either way               the session ends
 //
 // The AC-Cookie is an HMAC of the client's port, tags and MAC and the

@@ -61,6 +61,7 @@ type pppSession struct {
 	echoMissed  int
 	ncp4, ncp6  bool
 	ip6Enabled  bool
+	lcpPassive  bool // LCP waits for the client's request (start)
 }
 
 func newPPPSession(sh *shard, s *session, sid uint16, hostUniq []byte) *pppSession {
@@ -90,10 +91,21 @@ func ifidOf(m frame.MAC) uint64 {
 	return binary.BigEndian.Uint64([]byte{m[0] ^ 0x02, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]})
 }
 
+// start begins LCP once the PADS is out.  Passively (RFC 1661 4.2: the
+// Stopped state, "waiting for a Configure-Request"): a Configure-Request
+// of ours sent with the PADS can overtake it on the way -- two frames
+// sent back to back leave one CPU's backlog and the next, seen in the lab
+// for a third of the sessions on a loaded host -- and a client discards
+// session frames before its PADS (RFC 2516 5.4), so ours would wait a
+// restart interval to go again.  The client's own request opens LCP
+// (ours, then our Ack); a client that stays silent gets ours after one
+// restart interval.
 func (p *pppSession) start() {
 	p.sh.arm(p.s, tSetup, p.sh.srv.cfg.PPPoE.SetupTimeout)
 	p.lcpF.Up()
-	p.lcpF.Open()
+	p.lcpF.Restore(ppp.Stopped)
+	p.lcpPassive = true
+	p.sh.arm(p.s, tLCP, p.sh.srv.cfg.PPPoE.Restart)
 }
 
 func (p *pppSession) padrRetransmit(hu []byte) bool {
@@ -460,6 +472,14 @@ func (p *pppSession) timeout(k timerKind) {
 	srv := p.sh.srv
 	switch k {
 	case tLCP:
+		if p.lcpPassive && p.lcpF.State == ppp.Stopped {
+			// No request from the client: open actively.
+			p.lcpPassive = false
+			p.lcpF.Restore(ppp.Closed)
+			p.lcpF.Open()
+			return
+		}
+		p.lcpPassive = false
 		p.lcpF.Timeout()
 	case tIPCP:
 		p.ipcpF.Timeout()

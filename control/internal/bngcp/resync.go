@@ -137,7 +137,9 @@ func (sh *shard) restoreOne(port *portState, r *record) *session {
 			sh.arm(s, tLease6, untilOrZero(d.lease6End.Add(srv.cfg.IPv6.Valid/16), now))
 		}
 		sh.ipoe[ck] = s
-		sh.lines[lineKey{r.Circuit.Port, r.Circuit.Line}] = s
+		if r.Circuit.Line.Tags() > 0 {
+			sh.lines[lineKey{r.Circuit.Port, r.Circuit.Line}] = s
+		}
 	default:
 		return nil
 	}
@@ -210,12 +212,15 @@ func (s *Server) resyncUserPlane(ctx context.Context, sessions []*session) {
 			ok, err := s.up.Check(cctx, spec, seid)
 			cancel()
 			if err != nil {
+				s.ctr.inc(cUPCheckFail)
 				slog.Warn("resync: user plane did not answer", "session", sess.acctID(), "err", err)
 				return
 			}
+			s.ctr.inc(cUPCheck)
 			if ok {
 				return
 			}
+			s.ctr.inc(cUPCheckLost)
 			sh.post(func() {
 				if sess.dead || sess.state != stUp {
 					return
@@ -248,6 +253,14 @@ func (s *Server) resyncUserPlane(ctx context.Context, sessions []*session) {
 // ResyncUserPlane checks every session on a user plane that restarted
 // without its state, and establishes again the ones it lost.
 func (s *Server) ResyncUserPlane(ctx context.Context, name string) {
+	// The association can come up before the store's sessions are back
+	// (the PFCP side starts with the server): wait for them, or the
+	// sessions restored after this point would never be checked.
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return
+	}
 	var list []*session
 	var mu sync.Mutex
 	s.onShards(ctx, func(sh *shard) {

@@ -31,8 +31,8 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"edgeplane/control/model"
 )
@@ -62,9 +62,9 @@ const MaxChanges = 1000
 
 // Errors a request can meet; the server maps them to status codes.
 var (
-	ErrConflict  = errors.New("conflict")  // 409: expectedRevision is not current
-	ErrNotFound  = errors.New("not found") // 404
-	ErrCompacted = errors.New("compacted") // 410: etcd no longer has that revision's state
+	ErrConflict  = errors.New("conflict")   // 409: expectedRevision is not current
+	ErrNotFound  = errors.New("not found")  // 404
+	ErrCompacted = errors.New("compacted")  // 410: etcd no longer has that revision's state
 	ErrBadChange = errors.New("bad change") // 400
 )
 

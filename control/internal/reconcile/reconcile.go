@@ -52,8 +52,8 @@ type Planes struct {
 	BNG []DataPlane
 	// CMTS is every vCMTS process of the node; a service group is
 	// reconciled on the one that has it.
-	CMTS []CMTS
-	Steering         Steering // the agent's XDP function, when it runs with --iface
+	CMTS     []CMTS
+	Steering Steering // the agent's XDP function, when it runs with --iface
 	// SubIDs is the range of subscriber ids the bng section owns; others
 	// (a PFCP user plane's, `edgeplane upf --sub-ids`) are left alone.
 	SubIDLo, SubIDHi uint32

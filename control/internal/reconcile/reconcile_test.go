@@ -70,7 +70,7 @@ func TestOnlyWhatDiffersIsChanged(t *testing.T) {
 	reconcile.Pass(context.Background(), planes(f), cfg)
 	f.changes()
 
-	cfg.Bng.Subscribers[41].Ipv4 = []string{"198.18.200.1"} // id 42
+	cfg.Bng.Subscribers[41].Ipv4 = []string{"198.18.200.1"}         // id 42
 	cfg.Bng.Subscribers = slices.Delete(cfg.Bng.Subscribers, 9, 10) // id 10
 	cfg.Router.Routes[0].Via = "198.18.1.3"
 	res := reconcile.Pass(context.Background(), planes(f), cfg)

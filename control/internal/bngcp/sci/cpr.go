@@ -2,7 +2,6 @@ package sci
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"edgeplane/control/internal/bngcp"
+	"edgeplane/control/internal/gtpu"
 )
 
 // CPR is the control packet redirect's GTP-U endpoint (TR-459 CPRi): the
@@ -125,17 +125,6 @@ func (c *CPR) echo(g *layers.GTPv1U, to net.Addr) {
 	}
 }
 
-// gpdu is a G-PDU header (TS 29.281 5.1: version 1, PT 1, no optional
-// fields) in front of a frame: eight octets, written directly because it
-// is on the path of every frame we send.
-func gpdu(teid uint32, frame []byte) []byte {
-	b := make([]byte, 8, 8+len(frame))
-	b[0], b[1] = 0x30, 255
-	binary.BigEndian.PutUint16(b[2:], uint16(len(frame)))
-	binary.BigEndian.PutUint32(b[4:], teid)
-	return append(b, frame...)
-}
-
 // Send implements bngcp.Access.
 func (c *CPR) Send(out []bngcp.Out) int {
 	msgs := make([]ipv4.Message, 0, len(out))
@@ -154,7 +143,7 @@ func (c *CPR) Send(out []bngcp.Out) int {
 			c.TxNoTunnel.Add(1)
 			continue
 		}
-		msgs = append(msgs, ipv4.Message{Buffers: [][]byte{gpdu(t.TEID, o.Frame)},
+		msgs = append(msgs, ipv4.Message{Buffers: [][]byte{gtpu.AppendGPDU(make([]byte, 0, gtpu.HeaderLen+len(o.Frame)), t.TEID, o.Frame)},
 			Addr: net.UDPAddrFromAddrPort(netip.AddrPortFrom(t.Addr, 2152))})
 	}
 	c.s.mu.Unlock()
