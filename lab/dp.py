@@ -59,7 +59,7 @@ NO_HUGE_ARGS = "--no-huge -m 1024"
 # then "Operation not supported").
 MEMORY_ERRORS = ("cannot allocate memory", "memory allocation failed", "allocation failed",
                  "err=-12", "mbuf pool", "cannot get hugepage information",
-                 "not enough memory")
+                 "not enough memory", "out of hugepage memory")
 # A sun_path holds 108 bytes; longer workdirs get the socket elsewhere.
 SUN_PATH_MAX = 100
 

@@ -607,6 +607,16 @@ ep_acl_next(struct ep_engine *e, struct ep_acl *prev)
 	return ep_instance_next(e, EP_ACL_KIND, prev);
 }
 
+uint64_t
+ep_acl_memory(const struct ep_acl_params *p)
+{
+	/* rte_acl contexts are built for the rules in use, not for max_rules,
+	 * so before the rules are read only an allowance can be given: the
+	 * rule list at max_rules, plus 8 MiB for the built contexts (two
+	 * families, the old set alive until its grace period ends). */
+	return (uint64_t)p->max_rules * sizeof(struct ep_acl_rule) + 8ull * 1024 * 1024;
+}
+
 struct ep_acl *
 ep_acl_create(struct ep_engine *e, const char *name, const struct ep_acl_params *p,
 	      struct ep_err *err)

@@ -118,6 +118,8 @@ struct ep_acl {
 void ep_acl_params_default(struct ep_acl_params *p);
 /** A new instance with no rule and default permit.  Names are unique per
  *  engine ("router", "bng-uplink"); -1/NULL with err on a duplicate. */
+/** Bytes of DPDK memory an instance of @p p may take (before the EAL). */
+uint64_t ep_acl_memory(const struct ep_acl_params *p);
 struct ep_acl *ep_acl_create(struct ep_engine *e, const char *name,
 			     const struct ep_acl_params *p, struct ep_err *err);
 void ep_acl_free(struct ep_acl *acl);

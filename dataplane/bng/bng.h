@@ -221,6 +221,7 @@ struct bng_up {
 	/* classify scratch */
 	struct bng_key keys[EP_BURST_MAX];
 	const void *key_ptr[EP_BURST_MAX];
+	hash_sig_t sig[EP_BURST_MAX];   /**< bng_key_hash of keys[] */
 	void *data[EP_BURST_MAX];
 };
 
@@ -360,6 +361,10 @@ void bng_rec_retire(struct bng *b, struct bng_sub *rec);
 int bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_params *p,
 			   struct ep_err *err);
 /** Ports, profiles, routes, ACL and subscribers from [bng]. */
+/** Bytes of DPDK memory the vBNG of @p e's [bng] takes, before the EAL:
+ *  the shared tables if @p shared, @p n_up uplink and @p n_down downlink
+ *  workers (each downlink worker's rte_sched port). */
+uint64_t bng_memory(struct ep_engine *e, int n_up, int n_down, bool shared);
 int bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s,
 		    struct ep_err *err);
 

@@ -84,15 +84,22 @@ bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_
 
 /* The core FIB "bng": few routes (a default and some aggregates), between
  * the access and core ports only (another pipeline's ports are not its). */
+static void
+bng_fib_params(const struct bng_params *p, struct ep_fib_params *fp)
+{
+	*fp = p->fib;
+	fp->max_routes4 = fp->max_routes6 = p->max_routes;
+	fp->lpm4_tbl8s = 256;
+	fp->lpm6_tbl8s = 1024;
+	fp->max_nexthops = 1024;
+}
+
 static int
 bng_fib_create(struct bng *b, struct ep_err *err)
 {
-	struct ep_fib_params fp = b->p.fib;
+	struct ep_fib_params fp;
 
-	fp.max_routes4 = fp.max_routes6 = b->p.max_routes;
-	fp.lpm4_tbl8s = 256;
-	fp.lpm6_tbl8s = 1024;
-	fp.max_nexthops = 1024;
+	bng_fib_params(&b->p, &fp);
 	fp.ports = 1u << b->access_port | 1u << b->core_port;
 	b->fib = ep_fib_create(b->e, "bng", &fp, err);
 	return b->fib != NULL ? 0 : -1;
@@ -158,6 +165,72 @@ name_and_spec(const char *val, char *name, size_t n, const char **spec)
 	name[len] = '\0';
 	*spec = val + len + strspn(val + len, " \t");
 	return 0;
+}
+
+/* One subport at the port rate when no `subport` line says otherwise;
+ * more pipes need subport lines. */
+static uint32_t
+default_subport_pipes(const struct bng_params *p)
+{
+	return rte_align32pow2(RTE_MIN(p->max_subscribers, 4096u));
+}
+
+uint64_t
+bng_memory(struct ep_engine *e, int n_up, int n_down, bool shared)
+{
+	struct ep_cfg_section *s = ep_cfg_find(e->cfg, "bng", NULL);
+	uint32_t pipes[EP_SCHED_MAX_SUBPORTS] = { 0 }, n_sub = 0, max, n_rec;
+	struct ep_fib_params fp;
+	struct ep_acl_params ap;
+	struct bng_params p;
+	struct ep_err tmp;
+	uint64_t bytes = 0;
+
+	/* Defaults where a key is bad: setup reports it with its line. */
+	if (bng_params_from_config(e->cfg, s, &p, &tmp) < 0)
+		bng_params_default(&p);
+	for (int i = 0; s != NULL && i < s->n_kv; i++) {
+		char name[BNG_NAME_LEN];
+		const char *spec;
+		uint64_t id;
+
+		if (strcmp(s->kv[i].key, "subport") != 0 ||
+		    name_and_spec(s->kv[i].val, name, sizeof(name), &spec) < 0 ||
+		    ep_parse_u64(name, 0, EP_SCHED_MAX_SUBPORTS - 1, &id, &tmp) < 0)
+			continue;
+		pipes[id] = ep_sched_spec_pipes(spec);
+		n_sub = RTE_MAX(n_sub, (uint32_t)id + 1);
+	}
+	if (n_sub == 0) {
+		pipes[0] = default_subport_pipes(&p);
+		n_sub = 1;
+	}
+	max = p.max_subscribers;
+	if (shared) {
+		/* bng_create(): the core FIB, the uplink ACL, subscriber slots,
+		 * two records each, the two hashes, the defer queue, the punt
+		 * ring. */
+		n_rec = 2 * max + 64;
+		bng_fib_params(&p, &fp);
+		ep_acl_params_default(&ap);
+		bytes += ep_fib_memory(&fp) + ep_acl_memory(&ap) + sizeof(struct bng) +
+			 sizeof(struct bng_sub *) * (max + 1ull) +
+			 (uint64_t)n_rec * (sizeof(struct bng_sub) + sizeof(struct bng_sub *)) +
+			 (n_rec + 2ull * EP_POLICER_MAX) * 2 * sizeof(uint64_t) +
+			 ep_mem_hash_bytes(RTE_MAX(2 * max, 1024u), sizeof(struct bng_key), false) +
+			 ep_mem_hash_bytes(RTE_MAX(max * (BNG_MAX_V4 + 1) + max / 2, 1024u),
+					   sizeof(struct bng_dst_key), false) +
+			 (uint64_t)p.punt_ring_size * sizeof(void *);
+	}
+	/* Per worker: its context and per-subscriber state; a downlink worker
+	 * also its rte_sched port (the HQoS queues: pipes x 16 queues x qsize
+	 * mbuf pointers, the bulk of a BNG's memory). */
+	bytes += (uint64_t)n_up * (sizeof(struct bng_up) + ep_fib_worker_memory() +
+				   sizeof(struct bng_up_dyn) * (max + 1ull));
+	bytes += (uint64_t)n_down * (sizeof(struct bng_down) + ep_fib_worker_memory() +
+				     sizeof(struct bng_down_dyn) * (max + 1ull) +
+				     ep_sched_port_memory(&p.hqos, pipes, n_sub));
+	return bytes;
 }
 
 struct subs {
@@ -279,9 +352,7 @@ bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s, str
 	if (b->hqos->n_subports == 0) {
 		char spec[64];
 
-		/* One subport at the port rate; more pipes need subport lines. */
-		snprintf(spec, sizeof(spec), "pipes=%u",
-			 rte_align32pow2(RTE_MIN(b->p.max_subscribers, 4096u)));
+		snprintf(spec, sizeof(spec), "pipes=%u", default_subport_pipes(&b->p));
 		if (ep_sched_subport_set(b->hqos, 0, spec, err) < 0)
 			return -1;
 	}

@@ -203,11 +203,26 @@ down_teardown(struct ep_engine *e)
 	teardown(e, &down_type);
 }
 
+/* The shared tables are counted with the uplink workers, or with the
+ * downlink ones when there is no uplink worker. */
+static uint64_t
+up_memory(struct ep_engine *e, int n_workers)
+{
+	return bng_memory(e, n_workers, 0, true);
+}
+
+static uint64_t
+down_memory(struct ep_engine *e, int n_workers)
+{
+	return bng_memory(e, 0, n_workers, ep_mem_workers_of(e, up_type.name) == 0);
+}
+
 static struct ep_pipeline_type up_type = {
 	.name = "bng-uplink",
 	.setup = up_setup,
 	.build = up_build,
 	.teardown = up_teardown,
+	.memory = up_memory,
 };
 static struct ep_pipeline_type down_type = {
 	.name = "bng-downlink",
@@ -215,6 +230,7 @@ static struct ep_pipeline_type down_type = {
 	.build = down_build,
 	.service = down_service,
 	.teardown = down_teardown,
+	.memory = down_memory,
 };
 EP_PIPELINE_REGISTER(up_type);
 EP_PIPELINE_REGISTER(down_type);

@@ -14,6 +14,7 @@
  * exits non-zero; nothing half-started is left (the EAL runs --in-memory).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,7 +35,6 @@
 #include "power_internal.h"
 
 #define EP_MAX_EAL_ARGS 64
-#define EP_HUGE_MIN_MB  512     /* free hugepage memory for `memory = auto` to use it */
 
 static volatile sig_atomic_t got_signal; /* async-signal-safe flag; main thread only */
 
@@ -363,7 +363,7 @@ eal_failed(struct ep_engine *e, int argc, char **argv, struct ep_err *err)
 /*
  * EAL arguments: [eal] args first (the operator wins), then defaults for
  * what they did not say: --in-memory (no files left behind), hugepages or
- * --no-huge when none are free, --no-pci unless a port is a PCI address, and
+ * --no-huge when too few are free for this configuration (memory.c), --no-pci unless a port is a PCI address, and
  * an lcore map in which every lcore may run on any allowed CPU (so two
  * instances and traffic tools share a 2-core machine; pin with cpus=).
  */
@@ -381,8 +381,6 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 	size_t used = 0;
 	int argc = 0;
 	bool pci = false, no_huge = false;
-	long free_huge = 0;
-	FILE *f;
 
 	if (user == NULL)
 		return -1;
@@ -417,31 +415,24 @@ build_eal_args(struct ep_engine *e, bool check_only, char **argv, char *store, s
 			ADD(tok);
 		}
 	}
-	f = fopen("/proc/meminfo", "r");
-	if (f != NULL) {
-		char line[128];
-
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "HugePages_Free: %ld", &free_huge) == 1)
-				break;
-		fclose(f);
-	}
 	if (strstr(user, "--no-huge") == NULL && strstr(user, "-m ") == NULL &&
 	    strstr(user, "--socket-mem") == NULL) {
-		/* Hugepages only when enough are free for a whole instance (the
-		 * router's default tables and pools take ~400 MB); otherwise
-		 * ordinary pages, which work everywhere and only cost TLB misses.
-		 * --check never touches hugepages: it may run beside a live
-		 * instance.  `memory = hugepages | no-huge` overrides. */
-		if (check_only || e->memory == EP_MEM_NO_HUGE ||
-		    (e->memory == EP_MEM_AUTO && free_huge * 2 < EP_HUGE_MIN_MB)) {
+		/* Hugepages when enough are free for what this configuration
+		 * allocates (ep_memory_plan); otherwise ordinary pages, which work
+		 * everywhere and only cost TLB misses, as many MiB as it needs. */
+		ep_memory_plan(e, check_only);
+		if (!e->mem_huge) {
+			char mb[24];
+
+			snprintf(mb, sizeof(mb), "%" PRIu64, ep_memory_no_huge_mb(e->mem_need));
 			ADD("--no-huge");
 			ADD("-m");
-			ADD("1024");
+			ADD(mb);
 			no_huge = true;
 		}
 	}
 	no_huge = no_huge || strstr(user, "--no-huge") != NULL;
+	e->mem_huge = !no_huge;
 	/* No files left behind: --in-memory with hugepages; --no-huge is
 	 * incompatible with it in DPDK 22.11, so there --no-shconf. */
 	if (strstr(user, "--in-memory") == NULL && strstr(user, "--file-prefix") == NULL &&
@@ -730,6 +721,8 @@ ep_engine_run(const struct ep_engine_opts *o)
 out_ctl:
 	ep_ctl_close(e);
 out:
+	if (err.msg[0] != '\0' && !o->check_only)
+		ep_memory_explain_failure(e, &err);
 	if (err.msg[0] != '\0') {
 		fprintf(stderr, "edgeplane-dp: %s\n", err.msg);
 		rc = 1;

@@ -15,6 +15,27 @@ int ep_worker_main(void *arg);
 /* port.c */
 int ep_ports_parse(struct ep_engine *e, struct ep_err *err);
 int ep_ports_probe(struct ep_engine *e, struct ep_err *err);
+/** Bytes of the ports' mbuf pools, before the EAL (queues not yet known:
+ *  every port sized for @p n_workers rx and tx queues). */
+uint64_t ep_ports_memory_estimate(const struct ep_engine *e, int n_workers);
+
+/* memory.c: `[engine] memory = auto` */
+uint64_t ep_memory_estimate(struct ep_engine *e);
+/** The decision: hugepages for @p need bytes with @p free_huge free? */
+bool ep_memory_use_hugepages(enum ep_memory mode, uint64_t need, uint64_t free_huge);
+/** -m (MiB) for --no-huge: the estimate, at least 1024. */
+uint64_t ep_memory_no_huge_mb(uint64_t need);
+/** Free hugepage memory in bytes; @p real ignores the test hook
+ *  EP_TEST_HUGEPAGES_FREE_MB. */
+uint64_t ep_memory_free_hugepages(bool real);
+/** Estimate, read the free count, decide (e->mem_*) and log both numbers. */
+void ep_memory_plan(struct ep_engine *e, bool check_only);
+/** Did a failed start on hugepages run out of them?  @p used: bytes of
+ *  hugepages the heap holds, @p free_now: left in the pool. */
+bool ep_memory_ran_out(uint64_t need, uint64_t used, uint64_t free_now);
+/** After a failed start on hugepages: if the pool ran dry, say so in @p err
+ *  with what was needed and the two ways out. */
+void ep_memory_explain_failure(const struct ep_engine *e, struct ep_err *err);
 int ep_ports_start(struct ep_engine *e, struct ep_err *err);
 void ep_ports_stop(struct ep_engine *e);
 

@@ -117,6 +117,11 @@ struct ep_pipeline_type {
 	bool wait_covers_rx;
 	/** Once at shutdown, after workers stopped.  May be NULL. */
 	void (*teardown)(struct ep_engine *e);
+	/** Optional: bytes of DPDK memory setup() and @p n_workers builds will
+	 *  allocate, estimated from the configuration before the EAL starts
+	 *  (parse only; no call that needs the EAL).  `[engine] memory = auto`
+	 *  sums these to choose hugepages or ordinary pages (memory.c). */
+	uint64_t (*memory)(struct ep_engine *e, int n_workers);
 	struct ep_pipeline_type *next_type;
 };
 
@@ -177,6 +182,17 @@ struct ep_worker {
 
 enum ep_memory { EP_MEM_AUTO = 0, EP_MEM_HUGEPAGES, EP_MEM_NO_HUGE };
 
+/* ---- memory estimates for the pipeline types' `memory` hook (memory.c) ---- */
+/** Bytes of an rte_hash of @p entries keys of @p key_len bytes. */
+uint64_t ep_mem_hash_bytes(uint32_t entries, uint32_t key_len, bool ext_table);
+/** Bytes of a mempool of @p n elements of @p elt_size (with per-lcore
+ *  caches if @p cache). */
+uint64_t ep_mem_pool_bytes(uint32_t n, uint32_t elt_size, uint32_t cache);
+/** Bytes of an rte_pktmbuf pool: @p priv private bytes, @p data_room. */
+uint64_t ep_mem_pktmbuf_pool_bytes(uint32_t n, uint32_t priv, uint32_t data_room);
+/** [worker] sections whose pipeline is @p pipeline. */
+int ep_mem_workers_of(const struct ep_engine *e, const char *pipeline);
+
 /** A control-thread callback run on every turn of the control loop. */
 struct ep_tick {
 	void (*fn)(void *arg, uint64_t now);
@@ -187,6 +203,9 @@ struct ep_tick {
 struct ep_engine {
 	struct ep_cfg *cfg;
 	enum ep_memory memory;          /**< [engine] memory */
+	uint64_t mem_need;              /**< estimated DPDK memory, bytes (memory.c) */
+	uint64_t mem_free_huge;         /**< free hugepage memory at start, bytes */
+	bool mem_huge;                  /**< the EAL runs on hugepages */
 	char ctl_path[108];
 	int ctl_line;                   /**< line of [engine] ctl_socket, 0 if default */
 	uint16_t burst;

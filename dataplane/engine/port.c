@@ -172,6 +172,32 @@ frame_room(const struct ep_port *p)
 	return is_af_packet(p) ? RTE_ALIGN_CEIL(room, 4096) : room;
 }
 
+/* Enough mbufs for every descriptor, the workers' bursts in flight and
+ * the per-lcore caches. */
+static unsigned int
+pool_mbufs(const struct ep_port *p, unsigned int nrx, unsigned int ntx, int n_workers)
+{
+	unsigned int n = nrx * p->rx_desc + ntx * p->tx_desc +
+			 (unsigned int)n_workers * EP_BURST_MAX * 8 + RTE_MAX_LCORE * 256 / 8;
+
+	return RTE_MAX(n, 8192u);
+}
+
+uint64_t
+ep_ports_memory_estimate(const struct ep_engine *e, int n_workers)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < e->n_ports; i++) {
+		const struct ep_port *p = &e->ports[i];
+		unsigned int nq = (unsigned int)RTE_MAX(n_workers, 1);
+
+		sum += ep_mem_pktmbuf_pool_bytes(pool_mbufs(p, nq, nq, n_workers), EP_META_SIZE,
+						 frame_room(p) + RTE_PKTMBUF_HEADROOM);
+	}
+	return sum;
+}
+
 /* The ethdev name of a device string: what precedes the first comma. */
 static void
 dev_name(const char *device, char *name, size_t len)
@@ -249,11 +275,7 @@ ep_ports_start(struct ep_engine *e, struct ep_err *err)
 			return ep_err_set(err, "port %s: needs %u rx / %u tx queues, device '%s' "
 					  "has at most %u / %u", p->name, nrx, ntx, p->device,
 					  info.max_rx_queues, info.max_tx_queues);
-		/* Enough mbufs for every descriptor, the workers' bursts in flight
-		 * and the per-lcore caches. */
-		n_mbufs = nrx * p->rx_desc + ntx * p->tx_desc +
-			  (unsigned int)e->n_workers * EP_BURST_MAX * 8 + RTE_MAX_LCORE * 256 / 8;
-		n_mbufs = RTE_MAX(n_mbufs, 8192u);
+		n_mbufs = pool_mbufs(p, nrx, ntx, e->n_workers);
 		snprintf(pname, sizeof(pname), "ep_pool_%u", p->index);
 		p->pool = rte_pktmbuf_pool_create(pname, n_mbufs, 256, EP_META_SIZE,
 						  (uint16_t)(frame_room(p) + RTE_PKTMBUF_HEADROOM),

@@ -193,6 +193,11 @@ struct ep_fib {
 };
 
 void ep_fib_params_default(struct ep_fib_params *p);
+/** Bytes of DPDK memory a FIB of @p p takes (before the EAL; rte_lpm's
+ *  tbl24 alone is 64 MiB per table). */
+uint64_t ep_fib_memory(const struct ep_fib_params *p);
+/** ... and per worker that uses it. */
+uint64_t ep_fib_worker_memory(void);
 /** A FIB with the ports' local and connected routes.  Names are unique per
  *  engine ("router", "bng"). */
 struct ep_fib *ep_fib_create(struct ep_engine *e, const char *name,

@@ -372,6 +372,40 @@ tick(void *arg, uint64_t now)
 	ep_fib_tick(arg, now);
 }
 
+uint64_t
+ep_fib_memory(const struct ep_fib_params *p)
+{
+	/* What ep_fib_create() allocates, by the tables' documented layouts:
+	 * rte_lpm: a tbl24 of 2^24 4-byte entries (64 MiB, whatever the
+	 * routes), 256 4-byte entries per tbl8 group, 8 bytes per rule;
+	 * rte_lpm6 (two, double-buffered): the same tbl24 and tbl8 groups, a
+	 * tbl8 pool and headers, rules in an rte_hash of 17-byte keys. */
+	uint64_t extra = 2ull * EP_MAX_PORTS * EP_MAX_ADDRS + p->max_nexthops;
+	uint64_t tbl24 = (1ull << 24) * 4;
+	uint64_t lpm4 = tbl24 + (uint64_t)p->lpm4_tbl8s * 256 * 4 + (p->max_routes4 + extra) * 8;
+	uint64_t lpm6 = tbl24 + (uint64_t)p->lpm6_tbl8s * (256 * 4 + 4 + 8) +
+			ep_mem_hash_bytes((uint32_t)(p->max_routes6 + extra), 17, false);
+	uint64_t nh = (uint64_t)p->max_nexthops *
+		      (sizeof(struct ep_fib_nh *) + sizeof(struct ep_fib_nhc) + sizeof(uint32_t));
+	uint64_t hashes = ep_mem_hash_bytes(RTE_MAX(p->max_nexthops, 64u), sizeof(struct nh_key),
+					    true) +
+			  ep_mem_hash_bytes((uint32_t)(p->max_routes4 + p->max_routes6 + extra),
+					    sizeof(struct route_key), true);
+
+	if (p->neigh_learn)
+		hashes += ep_mem_hash_bytes(1024, sizeof(struct nh_key), true) +
+			  1024 * sizeof(struct ep_fib_event);
+	return lpm4 + 2 * lpm6 + nh + hashes;
+}
+
+uint64_t
+ep_fib_worker_memory(void)
+{
+	/* Its context and the indirect-mbuf pool of IPv4 fragmentation
+	 * (fib_icmp.c). */
+	return sizeof(struct ep_fib_worker) + ep_mem_pktmbuf_pool_bytes(1023, 0, 0);
+}
+
 struct ep_fib *
 ep_fib_create(struct ep_engine *e, const char *name, const struct ep_fib_params *p,
 	      struct ep_err *err)

@@ -185,6 +185,14 @@ void ep_sched_params_default(struct ep_sched_params *p);
 struct ep_sched *ep_sched_create(struct ep_engine *e, const char *name,
 				 const struct ep_sched_params *p, struct ep_err *err);
 void ep_sched_free(struct ep_sched *s);
+/** Pipes a subport spec asks for (4096 unless `pipes=` says; 0: invalid
+ *  spec).  Parse only: callable before the EAL. */
+uint32_t ep_sched_spec_pipes(const char *spec);
+/** Bytes one scheduling port of these parameters and subports (pipes of
+ *  each) takes: rte_sched_port_get_memory_footprint of the shape
+ *  ep_sched_port_create builds, 0 if rte_sched refuses it.  Before the EAL. */
+uint64_t ep_sched_port_memory(const struct ep_sched_params *p, const uint32_t *pipes,
+			      uint32_t n_subports);
 /** Subport @p id: "rate=1G pipes=4096 [tb_size=] [tc_rates=r0,..,r12]
  *  [tc_period=ms] [tc_ov=on|off]"; before any port is built only. */
 int ep_sched_subport_set(struct ep_sched *s, uint32_t id, const char *spec,

@@ -285,14 +285,31 @@ subport_kv(void *arg, const char *k, const char *v, struct ep_err *err)
 	return 0;
 }
 
+static void
+subport_args_init(struct subport_args *a)
+{
+	*a = (struct subport_args){ .p = { .tc_period = 10 }, .pipes = 4096 };
+	a->tb = (struct tb){ &a->p.tb_rate, &a->p.tb_size, a->p.tc_rate, &a->p.tc_period };
+}
+
+uint32_t
+ep_sched_spec_pipes(const char *spec)
+{
+	struct subport_args a;
+	struct ep_err err;
+
+	subport_args_init(&a);
+	return ep_qos_each_kv(spec, subport_kv, &a, &err) < 0 ? 0 : (uint32_t)a.pipes;
+}
+
 int
 ep_sched_subport_set(struct ep_sched *s, uint32_t id, const char *spec, struct ep_err *err)
 {
-	struct subport_args a = { .p = { .tc_period = 10 }, .pipes = 4096 };
+	struct subport_args a;
 	struct ep_sched_subport *sp;
 	char what[32];
 
-	a.tb = (struct tb){ &a.p.tb_rate, &a.p.tb_size, a.p.tc_rate, &a.p.tc_period };
+	subport_args_init(&a);
 	if (id >= EP_SCHED_MAX_SUBPORTS)
 		return ep_err_set(err, "subport %u: ids are 0-%d", id, EP_SCHED_MAX_SUBPORTS - 1);
 	if (s->n_ports != 0)
@@ -611,6 +628,54 @@ wm_placeholder(struct rte_sched_pipe_params *out, const struct rte_sched_pipe_pa
 	for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
 		out->tc_rate[t] = 1;
 	out->tc_rate[RTE_SCHED_TRAFFIC_CLASS_BE] = RTE_MAX(be, (uint64_t)1);
+}
+
+uint64_t
+ep_sched_port_memory(const struct ep_sched_params *p, const uint32_t *pipes, uint32_t n_subports)
+{
+	/* The shape ep_sched_port_create() gives rte_sched (subports rounded up
+	 * to a power of two, the extra ones with one pipe; every subport's
+	 * profile table EP_SCHED_MAX_PROFILES + 1 long), with rates that pass
+	 * its checks: the footprint depends on the shape only. */
+	struct rte_sched_subport_profile_params sprof[EP_SCHED_MAX_SUBPORTS];
+	struct rte_sched_subport_params sub[EP_SCHED_MAX_SUBPORTS], *subp[EP_SCHED_MAX_SUBPORTS];
+	struct rte_sched_pipe_params pipe = { .tb_rate = p->rate, .tb_size = 4ull * p->mtu,
+					      .tc_period = 10, .tc_ov_weight = 1 };
+	uint32_t n_sp, max_pipes = 1;
+	uint64_t bytes;
+
+	if (n_subports == 0 || n_subports > EP_SCHED_MAX_SUBPORTS)
+		return 0;
+	for (uint32_t i = 0; i < n_subports; i++)
+		max_pipes = RTE_MAX(max_pipes, rte_align32pow2(RTE_MAX(pipes[i], 1u)));
+	n_sp = rte_align32pow2(n_subports);
+	for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
+		pipe.tc_rate[t] = p->rate;
+	for (int q = 0; q < RTE_SCHED_BE_QUEUES_PER_PIPE; q++)
+		pipe.wrr_weights[q] = 1;
+	for (uint32_t i = 0; i < n_sp; i++) {
+		sprof[i] = (struct rte_sched_subport_profile_params){ .tb_rate = p->rate,
+			.tb_size = 4ull * p->mtu, .tc_period = 10 };
+		for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
+			sprof[i].tc_rate[t] = p->rate;
+		sub[i] = (struct rte_sched_subport_params){
+			.n_pipes_per_subport_enabled =
+				i < n_subports ? rte_align32pow2(RTE_MAX(pipes[i], 1u)) : 1,
+			.pipe_profiles = &pipe, .n_pipe_profiles = 1,
+			.n_max_pipe_profiles = EP_SCHED_MAX_PROFILES + 1 };
+		for (int t = 0; t < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; t++)
+			sub[i].qsize[t] = (uint16_t)p->qsize;
+		subp[i] = &sub[i];
+	}
+	bytes = rte_sched_port_get_memory_footprint(&(struct rte_sched_port_params){
+		.name = "ep_sched_estimate", .socket = 0, .rate = p->rate, .mtu = p->mtu,
+		.frame_overhead = p->frame_overhead, .n_subports_per_port = n_sp,
+		.subport_profiles = sprof, .n_subport_profiles = n_sp,
+		.n_max_subport_profiles = n_sp, .n_pipes_per_subport = max_pipes }, subp);
+	/* Our own per-pipe bookkeeping (pipe_free, pipe_prof) per subport. */
+	for (uint32_t i = 0; i < n_subports; i++)
+		bytes += (uint64_t)pipes[i] * (sizeof(uint32_t) + sizeof(uint16_t));
+	return bytes;
 }
 
 static uint32_t port_seq;

@@ -155,6 +155,24 @@ router_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 	return 0;
 }
 
+/* Before the EAL: the FIB and ACL of [router] as configured (defaults
+ * where a key is bad: setup reports it with its line), and per worker its
+ * stage context and FIB worker. */
+static uint64_t
+router_memory(struct ep_engine *e, int n_workers)
+{
+	struct router_params p;
+	struct ep_acl_params ap;
+	struct ep_err tmp;
+
+	if (router_params_from_config(e->cfg, ep_cfg_find(e->cfg, "router", NULL), &p, &tmp) < 0)
+		router_params_default(&p);
+	ep_acl_params_default(&ap);
+	ap.max_rules = p.max_acl_rules;
+	return ep_fib_memory(&p.fib) + ep_acl_memory(&ap) +
+	       (uint64_t)n_workers * (sizeof(struct router_worker) + ep_fib_worker_memory());
+}
+
 static void
 router_teardown(struct ep_engine *e)
 {
@@ -175,5 +193,6 @@ static struct ep_pipeline_type router_type = {
 	.setup = router_setup,
 	.build = router_build,
 	.teardown = router_teardown,
+	.memory = router_memory,
 };
 EP_PIPELINE_REGISTER(router_type);
