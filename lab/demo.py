@@ -10,13 +10,22 @@ controller, with real traffic, Prometheus and a summary.
   host a --pa-[XDP]-> edgeplane-dp router --pb-- host b       core: UDP reflector
   Prometheus scraping the agent and the XDP function
 
-One node agent reconciles both data planes (the router's routes and ACL,
-the BNG's core routes and uplink ACL) and the XDP function's intents from
-one desired configuration applied through the controller's REST API;
+  vCMTS node (netns "dut" of the vCMTS lab, lab/demo_cmts.py)
+  core host "net" --> edgeplane-dp cmts-ds --DEPI--> RPD model (netns "rpd"): DOCSIS decoded per modem
+                  <-- edgeplane-dp cmts-us <--UEPI-- RPD model: each modem's upstream frames
+
+One node agent reconciles every data plane (the router's routes and ACL,
+the BNG's core routes and uplink ACL, the host stack's terminate rules,
+the vCMTS's cable modems, service flows, classifiers and filter rules) and
+the XDP function's intents from one desired configuration applied through
+the controller's REST API;
 subscribers attach by themselves through the BNG control plane.  Traffic:
 iperf3 TCP and UDP through the router (the UDP flow is an XDP prioritised
 flow), a few datagrams the router's ACL denies, and every subscriber's UDP
-to the core and back through the BNG.  A live view (from Prometheus)
+to the core and back through the BNG; the core host's frames to the cable
+modems' CPEs through the vCMTS as DEPI to the Remote PHY model, which
+decodes them (BPI+ decrypted for the modem that has it), and each modem's
+upstream frames as UEPI back through the vCMTS to the core.  A live view (from Prometheus)
 every few seconds, then a summary: what ran, rates, drops by reason, and
 where any loss happened.  Everything is torn down on exit, Ctrl-C or
 failure.  docs/demo.md explains the output.  Exit status 1 when traffic
@@ -38,6 +47,7 @@ from pathlib import Path
 from .bng_lab import CORE4, CORE6, bng_available
 from .bngcp_lab import REFLECT_PORT, BngCpLab
 from .control_lab import ControlPlane, free_port
+from . import demo_cmts
 from .dp import DpError, binary
 from .hoststack_lab import B4 as HS_B4
 from .hoststack_lab import HostStackLab
@@ -55,7 +65,7 @@ def banner(text):
     print(f"\n=== {text} " + "=" * max(0, 66 - len(text)), flush=True)
 
 
-def desired_state():
+def desired_state(cms):
     """The node's whole configuration, as an operator would apply it."""
     return {"apiVersion": "edgeplane/v1",
             "router": {"routes": [{"prefix": CUSTOMER_NET, "via": B4}],
@@ -69,7 +79,10 @@ def desired_state():
                                       "cpu": 0}]},
             # The host stack takes iperf3's ports on its service address;
             # every other socket stays with the kernel.
-            "udpTermination": {"terminate": [{"address": HS_B4, "ports": "5201-5299"}]}}
+            "udpTermination": {"terminate": [{"address": HS_B4, "ports": "5201-5299"}]},
+            # The vCMTS's modems (one with BPI+), service flows, classifiers
+            # and filter rules; its channels stay in its configuration file.
+            "cmts": demo_cmts.cmts_config(cms)}
 
 
 class Prom:
@@ -90,6 +103,9 @@ class Prom:
         return next(iter(v.values()), 0.0)
 
 
+DPS = (("router", "router"), ("bng", "vBNG  "), ("udp", "UDP   "), ("cmts", "vCMTS "))
+
+
 def fmt_rate(pps):
     return f"{pps:,.0f} pps"
 
@@ -104,7 +120,7 @@ def live_view(prom, t):
     xdp = prom.q(f"sum by (verdict) (rate(edgeplane_xdp_packets_total{w})) > 0", "verdict")
     prio = prom.one(f"sum(rate(edgeplane_xdp_flow_packets_total{w}))")
     lines = [f"  t={t:4.0f}s"]
-    for dp, what in (("router", "router"), ("bng", "vBNG  "), ("udp", "UDP   ")):
+    for dp, what in DPS:
         d = ", ".join(f"{r} {v:,.1f}/s" for (n, r), v in sorted(drops.items()) if n == dp and v >= 0.05) or "none"
         lines.append(f"    {what}  rx {fmt_rate(rx.get((dp,), 0)):>12}  tx {fmt_rate(tx.get((dp,), 0)):>12}"
                      f"  {bits.get((dp,), 0) / 1e6:8.1f} Mbit/s in   drops: {d}")
@@ -136,12 +152,17 @@ class Edge:
         self.udp = self.stack.enter_context(HostStackLab(tag="demou"))
         print(f"  UDP termination lab: two edgeplane-dp host stacks (memif) in {self.udp.a.ns} / {self.udp.b.ns}",
               flush=True)
+        self.cmts = self.stack.enter_context(demo_cmts.DemoCmtsLab(tag="democ"))
+        print(f"  vCMTS lab: edgeplane-dp (cmts-ds, cmts-us; {demo_cmts.N_MODEMS} modems to come from the "
+              f"controller) in {self.cmts.dut.ns}, core host in {self.cmts.net.ns}, RPD model in {self.cmts.rpd.ns}",
+              flush=True)
         # The agent names a data plane by its socket's file name.
         socks = self.work / "sockets"
         socks.mkdir()
         (socks / "router.sock").symlink_to(self.router.dp.ctl_path)
         (socks / "bng.sock").symlink_to(self.bng.dp.ctl_path)
         (socks / "udp.sock").symlink_to(self.udp.dps["b"].ctl_path)
+        (socks / "cmts.sock").symlink_to(self.cmts.dp.ctl_path)
         # The XDP function pins its maps in a bpffs of its own.
         bpffs = self.work / "bpffs"
         bpffs.mkdir()
@@ -152,7 +173,7 @@ class Edge:
         self.cp = self.stack.enter_context(ControlPlane(
             self.work / "control", None, node=NODE, prometheus=True, host=node_ns,
             agent_args=["--router-socket", str(socks / "router.sock"), "--bng-socket", str(socks / "bng.sock"),
-                        "--udp-socket", str(socks / "udp.sock"),
+                        "--udp-socket", str(socks / "udp.sock"), "--cmts-socket", str(socks / "cmts.sock"),
                         "--sub-ids", BNG_SUB_IDS, "--resync", "10s",
                         "--iface", "pa", "--bpffs", str(bpffs), "--state-dir", str(self.work / "xdp-state"),
                         "--listen", f"tcp:127.0.0.1:{self.xdp_port}", "--api-insecure-loopback",
@@ -164,7 +185,7 @@ class Edge:
 
     def configure(self):
         banner("configuring through the controller (POST /v1/apply)")
-        a = self.cp.apply({"nodes": {NODE: desired_state()}, "comment": "make run"})
+        a = self.cp.apply({"nodes": {NODE: desired_state(self.cmts.cms)}, "comment": "make run"})
         counts = a["plan"]["nodes"][0]["counts"]
         print(f"  revision {a['revision']}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), flush=True)
         st = self.cp.wait_converged(a["revision"], timeout=60)
@@ -203,8 +224,8 @@ def in_thread(fn, *a, **kw):
 def run_traffic(edge, args, prom):
     """Pings (IPv4, IPv6), iperf3 TCP then UDP through the router (the UDP
     flow XDP-prioritised), the ACL's datagrams, then UDP through the host
-    stacks; subscribers' UDP through the BNG all along; a live view
-    meanwhile."""
+    stacks; subscribers' UDP through the BNG and the cable modems' traffic
+    through the vCMTS all along; a live view meanwhile."""
     secs = args.seconds
     banner(f"traffic for about {3 * secs + 3} s (live view every {args.watch:.0f} s, from Prometheus)")
     r = edge.router
@@ -218,6 +239,7 @@ def run_traffic(edge, args, prom):
     bng = {name: in_thread(emu.command, f"traffic {args.sub_pps} {3 * secs} {CORE4}:{REFLECT_PORT} 500",
                            timeout=6 * secs + 60)
            for name, emu in emus.items()}
+    cmts = in_thread(demo_cmts.run_traffic, edge.cmts, 3 * secs, args.cmts_pps)
     t0 = time.monotonic()
     next_view = [t0 + args.watch]
 
@@ -253,6 +275,7 @@ def run_traffic(edge, args, prom):
     out["hoststack"] = watch(in_thread(iperf3_pair, edge.udp, HS_B4, preload=True, bitrate=args.udp_rate,
                                        seconds=secs, length=1400))
     out["bng"] = {name: watch(box) for name, box in bng.items()}
+    out["cmts"] = watch(cmts)
     live_view(prom, time.monotonic() - t0)
     # The emulator counts what came back within 0.5 s of the end; on
     # loaded cores a datagram can take longer through the emulator's own
@@ -343,6 +366,15 @@ def summary(edge, out, prom, revision):
                  f"with load average {os.getloadavg()[0]:.1f})" if up_ok and down_ok
                  else "in the BNG or before it: see its drops and port errors below")
         print(f"          the {sent - back:,} missing datagrams were lost {where}")
+    # vCMTS: the RPD model's view (what it decoded, what came back).
+    box = out["cmts"]
+    if box.get("error") is not None:
+        print(f"  vCMTS   traffic FAILED: {box['error']}")
+        ok = False
+    else:
+        lines, cmts_ok = demo_cmts.summary_lines(box["result"], edge.cmts.cms)
+        print("\n".join("  " + x for x in lines))
+        ok = ok and cmts_ok
     # Data planes, from Prometheus
     rx = prom.q("sum by (dp) (edgeplane_dp_worker_rx_packets_total)", "dp")
     tx = prom.q("sum by (dp) (edgeplane_dp_worker_tx_packets_total)", "dp")
@@ -353,7 +385,7 @@ def summary(edge, out, prom, revision):
     cpp = prom.q("sum by (dp, stage) (edgeplane_dp_stage_cycles_total) / "
                  "sum by (dp, stage) (edgeplane_dp_stage_packets_total{direction=\"in\"}) > 0", "dp", "stage")
     perr = prom.q("sum by (dp, port, kind) (edgeplane_dp_port_errors_total) > 0", "dp", "port", "kind")
-    for dp in ("router", "bng", "udp"):
+    for dp, _ in DPS:
         e = ", ".join(f"{p} {k}={v:,.0f}" for (n, p, k), v in sorted(perr.items()) if n == dp)
         if e:
             print(f"  edgeplane-dp {dp}: port errors (before a worker saw the packet): {e}")
@@ -399,6 +431,7 @@ def main(argv=None):
     ap.add_argument("--seconds", type=int, default=6, help="length of each iperf3 run")
     ap.add_argument("--udp-rate", default="50M", help="iperf3 UDP rate (bit/s) through the router")
     ap.add_argument("--sub-pps", type=int, default=100, help="datagrams a second each subscriber sends")
+    ap.add_argument("--cmts-pps", type=int, default=200, help="downstream frames a second through the vCMTS")
     ap.add_argument("--denied", type=int, default=50, help="datagrams the router's ACL is to deny")
     ap.add_argument("--watch", type=float, default=3.0, help="seconds between live views")
     ap.add_argument("--report", type=Path, default=Path("build/run/agent-report.jsonl"),
@@ -445,7 +478,8 @@ def main(argv=None):
     if not ok:
         print("FAIL: traffic did not cross every function", file=sys.stderr)
         return 1
-    print("OK: traffic crossed the router (with XDP steering in front) and the vBNG, configured by the controller")
+    print("OK: traffic crossed the router (with XDP steering in front), the vBNG, the UDP termination and the vCMTS, "
+          "configured by the controller")
     return 0
 
 
