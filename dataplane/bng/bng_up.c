@@ -171,7 +171,8 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
  * 64-bit registers and stored as two words: rte_hash's CRC reads the key 8
  * bytes at a time, and an 8-byte load over several narrow stores cannot be
  * forwarded from the store buffer (a ~12-cycle stall per load, two per key).
- * IPoE keys come from ep_meta alone, without touching the frame.
+ * Tagged IPoE keys come from ep_meta alone, without touching the frame;
+ * PPPoE and untagged IPoE read the source MAC (the frame's first line).
  */
 static __rte_always_inline void
 up_key(const uint8_t *p, const struct ep_meta *md, struct bng_key *k)
@@ -194,6 +195,15 @@ up_key(const uint8_t *p, const struct ep_meta *md, struct bng_key *k)
 		memcpy(&m25, p + 8, 4);
 		w0 |= sess << 32 | (uint64_t)m01 << 48;
 		w1 |= m25 | 1ull << 40;
+	} else if (md->n_vlans == 0) {
+		/* Untagged IPoE: the client MAC alone (source MAC at 6). */
+		uint16_t m01;
+		uint32_t m25;
+
+		memcpy(&m01, p + 6, 2);
+		memcpy(&m25, p + 8, 4);
+		w0 |= (uint64_t)m01 << 48;
+		w1 |= m25;
 	}
 	memcpy(k, &w0, 8);
 	memcpy((uint8_t *)k + 8, &w1, 8);
