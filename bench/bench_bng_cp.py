@@ -22,6 +22,7 @@ subscribers per CPU-second of the emulator itself (its CPU time over the
 same run), i.e. the rate it would sustain alone on one core.  Medians
 over rounds, a fresh lab each round.
 """
+import os
 import statistics
 import time
 
@@ -35,7 +36,6 @@ def cpu_and_wait(pid):
     summed over its threads (/proc/PID/task/*/schedstat: on-CPU and
     run-queue nanoseconds): on a shared machine the second says how much
     of a set-up went to the neighbours."""
-    import os
     run = wait = 0
     for t in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -52,7 +52,8 @@ def one_round(n, outstanding):
     ipoe_pool = {"name": "ipoe-bench", "range": "198.18.112.10-198.18.127.250", "gateway": "198.18.112.1/20"}
     lab = BngCpLab(tag="bcbench", users=n, bng_extra={"control_port": "ctl", "max_subscribers": 8192},
                    subports={0: "rate=1G pipes=8192"},
-                   cp={"pppoe": {"auth": ["chap"], "keepalive": "30s", "restart_timer": "3s"}, "ipoe": {"lease": "3600s", "dhcpv6": False},
+                   cp={"pppoe": {"auth": ["chap"], "keepalive": "30s", "restart_timer": "3s"},
+                       "ipoe": {"lease": "3600s", "dhcpv6": False},
                        "limits": {"new_per_second": 100000, "new_burst": 100000, "per_mac_per_second": 5},
                        "aaa": {"default_pool": "ipoe-bench"}})
     # The lab's pools plus a /20 for IPoE at this scale.
@@ -83,9 +84,8 @@ def one_round(n, outstanding):
                   f"emulator ceiling {s.get('ceiling_per_cpu_s', 0):.0f}/CPU-s")
         out["user_plane_subscribers"] = lab.up_subscribers()
         out["cp_up"] = sum(1 for x in lab.bngcp.sessions() if x["state"] == "up")
-        out["sched"] = {k: cpu_and_wait(p.pid) for k, p in
-                        (("edgeplane-dp", lab.dp.proc), ("edgeplane upf", lab.upf.proc), ("edgeplane bng-cp", lab.bngcp.proc))}
-        import os
+        procs = (("edgeplane-dp", lab.dp.proc), ("edgeplane upf", lab.upf.proc), ("edgeplane bng-cp", lab.bngcp.proc))
+        out["sched"] = {k: cpu_and_wait(p.pid) for k, p in procs}
         out["load"] = os.getloadavg()[0]
         return out
     finally:

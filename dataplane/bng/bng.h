@@ -224,6 +224,7 @@ struct bng_up {
 	/* classify scratch */
 	struct bng_key keys[EP_BURST_MAX];
 	const void *key_ptr[EP_BURST_MAX];
+	hash_sig_t sig[EP_BURST_MAX];   /**< bng_key_hash of keys[] */
 	void *data[EP_BURST_MAX];
 };
 

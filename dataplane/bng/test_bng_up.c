@@ -453,3 +453,38 @@ EP_TEST(uplink_ping_to_gateway_answered_inside_pppoe)
 	EP_CHECK_EQ(out[12 + 8 + 2 + 8 + 20], 0);            /* echo reply */
 	tb_free(t);
 }
+
+/* The uplink hashes its access keys itself (bng_key_hash, from the key's two
+ * words) and hands the hashes to rte_hash: they must be the table's own
+ * (rte_hash_hash) for every kind of key, or every lookup would miss. */
+EP_TEST(uplink_key_hash_is_the_access_tables_hash)
+{
+	struct tb *t = tb_new(up_conf);
+	const struct tb_pkt pk[] = {
+		qinq_v4(100, 200, "198.18.100.2"),
+		{ .n_vlans = 1, .vid = { 101 }, .ip = 4, .sip = "198.18.100.3",
+		  .dip = "198.51.100.7", .sport = 1, .dport = 2, .payload = 18 },
+		{ .n_vlans = 2, .vid = { 100, 201 }, .pppoe = true, .session = 0x12, .ip = 6,
+		  .sip = "2001:db8:101:5::1", .dip = "2001:db8:ffff::1", .sport = 5, .dport = 6,
+		  .payload = 10 },
+		{ .pppoe = true, .session = 7, .src = (const uint8_t[6]){ 2, 0, 0, 0, 0x10, 4 },
+		  .ip = 4, .sip = "198.18.100.5", .dip = "198.51.100.7", .sport = 1, .dport = 2,
+		  .payload = 18 },
+	};
+
+	for (size_t i = 0; i < RTE_DIM(pk); i++) {
+		uint8_t f[256];
+		struct ep_meta md = {0};
+		struct bng_key k;
+		uint64_t w[2];
+		uint16_t len = tb_frame(f, &pk[i]);
+
+		EP_CHECK_EQ(bng_parse_access(f, len, len, &md), 0);
+		bng_key_of(f, &md, &k);
+		memcpy(w, &k, sizeof(w));
+		EP_CHECK_EQ(bng_key_hash(w[0], w[1]), rte_hash_hash(t->b->keys, &k));
+		/* And the key is a configured subscriber's. */
+		EP_CHECK(bng_sub_find_key(t->b, &k) >= 1);
+	}
+	tb_free(t);
+}

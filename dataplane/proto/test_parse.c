@@ -293,6 +293,44 @@ EP_TEST(ipv4_bad_checksum)
 	EP_CHECK_EQ(parse(len, &m), EP_DROP_IPV4_BAD_CHECKSUM);
 }
 
+/* The 20-byte header fast path of ep_ipv4_cksum_ok (a divisibility test)
+ * against the RFC 1071 fold of rte_raw_cksum: random headers with their
+ * checksum right, off by one bit, and random; all-zero and all-ones
+ * headers; every header whose sum is a multiple of 0xffff is one of the
+ * valid cases, every other one not. */
+EP_TEST(ipv4_checksum_fast_path_agrees_with_rfc1071_fold)
+{
+	uint8_t h[20];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	unsigned int disagree = 0, valid = 0;
+
+	for (int i = 0; i < 200000; i++) {
+		for (int k = 0; k < 20; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			h[k] = (uint8_t)x;
+		}
+		if (i % 3 != 2) {
+			uint16_t c;
+
+			h[10] = h[11] = 0;
+			c = (uint16_t)~rte_raw_cksum(h, 20);
+			memcpy(h + 10, &c, 2);
+			if (i % 3 == 1)
+				h[x % 20] ^= (uint8_t)(1u << (x >> 8) % 8);
+		}
+		valid += rte_raw_cksum(h, 20) == 0xffff;
+		disagree += ep_ipv4_cksum_ok(h, 20) != (rte_raw_cksum(h, 20) == 0xffff);
+	}
+	EP_CHECK_EQ(disagree, 0);
+	EP_CHECK(valid > 60000);
+	memset(h, 0, sizeof(h));
+	EP_CHECK_EQ(ep_ipv4_cksum_ok(h, 20), 0);
+	memset(h, 0xff, sizeof(h));
+	EP_CHECK_EQ(ep_ipv4_cksum_ok(h, 20), rte_raw_cksum(h, 20) == 0xffff);
+}
+
 EP_TEST(ipv4_bad_total_length_below_header)
 {
 	struct tp_spec s = tp_default(0, IPPROTO_UDP);
