@@ -190,6 +190,28 @@ def test_ipoe_udhcpc_on_a_vlan(lab):
     lab.d2 = c
 
 
+def test_ipoe_dhclient_on_an_untagged_line(lab):
+    """ISC dhclient on an untagged access port (a shared segment): the user
+    plane keys its subscriber by the client's MAC, no tags; the lease comes
+    through the redirect, and pings to the core go out and come back to the
+    client's MAC."""
+    h = lab.access_host("d3")
+    mac = h.run(["cat", "/sys/class/net/eth0/address"]).stdout.strip()
+    c = lab.dhcp_client("d3", "dhclient", 4)
+    assert wait_for(lambda: "BOUND" in c.events(), timeout=20), c.output()
+    env = c.env("BOUND")
+    assert env["new_ip_address"].startswith("198.18.100.") and env["new_routers"] == "198.18.100.1", env
+    s = cp_sessions(lab, type="ipoe", ipv4=env["new_ip_address"])
+    assert len(s) == 1 and not s[0].get("line") and s[0]["state"] == "up", s
+    subs = lab.dp.ctl("sub-list", limit=100000)["subscribers"]
+    mine = [x for x in subs if x.get("mac", "").lower() == mac]
+    assert len(mine) == 1 and env["new_ip_address"] in mine[0]["ipv4"], mine
+    assert not {"vlan", "qinq", "pppoe"} & mine[0].keys(), mine
+    r = h.run(["ping", "-c", "3", "-i", "0.2", "-W", "2", CORE4], check=False)
+    assert r.returncode == 0, r.stdout
+    assert_no_stale_state(lab)
+
+
 def test_dhcp_lease_not_renewed_expires(lab):
     """udhcpc killed (no RELEASE) after its renewal: the 12 s lease runs
     out, the session and its user-plane subscriber go; dhclient's session

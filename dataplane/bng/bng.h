@@ -102,13 +102,16 @@
 #define BNG_TPL_MAX         32      /**< longest access header: 12 + 8 + 8 + 2 */
 
 /** Access key: what identifies a subscriber on the access side (16 bytes,
- *  hashed with CRC32).  IPoE: the VLAN ids; PPPoE: session, client MAC and
- *  the VLAN ids it arrives on.  Unused fields are zero. */
+ *  hashed with CRC32).  IPoE on a VLAN or QinQ line: the VLAN ids (the line
+ *  is the subscriber); IPoE on an untagged port: the client's MAC (a shared
+ *  segment whose subscribers only their source MACs tell apart, as
+ *  TR-459's Ethernet packet filter of the PDI names them); PPPoE: session,
+ *  client MAC and the VLAN ids it arrives on.  Unused fields are zero. */
 struct bng_key {
 	uint16_t outer;     /**< VID of the outer tag (the only tag for one VLAN) */
 	uint16_t inner;     /**< VID of the inner tag (QinQ) */
 	uint16_t session;   /**< PPPoE session id (host order), 0 for IPoE */
-	uint8_t mac[6];     /**< PPPoE client MAC */
+	uint8_t mac[6];     /**< PPPoE or untagged IPoE client MAC */
 	uint8_t n_vlans;    /**< 0, 1 or 2 */
 	uint8_t pppoe;      /**< 1 for a PPPoE session */
 	uint8_t pad[2];
@@ -165,7 +168,7 @@ struct bng_sub {
 	uint8_t n_v4;
 	uint8_t has_v6;
 	uint8_t pppoe;
-	uint8_t tpl_len;                /**< bytes pushed in front of the IP header (18..30) */
+	uint8_t tpl_len;                /**< bytes pushed in front of the IP header (14..30) */
 	uint16_t tag_v4, tag_v6;        /**< last two template bytes: EtherType or PPP protocol (network order) */
 	uint32_t subport;
 	uint32_t pipe;
@@ -326,7 +329,9 @@ struct bng_sub_req {
 };
 void bng_sub_req_init(struct bng_sub_req *r);
 /** Set one field ("id", "qinq", "vlan", "pppoe", "mac", "ipv4", "ipv6",
- *  "policer", "pipe", "subport") from its text.  -1 with err naming it. */
+ *  "policer", "pipe", "subport") from its text.  -1 with err naming it.
+ *  An IPoE request with mac= and neither vlan= nor qinq= is an untagged
+ *  line, keyed by that MAC. */
 int bng_sub_req_set(struct bng_sub_req *r, const char *key, const char *val,
 		    struct ep_err *err);
 /** Parse a whole "id=1 qinq=100.200 ..." line. */

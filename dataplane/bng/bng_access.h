@@ -189,7 +189,8 @@ bng_key_hash(uint64_t w0, uint64_t w1)
 
 /**
  * The access key of a parsed data frame (classification).  Tags are VIDs
- * (PCP and DEI are not part of the identity).
+ * (PCP and DEI are not part of the identity); PPPoE adds the session and
+ * the source MAC, untagged IPoE is keyed by the source MAC alone.
  */
 static __rte_always_inline void
 bng_key_of(const uint8_t *p, const struct ep_meta *m, struct bng_key *k)
@@ -208,6 +209,10 @@ bng_key_of(const uint8_t *p, const struct ep_meta *m, struct bng_key *k)
 		k->session = bng_be16(p + m->l3_off - 2 - BNG_PPPOE_HDR + 2);
 		memcpy(k->mac, p + 6, 6);
 		k->pppoe = 1;
+	} else if (m->n_vlans == 0) {
+		/* Untagged IPoE: no line to key by, the source MAC is the
+		 * subscriber (one 6-byte copy from the line already loaded). */
+		memcpy(k->mac, p + 6, 6);
 	}
 }
 

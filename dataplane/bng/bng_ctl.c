@@ -6,6 +6,7 @@
  * and reject exactly the same input.
  *
  *   sub-add       id=<n> qinq=<o.i>|vlan=<n> [pppoe=<s> mac=<mac>] [mac=<mac>]
+ *                 | id=<n> mac=<mac> (untagged IPoE: keyed by the client MAC)
  *                 [ipv4=<a[/l]>[,...] | ["a", ...]] [ipv6=<prefix>] [policer=<name>]
  *                 [pipe=<name>] [subport=<n>]
  *   sub-add-bulk  subscribers=[{sub-add fields}, ...]
@@ -364,7 +365,8 @@ ctl_bng_stats(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 }
 
 static struct ep_ctl_cmd c_sub_add = { "sub-add",
-	"id=<n> qinq=<o.i>|vlan=<n> [pppoe=<s> mac=<mac>] [ipv4=<a>[,<a>]] [ipv6=<prefix>] "
+	"id=<n> qinq=<o.i>|vlan=<n> [pppoe=<s>] [mac=<mac>] (untagged IPoE: mac= alone) "
+	"[ipv4=<a>[,<a>]] [ipv6=<prefix>] "
 	"[policer=<name>] [pipe=<name>] [subport=<n>]",
 	"add or replace a subscriber atomically", ctl_sub_add, NULL };
 static struct ep_ctl_cmd c_sub_add_bulk = { "sub-add-bulk", "subscribers=[{...}, ...]",

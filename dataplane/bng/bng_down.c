@@ -304,11 +304,19 @@ bng_down_encap_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 			continue;
 		}
 		e = rte_pktmbuf_mtod(m, uint8_t *);
-		/* Templates are 18..30 bytes: two fixed 16-byte copies that
-		 * overlap cost two vector moves, a variable memcpy a call. */
+		/* Templates are 14..30 bytes: two fixed copies that overlap
+		 * cost two moves, a variable memcpy a call.  16-byte copies
+		 * for tagged lines and PPPoE (18..30); 8-byte ones for an
+		 * untagged IPoE line (14: a 16-byte copy would overwrite the
+		 * IP header's first bytes). */
 		RTE_BUILD_BUG_ON(BNG_TPL_MAX > 32);
-		memcpy(e, s->tpl, 16);
-		memcpy(e + s->tpl_len - 16, s->tpl + s->tpl_len - 16, 16);
+		if (likely(s->tpl_len >= 16)) {
+			memcpy(e, s->tpl, 16);
+			memcpy(e + s->tpl_len - 16, s->tpl + s->tpl_len - 16, 16);
+		} else {
+			memcpy(e, s->tpl, 8);
+			memcpy(e + s->tpl_len - 8, s->tpl + s->tpl_len - 8, 8);
+		}
 		memcpy(e + s->tpl_len - 2, &tag, 2);
 		if (s->pppoe) {
 			uint16_t plen = rte_cpu_to_be_16((uint16_t)(md->l3_len + 2));

@@ -266,8 +266,9 @@ plan_one(struct bng *b, struct claims *cl, uint32_t idx, const struct bng_sub_re
 	if (r->id == 0 || r->id > b->p.max_subscribers)
 		return ep_err_set(err, "id: %u is not 1-%u (max_subscribers)", r->id,
 				  b->p.max_subscribers);
-	if (!r->has_key_vlan && !r->has_pppoe)
-		return ep_err_set(err, "needs vlan=, qinq= or pppoe= (the access key)");
+	if (!r->has_key_vlan && !r->has_pppoe && !r->has_mac)
+		return ep_err_set(err, "needs vlan=, qinq=, pppoe= or, on an untagged IPoE line, "
+				  "mac= (the access key)");
 	if (r->has_pppoe && !r->has_mac)
 		return ep_err_set(err, "pppoe: needs mac= (the client MAC is part of the key)");
 	if (r->policer[0] != '\0' && (pol = ep_policer_find(b->pol, r->policer)) < 0)
@@ -277,8 +278,9 @@ plan_one(struct bng *b, struct claims *cl, uint32_t idx, const struct bng_sub_re
 		return ep_err_set(err, "pipe: no profile '%s'", r->pipe);
 	if (r->subport >= b->hqos->n_subports || !b->hqos->sub[r->subport].in_use)
 		return ep_err_set(err, "subport: %u is not configured", r->subport);
-	/* The client MAC is part of a PPPoE session's key. */
-	if (r->has_pppoe)
+	/* The client MAC is part of a PPPoE session's key, and the whole key
+	 * of an untagged IPoE subscriber. */
+	if (r->has_pppoe || !r->has_key_vlan)
 		memcpy(key.mac, &r->mac, 6);
 	/* An id is claimed by the entry (index + 1): a second entry conflicts. */
 	if (claim(cl, CLAIM_ID, (uint8_t[16]){ (uint8_t)r->id, (uint8_t)(r->id >> 8),

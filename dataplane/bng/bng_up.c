@@ -173,7 +173,8 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
  * 64-bit registers and stored as two words: rte_hash's CRC reads the key 8
  * bytes at a time, and an 8-byte load over several narrow stores cannot be
  * forwarded from the store buffer (a ~12-cycle stall per load, two per key).
- * IPoE keys come from ep_meta alone, without touching the frame.
+ * Tagged IPoE keys come from ep_meta alone, without touching the frame;
+ * PPPoE and untagged IPoE read the source MAC (the frame's first line).
  */
 static __rte_always_inline hash_sig_t
 up_key(const uint8_t *p, const struct ep_meta *md, struct bng_key *k)
@@ -186,16 +187,23 @@ up_key(const uint8_t *p, const struct ep_meta *md, struct bng_key *k)
 			 offsetof(struct bng_key, mac) != 6 ||
 			 offsetof(struct bng_key, n_vlans) != 12 ||
 			 offsetof(struct bng_key, pppoe) != 13);
-	if (unlikely(md->user == BNG_USER_PPPOE)) {
-		/* Session id 8 bytes before the IP header, client MAC at 6. */
-		uint64_t sess = bng_be16(p + md->l3_off - 2 - BNG_PPPOE_HDR + 2);
+	if (md->user == BNG_USER_PPPOE || md->n_vlans == 0) {
+		/* The client MAC (source MAC at 6): part of a PPPoE session's
+		 * key, the whole key of untagged IPoE. */
 		uint16_t m01;
 		uint32_t m25;
 
 		memcpy(&m01, p + 6, 2);
 		memcpy(&m25, p + 8, 4);
-		w0 |= sess << 32 | (uint64_t)m01 << 48;
-		w1 |= m25 | 1ull << 40;
+		w0 |= (uint64_t)m01 << 48;
+		w1 |= m25;
+	}
+	if (unlikely(md->user == BNG_USER_PPPOE)) {
+		/* Session id 8 bytes before the IP header. */
+		uint64_t sess = bng_be16(p + md->l3_off - 2 - BNG_PPPOE_HDR + 2);
+
+		w0 |= sess << 32;
+		w1 |= 1ull << 40;
 	}
 	memcpy(k, &w0, 8);
 	memcpy((uint8_t *)k + 8, &w1, 8);

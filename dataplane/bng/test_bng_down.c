@@ -193,6 +193,27 @@ EP_TEST(downlink_reverse_path_rule_drops_source_in_own_range)
 	tb_free(t);
 }
 
+/* Untagged IPoE: the client MAC (the key) is the frame's destination, no
+ * tag. */
+EP_TEST(downlink_untagged_ipoe_encap_bytes_exact)
+{
+	struct tb *t = tb_new("subscriber = id=5 mac=02:00:00:00:10:05 ipv4=198.18.100.9\n");
+	struct tb_pkt p = core_pkt(4, "198.51.100.7", "198.18.100.9", 0, 40);
+	uint8_t out[2048], want[2048];
+	uint16_t olen = 0, o;
+	struct path path;
+	static const uint8_t mac5[6] = { 2, 0, 0, 0, 0x10, 0x05 };
+
+	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path), EP_NEXT_TX(TB_ACCESS));
+	o = l2(want, (const uint8_t[]){ 0x08, 0x00 }, 2);
+	memcpy(want, mac5, 6);
+	p.ttl = 63;
+	o += tb_ip(want + o, &p);
+	EP_CHECK_EQ(olen, o);
+	EP_CHECK_MEM(out, want, o);
+	tb_free(t);
+}
+
 EP_TEST(downlink_ipoe_subscriber_without_mac_dropped_no_encap)
 {
 	struct tb *t = tb_new(down_conf);

@@ -352,8 +352,12 @@ EP_TEST(bulk_add_with_one_bad_entry_adds_none)
 		{ "id=20 qinq=20.1 ipv4=198.18.60.1 mac=02:00:00:00:00:20",
 		  "id=20 qinq=20.2 ipv4=198.18.60.2 mac=02:00:00:00:00:21",
 		  "id=22 qinq=20.3 ipv4=198.18.60.3 mac=02:00:00:00:00:22" },
+		/* Untagged IPoE: the client MAC is the key, twice in the batch. */
+		{ "id=20 mac=02:00:00:00:00:30 ipv4=198.18.60.1",
+		  "id=21 mac=02:00:00:00:00:30 ipv4=198.18.60.2",
+		  "id=22 qinq=20.3 ipv4=198.18.60.3 mac=02:00:00:00:00:22" },
 	};
-	static const char *const why[] = { "policer", "access key", "ipv4", "twice" };
+	static const char *const why[] = { "policer", "access key", "ipv4", "twice", "access key" };
 	struct tb *t = tb_new("subscriber = id=9 vlan=300 ipv4=198.18.50.1 mac=02:00:00:00:00:09\n");
 	uint32_t free0 = t->b->hqos->sub[0].n_free, recs0 = t->b->n_rec_free;
 

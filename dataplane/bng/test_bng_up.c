@@ -149,6 +149,52 @@ EP_TEST(uplink_unknown_subscriber_dropped)
 	tb_free(t);
 }
 
+/* An untagged IPoE line is a shared segment: the source MAC is the
+ * subscriber.  Another MAC, or the same MAC behind a tag, is not it; a
+ * PPPoE session of the same MAC is another key. */
+EP_TEST(uplink_untagged_ipoe_keyed_by_source_mac)
+{
+	static const uint8_t mac5[6] = { 2, 0, 0, 0, 0x10, 0x05 }, other[6] = { 2, 0, 0, 0, 0x10, 0x06 };
+	struct tb *t = tb_new("subscriber = id=5 mac=02:00:00:00:10:05 ipv4=198.18.100.9\n"
+			      "subscriber = id=6 pppoe=9 mac=02:00:00:00:10:05 ipv4=198.18.100.10\n");
+	struct tb_pkt p = { .src = mac5, .ip = 4, .sip = "198.18.100.9", .dip = "198.51.100.7",
+			    .sport = 1000, .dport = 2000, .payload = 18 };
+	uint8_t f[256], out[2048], want[256];
+	uint16_t len = tb_frame(f, &p), olen = 0;
+	struct bng_key k;
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_CORE));
+	memcpy(want, tb_core_nh_mac, 6);
+	memcpy(want + 6, tb_core_mac, 6);
+	want[12] = 0x08;
+	want[13] = 0x00;
+	p.ttl = 63;
+	EP_CHECK_EQ(olen, 14 + tb_ip(want + 14, &p));
+	EP_CHECK_MEM(out, want, olen);
+	/* The table's key is what the classify stage builds from the frame. */
+	memset(&k, 0, sizeof(k));
+	memcpy(k.mac, mac5, 6);
+	EP_CHECK_EQ(bng_sub_find_key(t->b, &k), 5);
+	p.ttl = 0;
+	p.src = other;
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	p.src = mac5;
+	p.n_vlans = 1;
+	p.vid[0] = 100;
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	/* The PPPoE subscriber's address from the IPoE key: anti-spoofing. */
+	p.n_vlans = 0;
+	p.sip = "198.18.100.10";
+	len = tb_frame(f, &p);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL),
+		    EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE));
+	tb_free(t);
+}
+
 EP_TEST(uplink_spoofed_ipv4_source_dropped)
 {
 	struct tb *t = tb_new(up_conf);

@@ -40,6 +40,10 @@ type BNG struct {
 type Options struct {
 	MaxSubscribers int    // default 4096
 	Extra          string // more [bng] lines
+	// DPDK devices of the access and core ports; default net_null (no
+	// packets).  Tests that move packets give net_af_packet devices on
+	// veths they create.
+	AccessDevice, CoreDevice string
 }
 
 // StartBNG starts edgeplane-dp and waits for its control socket; the test's
@@ -55,12 +59,18 @@ func StartBNG(t testing.TB, o Options) *BNG {
 	for pipes < o.MaxSubscribers {
 		pipes *= 2
 	}
+	if o.AccessDevice == "" {
+		o.AccessDevice = "net_null0,no-rx=1"
+	}
+	if o.CoreDevice == "" {
+		o.CoreDevice = "net_null1,no-rx=1"
+	}
 	return Start(t, fmt.Sprintf(`[port access]
-device = net_null0,no-rx=1
+device = %s
 mac = 02:00:00:00:01:01
 ipv4 = 198.18.100.1/24
 [port core]
-device = net_null1,no-rx=1
+device = %s
 mac = 02:00:00:00:02:01
 ipv4 = 198.18.1.1/24
 [worker up]
@@ -80,7 +90,7 @@ hqos_port_rate = 10G
 hqos_qsize = 16
 subport = 0 rate=10G pipes=%d
 %s
-`, o.MaxSubscribers, pipes, o.Extra))
+`, o.AccessDevice, o.CoreDevice, o.MaxSubscribers, pipes, o.Extra))
 }
 
 // StartCMTS starts a vCMTS: service group sg0 on net_null ports (two
@@ -131,7 +141,7 @@ func Start(t testing.TB, sections string) *BNG {
 	dir := t.TempDir()
 	b := &BNG{Socket: filepath.Join(dir, "dp.sock"), Config: filepath.Join(dir, "dp.conf"), t: t,
 		exited: make(chan struct{})}
-	// Ordinary memory (these tests move no packets) and no telemetry
+	// Ordinary memory (these tests move few packets, if any) and no telemetry
 	// socket: DPDK's telemetry start-up connects to the default
 	// /var/run/dpdk/rte/dpdk_telemetry.v2 to see whether another process
 	// owns it, and blocks while that process is stopped (benchmarks

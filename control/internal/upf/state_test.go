@@ -118,3 +118,22 @@ func TestReserveAndRelease(t *testing.T) {
 		t.Fatalf("after release: keys %v addrs %v", st.keys, st.addrs)
 	}
 }
+
+// Untagged IPoE subscribers share a port and tags (none): their MACs tell
+// them apart, so two MACs are two keys and one MAC twice is a conflict.
+func TestUntaggedIPoEKeysDifferByMAC(t *testing.T) {
+	st := NewState(1, 100, 1)
+	sub := func(mac, addr string) *Plan {
+		return &Plan{Sub: &SubPlan{Key: AccessKey{Port: "access", MAC: mac},
+			Addrs: []netip.Prefix{netip.MustParsePrefix(addr)}}}
+	}
+	if rj := st.reserve(1, sub("02:00:00:00:00:01", "198.18.100.10/32"), nil); rj != nil {
+		t.Fatal(rj)
+	}
+	if rj := st.reserve(2, sub("02:00:00:00:00:02", "198.18.100.11/32"), nil); rj != nil {
+		t.Fatalf("a second MAC on the untagged port: %v", rj)
+	}
+	if rj := st.reserve(3, sub("02:00:00:00:00:01", "198.18.100.12/32"), nil); rj == nil {
+		t.Fatal("session 1's MAC was given to session 3")
+	}
+}

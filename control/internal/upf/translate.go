@@ -13,15 +13,19 @@ import (
 )
 
 // AccessKey is what identifies a subscriber on the access side: the BNG's
-// classification key (tags, and for PPPoE the session and client MAC), on
-// a logical port.
+// classification key (tags, and for PPPoE the session and client MAC; on
+// an untagged IPoE line the client MAC alone), on a logical port.
 type AccessKey struct {
 	Port  string
 	STag  uint16
 	CTag  uint16
 	PPPoE uint16
-	MAC   string // PPPoE: part of the key; IPoE: the downlink destination
+	MAC   string // PPPoE, untagged IPoE: part of the key; IPoE: the downlink destination
 }
+
+// untaggedIPoE: no tags and no PPPoE session, so the client MAC is the key
+// (a shared segment, TR-459's Ethernet packet filter of the PDI).
+func (k AccessKey) untaggedIPoE() bool { return k.PPPoE == 0 && k.STag == 0 && k.CTag == 0 }
 
 func (k AccessKey) String() string {
 	s := fmt.Sprintf("port %s", k.Port)
@@ -33,12 +37,15 @@ func (k AccessKey) String() string {
 	}
 	if k.PPPoE != 0 {
 		s += fmt.Sprintf(" pppoe %#04x mac %s", k.PPPoE, k.MAC)
+	} else if k.untaggedIPoE() {
+		s += fmt.Sprintf(" untagged mac %s", k.MAC)
 	}
 	return s
 }
 
 // dpKey is the part of the key the data plane classifies on: two PPPoE
-// sessions, or an IPoE subscriber and a PPPoE session, may share tags.
+// sessions, or an IPoE subscriber and a PPPoE session, may share tags;
+// untagged IPoE subscribers share the port and differ by MAC.
 type dpKey struct {
 	Port              string
 	STag, CTag, PPPoE uint16
@@ -47,7 +54,7 @@ type dpKey struct {
 
 func (k AccessKey) dp() dpKey {
 	d := dpKey{Port: k.Port, STag: k.STag, CTag: k.CTag, PPPoE: k.PPPoE}
-	if k.PPPoE != 0 {
+	if k.PPPoE != 0 || k.untaggedIPoE() {
 		d.MAC = k.MAC
 	}
 	return d
@@ -275,13 +282,18 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 			sub.Key, subKeyFrom = k, pdr
 			return nil
 		}
-		if sub.Key.dp() != k.dp() || (k.MAC != "" && sub.Key.MAC != "" && k.MAC != sub.Key.MAC) {
+		// A PDR that names no MAC takes the other's (checkKey wants one).
+		a, b := sub.Key, k
+		if a.MAC == "" {
+			a.MAC = b.MAC
+		} else if b.MAC == "" {
+			b.MAC = a.MAC
+		}
+		if a != b {
 			return ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(pdr), ie.TrafficEndpointID,
 				"PDR %d's access (%s) differs from PDR %d's (%s): one subscriber per session", pdr, k, subKeyFrom, sub.Key)
 		}
-		if sub.Key.MAC == "" {
-			sub.Key.MAC = k.MAC
-		}
+		sub.Key = a
 		return nil
 	}
 	for _, id := range ids {
@@ -488,16 +500,13 @@ func ueAddrs(m Match) []netip.Prefix {
 }
 
 // checkKey: what the BNG's classification needs (dataplane/bng/README.md,
-// subscriber fields): tags or a PPPoE session; PPPoE with the client's
-// MAC; an IPoE subscriber's MAC for its downlink frames.
+// subscriber fields): the client's MAC always -- part of a PPPoE session's
+// key, the whole key of an untagged IPoE line, a tagged IPoE subscriber's
+// downlink destination.
 func checkKey(k AccessKey, pdr uint16) *Reject {
-	if k.PPPoE == 0 && k.STag == 0 && k.CTag == 0 {
-		return ruleReject(ie.CauseServiceNotSupported, RulePDR, uint32(pdr), ie.STAG,
-			"PDR %d: an untagged IPoE subscriber: the access key is the VLAN tags (or a PPPoE session)", pdr)
-	}
 	if k.MAC == "" {
 		return ruleReject(ie.CauseConditionalIEMissing, RulePDR, uint32(pdr), ie.MACAddress,
-			"PDR %d: the subscriber's MAC address is needed (PPPoE key, IPoE downlink destination)", pdr)
+			"PDR %d: the subscriber's MAC address is needed (PPPoE or untagged IPoE key, IPoE downlink destination)", pdr)
 	}
 	return nil
 }

@@ -67,6 +67,10 @@ func TestTranslationTable(t *testing.T) {
 	single.ULMBR, single.ULGBR, single.DLMBR = 0, 0, 0
 	std := base
 	std.StandardOnly = true
+	untagged := base
+	untagged.STag, untagged.CTag = 0, 0
+	untaggedStd := untagged
+	untaggedStd.StandardOnly = true
 	redirect := pppoe
 	redirect.Redirect, redirect.CPAddr, redirect.CPTEID = true, netip.MustParseAddr("198.18.0.9"), 0x77
 	for _, c := range []struct {
@@ -88,6 +92,12 @@ func TestTranslationTable(t *testing.T) {
 				IPv6: "2001:db8:100::/56"}, 0, 0},
 		{"standard_ies_only_ethernet_packet_filter", ie.PDNTypeIPv4v6, std.Establishment(),
 			&dpctl.Subscriber{QinQ: "100.200", MAC: "02:00:00:00:10:01", IPv4: []string{"198.18.100.2"},
+				IPv6: "2001:db8:100::/56", Policer: "pfcp-u20000-10000", Pipe: "pfcp-d100000"}, 0, 0},
+		{"untagged_ipoe_keyed_by_mac", ie.PDNTypeEthernet, untagged.Establishment(),
+			&dpctl.Subscriber{MAC: "02:00:00:00:10:01", IPv4: []string{"198.18.100.2"},
+				IPv6: "2001:db8:100::/56", Policer: "pfcp-u20000-10000", Pipe: "pfcp-d100000"}, 0, 0},
+		{"untagged_ipoe_mac_from_ethernet_packet_filter", ie.PDNTypeIPv4v6, untaggedStd.Establishment(),
+			&dpctl.Subscriber{MAC: "02:00:00:00:10:01", IPv4: []string{"198.18.100.2"},
 				IPv6: "2001:db8:100::/56", Policer: "pfcp-u20000-10000", Pipe: "pfcp-d100000"}, 0, 0},
 		{"pppoe_with_control_redirect_both_ways", ie.PDNTypeEthernet, redirect.Establishment(),
 			&dpctl.Subscriber{QinQ: "100.200", PPPoE: 0x12, MAC: "02:00:00:00:10:01", IPv4: []string{"198.18.100.2"},
@@ -156,8 +166,8 @@ func edit(ies []*ie.IE, f func(*ie.IE) *ie.IE) []*ie.IE {
 func TestTranslationRefusals(t *testing.T) {
 	good := cpsim.Subscriber{STag: 100, CTag: 200, MAC: mac("02:00:00:00:10:01"),
 		IPv4: netip.MustParseAddr("198.18.100.2"), ULMBR: 20000, DLMBR: 50000, LogicalPort: "access"}
-	untagged := good
-	untagged.STag, untagged.CTag = 0, 0
+	untaggedNoMAC := good
+	untaggedNoMAC.STag, untaggedNoMAC.CTag, untaggedNoMAC.MAC = 0, 0, nil
 	otherPort := good
 	otherPort.LogicalPort = "ge-0/0/1"
 	noMAC := good
@@ -175,7 +185,7 @@ func TestTranslationRefusals(t *testing.T) {
 			ie.CauseServiceNotSupported, bbf.PPPLCPConnectivity},
 		{"l2tp_tunnel_not_supported", append(good.Establishment(), ie.NewVendorSpecificIE(bbf.L2TPTunnel, bbf.EnterpriseID, nil)),
 			ie.CauseServiceNotSupported, bbf.L2TPTunnel},
-		{"untagged_ipoe_has_no_access_key", untagged.Establishment(), ie.CauseServiceNotSupported, ie.STAG},
+		{"untagged_ipoe_without_mac_has_no_access_key", untaggedNoMAC.Establishment(), ie.CauseConditionalIEMissing, ie.MACAddress},
 		{"logical_port_not_served", otherPort.Establishment(), ie.CauseRuleCreationModificationFailure, bbf.LogicalPort},
 		{"ipoe_without_mac", noMAC.Establishment(), ie.CauseConditionalIEMissing, ie.MACAddress},
 		{"closed_gate", edit(good.Establishment(), func(i *ie.IE) *ie.IE {

@@ -1,15 +1,16 @@
 package sci_test
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/wmnsk/go-pfcp/ie"
+	"golang.org/x/sys/unix"
 
 	"edgeplane/control/internal/bngcp"
 	"edgeplane/control/internal/bngcp/aaa"
@@ -35,7 +36,13 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	dp := dptest.StartBNG(t, dptest.Options{MaxSubscribers: 64})
+	return newRigOn(t, dptest.Options{MaxSubscribers: 64})
+}
+
+// newRigOn: the rig on a data plane with these options (ports).
+func newRigOn(t *testing.T, o dptest.Options) *rig {
+	t.Helper()
+	dp := dptest.StartBNG(t, o)
 	dpc := dpctl.New(dp.Socket, dpctl.Options{})
 	t.Cleanup(func() { dpc.Close() })
 	u, err := upf.New(upf.Config{Listen: netip.AddrPortFrom(lo, 0), GTPU: netip.AddrPortFrom(lo, 0),
@@ -157,20 +164,71 @@ func TestLineTagsBecomeTheSubscribersTags(t *testing.T) {
 	}
 }
 
-// An untagged IPoE line has no key the data plane's BNG classifies by (its
-// subscriber key is the tags, or a PPPoE session with the client's MAC):
-// the user plane refuses the session with Service not supported naming
-// the S-TAG, and the control plane gets that cause, not a timeout.
-func TestUntaggedIPoEIsRefusedByTheUserPlaneWithItsCause(t *testing.T) {
-	r := newRig(t)
-	sp := spec(30, frame.Line{}, 0)
-	_, err := r.tryEstablish(t, sp)
-	var ce *sci.CauseError
-	if !errors.As(err, &ce) || ce.Cause != ie.CauseServiceNotSupported || ce.Offending != ie.STAG {
-		t.Fatalf("untagged IPoE establishment: %v, want cause %d offending %d", err, ie.CauseServiceNotSupported, ie.STAG)
+// An untagged IPoE line is keyed by the client's MAC: the user plane
+// installs the subscriber with its MAC and no tags, and the data plane
+// carries its traffic both ways -- its frames (source MAC, its address)
+// to the core, the core's to its MAC, untagged.  Another MAC with the
+// same address is not the subscriber.
+func TestUntaggedIPoEIsKeyedByTheClientsMAC(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: veths and packet sockets carry the traffic")
 	}
-	if _, ok := r.subscriber(t, sp.Circuit.MAC); ok {
-		t.Fatal("a refused session left a subscriber in the data plane")
+	acc, core := newWire(t, "sia"), newWire(t, "sic")
+	r := newRigOn(t, dptest.Options{MaxSubscribers: 64, AccessDevice: acc.device(0), CoreDevice: core.device(1)})
+	sp := spec(30, frame.Line{}, 0)
+	r.establish(t, sp)
+	got, ok := r.subscriber(t, sp.Circuit.MAC)
+	if !ok {
+		t.Fatalf("no subscriber with MAC %s in the data plane", sp.Circuit.MAC)
+	}
+	if got.QinQ != "" || got.VLAN != 0 || got.PPPoE != 0 || len(got.IPv4) != 1 || got.IPv4[0] != sp.IPv4.String() {
+		t.Fatalf("data plane subscriber %+v, want untagged IPoE with %s", got, sp.IPv4)
+	}
+	accessMAC, _ := frame.ParseMAC("02:00:00:00:01:01")
+	coreMAC, _ := frame.ParseMAC("02:00:00:00:02:01")
+	nextHop, _ := frame.ParseMAC("02:00:00:00:02:02")
+	far := netip.MustParseAddr("198.51.100.7")
+
+	up := exchange(t, acc, core, udpFrame(t, accessMAC, sp.Circuit.MAC, sp.IPv4, far, []byte("untagged-up")), []byte("untagged-up"))
+	if !bytes.Equal(up[:6], nextHop[:]) {
+		t.Fatalf("uplink frame to %x, want the next hop %s", up[:6], nextHop)
+	}
+	if src, dst := ipv4Of(up); src != sp.IPv4 || dst != far {
+		t.Fatalf("uplink frame %x: IPv4 %s -> %s, want %s -> %s", up, src, dst, sp.IPv4, far)
+	}
+	down := exchange(t, core, acc, udpFrame(t, coreMAC, nextHop, far, sp.IPv4, []byte("untagged-down")), []byte("untagged-down"))
+	if !bytes.Equal(down[:6], sp.Circuit.MAC[:]) || !bytes.Equal(down[6:12], accessMAC[:]) {
+		t.Fatalf("downlink frame %x -> %x, want %s -> %s", down[6:12], down[:6], accessMAC, sp.Circuit.MAC)
+	}
+	if src, dst := ipv4Of(down); src != far || dst != sp.IPv4 {
+		t.Fatalf("downlink frame %x: not an untagged IPv4 frame %s -> %s", down, far, sp.IPv4)
+	}
+
+	// Another device on the segment using the subscriber's address: no key.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before, err := r.drops(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := frame.MAC{2, 0, 0, 0, 0, 0x99}
+	f := udpFrame(t, accessMAC, other, sp.IPv4, far, []byte("untagged-other"))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := unix.Write(acc.fd, f); err != nil {
+			t.Fatal(err)
+		}
+		now, err := r.drops(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now["bng_unknown_subscriber"] > before["bng_unknown_subscriber"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a frame from another MAC was not dropped as bng_unknown_subscriber: %v", now)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
