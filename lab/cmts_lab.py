@@ -278,6 +278,25 @@ def uepi_frame(l2tp):
                  IP(src=RPD_IP, dst=CMTS_IP, proto=rpd_model.IPPROTO_L2TP, ttl=64) / l2tp)
 
 
+def ds_frame(ip, mac, dport, size, tag):
+    """A UDP frame from the network host to a CPE, `size` bytes with FCS,
+    numbered by `tag` (in its source port and first payload bytes)."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    return bytes(Ether(dst=mac, src=NET_HOST_MAC) / IP(src=NET_HOST_IP, dst=ip) /
+                 UDP(sport=1024 + tag % 60000, dport=dport) /
+                 tag.to_bytes(4, "big") / bytes(size - 4 - 42 - 4))
+
+
+def us_frame(cpe_ip, cpe_mac, size, tag):
+    """A UDP frame from a CPE to the network host, `size` bytes with FCS."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    return bytes(Ether(dst=NET_HOST_MAC, src=cpe_mac) / IP(src=cpe_ip, dst=NET_HOST_IP) /
+                 UDP(sport=4000, dport=4001) / tag.to_bytes(4, "big") /
+                 bytes(size - 4 - 42 - 4))
+
+
 class CmtsLab(DpLab):
     """Namespaces dut, rpd, net; edgeplane-dp with one SG; raw ports."""
 

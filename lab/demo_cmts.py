@@ -18,12 +18,9 @@ import socket
 import threading
 import time
 
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
-
 from . import rpd_model
-from .cmts_lab import (NET_HOST_IP, NET_HOST_MAC, RPD_PORT_MAC, US_SESSION, CmSpec, CmtsLab, SgProfile,
-                       cmts_sections, depi_payloads, uepi_frame)
+from .cmts_lab import (NET_HOST_MAC, RPD_PORT_MAC, US_SESSION, CmSpec, CmtsLab, SgProfile, cmts_sections,
+                       depi_payloads, ds_frame, uepi_frame, us_frame)
 from .dp import Dp
 
 SG = "sg0"
@@ -102,17 +99,6 @@ class Collector:
         self._stop.set()
         self._th.join()
         return self.frames
-
-
-def ds_frame(ip, mac, dport, size, tag):
-    """A UDP frame from the core host to a CPE, `size` bytes with FCS."""
-    return bytes(Ether(dst=mac, src=NET_HOST_MAC) / IP(src=NET_HOST_IP, dst=ip) /
-                 UDP(sport=1024 + tag % 60000, dport=dport) / tag.to_bytes(4, "big") / bytes(size - 4 - 42 - 4))
-
-
-def us_frame(ip, mac, size, tag):
-    return bytes(Ether(dst=NET_HOST_MAC, src=mac) / IP(src=ip, dst=NET_HOST_IP) /
-                 UDP(sport=4000, dport=4001) / tag.to_bytes(4, "big") / bytes(size - 4 - 42 - 4))
 
 
 def run_traffic(lab, seconds, pps):

@@ -14,27 +14,12 @@ import threading
 import time
 
 import pytest
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
 
 from lab import rpd_model
-from lab.cmts_lab import (NET_HOST_IP, NET_HOST_MAC, US_SESSION, CmtsLab, SgProfile,
-                          depi_payloads, tek, uepi_frame)
+from lab.cmts_lab import (US_SESSION, CmtsLab, SgProfile, depi_payloads, ds_frame, tek, uepi_frame,
+                          us_frame)
 
 SIZES = (84, 256, 1280)             # Intel vCMTS's iMix frame sizes (with FCS)
-
-
-def ds_frame(ip, mac, dport, size, tag):
-    """A frame from the network host to a CPE, `size` bytes with FCS."""
-    return bytes(Ether(dst=mac, src=NET_HOST_MAC) / IP(src=NET_HOST_IP, dst=ip) /
-                 UDP(sport=1024 + tag % 60000, dport=dport) /
-                 tag.to_bytes(4, "big") / bytes(size - 4 - 42 - 4))
-
-
-def us_frame(cpe_ip, cpe_mac, size, tag):
-    return bytes(Ether(dst=NET_HOST_MAC, src=cpe_mac) / IP(src=cpe_ip, dst=NET_HOST_IP) /
-                 UDP(sport=4000, dport=4001) / tag.to_bytes(4, "big") /
-                 bytes(size - 4 - 42 - 4))
 
 
 def decode_ds(captured, cms_by_said):
