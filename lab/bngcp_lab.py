@@ -43,7 +43,9 @@ PPP_NET4 = "198.18.104.0/21"
 PPP_POOL4 = ("198.18.104.1", "198.18.111.254")
 IPOE_POOL4 = ("198.18.100.10", "198.18.100.250")
 POOL6 = "2001:db8:100::/40"
-CP_API = "/run/edgeplane-bngcp-{tag}.sock"
+# In the lab's own work directory: two labs of one tag (a test and
+# `make run` side by side) must not answer each other's API calls.
+CP_API = "{workdir}/bng-cp-api.sock"
 CP_METRICS_PORT = 9102
 REFLECT_PORT = 9000
 
@@ -84,7 +86,7 @@ def cp_config(tag, workdir, **over):
                 "default_pool6": "v6", "accounting_file": str(workdir / "accounting.jsonl"),
                 "interim": "60s"},
         "limits": {"new_per_second": 20000, "per_mac_per_second": 5},
-        "api": {"listen": "unix:" + CP_API.format(tag=tag), "metrics": f"{CP_ADDR}:{CP_METRICS_PORT}"},
+        "api": {"listen": "unix:" + CP_API.format(workdir=workdir), "metrics": f"{CP_ADDR}:{CP_METRICS_PORT}"},
     }
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(c.get(k), dict):
@@ -575,7 +577,7 @@ class DirectLab:
         self.cph.run(["ip", "addr", "add", f"{CP_ADDR}/32", "dev", "lo"])  # the metrics listener's
         (self.workdir / "subscribers.txt").write_text(local_users(self.users))
         over = {"access": {"mode": "direct", "iface": "acc"},
-                "api": {"listen": "unix:" + CP_API.format(tag=self.tag)}, **self.cp_over}
+                "api": {"listen": "unix:" + CP_API.format(workdir=self.workdir)}, **self.cp_over}
         self.bngcp = BngCp(self.cph, self.workdir, cp_config(self.tag, self.workdir, **over)).start(wait_ready=False)
         return self
 
