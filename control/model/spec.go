@@ -65,15 +65,7 @@ func defineFormats() {
 
 func load() *openapi3.T {
 	defineFormats()
-	l := openapi3.NewLoader()
-	d, err := l.LoadFromData(Document)
-	if err == nil {
-		err = d.Validate(l.Context)
-	}
-	if err != nil {
-		panic(fmt.Sprintf("model: openapi.yaml: %v", err))
-	}
-	return d
+	return apispec.Load(Document, "model")
 }
 
 // Spec is the parsed document.
@@ -81,13 +73,7 @@ func Spec() *openapi3.T { return doc }
 
 // Schema is components.schemas[name]; a name the document lacks is a
 // programming error.
-func Schema(name string) *openapi3.Schema {
-	ref := doc.Components.Schemas[name]
-	if ref == nil || ref.Value == nil {
-		panic("model: no schema " + name)
-	}
-	return ref.Value
-}
+func Schema(name string) *openapi3.Schema { return apispec.SchemaIn(doc, name) }
 
 // Operation is the operation at method and path template, or nil.
 func Operation(method, path string) *openapi3.Operation {

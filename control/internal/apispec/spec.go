@@ -46,13 +46,20 @@ func defineFormats() {
 
 func load() *openapi3.T {
 	defineFormats()
+	return Load(Document, "apispec")
+}
+
+// Load parses and validates an embedded OpenAPI document (this package's
+// or the configuration model's); an invalid one is a programming error,
+// reported with who's name.
+func Load(data []byte, who string) *openapi3.T {
 	l := openapi3.NewLoader()
-	d, err := l.LoadFromData(Document)
+	d, err := l.LoadFromData(data)
 	if err == nil {
 		err = d.Validate(l.Context)
 	}
 	if err != nil {
-		panic(fmt.Sprintf("apispec: openapi.yaml: %v", err))
+		panic(fmt.Sprintf("%s: openapi.yaml: %v", who, err))
 	}
 	return d
 }
@@ -62,10 +69,13 @@ func Spec() *openapi3.T { return doc }
 
 // Schema returns components.schemas[name]; a name the document lacks is a
 // programming error.
-func Schema(name string) *openapi3.Schema {
+func Schema(name string) *openapi3.Schema { return SchemaIn(doc, name) }
+
+// SchemaIn is Schema in another document.
+func SchemaIn(doc *openapi3.T, name string) *openapi3.Schema {
 	ref := doc.Components.Schemas[name]
 	if ref == nil || ref.Value == nil {
-		panic("apispec: no schema " + name)
+		panic("openapi.yaml: no schema " + name)
 	}
 	return ref.Value
 }
