@@ -112,6 +112,7 @@ enum parse_result {
 	PARSE_NOT_IP,     /* not IP, multicast, or an outer fragment: pass untouched */
 	PARSE_DROP,       /* malformed: dropped, and counted where it was found */
 	PARSE_MORE,       /* a tunnel header was parsed: parse the next level */
+	PARSE_SLOW,       /* not a shape the fast parse knows: parse_level's turn */
 };
 
 /* Offsets beyond this are not parsed (the key keeps what was found). */
@@ -362,6 +363,109 @@ static __always_inline int parse_level(void *data, void *data_end,
 	return PARSE_OK;
 }
 
+/*
+ * The fast parse: one level of the common tunnel stacks, Ethernet without
+ * tags around IPv4 without options, not a fragment, then UDP or TCP, and
+ * for UDP VXLAN (I flag set, inner Ethernet without tags carrying IPv4) or
+ * a GTP-U G-PDU (no optional fields, or the E flag with no extension or one
+ * 4-octet extension such as the PDU session container of TS 38.415).
+ * Offsets are constants from the level's start, one bounds check covers
+ * the IPv4 and L4 headers and one the tunnel header with what follows, and
+ * the fields are tested whole (version and IHL in one byte compare). Any
+ * other shape, including every malformed one, returns PARSE_SLOW and the
+ * packet is parsed again from the start by parse_level, which names the
+ * drop reasons: the fast parse never drops and never decides a verdict the
+ * general parse would not. It fills the same parse_state fields.
+ */
+static __always_inline int fast_level(void *data, void *data_end, struct parse_state *st,
+				      const int depth)
+{
+	__u8 *ip, *l4, *t;
+	__u64 off, glen;
+	__be16 dport;
+	__u8 proto;
+
+	/* The cursor as a bounded offset, as in parse_level (verifier). */
+	off = st->pos - data;
+	barrier_var(off);
+	if (off > PARSE_MAX_OFF)
+		return PARSE_SLOW;
+	ip = data + off;
+	/* IPv4 and the first 8 octets of its L4 header. */
+	if ((void *)(ip + 28) > data_end)
+		return PARSE_SLOW;
+	if (ip[0] != 0x45 || (*(__be16 *)(ip + 6) & bpf_htons(0x3fff)))
+		return PARSE_SLOW;
+	proto = ip[9];
+	l4 = ip + 20;
+	st->ip_off = off;
+	st->ip_v6 = 0;
+	st->proto = proto;
+	st->ports_off = 0;
+	if (depth == 0) {
+		st->l4_off = off + 20;
+		st->l4_proto = proto;
+	}
+	if (proto == IPPROTO_TCP) {
+		if ((void *)(l4 + 20) > data_end || l4[12] < 0x50)
+			return PARSE_SLOW;
+		st->ports_off = off + 20;
+		return PARSE_OK;
+	}
+	if (proto != IPPROTO_UDP)
+		return PARSE_OK;
+	st->ports_off = off + 20;
+	if (depth >= STEER_MAX_TUNNELS)
+		return PARSE_OK;
+	dport = *(__be16 *)(l4 + 2);
+	t = l4 + 8;
+	if (dport == bpf_htons(VXLAN_PORT)) {
+		/* VXLAN, then the inner Ethernet header. */
+		if ((void *)(t + 22) > data_end || !(t[0] & 0x08) ||
+		    *(__be16 *)(t + 20) != bpf_htons(ETH_P_IP))
+			return PARSE_SLOW;
+		st->vni = bpf_ntohl(*(__be32 *)(t + 4)) >> 8;
+		st->pos = t + 22;
+		return PARSE_MORE;
+	}
+	if (dport == bpf_htons(GTPU_PORT)) {
+		/* Mandatory part, optional part, one extension header. */
+		if ((void *)(t + 16) > data_end || t[1] != GTP_TYPE_GPDU)
+			return PARSE_SLOW;
+		if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT))
+			glen = 8;
+		else if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT | GTP_F_E) && t[11] == 0)
+			glen = 12;
+		else if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT | GTP_F_E) && t[12] == 1 && t[15] == 0)
+			glen = 16;
+		else
+			return PARSE_SLOW;
+		st->teid = bpf_ntohl(*(__be32 *)(t + 4));
+		st->pos = t + glen;
+		return PARSE_MORE;
+	}
+	return PARSE_OK;
+}
+
+/* The fast parse of the whole packet: PARSE_OK, or PARSE_SLOW. */
+static __always_inline int parse_fast(void *data, void *data_end, struct parse_state *st)
+{
+	__u8 *eth = data;
+	int r;
+
+	if ((void *)(eth + ETH_HLEN) > data_end || (eth[0] & 1) ||
+	    *(__be16 *)(eth + 12) != bpf_htons(ETH_P_IP))
+		return PARSE_SLOW;
+	st->l3_off = ETH_HLEN;
+	st->pos = eth + ETH_HLEN;
+	r = fast_level(data, data_end, st, 0);
+	if (r == PARSE_MORE)
+		r = fast_level(data, data_end, st, 1);
+	if (r == PARSE_MORE)
+		r = fast_level(data, data_end, st, 2);
+	return r;
+}
+
 /* Ethernet and VLAN tags, then the levels. */
 static __always_inline int parse_packet(void *data, void *data_end, struct parse_state *st)
 {
@@ -369,6 +473,13 @@ static __always_inline int parse_packet(void *data, void *data_end, struct parse
 	struct ethhdr *eth;
 	int proto, r;
 
+	if (parse_fast(data, data_end, st) == PARSE_OK)
+		return PARSE_OK;
+	/* What the fast parse may have set: */
+	st->vni = 0;
+	st->teid = 0;
+	st->l4_off = 0;
+	st->l4_proto = 0;
 	proto = parse_ethhdr(&nh, data_end, &eth);
 	if (unlikely(proto < 0))
 		return drop_with(st, DROP_TRUNC_ETH);
