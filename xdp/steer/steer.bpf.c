@@ -163,6 +163,12 @@ struct key_words {
  * constant. */
 const volatile __u32 prio_set_mask = STEER_PRIO_SLOTS - 2;
 
+/* 0: the general parse only. A load-time constant like prio_set_mask (the
+ * verifier removes the branch not taken): the loader clears it when asked
+ * (Options.GeneralParseOnly), so that a test can check that the two parses
+ * decide alike. */
+const volatile __u32 fast_parse = 1;
+
 /* An unaligned 64-bit packet load (x86 has no alignment penalty, and the
  * verifier allows it without BPF_F_STRICT_ALIGNMENT). */
 static __always_inline __u64 load64(const void *p)
@@ -473,7 +479,7 @@ static __always_inline int parse_packet(void *data, void *data_end, struct parse
 	struct ethhdr *eth;
 	int proto, r;
 
-	if (parse_fast(data, data_end, st) == PARSE_OK)
+	if (fast_parse && parse_fast(data, data_end, st) == PARSE_OK)
 		return PARSE_OK;
 	/* What the fast parse may have set: */
 	st->vni = 0;
