@@ -113,6 +113,7 @@ enum parse_result {
 	PARSE_DROP,       /* malformed: dropped, and counted where it was found */
 	PARSE_MORE,       /* a tunnel header was parsed: parse the next level */
 	PARSE_SLOW,       /* not a shape the fast parse knows: parse_level's turn */
+	PARSE_KEYED,      /* the fast parse filled the key itself: steer it */
 };
 
 /* Offsets beyond this are not parsed (the key keeps what was found). */
@@ -384,10 +385,11 @@ static __always_inline int parse_level(void *data, void *data_end,
  * general parse would not. It fills the same parse_state fields.
  */
 static __always_inline int fast_level(void *data, void *data_end, struct parse_state *st,
-				      const int depth)
+				      struct key_words *k, const int depth)
 {
 	__u8 *ip, *l4, *t;
 	__u64 off, glen;
+	int has_ports = 0;
 	__be16 dport;
 	__u8 proto;
 
@@ -404,10 +406,6 @@ static __always_inline int fast_level(void *data, void *data_end, struct parse_s
 		return PARSE_SLOW;
 	proto = ip[9];
 	l4 = ip + 20;
-	st->ip_off = off;
-	st->ip_v6 = 0;
-	st->proto = proto;
-	st->ports_off = 0;
 	if (depth == 0) {
 		st->l4_off = off + 20;
 		st->l4_proto = proto;
@@ -415,46 +413,56 @@ static __always_inline int fast_level(void *data, void *data_end, struct parse_s
 	if (proto == IPPROTO_TCP) {
 		if ((void *)(l4 + 20) > data_end || l4[12] < 0x50)
 			return PARSE_SLOW;
-		st->ports_off = off + 20;
-		return PARSE_OK;
+		has_ports = 1;
+	} else if (proto == IPPROTO_UDP) {
+		has_ports = 1;
+		dport = *(__be16 *)(l4 + 2);
+		t = l4 + 8;
+		if (depth < STEER_MAX_TUNNELS && dport == bpf_htons(VXLAN_PORT)) {
+			/* VXLAN, then the inner Ethernet header. */
+			if ((void *)(t + 22) > data_end || !(t[0] & 0x08) ||
+			    *(__be16 *)(t + 20) != bpf_htons(ETH_P_IP))
+				return PARSE_SLOW;
+			st->vni = bpf_ntohl(*(__be32 *)(t + 4)) >> 8;
+			st->pos = t + 22;
+			return PARSE_MORE;
+		}
+		if (depth < STEER_MAX_TUNNELS && dport == bpf_htons(GTPU_PORT)) {
+			/* Mandatory part, optional part, one extension header. */
+			if ((void *)(t + 16) > data_end || t[1] != GTP_TYPE_GPDU)
+				return PARSE_SLOW;
+			if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT))
+				glen = 8;
+			else if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT | GTP_F_E) && t[11] == 0)
+				glen = 12;
+			else if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT | GTP_F_E) && t[12] == 1 &&
+				 t[15] == 0)
+				glen = 16;
+			else
+				return PARSE_SLOW;
+			st->teid = bpf_ntohl(*(__be32 *)(t + 4));
+			st->pos = t + glen;
+			return PARSE_MORE;
+		}
 	}
-	if (proto != IPPROTO_UDP)
-		return PARSE_OK;
-	st->ports_off = off + 20;
-	if (depth >= STEER_MAX_TUNNELS)
-		return PARSE_OK;
-	dport = *(__be16 *)(l4 + 2);
-	t = l4 + 8;
-	if (dport == bpf_htons(VXLAN_PORT)) {
-		/* VXLAN, then the inner Ethernet header. */
-		if ((void *)(t + 22) > data_end || !(t[0] & 0x08) ||
-		    *(__be16 *)(t + 20) != bpf_htons(ETH_P_IP))
-			return PARSE_SLOW;
-		st->vni = bpf_ntohl(*(__be32 *)(t + 4)) >> 8;
-		st->pos = t + 22;
-		return PARSE_MORE;
+	/* The innermost header: the key, from the headers just checked (the
+	 * general parse's key_read checks them again). */
+	k->w[0] = (__u64)st->vni | (__u64)st->teid << 32;
+	key_set_v4(&k->w[1], *(__be32 *)(ip + 12));
+	key_set_v4(&k->w[3], *(__be32 *)(ip + 16));
+	k->w[5] = (__u64)proto << 32;
+	if (has_ports) {
+		/* Both ports to host order in one swap: sport low, dport high. */
+		__u32 p = bpf_ntohl(*(__be32 *)l4);
+
+		k->w[5] |= (p >> 16) | (p << 16);
 	}
-	if (dport == bpf_htons(GTPU_PORT)) {
-		/* Mandatory part, optional part, one extension header. */
-		if ((void *)(t + 16) > data_end || t[1] != GTP_TYPE_GPDU)
-			return PARSE_SLOW;
-		if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT))
-			glen = 8;
-		else if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT | GTP_F_E) && t[11] == 0)
-			glen = 12;
-		else if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT | GTP_F_E) && t[12] == 1 && t[15] == 0)
-			glen = 16;
-		else
-			return PARSE_SLOW;
-		st->teid = bpf_ntohl(*(__be32 *)(t + 4));
-		st->pos = t + glen;
-		return PARSE_MORE;
-	}
-	return PARSE_OK;
+	return PARSE_KEYED;
 }
 
-/* The fast parse of the whole packet: PARSE_OK, or PARSE_SLOW. */
-static __always_inline int parse_fast(void *data, void *data_end, struct parse_state *st)
+/* The fast parse of the whole packet: PARSE_KEYED, or PARSE_SLOW. */
+static __always_inline int parse_fast(void *data, void *data_end, struct parse_state *st,
+				      struct key_words *k)
 {
 	__u8 *eth = data;
 	int r;
@@ -464,23 +472,24 @@ static __always_inline int parse_fast(void *data, void *data_end, struct parse_s
 		return PARSE_SLOW;
 	st->l3_off = ETH_HLEN;
 	st->pos = eth + ETH_HLEN;
-	r = fast_level(data, data_end, st, 0);
+	r = fast_level(data, data_end, st, k, 0);
 	if (r == PARSE_MORE)
-		r = fast_level(data, data_end, st, 1);
+		r = fast_level(data, data_end, st, k, 1);
 	if (r == PARSE_MORE)
-		r = fast_level(data, data_end, st, 2);
+		r = fast_level(data, data_end, st, k, 2);
 	return r;
 }
 
 /* Ethernet and VLAN tags, then the levels. */
-static __always_inline int parse_packet(void *data, void *data_end, struct parse_state *st)
+static __always_inline int parse_packet(void *data, void *data_end, struct parse_state *st,
+					struct key_words *k)
 {
 	struct hdr_cursor nh = { .pos = data };
 	struct ethhdr *eth;
 	int proto, r;
 
-	if (fast_parse && parse_fast(data, data_end, st) == PARSE_OK)
-		return PARSE_OK;
+	if (fast_parse && parse_fast(data, data_end, st, k) == PARSE_KEYED)
+		return PARSE_KEYED;
 	/* What the fast parse may have set: */
 	st->vni = 0;
 	st->teid = 0;
@@ -761,7 +770,7 @@ int xdp_steer(struct xdp_md *ctx)
 	st.outer_v6 = 0;
 	st.c = c;
 	st.bytes = bytes;
-	r = parse_packet(data, data_end, &st);
+	r = parse_packet(data, data_end, &st, &k);
 	if (r == PARSE_DROP)
 		return XDP_DROP; /* counted by drop_with */
 	if (r == PARSE_NOT_IP)
@@ -771,7 +780,7 @@ int xdp_steer(struct xdp_md *ctx)
 	if (ns == NULL)
 		return count_exit(c, XDP_PASS, PATH_NOT_STEERABLE, bytes);
 
-	if (key_read(&st, data, data_end, &k) < 0)
+	if (r == PARSE_OK && key_read(&st, data, data_end, &k) < 0)
 		return count_exit(c, XDP_PASS, PATH_NOT_STEERABLE, bytes);
 	pv = lookup_prio(&k, ns->masks_active);
 	if (pv != NULL) {
