@@ -49,6 +49,13 @@ func run(repeat, rounds int) error {
 		return err
 	}
 	defer d.Close()
+	// The same program without its fast parse, for what a frame the fast
+	// parse leaves at its last level pays (it is parsed twice).
+	general, err := steer.Load(steer.Options{GeneralParseOnly: true})
+	if err != nil {
+		return err
+	}
+	defer general.Close()
 	noop, err := steer.LoadNoop()
 	if err != nil {
 		return err
@@ -97,18 +104,27 @@ func run(repeat, rounds int) error {
 	vxlan := pkt.MustBuild(pkt.Spec{Tunnel: pkt.VXLAN, VNI: 4450, Src: src, Dst: dst, SPort: 40000, DPort: 5004, Payload: 64})
 	gtpu := pkt.MustBuild(pkt.Spec{Tunnel: pkt.GTPU, TEID: 0x8894d0d4, GTPExt: spec.GTPExt, Src: src, Dst: dst,
 		SPort: 40000, DPort: 5004, Payload: 64})
+	// VXLAN+GTP-U around IPv6: the fast parse takes both tunnels and then
+	// hands the frame to the general parse.
+	fallbackSpec := spec
+	fallbackSpec.Inner6 = true
+	fallbackSpec.Src, fallbackSpec.Dst = netip.MustParseAddr("2001:db8:10::1"), netip.MustParseAddr("2001:db8:20::1")
+	fallback := pkt.MustBuild(fallbackSpec)
+	generalBare := func(*steer.Dataplane) error { return nil } // no rule, no mask: as loaded
 	paths := []path{
 		{"noop", noop, nested, bare},
-		{"parse_plain", d.Program(), plain, bare},              // Eth/IPv4/UDP: one level
-		{"parse_vxlan", d.Program(), vxlan, bare},              // + VXLAN/Eth/IPv4/UDP: two levels
-		{"parse_gtpu", d.Program(), gtpu, bare},                // + GTP-U(ext)/IPv4/UDP: two levels
-		{"parse_only", d.Program(), nested, bare},              // full nested parse, no mask active: pass
-		{"prioritised", d.Program(), nested, overload(false)},  // parse + hash + hit + cpumap redirect
-		{"passed", d.Program(), otherFrame, overload(false)},   // parse + hash + miss: headroom pass
-		{"offloaded", d.Program(), otherFrame, overload(true)}, // miss, overloaded: rewrite + XDP_TX
+		{"parse_plain", d.Program(), plain, bare},                            // Eth/IPv4/UDP: one level
+		{"parse_vxlan", d.Program(), vxlan, bare},                            // + VXLAN/Eth/IPv4/UDP: two levels
+		{"parse_gtpu", d.Program(), gtpu, bare},                              // + GTP-U(ext)/IPv4/UDP: two levels
+		{"parse_only", d.Program(), nested, bare},                            // full nested parse, no mask active: pass
+		{"prioritised", d.Program(), nested, overload(false)},                // parse + hash + hit + cpumap redirect
+		{"passed", d.Program(), otherFrame, overload(false)},                 // parse + hash + miss: headroom pass
+		{"offloaded", d.Program(), otherFrame, overload(true)},               // miss, overloaded: rewrite + XDP_TX
+		{"parse_fallback", d.Program(), fallback, bare},                      // nested around IPv6: fast parse, then general
+		{"parse_fallback_general", general.Program(), fallback, generalBare}, // the same, general parse only
 	}
 	want := map[string]uint32{"noop": 2, "parse_plain": 2, "parse_vxlan": 2, "parse_gtpu": 2, "parse_only": 2,
-		"prioritised": 4, "passed": 2, "offloaded": 3}
+		"prioritised": 4, "passed": 2, "offloaded": 3, "parse_fallback": 2, "parse_fallback_general": 2}
 	samples := map[string][]float64{}
 	for r := 0; r < rounds; r++ {
 		for _, p := range paths {
