@@ -240,7 +240,7 @@ def run(args):
               "cpu_mhz": mhz}
     for k in ("parse_plain", "parse_vxlan", "parse_gtpu", "parse_only", "prioritised", "passed", "offloaded",
               "parse_fallback", "parse_fallback_general"):
-        print(f"  path {k:<12} {ns[k]:6.1f} ns/pkt  ({above[k]:6.1f} above the no-op's {ns['noop']:.1f}; "
+        print(f"  path {k:<22} {ns[k]:6.1f} ns/pkt  ({above[k]:6.1f} above the no-op's {ns['noop']:.1f}; "
               f"fastest round {cost['min_ns_above_floor'][k]:5.1f} above)")
     print(f"  veth: {pps['with']:.0f} pps with XDP, {pps['without']:.0f} without, {pps['noop']:.0f} with the no-op "
           f"(sender {pps['sent_with']:.0f} / {pps['sent_without']:.0f} pps)")

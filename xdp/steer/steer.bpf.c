@@ -29,9 +29,12 @@
  *
  * Cost (BPF_PROG_TEST_RUN, docs/xdp-steering.md has the measurements): the
  * nested VXLAN+GTP-U prioritised path is straight-line code with one
- * helper call, bpf_redirect_map. Parse (three inlined levels), one masked
- * multiplicative hash, one or two inlined per-CPU array loads, a six-word
- * key compare, the rule's and the program's counters, the redirect.
+ * helper call, bpf_redirect_map. The fast parse of the common stacks
+ * (constant offsets, one bounds check per header group, the key written at
+ * the innermost level), one masked multiplicative hash, one or two inlined
+ * per-CPU array loads, a six-word key compare, the rule's and the
+ * program's counters, the redirect. Other stacks (VLAN tags, IPv6, IPv4
+ * options, longer GTP-U extension chains) take the general parse.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -382,7 +385,14 @@ static __always_inline int parse_level(void *data, void *data_end,
  * other shape, including every malformed one, returns PARSE_SLOW and the
  * packet is parsed again from the start by parse_level, which names the
  * drop reasons: the fast parse never drops and never decides a verdict the
- * general parse would not. It fills the same parse_state fields.
+ * general parse would not (TestFastParseMatchesGeneralParse runs both on
+ * every tunnel case, truncation and inverted header byte). At the innermost
+ * level it writes the key itself, from headers it has just checked.
+ *
+ * Cost (docs/xdp-steering.md): the nested VXLAN+GTP-U parse 12 ns above
+ * the no-op program instead of 17, the prioritised path 25.5 instead of 31.
+ * A frame that leaves it at the last level (IPv6 inside the tunnels) pays
+ * the levels twice: 4 ns more than the general parse alone.
  */
 static __always_inline int fast_level(void *data, void *data_end, struct parse_state *st,
 				      struct key_words *k, const int depth)
