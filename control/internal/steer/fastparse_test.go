@@ -15,7 +15,8 @@ import (
 // with the general parse only (Options.GeneralParseOnly): the verdict, the
 // frame it leaves and every counter must be the same. The frames are every
 // tunnel combination of flowCases (most take the fast parse, the rest fall
-// back), every truncation of the nested VXLAN+GTP-U frames, and those frames
+// back), every truncation of the nested VXLAN+GTP-U frames (IPv4 and IPv6
+// throughout), and those frames
 // with each header byte inverted in turn, so that every test the fast parse
 // makes is seen to fail and fall back where the general parse decides
 // otherwise. The host is overloaded and every flow case has a rule: a hit
@@ -51,6 +52,8 @@ func TestFastParseMatchesGeneralParse(t *testing.T) {
 		{Tunnel: pkt.VXLANGTP, VNI: 4450, TEID: 0x8894d0d4, GTPExt: []layers.GTPExtensionHeader{pduSession},
 			Src: inSrc4, Dst: inDst4, SPort: 40000, DPort: 5004},
 		{Tunnel: pkt.VXLANGTP, VNI: 4453, TEID: 0x202, TCP: true, Src: inSrc4, Dst: inDst4, SPort: 40000, DPort: 5004},
+		{Tunnel: pkt.VXLANGTP, VNI: 4452, TEID: 0x201, Outer6: true, Mid6: true, Inner6: true,
+			GTPExt: []layers.GTPExtensionHeader{pduSession}, Src: inSrc6, Dst: inDst6, SPort: 40000, DPort: 5004},
 	} {
 		frame, bounds, err := pkt.Build(spec)
 		if err != nil {
@@ -61,12 +64,12 @@ func TestFastParseMatchesGeneralParse(t *testing.T) {
 			hdrEnd = max(hdrEnd, b.Off+b.Len)
 		}
 		for n := 14; n < len(frame); n++ {
-			frames = append(frames, namedFrame{fmt.Sprintf("nested-tcp=%v-cut-%d", spec.TCP, n), frame[:n]})
+			frames = append(frames, namedFrame{fmt.Sprintf("nested-tcp=%v-ipv6=%v-cut-%d", spec.TCP, spec.Outer6, n), frame[:n]})
 		}
 		for i := 0; i < hdrEnd; i++ {
 			f := bytes.Clone(frame)
 			f[i] ^= 0xff
-			frames = append(frames, namedFrame{fmt.Sprintf("nested-tcp=%v-byte-%d-inverted", spec.TCP, i), f})
+			frames = append(frames, namedFrame{fmt.Sprintf("nested-tcp=%v-ipv6=%v-byte-%d-inverted", spec.TCP, spec.Outer6, i), f})
 		}
 	}
 	for _, f := range frames {
