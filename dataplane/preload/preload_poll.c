@@ -2,7 +2,8 @@
 /*
  * select, pselect, poll, ppoll: readiness of accelerated sockets without a
  * kernel round trip when datagrams are already waiting, and a real kernel
- * wait (never a busy loop) when none are.
+ * wait (never a busy loop, unless EDGEPLANE_PRELOAD_SPIN_US asks for a
+ * bounded one first: preload_spin.c) when none are.
  *
  *   any accelerated descriptor whose ring holds a datagram (or an error)?
  *     yes: the kernel is asked about the other descriptors with a zero
@@ -16,8 +17,8 @@
  * Why: the descriptor alone is correct (readable <=> wake byte pending),
  * but keeping it exact costs a drain after every datagram a reader takes
  * when the ring empties; with this shortcut the drain happens only before
- * the process really sleeps.  epoll_wait is not intercepted: epoll_ctl
- * counts the sets a socket is in, and a socket in one is kept exact by
+ * the process really sleeps.  epoll_wait is intercepted only to spin
+ * (preload_spin.c): epoll_ctl counts the sets a socket is in, and a socket in one is kept exact by
  * the receive that empties its ring, so level-triggered epoll sees what
  * the kernel would show.
  *
