@@ -154,7 +154,7 @@ def search(lab, preload, scenarios, probe_s, full_s, rounds, log):
                 r, cpu, sent = iperf3_run(lab, preload, b, full_s, x["parallel"])
                 runs[name].append({"offered_bps": rate, "received_bps": r.bits_per_second,
                                    "sent_bps": sent, "loss_pct": r.lost_percent, "cpu_s": cpu,
-                                   "report": r.report})
+                                   "load_avg": round(os.getloadavg()[0], 2), "report": r.report})
                 log(f"  {name} confirm -b {'max' if rate == 0 else f'{rate / 1e9:.2f}G'}: "
                     f"received {r.bits_per_second / 1e9:.2f} Gbit/s, loss "
                     f"{r.lost_percent:.3f} %, cpu {cpu:.1f} s")
@@ -174,7 +174,7 @@ def search(lab, preload, scenarios, probe_s, full_s, rounds, log):
             "offered_gbps": x["rate"] / 1e9 if x["rate"] else "max",
             "cpu_s_per_gbit": statistics.median(
                 r["cpu_s"] / max(r["received_bps"] * full_s / 1e9, 1e-9) for r in rs),
-            "rounds": len(rs)}
+            "rounds": len(rs), "load_avg": [r["load_avg"] for r in rs]}
     first, last = list(st)[0], list(st)[-1]
     paired = [b["received_bps"] / a["received_bps"]
               for a, b in zip(runs[first], runs[last]) if a["received_bps"]]
