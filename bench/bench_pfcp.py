@@ -107,6 +107,16 @@ def run_client(argv):
     return json.loads(p.stdout), time.monotonic() - t0, cpu
 
 
+def profile_args(wd, who):
+    """--cpuprofile for a side when PFCP_PROFILE_DIR is set: the profiles of
+    every round land there (<who>-<round dir>.pprof)."""
+    d = os.environ.get("PFCP_PROFILE_DIR")
+    if not d:
+        return []
+    Path(d).mkdir(parents=True, exist_ok=True)
+    return ["--cpuprofile", str(Path(d) / f"{who}-{wd.name}.pprof")]
+
+
 def pfcp_round(workdir, fill, n, bindir=None):
     bindir = bindir or BIN
     wd = Path(tempfile.mkdtemp(dir=workdir, prefix="pfcp-"))
@@ -115,7 +125,8 @@ def pfcp_round(workdir, fill, n, bindir=None):
         upf = subprocess.Popen([str(bindir / "edgeplane"), "upf", "--listen", f"127.0.0.1:{UPF_PORT}",
                                 "--gtpu", "127.0.0.1:0", "--dp-socket", str(dp.ctl_path),
                                 "--state-dir", str(wd / "state"), "--sub-ids", f"1-{TOTAL}",
-                                "--heartbeat-interval", "1h", "--metrics", f"127.0.0.1:{UPF_PORT + 1}"],
+                                "--heartbeat-interval", "1h", "--metrics", f"127.0.0.1:{UPF_PORT + 1}",
+                                *profile_args(wd, "upf")],
                                stdout=log, stderr=log)
         try:
             time.sleep(1.0)
@@ -123,7 +134,8 @@ def pfcp_round(workdir, fill, n, bindir=None):
                 raise RuntimeError("edgeplane upf exited: " + (wd / "upf.log").read_text()[-500:])
             cpu0 = {"upf": cpu_seconds(upf.pid), "dp": cpu_seconds(dp.pid)}
             res, _, client_cpu = run_client([str(bindir / "pfcp-cp-sim"), "bench", "--upf", f"127.0.0.1:{UPF_PORT}",
-                                 "--local", "127.0.0.1:0", "--fill", str(fill), "--sessions", str(n)])
+                                 "--local", "127.0.0.1:0", "--fill", str(fill), "--sessions", str(n),
+                                 *profile_args(wd, "client")])
             cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in (("upf", upf.pid), ("dp", dp.pid))}
             cpu["client"] = client_cpu
             installed = dp.ctl("bng-stats")["subscribers"]
@@ -154,7 +166,8 @@ def run(args):
     for b in ("edgeplane", "pfcp-cp-sim"):
         if not (BIN / b).exists():
             raise RuntimeError(f"{BIN / b} missing: run `make build`")
-    rounds = 1 if args.quick else 5
+    # PFCP_ROUNDS: fewer rounds for a quick before/after on a busy host.
+    rounds = 1 if args.quick else int(os.environ.get("PFCP_ROUNDS", "5"))
     fill, n = (8192, 4096) if args.quick else (FILL, RUN)
     workdir = Path(tempfile.mkdtemp(prefix="bench-pfcp-"))
     def said(res):
