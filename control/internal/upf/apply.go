@@ -11,6 +11,7 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 
 	"edgeplane/control/internal/dpctl"
+	"edgeplane/control/internal/pfcp/udpio"
 	"edgeplane/control/internal/pfcp/wire"
 )
 
@@ -401,11 +402,11 @@ func (u *UPF) finish(ops []*op) {
 		slog.Error("session store", "err", err)
 	}
 	u.keepSEIDBound()
-	out := make([]outMsg, 0, len(answers))
+	out := make([]udpio.Datagram, 0, len(answers))
 	for i, o := range answers {
 		if msgs[i] != nil {
 			if b := u.answerBytes(o.peer, o.seq, msgs[i]); b != nil {
-				out = append(out, outMsg{o.peer, b})
+				out = append(out, udpio.Datagram{Peer: o.peer, B: b})
 			}
 		}
 	}
