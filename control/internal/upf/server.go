@@ -46,6 +46,7 @@ type UPF struct {
 	c        counters
 	mute     *rate.Limiter // answers to peers without an association
 	cpr      *CPR
+	dec      *decoders // session requests decoded in parallel (nil: by the caller)
 
 	applyCh   chan *op
 	retryCh   chan *op
@@ -116,7 +117,11 @@ func (u *UPF) Run(ctx context.Context) error {
 	defer cancel()
 	// The data plane first: replay or reconcile before any request.
 	u.resync(ctx)
-	u.wg.Add(4)
+	u.dec = newDecoders(u.cfg.Decoders)
+	u.wg.Add(4 + len(u.dec.ch))
+	for _, ch := range u.dec.ch {
+		go func() { defer u.wg.Done(); u.runDecoder(ctx, ch) }()
+	}
 	go func() { defer u.wg.Done(); u.applier(ctx) }()
 	go func() { defer u.wg.Done(); u.completer(ctx) }()
 	go func() { defer u.wg.Done(); u.timers(ctx) }()
@@ -163,6 +168,7 @@ func (u *UPF) reader(ctx context.Context) error {
 			}
 			u.datagram(b, peer)
 		})
+		u.dec.flush(ctx)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
@@ -255,7 +261,7 @@ func (u *UPF) message(m []byte, peer netip.AddrPort) {
 		u.write(peer, cached)
 		return
 	}
-	u.decode(m, h, peer)
+	u.handoff(m, h, peer)
 }
 
 // process handles a request that waited for its session (it is in the
