@@ -119,13 +119,17 @@ def run_client(argv):
 
 
 def profile_args(wd, who):
-    """--cpuprofile for a side when PFCP_PROFILE_DIR is set: the profiles of
-    every round land there (<who>-<round dir>.pprof)."""
+    """--cpuprofile (and the function's --memprofile) for a side when
+    PFCP_PROFILE_DIR is set: every round's profiles land there
+    (<who>-<round dir>.pprof, .heap)."""
     d = os.environ.get("PFCP_PROFILE_DIR")
     if not d:
         return []
     Path(d).mkdir(parents=True, exist_ok=True)
-    return ["--cpuprofile", str(Path(d) / f"{who}-{wd.name}.pprof")]
+    args = ["--cpuprofile", str(Path(d) / f"{who}-{wd.name}.pprof")]
+    if who == "upf":
+        args += ["--memprofile", str(Path(d) / f"{who}-{wd.name}.heap")]
+    return args
 
 
 def pfcp_round(workdir, fill, n, bindir=None):
