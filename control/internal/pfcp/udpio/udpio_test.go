@@ -15,7 +15,12 @@ import (
 
 func listen(t *testing.T) *net.UDPConn {
 	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	return listenOn(t, net.IPv4(127, 0, 0, 1))
+}
+
+func listenOn(t *testing.T, ip net.IP) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +91,20 @@ func TestWriteCoalescedReadApartKeepsEveryDatagramAndItsOrder(t *testing.T) {
 	receive(t, r, want)
 	if !r.GRO() || s.noGSO.Load() || r.Coalesced == 0 {
 		t.Fatalf("loopback: GRO %v, GSO refused %v, coalesced buffers %d", r.GRO(), s.noGSO.Load(), r.Coalesced)
+	}
+}
+
+// PFCP over IPv6: the same offloads (x/net's ipv6 batch calls).
+func TestIPv6CoalescedKeepsEveryDatagram(t *testing.T) {
+	rc, sc := listenOn(t, net.IPv6loopback), listenOn(t, net.IPv6loopback)
+	r, s := New(rc, 16), New(sc, 16)
+	want := datagrams(rc.LocalAddr().(*net.UDPAddr).AddrPort())
+	if err := s.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	receive(t, r, want)
+	if r.Coalesced == 0 {
+		t.Fatalf("IPv6 loopback: no coalesced buffer (GRO %v, GSO refused %v)", r.GRO(), s.noGSO.Load())
 	}
 }
 
