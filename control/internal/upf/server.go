@@ -179,6 +179,11 @@ func (u *UPF) reader(ctx context.Context) error {
 
 // datagram handles every message of one datagram (clause 7.2.1A bundles).
 func (u *UPF) datagram(b []byte, peer netip.AddrPort) {
+	// Nearly every datagram is one message: no list of one to allocate.
+	if h, werr := wire.ParseHeader(b); werr == nil && !h.FO && int(h.Length)+4 == len(b) {
+		u.message(b, peer)
+		return
+	}
 	msgs, werr := wire.Split(b)
 	for _, m := range msgs {
 		u.message(m, peer)
