@@ -31,22 +31,24 @@ import (
 //	timers   retransmissions, heartbeats, association set-up, usage
 //	         reports (every URRPoll)
 type UPF struct {
-	cfg      Config
-	conn     *net.UDPConn
-	uio      *udpio.Conn
-	dp       *dpctl.Client
-	st       *State
-	prof     *Profiles
-	env      *Env
-	store    *Store
-	dups     *dupCache
-	out      *outbox
-	nodes    *nodeTable
-	recovery time.Time // our Recovery Time Stamp
-	c        counters
-	mute     *rate.Limiter // answers to peers without an association
-	cpr      *CPR
-	dec      *decoders // session requests decoded in parallel (nil: by the caller)
+	cfg        Config
+	conn       *net.UDPConn
+	uio        *udpio.Conn
+	dp         *dpctl.Client
+	st         *State
+	prof       *Profiles
+	env        *Env
+	store      *Store
+	dups       *dupCache
+	out        *outbox
+	nodes      *nodeTable
+	recovery   time.Time // our Recovery Time Stamp
+	c          counters
+	mute       *rate.Limiter // answers to peers without an association
+	cpr        *CPR
+	dec        *decoders // session requests decoded in parallel (nil: by the caller)
+	nodeID     *ie.IE
+	nodeIDOnce sync.Once
 
 	applyCh   chan *op
 	retryCh   chan *op

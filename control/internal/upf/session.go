@@ -457,8 +457,12 @@ func (u *UPF) purge(node string, dropAssoc bool, then func()) {
 }
 
 // sessionResponse builds the answer of a successful op.
+// causeAccepted is the Cause of every accepted request's answer, built
+// once (IEs are only read once built).
+var causeAccepted = ie.NewCause(ie.CauseRequestAccepted)
+
 func (u *UPF) sessionResponse(o *op) message.Message {
-	ok := ie.NewCause(ie.CauseRequestAccepted)
+	ok := causeAccepted
 	switch o.kind {
 	case opEstablish:
 		ies := []*ie.IE{u.nodeIDIE(), ok, u.fseidIE(o.seid)}
