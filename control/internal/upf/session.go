@@ -456,11 +456,11 @@ func (u *UPF) purge(node string, dropAssoc bool, then func()) {
 	u.applyCh <- &op{kind: opPurge, node: node, dropAssoc: dropAssoc, then: then}
 }
 
-// sessionResponse builds the answer of a successful op.
 // causeAccepted is the Cause of every accepted request's answer, built
 // once (IEs are only read once built).
 var causeAccepted = ie.NewCause(ie.CauseRequestAccepted)
 
+// sessionResponse builds the answer of a successful op.
 func (u *UPF) sessionResponse(o *op) message.Message {
 	ok := causeAccepted
 	switch o.kind {
