@@ -1,12 +1,14 @@
 package upf
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -142,9 +144,20 @@ func (s *Store) Commit(puts []record, dels []uint64) error {
 		}
 		vals[i] = v
 	}
+	// In key order: new sessions' SEIDs only grow, so a batch of
+	// establishments appends at the tree's right edge; pages filled to
+	// 90 % rather than bbolt's 50 % there (its advice for appends) write
+	// half as many pages a commit.
+	order := make([]int, len(puts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(puts[a].s.SEID, puts[b].s.SEID) })
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bSessions)
-		for i, x := range puts {
+		b.FillPercent = 0.9
+		for _, i := range order {
+			x := puts[i]
 			if err := b.Put(seidKey(x.s.SEID), vals[i]); err != nil {
 				return err
 			}
