@@ -46,7 +46,8 @@ type UPF struct {
 	c          counters
 	mute       *rate.Limiter // answers to peers without an association
 	cpr        *CPR
-	dec        *decoders // session requests decoded in parallel (nil: by the caller)
+	dec        *decoders    // session requests decoded in parallel (nil: by the caller)
+	inline     wire.Scratch // IEs of the requests the reader (or a test calling datagram) decodes
 	nodeID     *ie.IE
 	nodeIDOnce sync.Once
 
@@ -278,10 +279,13 @@ func (u *UPF) process(m []byte, peer netip.AddrPort) {
 	if werr != nil {
 		return
 	}
-	u.decode(m, h, peer)
+	u.decode(m, h, peer, nil)
 }
 
-func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort) {
+// decode decodes and handles one request that passed framing and the
+// duplicate cache.  sc is the calling goroutine's room for the IEs (nil:
+// allocated): nothing keeps an IE past the handling of its message.
+func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort, sc *wire.Scratch) {
 	defer func() {
 		if r := recover(); r != nil {
 			u.c.panics.Add(1)
@@ -299,7 +303,12 @@ func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort) {
 		u.refuse(peer, h, reject(cause, werr.IEType, "%s", werr.Msg))
 		return
 	}
-	ies := wire.ParseIEs(body)
+	var ies []*ie.IE
+	if sc != nil {
+		ies = sc.ParseIEs(body)
+	} else {
+		ies = wire.ParseIEs(body)
+	}
 	u.dispatch(peer, h, m, ies)
 }
 

@@ -59,13 +59,14 @@ func newDecoders(n int) *decoders {
 
 // run decodes one decoder's jobs until ctx ends.
 func (u *UPF) runDecoder(ctx context.Context, ch chan []decodeJob) {
+	var sc wire.Scratch
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case jobs := <-ch:
 			for _, j := range jobs {
-				u.decode(j.m, j.h, j.peer)
+				u.decode(j.m, j.h, j.peer, &sc)
 			}
 		}
 	}
@@ -77,7 +78,7 @@ func (u *UPF) runDecoder(ctx context.Context, ch chan []decodeJob) {
 func (u *UPF) handoff(m []byte, h wire.Header, peer netip.AddrPort) {
 	d := u.dec
 	if d == nil || !isSessionMsg(h.Type) {
-		u.decode(m, h, peer)
+		u.decode(m, h, peer, &u.inline)
 		return
 	}
 	k := int(mix(sessionKey(m, h)) % uint64(len(d.ch)))
