@@ -111,24 +111,25 @@ func (m *rawMeta) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (r record) encode() ([]byte, error) {
+// appendTo appends the record's stored value to b; j is scratch room for
+// its header, returned for the next record.
+func (r record) appendTo(b, j []byte) ([]byte, []byte, error) {
 	if r.raw == nil {
-		j, err := r.s.MarshalJSON()
-		return append([]byte{recModel}, j...), err
+		m, err := r.s.MarshalJSON()
+		return append(append(b, recModel), m...), j, err
 	}
 	m := rawMeta{SEID: r.s.SEID, SubID: r.s.SubID, Chosen: r.s.Chosen, Created: r.s.Created.Unix()}
 	for _, u := range r.s.URRs {
 		m.URRs = append(m.URRs, u)
 	}
-	j, err := m.appendJSON(nil)
+	j, err := m.appendJSON(j[:0])
 	if err != nil {
-		return nil, err
+		return b, j, err
 	}
-	b := make([]byte, 0, 1+binary.MaxVarintLen32+len(j)+len(r.raw))
 	b = append(b, recRaw)
 	b = binary.AppendUvarint(b, uint64(len(j)))
 	b = append(b, j...)
-	return append(b, r.raw...), nil
+	return append(b, r.raw...), j, nil
 }
 
 // Commit writes sessions and removes others, in one transaction.
@@ -136,13 +137,23 @@ func (s *Store) Commit(puts []record, dels []uint64) error {
 	if len(puts) == 0 && len(dels) == 0 {
 		return nil
 	}
+	// Every value in one buffer (bbolt reads them until the commit):
+	// one allocation a commit, not one a session.
+	room := 0
+	for _, x := range puts {
+		room += 96 + len(x.raw)
+	}
+	buf, j := make([]byte, 0, room), make([]byte, 0, 96)
 	vals := make([][]byte, len(puts))
 	for i, x := range puts {
-		v, err := x.encode()
-		if err != nil {
+		start := len(buf)
+		var err error
+		if buf, j, err = x.appendTo(buf, j); err != nil {
 			return err
 		}
-		vals[i] = v
+		// A larger value than room allowed moves buf: the values
+		// before keep the old array, still valid.
+		vals[i] = buf[start:len(buf):len(buf)]
 	}
 	// In key order: new sessions' SEIDs only grow, so a batch of
 	// establishments appends at the tree's right edge; pages filled to
