@@ -39,10 +39,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// maxSegments is how many datagrams one GSO buffer carries at most
+// (UDP_MAX_SEGMENTS: 64, 128 in newer kernels).  A variable for the test
+// of the kernel's refusal.
+var maxSegments = 64
+
 const (
-	// maxSegments is how many datagrams one GSO buffer carries at most
-	// (UDP_MAX_SEGMENTS, 64 in every kernel with UDP_SEGMENT).
-	maxSegments = 64
 	// maxGSOSize bounds a coalesced datagram's size: every datagram of a
 	// GSO buffer must fit the route's MTU whole (the kernel refuses the
 	// send otherwise), and 1200 octets fit any IPv4 or IPv6 path

@@ -137,6 +137,27 @@ func TestWithoutGSOTheSameDatagramsGoOneByOne(t *testing.T) {
 	receive(t, r, want)
 }
 
+// A GSO buffer the kernel refuses (here: more datagrams than
+// UDP_MAX_SEGMENTS) turns GSO off, and its datagrams go one by one.
+func TestRefusedGSOFallsBackToOneByOne(t *testing.T) {
+	rc, sc := listen(t), listen(t)
+	r, s := New(rc, 64), New(sc, 64)
+	defer func(n int) { maxSegments = n }(maxSegments)
+	maxSegments = 300 // above the kernel's 64 or 128
+	to := rc.LocalAddr().(*net.UDPAddr).AddrPort()
+	var want []Datagram
+	for i := 0; i < 300; i++ {
+		want = append(want, Datagram{to, []byte(fmt.Sprintf("%03d", i))})
+	}
+	if err := s.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if !s.noGSO.Load() {
+		t.Fatal("a GSO buffer of 300 datagrams was accepted: the kernel allows more than 300 segments")
+	}
+	receive(t, r, want)
+}
+
 func TestGROSizeReadsTheControlMessage(t *testing.T) {
 	b := make([]byte, unix.CmsgSpace(4))
 	copy(b, segmentCmsg(0)) // header layout; then a 4-octet UDP_GRO payload
