@@ -42,8 +42,12 @@ func OpenStore(dir string, sync bool) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
+	// The map is set up large from the start (address space, not
+	// memory): each time bbolt grows it, it copies every node a writer
+	// holds out of the old map, while the table fills.  256 MiB holds
+	// ~400K sessions of ~600 octets.
 	db, err := bolt.Open(filepath.Join(dir, "upf.db"), 0o600, &bolt.Options{Timeout: 2 * time.Second,
-		NoSync: !sync, NoFreelistSync: true})
+		NoSync: !sync, NoFreelistSync: true, InitialMmapSize: 256 << 20})
 	if err != nil {
 		return nil, fmt.Errorf("session store %s: %w", dir, err)
 	}
