@@ -20,7 +20,7 @@ type State struct {
 	sess     map[uint64]*entry
 	byCP     map[cpRef]uint64
 	keys     map[dpKey]uint64
-	addrs    map[prefixKey]uint64
+	addrs    map[netip.Prefix]uint64
 	teids    map[uint32]uint64
 	free     []uint32 // subscriber ids free for reuse
 	nextID   uint32   // next never-used subscriber id
@@ -70,7 +70,7 @@ func NewState(lo, hi uint32, firstSEID uint64) *State {
 		n = int(min(hi-lo+1, maxPresized))
 	}
 	return &State{sess: make(map[uint64]*entry, n), byCP: make(map[cpRef]uint64, n),
-		keys: make(map[dpKey]uint64, n), addrs: make(map[prefixKey]uint64, 2*n),
+		keys: make(map[dpKey]uint64, n), addrs: make(map[netip.Prefix]uint64, 2*n),
 		teids: map[uint32]uint64{}, nextID: lo, maxID: hi,
 		nextSEID: firstSEID, nextTEID: 1, metered: map[uint64]struct{}{}}
 }
@@ -143,7 +143,7 @@ func (st *State) reserve(seid uint64, next, prev *Plan) *Reject {
 		}
 	}
 	for _, a := range n.addrs {
-		if o, ok := st.addrs[keyOfPrefix(a)]; ok && o != seid {
+		if o, ok := st.addrs[a]; ok && o != seid {
 			return reject(ie.CauseRuleCreationModificationFailure, ie.UEIPAddress, "address %s belongs to session %#x", a, o)
 		}
 	}
@@ -156,7 +156,7 @@ func (st *State) reserve(seid uint64, next, prev *Plan) *Reject {
 		st.keys[n.key] = seid
 	}
 	for _, a := range n.addrs {
-		st.addrs[keyOfPrefix(a)] = seid
+		st.addrs[a] = seid
 	}
 	for _, d := range n.down {
 		st.teids[d.TEID] = seid
@@ -171,8 +171,8 @@ func (st *State) release(seid uint64, drop, keep *Plan) {
 		delete(st.keys, d.key)
 	}
 	for _, a := range d.addrs {
-		if pk := keyOfPrefix(a); !containsPrefix(k.addrs, a) && st.addrs[pk] == seid {
-			delete(st.addrs, pk)
+		if !containsPrefix(k.addrs, a) && st.addrs[a] == seid {
+			delete(st.addrs, a)
 		}
 	}
 	for _, t := range d.down {
@@ -180,37 +180,6 @@ func (st *State) release(seid uint64, drop, keep *Plan) {
 			delete(st.teids, t.TEID)
 		}
 	}
-}
-
-// prefixKey is a prefix as the key of the address reservations: the
-// address's 16 octets (IPv4 as IPv4-mapped), its length, its family.
-// netip.Prefix holds a pointer (the zone) and so is hashed field by
-// field, in slots of 40 octets; an array of octets is hashed as memory,
-// in slots of 32.  The reservation lookup, a cache miss in a map of two
-// entries a session, was the largest single cost of planning.
-type prefixKey [18]byte
-
-func keyOfPrefix(p netip.Prefix) prefixKey {
-	var k prefixKey
-	a := p.Addr()
-	b := a.As16()
-	copy(k[:16], b[:])
-	k[16] = byte(p.Bits())
-	if a.Is4() {
-		k[17] = 4
-	} else {
-		k[17] = 6
-	}
-	return k
-}
-
-// String shows a key as its prefix (in test failures).
-func (k prefixKey) String() string {
-	a := netip.AddrFrom16([16]byte(k[:16]))
-	if k[17] == 4 {
-		a = a.Unmap()
-	}
-	return netip.PrefixFrom(a, int(k[16])).String()
 }
 
 func containsPrefix(s []netip.Prefix, k netip.Prefix) bool {

@@ -101,10 +101,10 @@ func TestReserveAndRelease(t *testing.T) {
 		t.Fatal(rj)
 	}
 	st.release(1, p1, p2)
-	if st.addrs[keyOfPrefix(a4)] != 1 || st.addrs[keyOfPrefix(b6)] != 1 || st.keys[key.dp()] != 1 {
+	if st.addrs[a4] != 1 || st.addrs[b6] != 1 || st.keys[key.dp()] != 1 {
 		t.Fatalf("kept holdings lost: %v %v", st.addrs, st.keys)
 	}
-	if _, ok := st.addrs[keyOfPrefix(a6)]; ok {
+	if _, ok := st.addrs[a6]; ok {
 		t.Fatal("the old prefix is still held")
 	}
 	if _, ok := st.teids[5]; ok {
@@ -135,23 +135,5 @@ func TestUntaggedIPoEKeysDifferByMAC(t *testing.T) {
 	}
 	if rj := st.reserve(3, sub("02:00:00:00:00:01", "198.18.100.12/32"), nil); rj == nil {
 		t.Fatal("session 1's MAC was given to session 3")
-	}
-}
-
-// The reservations' prefix key tells apart what netip.Prefix tells
-// apart: family, length, address.
-func TestPrefixKey(t *testing.T) {
-	ps := []string{"198.18.0.1/32", "198.18.0.0/24", "::ffff:198.18.0.1/128", "2001:db8::/56", "2001:db8::/64", "2001:db8:0:1::/64"}
-	seen := map[prefixKey]string{}
-	for _, s := range ps {
-		p := netip.MustParsePrefix(s)
-		k := keyOfPrefix(p)
-		if o, dup := seen[k]; dup {
-			t.Fatalf("%s and %s share a key", s, o)
-		}
-		seen[k] = s
-		if k.String() != p.String() {
-			t.Fatalf("key of %s shows as %s", p, k)
-		}
 	}
 }
