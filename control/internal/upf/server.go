@@ -23,7 +23,9 @@ import (
 //
 // Goroutines (a fixed set; none per message):
 //
-//	read     the UDP socket: framing, duplicates, decoding, planning
+//	read     the UDP socket: framing, duplicates, node messages
+//	decode   Decoders of them: session requests decoded and planned, a
+//	         session's always on the same one (shard.go)
 //	apply    takes planned changes in batches, sends them to the data
 //	         plane (pipelined, up to Pipeline batches in flight)
 //	complete waits for each batch's answers in order, commits or rolls
