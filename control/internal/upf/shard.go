@@ -57,7 +57,7 @@ func newDecoders(n int) *decoders {
 	return d
 }
 
-// run decodes one decoder's jobs until ctx ends.
+// runDecoder decodes one decoder's jobs until ctx ends.
 func (u *UPF) runDecoder(ctx context.Context, ch chan []decodeJob) {
 	var sc wire.Scratch
 	for {
