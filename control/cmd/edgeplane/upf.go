@@ -54,6 +54,7 @@ func runUPF(args []string) error {
 	fs.IntVar(&cfg.BatchMax, "batch", 2048, "session changes per data-plane batch")
 	fs.IntVar(&cfg.QueueLen, "queue", 32768, "changes waiting before 'PFCP entity in congestion'")
 	fs.IntVar(&cfg.Pipeline, "pipeline", 2, "batches in flight to the data plane")
+	fs.IntVar(&cfg.Decoders, "decoders", 0, "goroutines decoding and planning session requests, a session always on the same one (0: one a CPU, at most 8)")
 	fs.DurationVar(&cfg.URRPoll, "urr-poll", time.Second, "counter polling for usage reports")
 	fs.BoolVar(&cfg.Sync, "sync", false, "fsync the session store at every batch")
 	fs.Float64Var(&cfg.UnassocRate, "unassoc-rate", 100, "answers per second to peers without an association (the rest are counted, not answered)")

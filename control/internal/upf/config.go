@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"time"
 )
 
@@ -35,6 +36,7 @@ type Config struct {
 	BatchMax    int           // session changes per data-plane batch
 	QueueLen    int           // changes waiting; beyond: "PFCP entity in congestion"
 	Pipeline    int           // batches in flight to the data plane
+	Decoders    int           // goroutines decoding and planning session requests (0: GOMAXPROCS)
 	URRPoll     time.Duration // counter polling for thresholds and periodic reports
 	Sync        bool          // fsync the store at every batch
 	UnassocRate float64       // answers per second to peers without an association
@@ -90,6 +92,9 @@ func (c *Config) Defaults() {
 	if c.Pipeline == 0 {
 		c.Pipeline = 2
 	}
+	if c.Decoders == 0 {
+		c.Decoders = min(runtime.GOMAXPROCS(0), 8)
+	}
 	if c.URRPoll == 0 {
 		c.URRPoll = time.Second
 	}
@@ -117,6 +122,9 @@ func (c *Config) Check() error {
 	}
 	if c.MaxProfiles < 1 || c.MaxProfiles > 250 {
 		return fmt.Errorf("max profiles %d: 1..250 (the data plane holds 256 of each)", c.MaxProfiles)
+	}
+	if c.Decoders < 1 || c.Decoders > 64 {
+		return fmt.Errorf("decoders %d: 1..64", c.Decoders)
 	}
 	if c.BatchMax < 1 || c.BatchMax > 16384 {
 		return fmt.Errorf("batch %d: 1..16384 (a batch is one control-socket line, at most 8 MiB)", c.BatchMax)

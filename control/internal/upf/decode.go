@@ -227,10 +227,10 @@ func decodeOHC(i *ie.IE) (OHC, *Reject) {
 		"Outer Header Creation description %#04x: only GTP-U/UDP/IPv4 towards the control plane", o.Desc)
 }
 
-// decodeUEIP decodes a UE IP Address (clause 8.2.62).  An IPv6 address
-// stands for its prefix: /64, or 64 - IPv6 Prefix Delegation Bits, or the
-// IPv6 Prefix Length.
-func decodeUEIP(i *ie.IE) ([]UEIP, *Reject) {
+// decodeUEIP decodes a UE IP Address (clause 8.2.62) and appends its
+// addresses to out.  An IPv6 address stands for its prefix: /64, or 64 -
+// IPv6 Prefix Delegation Bits, or the IPv6 Prefix Length.
+func decodeUEIP(out []UEIP, i *ie.IE) ([]UEIP, *Reject) {
 	b := i.Payload
 	if len(b) < 1 {
 		return nil, reject(ie.CauseInvalidLength, i.Type, "UE IP Address: empty")
@@ -242,7 +242,6 @@ func decodeUEIP(i *ie.IE) ([]UEIP, *Reject) {
 		return nil, reject(ie.CauseServiceNotSupported, i.Type, "UE IP Address: CHOOSE: addresses are the control plane's to allocate")
 	}
 	rest := b[1:]
-	var out []UEIP
 	if v4 {
 		if len(rest) < 4 {
 			return nil, reject(ie.CauseInvalidLength, i.Type, "UE IP Address: V4 set, no address")
@@ -282,7 +281,7 @@ func decodeUEIP(i *ie.IE) ([]UEIP, *Reject) {
 		}
 		out = append(out, UEIP{Prefix: p, Dest: sd})
 	}
-	if len(out) == 0 {
+	if !v4 && !v6 {
 		return nil, reject(ie.CauseMandatoryIEIncorrect, i.Type, "UE IP Address: neither V4 nor V6")
 	}
 	return out, nil

@@ -124,7 +124,13 @@ func (u *UPF) featureIEs() []*ie.IE {
 	}
 }
 
-func (u *UPF) nodeIDIE() *ie.IE { return ie.NewNodeIDHeuristic(u.cfg.NodeID) }
+// nodeIDIE is our Node ID, encoded once: every answer carries it, and
+// go-pfcp parses the text each time it builds one (IEs are read-only
+// once built: marshalling only reads them).
+func (u *UPF) nodeIDIE() *ie.IE {
+	u.nodeIDOnce.Do(func() { u.nodeID = ie.NewNodeIDHeuristic(u.cfg.NodeID) })
+	return u.nodeID
+}
 
 // --- requests from a control plane -----------------------------------------
 

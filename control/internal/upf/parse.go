@@ -194,9 +194,7 @@ func (p *parser) match(m *Match, c *ie.IE) (bool, *Reject) {
 	case c.Type == ie.NetworkInstance:
 		m.NetworkInstance, rj = networkInstance(c)
 	case c.Type == ie.UEIPAddress:
-		var u []UEIP
-		u, rj = decodeUEIP(c)
-		m.UEIPs = append(m.UEIPs, u...)
+		m.UEIPs, rj = decodeUEIP(m.UEIPs, c)
 	case c.Type == ie.FramedRoute, c.Type == ie.FramedIPv6Route:
 		var pr netip.Prefix
 		pr, rj = decodeFramedRoute(c)

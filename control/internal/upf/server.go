@@ -12,12 +12,10 @@ import (
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
-	"golang.org/x/sys/unix"
 	"golang.org/x/time/rate"
 
 	"edgeplane/control/internal/dpctl"
+	"edgeplane/control/internal/pfcp/udpio"
 	"edgeplane/control/internal/pfcp/wire"
 )
 
@@ -25,7 +23,9 @@ import (
 //
 // Goroutines (a fixed set; none per message):
 //
-//	read     the UDP socket: framing, duplicates, decoding, planning
+//	read     the UDP socket: framing, duplicates, node messages
+//	decode   Decoders of them: session requests decoded and planned, a
+//	         session's always on the same one (shard.go)
 //	apply    takes planned changes in batches, sends them to the data
 //	         plane (pipelined, up to Pipeline batches in flight)
 //	complete waits for each batch's answers in order, commits or rolls
@@ -33,21 +33,25 @@ import (
 //	timers   retransmissions, heartbeats, association set-up, usage
 //	         reports (every URRPoll)
 type UPF struct {
-	cfg      Config
-	conn     *net.UDPConn
-	bconn    batchConn
-	dp       *dpctl.Client
-	st       *State
-	prof     *Profiles
-	env      *Env
-	store    *Store
-	dups     *dupCache
-	out      *outbox
-	nodes    *nodeTable
-	recovery time.Time // our Recovery Time Stamp
-	c        counters
-	mute     *rate.Limiter // answers to peers without an association
-	cpr      *CPR
+	cfg        Config
+	conn       *net.UDPConn
+	uio        *udpio.Conn
+	dp         *dpctl.Client
+	st         *State
+	prof       *Profiles
+	env        *Env
+	store      *Store
+	dups       *dupCache
+	out        *outbox
+	nodes      *nodeTable
+	recovery   time.Time // our Recovery Time Stamp
+	c          counters
+	mute       *rate.Limiter // answers to peers without an association
+	cpr        *CPR
+	dec        *decoders    // session requests decoded in parallel (nil: by the caller)
+	inline     wire.Scratch // IEs of the requests the reader (or a test calling datagram) decodes
+	nodeID     *ie.IE
+	nodeIDOnce sync.Once
 
 	applyCh   chan *op
 	retryCh   chan *op
@@ -96,7 +100,7 @@ func New(cfg Config) (*UPF, error) {
 	conn.SetReadBuffer(16 << 20)
 	conn.SetWriteBuffer(4 << 20)
 	u.conn = conn
-	u.bconn = newBatchConn(conn)
+	u.uio = udpio.New(conn, readBatch)
 	u.cpr, err = newCPR(u)
 	if err != nil {
 		conn.Close()
@@ -118,7 +122,11 @@ func (u *UPF) Run(ctx context.Context) error {
 	defer cancel()
 	// The data plane first: replay or reconcile before any request.
 	u.resync(ctx)
-	u.wg.Add(4)
+	u.dec = newDecoders(u.cfg.Decoders)
+	u.wg.Add(4 + len(u.dec.ch))
+	for _, ch := range u.dec.ch {
+		go func() { defer u.wg.Done(); u.runDecoder(ctx, ch) }()
+	}
 	go func() { defer u.wg.Done(); u.applier(ctx) }()
 	go func() { defer u.wg.Done(); u.completer(ctx) }()
 	go func() { defer u.wg.Done(); u.timers(ctx) }()
@@ -148,62 +156,39 @@ func (u *UPF) Close() {
 	})
 }
 
-// readBatch is how many datagrams one recvmmsg takes; rxBuf is the room
-// for each (a PFCP message is far smaller; a larger datagram arrives cut,
-// MSG_TRUNC, and is counted as malformed).
-const (
-	readBatch = 64
-	rxBuf     = 16 << 10
-)
-
-// batchConn reads and writes many datagrams per system call (recvmmsg,
-// sendmmsg: x/net's batch API); at 10,000 requests a second one system
-// call per message each way was 14 % of the function's time.
-type batchConn interface {
-	ReadBatch(ms []ipv4.Message, flags int) (int, error)
-	WriteBatch(ms []ipv4.Message, flags int) (int, error)
-}
-
-func newBatchConn(c *net.UDPConn) batchConn {
-	if a := c.LocalAddr().(*net.UDPAddr); a.IP.To4() == nil && !a.IP.IsUnspecified() {
-		return ipv6.NewPacketConn(c)
-	}
-	return ipv4.NewPacketConn(c)
-}
+// readBatch is how many datagrams (or coalesced buffers of datagrams:
+// UDP GRO) one recvmmsg takes.  At 10,000 requests a second one system
+// call per message each way was 14 % of the function's time; with the
+// offloads a burst of a peer's requests is one trip through the kernel
+// (package udpio).
+const readBatch = 64
 
 func (u *UPF) reader(ctx context.Context) error {
 	go func() { <-ctx.Done(); u.conn.SetReadDeadline(time.Now()) }()
-	msgs := make([]ipv4.Message, readBatch)
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{make([]byte, rxBuf)}
-	}
 	for {
-		n, err := u.bconn.ReadBatch(msgs, 0)
+		err := u.uio.Read(func(b []byte, peer netip.AddrPort, trunc bool) {
+			if trunc {
+				u.c.malformed[wire.ProblemHeaderLength].Add(1)
+				return
+			}
+			u.datagram(b, peer)
+		})
+		u.dec.flush(ctx)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			continue
-		}
-		for i := 0; i < n; i++ {
-			m := &msgs[i]
-			ua, ok := m.Addr.(*net.UDPAddr)
-			if !ok {
-				continue
-			}
-			peer := ua.AddrPort()
-			peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
-			if m.Flags&unix.MSG_TRUNC != 0 {
-				u.c.malformed[wire.ProblemHeaderLength].Add(1)
-				continue
-			}
-			u.datagram(m.Buffers[0][:m.N], peer)
 		}
 	}
 }
 
 // datagram handles every message of one datagram (clause 7.2.1A bundles).
 func (u *UPF) datagram(b []byte, peer netip.AddrPort) {
+	// Nearly every datagram is one message: no list of one to allocate.
+	if h, werr := wire.ParseHeader(b); werr == nil && !h.FO && int(h.Length)+4 == len(b) {
+		u.message(b, peer)
+		return
+	}
 	msgs, werr := wire.Split(b)
 	for _, m := range msgs {
 		u.message(m, peer)
@@ -286,7 +271,7 @@ func (u *UPF) message(m []byte, peer netip.AddrPort) {
 		u.write(peer, cached)
 		return
 	}
-	u.decode(m, h, peer)
+	u.handoff(m, h, peer)
 }
 
 // process handles a request that waited for its session (it is in the
@@ -296,10 +281,13 @@ func (u *UPF) process(m []byte, peer netip.AddrPort) {
 	if werr != nil {
 		return
 	}
-	u.decode(m, h, peer)
+	u.decode(m, h, peer, nil)
 }
 
-func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort) {
+// decode decodes and handles one request that passed framing and the
+// duplicate cache.  sc is the calling goroutine's room for the IEs (nil:
+// allocated): nothing keeps an IE past the handling of its message.
+func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort, sc *wire.Scratch) {
 	defer func() {
 		if r := recover(); r != nil {
 			u.c.panics.Add(1)
@@ -317,7 +305,12 @@ func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort) {
 		u.refuse(peer, h, reject(cause, werr.IEType, "%s", werr.Msg))
 		return
 	}
-	ies := wire.ParseIEs(body)
+	var ies []*ie.IE
+	if sc != nil {
+		ies = sc.ParseIEs(body)
+	} else {
+		ies = wire.ParseIEs(body)
+	}
 	u.dispatch(peer, h, m, ies)
 }
 
@@ -376,37 +369,16 @@ func (u *UPF) write(peer netip.AddrPort, b []byte) {
 	u.conn.WriteToUDPAddrPort(b, peer)
 }
 
-// outMsg is one datagram of a batch of answers.
-type outMsg struct {
-	peer netip.AddrPort
-	b    []byte
-}
-
-// writeAll sends many datagrams with as few system calls as the kernel
-// allows (sendmmsg).
-func (u *UPF) writeAll(out []outMsg) {
-	msgs := make([]ipv4.Message, len(out))
-	bufs := make([][]byte, len(out)) // one allocation for every message's iovec
-	var last netip.AddrPort
-	var addr *net.UDPAddr // shared by a run of answers to the same peer
-	for i, o := range out {
-		if len(o.b) > 1 {
-			u.c.tx[o.b[1]].Add(1)
+// writeAll sends many datagrams with as few trips through the kernel as
+// it allows (sendmmsg; answers of one size to one peer as one UDP GSO
+// buffer).
+func (u *UPF) writeAll(out []udpio.Datagram) {
+	for _, o := range out {
+		if len(o.B) > 1 {
+			u.c.tx[o.B[1]].Add(1)
 		}
-		if addr == nil || o.peer != last {
-			last, addr = o.peer, net.UDPAddrFromAddrPort(o.peer)
-		}
-		bufs[i] = o.b
-		msgs[i].Buffers = bufs[i : i+1 : i+1]
-		msgs[i].Addr = addr
 	}
-	for len(msgs) > 0 {
-		n, err := u.bconn.WriteBatch(msgs, 0)
-		if err != nil || n <= 0 {
-			return
-		}
-		msgs = msgs[n:]
-	}
+	u.uio.Write(out)
 }
 
 func (u *UPF) marshal(m message.Message) []byte {

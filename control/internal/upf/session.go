@@ -143,6 +143,14 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 		return
 	}
 
+	// Translated before the state's lock (a pure function of the
+	// session: the decoders translate in parallel), the SEID filled in
+	// when the lock hands one out.
+	plan, rj := Translate(s, u.env)
+	if rj != nil {
+		refuse(rj)
+		return
+	}
 	st := u.st
 	st.mu.Lock()
 	// An establishment for a CP F-SEID we hold replaces that session: the
@@ -156,7 +164,7 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 			return
 		}
 		s.SEID = old
-		o, rj := u.planChange(e, s, opModify)
+		o, rj := u.planChange(e, s, opModify, nil)
 		if rj != nil {
 			st.mu.Unlock()
 			refuse(rj)
@@ -170,8 +178,9 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 	}
 	s.SEID = st.nextSEID
 	st.nextSEID++
+	plan.setSEID(s.SEID)
 	e := &entry{s: s}
-	o, rj := u.planChange(e, s, opEstablish)
+	o, rj := u.planChange(e, s, opEstablish, plan)
 	if rj != nil {
 		st.mu.Unlock()
 		refuse(rj)
@@ -228,14 +237,16 @@ func (p *parser) establishment(node string, f fseid, ies []*ie.IE, now time.Time
 	return s, nil
 }
 
-// planChange translates next, reserves what it needs beyond what e holds,
-// and builds the op; the caller holds the state lock.  On a refusal
-// nothing is reserved.
-func (u *UPF) planChange(e *entry, next *Session, kind opKind) (*op, *Reject) {
+// planChange translates next (unless plan is its translation already),
+// reserves what it needs beyond what e holds, and builds the op; the
+// caller holds the state lock.  On a refusal nothing is reserved.
+func (u *UPF) planChange(e *entry, next *Session, kind opKind, plan *Plan) (*op, *Reject) {
 	st := u.st
-	plan, rj := Translate(next, u.env)
-	if rj != nil {
-		return nil, rj
+	if plan == nil {
+		var rj *Reject
+		if plan, rj = Translate(next, u.env); rj != nil {
+			return nil, rj
+		}
 	}
 	var prevPlan *Plan
 	if e.live {
@@ -386,7 +397,7 @@ func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 			}
 		}
 	}
-	o, rj := u.planChange(e, next, opModify)
+	o, rj := u.planChange(e, next, opModify, nil)
 	if rj != nil {
 		unlockRefuse(rj)
 		return
@@ -445,9 +456,13 @@ func (u *UPF) purge(node string, dropAssoc bool, then func()) {
 	u.applyCh <- &op{kind: opPurge, node: node, dropAssoc: dropAssoc, then: then}
 }
 
+// causeAccepted is the Cause of every accepted request's answer, built
+// once (IEs are only read once built).
+var causeAccepted = ie.NewCause(ie.CauseRequestAccepted)
+
 // sessionResponse builds the answer of a successful op.
 func (u *UPF) sessionResponse(o *op) message.Message {
-	ok := ie.NewCause(ie.CauseRequestAccepted)
+	ok := causeAccepted
 	switch o.kind {
 	case opEstablish:
 		ies := []*ie.IE{u.nodeIDIE(), ok, u.fseidIE(o.seid)}

@@ -1,12 +1,14 @@
 package upf
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -40,8 +42,12 @@ func OpenStore(dir string, sync bool) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
+	// The map is set up large from the start (address space, not
+	// memory): each time bbolt grows it, it copies every node a writer
+	// holds out of the old map, while the table fills.  256 MiB holds
+	// ~400K sessions of ~600 octets.
 	db, err := bolt.Open(filepath.Join(dir, "upf.db"), 0o600, &bolt.Options{Timeout: 2 * time.Second,
-		NoSync: !sync, NoFreelistSync: true})
+		NoSync: !sync, NoFreelistSync: true, InitialMmapSize: 256 << 20})
 	if err != nil {
 		return nil, fmt.Errorf("session store %s: %w", dir, err)
 	}
@@ -109,24 +115,25 @@ func (m *rawMeta) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (r record) encode() ([]byte, error) {
+// appendTo appends the record's stored value to b; j is scratch room for
+// its header, returned for the next record.
+func (r record) appendTo(b, j []byte) ([]byte, []byte, error) {
 	if r.raw == nil {
-		j, err := r.s.MarshalJSON()
-		return append([]byte{recModel}, j...), err
+		m, err := r.s.MarshalJSON()
+		return append(append(b, recModel), m...), j, err
 	}
 	m := rawMeta{SEID: r.s.SEID, SubID: r.s.SubID, Chosen: r.s.Chosen, Created: r.s.Created.Unix()}
 	for _, u := range r.s.URRs {
 		m.URRs = append(m.URRs, u)
 	}
-	j, err := m.appendJSON(nil)
+	j, err := m.appendJSON(j[:0])
 	if err != nil {
-		return nil, err
+		return b, j, err
 	}
-	b := make([]byte, 0, 1+binary.MaxVarintLen32+len(j)+len(r.raw))
 	b = append(b, recRaw)
 	b = binary.AppendUvarint(b, uint64(len(j)))
 	b = append(b, j...)
-	return append(b, r.raw...), nil
+	return append(b, r.raw...), j, nil
 }
 
 // Commit writes sessions and removes others, in one transaction.
@@ -134,17 +141,38 @@ func (s *Store) Commit(puts []record, dels []uint64) error {
 	if len(puts) == 0 && len(dels) == 0 {
 		return nil
 	}
+	// Every value in one buffer (bbolt reads them until the commit):
+	// one allocation a commit, not one a session.
+	room := 0
+	for _, x := range puts {
+		room += 96 + len(x.raw)
+	}
+	buf, j := make([]byte, 0, room), make([]byte, 0, 96)
 	vals := make([][]byte, len(puts))
 	for i, x := range puts {
-		v, err := x.encode()
-		if err != nil {
+		start := len(buf)
+		var err error
+		if buf, j, err = x.appendTo(buf, j); err != nil {
 			return err
 		}
-		vals[i] = v
+		// A larger value than room allowed moves buf: the values
+		// before keep the old array, still valid.
+		vals[i] = buf[start:len(buf):len(buf)]
 	}
+	// In key order: new sessions' SEIDs only grow, so a batch of
+	// establishments appends at the tree's right edge; pages filled to
+	// 90 % rather than bbolt's 50 % there (its advice for appends) write
+	// half as many pages a commit.
+	order := make([]int, len(puts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(puts[a].s.SEID, puts[b].s.SEID) })
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bSessions)
-		for i, x := range puts {
+		b.FillPercent = 0.9
+		for _, i := range order {
+			x := puts[i]
 			if err := b.Put(seidKey(x.s.SEID), vals[i]); err != nil {
 				return err
 			}

@@ -121,6 +121,17 @@ type CPRUp struct {
 	URRs       []uint32
 }
 
+// setSEID names the session in the plan's redirect rules (a plan
+// translated before its session had a SEID).
+func (p *Plan) setSEID(seid uint64) {
+	for i := range p.CPRUp {
+		p.CPRUp[i].SEID = seid
+	}
+	for i := range p.CPRDown {
+		p.CPRDown[i].SEID = seid
+	}
+}
+
 // CPRDown is a tunnel on which the control plane sends frames to a
 // subscriber (CP to UP): our TEID, and where the frames go.
 type CPRDown struct {

@@ -12,7 +12,8 @@ import (
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
-	"golang.org/x/net/ipv4"
+
+	"edgeplane/control/internal/pfcp/udpio"
 )
 
 // CP is one control plane: a PFCP endpoint with an association to one
@@ -43,7 +44,7 @@ type CP struct {
 	// of one recvmmsg together (a channel operation, and a wake-up of the
 	// reader, per answer cost the client more than the kernel's receive).
 	Raw chan [][]byte
-	bc  *ipv4.PacketConn
+	io  *udpio.Conn
 }
 
 // New binds a control plane at local (port 0: any) towards the function
@@ -60,7 +61,7 @@ func New(local, up netip.AddrPort, node string) (*CP, error) {
 	}
 	cp := &CP{conn: c, up: up, node: node, addr: local.Addr(), recovery: time.Now().Truncate(time.Second),
 		pending: map[uint32]chan message.Message{}}
-	cp.bc = ipv4.NewPacketConn(c)
+	cp.io = udpio.New(c, 64)
 	cp.AnswerHeartbeats.Store(true)
 	cp.ReportCause.Store(uint32(ie.CauseRequestAccepted))
 	go cp.read()
@@ -88,34 +89,25 @@ func (c *CP) Reports() []*message.SessionReportRequest {
 }
 
 func (c *CP) read() {
-	msgs := make([]ipv4.Message, 64)
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{make([]byte, 65536)}
-	}
 	for {
-		n, err := c.bc.ReadBatch(msgs, 0)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			continue
-		}
 		var raw [][]byte
-		for i := 0; i < n; i++ {
-			ua, _ := msgs[i].Addr.(*net.UDPAddr)
-			if ua == nil {
-				continue
-			}
-			b := append([]byte(nil), msgs[i].Buffers[0][:msgs[i].N]...)
+		err := c.io.Read(func(d []byte, peer netip.AddrPort, trunc bool) {
+			b := append([]byte(nil), d...)
 			if c.Trace != nil {
 				c.Trace(false, b)
 			}
 			if c.Raw != nil && len(b) > 1 && b[1] != message.MsgTypeHeartbeatRequest &&
 				b[1] != message.MsgTypeSessionReportRequest && b[1] != message.MsgTypeAssociationSetupRequest {
 				raw = append(raw, b)
-				continue
+				return
 			}
-			c.handle(b, ua.AddrPort())
+			c.handle(b, peer)
+		})
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
 		}
 		if len(raw) > 0 {
 			c.Raw <- raw
@@ -157,22 +149,17 @@ func (c *CP) handle(b []byte, peer netip.AddrPort) {
 }
 
 // WriteBatch sends many encoded requests to the function with as few
-// system calls as the kernel allows (sendmmsg).
+// trips through the kernel as it allows (sendmmsg, UDP GSO: package
+// udpio).
 func (c *CP) WriteBatch(bs [][]byte) error {
-	msgs := make([]ipv4.Message, len(bs))
-	to := net.UDPAddrFromAddrPort(c.up)
+	out := make([]udpio.Datagram, len(bs))
 	for i, b := range bs {
-		msgs[i].Buffers = [][]byte{b}
-		msgs[i].Addr = to
-	}
-	for len(msgs) > 0 {
-		n, err := c.bc.WriteBatch(msgs, 0)
-		if err != nil {
-			return err
+		if c.Trace != nil {
+			c.Trace(true, b)
 		}
-		msgs = msgs[n:]
+		out[i] = udpio.Datagram{Peer: c.up, B: b}
 	}
-	return nil
+	return c.io.Write(out)
 }
 
 func (c *CP) write(to netip.AddrPort, m message.Message) error {

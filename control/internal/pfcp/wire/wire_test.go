@@ -98,3 +98,24 @@ func TestSplitBundles(t *testing.T) {
 		t.Fatalf("version 2: %v", err)
 	}
 }
+
+// A Scratch reused from message to message decodes each as go-pfcp does:
+// nothing of the previous message (a grouped IE's children where a plain
+// IE now is) shows through.
+func TestScratchReusedMatchesGoPFCP(t *testing.T) {
+	grouped := body(t, ie.NewCreatePDR(ie.NewPDRID(1), ie.NewPrecedence(100),
+		ie.NewPDI(ie.NewSourceInterface(0), bbf.NewLogicalPort("access"))),
+		ie.NewCreateFAR(ie.NewFARID(2), ie.NewApplyAction(2)))
+	plain := body(t, ie.NewNodeIDHeuristic("198.18.0.1"), ie.NewPDRID(7), ie.New(9999, []byte{1, 2}))
+	var s wire.Scratch
+	for i, b := range [][]byte{grouped, plain, grouped, plain} {
+		want, err := ie.ParseMultiIEs(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := s.ParseIEs(b)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("message %d: %+v\nwant %+v", i, got, want)
+		}
+	}
+}
