@@ -183,18 +183,59 @@ struct bng_sub {
 	uint16_t pipe_prof;             /**< index into bng.hqos->prof[] */
 	struct rte_ether_addr mac;      /**< IPoE downlink destination / PPPoE client */
 	bool has_mac;
+	uint32_t ver;                   /**< unique per published record, never 0 */
 } __rte_cache_aligned;
 
-/** Per-worker, per-subscriber uplink state.  Owned by one worker.  Two
- *  whole cache lines (104 bytes would straddle up to three), both
- *  prefetched by the `subscriber` stage. */
+/**
+ * The access key's data in bng.keys: the record's version and the
+ * subscriber id, not a pointer.  The uplink finds its per-worker state
+ * (u->dyn[id]) and checks that its copy of the record's hot fields is
+ * current (dyn.ver == ver) without reading the record or bng.subs[id]: one
+ * dependent line pair fewer per packet.  Publishing a record with the same
+ * key updates the key's data in place (rte_hash_add_key_data on a present
+ * key: one release store of the data, lock-free readers see the old or
+ * the new value); a new key is inserted with it.  A reader that sees a
+ * version its copy does not have re-reads subs[id], so a stale or racing
+ * version costs a refresh, never a wrong answer.
+ */
+static inline void *
+bng_key_data(const struct bng_sub *s)
+{
+	return (void *)(uintptr_t)((uint64_t)s->ver << 32 | s->id);
+}
+
+/**
+ * Per-worker, per-subscriber uplink state, owned by one worker: everything
+ * a data packet of the subscriber reads or writes, in one aligned pair of
+ * cache lines (the adjacent-line prefetcher brings the pair together):
+ *   line 0  the subscriber's address ranges (anti-spoofing)
+ *   line 1  the meter, the green counters, and the record version the
+ *           ranges and the policer index were copied from
+ * A packet waits for this pair and the hash's lines only: the record is
+ * read when the access key's data names a version other than @c ver (the
+ * subscriber changed, or the id was given to a new one), see bng_key_data.
+ */
 struct bng_up_dyn {
+	/* Line 0. */
+	struct ep_prefix_set ranges;
+	/* Line 1. */
 	struct ep_policer_ctx meter;
+	uint64_t green_pkts, green_bytes;
+	uint32_t ver;                   /**< bng_sub.ver copied from, 0: none */
+	uint16_t policer;
+	uint8_t n_v4;
+	uint8_t has_v6;
+} __rte_aligned(2 * RTE_CACHE_LINE_SIZE);
+
+/** Per-worker, per-subscriber uplink counters of the rarer outcomes and
+ *  the generation they (and bng_up_dyn's green counters) belong to: touched
+ *  when a packet is not green, is spoofed, or the record changed. */
+struct bng_up_cold {
 	uint32_t gen;
 	uint32_t pad;
-	uint64_t pkts[3], bytes[3];      /**< by colour: green, yellow, red */
+	uint64_t pkts[3], bytes[3];      /**< by colour; [RTE_COLOR_GREEN] unused */
 	uint64_t spoofed;
-} __rte_aligned(2 * RTE_CACHE_LINE_SIZE);
+};
 
 /** Per-worker, per-subscriber downlink state. */
 struct bng_down_dyn {
@@ -210,6 +251,7 @@ struct bng_up {
 	struct ep_acl_filter *acl;      /**< the uplink ACL */
 	struct ep_worker *w;
 	struct bng_up_dyn *dyn;         /**< [max_subscribers + 1] */
+	struct bng_up_cold *cold;       /**< [max_subscribers + 1] */
 	struct ep_stage *parse_stage;   /**< for ring-full drops */
 	uint16_t access_port, core_port;
 	int32_t control_port;           /**< -1: punt to the ring */
@@ -292,6 +334,7 @@ struct bng {
 	struct bng_sub **rec_free;
 	uint32_t n_rec_free, n_rec;
 	uint32_t gen;
+	uint32_t ver;                   /**< last bng_sub.ver given */
 	uint32_t n_subs;
 	struct bng_down *down[BNG_MAX_DOWN];
 	int n_down;

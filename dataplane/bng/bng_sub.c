@@ -56,7 +56,7 @@ bng_sub_find_key(const struct bng *b, const struct bng_key *k)
 
 	if (rte_hash_lookup_data(b->keys, k, &data) < 0)
 		return -1;
-	return (int64_t)(uintptr_t)data;
+	return (int64_t)(uint32_t)(uintptr_t)data;      /* bng_key_data: the id */
 }
 
 static bool
@@ -337,6 +337,9 @@ plan_one(struct bng *b, struct claims *cl, uint32_t idx, const struct bng_sub_re
 	memset(s, 0, sizeof(*s));
 	s->id = r->id;
 	s->gen = old != NULL ? old->gen : ++b->gen;
+	/* A version per record: what the workers' copies of its hot fields
+	 * are checked against (bng_key_data).  0 means "no copy". */
+	s->ver = ++b->ver != 0 ? b->ver : ++b->ver;
 	s->policer = pol < 0 ? BNG_NO_POLICER : (uint16_t)pol;
 	s->n_v4 = r->n_v4;
 	for (int i = 0; i < r->n_v4; i++) {
@@ -406,7 +409,7 @@ insert_one(struct bng *b, const struct bng_sub *s, const struct bng_sub *old)
 			goto undo_v4;
 	if (v6_new && dst_add(b, 6, s->v6, s->v6_plen, s->id) < 0)
 		goto undo_v4;
-	if (key_new && rte_hash_add_key_data(b->keys, &s->key, (void *)(uintptr_t)s->id) < 0)
+	if (key_new && rte_hash_add_key_data(b->keys, &s->key, bng_key_data(s)) < 0)
 		goto undo_v6;
 	return 0;
 undo_v6:
@@ -463,8 +466,13 @@ publish_all(struct bng *b, const struct plan *pl, uint32_t n)
 			b->n_subs++;
 			continue;
 		}
+		/* Same key: its data names the new version (an update of a
+		 * present key allocates nothing and cannot fail; if it did,
+		 * workers would re-read subs[id] per packet, still right). */
 		if (memcmp(&old->key, &s->key, sizeof(s->key)) != 0)
 			rte_hash_del_key(b->keys, &old->key);
+		else
+			(void)rte_hash_add_key_data(b->keys, &s->key, bng_key_data(s));
 		for (int k = 0; k < old->n_v4; k++)
 			if (!v4_has(s, old->ranges.v4_net[k], old->v4_plen[k]))
 				dst_del(b, 4, &old->ranges.v4_net[k], old->v4_plen[k]);
