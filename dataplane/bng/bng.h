@@ -38,7 +38,9 @@
  *
  *   table                 way
  *   access key -> id      rte_hash, lock-free readers, RCU-QSBR (key slots
- *                         reclaimed through the hash's own defer queue)
+ *                         reclaimed through the hash's own defer queue); the
+ *                         data is the id and the record's version
+ *                         (bng_key_data), updated in place on a replace
  *   id -> record          array of pointers to immutable records; a change
  *                         publishes a new record, the old one goes to an
  *                         RCU-QSBR defer queue (no wait on the control thread)
@@ -312,7 +314,7 @@ struct bng {
 	struct ep_acl *acl;             /**< uplink ACL: "bng-uplink" */
 
 	/* Read by workers. */
-	struct rte_hash *keys;          /**< bng_key -> id */
+	struct rte_hash *keys;          /**< bng_key -> bng_key_data (version, id) */
 	struct bng_sub **subs;          /**< [max_subscribers + 1] */
 	struct rte_hash *dst;           /**< bng_dst_key -> id */
 	struct bng_lens *lens;
