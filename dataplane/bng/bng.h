@@ -119,6 +119,26 @@ struct bng_key {
 	uint8_t pad[2];
 } __rte_aligned(8);         /* rte_hash_crc reads 8 bytes at a time */
 
+/**
+ * IPoE lines on QinQ by their VLAN pair, for the uplink's classification:
+ * two levels of 4096 (outer VID -> a block by inner VID), as VPP's
+ * ethernet-input finds a QinQ sub-interface.  An entry is the line's
+ * access key data (bng_key_data) or 0.  A mirror of those keys of
+ * bng.keys, kept with it by the control thread: a packet whose pair has an
+ * entry needs one array load where rte_hash reads a bucket and a key slot,
+ * and one without falls back to the hash -- so a pair left out (the
+ * blocks are capped, or one could not be allocated) costs the hash, never
+ * a wrong answer.  Blocks are only freed with the BNG: an entry is read
+ * with an acquire load, written with a release store.
+ */
+#define BNG_VID_N           4096
+#define BNG_QINQ_BLOCKS_MAX 64u         /**< outer VIDs with a block: 64 x 32 KiB */
+
+struct bng_qinq {
+	uint64_t *blk[BNG_VID_N];       /**< by outer VID: [BNG_VID_N] by inner VID */
+	uint32_t n_blk;
+};
+
 /** Punted control traffic, by kind (counted per worker). */
 #define BNG_PUNT_KINDS(X) \
 	X(PPPOE_DISCOVERY, "pppoe_discovery") \
@@ -315,6 +335,7 @@ struct bng {
 
 	/* Read by workers. */
 	struct rte_hash *keys;          /**< bng_key -> bng_key_data (version, id) */
+	struct bng_qinq *qinq;          /**< QinQ IPoE keys of bng.keys, by VLAN pair */
 	struct bng_sub **subs;          /**< [max_subscribers + 1] */
 	struct rte_hash *dst;           /**< bng_dst_key -> id */
 	struct bng_lens *lens;

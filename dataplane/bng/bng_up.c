@@ -308,12 +308,15 @@ bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint1
  * Stage `subscriber`: classification, anti-spoofing and policing of the
  * burst.
  *
- *   pass 1  keys from ep_meta (two word stores each, see up_key) and their
- *           hashes (two CRC32C instructions on the same registers: rte_hash
- *           would call its hash function through a pointer per key and
- *           reload the key, ~5 cycles a packet more)
- *   pass 2  ONE rte_hash_lookup_with_hash_bulk_data (the cuckoo hash
- *           prefetches every key's buckets before comparing any)
+ *   pass 1  a QinQ IPoE frame whose VLAN pair is in the QinQ map (struct
+ *           bng_qinq) has its key data from there: two loads, the first
+ *           of a line every frame of that outer VID shares.  The others:
+ *           keys from ep_meta (two word stores each, see up_key) and
+ *           their hashes (two CRC32C instructions on the same registers:
+ *           rte_hash would call its hash function through a pointer per
+ *           key and reload the key, ~5 cycles a packet more)
+ *   pass 2  ONE rte_hash_lookup_with_hash_bulk_data for those (the cuckoo
+ *           hash prefetches every key's buckets before comparing any)
  *   pass 3  the key's data (bng_key_data: id and record version) -> this
  *           worker's state pair of lines, prefetched for the whole burst
  *           before any is used.  No record and no subs[id]: the state
@@ -336,17 +339,47 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 	struct bng *b = u->b;
 	uint64_t hits = 0, now = u->w->stage_tsc, known = 0;
 	struct up_green g = {0};
-	uint16_t out = 0;
+	uint16_t out = 0, nh = 0, hidx[EP_BURST_MAX];
 
 	RTE_BUILD_BUG_ON(sizeof(struct bng_up_dyn) != 2 * RTE_CACHE_LINE_SIZE);
 	for (uint16_t i = 0; i < n; i++) {
 		const struct ep_meta *md = ep_meta(pkts[i]);
-		const uint8_t *p = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+		const uint8_t *p;
 
-		u->sig[i] = up_key(p, md, &u->keys[i]);
-		u->key_ptr[i] = &u->keys[i];
+		if (likely(md->n_vlans == 2 && md->user != BNG_USER_PPPOE)) {
+			/* A QinQ IPoE line: its VLAN pair, if mapped, is the
+			 * whole lookup (struct bng_qinq). */
+			const uint64_t *blk = __atomic_load_n(
+				&b->qinq->blk[md->vlan_tci[0] & 0x0fff], __ATOMIC_ACQUIRE);
+
+			if (likely(blk != NULL)) {
+				uint64_t v = __atomic_load_n(&blk[md->vlan_tci[1] & 0x0fff],
+							     __ATOMIC_ACQUIRE);
+
+				if (likely(v != 0)) {
+					u->data[i] = (void *)(uintptr_t)v;
+					hits |= 1ull << i;
+					continue;
+				}
+			}
+		}
+		p = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+		u->sig[nh] = up_key(p, md, &u->keys[nh]);
+		u->key_ptr[nh] = &u->keys[nh];
+		hidx[nh++] = i;
 	}
-	rte_hash_lookup_with_hash_bulk_data(b->keys, u->key_ptr, u->sig, n, &hits, u->data);
+	if (nh != 0) {
+		void *hd[EP_BURST_MAX];
+		uint64_t hh = 0;
+
+		rte_hash_lookup_with_hash_bulk_data(b->keys, u->key_ptr, u->sig, nh, &hh, hd);
+		for (uint16_t j = 0; j < nh; j++) {
+			if ((hh >> j) & 1) {
+				u->data[hidx[j]] = hd[j];
+				hits |= 1ull << hidx[j];
+			}
+		}
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		uint32_t id = (uint32_t)(uintptr_t)u->data[i];
 

@@ -310,6 +310,55 @@ EP_TEST(runtime_add_replace_delete_keeps_tables_consistent)
 	tb_free(t);
 }
 
+/* The QinQ map (struct bng_qinq) holds what the hash holds for QinQ IPoE
+ * keys, through adds, replaces and deletes; past its last block, lines of
+ * further outer VIDs are classified by the hash alone. */
+EP_TEST(qinq_map_mirrors_the_hash_and_falls_back_past_its_blocks)
+{
+	struct tb *t = tb_new("");
+	struct ep_err err;
+	char line[160], ip[32];
+	const struct bng_sub *s;
+
+	for (int o = 1; o <= (int)BNG_QINQ_BLOCKS_MAX + 1; o++) {
+		snprintf(line, sizeof(line), "id=%d qinq=%d.7 ipv4=198.18.60.%d", o, o, o);
+		EP_CHECK_EQ(add(t, line), 0);
+	}
+	EP_CHECK_EQ(t->b->qinq->n_blk, BNG_QINQ_BLOCKS_MAX);
+	EP_CHECK(t->b->qinq->blk[BNG_QINQ_BLOCKS_MAX + 1] == NULL);
+	for (int o = 1; o <= (int)BNG_QINQ_BLOCKS_MAX + 1; o++) {
+		snprintf(ip, sizeof(ip), "198.18.60.%d", o);
+		EP_CHECK_EQ(up_qinq(t, (uint16_t)o, 7, ip), EP_NEXT_TX(TB_CORE));
+		EP_CHECK_EQ(green(t, (uint32_t)o), 1);
+	}
+	s = bng_sub_get(t->b, 1);
+	EP_CHECK_EQ(t->b->qinq->blk[1][7], (uint64_t)(uintptr_t)bng_key_data(s));
+	/* Same key: the entry names the new record. */
+	EP_CHECK_EQ(add(t, "id=1 qinq=1.7 ipv4=198.18.61.1"), 0);
+	s = bng_sub_get(t->b, 1);
+	EP_CHECK_EQ(t->b->qinq->blk[1][7], (uint64_t)(uintptr_t)bng_key_data(s));
+	EP_CHECK_EQ(up_qinq(t, 1, 7, "198.18.60.1"), EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE));
+	EP_CHECK_EQ(up_qinq(t, 1, 7, "198.18.61.1"), EP_NEXT_TX(TB_CORE));
+	/* New key: the old pair is gone from the map and from the hash. */
+	EP_CHECK_EQ(add(t, "id=1 qinq=1.8 ipv4=198.18.61.1"), 0);
+	s = bng_sub_get(t->b, 1);
+	EP_CHECK_EQ(t->b->qinq->blk[1][7], 0);
+	EP_CHECK_EQ(t->b->qinq->blk[1][8], (uint64_t)(uintptr_t)bng_key_data(s));
+	EP_CHECK_EQ(up_qinq(t, 1, 7, "198.18.61.1"), EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	EP_CHECK_EQ(up_qinq(t, 1, 8, "198.18.61.1"), EP_NEXT_TX(TB_CORE));
+	/* Deleted: no entry, unknown; the blockless outer VID likewise. */
+	EP_CHECK_EQ(bng_sub_del(t->b, 1, &err), 0);
+	EP_CHECK_EQ(bng_sub_del(t->b, BNG_QINQ_BLOCKS_MAX + 1, &err), 0);
+	EP_CHECK_EQ(t->b->qinq->blk[1][8], 0);
+	EP_CHECK_EQ(up_qinq(t, 1, 8, "198.18.61.1"), EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	EP_CHECK_EQ(up_qinq(t, BNG_QINQ_BLOCKS_MAX + 1, 7, "198.18.60.65"),
+		    EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	/* A PPPoE session on a QinQ pair is keyed by the hash, not the map. */
+	EP_CHECK_EQ(add(t, "id=2 qinq=2.9 pppoe=0x21 mac=02:00:00:00:00:02 ipv4=198.18.62.2"), 0);
+	EP_CHECK_EQ(t->b->qinq->blk[2][9], 0);
+	tb_free(t);
+}
+
 /* The downlink worker does not answer the HQoS pipe configuration (stuck
  * or descheduled past the time-out): the add fails, and nothing of it is
  * left -- no record, no key or address, no pipe taken, no generation (the
