@@ -7,12 +7,13 @@
  *              own addresses, by the FIB's responder) or punted: to
  *              control_port as they are (tags kept: they name the
  *              subscriber), or into the punt ring (one burst enqueue)
- *   subscriber classify, anti-spoofing and policing: keys built from
- *              ep_meta as two word stores and hashed from the same two
- *              registers (bng_key_hash), ONE
- *              rte_hash_lookup_with_hash_bulk_data over the burst (the
- *              cuckoo hash overlaps its bucket misses across keys), records
- *              and per-worker state of the hits
+ *   subscriber classify, anti-spoofing and policing: QinQ IPoE lines
+ *              by their VLAN pair in a two-level map (struct bng_qinq),
+ *              other keys built from ep_meta as two word stores and hashed
+ *              from the same two registers (bng_key_hash), ONE
+ *              rte_hash_lookup_with_hash_bulk_data for those (the cuckoo
+ *              hash overlaps its bucket misses across keys), per-worker
+ *              state of the hits
  *              prefetched for the whole burst, then per packet the
  *              subscriber's IPv4 ranges (up to 4 masked compares) or IPv6
  *              prefix (two masked 64-bit compares) and its rte_meter trTCM
