@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """deploy/grafana_dashboards.py: writes the Grafana dashboards of the router,
-the vBNG and the XDP steering function (deploy/helm/edgeplane/dashboards/
-*.json, where the chart's ConfigMap picks them up).
+the vBNG, the vCMTS and the XDP steering function
+(deploy/helm/edgeplane/dashboards/*.json, where the chart's ConfigMap picks
+them up).
 
 This file is their one source; the JSON is generated, never edited:
     deploy/grafana_dashboards.py          write them
@@ -26,6 +27,14 @@ METRIC = re.compile(r"\bedgeplane_[a-z0-9_]+")
 # the same quotes).
 IN, UPLINK = 'direction="in"', 'pipeline="bng-uplink"'
 BNG_REASONS, RED = 'reason=~"bng_.*"', 'reason="bng_policer_red"'
+CMTS_REASONS, CMTS_DS = 'reason=~"cmts_.*"', 'pipeline="cmts-ds"'
+# The drop reasons that mean a modem's frames are damaged or its keys are
+# out of step (DOCSIS MAC and Upper Layer Interface, and the BPI+ Security
+# specification's key sequence), as opposed to policy and congestion.
+CMTS_INTEGRITY = ('reason=~"cmts_(hcs_bad|crc_bad|us_key_unknown|us_unencrypted|crypto_failed|'
+                  'uepi_malformed|reassembly_failed)"')
+STAGES = 'stage=~"crypto|framing|depi"'
+CMTS_QUEUES = 'reason=~"cmts_(sf_queue_full|channel_queue_full)"'
 
 
 class Board:
@@ -136,7 +145,9 @@ def dataplane_panels(b, drop_filter=None):
               "{{dp}} {{stage}} {{reason}}")], unit="pps")
 
 
-def reconcile_panels(b, kind=None):
+def reconcile_panels(b, kinds=None):
+    """The agent's reconciliation; kinds: a regex of the object kinds the
+    "Objects changed" panel shows (all when None)."""
     b.row("Reconciliation (edgeplane agent --node)")
     b.panel("Revisions", "The desired-state revision of the node and the one it last converged to: "
             "apart, the node has not converged.",
@@ -148,7 +159,7 @@ def reconcile_panels(b, kind=None):
     b.panel("Passes", "Reconciliation passes by what prompted them: a restart of a data plane shows "
             "as reason=restart.",
             [("sum by (reason) (increase(edgeplane_agent_resyncs_total[5m])) > 0", "{{reason}}")], w=8)
-    ksel = f'{{kind="{kind}"}}' if kind else ""
+    ksel = f'{{kind=~"{kinds}"}}' if kinds else ""
     b.panel("Objects changed", "Data-plane objects reconciliation added, updated or removed.",
             [(f"sum by (kind, op) (rate(edgeplane_agent_changes_total{ksel}[{RI}])) > 0", "{{kind}} {{op}}")],
             unit="ops")
@@ -182,7 +193,38 @@ def bng():
             [(f"100 * sum by (dp) (rate(edgeplane_dp_drops_total{sel(RED)}[{RI}]))"
               f" / sum by (dp) (rate(edgeplane_dp_worker_rx_packets_total{sel(UPLINK)}[{RI}]))",
               "{{dp}}")], unit="percent")
-    reconcile_panels(b, kind="subscriber")
+    reconcile_panels(b, kinds="subscriber")
+    return b
+
+
+def cmts():
+    b = Board("edgeplane-cmts", "edgeplane: vCMTS",
+              "The DOCSIS MAC data plane (cmts-ds toward the Remote PHY Device over DEPI, cmts-us from "
+              "it over UEPI): per-stage cost, drops by DOCSIS reason, and the cable modems, filters and "
+              "service flows programmed by reconciliation.", pipelines="cmts-.*")
+    dataplane_panels(b)
+    b.row("Cable modems")
+    b.panel("vCMTS drops", "The vCMTS's own drop reasons: unknown CPE, spoofed source, DOCSIS filter "
+            "deny, service-flow and channel queues full, upstream HCS/CRC/key errors.",
+            [(f"sum by (dp, reason) (rate(edgeplane_dp_drops_total{sel(CMTS_REASONS)}[{RI}])) > 0",
+              "{{dp}} {{reason}}")], unit="pps", stack=True)
+    b.panel("Integrity and keys", "Frames dropped because their HCS or CRC-32 did not verify, their key "
+            "sequence was unknown (a key roll out of step), BPI+ was expected and missing, or the crypto "
+            "device failed: any non-zero rate is worth a look.",
+            [(f"sum by (dp, reason) (rate(edgeplane_dp_drops_total{sel(CMTS_INTEGRITY)}[{RI}])) > 0",
+              "{{dp}} {{reason}}")], unit="pps")
+    b.panel("Downstream queue drops share", "Downstream frames dropped because a service flow kept "
+            "exceeding its max sustained rate or the bonding group's channels were backlogged, as a "
+            "share of what the downstream workers received.",
+            [(f"100 * sum by (dp) (rate(edgeplane_dp_drops_total{sel(CMTS_QUEUES)}[{RI}]))"
+              f" / sum by (dp) (rate(edgeplane_dp_worker_rx_packets_total{sel(CMTS_DS)}[{RI}]))",
+              "{{dp}}")], unit="percent")
+    b.panel("Crypto and framing cost", "Cycles per frame of the BPI+/CRC-32 operation and of DOCSIS "
+            "framing and DEPI encapsulation, the stages a cable operator sizes cores by.",
+            [(f"sum by (dp, stage) (rate(edgeplane_dp_stage_cycles_total{sel(STAGES)}[{RI}]))"
+              f" / sum by (dp, stage) (rate(edgeplane_dp_stage_packets_total{sel(IN + ',' + STAGES)}[{RI}]))",
+              "{{dp}} {{stage}}")])
+    reconcile_panels(b, kinds="modem|service-flow|classifier|filter")
     return b
 
 
@@ -217,7 +259,7 @@ def xdp():
     return b
 
 
-DASHBOARDS = {"router": router, "bng": bng, "xdp": xdp}
+DASHBOARDS = {"router": router, "bng": bng, "cmts": cmts, "xdp": xdp}
 
 
 def render():

@@ -31,12 +31,12 @@ the BNG.
 """
 import json
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 from lab.bng_lab import ACCESS_MAC, ACCESS_MTU, BNG_CORE4, CORE4, shim_objects
+from lab.daemon import Daemon, prometheus_samples
 from lab.cups_lab import CP_ADDR, UPF_ADDR, CupsLab, Upf, go_binary
 
 PPP_NET4 = "198.18.104.0/21"
@@ -118,7 +118,7 @@ def switch_tags(sw, port, tags):
     sw.run(["tc", "filter", "add", "dev", port, "egress", "bpf", "da", "obj", str(pop), "sec", "tc"])
 
 
-class BngCp:
+class BngCp(Daemon):
     """edgeplane bng-cp in the cp namespace."""
 
     def __init__(self, host, workdir, config):
@@ -183,32 +183,7 @@ class BngCp:
     def metrics(self):
         r = self.host.run(["curl", "-s", "--max-time", "5", f"http://{CP_ADDR}:{CP_METRICS_PORT}/metrics"],
                           check=False)
-        out = {}
-        for line in r.stdout.splitlines():
-            if line.startswith("#") or not line.strip():
-                continue
-            name, _, val = line.rpartition(" ")
-            try:
-                out[name] = float(val)
-            except ValueError:
-                pass
-        return out
-
-    def kill(self):
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        if self.log:
-            self.log.close()
-            self.log = None
+        return prometheus_samples(r.stdout)
 
 
 class Emulator:
@@ -417,8 +392,10 @@ exit 0
 """
 
 
-class DhcpClient:
+class DhcpClient(Daemon):
     """A real DHCP client in a namespace, its script's record in a directory."""
+
+    stop_timeout = 5
 
     def __init__(self, host, kind, workdir, family=4):
         self.host, self.kind, self.family = host, kind, family
@@ -455,26 +432,16 @@ class DhcpClient:
 
     def kill(self):
         """kill -9: no RELEASE, the lease is left to expire."""
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
+        super().kill()
 
 
-class FreeRadius:
+class FreeRadius(Daemon):
     """Debian's freeradius in a namespace: a copy of /etc/freeradius/3.0
     with our client, our users and its own directories (logs, the detail
     files of accounting), run in the foreground as root."""
 
     CONF = Path("/etc/freeradius/3.0")
+    stop_timeout = 5
 
     def __init__(self, host, workdir, secret, clients, users):
         self.host, self.dir = host, Path(workdir) / "radius"
@@ -536,15 +503,6 @@ class FreeRadius:
                           input=body, check=False)
         return r
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
 
 
 class DirectLab:

@@ -31,13 +31,13 @@ data plane can be killed and started again (restart tests).
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from lab.bng_lab import BngLab, bng_sections
+from lab.daemon import Daemon, prometheus_samples
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "build" / "bin"
@@ -82,7 +82,7 @@ class CpSim:
                 self.proc.kill()
 
 
-class Upf:
+class Upf(Daemon):
     """edgeplane upf in the DUT's namespace."""
 
     def __init__(self, host, dp, state_dir, extra=()):
@@ -114,35 +114,11 @@ class Upf:
     def metrics(self):
         """{(name, labels): value} from its /metrics, {} when unreachable."""
         r = self.host.run(["curl", "-s", "--max-time", "2", f"http://{UPF_ADDR}:9101/metrics"], check=False)
-        out = {}
-        for line in r.stdout.splitlines():
-            if line.startswith("#") or not line.strip():
-                continue
-            name, _, val = line.rpartition(" ")
-            try:
-                out[name] = float(val)
-            except ValueError:
-                pass
-        return out
+        return prometheus_samples(r.stdout)
 
     def event(self, name):
         return self.metrics().get(f'edgeplane_upf_events_total{{event="{name}"}}', 0)
 
-    def kill(self):
-        """kill -9: no clean-up of any kind."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        if self.log:
-            self.log.close()
 
 
 class CupsLab(BngLab):

@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -46,7 +47,7 @@ from pathlib import Path
 
 from .bng_lab import CORE4, CORE6, bng_available
 from .bngcp_lab import REFLECT_PORT, BngCpLab
-from .control_lab import ControlPlane, free_port
+from .control_lab import DASHBOARDS, ControlPlane, free_port
 from . import demo_cmts
 from .dp import DpError, binary
 from .hoststack_lab import B4 as HS_B4
@@ -422,8 +423,24 @@ def summary(edge, out, prom, revision):
         print("  the controller's fleet report (--report), the last line:\n    " + json.dumps(fleet[-1]))
     edge.args.report.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(edge.cp.report_path, edge.args.report)
-    print("  Grafana: deploy/helm/edgeplane/dashboards/*.json (router, vBNG, XDP) read this Prometheus's metrics")
+    found = dashboards_found(prom)
+    print("  Grafana dashboards (deploy/helm/edgeplane/dashboards), the data planes each one's selector finds in "
+          "this Prometheus: " + "; ".join(f"{board} -> {', '.join(dps) or 'none'}" for board, dps in found.items()))
     return ok
+
+
+def dashboards_found(prom):
+    """{dashboard: the `dp` label values its data-plane variable's query
+    finds}, for the dashboards that have one (the XDP one has none)."""
+    found = {}
+    for path in sorted(DASHBOARDS.glob("*.json")):
+        board = json.loads(path.read_text())
+        var = next((v for v in board["templating"]["list"] if v["name"] == "dp"), None)
+        if var is None:
+            continue
+        series = re.fullmatch(r"label_values\((.*), dp\)", var["definition"]).group(1)
+        found[board["title"].removeprefix("edgeplane: ")] = sorted({k[0] for k in prom.q(series, "dp")})
+    return found
 
 
 def main(argv=None):

@@ -179,14 +179,14 @@ def test_prometheus_finds_the_values_the_control_socket_reports(lab):
 
 
 def test_dashboards_query_only_metrics_prometheus_scraped(lab):
-    """Every metric the router and vBNG dashboards query is one Prometheus
+    """Every metric the router, vBNG and vCMTS dashboards query is one Prometheus
     scraped from the agent (the vBNG's data planes export the same names;
     test_bng_dashboard_finds_the_bng checks its selector), the router
     dashboard's data-plane variable finds this router, and every query
     evaluates."""
     have = lab.cp.prom_names()
     used = dashboard_metrics()
-    for name in ("edgeplane-router.json", "edgeplane-bng.json"):
+    for name in ("edgeplane-router.json", "edgeplane-bng.json", "edgeplane-cmts.json"):
         assert used[name] and used[name] <= have, (name, sorted(used[name] - have))
     boards = {p.name: json.loads(p.read_text()) for p in DASHBOARDS.glob("*.json")}
     var = next(v for v in boards["edgeplane-router.json"]["templating"]["list"] if v["name"] == "dp")

@@ -43,6 +43,12 @@ def test_make_run_brings_up_the_whole_edge_and_cleans_up(router_pipeline, dp_bin
     assert int(re.search(r"BPI\+ decrypted by the model: ([\d,]+)", out).group(1).replace(",", "")) > 0
     drops = re.search(r"edgeplane-dp cmts: rx [\d,]+ tx [\d,]+ packets; drops by reason: (.*)", out)
     assert drops and "cmts_filter_deny=" in drops.group(1) and "cmts_unknown_cpe=" in drops.group(1), out[-6000:]
+    # Each Grafana dashboard's data-plane selector finds its data plane in
+    # the demo's Prometheus (the vCMTS's workers run cmts-* pipelines).
+    boards = re.search(r"the data planes each one's selector finds in this Prometheus: (.*)", out)
+    assert boards, out[-6000:]
+    for want in ("router -> router", "vBNG -> bng", "vCMTS -> cmts"):
+        assert want in boards.group(1), boards.group(1)
     assert (tmp_path / "report.jsonl").read_text().count('"type":"pass"') >= 2
     assert set(demo_namespaces()) <= before
     mounts = Path("/proc/mounts").read_text()

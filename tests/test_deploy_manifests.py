@@ -585,7 +585,7 @@ def test_grafana_dashboards_are_generated_and_shipped(rendered):
                         "--check"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     files = {p.name: p.read_text() for p in (CHART / "dashboards").glob("*.json")}
-    assert set(files) == {"edgeplane-router.json", "edgeplane-bng.json", "edgeplane-xdp.json"}
+    assert set(files) == {"edgeplane-router.json", "edgeplane-bng.json", "edgeplane-cmts.json", "edgeplane-xdp.json"}
     assert not [o for o in rendered["default"] if o["kind"] == "ConfigMap" and "dashboard" in o["metadata"]["name"]]
     shipped = {}
     for o in rendered["daemonset-agent"]:

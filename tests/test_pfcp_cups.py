@@ -214,7 +214,10 @@ def test_pfcp_deletion_returns_the_final_usage(lab):
 
 def test_pfcpsim_standard_procedures(lab):
     """omec-project's pfcpsim (an independent PFCP client): association,
-    heartbeat, 20 establishments and deletions with 3GPP IEs only."""
+    heartbeat, 20 establishments and deletions with 3GPP IEs only.  (The
+    function's `deleted` counts Session Deletion Requests alone: sessions of
+    earlier tests that it deletes meanwhile because their control plane
+    answered a usage report "Session context not found" count apart.)"""
     before = (lab.upf.event("established"), lab.upf.event("deleted"))
     from lab.cups_lab import go_binary
     r = lab.cph.run([str(go_binary("pfcp-cp-sim")), "pfcpsim", "--upf", f"{UPF_ADDR}:8805",

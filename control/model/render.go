@@ -86,7 +86,8 @@ func (t TerminateRule) Text() string {
 }
 
 // AccessKey names what the data plane finds a subscriber by on the
-// access side: its tags, and for PPPoE the session and client MAC.
+// access side: its tags, for PPPoE the session and client MAC, and for
+// IPoE on an untagged line the client MAC alone.
 func (s *Subscriber) AccessKey() string {
 	k := ""
 	switch {
@@ -97,8 +98,11 @@ func (s *Subscriber) AccessKey() string {
 	default:
 		k = "untagged"
 	}
-	if s.Pppoe != 0 {
+	switch {
+	case s.Pppoe != 0:
 		k += fmt.Sprintf(" pppoe %d %s", s.Pppoe, strings.ToLower(s.Mac))
+	case k == "untagged":
+		k += " mac " + strings.ToLower(s.Mac)
 	}
 	return k
 }

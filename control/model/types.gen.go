@@ -657,7 +657,7 @@ type SubportBudget struct {
 	Subport        int `json:"subport"`
 }
 
-// Subscriber A BNG subscriber - its access key (sTag.cTag, or vlan; pppoe with mac), addresses and profiles
+// Subscriber A BNG subscriber - its access key (sTag.cTag, or vlan; pppoe with mac; on an untagged line mac alone for IPoE), addresses and profiles
 type Subscriber struct {
 	CTag int   `json:"cTag,omitempty"`
 	Id   int64 `json:"id"`

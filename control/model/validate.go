@@ -245,8 +245,10 @@ func validateBNG(b *BNGConfig) error {
 		if s.Pppoe != 0 && s.Mac == "" {
 			return &Invalid{Path: path + ".mac", Reason: "required with pppoe (the session's client MAC is part of its key)"}
 		}
-		if s.STag == 0 && s.Vlan == 0 && s.Pppoe == 0 {
-			return &Invalid{Path: path, Reason: "no access key: give sTag/cTag, vlan or pppoe"}
+		if s.STag == 0 && s.Vlan == 0 && s.Pppoe == 0 && s.Mac == "" {
+			// An untagged IPoE line has no tag to find its subscriber
+			// by: the data plane keys it by the client's MAC.
+			return &Invalid{Path: path, Reason: "no access key: give sTag/cTag, vlan, pppoe with mac, or mac alone (untagged IPoE)"}
 		}
 		if s.Mac != "" && !unicastMAC(s.Mac) {
 			return &Invalid{Path: path + ".mac", Reason: "a multicast MAC, got " + s.Mac}

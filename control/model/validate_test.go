@@ -136,7 +136,17 @@ func TestBadInputsAreRefusedByField(t *testing.T) {
 			s := obj(m, sub(0)...)
 			delete(s, "sTag")
 			delete(s, "cTag")
+			delete(s, "mac")
 		}, "bng.subscribers[0]", "no access key"},
+		{"subscriber untagged IPoE same MAC", func(m map[string]any) {
+			for _, i := range []int{0, 1} {
+				s := obj(m, sub(i)...)
+				for _, k := range []string{"sTag", "cTag", "vlan", "pppoe"} {
+					delete(s, k)
+				}
+				s["mac"] = "02:00:00:10:00:0A"
+			}
+		}, "bng.subscribers[1]", "access key untagged mac 02:00:00:10:00:0a"},
 		{"subscriber pppoe 65535", set(65535, with(sub(1), "pppoe")...), "bng.subscribers[1].pppoe", "at most 65534"},
 		{"subscriber pppoe without mac", func(m map[string]any) { delete(obj(m, sub(1)...), "mac") }, "bng.subscribers[1].mac", "required with pppoe"},
 		{"subscriber mac malformed", set("02:00:00:10:00", with(sub(0), "mac")...), "bng.subscribers[0].mac", "hex octets"},

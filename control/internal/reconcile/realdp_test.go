@@ -121,3 +121,34 @@ func TestAgentReprogramsARealDataPlaneAfterKill9(t *testing.T) {
 		t.Fatalf("ACL after the restart: %+v %v", acl, err)
 	}
 }
+
+// TestRealDataPlaneTakesAnUntaggedIPoESubscriberByMAC programs a
+// subscriber on an untagged line (no tags, no PPPoE: the data plane keys
+// it by the client's MAC) beside a QinQ one, and checks the data plane
+// lists it in the form the model has, so a second pass changes nothing.
+func TestRealDataPlaneTakesAnUntaggedIPoESubscriberByMAC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts edgeplane-dp")
+	}
+	b := dptest.StartBNG(t, dptest.Options{})
+	c := dpctl.New(b.Socket, dpctl.Options{})
+	defer c.Close()
+	p := reconcile.Planes{BNG: []reconcile.DataPlane{reconcile.DP{C: c}}}
+	cfg := bngConfig(t, 1)
+	untagged := model.Subscriber{Id: 2, Mac: "02:00:00:30:00:0B", Ipv4: []string{"198.19.9.9"}, Policer: "p20", Pipe: "d50"}
+	cfg.Bng.Subscribers = append(cfg.Bng.Subscribers, untagged)
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("the model refuses an untagged IPoE subscriber: %v", err)
+	}
+	ctx := context.Background()
+	if res := reconcile.Pass(ctx, p, cfg); !res.Converged() || res.Changes["subscriber add"] != 2 {
+		t.Fatalf("changes %v drift %+v", res.Changes, res.Drift)
+	}
+	s, err := c.SubGet(ctx, 2)
+	if err != nil || s.QinQ != "" || s.VLAN != 0 || s.PPPoE != 0 || !strings.EqualFold(s.MAC, untagged.Mac) {
+		t.Fatalf("subscriber 2: %+v %v", s, err)
+	}
+	if res := reconcile.Pass(ctx, p, cfg); len(res.Changes) != 0 || !res.Converged() {
+		t.Fatalf("second pass changed %v (drift %v)", res.Changes, res.Drift)
+	}
+}

@@ -381,7 +381,11 @@ func (u *UPF) finish(ops []*op) {
 			st.meter(o.seid, nil)
 			dels = append(dels, o.seid)
 			u.cpr.update(o.seid, nil)
-			u.c.deleted.Add(1)
+			if o.kind == opDeleteQuiet {
+				u.c.unknownToCP.Add(1)
+			} else {
+				u.c.deleted.Add(1)
+			}
 		}
 		if o.kind != opDeleteQuiet && o.seq != 0 {
 			answers = append(answers, o)

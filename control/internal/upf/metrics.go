@@ -25,7 +25,8 @@ type counters struct {
 	congestion    atomic.Uint64      // requests refused: queue full
 	established   atomic.Uint64
 	modified      atomic.Uint64
-	deleted       atomic.Uint64
+	deleted       atomic.Uint64 // Session Deletion Requests applied
+	unknownToCP   atomic.Uint64 // sessions deleted because the CP answered a report "Session context not found"
 	purged        atomic.Uint64 // sessions removed with their association
 	dpBatches     atomic.Uint64
 	dpRetries     atomic.Uint64 // operations sent again (a batch failed elsewhere)
@@ -52,7 +53,7 @@ type Counters struct {
 	UnknownType, LateResponses       uint64
 	Panics, Congestion               uint64
 	Established, Modified, Deleted   uint64
-	Purged                           uint64
+	Purged, UnknownToCP              uint64
 	DPBatches, DPRetries, DPFailures uint64
 	DPRestarts, Replayed, Orphans    uint64
 	Reports, ReportsLost             uint64
@@ -81,7 +82,7 @@ func (u *UPF) Counters() Counters {
 		Unassociated: c.unassociated.Load(), Muted: c.unassocMuted.Load(), UnknownType: c.unknownType.Load(),
 		LateResponses: c.lateResponses.Load(), Panics: c.panics.Load(), Congestion: c.congestion.Load(),
 		Established: c.established.Load(), Modified: c.modified.Load(), Deleted: c.deleted.Load(),
-		Purged: c.purged.Load(), DPBatches: c.dpBatches.Load(), DPRetries: c.dpRetries.Load(),
+		Purged: c.purged.Load(), UnknownToCP: c.unknownToCP.Load(), DPBatches: c.dpBatches.Load(), DPRetries: c.dpRetries.Load(),
 		DPFailures: c.dpFailures.Load(), DPRestarts: c.dpRestarts.Load(), Replayed: c.replayed.Load(),
 		Orphans: c.orphans.Load(), Reports: c.reports.Load(), ReportsLost: c.reportsLost.Load(),
 		CPRestarts: c.cpRestarts.Load(), CPLost: c.cpLost.Load(), HeartbeatsSent: c.hbSent.Load(),
@@ -141,7 +142,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		"ignored_ie":      k.IgnoredIEs, "unassociated": k.Unassociated, "unassociated_muted": k.Muted,
 		"unknown_message_type": k.UnknownType, "late_response": k.LateResponses, "decoder_panic": k.Panics,
 		"congestion": k.Congestion, "established": k.Established, "modified": k.Modified,
-		"deleted": k.Deleted, "purged": k.Purged, "dp_batch": k.DPBatches, "dp_retry": k.DPRetries,
+		"deleted": k.Deleted, "purged": k.Purged, "deleted_unknown_to_cp": k.UnknownToCP, "dp_batch": k.DPBatches, "dp_retry": k.DPRetries,
 		"dp_failure": k.DPFailures, "dp_restart": k.DPRestarts, "replayed": k.Replayed,
 		"orphan_removed": k.Orphans, "report": k.Reports, "report_lost": k.ReportsLost,
 		"cp_restart": k.CPRestarts, "cp_lost": k.CPLost, "heartbeat_sent": k.HeartbeatsSent,

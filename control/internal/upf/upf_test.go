@@ -688,6 +688,30 @@ func TestPeriodicUsageReports(t *testing.T) {
 	}
 }
 
+// TestReportAnsweredContextNotFoundDeletesTheSession: a control plane
+// that answers a usage report with "Session context not found" no longer
+// has the session (TS 29.244 clause 7.5.9): the function deletes it too,
+// counted apart from the deletions a control plane asked for.
+func TestReportAnsweredContextNotFoundDeletesTheSession(t *testing.T) {
+	r := newRig(t, func(c *upf.Config) { c.URRPoll = 100 * time.Millisecond })
+	r.associate()
+	r.cp.ReportCause.Store(uint32(ie.CauseSessionContextNotFound))
+	s := subscriber(12)
+	s.URR = &cpsim.URR{Period: time.Second}
+	r.establish(s)
+	deadline := time.Now().Add(10 * time.Second)
+	for r.up.Counters().UnknownToCP == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	k := r.up.Counters()
+	if k.UnknownToCP != 1 || k.Deleted != 0 || k.Sessions != 0 {
+		t.Fatalf("unknown to the CP %d, deleted %d, sessions left %d; want 1, 0, 0", k.UnknownToCP, k.Deleted, k.Sessions)
+	}
+	if subs := r.subs(); len(subs) != 0 {
+		t.Fatalf("%d subscribers left in the data plane", len(subs))
+	}
+}
+
 // BenchmarkEstablishments: b.N establishments pipelined (window 4096)
 // through the function into the real data plane.
 func BenchmarkEstablishments(b *testing.B) {
