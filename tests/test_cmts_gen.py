@@ -54,7 +54,14 @@ def settle(dp, key):
 
 def test_generator_both_directions_nothing_lost(dp):
     dp.ctl("cmts-gen-set", ds="on", us="on")
-    time.sleep(1.0)
+    # Until both directions have sent a few thousand frames (a second on a
+    # quiet host; a loaded CI host may give the generator less of a core).
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        w = dp.ctl("cmts-gen-stats")["workers"][0]
+        if min(w["upstream"]["sent_frames"], w["downstream"]["sent_frames"]) > 3000:
+            break
     dp.ctl("cmts-gen-set", ds="off", us="off")
     gen = settle(dp, lambda: dp.ctl("cmts-gen-stats")["workers"][0])
     st = settle(dp, lambda: dp.ctl("cmts-stats"))

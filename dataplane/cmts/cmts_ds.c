@@ -104,10 +104,11 @@ ds_parse(const struct rte_mbuf *mb, struct ep_meta *m)
 }
 
 /*
- * A frame's first lines, with write intent: the pipeline writes every one
- * of them (ep_meta in lookup, the mbuf's lengths and the headroom in
- * framing, the data from byte 12 in the crypto, the mbuf's second line --
- * `next` -- in DEPI and when the mbuf is freed).  A line another core
+ * The lines the lookup needs, with write intent, as every prefetch of a
+ * frame's lines here: the pipeline writes each of them (ep_meta in lookup,
+ * the data from byte 12 in the crypto; below, the mbuf's second line --
+ * `next` -- in DEPI and when the mbuf is freed, the headroom in framing;
+ * the mbuf's lengths in framing).  A line another core
  * wrote last (a generator, or the core that freed the mbuf) is fetched
  * once in the exclusive state, instead of shared and then again to own
  * it, which is what a read prefetch followed by the store costs.
@@ -117,8 +118,23 @@ prefetch_frame(struct rte_mbuf *m)
 {
 	rte_prefetch0_write(rte_pktmbuf_mtod(m, void *));
 	rte_prefetch0_write(ep_meta(m));
+}
+
+/*
+ * The lines only later stages touch: the mbuf's second (`next`: DEPI
+ * chains through it, the tx free reads it) and the headroom line the
+ * framing writes the MAC header into (DEPI its headers).  Asked for in the
+ * filter stage, not with the lookup's: a core has a few dozen misses in
+ * flight, and the lookup's parse waits for its own lines behind them,
+ * where the filter's ACL walks are compute the misses overlap.  Cold
+ * micro-run (EP_CYCLES_COLD=1, 8 alternating runs, three times): total
+ * 922 -> 877 cycles a frame; warm and in the benchmark within noise
+ * (docs/cmts.md).
+ */
+static __rte_always_inline void
+prefetch_later(struct rte_mbuf *m)
+{
 	rte_prefetch0_write((uint8_t *)m + RTE_CACHE_LINE_SIZE);
-	/* The headroom line framing writes the MAC header into. */
 	rte_prefetch0_write(rte_pktmbuf_mtod(m, uint8_t *) - RTE_CACHE_LINE_SIZE);
 }
 
@@ -281,6 +297,7 @@ cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		uint32_t id = DSM_CM(ep_meta(pkts[i])->user);
 		const struct cmts_cm *cm = cmts_cm_of(d->sg, id);
 
+		prefetch_later(pkts[i]);
 		d->fg_ids[2 * i] = likely(cm != NULL) ? cm->fg[0] : 0;
 		d->fg_ids[2 * i + 1] = likely(cm != NULL) ? cm->fg[1] : 0;
 		d->cm_ids[i] = (uint16_t)id;
