@@ -73,6 +73,14 @@ def test_each_worker_runs_its_own_pipeline(lab):
     assert {t["table"] for t in lab.dp.ctl("acl-tables")["tables"]} == {"bng-uplink", "router"}
 
 
+def test_router_ports_alone_get_frames_on_a_cache_line(lab):
+    # The router's ports: frames on a line; the vBNG's keep half a line of
+    # room in front (its downlink pushes its encapsulation there).
+    offs = {p["name"]: p["frame_line_offset"] for p in lab.dp.ctl("ports")["ports"]}
+    assert offs["ra"] == offs["rb"] == 0, offs
+    assert {v for k, v in offs.items() if k not in ("ra", "rb")} == {32}, offs
+
+
 @pytest.mark.parametrize("family", [4, 6])
 def test_traffic_crosses_both_pipelines_at_once(lab, family):
     s1 = lab.sub("s1")

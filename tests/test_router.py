@@ -30,6 +30,13 @@ def test_pipeline_has_router_stages_in_order(router_lab):
     assert [s["name"] for s in w["stages"]] == ["rx"] + ROUTER_STAGES + ["tx"]
 
 
+def test_router_ports_receive_frames_starting_on_a_cache_line(router_lab):
+    # Ports only the router polls get mbufs whose frames start on a line
+    # (a 64-byte frame is one line; the ping tests below cross them).
+    ports = router_lab.dp.ctl("ports")["ports"]
+    assert [p["frame_line_offset"] for p in ports] == [0] * len(ports), ports
+
+
 @pytest.mark.parametrize("src,dst", [("a", B4), ("b", A4)], ids=["a_to_b", "b_to_a"])
 def test_ping_ipv4_crosses_router_with_ttl_decremented(router_lab, src, dst):
     out = ping_ok(router_lab, src, dst)

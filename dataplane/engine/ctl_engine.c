@@ -117,6 +117,12 @@ port_json(const struct ep_port *p)
 	o = json_pack("{s:s, s:i, s:s, s:i, s:s, s:i, s:i, s:o, s:o}", "name", p->name,
 		      "index", p->index, "device", p->device, "port_id", p->port_id, "mac", mac,
 		      "rx_queues", p->n_rxq, "tx_queues", p->n_txq, "ipv4", v4, "ipv6", v6);
+	/* Where received frames start in a cache line (ep_meta.h): 0 for a
+	 * port polled only by pipelines that push no header, 32 otherwise. */
+	if (p->pool != NULL)
+		json_object_set_new(o, "frame_line_offset",
+				    json_integer((sizeof(struct rte_mbuf) + p->priv_size +
+						  RTE_PKTMBUF_HEADROOM) % RTE_CACHE_LINE_SIZE));
 	if (p->started && rte_eth_stats_get(p->port_id, &st) == 0) {
 		json_t *s;
 		/* af_packet: frames the kernel dropped on a full ring (af_packet.c),

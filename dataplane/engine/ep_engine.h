@@ -61,6 +61,8 @@ struct ep_port {
 	int n_v6;
 	uint16_t mtu;                   /**< IP MTU ([port] mtu, default 1500): larger packets
 	                                 *   are fragmented or answered with ICMP */
+	uint16_t priv_size;             /**< its mbufs' private area: EP_META_SIZE, or
+	                                 *   EP_META_SIZE_LINE (frames start on a line) */
 	bool mac_set;                   /**< `mac =` given: set it on the device */
 	bool started;
 };
@@ -115,6 +117,12 @@ struct ep_pipeline_type {
 	 *  worker event-driven as it makes sleep-rx workers (auto's idle_polls
 	 *  and max_sleep_us, SCHED_FIFO 1), the hook doing the waiting. */
 	bool wait_covers_rx;
+	/** Frames received for this type get no header pushed in front of
+	 *  them (no encapsulation on the fast path): a port polled only by
+	 *  such types gets mbufs whose frames start on a cache line
+	 *  (EP_META_SIZE_LINE), others keep them half a line in (EP_META_SIZE,
+	 *  where a pushed header of up to 32 bytes stays in the frame's line). */
+	bool rx_line_aligned;
 	/** Once at shutdown, after workers stopped.  May be NULL. */
 	void (*teardown)(struct ep_engine *e);
 	/** Optional: bytes of DPDK memory setup() and @p n_workers builds will

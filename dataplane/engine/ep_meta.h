@@ -55,6 +55,16 @@ struct ep_meta {
 #define EP_META_SIZE (RTE_ALIGN(sizeof(struct ep_meta), RTE_CACHE_LINE_SIZE) + \
 		      RTE_CACHE_LINE_SIZE / 2)
 
+/* The private area of a port whose frames no stage pushes a header in
+ * front of (every pipeline that polls it says so: ep_pipeline_type
+ * rx_line_aligned): ep_meta's line only, so a frame starts on a line
+ * boundary (128-byte mbuf + 64 + 128-byte headroom = 320) and a 64-byte
+ * frame is one cache line instead of two.  That is a line less for the
+ * driver's copy into the mbuf (and, for net_pcap, for reading its stored
+ * frame, which lives in the same pool), and the IPv4 destination no longer
+ * straddles two lines (it sat 62 bytes into the frame's first line). */
+#define EP_META_SIZE_LINE RTE_ALIGN(sizeof(struct ep_meta), RTE_CACHE_LINE_SIZE)
+
 static inline struct ep_meta *
 ep_meta(struct rte_mbuf *m)
 {

@@ -183,6 +183,28 @@ pool_mbufs(const struct ep_port *p, unsigned int nrx, unsigned int ntx, int n_wo
 	return RTE_MAX(n, 8192u);
 }
 
+/* The private area of port @p p's mbufs: frames start on a cache line
+ * (EP_META_SIZE_LINE) when every worker that polls the port runs a
+ * pipeline that pushes no header in front of them, half a line in
+ * (EP_META_SIZE) otherwise, and for a port no worker polls (it sends
+ * only, or a generator feeds it). */
+static uint16_t
+pool_priv_size(const struct ep_engine *e, const struct ep_port *p)
+{
+	bool polled = false, aligned = true;
+
+	for (int i = 0; i < e->n_workers; i++) {
+		const struct ep_worker *w = e->workers[i];
+
+		for (int q = 0; q < w->n_rx; q++)
+			if (w->rx[q].port == p->index) {
+				polled = true;
+				aligned = aligned && w->type != NULL && w->type->rx_line_aligned;
+			}
+	}
+	return polled && aligned ? EP_META_SIZE_LINE : EP_META_SIZE;
+}
+
 uint64_t
 ep_ports_memory_estimate(const struct ep_engine *e, int n_workers)
 {
@@ -277,7 +299,8 @@ ep_ports_start(struct ep_engine *e, struct ep_err *err)
 					  info.max_rx_queues, info.max_tx_queues);
 		n_mbufs = pool_mbufs(p, nrx, ntx, e->n_workers);
 		snprintf(pname, sizeof(pname), "ep_pool_%u", p->index);
-		p->pool = rte_pktmbuf_pool_create(pname, n_mbufs, 256, EP_META_SIZE,
+		p->priv_size = pool_priv_size(e, p);
+		p->pool = rte_pktmbuf_pool_create(pname, n_mbufs, 256, p->priv_size,
 						  (uint16_t)(frame_room(p) + RTE_PKTMBUF_HEADROOM),
 						  socket);
 		if (p->pool == NULL)

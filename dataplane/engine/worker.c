@@ -16,9 +16,10 @@
  *
  * Cost of the machinery itself: one rdtsc per stage boundary (the end of
  * one stage is the start of the next: rx, each stage and tx cost one read
- * each, and the iteration one more; rdtsc is ~25 cycles here, so the two
- * reads per stage this used to take were ~6 cycles a packet at 32 on the
- * 5-stage uplink), a 64-byte memset of next[], and the dispatch pass only
+ * each, and an iteration starts where the last one ended; rdtsc is ~25
+ * cycles on some hosts and ~80 back to back on the Zen 3 guest of
+ * docs/benchmarks.md, where the router's eight reads a burst measured ~8
+ * cycles a packet all told), a 64-byte memset of next[], and the dispatch pass only
  * when a stage diverted something -- with a short cut when it sent the
  * whole burst to one port, as a pipeline's last stage does.
  */
@@ -330,14 +331,15 @@ ep_worker_rx_fds(const struct ep_worker *w, struct pollfd *fds, int max)
 	return w->n_rx;
 }
 
-static void
+/* Returns the messages it ran. */
+static unsigned int
 run_messages(struct ep_worker *w)
 {
 	void *objs[8];
 	unsigned int k;
 
 	if (likely(rte_ring_empty(w->msgq)))
-		return;
+		return 0;
 	k = rte_ring_dequeue_burst(w->msgq, objs, RTE_DIM(objs), NULL);
 	for (unsigned int i = 0; i < k; i++) {
 		struct ep_worker_msg *m = objs[i];
@@ -346,6 +348,7 @@ run_messages(struct ep_worker *w)
 		w->stats.msgs++;
 		__atomic_store_n(&m->done, 1, __ATOMIC_RELEASE);
 	}
+	return k;
 }
 
 /*
@@ -427,9 +430,18 @@ ep_worker_main(void *arg)
 	ep_power_thread_start(w);
 	rte_rcu_qsbr_thread_online(e->qsbr, w->id);
 	__atomic_store_n(&w->running, true, __ATOMIC_RELEASE);
+	/* An iteration starts when the last one ended (its tx, or its empty
+	 * poll): one rdtsc less per iteration (~80 cycles on the Zen 3 guest
+	 * this was measured on, 2-3 a packet at a burst of 32); the loop's
+	 * own tail (RCU quiescent state, the message ring check) is timed as
+	 * part of the next rx.  A pause or a message that ran reads the clock
+	 * again, so neither is counted as busy or idle time. */
+	uint64_t now = rte_rdtsc();
+
 	while (!__atomic_load_n(&e->quit, __ATOMIC_ACQUIRE)) {
-		uint64_t t0 = rte_rdtsc(), t1 = t0;
+		uint64_t t0 = now, t1 = t0;
 		uint32_t got = 0, us = 0;
+		bool paused = false;
 
 		if (w->type->source != NULL) {
 			got = poll_one(w, &src, &t1);
@@ -456,13 +468,16 @@ ep_worker_main(void *arg)
 			if (act != EP_ACT_POLL) {
 				pause_worker(w, act, us);
 				w->sample = EP_SAMPLE_WAKE;
+				paused = true;
 			}
 		}
+		now = t1;
 		if (unlikely(w->poll.cpufreq))
 			ep_power_freq_tick(w, t1, got != 0 ? t1 - t0 : 0);
 		if (unlikely(w->power->rt_applied != 0))
 			ep_power_rt_tick(w, t1);
-		run_messages(w);
+		if (unlikely(run_messages(w) != 0 || paused))
+			now = rte_rdtsc();
 		rte_rcu_qsbr_quiescent(e->qsbr, w->id);
 	}
 	run_messages(w);

@@ -42,16 +42,27 @@ ep_csum_update16(uint16_t cksum, uint16_t old_w, uint16_t new_w)
  * word it belongs to for the checksum would be a narrow store followed by a
  * wider overlapping load, which store-to-load forwarding cannot serve: that
  * stall was ~20 cycles per packet, most of the rewrite stage's own cost.
+ *
+ * The checksum: RFC 1624 eqn. 3, HC' = ~(~HC + ~m + m'), where for this
+ * change ~m + m' is the one's complement of 0x0100 whatever the word
+ * was, so HC' = HC + 0x0100 with the end-around carry: one add and one
+ * compare-and-add (as Linux's ip_decrease_ttl does) instead of the
+ * general update's two complements, three adds and two folds.  It equals
+ * ep_csum_update16() for every checksum value (test_proto checks all
+ * 65536); the router's rewrite measured 9.3-9.4 -> 8.6-8.7 cycles a
+ * packet (test_router_cycles minima, three alternated runs of each).
  */
 static __rte_always_inline void
 ep_ipv4_ttl_dec(struct rte_ipv4_hdr *ip)
 {
-	uint16_t old_w, new_w;
+	uint16_t w;
+	uint32_t s;
 
-	memcpy(&old_w, &ip->time_to_live, 2);
-	new_w = (uint16_t)(old_w - RTE_BE16(0x0100));
-	memcpy(&ip->time_to_live, &new_w, 2);
-	ip->hdr_checksum = ep_csum_update16(ip->hdr_checksum, old_w, new_w);
+	memcpy(&w, &ip->time_to_live, 2);
+	w = (uint16_t)(w - RTE_BE16(0x0100));
+	memcpy(&ip->time_to_live, &w, 2);
+	s = (uint32_t)ip->hdr_checksum + RTE_BE16(0x0100);
+	ip->hdr_checksum = (uint16_t)(s + (s >= 0xffff));
 }
 
 /**

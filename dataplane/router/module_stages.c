@@ -13,15 +13,19 @@
  *          the RFC 1812 5.2.7.1 "administratively prohibited" for what it
  *          denied (the option's default is off: a silent drop)
  *   route  the FIB's burst routing (ep_fib_route_burst): martian sources
- *          and destinations, LPM with the tbl24 line prefetched a loop
- *          ahead, next-hop resolution; echo replies for the router's own
- *          addresses.  Measured: ~22 cycles/packet in test_router_cycles
- *          (100K IPv4 /24 and 20K IPv6 /48 routes, 1024 flows); in the
- *          benchmark (100K Internet-like IPv4 routes, 4000 destinations)
- *          ~24.  Most of it is the tbl24 load: the 64 MB table is hit at
- *          random, and the profile puts more than half of the stage's
- *          samples on the prefetch instruction itself (the TLB walk).
- *          l3fwd pays the same load.
+ *          and destinations, LPM, next-hop resolution; echo replies for
+ *          the router's own addresses.  Without EP_FIB_ROUTE_PREFETCH: the
+ *          first pass's 32 tbl24 prefetches in a row stalled on the core's
+ *          miss buffers (40 % of the stage's samples on the instruction
+ *          after the prefetch), and the lookups of the second pass, which
+ *          are independent of each other, overlap their misses by
+ *          themselves.  Two bench A/Bs on the 1K-route ACL input (5 rounds
+ *          each): 181.9 -> 169.0 and 180.8 -> 170.6 cycles/pkt without
+ *          it; on the 100K-route input 161.7 against 167.8, within the
+ *          noise.  test_router_cycles (frames and the 1024 flows' tbl24
+ *          lines in cache) reads ~15.5 cycles/packet either way.  Most of
+ *          the stage's cost in the benchmark is the tbl24 load (the 64 MB
+ *          table hit at random); l3fwd's LPM mode pays the same load.
  */
 #include "router.h"
 
@@ -54,6 +58,6 @@ router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	struct router_worker *rw = ctx;
 
 	return ep_fib_route_burst(rw->fw, pkts, next, n,
-				  EP_FIB_ROUTE_PREFETCH | EP_FIB_ROUTE_SRC_CHECK,
+				  EP_FIB_ROUTE_SRC_CHECK,
 				  ep_fib_local_echo, NULL);
 }

@@ -27,9 +27,11 @@
 #include "ep_rx.h"
 #include "router.h"
 
-/* The frame's first line, its second one (64-byte frames start 32 bytes
- * into a line, so the IPv4 destination and the ports are in the next line)
- * and the ep_meta line (ep_rx.h). */
+/* The frame's first line, its second one and the ep_meta line (ep_rx.h).
+ * On the router's own ports frames start on a line (rx_line_aligned,
+ * ep_meta.h) and the second prefetch falls in the first line; on a port
+ * shared with a pipeline that keeps frames half a line in, the IPv4
+ * destination and the ports of a 64-byte frame are in the next line. */
 #define PREFETCH_LINES 2
 
 /* Returns PARSE_DIVERTED and/or PARSE_L2CTL (bits, kept in registers by
