@@ -8,11 +8,14 @@ the same commands on the same two namespaces in the same run.
   S2  the same with -P 10, one client process    (28.1 Gbit/s, +81 %)
 
 A scenario's goodput is the highest iperf3 goodput whose loss is at most
-0.05 %: a search over the offered rate (-b) with short probes, then
-confirming runs of the full length at the rate found (median of `rounds`;
-the rate steps down 10 % while a confirming run loses more).  The loss and
-the iperf3 JSON of the confirming runs are kept
-(build/bench/udp-term-iperf3/).
+0.05 %: a search over the offered rate (-b) with short probes (a probe over
+the limit is repeated once, the better counts), then confirming runs of
+the full length at the rate found (median of `rounds`; the rate steps down
+10 % while a confirming run loses more).  S1 and S2 are searched in
+lockstep and confirmed in alternation (S1, S2, S1, S2, ...), so both meet
+the same load of the shared machine, and `s2_vs_s1` is the median of the
+rounds' S2/S1.  The loss and the iperf3 JSON of the confirming runs are
+kept (build/bench/udp-term-iperf3/).
 
 Topology (lab/hoststack_lab.py): node a runs the client, node b the server;
 ours: one edgeplane-dp per node, a net_memif pair between them (the link
@@ -97,51 +100,85 @@ def iperf3_run(lab, preload, rate, seconds, parallel, port=5201, server=B4):
     return r, cpu1 - cpu0, sent
 
 
-def search(lab, preload, parallel, probe_s, full_s, rounds, log):
-    """Highest goodput with loss <= LOSS_MAX: (summary, confirming runs)."""
-    # The most the sender can offer (-b 0), and what survives.
-    r, _, sent = iperf3_run(lab, preload, "0", probe_s, parallel)
-    log(f"  -b 0: sent {sent / 1e9:.2f}, received {r.bits_per_second / 1e9:.2f} Gbit/s, "
-        f"loss {r.lost_percent:.3f} %")
-    if r.lost_percent <= LOSS_MAX:
-        rate = 0
-    else:
-        lo, hi = 0.0, max(sent, 1e8)
-        good = None
-        for _ in range(7):
-            mid = (lo + hi) / 2
-            r, _, _ = iperf3_run(lab, preload, f"{int(mid / parallel)}", probe_s, parallel)
-            ok = r.lost_percent <= LOSS_MAX
-            log(f"  -b {mid / 1e9:.2f}G: received {r.bits_per_second / 1e9:.2f}, "
-                f"loss {r.lost_percent:.3f} % {'ok' if ok else 'over'}")
-            if ok:
-                lo, good = mid, mid
+def _probe(lab, preload, rate, probe_s, parallel, log, name):
+    """One probe at `rate` (bit/s over all streams, 0: -b 0); a probe over
+    the loss limit is repeated once and the better of the two counts:
+    another tenant's burst on the 2 shared cores loses datagrams whatever
+    the stack, and one unlucky probe would otherwise cap the search for
+    good (the same rule for ours and the kernel, S1 and S2).
+    (Iperf3Result, sent_bps)."""
+    b = "0" if rate == 0 else f"{int(rate / parallel)}"
+    r, _, sent = iperf3_run(lab, preload, b, probe_s, parallel)
+    if r.lost_percent > LOSS_MAX:
+        r2, _, sent2 = iperf3_run(lab, preload, b, probe_s, parallel)
+        if r2.lost_percent < r.lost_percent:
+            r, sent = r2, sent2
+    log(f"  {name} -b {'0' if rate == 0 else f'{rate / 1e9:.2f}G'}: sent {sent / 1e9:.2f}, "
+        f"received {r.bits_per_second / 1e9:.2f} Gbit/s, loss {r.lost_percent:.3f} %")
+    return r, sent
+
+
+def search(lab, preload, scenarios, probe_s, full_s, rounds, log):
+    """The highest goodput with loss <= LOSS_MAX of each scenario
+    ({name: parallel}), the scenarios searched in lockstep and confirmed
+    in alternation, so that they meet the same load of the shared machine
+    and their ratio is taken round by round.
+    ({name: summary}, {name: confirming runs}, [per-round S2/S1-style ratio
+    of the last scenario over the first])."""
+    st = {}
+    for name, parallel in scenarios.items():
+        r, sent = _probe(lab, preload, 0, probe_s, parallel, log, name)
+        st[name] = {"parallel": parallel, "rate": 0 if r.lost_percent <= LOSS_MAX else None,
+                    "lo": 0.0, "hi": max(sent, 1e8), "good": None, "steps": 0}
+    # Bisection over the offered rate, one probe per scenario per step.
+    while any(x["rate"] is None for x in st.values()):
+        for name, x in st.items():
+            if x["rate"] is not None:
+                continue
+            mid = (x["lo"] + x["hi"]) / 2
+            r, _ = _probe(lab, preload, mid, probe_s, x["parallel"], log, name)
+            if r.lost_percent <= LOSS_MAX:
+                x["lo"] = x["good"] = mid
             else:
-                hi = mid
-            if hi - lo < 0.04 * hi:
-                break
-        rate = good if good is not None else lo * 0.5 or 1e8
-    runs = []
+                x["hi"] = mid
+            x["steps"] += 1
+            if x["hi"] - x["lo"] < 0.04 * x["hi"] or x["steps"] >= 7:
+                x["rate"] = x["good"] if x["good"] is not None else x["lo"] * 0.5 or 1e8
+    runs = {name: [] for name in st}
     for _attempt in range(8):
-        runs = []
+        runs = {name: [] for name in st}
         for _ in range(rounds):
-            b = "0" if rate == 0 else f"{int(rate / parallel)}"
-            r, cpu, sent = iperf3_run(lab, preload, b, full_s, parallel)
-            runs.append({"offered_bps": rate, "received_bps": r.bits_per_second,
-                         "sent_bps": sent, "loss_pct": r.lost_percent, "cpu_s": cpu,
-                         "report": r.report})
-            log(f"  confirm -b {'max' if rate == 0 else f'{rate / 1e9:.2f}G'}: received "
-                f"{r.bits_per_second / 1e9:.2f} Gbit/s, loss {r.lost_percent:.3f} %, "
-                f"cpu {cpu:.1f} s")
-        if statistics.median(x["loss_pct"] for x in runs) <= LOSS_MAX:
+            for name, x in st.items():
+                rate = x["rate"]
+                b = "0" if rate == 0 else f"{int(rate / x['parallel'])}"
+                r, cpu, sent = iperf3_run(lab, preload, b, full_s, x["parallel"])
+                runs[name].append({"offered_bps": rate, "received_bps": r.bits_per_second,
+                                   "sent_bps": sent, "loss_pct": r.lost_percent, "cpu_s": cpu,
+                                   "load_avg": round(os.getloadavg()[0], 2), "report": r.report})
+                log(f"  {name} confirm -b {'max' if rate == 0 else f'{rate / 1e9:.2f}G'}: "
+                    f"received {r.bits_per_second / 1e9:.2f} Gbit/s, loss "
+                    f"{r.lost_percent:.3f} %, cpu {cpu:.1f} s")
+        over = [name for name in st
+                if statistics.median(x["loss_pct"] for x in runs[name]) > LOSS_MAX]
+        if not over:
             break
-        rate = (rate if rate else statistics.median(x["sent_bps"] for x in runs)) * 0.9
-    gbps = statistics.median(x["received_bps"] for x in runs) / 1e9
-    loss = statistics.median(x["loss_pct"] for x in runs)
-    cpu = statistics.median(x["cpu_s"] / max(x["received_bps"] * full_s / 1e9, 1e-9)
-                            for x in runs)
-    return {"goodput_gbps": gbps, "loss_pct": loss, "offered_gbps": rate / 1e9 if rate else
-            "max", "cpu_s_per_gbit": cpu, "rounds": len(runs)}, runs
+        for name in over:
+            x = st[name]
+            x["rate"] = (x["rate"] or statistics.median(r["sent_bps"] for r in runs[name])) * 0.9
+    out = {}
+    for name, x in st.items():
+        rs = runs[name]
+        out[name] = {
+            "goodput_gbps": statistics.median(r["received_bps"] for r in rs) / 1e9,
+            "loss_pct": statistics.median(r["loss_pct"] for r in rs),
+            "offered_gbps": x["rate"] / 1e9 if x["rate"] else "max",
+            "cpu_s_per_gbit": statistics.median(
+                r["cpu_s"] / max(r["received_bps"] * full_s / 1e9, 1e-9) for r in rs),
+            "rounds": len(rs), "load_avg": [r["load_avg"] for r in rs]}
+    first, last = list(st)[0], list(st)[-1]
+    paired = [b["received_bps"] / a["received_bps"]
+              for a, b in zip(runs[first], runs[last]) if a["received_bps"]]
+    return out, runs, paired
 
 
 def stage_cycles(lab):
@@ -188,20 +225,32 @@ def sockperf_rounds(lab, preload, rounds, seconds, log):
 # yielding), so every hop of a message is one wake-up; the kernel
 # alternates with it in the same lab, round by round, and the ratio is the
 # median of the rounds' ratios.
-def sockperf_af_xdp(rounds, seconds, log, sched_s=0):
-    """{ours: medians, kernel: medians, p99_ratio, p50_ratio, rounds, sched}."""
+#
+# cpu: the same CPU budget for both, one CPU: both nodes' data planes and
+# both sockperf processes on it (`[engine] cpus`, taskset), and the
+# kernel's two sockperf processes on it too: every hop of ours is then a
+# wake-up on the CPU the waker is about to leave, as the kernel's
+# ping-pong keeps its two programs on one CPU by itself.
+def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None):
+    """{ours: medians, kernel: medians, p99_ratio, p50_ratio, rounds, sched,
+    wakes: the workers' wait counters of each round of ours}."""
     per = {"ours": [], "kernel": []}
-    sched = {}
+    sched, wakes = {}, []
+    pin = {"a": cpu, "b": cpu} if cpu is not None else None
     for rnd in range(rounds):
-        with HostStackLab(tag="be", link="af_xdp") as lab:
+        with HostStackLab(tag="be", link="af_xdp",
+                          cpus={"a": str(cpu), "b": str(cpu)} if cpu is not None else None) as lab:
             for stack in (("ours", "kernel") if rnd % 2 == 0 else ("kernel", "ours")):
                 if stack == "kernel":
                     for node in list(lab.dps):
                         lab.stop_dp(node)
                 elif not lab.dps:
                     lab.start_dp()
-                p = sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=seconds)
+                p = sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=seconds,
+                                       pin=pin)
                 p["load_avg"] = round(os.getloadavg()[0], 2)
+                if stack == "ours":
+                    wakes.append(worker_waits(lab))
                 per[stack].append(p)
                 log(f"  sockperf pp af_xdp {stack}: p50 {p.get('p50')} p99 "
                     f"{p.get('p99')} p99.9 {p.get('p99.9')} us (load {p['load_avg']})")
@@ -212,7 +261,18 @@ def sockperf_af_xdp(rounds, seconds, log, sched_s=0):
     ratio = lambda k: statistics.median(  # noqa: E731
         o[k] / kk[k] for o, kk in zip(per["ours"], per["kernel"]) if o.get(k) and kk.get(k))
     return {"ours": med["ours"], "kernel": med["kernel"], "p99_ratio": ratio("p99"),
-            "p50_ratio": ratio("p50"), "rounds": per, "sched_delay_ms": sched}
+            "p50_ratio": ratio("p50"), "rounds": per, "sched_delay_ms": sched,
+            "wakes": wakes, "cpu": cpu}
+
+
+def worker_waits(lab):
+    """Each node's host-stack workers' waits: how many, how many a kick
+    ended, how many ran to their timeout, and after how many of those work
+    was at hand at once (late_rx, late_doorbell: a wake-up that never came,
+    covered by the timer)."""
+    keys = ("waits", "kicks_seen", "wait_timeouts", "late_rx", "late_doorbell")
+    return {node: [{k: w.get(k) for k in keys} for w in dp.ctl("hs-stats")["workers"]]
+            for node, dp in lab.dps.items()}
 
 
 def sched_delays(lab, preload, seconds):
@@ -271,15 +331,17 @@ def run(args):
             if not preload:
                 for node in list(lab.dps):
                     lab.stop_dp(node)
-            for scen, parallel in (("s1", 1), ("s2", 10)):
-                log(f"{scen} {stack}:")
-                summary, runs = search(lab, preload, parallel, probe_s, full_s, rounds, log)
-                summary["iperf3_json"] = keep(runs, f"{scen}-{stack}")
+            log(f"s1 and s2 {stack}:")
+            summaries, runs, paired = search(lab, preload, {"s1": 1, "s2": 10}, probe_s, full_s,
+                                             rounds, log)
+            for scen, summary in summaries.items():
+                summary["iperf3_json"] = keep(runs[scen], f"{scen}-{stack}")
                 if preload:
                     summary["stage_cycles"] = stage_cycles(lab)
                     summary["workers_busy_pct"] = {
                         n: [w["busy_pct"] for w in dp.workers()] for n, dp in lab.dps.items()}
                 result[(scen, stack)] = summary
+            result[("s2_vs_s1", stack)] = paired
             # IPv6: one run at the most the sender offers, for the record.
             for scen, parallel in (("s1", 1), ("s2", 10)):
                 r, cpu, sent = iperf3_run(lab, preload, "0", probe_s * 2, parallel, server=B6)
@@ -304,6 +366,7 @@ def run(args):
                     f"Gbit/s, loss {r.lost_percent:.3f} %")
     event = sockperf_af_xdp(1 if quick else 5, sp_s // 2 if not quick else sp_s, log,
                             sched_s=0 if quick else 4)
+    one_cpu = sockperf_af_xdp(1 if quick else 3, sp_s // 2 if not quick else sp_s, log, cpu=1)
     pinned = {}
     if not quick:
         # Latency against where the threads run: each node's data plane and
@@ -329,9 +392,11 @@ def run(args):
         "sockperf_memif": sp_ours,
         "sockperf_tp_msg_per_s": sp_ours.get("tp_msg_per_s"),
         "stages": s2.get("stage_cycles", {}),
-        "s1": s1, "s2": s2, "ipv6_at_max": ipv6, "link_compare": link,
+        "s1": s1, "s2": s2, "s2_vs_s1_rounds": result[("s2_vs_s1", "ours")],
+        "ipv6_at_max": ipv6, "link_compare": link,
         "sockperf_per_node_cpu": pinned,
         "sockperf_af_xdp": event,
+        "sockperf_af_xdp_one_cpu": one_cpu,
     }
     peers = {"kernel": {
         "s1_goodput_gbps": k1["goodput_gbps"], "s2_goodput_gbps": k2["goodput_gbps"],
@@ -339,18 +404,25 @@ def run(args):
         "s1_cpu_s_per_gbit": k1["cpu_s_per_gbit"], "s2_cpu_s_per_gbit": k2["cpu_s_per_gbit"],
         "sockperf_p50_us": event["kernel"]["p50"], "sockperf_p99_us": event["kernel"]["p99"],
         "sockperf_p99_9_us": event["kernel"]["p99.9"], "sockperf_memif": sp_kernel,
-        "sockperf_tp_msg_per_s": sp_kernel.get("tp_msg_per_s"), "s1": k1, "s2": k2}}
+        "sockperf_tp_msg_per_s": sp_kernel.get("tp_msg_per_s"), "s1": k1, "s2": k2,
+        "s2_vs_s1_rounds": result[("s2_vs_s1", "kernel")]}}
     div = lambda a, b: a / b if a and b else 0.0  # noqa: E731
     ratios = {
         "s2_vs_kernel": div(s2["goodput_gbps"], k2["goodput_gbps"]),
         "s1_vs_kernel": div(s1["goodput_gbps"], k1["goodput_gbps"]),
-        "s2_vs_s1": div(s2["goodput_gbps"], s1["goodput_gbps"]),
-        "kernel_s2_vs_s1": div(k2["goodput_gbps"], k1["goodput_gbps"]),
+        # S1 and S2 alternate run by run: the median of the rounds' S2/S1
+        # (the ratio of the medians is kept beside it).
+        "s2_vs_s1": statistics.median(result[("s2_vs_s1", "ours")] or [0.0]),
+        "kernel_s2_vs_s1": statistics.median(result[("s2_vs_s1", "kernel")] or [0.0]),
+        "s2_vs_s1_of_medians": div(s2["goodput_gbps"], s1["goodput_gbps"]),
         # The ping-pong over AF_XDP, where a frame wakes the worker (the
         # link for latency), the kernel alternating with it in the same
         # lab: median of the rounds' ratios.
         "sockperf_p99_vs_kernel": event["p99_ratio"],
         "sockperf_p50_vs_kernel": event["p50_ratio"],
+        # The same with ours (both data planes, both sockperf) on one CPU.
+        "sockperf_p99_vs_kernel_one_cpu": one_cpu["p99_ratio"],
+        "sockperf_p50_vs_kernel_one_cpu": one_cpu["p50_ratio"],
         # Over memif (the link for throughput: its workers poll).
         "sockperf_p99_vs_kernel_memif": div(sp_ours.get("p99"), sp_kernel.get("p99")),
         "sockperf_p50_vs_kernel_memif": div(sp_ours.get("p50"), sp_kernel.get("p50")),

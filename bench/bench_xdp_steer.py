@@ -4,7 +4,8 @@
    BPF_PROG_TEST_RUN on pre-built frames, many repeats per call, every path
    and a no-op XDP program interleaved in each round, and reports medians.
    metrics.ns_above_floor is the full nested VXLAN+GTP-U prioritised path
-   (parse three levels, masked index hash, prio_map hit, cpumap redirect)
+   (fast parse of three levels, masked index hash, prio_map hit, cpumap
+   redirect)
    minus the no-op program: the cost the steering adds to a packet. The
    timing runs at SCHED_FIFO priority 1 (compute_cost says why).
 2. Wire behaviour: packets per second that a veth delivers to a namespace
@@ -230,12 +231,17 @@ def run(args):
                        f"{cost['frame_bytes']} bytes",
               "level_frames": "parse_plain Eth/IPv4/UDP, parse_vxlan +VXLAN/Eth/IPv4/UDP, "
                               "parse_gtpu +GTP-U(ext)/IPv4/UDP; no rule",
+              "fallback_frame": "the nested frame with two GTP-U extension headers (the fast parse hands it "
+                                "to the general parse at GTP-U); parse_ipv6: the nested frame IPv6 throughout "
+                                "(handed on at the outer header); *_general: the program loaded without the "
+                                "fast parse; no rule",
               "repeat": cost["repeat"], "rounds": cost["rounds"], "statistic": "median of rounds",
               "sched": cost["sched"],
               "veth": dict(vcfg, tool="tcpreplay --topspeed", mix="50% prioritised (cpumap), 50% passed"),
               "cpu_mhz": mhz}
-    for k in ("parse_plain", "parse_vxlan", "parse_gtpu", "parse_only", "prioritised", "passed", "offloaded"):
-        print(f"  path {k:<12} {ns[k]:6.1f} ns/pkt  ({above[k]:6.1f} above the no-op's {ns['noop']:.1f}; "
+    for k in ("parse_plain", "parse_vxlan", "parse_gtpu", "parse_only", "prioritised", "passed", "offloaded",
+              "parse_fallback", "parse_fallback_general", "parse_ipv6", "parse_ipv6_general"):
+        print(f"  path {k:<22} {ns[k]:6.1f} ns/pkt  ({above[k]:6.1f} above the no-op's {ns['noop']:.1f}; "
               f"fastest round {cost['min_ns_above_floor'][k]:5.1f} above)")
     print(f"  veth: {pps['with']:.0f} pps with XDP, {pps['without']:.0f} without, {pps['noop']:.0f} with the no-op "
           f"(sender {pps['sent_with']:.0f} / {pps['sent_without']:.0f} pps)")

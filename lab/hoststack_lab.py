@@ -248,12 +248,12 @@ class SemanticsLab(_PreloadMixin, DpLab):
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def suite(lab, preload, cases=(), timeout=300):
+def suite(lab, preload, cases=(), timeout=300, env=None):
     """Run hs_semantics in the lab's namespace: {case: record}."""
     import json
 
     argv = [str(semantics_binary()), "--v4", SEM4, "--v4b", SEM4B, "--v6", SEM6, *cases]
-    res = lab.run("s", argv, preload=preload, timeout=timeout)
+    res = lab.run("s", argv, preload=preload, timeout=timeout, env=env)
     out = {}
     for line in res.stdout.splitlines():
         line = line.strip()

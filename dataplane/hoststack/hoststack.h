@@ -350,6 +350,10 @@ struct hs_wstats {
 	uint64_t handoff_out, handoff_in;
 	uint64_t doorbells, rescans;
 	uint64_t kicks_seen, waits;
+	/** Waits that ran to their timeout, and of those the ones after which
+	 *  frames (rx) or doorbells were found at once: a wake-up that did
+	 *  not come (the timer covered it). */
+	uint64_t wait_timeouts, late_rx, late_doorbell;
 	uint64_t arp_requests_sent, ns_sent;
 	uint64_t hairpin;
 	uint64_t redirected;
@@ -422,6 +426,8 @@ struct hs_wctx {
 	uint32_t frag_id;               /**< IPv4 identification / IPv6 fragment id */
 	uint64_t last_busy_tsc;         /**< when the worker last moved a packet (hs_wait) */
 	uint64_t last_rx_pkts;
+	bool timed_out;                 /**< the last wait ran to its timeout */
+	uint64_t rx_at_wait;            /**< w->stats.rx_pkts when it began */
 	struct hs_wstats st;
 	uint64_t tsc_hz;
 };

@@ -138,7 +138,8 @@ ctl_stats(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 		const struct hs_wstats *w = &s->w[i]->st;
 
 		json_array_append_new(arr, json_pack(
-			"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+			" s:I, s:I, s:I}",
 			"worker", s->w[i]->w != NULL ? s->w[i]->w->name : "",
 			"icmp_unreach_sent", (json_int_t)RD(w->icmp_unreach_sent),
 			"icmp_unreach_suppressed", (json_int_t)RD(w->icmp_unreach_suppressed),
@@ -151,6 +152,9 @@ ctl_stats(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 			"rescans", (json_int_t)RD(w->rescans),
 			"waits", (json_int_t)RD(w->waits),
 			"kicks_seen", (json_int_t)RD(w->kicks_seen),
+			"wait_timeouts", (json_int_t)RD(w->wait_timeouts),
+			"late_rx", (json_int_t)RD(w->late_rx),
+			"late_doorbell", (json_int_t)RD(w->late_doorbell),
 			"arp_requests_sent", (json_int_t)RD(w->arp_requests_sent),
 			"ns_sent", (json_int_t)RD(w->ns_sent),
 			"hairpin", (json_int_t)RD(w->hairpin),

@@ -689,7 +689,18 @@ hs_service(struct ep_worker *w)
 
 	c->rt = ep_rcu_read(&c->s->routes);
 	moved += inbox(c);
-	moved += doorbells(c);
+	if (unlikely(c->timed_out)) {
+		uint16_t db = doorbells(c);
+
+		/* Work at hand right after a wait ran to its timeout: its
+		 * wake-up was lost or never sent. */
+		c->timed_out = false;
+		c->st.late_rx += w->stats.rx_pkts != c->rx_at_wait;
+		c->st.late_doorbell += db != 0;
+		moved += db;
+	} else {
+		moved += doorbells(c);
+	}
 	moved += tx_active(c, now);
 	hs_nb_timers(c, now);
 	if (now >= c->reasm_next_tsc) {
@@ -765,9 +776,17 @@ hs_wait(struct ep_worker *w, uint32_t us)
 		       __atomic_load_n(&r->rescan.v, __ATOMIC_RELAXED) != 0;
 	}
 	if (!work && rte_ring_empty(c->inbox) && rte_ring_empty(w->msgq)) {
+		int rc;
+
 		c->st.waits++;
-		if (ppoll(pfds, (nfds_t)n, &ts, NULL) > 0 && (pfd->revents & POLLIN) != 0)
+		c->rx_at_wait = w->stats.rx_pkts;
+		rc = ppoll(pfds, (nfds_t)n, &ts, NULL);
+		if (rc > 0 && (pfd->revents & POLLIN) != 0)
 			c->st.kicks_seen++;
+		if (rc == 0) {
+			c->st.wait_timeouts++;
+			c->timed_out = true;
+		}
 	}
 	__atomic_store_n(&ws->sleeping.v, 0, __ATOMIC_RELAXED);
 	if (read(pfd->fd, &v, sizeof(v)) < 0) {

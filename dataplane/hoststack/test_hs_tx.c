@@ -5,6 +5,7 @@
  * and what a hostile application's descriptors and indices do.
  */
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "test_hs.h"
 
@@ -281,6 +282,52 @@ EP_TEST(doorbells_from_an_application_region_activate_their_sockets)
 	th_service(s, 0);
 	EP_CHECK_EQ(th_take_tx(out, 8), 1);
 	rte_pktmbuf_free(out[0]);
+	th_close(s, &t);
+	th_stack_free(s);
+}
+
+/* A wait that runs to its timeout and is followed at once by a doorbell
+ * is a wake-up that did not come: counted (late_doorbell), so that a lost
+ * kick shows in hs-stats instead of as a latency tail.  A kicked wait is
+ * not a timeout. */
+EP_TEST(doorbell_after_a_timed_out_wait_counts_as_a_late_wake_up)
+{
+	struct hs_stack *s = th_stack();
+	struct hs_wctx *c = s->w[0];
+	struct hs_app *a = app(s);
+	struct th_sock t = th_bound(s, "198.18.30.1", 6010);
+	struct rte_mbuf *out[8];
+	uint64_t one = 1, v;
+
+	s->p.spin_us = 0;
+	th_service(s, 0);
+	/* the kick that adding the application left */
+	if (read(s->kick_fd[0], &v, sizeof(v)) < 0)
+		EP_CHECK_EQ(errno, EAGAIN);
+	hs_wait(c->w, 1);                       /* nothing to wake it: 1 us timeout */
+	EP_CHECK_EQ(c->st.wait_timeouts, 1);
+	EP_CHECK_EQ(c->st.waits, 1);
+	th_send(s, &t, "x", 1, "198.18.30.2", 9000);
+	c->n_active[4] = 0;
+	t.k->active = false;
+	EP_CHECK_EQ(hs_db_push(&a->shm->ring[0], hs_app_db_slots(a->shm, 0), 8, t.k->id), 0);
+	th_service(s, 0);
+	EP_CHECK_EQ(th_take_tx(out, 8), 1);
+	rte_pktmbuf_free(out[0]);
+	EP_CHECK_EQ(c->st.late_doorbell, 1);
+	EP_CHECK_EQ(c->st.late_rx, 0);
+	/* a kick ends the wait: no timeout, nothing late */
+	c->last_busy_tsc = 0;
+	EP_CHECK_EQ(write(s->kick_fd[0], &one, sizeof(one)), (ssize_t)sizeof(one));
+	hs_wait(c->w, 1000000);
+	EP_CHECK_EQ(c->st.kicks_seen, 1);
+	EP_CHECK_EQ(c->st.wait_timeouts, 1);
+	th_send(s, &t, "y", 1, "198.18.30.2", 9000);
+	th_service(s, 0);
+	EP_CHECK_EQ(th_take_tx(out, 8), 1);
+	rte_pktmbuf_free(out[0]);
+	EP_CHECK_EQ(c->st.late_doorbell, 1);
+	app_free(s, a);
 	th_close(s, &t);
 	th_stack_free(s);
 }

@@ -83,6 +83,7 @@ struct epl_libc {
 	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
 		       const sigset_t *);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 };
 extern struct epl_libc epl_libc;
 
@@ -181,6 +182,17 @@ int64_t epl_now_us(void);
 /** May a call interrupted by a signal be restarted (every handler the
  *  process installed has SA_RESTART)? */
 bool epl_restart_ok(void);
+
+/* preload_spin.c: bounded, adaptive busy-polling before a wait */
+/** EDGEPLANE_PRELOAD_SPIN_US, 0: never spin. */
+extern int64_t epl_spin_us;
+/** An accelerated socket was put into an epoll set: epoll_wait spins. */
+extern bool epl_epoll_accel;
+void epl_spin_init(void);
+/** @p call(arg, 0) polled while the thread's recent waits were shorter
+ *  than the spin, then @p call(arg, what is left of @p timeout_us, -1 for
+ *  none); call returns > 0 ready, 0 nothing, < 0 error, and so does this. */
+int epl_spin_wait(int (*call)(void *arg, int64_t timeout_us), void *arg, int64_t timeout_us);
 
 /* address conversion (preload_sock.c) */
 int epl_sa_to_hs(const struct epl_sock *p, const struct sockaddr *sa, socklen_t len,

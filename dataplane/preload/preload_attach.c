@@ -525,7 +525,7 @@ epl_init(void)
 	RESOLVE(recv); RESOLVE(recvfrom); RESOLVE(recvmsg); RESOLVE(recvmmsg); RESOLVE(read);
 	RESOLVE(write); RESOLVE(readv); RESOLVE(writev); RESOLVE(sendfile); RESOLVE(splice);
 	RESOLVE(sigaction); RESOLVE(poll); RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect);
-	RESOLVE(epoll_ctl);
+	RESOLVE(epoll_ctl); RESOLVE(epoll_pwait);
 	for (int i = 0; i < (int)HS_MAX_WORKERS; i++)
 		att.kick[i] = -1;
 	if (v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "off") == 0 || strcmp(v, "no") == 0))
@@ -537,6 +537,7 @@ epl_init(void)
 	epl_strict = v != NULL && strcmp(v, "1") == 0;
 	v = getenv("EDGEPLANE_PRELOAD_DEBUG");
 	att.debug = v != NULL && strcmp(v, "1") == 0;
+	epl_spin_init();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	att.enabled = true;
 	epl_scan_inherited();

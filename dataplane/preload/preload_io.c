@@ -117,6 +117,39 @@ wait_fd(int fd, short events, int64_t deadline, int64_t step_us)
 	}
 }
 
+/* A blocking receive's wait: the ring spun on first when the thread's
+ * waits are short (preload_spin.c), then the descriptor.  0 when there
+ * may be something to take, -EAGAIN at the deadline, -errno. */
+struct rx_wait_call {
+	struct epl_sock *p;
+	int64_t deadline;
+};
+
+static int
+rx_wait_call(void *arg, int64_t timeout_us)
+{
+	struct rx_wait_call *c = arg;
+	const struct hs_sock_shm *shm = c->p->shm;
+	int rc;
+
+	if (timeout_us == 0)
+		return hs_load_acq(&shm->rx_prod.v) != shm->rx_cons.v ||
+		       __atomic_load_n(&shm->so_error.v, __ATOMIC_RELAXED) != 0 ||
+		       (__atomic_load_n(&shm->state, __ATOMIC_RELAXED) & HS_ST_SHUT_RD) != 0;
+	rc = wait_fd(c->p->wfd, POLLIN | POLLRDHUP, c->deadline, 0);
+	return rc == 0 ? 1 : rc == -EAGAIN ? 0 : rc;
+}
+
+static int
+rx_wait(struct epl_sock *p, int64_t deadline)
+{
+	struct rx_wait_call c = { .p = p, .deadline = deadline };
+	int64_t left = deadline == 0 ? -1 : deadline - epl_now_us();
+	int rc = epl_spin_wait(rx_wait_call, &c, left < 0 && deadline != 0 ? 0 : left);
+
+	return rc > 0 ? 0 : rc == 0 ? -EAGAIN : rc;
+}
+
 /* ---- send ---- */
 
 static uint32_t
@@ -409,7 +442,7 @@ epl_recvmsg(int fd, struct epl_sock *p, struct msghdr *m, int flags)
 			errno = EAGAIN;
 			return -1;
 		}
-		rc = wait_fd(p->wfd, POLLIN | POLLRDHUP, deadline, 0);
+		rc = rx_wait(p, deadline);
 		if (rc < 0) {
 			errno = -rc;
 			return -1;

@@ -2,7 +2,8 @@
 /*
  * select, pselect, poll, ppoll: readiness of accelerated sockets without a
  * kernel round trip when datagrams are already waiting, and a real kernel
- * wait (never a busy loop) when none are.
+ * wait (never a busy loop, unless EDGEPLANE_PRELOAD_SPIN_US asks for a
+ * bounded one first: preload_spin.c) when none are.
  *
  *   any accelerated descriptor whose ring holds a datagram (or an error)?
  *     yes: the kernel is asked about the other descriptors with a zero
@@ -16,8 +17,8 @@
  * Why: the descriptor alone is correct (readable <=> wake byte pending),
  * but keeping it exact costs a drain after every datagram a reader takes
  * when the ring empties; with this shortcut the drain happens only before
- * the process really sleeps.  epoll_wait is not intercepted: epoll_ctl
- * counts the sets a socket is in, and a socket in one is kept exact by
+ * the process really sleeps.  epoll_wait is intercepted only to spin
+ * (preload_spin.c): epoll_ctl counts the sets a socket is in, and a socket in one is kept exact by
  * the receive that empties its ring, so level-triggered epoll sees what
  * the kernel would show.
  *
@@ -55,6 +56,24 @@ ts_us(const struct timespec *t)
 }
 
 /* ---- poll family ---- */
+
+/* The kernel's wait, spun on with a zero timeout first (preload_spin.c):
+ * the accelerated descriptors were made exact, so the kernel's answer is
+ * the truth for all of them. */
+struct poll_call {
+	struct pollfd *fds;
+	nfds_t n;
+	const sigset_t *mask;
+};
+
+static int
+poll_call(void *arg, int64_t timeout_us)
+{
+	struct poll_call *c = arg;
+	struct timespec t = { timeout_us / 1000000, (long)(timeout_us % 1000000) * 1000 };
+
+	return epl_libc.ppoll(c->fds, c->n, timeout_us < 0 ? NULL : &t, c->mask);
+}
 
 static int
 poll_common(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask)
@@ -116,7 +135,13 @@ poll_common(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigs
 	}
 	goto out;
 kernel_wait:
-	rc = epl_libc.ppoll(fds, n, tmo, mask);
+	if (accel != 0) {
+		struct poll_call c = { .fds = fds, .n = n, .mask = mask };
+
+		rc = epl_spin_wait(poll_call, &c, tmo == NULL ? -1 : ts_us(tmo));
+	} else {
+		rc = epl_libc.ppoll(fds, n, tmo, mask);
+	}
 out:
 	for (nfds_t i = 0; i < k; i++)
 		epl_put(socks[i]);
@@ -171,6 +196,30 @@ select_ours(int fd, struct epl_sock *p, bool in_r, bool in_w, fd_set *rr, fd_set
 	return n;
 }
 
+/* As poll_call, for select: the sets are the caller's again before
+ * every try (the kernel overwrites them). */
+struct select_call {
+	int nfds;
+	fd_set *r, *w, *e;
+	fd_set r0, w0, e0;
+	const sigset_t *mask;
+};
+
+static int
+select_call(void *arg, int64_t timeout_us)
+{
+	struct select_call *c = arg;
+	struct timespec t = { timeout_us / 1000000, (long)(timeout_us % 1000000) * 1000 };
+
+	if (c->r != NULL)
+		*c->r = c->r0;
+	if (c->w != NULL)
+		*c->w = c->w0;
+	if (c->e != NULL)
+		*c->e = c->e0;
+	return epl_libc.pselect(c->nfds, c->r, c->w, c->e, timeout_us < 0 ? NULL : &t, c->mask);
+}
+
 static int
 select_common(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *tmo,
 	      const sigset_t *mask)
@@ -209,8 +258,19 @@ select_common(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *
 		if (accel == 0)
 			break;
 	}
-	if (accel == 0 || ready == 0)
+	if (accel == 0)
 		return epl_libc.pselect(nfds, r, w, e, tmo, mask);
+	if (ready == 0) {
+		struct select_call c = { .nfds = nfds, .r = r, .w = w, .e = e, .mask = mask };
+
+		if (r != NULL)
+			c.r0 = *r;
+		if (w != NULL)
+			c.w0 = *w;
+		if (e != NULL)
+			c.e0 = *e;
+		return epl_spin_wait(select_call, &c, tmo == NULL ? -1 : ts_us(tmo));
+	}
 	if (!only_ours) {
 		struct timespec zero = { 0, 0 };
 
@@ -306,8 +366,10 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		return rc;
 	p = epl_get(fd);
 	if (p != NULL && p->accel) {
-		if (op == EPOLL_CTL_ADD)
+		if (op == EPOLL_CTL_ADD) {
 			__atomic_add_fetch(&p->sh->epoll_users, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&epl_epoll_accel, true, __ATOMIC_RELAXED);
+		}
 		else if (__atomic_load_n(&p->sh->epoll_users, __ATOMIC_RELAXED) != 0) {
 			__atomic_sub_fetch(&p->sh->epoll_users, 1, __ATOMIC_RELAXED);
 		}

@@ -29,9 +29,12 @@
  *
  * Cost (BPF_PROG_TEST_RUN, docs/xdp-steering.md has the measurements): the
  * nested VXLAN+GTP-U prioritised path is straight-line code with one
- * helper call, bpf_redirect_map. Parse (three inlined levels), one masked
- * multiplicative hash, one or two inlined per-CPU array loads, a six-word
- * key compare, the rule's and the program's counters, the redirect.
+ * helper call, bpf_redirect_map. The fast parse of the common stacks
+ * (constant offsets, one bounds check per header group, the key written at
+ * the innermost level), one masked multiplicative hash, one or two inlined
+ * per-CPU array loads, a six-word key compare, the rule's and the
+ * program's counters, the redirect. Other stacks (VLAN tags, IPv6, IPv4
+ * options, longer GTP-U extension chains) take the general parse.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -112,6 +115,8 @@ enum parse_result {
 	PARSE_NOT_IP,     /* not IP, multicast, or an outer fragment: pass untouched */
 	PARSE_DROP,       /* malformed: dropped, and counted where it was found */
 	PARSE_MORE,       /* a tunnel header was parsed: parse the next level */
+	PARSE_SLOW,       /* not a shape the fast parse knows: parse_level's turn */
+	PARSE_KEYED,      /* the fast parse filled the key itself: steer it */
 };
 
 /* Offsets beyond this are not parsed (the key keeps what was found). */
@@ -161,6 +166,12 @@ struct key_words {
  * the loader rewrites .rodata before loading and the verifier sees a
  * constant. */
 const volatile __u32 prio_set_mask = STEER_PRIO_SLOTS - 2;
+
+/* 0: the general parse only. A load-time constant like prio_set_mask (the
+ * verifier removes the branch not taken): the loader clears it when asked
+ * (Options.GeneralParseOnly), so that a test can check that the two parses
+ * decide alike. */
+const volatile __u32 fast_parse = 1;
 
 /* An unaligned 64-bit packet load (x86 has no alignment penalty, and the
  * verifier allows it without BPF_F_STRICT_ALIGNMENT). */
@@ -362,13 +373,139 @@ static __always_inline int parse_level(void *data, void *data_end,
 	return PARSE_OK;
 }
 
+/*
+ * The fast parse: one level of the common tunnel stacks, Ethernet without
+ * tags around IPv4 without options, not a fragment, then UDP or TCP, and
+ * for UDP VXLAN (I flag set, inner Ethernet without tags carrying IPv4) or
+ * a GTP-U G-PDU (no optional fields, or the E flag with no extension or one
+ * 4-octet extension such as the PDU session container of TS 38.415).
+ * Offsets are constants from the level's start, one bounds check covers
+ * the IPv4 and L4 headers and one the tunnel header with what follows, and
+ * the fields are tested whole (version and IHL in one byte compare). Any
+ * other shape, including every malformed one, returns PARSE_SLOW and the
+ * packet is parsed again from the start by parse_level, which names the
+ * drop reasons: the fast parse never drops and never decides a verdict the
+ * general parse would not (TestFastParseMatchesGeneralParse runs both on
+ * every tunnel case, truncation and inverted header byte). At the innermost
+ * level it writes the key itself, from headers it has just checked.
+ *
+ * Cost (docs/xdp-steering.md): the nested VXLAN+GTP-U parse 12 ns above
+ * the no-op program instead of 17, the prioritised path 25.5 instead of 31.
+ * A frame it hands on late (two GTP-U extension headers) pays for the
+ * levels before twice, 4 ns more than the general parse alone; one handed
+ * on at the first header (VLAN tags, IPv6) pays a load and a compare.
+ */
+static __always_inline int fast_level(void *data, void *data_end, struct parse_state *st,
+				      struct key_words *k, const int depth)
+{
+	__u8 *ip, *l4, *t;
+	__u64 off, glen;
+	int has_ports = 0;
+	__be16 dport;
+	__u8 proto;
+
+	/* The cursor as a bounded offset, as in parse_level (verifier). */
+	off = st->pos - data;
+	barrier_var(off);
+	if (off > PARSE_MAX_OFF)
+		return PARSE_SLOW;
+	ip = data + off;
+	/* IPv4 and the first 8 octets of its L4 header. */
+	if ((void *)(ip + 28) > data_end)
+		return PARSE_SLOW;
+	if (ip[0] != 0x45 || (*(__be16 *)(ip + 6) & bpf_htons(0x3fff)))
+		return PARSE_SLOW;
+	proto = ip[9];
+	l4 = ip + 20;
+	if (depth == 0) {
+		st->l4_off = off + 20;
+		st->l4_proto = proto;
+	}
+	if (proto == IPPROTO_TCP) {
+		if ((void *)(l4 + 20) > data_end || l4[12] < 0x50)
+			return PARSE_SLOW;
+		has_ports = 1;
+	} else if (proto == IPPROTO_UDP) {
+		has_ports = 1;
+		dport = *(__be16 *)(l4 + 2);
+		t = l4 + 8;
+		if (depth < STEER_MAX_TUNNELS && dport == bpf_htons(VXLAN_PORT)) {
+			/* VXLAN, then the inner Ethernet header. */
+			if ((void *)(t + 22) > data_end || !(t[0] & 0x08) ||
+			    *(__be16 *)(t + 20) != bpf_htons(ETH_P_IP))
+				return PARSE_SLOW;
+			st->vni = bpf_ntohl(*(__be32 *)(t + 4)) >> 8;
+			st->pos = t + 22;
+			return PARSE_MORE;
+		}
+		if (depth < STEER_MAX_TUNNELS && dport == bpf_htons(GTPU_PORT)) {
+			/* Mandatory part, optional part, one extension header. */
+			if ((void *)(t + 16) > data_end || t[1] != GTP_TYPE_GPDU)
+				return PARSE_SLOW;
+			if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT))
+				glen = 8;
+			else if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT | GTP_F_E) && t[11] == 0)
+				glen = 12;
+			else if (t[0] == (GTP_F_VERSION_1 | GTP_F_PT | GTP_F_E) && t[12] == 1 &&
+				 t[15] == 0)
+				glen = 16;
+			else
+				return PARSE_SLOW;
+			st->teid = bpf_ntohl(*(__be32 *)(t + 4));
+			st->pos = t + glen;
+			return PARSE_MORE;
+		}
+	}
+	/* The innermost header: the key, from the headers just checked (the
+	 * general parse's key_read checks them again). */
+	k->w[0] = (__u64)st->vni | (__u64)st->teid << 32;
+	key_set_v4(&k->w[1], *(__be32 *)(ip + 12));
+	key_set_v4(&k->w[3], *(__be32 *)(ip + 16));
+	k->w[5] = (__u64)proto << 32;
+	if (has_ports) {
+		/* Both ports to host order in one swap: sport low, dport high. */
+		__u32 p = bpf_ntohl(*(__be32 *)l4);
+
+		k->w[5] |= (p >> 16) | (p << 16);
+	}
+	return PARSE_KEYED;
+}
+
+/* The fast parse of the whole packet: PARSE_KEYED, or PARSE_SLOW. */
+static __always_inline int parse_fast(void *data, void *data_end, struct parse_state *st,
+				      struct key_words *k)
+{
+	__u8 *eth = data;
+	int r;
+
+	if ((void *)(eth + ETH_HLEN) > data_end || (eth[0] & 1) ||
+	    *(__be16 *)(eth + 12) != bpf_htons(ETH_P_IP))
+		return PARSE_SLOW;
+	st->l3_off = ETH_HLEN;
+	st->pos = eth + ETH_HLEN;
+	r = fast_level(data, data_end, st, k, 0);
+	if (r == PARSE_MORE)
+		r = fast_level(data, data_end, st, k, 1);
+	if (r == PARSE_MORE)
+		r = fast_level(data, data_end, st, k, 2);
+	return r;
+}
+
 /* Ethernet and VLAN tags, then the levels. */
-static __always_inline int parse_packet(void *data, void *data_end, struct parse_state *st)
+static __always_inline int parse_packet(void *data, void *data_end, struct parse_state *st,
+					struct key_words *k)
 {
 	struct hdr_cursor nh = { .pos = data };
 	struct ethhdr *eth;
 	int proto, r;
 
+	if (fast_parse && parse_fast(data, data_end, st, k) == PARSE_KEYED)
+		return PARSE_KEYED;
+	/* What the fast parse may have set: */
+	st->vni = 0;
+	st->teid = 0;
+	st->l4_off = 0;
+	st->l4_proto = 0;
 	proto = parse_ethhdr(&nh, data_end, &eth);
 	if (unlikely(proto < 0))
 		return drop_with(st, DROP_TRUNC_ETH);
@@ -644,7 +781,7 @@ int xdp_steer(struct xdp_md *ctx)
 	st.outer_v6 = 0;
 	st.c = c;
 	st.bytes = bytes;
-	r = parse_packet(data, data_end, &st);
+	r = parse_packet(data, data_end, &st, &k);
 	if (r == PARSE_DROP)
 		return XDP_DROP; /* counted by drop_with */
 	if (r == PARSE_NOT_IP)
@@ -654,7 +791,7 @@ int xdp_steer(struct xdp_md *ctx)
 	if (ns == NULL)
 		return count_exit(c, XDP_PASS, PATH_NOT_STEERABLE, bytes);
 
-	if (key_read(&st, data, data_end, &k) < 0)
+	if (r == PARSE_OK && key_read(&st, data, data_end, &k) < 0)
 		return count_exit(c, XDP_PASS, PATH_NOT_STEERABLE, bytes);
 	pv = lookup_prio(&k, ns->masks_active);
 	if (pv != NULL) {

@@ -49,6 +49,13 @@ func run(repeat, rounds int) error {
 		return err
 	}
 	defer d.Close()
+	// The same program without its fast parse, for what a frame the fast
+	// parse leaves at its last level pays (it is parsed twice).
+	general, err := steer.Load(steer.Options{GeneralParseOnly: true})
+	if err != nil {
+		return err
+	}
+	defer general.Close()
 	noop, err := steer.LoadNoop()
 	if err != nil {
 		return err
@@ -97,18 +104,34 @@ func run(repeat, rounds int) error {
 	vxlan := pkt.MustBuild(pkt.Spec{Tunnel: pkt.VXLAN, VNI: 4450, Src: src, Dst: dst, SPort: 40000, DPort: 5004, Payload: 64})
 	gtpu := pkt.MustBuild(pkt.Spec{Tunnel: pkt.GTPU, TEID: 0x8894d0d4, GTPExt: spec.GTPExt, Src: src, Dst: dst,
 		SPort: 40000, DPort: 5004, Payload: 64})
+	// VXLAN+GTP-U with two GTP-U extension headers: the fast parse takes
+	// the VXLAN level and hands the frame to the general parse at GTP-U.
+	fallbackSpec := spec
+	fallbackSpec.GTPExt = append(slices.Clone(spec.GTPExt), layers.GTPExtensionHeader{Type: 0x40, Content: []byte{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}})
+	fallback := pkt.MustBuild(fallbackSpec)
+	// The nested frame IPv6 throughout (outer, between the tunnels, inner).
+	v6Spec := spec
+	v6Spec.Outer6, v6Spec.Mid6, v6Spec.Inner6 = true, true, true
+	v6Spec.Src, v6Spec.Dst = netip.MustParseAddr("2001:db8:10::1"), netip.MustParseAddr("2001:db8:20::1")
+	nested6 := pkt.MustBuild(v6Spec)
+	generalBare := func(*steer.Dataplane) error { return nil } // no rule, no mask: as loaded
 	paths := []path{
 		{"noop", noop, nested, bare},
-		{"parse_plain", d.Program(), plain, bare},              // Eth/IPv4/UDP: one level
-		{"parse_vxlan", d.Program(), vxlan, bare},              // + VXLAN/Eth/IPv4/UDP: two levels
-		{"parse_gtpu", d.Program(), gtpu, bare},                // + GTP-U(ext)/IPv4/UDP: two levels
-		{"parse_only", d.Program(), nested, bare},              // full nested parse, no mask active: pass
-		{"prioritised", d.Program(), nested, overload(false)},  // parse + hash + hit + cpumap redirect
-		{"passed", d.Program(), otherFrame, overload(false)},   // parse + hash + miss: headroom pass
-		{"offloaded", d.Program(), otherFrame, overload(true)}, // miss, overloaded: rewrite + XDP_TX
+		{"parse_plain", d.Program(), plain, bare},                            // Eth/IPv4/UDP: one level
+		{"parse_vxlan", d.Program(), vxlan, bare},                            // + VXLAN/Eth/IPv4/UDP: two levels
+		{"parse_gtpu", d.Program(), gtpu, bare},                              // + GTP-U(ext)/IPv4/UDP: two levels
+		{"parse_only", d.Program(), nested, bare},                            // full nested parse, no mask active: pass
+		{"prioritised", d.Program(), nested, overload(false)},                // parse + hash + hit + cpumap redirect
+		{"passed", d.Program(), otherFrame, overload(false)},                 // parse + hash + miss: headroom pass
+		{"offloaded", d.Program(), otherFrame, overload(true)},               // miss, overloaded: rewrite + XDP_TX
+		{"parse_fallback", d.Program(), fallback, bare},                      // nested around IPv6: fast parse, then general
+		{"parse_fallback_general", general.Program(), fallback, generalBare}, // the same, general parse only
+		{"parse_ipv6", d.Program(), nested6, bare},                           // nested, IPv6 throughout, no rule
+		{"parse_ipv6_general", general.Program(), nested6, generalBare},      // the same, general parse only
 	}
 	want := map[string]uint32{"noop": 2, "parse_plain": 2, "parse_vxlan": 2, "parse_gtpu": 2, "parse_only": 2,
-		"prioritised": 4, "passed": 2, "offloaded": 3}
+		"prioritised": 4, "passed": 2, "offloaded": 3, "parse_fallback": 2, "parse_fallback_general": 2,
+		"parse_ipv6": 2, "parse_ipv6_general": 2}
 	samples := map[string][]float64{}
 	for r := 0; r < rounds; r++ {
 		for _, p := range paths {

@@ -28,6 +28,11 @@ type Options struct {
 	// CPUQueue is the cpumap queue length per CPU; 0 means 2048 frames,
 	// enough for a veth NAPI budget of 64 many times over.
 	CPUQueue uint32
+	// GeneralParseOnly loads the program without its fast parse of the
+	// common tunnel stacks (xdp/steer/steer.bpf.c, parse_fast): every
+	// packet then takes the general parse. For the test that checks the
+	// two decide alike, and for measuring what the fast parse saves.
+	GeneralParseOnly bool
 }
 
 // Dataplane is the loaded program and its maps.
@@ -65,6 +70,11 @@ func Load(opts Options) (*Dataplane, error) {
 	// The program indexes prio_map with this mask (a load-time constant).
 	if err := spec.Variables["prio_set_mask"].Set(spec.Maps["prio_map"].MaxEntries - 2); err != nil {
 		return nil, fmt.Errorf("prio_set_mask: %w", err)
+	}
+	if opts.GeneralParseOnly {
+		if err := spec.Variables["fast_parse"].Set(uint32(0)); err != nil {
+			return nil, fmt.Errorf("fast_parse: %w", err)
+		}
 	}
 	if opts.CPUQueue == 0 {
 		opts.CPUQueue = 2048

@@ -35,10 +35,15 @@ var (
 
 func loadT(t *testing.T) *Dataplane {
 	t.Helper()
+	return loadWithT(t, Options{})
+}
+
+func loadWithT(t *testing.T, opts Options) *Dataplane {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("BPF_PROG_TEST_RUN needs root")
 	}
-	d, err := Load(Options{})
+	d, err := Load(opts)
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
