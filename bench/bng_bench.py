@@ -83,10 +83,10 @@ def dp_config(inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=None):
 class Ours(ab.Process):
     """edgeplane-dp under SIGSTOP/SIGCONT control, measured per worker."""
 
-    def __init__(self, workdir, name, config):
+    def __init__(self, workdir, name, config, binary=None):
         self.label = name
         self.dp = self.proc = Dp(None, config, name=name, workdir=workdir, start_timeout=180,
-                                 ctl_timeout=30, log=print)
+                                 ctl_timeout=30, log=print, binary_path=binary)
 
     def __enter__(self):
         self.dp.start()

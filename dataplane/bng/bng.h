@@ -38,7 +38,9 @@
  *
  *   table                 way
  *   access key -> id      rte_hash, lock-free readers, RCU-QSBR (key slots
- *                         reclaimed through the hash's own defer queue)
+ *                         reclaimed through the hash's own defer queue); the
+ *                         data is the id and the record's version
+ *                         (bng_key_data), updated in place on a replace
  *   id -> record          array of pointers to immutable records; a change
  *                         publishes a new record, the old one goes to an
  *                         RCU-QSBR defer queue (no wait on the control thread)
@@ -117,6 +119,26 @@ struct bng_key {
 	uint8_t pad[2];
 } __rte_aligned(8);         /* rte_hash_crc reads 8 bytes at a time */
 
+/**
+ * IPoE lines on QinQ by their VLAN pair, for the uplink's classification:
+ * two levels of 4096 (outer VID -> a block by inner VID), as VPP's
+ * ethernet-input finds a QinQ sub-interface.  An entry is the line's
+ * access key data (bng_key_data) or 0.  A mirror of those keys of
+ * bng.keys, kept with it by the control thread: a packet whose pair has an
+ * entry needs one array load where rte_hash reads a bucket and a key slot,
+ * and one without falls back to the hash -- so a pair left out (the
+ * blocks are capped, or one could not be allocated) costs the hash, never
+ * a wrong answer.  Blocks are only freed with the BNG: an entry is read
+ * with an acquire load, written with a release store.
+ */
+#define BNG_VID_N           4096
+#define BNG_QINQ_BLOCKS_MAX 64u         /**< outer VIDs with a block: 64 x 32 KiB */
+
+struct bng_qinq {
+	uint64_t *blk[BNG_VID_N];       /**< by outer VID: [BNG_VID_N] by inner VID */
+	uint32_t n_blk;
+};
+
 /** Punted control traffic, by kind (counted per worker). */
 #define BNG_PUNT_KINDS(X) \
 	X(PPPOE_DISCOVERY, "pppoe_discovery") \
@@ -183,18 +205,59 @@ struct bng_sub {
 	uint16_t pipe_prof;             /**< index into bng.hqos->prof[] */
 	struct rte_ether_addr mac;      /**< IPoE downlink destination / PPPoE client */
 	bool has_mac;
+	uint32_t ver;                   /**< unique per published record, never 0 */
 } __rte_cache_aligned;
 
-/** Per-worker, per-subscriber uplink state.  Owned by one worker.  Two
- *  whole cache lines (104 bytes would straddle up to three), both
- *  prefetched by the `subscriber` stage. */
+/**
+ * The access key's data in bng.keys: the record's version and the
+ * subscriber id, not a pointer.  The uplink finds its per-worker state
+ * (u->dyn[id]) and checks that its copy of the record's hot fields is
+ * current (dyn.ver == ver) without reading the record or bng.subs[id]: one
+ * dependent line pair fewer per packet.  Publishing a record with the same
+ * key updates the key's data in place (rte_hash_add_key_data on a present
+ * key: one release store of the data, lock-free readers see the old or
+ * the new value); a new key is inserted with it.  A reader that sees a
+ * version its copy does not have re-reads subs[id], so a stale or racing
+ * version costs a refresh, never a wrong answer.
+ */
+static inline void *
+bng_key_data(const struct bng_sub *s)
+{
+	return (void *)(uintptr_t)((uint64_t)s->ver << 32 | s->id);
+}
+
+/**
+ * Per-worker, per-subscriber uplink state, owned by one worker: everything
+ * a data packet of the subscriber reads or writes, in one aligned pair of
+ * cache lines (the adjacent-line prefetcher brings the pair together):
+ *   line 0  the subscriber's address ranges (anti-spoofing)
+ *   line 1  the meter, the green counters, and the record version the
+ *           ranges and the policer index were copied from
+ * A packet waits for this pair and the hash's lines only: the record is
+ * read when the access key's data names a version other than @c ver (the
+ * subscriber changed, or the id was given to a new one), see bng_key_data.
+ */
 struct bng_up_dyn {
+	/* Line 0. */
+	struct ep_prefix_set ranges;
+	/* Line 1. */
 	struct ep_policer_ctx meter;
+	uint64_t green_pkts, green_bytes;
+	uint32_t ver;                   /**< bng_sub.ver copied from, 0: none */
+	uint16_t policer;
+	uint8_t n_v4;
+	uint8_t has_v6;
+} __rte_aligned(2 * RTE_CACHE_LINE_SIZE);
+
+/** Per-worker, per-subscriber uplink counters of the rarer outcomes and
+ *  the generation they (and bng_up_dyn's green counters) belong to: touched
+ *  when a packet is not green, is spoofed, or the record changed. */
+struct bng_up_cold {
 	uint32_t gen;
 	uint32_t pad;
-	uint64_t pkts[3], bytes[3];      /**< by colour: green, yellow, red */
+	uint64_t pkts[3], bytes[3];      /**< by colour; [RTE_COLOR_GREEN] unused */
 	uint64_t spoofed;
-} __rte_aligned(2 * RTE_CACHE_LINE_SIZE);
+};
 
 /** Per-worker, per-subscriber downlink state. */
 struct bng_down_dyn {
@@ -210,6 +273,7 @@ struct bng_up {
 	struct ep_acl_filter *acl;      /**< the uplink ACL */
 	struct ep_worker *w;
 	struct bng_up_dyn *dyn;         /**< [max_subscribers + 1] */
+	struct bng_up_cold *cold;       /**< [max_subscribers + 1] */
 	struct ep_stage *parse_stage;   /**< for ring-full drops */
 	uint16_t access_port, core_port;
 	int32_t control_port;           /**< -1: punt to the ring */
@@ -270,7 +334,8 @@ struct bng {
 	struct ep_acl *acl;             /**< uplink ACL: "bng-uplink" */
 
 	/* Read by workers. */
-	struct rte_hash *keys;          /**< bng_key -> id */
+	struct rte_hash *keys;          /**< bng_key -> bng_key_data (version, id) */
+	struct bng_qinq *qinq;          /**< QinQ IPoE keys of bng.keys, by VLAN pair */
 	struct bng_sub **subs;          /**< [max_subscribers + 1] */
 	struct rte_hash *dst;           /**< bng_dst_key -> id */
 	struct bng_lens *lens;
@@ -292,6 +357,7 @@ struct bng {
 	struct bng_sub **rec_free;
 	uint32_t n_rec_free, n_rec;
 	uint32_t gen;
+	uint32_t ver;                   /**< last bng_sub.ver given */
 	uint32_t n_subs;
 	struct bng_down *down[BNG_MAX_DOWN];
 	int n_down;

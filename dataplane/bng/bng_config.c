@@ -209,7 +209,7 @@ bng_memory(struct ep_engine *e, int n_up, int n_down, bool shared)
 	if (shared) {
 		/* bng_create(): the core FIB, the uplink ACL, subscriber slots,
 		 * two records each, the two hashes, the defer queue, the punt
-		 * ring. */
+		 * ring; the QinQ map's blocks as lines are added. */
 		n_rec = 2 * max + 64;
 		bng_fib_params(&p, &fp);
 		ep_acl_params_default(&ap);
@@ -220,13 +220,17 @@ bng_memory(struct ep_engine *e, int n_up, int n_down, bool shared)
 			 ep_mem_hash_bytes(RTE_MAX(2 * max, 1024u), sizeof(struct bng_key), false) +
 			 ep_mem_hash_bytes(RTE_MAX(max * (BNG_MAX_V4 + 1) + max / 2, 1024u),
 					   sizeof(struct bng_dst_key), false) +
-			 (uint64_t)p.punt_ring_size * sizeof(void *);
+			 (uint64_t)p.punt_ring_size * sizeof(void *) +
+			 /* the QinQ map, all of its blocks */
+			 sizeof(struct bng_qinq) +
+			 (uint64_t)RTE_MIN(max, BNG_QINQ_BLOCKS_MAX) * BNG_VID_N * sizeof(uint64_t);
 	}
 	/* Per worker: its context and per-subscriber state; a downlink worker
 	 * also its rte_sched port (the HQoS queues: pipes x 16 queues x qsize
 	 * mbuf pointers, the bulk of a BNG's memory). */
 	bytes += (uint64_t)n_up * (sizeof(struct bng_up) + ep_fib_worker_memory() +
-				   sizeof(struct bng_up_dyn) * (max + 1ull));
+				   (sizeof(struct bng_up_dyn) + sizeof(struct bng_up_cold)) *
+				   (max + 1ull));
 	bytes += (uint64_t)n_down * (sizeof(struct bng_down) + ep_fib_worker_memory() +
 				     sizeof(struct bng_down_dyn) * (max + 1ull) +
 				     ep_sched_port_memory(&p.hqos, pipes, n_sub));

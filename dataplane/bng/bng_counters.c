@@ -36,14 +36,17 @@ bng_sub_counters(const struct bng *b, const struct bng_sub *s, struct bng_sub_co
 	 * to a new subscriber starts from zero). */
 	for (int w = 0; w < b->n_up; w++) {
 		const struct bng_up_dyn *d = &b->up[w]->dyn[s->id];
+		const struct bng_up_cold *o = &b->up[w]->cold[s->id];
 
-		if (d->gen != s->gen)
+		if (o->gen != s->gen)
 			continue;
-		for (int k = 0; k < 3; k++) {
-			c->pkts[k] += d->pkts[k];
-			c->bytes[k] += d->bytes[k];
+		c->pkts[RTE_COLOR_GREEN] += d->green_pkts;
+		c->bytes[RTE_COLOR_GREEN] += d->green_bytes;
+		for (int k = RTE_COLOR_YELLOW; k <= RTE_COLOR_RED; k++) {
+			c->pkts[k] += o->pkts[k];
+			c->bytes[k] += o->bytes[k];
 		}
-		c->spoofed += d->spoofed;
+		c->spoofed += o->spoofed;
 	}
 	for (int w = 0; w < b->n_down; w++) {
 		const struct bng_down_dyn *d = &b->down[w]->dyn[s->id];

@@ -43,6 +43,52 @@
 #include "ep_rcu.h"
 #include "bng.h"
 
+/*
+ * Set (v = bng_key_data) or clear (v = 0) the QinQ entry of key @p k, if
+ * it is a QinQ IPoE key.  A block is allocated on the first entry of its
+ * outer VID, up to BNG_QINQ_BLOCKS_MAX; without one the key is the hash's
+ * alone (struct bng_qinq).
+ */
+static void
+qinq_set(struct bng *b, const struct bng_key *k, uint64_t v)
+{
+	uint64_t *blk;
+
+	if (k->n_vlans != 2 || k->pppoe || k->outer >= BNG_VID_N || k->inner >= BNG_VID_N)
+		return;
+	blk = b->qinq->blk[k->outer];
+	if (blk == NULL) {
+		if (v == 0 || b->qinq->n_blk == BNG_QINQ_BLOCKS_MAX)
+			return;
+		blk = rte_zmalloc("ep_bng_qinqb", sizeof(blk[0]) * BNG_VID_N, RTE_CACHE_LINE_SIZE);
+		if (blk == NULL)
+			return;
+		__atomic_store_n(&b->qinq->blk[k->outer], blk, __ATOMIC_RELEASE);
+		b->qinq->n_blk++;
+	}
+	__atomic_store_n(&blk[k->inner], v, __ATOMIC_RELEASE);
+}
+
+/* The key's data in both of its tables: bng.keys (inserted or updated in
+ * place) and the QinQ map. */
+static int
+key_put(struct bng *b, const struct bng_sub *s)
+{
+	if (rte_hash_add_key_data(b->keys, &s->key, bng_key_data(s)) < 0)
+		return -1;
+	qinq_set(b, &s->key, (uint64_t)(uintptr_t)bng_key_data(s));
+	return 0;
+}
+
+/* Key @p k out of both tables (the QinQ entry first: a reader that still
+ * finds it in the hash has the same answer). */
+static void
+key_del(struct bng *b, const struct bng_key *k)
+{
+	qinq_set(b, k, 0);
+	rte_hash_del_key(b->keys, k);
+}
+
 const struct bng_sub *
 bng_sub_get(const struct bng *b, uint32_t id)
 {
@@ -56,7 +102,7 @@ bng_sub_find_key(const struct bng *b, const struct bng_key *k)
 
 	if (rte_hash_lookup_data(b->keys, k, &data) < 0)
 		return -1;
-	return (int64_t)(uintptr_t)data;
+	return (int64_t)(uint32_t)(uintptr_t)data;      /* bng_key_data: the id */
 }
 
 static bool
@@ -337,6 +383,9 @@ plan_one(struct bng *b, struct claims *cl, uint32_t idx, const struct bng_sub_re
 	memset(s, 0, sizeof(*s));
 	s->id = r->id;
 	s->gen = old != NULL ? old->gen : ++b->gen;
+	/* A version per record: what the workers' copies of its hot fields
+	 * are checked against (bng_key_data).  0 means "no copy". */
+	s->ver = ++b->ver != 0 ? b->ver : ++b->ver;
 	s->policer = pol < 0 ? BNG_NO_POLICER : (uint16_t)pol;
 	s->n_v4 = r->n_v4;
 	for (int i = 0; i < r->n_v4; i++) {
@@ -406,7 +455,7 @@ insert_one(struct bng *b, const struct bng_sub *s, const struct bng_sub *old)
 			goto undo_v4;
 	if (v6_new && dst_add(b, 6, s->v6, s->v6_plen, s->id) < 0)
 		goto undo_v4;
-	if (key_new && rte_hash_add_key_data(b->keys, &s->key, (void *)(uintptr_t)s->id) < 0)
+	if (key_new && key_put(b, s) < 0)
 		goto undo_v6;
 	return 0;
 undo_v6:
@@ -424,7 +473,7 @@ static void
 remove_one(struct bng *b, const struct bng_sub *s, const struct bng_sub *old)
 {
 	if (old == NULL || memcmp(&old->key, &s->key, sizeof(s->key)) != 0)
-		rte_hash_del_key(b->keys, &s->key);
+		key_del(b, &s->key);
 	for (int k = 0; k < s->n_v4; k++)
 		if (!v4_has(old, s->ranges.v4_net[k], s->v4_plen[k]))
 			dst_del(b, 4, &s->ranges.v4_net[k], s->v4_plen[k]);
@@ -463,8 +512,13 @@ publish_all(struct bng *b, const struct plan *pl, uint32_t n)
 			b->n_subs++;
 			continue;
 		}
+		/* Same key: its data names the new version (an update of a
+		 * present key allocates nothing and cannot fail; if it did,
+		 * workers would re-read subs[id] per packet, still right). */
 		if (memcmp(&old->key, &s->key, sizeof(s->key)) != 0)
-			rte_hash_del_key(b->keys, &old->key);
+			key_del(b, &old->key);
+		else
+			(void)key_put(b, s);
 		for (int k = 0; k < old->n_v4; k++)
 			if (!v4_has(s, old->ranges.v4_net[k], old->v4_plen[k]))
 				dst_del(b, 4, &old->ranges.v4_net[k], old->v4_plen[k]);
@@ -546,7 +600,7 @@ bng_sub_del(struct bng *b, uint32_t id, struct ep_err *err)
 		return ep_err_set(err, "id: no subscriber %u", id);
 	/* Unreachable first, then gone: the record outlives every reader that
 	 * found it through a key or an address (defer queue). */
-	rte_hash_del_key(b->keys, &old->key);
+	key_del(b, &old->key);
 	for (int i = 0; i < old->n_v4; i++)
 		dst_del(b, 4, &old->ranges.v4_net[i], old->v4_plen[i]);
 	if (old->has_v6)

@@ -7,20 +7,22 @@
  *              own addresses, by the FIB's responder) or punted: to
  *              control_port as they are (tags kept: they name the
  *              subscriber), or into the punt ring (one burst enqueue)
- *   subscriber classify, anti-spoofing and policing: keys built from
- *              ep_meta as two word stores and hashed from the same two
- *              registers (bng_key_hash), ONE
- *              rte_hash_lookup_with_hash_bulk_data over the burst (the
- *              cuckoo hash overlaps its bucket misses across keys), records
- *              and per-worker state of the hits
+ *   subscriber classify, anti-spoofing and policing: QinQ IPoE lines
+ *              by their VLAN pair in a two-level map (struct bng_qinq),
+ *              other keys built from ep_meta as two word stores and hashed
+ *              from the same two registers (bng_key_hash), ONE
+ *              rte_hash_lookup_with_hash_bulk_data for those (the cuckoo
+ *              hash overlaps its bucket misses across keys), per-worker
+ *              state of the hits
  *              prefetched for the whole burst, then per packet the
  *              subscriber's IPv4 ranges (up to 4 masked compares) or IPv6
  *              prefix (two masked 64-bit compares) and its rte_meter trTCM
  *              (RFC 2698 or RFC 4115), colour blind: green passes, yellow
- *              is DSCP-remarked, red is dropped.  The record goes on in
- *              ep_meta.user.  It also starts the core route's tbl24 miss of
- *              each passing IPv4 destination.  The three are one stage: they read
- *              the same record and per-worker state, and the meter's two
+ *              is DSCP-remarked, red is dropped.  It also starts the core
+ *              route's tbl24 miss of each passing IPv4 destination.  The
+ *              three are one stage: they read the same per-worker state
+ *              (a copy of the record's hot fields beside the meter: one
+ *              pair of lines a packet, struct bng_up_dyn), and the meter's two
  *              64-bit divisions overlap the next packet's compares (as a
  *              stage of its own, police cost ~19 cycles a packet, fused
  *              ~8)
@@ -49,9 +51,12 @@
  * 30 to 16 cycles for ~5 more in subscriber; prefetching them in parse
  * instead moved the misses into parse (+13).
  *
- * Per-subscriber state (meter context, colour counters) is this worker's
- * (u->dyn[id]); a generation number in the record resets it when the id was
- * given to a new subscriber.
+ * Per-subscriber state (a copy of the record's ranges and policer, the
+ * meter context, colour counters) is this worker's (u->dyn[id], the rarer
+ * counters in u->cold[id]); the access key's data carries the record's
+ * version, which tells the worker when to re-read the record, and a
+ * generation number in the record resets the meter and counters when the
+ * id was given to a new subscriber.
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
@@ -210,17 +215,27 @@ up_key(const uint8_t *p, const struct ep_meta *md, struct bng_key *k)
 	return bng_key_hash(w0, w1);
 }
 
-/* This worker's state of subscriber @p s, reset if the id changed hands. */
-static __rte_always_inline struct bng_up_dyn *
-up_dyn(struct bng_up *u, const struct bng_sub *s)
+/*
+ * This worker's state of subscriber @p id brought up to record @p s: the
+ * hot fields copied, the meter and counters reset when the id was given to
+ * a new subscriber (another generation).  Off the fast path: a packet gets
+ * here once per record change per worker (bng_key_data).
+ */
+static __rte_noinline void
+up_dyn_refresh(struct bng_up *u, struct bng_up_dyn *d, const struct bng_sub *s)
 {
-	struct bng_up_dyn *d = &u->dyn[s->id];
+	struct bng_up_cold *o = &u->cold[s->id];
 
-	if (unlikely(d->gen != s->gen)) {
+	if (o->gen != s->gen) {
 		memset(d, 0, sizeof(*d));
-		d->gen = s->gen;
+		memset(o, 0, sizeof(*o));
+		o->gen = s->gen;
 	}
-	return d;
+	d->ranges = s->ranges;
+	d->policer = s->policer;
+	d->n_v4 = s->n_v4;
+	d->has_v6 = s->has_v6;
+	d->ver = s->ver;
 }
 
 /* The worker's green totals of a burst, added to u->colour_* once at its
@@ -229,29 +244,33 @@ up_dyn(struct bng_up *u, const struct bng_sub *s)
 struct up_green { uint64_t pkts, bytes; };
 
 /*
- * Police one packet of subscriber @p s: counts it by colour (the worker's
- * green totals into @p g), remarks a yellow one, returns 1 for red (to be
- * dropped).
+ * Police one packet of a subscriber whose state is @p d: counts it by
+ * colour (the worker's green totals into @p g), remarks a yellow one,
+ * returns 1 for red (to be dropped).
  */
 static __rte_always_inline int
-police_one(struct bng_up *u, const struct bng_sub *s, struct bng_up_dyn *d, uint8_t *l3,
+police_one(struct bng_up *u, uint32_t id, struct bng_up_dyn *d, uint8_t *l3,
 	   const struct ep_meta *md, uint64_t now, struct up_green *g)
 {
 	uint32_t len = md->l3_len;
 	enum rte_color c = RTE_COLOR_GREEN;
 	struct ep_policer *pol = NULL;
+	struct bng_up_cold *o;
 
-	if (likely(s->policer != BNG_NO_POLICER)) {
-		pol = ep_policer_read(u->b->pol, s->policer);
+	if (likely(d->policer != BNG_NO_POLICER)) {
+		pol = ep_policer_read(u->b->pol, d->policer);
 		c = ep_policer_color(&d->meter, pol, now, len);
 	}
-	d->pkts[c]++;
-	d->bytes[c] += len;
 	if (likely(c == RTE_COLOR_GREEN)) {
+		d->green_pkts++;
+		d->green_bytes += len;
 		g->pkts++;
 		g->bytes += len;
 		return 0;
 	}
+	o = &u->cold[id];
+	o->pkts[c]++;
+	o->bytes[c] += len;
 	u->colour_pkts[c]++;
 	u->colour_bytes[c] += len;
 	if (c == RTE_COLOR_YELLOW) {
@@ -272,8 +291,11 @@ bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint1
 		const struct ep_meta *md = ep_meta(pkts[i]);
 		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
 		uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, md->l3_off);
+		struct bng_up_dyn *d = &u->dyn[s->id];
 
-		if (police_one(u, s, up_dyn(u, s), l3, md, now, &g)) {
+		if (d->ver != s->ver)
+			up_dyn_refresh(u, d, s);
+		if (police_one(u, s->id, d, l3, md, now, &g)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_POLICER_RED);
 			out++;
 		}
@@ -287,95 +309,128 @@ bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint1
  * Stage `subscriber`: classification, anti-spoofing and policing of the
  * burst.
  *
- *   pass 1  keys from ep_meta (two word stores each, see up_key) and their
- *           hashes (two CRC32C instructions on the same registers: rte_hash
- *           would call its hash function through a pointer per key and
- *           reload the key, ~5 cycles a packet more)
- *   pass 2  ONE rte_hash_lookup_with_hash_bulk_data (the cuckoo hash
- *           prefetches every key's buckets before comparing any)
- *   pass 3  id -> record (one acquire load each); prefetch of the record's
- *           two lines and of this worker's meter context and counters, for
- *           the whole burst before any is used
- *   pass 4  per packet: unknown subscriber, source check (up to 4 masked
- *           IPv4 compares or two masked 64-bit IPv6 compares), the meter
- *           (the TSC the engine read when it called the stage is its clock);
- *           for a packet that passes, the core route's tbl24 line is
- *           prefetched (its lookup follows in `route`, after the ACL).  In
- *           pass 1 the 32 prefetches, on top of the hash's and the records',
- *           stalled issue on the full miss buffers; here the meter's work
- *           spaces them, and dropped packets issue none
- *
- * ep_meta.user carries the record to the later stages; it stays valid
- * until this worker's quiescent state after the burst.
+ *   pass 1  a QinQ IPoE frame whose VLAN pair is in the QinQ map (struct
+ *           bng_qinq) has its key data from there: two loads, the first
+ *           of a line every frame of that outer VID shares.  The others:
+ *           keys from ep_meta (two word stores each, see up_key) and
+ *           their hashes (two CRC32C instructions on the same registers:
+ *           rte_hash would call its hash function through a pointer per
+ *           key and reload the key, ~5 cycles a packet more)
+ *   pass 2  ONE rte_hash_lookup_with_hash_bulk_data for those (the cuckoo
+ *           hash prefetches every key's buckets before comparing any)
+ *   pass 3  the key's data (bng_key_data: id and record version) -> this
+ *           worker's state pair of lines, prefetched for the whole burst
+ *           before any is used.  No record and no subs[id]: the state
+ *           holds a copy of the record's hot fields (ranges, policer)
+ *   pass 4  per packet: unknown subscriber, the copy's version (re-read
+ *           from the record when it changed: up_dyn_refresh), source check
+ *           (up to 4 masked IPv4 compares or two masked 64-bit IPv6
+ *           compares), the meter (the TSC the engine read when it called
+ *           the stage is its clock); for a packet that passes, the core
+ *           route's tbl24 line is prefetched (its lookup follows in
+ *           `route`, after the ACL).  In pass 1 the 32 prefetches, on top
+ *           of the hash's and the state's, stalled issue on the full miss
+ *           buffers; here the meter's work spaces them, and dropped
+ *           packets issue none
  */
 uint16_t
 bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct bng_up *u = ctx;
 	struct bng *b = u->b;
-	const struct bng_sub *sub[EP_BURST_MAX];
 	uint64_t hits = 0, now = u->w->stage_tsc, known = 0;
 	struct up_green g = {0};
-	uint16_t out = 0;
+	uint16_t out = 0, nh = 0, hidx[EP_BURST_MAX];
 
+	RTE_BUILD_BUG_ON(sizeof(struct bng_up_dyn) != 2 * RTE_CACHE_LINE_SIZE);
 	for (uint16_t i = 0; i < n; i++) {
 		const struct ep_meta *md = ep_meta(pkts[i]);
-		const uint8_t *p = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+		const uint8_t *p;
 
-		u->sig[i] = up_key(p, md, &u->keys[i]);
-		u->key_ptr[i] = &u->keys[i];
-	}
-	rte_hash_lookup_with_hash_bulk_data(b->keys, u->key_ptr, u->sig, n, &hits, u->data);
-	for (uint16_t i = 0; i < n; i++) {
-		const struct bng_sub *s = NULL;
+		if (likely(md->n_vlans == 2 && md->user != BNG_USER_PPPOE)) {
+			/* A QinQ IPoE line: its VLAN pair, if mapped, is the
+			 * whole lookup (struct bng_qinq). */
+			const uint64_t *blk = __atomic_load_n(
+				&b->qinq->blk[md->vlan_tci[0] & 0x0fff], __ATOMIC_ACQUIRE);
 
-		if (likely((hits >> i) & 1)) {
-			uint32_t id = (uint32_t)(uintptr_t)u->data[i];
+			if (likely(blk != NULL)) {
+				uint64_t v = __atomic_load_n(&blk[md->vlan_tci[1] & 0x0fff],
+							     __ATOMIC_ACQUIRE);
 
-			s = ep_rcu_read(&b->subs[id]);
-			if (likely(s != NULL)) {
-				rte_prefetch0(s);
-				rte_prefetch0(&s->ranges);
-				rte_prefetch0(&u->dyn[id]);
-				rte_prefetch0((const uint8_t *)&u->dyn[id] + RTE_CACHE_LINE_SIZE);
+				if (likely(v != 0)) {
+					u->data[i] = (void *)(uintptr_t)v;
+					hits |= 1ull << i;
+					continue;
+				}
 			}
 		}
-		sub[i] = s;
+		p = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+		u->sig[nh] = up_key(p, md, &u->keys[nh]);
+		u->key_ptr[nh] = &u->keys[nh];
+		hidx[nh++] = i;
+	}
+	if (nh != 0) {
+		void *hd[EP_BURST_MAX];
+		uint64_t hh = 0;
+
+		rte_hash_lookup_with_hash_bulk_data(b->keys, u->key_ptr, u->sig, nh, &hh, hd);
+		for (uint16_t j = 0; j < nh; j++) {
+			if ((hh >> j) & 1) {
+				u->data[hidx[j]] = hd[j];
+				hits |= 1ull << hidx[j];
+			}
+		}
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		uint32_t id = (uint32_t)(uintptr_t)u->data[i];
+
+		/* A miss leaves data[i] as it was: not an id to prefetch. */
+		if (likely((hits >> i) & 1))
+			rte_prefetch0(&u->dyn[id]);
 	}
 	for (uint16_t i = 0; i < n; i++) {
 		struct ep_meta *md = ep_meta(pkts[i]);
-		const struct bng_sub *s = sub[i];
 		uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, md->l3_off);
+		uint64_t data = (uint64_t)(uintptr_t)u->data[i];
+		uint32_t id = (uint32_t)data;
 		struct bng_up_dyn *d;
 
-		if (unlikely(s == NULL)) {
-			next[i] = EP_NEXT_DROP(md->user == BNG_USER_PPPOE ?
-					       EP_DROP_BNG_PPPOE_BAD_SESSION :
-					       EP_DROP_BNG_UNKNOWN_SUBSCRIBER);
-			out++;
-			continue;
+		if (unlikely(!((hits >> i) & 1)))
+			goto unknown;
+		d = &u->dyn[id];
+		if (unlikely(d->ver != (uint32_t)(data >> 32))) {
+			/* The record changed (or this worker never saw it). */
+			const struct bng_sub *s = ep_rcu_read(&b->subs[id]);
+
+			if (s == NULL)
+				goto unknown;
+			up_dyn_refresh(u, d, s);
 		}
 		known++;
-		d = up_dyn(u, s);
-		if (unlikely(!ep_prefix_set_has_src(&s->ranges, s->n_v4, s->has_v6, l3,
+		if (unlikely(!ep_prefix_set_has_src(&d->ranges, d->n_v4, d->has_v6, l3,
 						   md->l3_type))) {
-			d->spoofed++;
+			u->cold[id].spoofed++;
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE);
 			out++;
 			continue;
 		}
-		if (unlikely(police_one(u, s, d, l3, md, now, &g))) {
+		if (unlikely(police_one(u, id, d, l3, md, now, &g))) {
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_POLICER_RED);
 			out++;
 			continue;
 		}
-		md->user = (uintptr_t)s;
 		if (likely(md->l3_type == EP_L3_IPV4)) {
 			uint32_t dst;
 
 			memcpy(&dst, l3 + 16, 4);
 			ep_fib_prefetch4(b->fib, rte_be_to_cpu_32(dst));
 		}
+		continue;
+unknown:
+		next[i] = EP_NEXT_DROP(md->user == BNG_USER_PPPOE ?
+				       EP_DROP_BNG_PPPOE_BAD_SESSION :
+				       EP_DROP_BNG_UNKNOWN_SUBSCRIBER);
+		out++;
 	}
 	u->pkts += known;
 	u->colour_pkts[RTE_COLOR_GREEN] += g.pkts;
@@ -516,9 +571,11 @@ bng_up_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *err
 	u->w = w;
 	u->dyn = rte_zmalloc_socket("ep_bng_updyn", sizeof(u->dyn[0]) * (b->p.max_subscribers + 1),
 				    alignof(struct bng_up_dyn), socket);
+	u->cold = rte_zmalloc_socket("ep_bng_upcold",
+				     sizeof(u->cold[0]) * (b->p.max_subscribers + 1), 0, socket);
 	u->fw = ep_fib_worker_create(b->fib, w, socket);
 	u->acl = ep_acl_filter_create(b->acl, socket);
-	if (u->dyn == NULL || u->fw == NULL || u->acl == NULL) {
+	if (u->dyn == NULL || u->cold == NULL || u->fw == NULL || u->acl == NULL) {
 		ep_err_set(err, "bng: out of memory for an uplink worker (%u subscribers)",
 			   b->p.max_subscribers);
 		bng_up_free(u);
@@ -544,6 +601,7 @@ bng_up_free(struct bng_up *u)
 		return;
 	ep_acl_filter_free(u->acl);
 	ep_fib_worker_free(u->fw);
+	rte_free(u->cold);
 	rte_free(u->dyn);
 	rte_free(u);
 }

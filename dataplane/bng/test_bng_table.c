@@ -9,6 +9,7 @@
 #include <rte_ip.h>
 
 #include "bng/bng_access.h"
+#include "bng/bng_counters.h"
 #include "ep_ctl.h"
 
 /* ---- policer ---- */
@@ -129,7 +130,7 @@ drive(bool rfc4115, const struct arrival *a, size_t n)
 		rte_pktmbuf_free(m);
 	}
 	{
-		struct bng_up_dyn *d = &u->dyn[1];
+		struct bng_sub_counters c;
 		uint64_t g = 0, y = 0, rd = 0;
 
 		for (size_t i = 0; i < n; i++) {
@@ -137,9 +138,10 @@ drive(bool rfc4115, const struct arrival *a, size_t n)
 			y += a[i].want == RTE_COLOR_YELLOW;
 			rd += a[i].want == RTE_COLOR_RED;
 		}
-		EP_CHECK_EQ(d->pkts[RTE_COLOR_GREEN], g);
-		EP_CHECK_EQ(d->pkts[RTE_COLOR_YELLOW], y);
-		EP_CHECK_EQ(d->pkts[RTE_COLOR_RED], rd);
+		bng_sub_counters(t->b, bng_sub_get(t->b, 1), &c);
+		EP_CHECK_EQ(c.pkts[RTE_COLOR_GREEN], g);
+		EP_CHECK_EQ(c.pkts[RTE_COLOR_YELLOW], y);
+		EP_CHECK_EQ(c.pkts[RTE_COLOR_RED], rd);
 	}
 	tb_free(t);
 }
@@ -229,6 +231,16 @@ up_qinq(struct tb *t, uint16_t o, uint16_t i, const char *sip)
 	return tb_run(t, t->up, f, tb_frame(f, &p), NULL, NULL);
 }
 
+/* Green packets of subscriber @p id, as sub-get counts them. */
+static uint64_t
+green(struct tb *t, uint32_t id)
+{
+	struct bng_sub_counters c;
+
+	bng_sub_counters(t->b, bng_sub_get(t->b, id), &c);
+	return c.pkts[RTE_COLOR_GREEN];
+}
+
 static int64_t
 dst_id(struct tb *t, const char *ip)
 {
@@ -242,7 +254,6 @@ dst_id(struct tb *t, const char *ip)
 EP_TEST(runtime_add_replace_delete_keeps_tables_consistent)
 {
 	struct tb *t = tb_new("subscriber = id=9 vlan=300 ipv4=198.18.50.1 mac=02:00:00:00:00:09\n");
-	struct bng_up *u = t->up->pipeline_ctx;
 	struct ep_err err;
 	const struct bng_sub *s;
 	uint32_t pipe;
@@ -250,7 +261,7 @@ EP_TEST(runtime_add_replace_delete_keeps_tables_consistent)
 	EP_CHECK_EQ(add(t, "id=1 qinq=10.20 ipv4=198.18.40.1 mac=02:00:00:00:00:01"), 0);
 	EP_CHECK_EQ(up_qinq(t, 10, 20, "198.18.40.1"), EP_NEXT_TX(TB_CORE));
 	EP_CHECK_EQ(dst_id(t, "198.18.40.1"), 1);
-	EP_CHECK_EQ(u->dyn[1].pkts[RTE_COLOR_GREEN], 1);
+	EP_CHECK_EQ(green(t, 1), 1);
 	pipe = bng_sub_get(t->b, 1)->pipe;
 
 	/* Replace: new key and address; the old ones stop working at once. */
@@ -263,8 +274,20 @@ EP_TEST(runtime_add_replace_delete_keeps_tables_consistent)
 	EP_CHECK_EQ(dst_id(t, "198.18.40.2"), 1);
 	s = bng_sub_get(t->b, 1);
 	EP_CHECK_EQ(s->pipe, pipe);                        /* same subport: same pipe */
-	EP_CHECK_EQ(u->dyn[1].pkts[RTE_COLOR_GREEN], 2);   /* a change keeps counters */
+	EP_CHECK_EQ(green(t, 1), 2);   /* a change keeps counters */
 	EP_CHECK_EQ(t->b->n_subs, 2);
+
+	/* Replace with the same key: the key's data names the new record, and
+	 * the worker's copy of the ranges follows at once. */
+	EP_CHECK_EQ(add(t, "id=1 qinq=10.21 ipv4=198.18.40.5 mac=02:00:00:00:00:01"), 0);
+	EP_CHECK_EQ(up_qinq(t, 10, 21, "198.18.40.2"), EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE));
+	EP_CHECK_EQ(up_qinq(t, 10, 21, "198.18.40.5"), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(bng_sub_find_key(t->b, &bng_sub_get(t->b, 1)->key), 1);
+	EP_CHECK_EQ(green(t, 1), 3);
+	EP_CHECK_EQ(add(t, "id=1 qinq=10.21 ipv4=198.18.40.2 mac=02:00:00:00:00:01"), 0);
+	EP_CHECK_EQ(up_qinq(t, 10, 21, "198.18.40.5"), EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE));
+	EP_CHECK_EQ(up_qinq(t, 10, 21, "198.18.40.2"), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(green(t, 1), 4);
 
 	/* Conflicts are refused and change nothing. */
 	EP_CHECK_EQ(add(t, "id=2 vlan=300 ipv4=198.18.40.9 mac=02:00:00:00:00:02"), -1);
@@ -282,8 +305,57 @@ EP_TEST(runtime_add_replace_delete_keeps_tables_consistent)
 	EP_CHECK_EQ(add(t, "id=1 qinq=10.22 ipv4=198.18.40.3 mac=02:00:00:00:00:01"), 0);
 	EP_CHECK_EQ(up_qinq(t, 10, 22, "198.18.40.3"), EP_NEXT_TX(TB_CORE));
 	/* A new subscriber under an old id starts with fresh counters. */
-	EP_CHECK_EQ(u->dyn[1].pkts[RTE_COLOR_GREEN], 1);
+	EP_CHECK_EQ(green(t, 1), 1);
 	EP_CHECK_EQ(t->b->n_subs, 2);
+	tb_free(t);
+}
+
+/* The QinQ map (struct bng_qinq) holds what the hash holds for QinQ IPoE
+ * keys, through adds, replaces and deletes; past its last block, lines of
+ * further outer VIDs are classified by the hash alone. */
+EP_TEST(qinq_map_mirrors_the_hash_and_falls_back_past_its_blocks)
+{
+	struct tb *t = tb_new("");
+	struct ep_err err;
+	char line[160], ip[32];
+	const struct bng_sub *s;
+
+	for (int o = 1; o <= (int)BNG_QINQ_BLOCKS_MAX + 1; o++) {
+		snprintf(line, sizeof(line), "id=%d qinq=%d.7 ipv4=198.18.60.%d", o, o, o);
+		EP_CHECK_EQ(add(t, line), 0);
+	}
+	EP_CHECK_EQ(t->b->qinq->n_blk, BNG_QINQ_BLOCKS_MAX);
+	EP_CHECK(t->b->qinq->blk[BNG_QINQ_BLOCKS_MAX + 1] == NULL);
+	for (int o = 1; o <= (int)BNG_QINQ_BLOCKS_MAX + 1; o++) {
+		snprintf(ip, sizeof(ip), "198.18.60.%d", o);
+		EP_CHECK_EQ(up_qinq(t, (uint16_t)o, 7, ip), EP_NEXT_TX(TB_CORE));
+		EP_CHECK_EQ(green(t, (uint32_t)o), 1);
+	}
+	s = bng_sub_get(t->b, 1);
+	EP_CHECK_EQ(t->b->qinq->blk[1][7], (uint64_t)(uintptr_t)bng_key_data(s));
+	/* Same key: the entry names the new record. */
+	EP_CHECK_EQ(add(t, "id=1 qinq=1.7 ipv4=198.18.61.1"), 0);
+	s = bng_sub_get(t->b, 1);
+	EP_CHECK_EQ(t->b->qinq->blk[1][7], (uint64_t)(uintptr_t)bng_key_data(s));
+	EP_CHECK_EQ(up_qinq(t, 1, 7, "198.18.60.1"), EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE));
+	EP_CHECK_EQ(up_qinq(t, 1, 7, "198.18.61.1"), EP_NEXT_TX(TB_CORE));
+	/* New key: the old pair is gone from the map and from the hash. */
+	EP_CHECK_EQ(add(t, "id=1 qinq=1.8 ipv4=198.18.61.1"), 0);
+	s = bng_sub_get(t->b, 1);
+	EP_CHECK_EQ(t->b->qinq->blk[1][7], 0);
+	EP_CHECK_EQ(t->b->qinq->blk[1][8], (uint64_t)(uintptr_t)bng_key_data(s));
+	EP_CHECK_EQ(up_qinq(t, 1, 7, "198.18.61.1"), EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	EP_CHECK_EQ(up_qinq(t, 1, 8, "198.18.61.1"), EP_NEXT_TX(TB_CORE));
+	/* Deleted: no entry, unknown; the blockless outer VID likewise. */
+	EP_CHECK_EQ(bng_sub_del(t->b, 1, &err), 0);
+	EP_CHECK_EQ(bng_sub_del(t->b, BNG_QINQ_BLOCKS_MAX + 1, &err), 0);
+	EP_CHECK_EQ(t->b->qinq->blk[1][8], 0);
+	EP_CHECK_EQ(up_qinq(t, 1, 8, "198.18.61.1"), EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	EP_CHECK_EQ(up_qinq(t, BNG_QINQ_BLOCKS_MAX + 1, 7, "198.18.60.65"),
+		    EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER));
+	/* A PPPoE session on a QinQ pair is keyed by the hash, not the map. */
+	EP_CHECK_EQ(add(t, "id=2 qinq=2.9 pppoe=0x21 mac=02:00:00:00:00:02 ipv4=198.18.62.2"), 0);
+	EP_CHECK_EQ(t->b->qinq->blk[2][9], 0);
 	tb_free(t);
 }
 

@@ -1,0 +1,71 @@
+"""A/B of two vBNG builds on one case of `make bench BENCH=bng-uplink` (or
+-downlink): both edgeplane-dp processes start once on the bench's own
+configuration and input (bench/bng_bench.dp_config, the white paper's 4K
+subscribers and 150-rule ACL) and take turns (bench.ab.alternate: SIGSTOP
+and SIGCONT); compared is the per-round ratio of CPU cycles per packet,
+B over A.  On the shared machine a whole run moves by 20-30 % with the
+neighbours' load; rounds measured back to back say more about a change of
+a few percent.
+
+    .venv/bin/python -m bench.bng_ab --a /tmp/old/edgeplane-dp
+    .venv/bin/python -m bench.bng_ab --case pppoe-128 --rounds 8
+
+--a and --b default to this tree's binary.  Prints each side's median CPU
+cycles per packet and its stages (TSC cycles per packet scaled to CPU time,
+as bench/bng_bench.summarize does), and the median and per-round ratios.
+No peer and no JSON: this compares our own variants; the benchmark is the
+figure.
+"""
+import argparse
+import contextlib
+import statistics
+
+from bench import ab, common
+from bench.bng_bench import Ours, dp_config, summarize
+from bench.bng_inputs import Inputs
+
+DEFAULT_BINARY = common.ROOT / "build" / "dp" / "edgeplane-dp"
+CASES = ("ipoe-128", "pppoe-128", "ipoe-imix-up", "down-504")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="bench.bng_ab")
+    ap.add_argument("--a", default=str(DEFAULT_BINARY), help="edgeplane-dp of side A")
+    ap.add_argument("--b", default=str(DEFAULT_BINARY), help="edgeplane-dp of side B")
+    ap.add_argument("--case", choices=CASES, default="ipoe-128")
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--window", type=float, default=2.0)
+    args = ap.parse_args(argv)
+    inputs = Inputs()
+    if args.case == "down-504":
+        worker, cfg = "down", dp_config(inputs, down_pcap=inputs.downlink_pcap("504"),
+                                        lcores="0@0,1@1")
+    else:
+        kind, _, spec = args.case.partition("-")
+        pppoe = kind == "pppoe"
+        worker = "up"
+        cfg = dp_config(inputs, up_pcap=inputs.uplink_pcap(spec, pppoe=pppoe), pppoe=pppoe,
+                        lcores="0@0,1@1")
+    sides = []
+    with contextlib.ExitStack() as stack:
+        for label, binary in (("A", args.a), ("B", args.b)):
+            work = common.OUT / "bng-ab" / label
+            work.mkdir(parents=True, exist_ok=True)
+            o = Ours(work, f"bng-ab-{label}", cfg, binary=binary)
+            stack.enter_context(o)
+            o.label = label
+            sides.append(o)
+        rr = ab.alternate(sides, args.rounds, warmup_s=1.0, window_s=args.window)
+    cyc = {}
+    for o in sides:
+        s = summarize(rr[o], worker, o.tsc_hz)
+        cyc[o.label] = [o.tsc_hz / (r[worker]["mpps_per_core"] * 1e6) for r in rr[o]]
+        print(f"{args.case} {o.label}: {statistics.median(cyc[o.label]):.1f} CPU cycles/pkt; "
+              + " ".join(f"{k} {v:.1f}" for k, v in s["stages"].items()))
+    per = [b / a for a, b in zip(cyc["A"], cyc["B"])]
+    print(f"{args.case} B/A: median {statistics.median(per):.3f}, rounds "
+          + " ".join(f"{x:.3f}" for x in per))
+
+
+if __name__ == "__main__":
+    main()
