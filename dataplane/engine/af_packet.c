@@ -22,6 +22,17 @@
  * clears that one flag, and it passes every call to the kernel by syscall,
  * otherwise unchanged.  The group keeps its mode (hash) and rollover.
  *
+ * The same hook chooses the group's id.  The PMD names the group
+ * (getpid() ^ ifindex) & 0xffff, and the kernel answers EINVAL when another
+ * socket of the network namespace holds that id on another device or with
+ * another mode: two data planes on the two ends of one veth, whose pids
+ * differ by what their ifindexes differ by, fail to start (seen with the
+ * generator and the sink in one namespace), and a socket on the same
+ * device with the same mode would silently join a stranger's group.  So
+ * the first socket of a PMD id asks the kernel for an unused id
+ * (PACKET_FANOUT_FLAG_UNIQUEID, Linux 4.5) and reads it back; the port's
+ * other queues join that id.
+ *
  * The same hook notes each fanout socket, so `stats` can read
  * PACKET_STATISTICS (frames dropped because the socket's ring was full),
  * which the 22.11 PMD does not report: they are added to the port's
@@ -72,6 +83,39 @@ static struct {
 } xsk[EP_AFP_MAX_SOCKETS];
 static unsigned int n_xsk;
 
+/* The PMD's fanout id of a port and the id the kernel gave its group. */
+static struct {
+	uint16_t pmd_id;
+	uint16_t id;
+} grp[EP_AFP_MAX_SOCKETS];
+static unsigned int n_grp;
+
+/* setsockopt(PACKET_FANOUT) with arg's mode and flags in a group of our
+ * own: a new one the kernel numbers for the PMD's first socket of an id,
+ * that group for the next ones. */
+static int
+fanout_join(int fd, uint32_t arg)
+{
+	uint16_t pmd_id = (uint16_t)(arg & 0xffff);
+	uint32_t mode = arg & 0xffff0000u;
+	uint32_t got;
+	socklen_t len = sizeof(got);
+	int rc;
+
+	for (unsigned int i = 0; i < n_grp; i++)
+		if (grp[i].pmd_id == pmd_id) {
+			arg = mode | grp[i].id;
+			return (int)syscall(SYS_setsockopt, fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof(arg));
+		}
+	arg = mode | ((uint32_t)PACKET_FANOUT_FLAG_UNIQUEID << 16);
+	rc = (int)syscall(SYS_setsockopt, fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof(arg));
+	if (rc != 0)
+		return rc;
+	if (getsockopt(fd, SOL_PACKET, PACKET_FANOUT, &got, &len) == 0 && n_grp < EP_AFP_MAX_SOCKETS)
+		grp[n_grp++] = (typeof(grp[0])){ .pmd_id = pmd_id, .id = (uint16_t)(got & 0xffff) };
+	return 0;
+}
+
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len);
 
 int
@@ -81,11 +125,14 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 
 	if (level == SOL_PACKET && name == PACKET_FANOUT && val != NULL &&
 	    len == sizeof(arg)) {
+		int rc;
+
 		memcpy(&arg, val, sizeof(arg));
 		arg &= ~((uint32_t)PACKET_FANOUT_FLAG_DEFRAG << 16);
-		val = &arg;
-		if (n_afp < EP_AFP_MAX_SOCKETS)
+		rc = fanout_join(fd, arg);
+		if (rc == 0 && n_afp < EP_AFP_MAX_SOCKETS)
 			afp[n_afp++] = (typeof(afp[0])){ .fd = fd, .port = -1 };
+		return rc;
 	}
 	if (level == SOL_XDP && name == XDP_RX_RING && n_xsk < EP_AFP_MAX_SOCKETS)
 		xsk[n_xsk++] = (typeof(xsk[0])){ .fd = fd, .port = -1 };
@@ -164,4 +211,5 @@ ep_af_packet_forget(void)
 {
 	n_afp = 0;
 	n_xsk = 0;
+	n_grp = 0;
 }

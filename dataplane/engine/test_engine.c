@@ -6,6 +6,13 @@
  * contract never reaches a port.
  */
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 
 #include <rte_dev.h>
 #include <rte_ethdev.h>
@@ -303,4 +310,65 @@ EP_TEST(engine_worker_tx_sends_outside_the_burst_and_counts)
 	EP_CHECK_EQ(w->tx_stage.stats.drops[EP_DROP_BAD_TX_PORT], 2);
 	EP_CHECK_EQ(rte_mempool_avail_count(ep_test_pool()), avail);
 	ep_worker_free(w);
+}
+
+/* An AF_PACKET socket bound to lo (up in every namespace the tests run in). */
+static int
+packet_socket_on_lo(void)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+				   .sll_ifindex = (int)if_nametoindex("lo") };
+	int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static uint32_t
+fanout_of(int fd)
+{
+	uint32_t v = 0;
+	socklen_t len = sizeof(v);
+
+	return getsockopt(fd, SOL_PACKET, PACKET_FANOUT, &v, &len) == 0 ? v : 0;
+}
+
+/*
+ * net_af_packet names a port's fanout group (pid ^ ifindex) & 0xffff; a
+ * stranger holding that id in another mode (or on another device) made the
+ * kernel refuse it, and the data plane failed to start.  The engine's
+ * setsockopt() takes a group the kernel numbers instead, and the port's
+ * next queue joins it, in the PMD's mode without the defragment flag.
+ */
+EP_TEST(af_packet_fanout_group_is_ours_when_the_pmd_id_is_taken)
+{
+	const uint32_t pmd_id = 0x4d2;
+	uint32_t stranger = pmd_id | ((uint32_t)PACKET_FANOUT_LB << 16);
+	uint32_t pmd = pmd_id | ((uint32_t)(PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG |
+					     PACKET_FANOUT_FLAG_ROLLOVER) << 16);
+	int s = packet_socket_on_lo(), q0 = packet_socket_on_lo(), q1 = packet_socket_on_lo();
+
+	if (s < 0 || q0 < 0 || q1 < 0) {
+		printf("    skipped: no AF_PACKET socket on lo (needs CAP_NET_RAW)\n");
+		goto out;
+	}
+	EP_CHECK_EQ(syscall(SYS_setsockopt, s, SOL_PACKET, PACKET_FANOUT, &stranger, sizeof(stranger)), 0);
+	EP_CHECK_EQ(setsockopt(q0, SOL_PACKET, PACKET_FANOUT, &pmd, sizeof(pmd)), 0);
+	EP_CHECK_EQ(setsockopt(q1, SOL_PACKET, PACKET_FANOUT, &pmd, sizeof(pmd)), 0);
+	EP_CHECK((fanout_of(q0) & 0xffff) != pmd_id);
+	EP_CHECK_EQ(fanout_of(q0), fanout_of(q1));
+	EP_CHECK_EQ((fanout_of(q0) >> 16) & 0xff, PACKET_FANOUT_HASH);
+	/* flags byte: rollover kept, defragment cleared (the id flag is ephemeral) */
+	EP_CHECK_EQ(fanout_of(q0) >> 24, PACKET_FANOUT_FLAG_ROLLOVER >> 8);
+	EP_CHECK_EQ(ep_af_packet_fd(0, 1), -1);   /* not claimed by a port yet */
+out:
+	ep_af_packet_forget();
+	int fds[3] = { s, q0, q1 };
+
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 }
