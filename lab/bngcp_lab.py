@@ -102,6 +102,17 @@ def local_users(n, password="secret", profile="p10", extra=()):
     return "\n".join([*lines, *extra]) + "\n"
 
 
+def attach_to_switch(topo, sw, h, port, tags=None):
+    """h's eth0 on the access switch's bridge br0 as its port `port`
+    (tags=(s, c) or vid: the switch tags and untags with tc-BPF)."""
+    topo.link(h, "eth0", sw, port, mtu=ACCESS_MTU)
+    sw.run(["ip", "link", "set", port, "master", "br0"])
+    h.offload_off("eth0")
+    sw.offload_off(port)
+    if tags is not None:
+        switch_tags(sw, port, tags)
+
+
 def switch_tags(sw, port, tags):
     """The access switch's port tags what the host sends and untags what
     it gets (tags=(s, c): 802.1ad + 802.1Q; an int: one 802.1Q tag), as an
@@ -265,13 +276,7 @@ class BngCpLab(CupsLab):
             return self.access_hosts[name]
         i = 100 + len(self.access_hosts)
         h = self.topo.host(name)
-        port = f"p{i}"
-        self.topo.link(h, "eth0", self.sw, port, mtu=ACCESS_MTU)
-        self.sw.run(["ip", "link", "set", port, "master", "br0"])
-        h.offload_off("eth0")
-        self.sw.offload_off(port)
-        if tags is not None:
-            switch_tags(self.sw, port, tags)
+        attach_to_switch(self.topo, self.sw, h, f"p{i}", tags)
         self.access_hosts[name] = h
         return h
 
@@ -546,13 +551,7 @@ class DirectLab:
     def host(self, name, tags=None):
         """A subscriber namespace on the switch (tags as BngCpLab.access_host)."""
         h = self.topo.host(name)
-        port = f"p{len(self.hosts)}"
-        self.topo.link(h, "eth0", self.sw, port, mtu=ACCESS_MTU)
-        self.sw.run(["ip", "link", "set", port, "master", "br0"])
-        h.offload_off("eth0")
-        self.sw.offload_off(port)
-        if tags is not None:
-            switch_tags(self.sw, port, tags)
+        attach_to_switch(self.topo, self.sw, h, f"p{len(self.hosts)}", tags)
         self.hosts[name] = h
         return h
 

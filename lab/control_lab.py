@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 from lab.bng_lab import CORE4, CORE6, BngLab, bng_sections
+from lab.dp import Dp
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARDS = ROOT / "deploy" / "helm" / "edgeplane" / "dashboards"
@@ -350,6 +351,31 @@ class ControlledBngLab(BngLab):
 
     def sections(self):
         return bng_sections([], **self.dp_opts)
+
+
+class MultiDpBngLab(ControlledBngLab):
+    """The controlled BNG lab with several edgeplane-dp processes on the
+    same veths, each with its own control socket in sock_dir: layout is
+    {name: (socket file name, bng_sections keyword arguments)}; the first
+    is `dp` (the one BngLab's helpers talk to)."""
+
+    def __init__(self, subs, sock_dir, layout, **kw):
+        super().__init__(subs, **kw)
+        self.sock_dir, self.layout = Path(sock_dir), layout
+        self.procs = {}
+
+    def start_dp(self, **override):
+        for name, (sock, opts) in self.layout.items():
+            sections = bng_sections([], engine={"ctl_socket": str(self.sock_dir / sock)}, **opts)
+            self.procs[name] = Dp(self.dut, sections, name=f"{self.tag}-{name}").start()
+        self.dp = next(iter(self.procs.values()))
+        return self.dp
+
+    def close(self):
+        for d in self.procs.values():
+            if d is not self.dp:
+                d.close()
+        super().close()
 
 
 def bng_node(subs):

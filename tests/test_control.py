@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.bng_lab import CORE4, Subscriber, bng_available, bng_sections
-from lab.control_lab import (DASHBOARDS, ControlledBngLab, ControlPlane, HTTPError, bng_node, dashboard_metrics,
-                             exposition_names, wait_for)
-from lab.dp import Dp
+from lab.bng_lab import CORE4, Subscriber, bng_available
+from lab.control_lab import (DASHBOARDS, ControlledBngLab, ControlPlane, HTTPError, MultiDpBngLab, bng_node,
+                             dashboard_metrics, exposition_names, wait_for)
 from lab.router_lab import B4, B6, RouterLab
 
 NODE = "edge1"
@@ -288,30 +287,13 @@ def test_bng_dashboard_finds_the_bng(bng):
 
 # -- a split vBNG: bng-uplink and bng-downlink in processes of their own -----
 
-class SplitBngLab(ControlledBngLab):
-    """The controlled BNG lab with the uplink and the downlink pipelines in
-    two edgeplane-dp processes (the Helm chart's layout), each on both
-    ports' veths, each with its own tables and control socket: a subscriber
-    pings the core only when both have it."""
-
-    def __init__(self, subs, sock_dir, **kw):
-        super().__init__(subs, **kw)
-        self.sock_dir = sock_dir
-        self.procs = {}
-
-    def start_dp(self, **override):
-        for name, workers in (("uplink", ("up",)), ("downlink", ("down",))):
-            sections = bng_sections([], workers=workers,
-                                    engine={"ctl_socket": str(self.sock_dir / f"{name}.sock")})
-            self.procs[name] = Dp(self.dut, sections, name=f"{self.tag}-{name}").start()
-        self.dp = self.procs["uplink"]
-        return self.dp
-
-    def close(self):
-        for d in self.procs.values():
-            if d is not self.dp:
-                d.close()
-        super().close()
+def split_layout():
+    """The uplink and the downlink pipelines in two edgeplane-dp processes
+    (the Helm chart's layout), each on both ports' veths, each with its own
+    tables and control socket: a subscriber pings the core only when both
+    have it."""
+    return {"uplink": ("uplink.sock", {"workers": ("up",)}),
+            "downlink": ("downlink.sock", {"workers": ("down",)})}
 
 
 @pytest.fixture(scope="module")
@@ -320,7 +302,7 @@ def split(dp_binary, tmp_path_factory):
     if not ok:
         pytest.skip(why)
     socks = tmp_path_factory.mktemp("split-sock")
-    with SplitBngLab(SUBS, socks, tag="cps") as bl:
+    with MultiDpBngLab(SUBS, socks, split_layout(), tag="cps") as bl:
         up, down = bl.procs["uplink"].ctl_path, bl.procs["downlink"].ctl_path
         with ControlPlane(tmp_path_factory.mktemp("control-split"), up, node="bng2",
                           agent_args=["--bng-socket", f"{up},{down}"]) as cp:

@@ -15,37 +15,12 @@ import threading
 
 import pytest
 
-from lab.bng_lab import CORE4, Subscriber, bng_available, bng_sections, sub_counters
-from lab.control_lab import ControlledBngLab, ControlPlane, HTTPError, bng_node, wait_for
-from lab.dp import Dp
+from lab.bng_lab import CORE4, Subscriber, bng_available, sub_counters
+from lab.control_lab import ControlPlane, MultiDpBngLab, HTTPError, bng_node, wait_for
 
 NODE = "bng3"
 SUBS = [Subscriber(f"s{i}", id=i, vlan=100 + i) for i in range(1, 7)]
 INSTANCES = ("a", "b", "c")
-
-
-class InstancesBngLab(ControlledBngLab):
-    """The controlled BNG lab with three whole vBNG processes (both
-    pipelines each) on the same veths, control sockets bng-a, bng-b,
-    bng-c."""
-
-    def __init__(self, subs, sock_dir, **kw):
-        super().__init__(subs, **kw)
-        self.sock_dir = sock_dir
-        self.procs = {}
-
-    def start_dp(self, **override):
-        for n in INSTANCES:
-            sections = bng_sections([], engine={"ctl_socket": str(self.sock_dir / f"bng-{n}.sock")})
-            self.procs[n] = Dp(self.dut, sections, name=f"{self.tag}-{n}").start()
-        self.dp = self.procs["a"]
-        return self.dp
-
-    def close(self):
-        for d in self.procs.values():
-            if d is not self.dp:
-                d.close()
-        super().close()
 
 
 def node(instances):
@@ -65,7 +40,8 @@ def lab(dp_binary, tmp_path_factory):
     if not ok:
         pytest.skip(why)
     socks = tmp_path_factory.mktemp("scale-sock")
-    with InstancesBngLab(SUBS, socks, tag="cpi") as bl:
+    # Three whole vBNG processes (both pipelines each), sockets bng-a, bng-b, bng-c.
+    with MultiDpBngLab(SUBS, socks, {n: (f"bng-{n}.sock", {}) for n in INSTANCES}, tag="cpi") as bl:
         sockets = ",".join(str(bl.procs[n].ctl_path) for n in INSTANCES)
         with ControlPlane(tmp_path_factory.mktemp("control-scale"), None, node=NODE,
                           agent_args=["--bng-socket", sockets]) as cp:

@@ -26,6 +26,20 @@ qinq_v4(uint16_t o, uint16_t i, const char *sip)
 				.dip = "198.51.100.7", .sport = 1000, .dport = 2000, .payload = 18 };
 }
 
+/* The frame the uplink sends to the core for @p p, untagged: the next
+ * hop's and the core port's MACs, the IP packet with its TTL (hop limit)
+ * one less; its length. */
+static uint16_t
+core_frame(uint8_t *want, struct tb_pkt *p)
+{
+	memcpy(want, tb_core_nh_mac, 6);
+	memcpy(want + 6, tb_core_mac, 6);
+	want[12] = p->ip == 6 ? 0x86 : 0x08;
+	want[13] = p->ip == 6 ? 0xdd : 0x00;
+	p->ttl = 63;
+	return (uint16_t)(14 + tb_ip(want + 14, p));
+}
+
 EP_TEST(uplink_qinq_ipv4_forwarded_untagged_to_core_bytes_exact)
 {
 	struct tb *t = tb_new(up_conf);
@@ -34,12 +48,7 @@ EP_TEST(uplink_qinq_ipv4_forwarded_untagged_to_core_bytes_exact)
 	uint16_t len = tb_frame(f, &p), olen = 0;
 
 	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_CORE));
-	memcpy(want, tb_core_nh_mac, 6);
-	memcpy(want + 6, tb_core_mac, 6);
-	want[12] = 0x08;
-	want[13] = 0x00;
-	p.ttl = 63;
-	EP_CHECK_EQ(olen, 14 + tb_ip(want + 14, &p));
+	EP_CHECK_EQ(olen, core_frame(want, &p));
 	EP_CHECK_MEM(out, want, olen);
 	tb_free(t);
 }
@@ -54,12 +63,7 @@ EP_TEST(uplink_pppoe_ipv6_stripped_bytes_exact)
 	uint16_t len = tb_frame(f, &p), olen = 0;
 
 	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_CORE));
-	memcpy(want, tb_core_nh_mac, 6);
-	memcpy(want + 6, tb_core_mac, 6);
-	want[12] = 0x86;
-	want[13] = 0xdd;
-	p.ttl = 63;
-	EP_CHECK_EQ(olen, 14 + tb_ip(want + 14, &p));
+	EP_CHECK_EQ(olen, core_frame(want, &p));
 	EP_CHECK_MEM(out, want, olen);
 	tb_free(t);
 }
@@ -74,12 +78,7 @@ EP_TEST(uplink_pppoe_ipv4_untagged_session_stripped_bytes_exact)
 	uint16_t len = tb_frame(f, &p), olen = 0;
 
 	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_CORE));
-	memcpy(want, tb_core_nh_mac, 6);
-	memcpy(want + 6, tb_core_mac, 6);
-	want[12] = 0x08;
-	want[13] = 0x00;
-	p.ttl = 63;
-	EP_CHECK_EQ(olen, 14 + tb_ip(want + 14, &p));
+	EP_CHECK_EQ(olen, core_frame(want, &p));
 	EP_CHECK_MEM(out, want, olen);
 	tb_free(t);
 }
@@ -164,12 +163,7 @@ EP_TEST(uplink_untagged_ipoe_keyed_by_source_mac)
 	struct bng_key k;
 
 	EP_CHECK_EQ(tb_run(t, t->up, f, len, out, &olen), EP_NEXT_TX(TB_CORE));
-	memcpy(want, tb_core_nh_mac, 6);
-	memcpy(want + 6, tb_core_mac, 6);
-	want[12] = 0x08;
-	want[13] = 0x00;
-	p.ttl = 63;
-	EP_CHECK_EQ(olen, 14 + tb_ip(want + 14, &p));
+	EP_CHECK_EQ(olen, core_frame(want, &p));
 	EP_CHECK_MEM(out, want, olen);
 	/* The table's key is what the classify stage builds from the frame. */
 	memset(&k, 0, sizeof(k));
