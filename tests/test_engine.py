@@ -62,12 +62,14 @@ def test_idle_worker_sleeps_and_is_mostly_idle(xconnect_lab):
     time.sleep(1.0)
     w1 = dp.workers()[0]
     # No traffic: the worker pauses (RCU-offline sleeps) instead of spinning,
-    # and the cycles it counts as busy are a small part of the window.
+    # and the cycles it counts as busy (the hosts' own ND and router
+    # solicitations) are a small part of the window.  Not compared with the
+    # empty polls' cycles: a sleeping worker makes few of those either.
     assert w1["sleeps"] > w0["sleeps"], (w0, w1)
     assert w1["sleep_cycles"] > w0["sleep_cycles"]
     d_busy = w1["busy_cycles"] - w0["busy_cycles"]
-    d_idle = w1["idle_cycles"] - w0["idle_cycles"]
-    assert d_busy < d_idle, (d_busy, d_idle)
+    d_rest = (w1["idle_cycles"] - w0["idle_cycles"]) + (w1["sleep_cycles"] - w0["sleep_cycles"])
+    assert d_busy < d_rest / 10, (d_busy, d_rest)
     assert w1["busy_pct"] < 50.0, w1
 
 
