@@ -14,12 +14,14 @@
  *       poll again or pause; a pause goes RCU-offline, sleeps, waits on the
  *       rx sockets or in the core's light sleep, and comes back online
  *
- * Cost of the machinery itself: one rdtsc per stage boundary (the end of
- * one stage is the start of the next: rx, each stage and tx cost one read
- * each, and an iteration starts where the last one ended; rdtsc is ~25
- * cycles on some hosts and ~80 back to back on the Zen 3 guest of
- * docs/benchmarks.md, where the router's eight reads a burst measured ~8
- * cycles a packet all told), a 64-byte memset of next[], and the dispatch pass only
+ * Cost of the machinery itself: three clock reads a burst (the end of rx,
+ * of the last stage and of tx; an iteration starts where the last one
+ * ended), and on one burst in EP_STAGE_TIMED_EVERY one per stage boundary
+ * instead (see split_untimed: the stages' cycles are still every burst's,
+ * split by the timed bursts' shares).  rdtsc is ~25 cycles on some hosts
+ * and ~80 back to back on the guests of docs/benchmarks.md, where the
+ * router's seven reads a burst cost ~6 cycles a packet.  Then a memset of
+ * next[] per stage, and the dispatch pass only
  * when a stage diverted something -- with a short cut when it sent the
  * whole burst to one port, as a pipeline's last stage does.
  */
@@ -257,32 +259,77 @@ run_service(struct ep_worker *w, uint64_t *tsc)
 }
 
 /*
+ * Where the stages' cycles of a burst go.  A timed burst reads the clock at
+ * every stage boundary (rdtsc: ~80 TSC ticks back to back on the Zen 4
+ * guest of docs/benchmarks.md, eight reads a burst were ~9 cycles a packet
+ * of the router's ~150) and keeps each stage's share of the burst (16-bit
+ * fixed point).  The other bursts of a polling worker
+ * (EP_STAGE_TIMED_EVERY - 1 of every EP_STAGE_TIMED_EVERY) read it once,
+ * after the last stage, and split that exact total by the shares of the
+ * last timed burst that ran every stage; the last stage that ran gets the
+ * rest, so the stages' cycles always add up to the time they took.
+ */
+static __rte_always_inline void
+split_untimed(struct ep_worker *w, int first, int last, uint64_t total)
+{
+	uint64_t given = 0;
+
+	for (int si = first; si < last; si++) {
+		uint64_t c = (total * w->stage_share[si]) >> 16;
+
+		w->stages[si].stats.cycles += c;
+		given += c;
+	}
+	w->stages[last].stats.cycles += total - RTE_MIN(given, total);
+}
+
+/*
  * The stages over one burst with the TSC chained: @p tsc is the time the
  * burst starts (the end of rx) and comes back as the time its last stage
- * ended, which is the start of the tx that follows.
+ * ended, which is the start of the tx that follows.  @p timed: a clock
+ * read per stage (every burst of ep_worker_run_burst, one in
+ * EP_STAGE_TIMED_EVERY of a polling worker); untimed, every stage sees the
+ * burst's start as w->stage_tsc.
  */
-static uint16_t
-run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc)
+static __rte_always_inline uint16_t
+run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc,
+	     const bool timed)
 {
 	uint16_t next[EP_BURST_MAX];
-	uint64_t t0 = *tsc;
+	uint64_t t0 = *tsc, dt[EP_MAX_STAGES];
+	int si;
 
-	for (int si = first; si < w->n_stages && n != 0; si++) {
+	w->stage_tsc = t0;
+	for (si = first; si < w->n_stages && n != 0; si++) {
 		struct ep_stage *s = &w->stages[si];
-		uint64_t t1;
 		uint16_t k;
 
 		memset(next, 0, sizeof(next[0]) * n);
 		s->stats.calls++;
 		s->stats.pkts_in += n;
-		w->stage_tsc = t0;
 		k = s->fn(s->ctx, pkts, next, n);
 		if (k != 0)
 			n = dispatch(w, s, pkts, next, n, k);
 		s->stats.pkts_out += n;
-		t1 = rte_rdtsc();
-		s->stats.cycles += t1 - t0;
-		t0 = t1;
+		if (timed) {
+			uint64_t t1 = rte_rdtsc();
+
+			dt[si] = t1 - t0;
+			s->stats.cycles += dt[si];
+			t0 = t1;
+			w->stage_tsc = t1;
+		}
+	}
+	if (timed) {
+		/* A burst that ran every stage sets the shares. */
+		uint64_t total = t0 - *tsc;
+
+		if (si == w->n_stages && first == 0 && total != 0)
+			for (int j = 0; j < si; j++)
+				w->stage_share[j] = (uint32_t)((dt[j] << 16) / total);
+	} else if (si > first) {
+		t0 = rte_rdtsc();
+		split_untimed(w, first, si - 1, t0 - *tsc);
 	}
 	*tsc = t0;
 	if (n != 0) {
@@ -300,7 +347,7 @@ ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint64_t t = rte_rdtsc();
 
-	return run_burst_at(w, 0, pkts, n, &t);
+	return run_burst_at(w, 0, pkts, n, &t, true);
 }
 
 uint16_t
@@ -313,7 +360,7 @@ ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint1
 		rte_pktmbuf_free_bulk(pkts, n);
 		return n;
 	}
-	return run_burst_at(w, first, pkts, n, &t);
+	return run_burst_at(w, first, pkts, n, &t, true);
 }
 
 int
@@ -386,7 +433,10 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 	/* The oldest frame of the burst: after a pause it waited longest. */
 	if (unlikely(w->sample != EP_SAMPLE_NONE))
 		ep_power_sample(w, pkts[0], t1);
-	run_burst_at(w, 0, pkts, n, &t1);
+	if (unlikely((w->bursts++ & (EP_STAGE_TIMED_EVERY - 1)) == 0))
+		run_burst_at(w, 0, pkts, n, &t1, true);
+	else
+		run_burst_at(w, 0, pkts, n, &t1, false);
 	if (w->tx_pending != 0)
 		t1 = flush_tx_at(w, t1);
 	*tsc = t1;
