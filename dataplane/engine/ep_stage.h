@@ -16,11 +16,11 @@
  * When a stage returns 0 the pass is skipped, so a stage that diverts nothing
  * costs only its own work.  Every stage is timed: a polling worker reads the
  * clock at each stage boundary on one burst in EP_STAGE_TIMED_EVERY, and on
- * the others once after its last stage, splitting that burst's exact time
- * over the stages by the shares of the last timed burst (worker.c; rdtsc
- * costs ~80 cycles on some virtual machines, five of them a burst ~6 cycles
+ * the others once after tx, splitting that burst's exact time over rx, the
+ * stages and tx by the shares of the last timed burst (worker.c; rdtsc
+ * costs ~80 cycles on some virtual machines, six of them a burst ~8 cycles
  * a packet).  w->stage_tsc is the stage's clock: when it was called on a
- * timed burst, when the burst's stages began on the others (at most the
+ * timed burst, when the burst's rx began on the others (at most the
  * burst's length, a few microseconds, older).
  *
  * Stage functions must not block, allocate from the heap, take locks or
