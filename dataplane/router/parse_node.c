@@ -50,6 +50,11 @@ parse_one(const struct ep_fib_worker *w, struct rte_mbuf *m, uint16_t *next)
 		*next = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
 		return PARSE_DIVERTED;
 	}
+	/* Untagged IPv4 without options in one go; the rest (and every
+	 * error, for its reason) through the full parse. */
+	if (likely(ep_parse_ipv4_plain(rte_pktmbuf_mtod(m, const uint8_t *),
+				       rte_pktmbuf_data_len(m), rte_pktmbuf_pkt_len(m), md) == 0))
+		return 0;
 	rc = ep_parse_mbuf(m, md);
 	if (unlikely(rc != 0)) {
 		*next = EP_NEXT_DROP(rc);
