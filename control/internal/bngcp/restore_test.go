@@ -78,7 +78,7 @@ func TestAStopDuringADeletionIsFinishedNotRestoredAfterTheRestart(t *testing.T) 
 	sh, port := srv.shards[0], srv.ports["access"]
 	rec := record{ID: 42, Kind: aaa.PPPoE, User: "user0", Profile: "p10", UpSEID: 9001, Created: now, UpAt: now,
 		Circuit: frame.Circuit{Port: "access", Line: frame.Line{STag: 100, CTag: 7}, MAC: frame.MAC{2, 0xee, 0, 0, 0, 7}},
-		SID: 5, Magic: 1, PeerMagic: 2, NCP6: true, LocalID: 1, PeerID: 2}
+		SID:     5, Magic: 1, PeerMagic: 2, NCP6: true, LocalID: 1, PeerID: 2}
 	s := sh.restoreOne(port, &rec)
 	if s == nil || s.state != stUp {
 		t.Fatalf("an up record restores as up: %+v", s)
