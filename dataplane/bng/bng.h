@@ -41,6 +41,10 @@
  *                         reclaimed through the hash's own defer queue); the
  *                         data is the id and the record's version
  *                         (bng_key_data), updated in place on a replace
+ *   QinQ pair, PPPoE      direct maps mirroring those keys of the access
+ *   session id -> data    key table (struct bng_qinq, struct bng_pppoe):
+ *                         entries written in place by release stores, read
+ *                         with acquire loads; blocks freed with the BNG only
  *   id -> record          array of pointers to immutable records; a change
  *                         publishes a new record, the old one goes to an
  *                         RCU-QSBR defer queue (no wait on the control thread)
