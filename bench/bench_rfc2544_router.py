@@ -131,6 +131,8 @@ class Tester:
     """gen in host a, sink in host b; both always stopped on exit.  dut:
     our DUT's Dp (its counters go into every trial), None for the kernel."""
 
+    dut = None
+
     def __init__(self, lab, dut=None, gen_if="eth0", sink_if="eth0", dst_mac=MAC_PA):
         self.lab = lab
         self.dut = dut
