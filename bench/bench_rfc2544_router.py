@@ -242,7 +242,7 @@ def search(tester, size, trial_s, resolution, max_rate, log):
     hi = min(max_rate, max(1000.0, probe["forwarded_pps"] * 1.1))
     lo = 0.0
     trials, confirmations = [], []
-    passed = []                     # (rate credited, trial) of every lossless trial
+    passed = []                     # the rate credited by every lossless trial
     limited = False
     log(f"    probe: generator {probe['measured_pps']:.0f} pps, DUT forwarded "
         f"{probe['forwarded_pps']:.0f} pps -> search 0..{hi:.0f}")
