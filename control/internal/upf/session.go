@@ -199,7 +199,10 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 // establishment builds a new session from an establishment's IEs (also
 // how a stored one is read back: the same code, the same result).
 func (p *parser) establishment(node string, f fseid, ies []*ie.IE, now time.Time) (*Session, *Reject) {
-	s := newSession(0, now)
+	// The rule maps are made by rules(), sized by the Create IEs; a kind
+	// of rule the request does not create stays a nil map (read as
+	// empty; modifications work on a clone, whose maps all exist).
+	s := &Session{Created: now}
 	s.CPSEID, s.CPAddr, s.CPNode = f.SEID, f.Addr, node
 	for _, c := range ies {
 		if rj := p.topLevel(c.Type, c, true); rj != nil {
