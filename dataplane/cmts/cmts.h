@@ -10,12 +10,12 @@
  *     submgmt    subscriber management: the destination MAC is the CPE's
  *                (when known), the source is not one of the CM's own
  *                addresses
- *     filter     DOCSIS filter groups (up to 2 per CM) and the CM's
- *                classifiers: two instances of the shared ACL module
- *                (dataplane/acl), one classify per instance, family and
- *                burst: the filter instance's key carries the CM's two
- *                filter-group ids (two lanes), the classifier instance's
- *                the CM id
+ *     filter     DOCSIS filter groups (up to 2 per CM) through the shared
+ *                ACL module (dataplane/acl), one classify per family and
+ *                burst, the key carrying the CM's two filter-group ids
+ *                (two lanes); the CM's classifiers: IPv4 frames from the
+ *                record's compiled table (struct cmts_cls4), IPv6 frames
+ *                through the classifier instance (the CM id in the key)
  *     classify   the classifier match -> service flow (SF), default SF
  *                when none matched
  *     sf_sched   per-SF token bucket (max sustained rate, max traffic
@@ -62,7 +62,9 @@
  *                          atomic store (a reader sees the old or the new id;
  *                          the record it then reads is RCU-protected)
  *   filters + classifiers  ACL instances <sg>-filter and <sg>-cls (ep_acl.h:
- *                          double-buffered rte_acl contexts)
+ *                          double-buffered rte_acl contexts); each CM
+ *                          record carries its classifiers compiled for
+ *                          IPv4 (immutable with the record)
  *   BPI+ keys              immutable key objects (rte_security sessions)
  *                          referenced by the records, freed after a grace
  *                          period when no record uses them

@@ -13,11 +13,12 @@
  *             gave one, must be the frame's destination; the source must
  *             not be one of the CM's own addresses (a reflection or a
  *             spoofed packet: it cannot come from the CM through the network)
- *   filter    the shared ACL module (dataplane/acl) twice per burst: the
- *             filter instance with the CM's two filter groups as two lanes
- *             (deny wins; no match: the SG's default action), the
- *             classifier instance with the CM id, whose match is kept in
- *             ep_meta.nexthop for the classify stage
+ *   filter    the shared ACL module (dataplane/acl): the filter instance
+ *             with the CM's two filter groups as two lanes (deny wins; no
+ *             match: the SG's default action); then the CM's classifiers
+ *             on the same keys (IPv4: the record's compiled table, IPv6:
+ *             the classifier instance with the CM id), whose match is
+ *             kept in ep_meta.nexthop for the classify stage
  *   classify  classifier match -> SF (SF 0 when none matched or the SF is
  *             gone), per-CM matched/unmatched counters
  *   framing   the CM's header template (cmts_cm.c), LEN, the SF's traffic
@@ -279,10 +280,11 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 /* ---- filter (and the classifier lookup) ---- */
 
 /*
- * Two classify calls of the shared ACL module per burst (each one
- * rte_acl_classify per family): the SG's filter instance with the CM's two
- * filter groups as the two lanes of each frame's key, then its classifier
- * instance with the CM id.  Deny in either group wins; no match in either:
+ * The SG's filter instance of the shared ACL module (one rte_acl_classify
+ * per family and burst) with the CM's two filter groups as the two lanes
+ * of each frame's key; then the classifiers: an IPv4 frame's from its
+ * CM's compiled table, an IPv6 frame's through the classifier instance
+ * with the CM id.  Deny in either group wins; no match in either:
  * the SG's filter_default (the instance's default action).  The
  * classifier's value (index and SF) waits in ep_meta.nexthop for classify.
  */
