@@ -130,6 +130,9 @@ def test_iperf3_crosses_router_and_stages_count_it(router_lab, dst, udp):
 
 
 def test_cli_top_shows_router_stages_with_cycles(router_lab):
+    # Traffic of its own (run alone, nothing came before): 32 bursts at
+    # least, two of them timed stage by stage (one in 16).
+    ping_ok(router_lab, "a", B4, count=16)
     out = router_lab.dp.top()
     lines = out.splitlines()
     assert lines[0].startswith("worker w0 (router, lcore 1)"), out
