@@ -23,7 +23,7 @@
  * way), and the dp can check a descriptor against the area's bounds in
  * two compares.  The data area frees in order: the oldest queued
  * datagram's offset is the tail; an empty ring starts again at 0, and a
- * send ring that holds little goes back to 0 early (HS_HOT_BYTES).
+ * ring that holds little goes back to 0 early (HS_HOT_BYTES).
  *
  * Capacity is the smaller of the slots and the bytes; the dp further caps
  * the bytes in use at the socket's effective SO_RCVBUF.
@@ -66,22 +66,19 @@ hs_fence(void)
 }
 
 /**
- * A send ring's spans stay in the first HS_HOT_BYTES of its area while it
- * holds little (at most a quarter of that): the head goes back to 0 early
+ * Spans stay in the first HS_HOT_BYTES of the area while the ring holds
+ * little (at most a quarter of that): the head goes back to 0 early
  * instead of walking the whole area first.  Why: a producer that writes
  * into lines it last touched megabytes ago misses every cache level and
  * reads each line from memory before writing it; ten busy sockets walking
  * 4 MiB send and 8 MiB receive areas are 120 MiB, far beyond the 32 MiB
  * L3 of the machine measured (docs/udp-termination.md, "S2 against S1"),
  * where the same datagrams cycled through 256 KiB per socket stay in
- * cache.  A backlog (a sender faster than the worker) still has the
- * whole area: the early wrap is taken only when little is queued, and the
- * bytes past the wrap point come back once the tail passes it.  Until
- * then the ring holds about HS_HOT_BYTES: a consumer that stops right
- * after an early wrap leaves the producer that much room, not the area.
- * A sender then blocks a little sooner; a receive ring would drop, so
- * receive rings walk the whole area (hot = 0): with the early wrap on
- * both rings, iperf3 lost 0.05-0.6 % at rates where it lost nothing.
+ * cache.  A backlog (a descheduled reader, a sender faster than the
+ * worker) still has the whole area: the early wrap is taken only when
+ * little is queued, and the bytes past the wrap point come back as soon
+ * as the tail passes it, so capacity is never lost for longer than it
+ * takes to consume that little.
  */
 #define HS_HOT_BYTES (256u << 10)
 
@@ -109,8 +106,6 @@ hs_data_used(struct hs_data_pos at, uint32_t tail)
  * @param empty  true when no datagram is queued (head/tail are then
  *               meaningless and the area starts again at 0)
  * @param limit  bytes that may be in use (SO_RCVBUF), <= bytes
- * @param hot    HS_HOT_BYTES to go back to 0 early while little is
- *               queued, 0 to walk the whole area
  * @param off    where the payload goes
  * @param next   the position after it
  * @return 0, or -1 when it does not fit now
@@ -120,8 +115,8 @@ hs_data_used(struct hs_data_pos at, uint32_t tail)
  * non-empty area never has head == tail with data on both sides).
  */
 static inline int
-hs_data_alloc(uint32_t bytes, uint32_t limit, uint32_t hot_bytes, struct hs_data_pos at,
-	      uint32_t tail, bool empty, uint32_t len, uint32_t *off, struct hs_data_pos *next)
+hs_data_alloc(uint32_t bytes, uint32_t limit, struct hs_data_pos at, uint32_t tail, bool empty,
+	      uint32_t len, uint32_t *off, struct hs_data_pos *next)
 {
 	uint32_t need = hs_align_up(len), used;
 
@@ -138,7 +133,7 @@ hs_data_alloc(uint32_t bytes, uint32_t limit, uint32_t hot_bytes, struct hs_data
 	if ((uint64_t)used + need > limit)
 		return -1;
 	if (at.head >= tail) {
-		bool hot = hot_bytes != 0 && at.head >= hot_bytes && used <= hot_bytes / 4;
+		bool hot = at.head >= HS_HOT_BYTES && used <= HS_HOT_BYTES / 4;
 
 		if (!hot && bytes - at.head >= need) {
 			*off = at.head;

@@ -159,7 +159,7 @@ hs_deliver(struct hs_wctx *c, struct hs_sock *k, struct rte_mbuf *m, uint8_t pri
 			return EP_DROP_HS_LOW_PRIO_SHED;
 		}
 	}
-	if (hs_data_alloc(k->rx_bytes, limit, 0, k->rx_pos, tail, queued == 0, len, &off, &npos) < 0) {
+	if (hs_data_alloc(k->rx_bytes, limit, k->rx_pos, tail, queued == 0, len, &off, &npos) < 0) {
 		st->rx_ring_full++;
 		return EP_DROP_HS_RING_FULL;
 	}

@@ -268,7 +268,7 @@ th_send(struct hs_stack *s, struct th_sock *t, const void *data, uint32_t len,
 	struct hs_data_pos npos;
 	struct hs_desc *d;
 
-	if (hs_data_alloc(t->k->tx_bytes, t->k->tx_bytes, HS_HOT_BYTES, t->tx_pos,
+	if (hs_data_alloc(t->k->tx_bytes, t->k->tx_bytes, t->tx_pos,
 			  t->k->tx_desc[cons & (t->k->tx_slots - 1)].off, prod == cons, len, &off,
 			  &npos) < 0)
 		return -1;

@@ -2,7 +2,7 @@
 /*
  * The socket rings and doorbells of hs_ring.h, which the dp and the preload
  * library share: the data area's allocator (empty, full, wrap-around, the
- * strict tail, the early wrap of send rings), index validation against a hostile peer, doorbell batches,
+ * strict tail), index validation against a hostile peer, doorbell batches,
  * and the region layout check.
  */
 #include <stdlib.h>
@@ -18,7 +18,7 @@ EP_TEST(data_alloc_on_an_empty_area_starts_at_zero)
 	uint32_t off = 99;
 	struct hs_data_pos nh;
 
-	EP_CHECK_EQ(hs_data_alloc(4096, 4096, HS_HOT_BYTES, POS(3000, 4096), 2000, true, 100, &off, &nh), 0);
+	EP_CHECK_EQ(hs_data_alloc(4096, 4096, POS(3000, 4096), 2000, true, 100, &off, &nh), 0);
 	EP_CHECK_EQ(off, 0);
 	EP_CHECK_EQ(nh.head, 128);           /* 64-byte aligned spans */
 }
@@ -28,7 +28,7 @@ EP_TEST(data_alloc_appends_after_the_head)
 	uint32_t off;
 	struct hs_data_pos nh;
 
-	EP_CHECK_EQ(hs_data_alloc(4096, 4096, HS_HOT_BYTES, POS(128, 4096), 0, false, 1860, &off, &nh), 0);
+	EP_CHECK_EQ(hs_data_alloc(4096, 4096, POS(128, 4096), 0, false, 1860, &off, &nh), 0);
 	EP_CHECK_EQ(off, 128);
 	EP_CHECK_EQ(nh.head, 128 + 1920);
 }
@@ -39,12 +39,12 @@ EP_TEST(data_alloc_wraps_to_zero_when_the_end_is_too_short)
 	struct hs_data_pos nh;
 
 	/* live data [1024, 3968): 128 bytes left at the end, 1024 at the start */
-	EP_CHECK_EQ(hs_data_alloc(4096, 4096, HS_HOT_BYTES, POS(3968, 4096), 1024, false, 500, &off, &nh), 0);
+	EP_CHECK_EQ(hs_data_alloc(4096, 4096, POS(3968, 4096), 1024, false, 500, &off, &nh), 0);
 	EP_CHECK_EQ(off, 0);
 	EP_CHECK_EQ(nh.head, 512);
 	EP_CHECK_EQ(nh.wrap, 3968);
 	/* once wrapped, spans go between head and tail */
-	EP_CHECK_EQ(hs_data_alloc(4096, 4096, HS_HOT_BYTES, POS(512, 3968), 1024, false, 400, &off, &nh), 0);
+	EP_CHECK_EQ(hs_data_alloc(4096, 4096, POS(512, 3968), 1024, false, 400, &off, &nh), 0);
 	EP_CHECK_EQ(off, 512);
 	EP_CHECK_EQ(nh.head, 960);
 }
@@ -55,12 +55,12 @@ EP_TEST(data_alloc_refuses_when_full_and_never_lets_head_meet_tail)
 	struct hs_data_pos nh;
 
 	/* wrapped: head 960, tail 1024: 64 bytes free, but strictly less is usable */
-	EP_CHECK_EQ(hs_data_alloc(4096, 4096, HS_HOT_BYTES, POS(960, 4096), 1024, false, 64, &off, &nh), -1);
-	EP_CHECK_EQ(hs_data_alloc(4096, 4096, HS_HOT_BYTES, POS(960, 4096), 1024, false, 1, &off, &nh), -1);
+	EP_CHECK_EQ(hs_data_alloc(4096, 4096, POS(960, 4096), 1024, false, 64, &off, &nh), -1);
+	EP_CHECK_EQ(hs_data_alloc(4096, 4096, POS(960, 4096), 1024, false, 1, &off, &nh), -1);
 	/* not wrapped: neither the end nor the start has room */
-	EP_CHECK_EQ(hs_data_alloc(4096, 4096, HS_HOT_BYTES, POS(4000, 4096), 64, false, 100, &off, &nh), -1);
+	EP_CHECK_EQ(hs_data_alloc(4096, 4096, POS(4000, 4096), 64, false, 100, &off, &nh), -1);
 	/* a span longer than the area never fits */
-	EP_CHECK_EQ(hs_data_alloc(4096, 4096, HS_HOT_BYTES, POS(0, 4096), 0, true, 4097, &off, &nh), -1);
+	EP_CHECK_EQ(hs_data_alloc(4096, 4096, POS(0, 4096), 0, true, 4097, &off, &nh), -1);
 }
 
 EP_TEST(data_alloc_respects_the_socket_buffer_limit)
@@ -69,11 +69,11 @@ EP_TEST(data_alloc_respects_the_socket_buffer_limit)
 	struct hs_data_pos nh;
 
 	/* 1024 bytes in use, limit 1500: another 640-byte span would pass it */
-	EP_CHECK_EQ(hs_data_alloc(4096, 1500, HS_HOT_BYTES, POS(1024, 4096), 0, false, 600, &off, &nh), -1);
-	EP_CHECK_EQ(hs_data_alloc(4096, 1500, HS_HOT_BYTES, POS(1024, 4096), 0, false, 400, &off, &nh), 0);
+	EP_CHECK_EQ(hs_data_alloc(4096, 1500, POS(1024, 4096), 0, false, 600, &off, &nh), -1);
+	EP_CHECK_EQ(hs_data_alloc(4096, 1500, POS(1024, 4096), 0, false, 400, &off, &nh), 0);
 	/* an empty area takes one datagram up to the limit */
-	EP_CHECK_EQ(hs_data_alloc(4096, 1500, HS_HOT_BYTES, POS(0, 4096), 0, true, 1500, &off, &nh), -1);
-	EP_CHECK_EQ(hs_data_alloc(4096, 1536, HS_HOT_BYTES, POS(0, 4096), 0, true, 1500, &off, &nh), 0);
+	EP_CHECK_EQ(hs_data_alloc(4096, 1500, POS(0, 4096), 0, true, 1500, &off, &nh), -1);
+	EP_CHECK_EQ(hs_data_alloc(4096, 1536, POS(0, 4096), 0, true, 1500, &off, &nh), 0);
 }
 
 EP_TEST(data_alloc_takes_zero_length_datagrams)
@@ -81,7 +81,7 @@ EP_TEST(data_alloc_takes_zero_length_datagrams)
 	uint32_t off;
 	struct hs_data_pos nh;
 
-	EP_CHECK_EQ(hs_data_alloc(4096, 4096, HS_HOT_BYTES, POS(960, 4096), 1024, false, 0, &off, &nh), 0);
+	EP_CHECK_EQ(hs_data_alloc(4096, 4096, POS(960, 4096), 1024, false, 0, &off, &nh), 0);
 	EP_CHECK_EQ(nh.head, 960);
 }
 
@@ -95,17 +95,13 @@ EP_TEST(data_alloc_goes_back_to_zero_early_while_little_is_queued)
 
 	/* 10 KiB queued at [290 KiB, 300 KiB) of 4 MiB: the next span goes to
 	 * 0, where the lines are still in cache, not to 300 KiB */
-	EP_CHECK_EQ(hs_data_alloc(4 * MIB, 4 * MIB, HS_HOT_BYTES, POS(300 * KIB, 4 * MIB), 290 * KIB, false,
+	EP_CHECK_EQ(hs_data_alloc(4 * MIB, 4 * MIB, POS(300 * KIB, 4 * MIB), 290 * KIB, false,
 				  1860, &off, &nh), 0);
 	EP_CHECK_EQ(off, 0);
 	EP_CHECK_EQ(nh.head, 1920);
 	EP_CHECK_EQ(nh.wrap, 300 * KIB);
-	/* a receive ring (hot 0) walks on: its reader may stop at any time */
-	EP_CHECK_EQ(hs_data_alloc(4 * MIB, 4 * MIB, 0, POS(300 * KIB, 4 * MIB), 290 * KIB, false,
-				  1860, &off, &nh), 0);
-	EP_CHECK_EQ(off, 300 * KIB);
 	/* below the hot window the head walks on as before */
-	EP_CHECK_EQ(hs_data_alloc(4 * MIB, 4 * MIB, HS_HOT_BYTES, POS(100 * KIB, 4 * MIB), 99 * KIB, false,
+	EP_CHECK_EQ(hs_data_alloc(4 * MIB, 4 * MIB, POS(100 * KIB, 4 * MIB), 99 * KIB, false,
 				  1860, &off, &nh), 0);
 	EP_CHECK_EQ(off, 100 * KIB);
 }
@@ -116,7 +112,7 @@ EP_TEST(data_alloc_keeps_the_whole_area_for_a_backlog)
 	struct hs_data_pos nh;
 
 	/* 200 KiB queued (a reader off the CPU): the head walks on */
-	EP_CHECK_EQ(hs_data_alloc(4 * MIB, 4 * MIB, HS_HOT_BYTES, POS(300 * KIB, 4 * MIB), 100 * KIB, false,
+	EP_CHECK_EQ(hs_data_alloc(4 * MIB, 4 * MIB, POS(300 * KIB, 4 * MIB), 100 * KIB, false,
 				  1860, &off, &nh), 0);
 	EP_CHECK_EQ(off, 300 * KIB);
 	EP_CHECK_EQ(nh.head, 300 * KIB + 1920);
@@ -131,12 +127,12 @@ EP_TEST(data_alloc_counts_only_live_bytes_after_an_early_wrap)
 	 * bytes at 0: 12 KiB in use, not the 3.7 MiB between the tail and the
 	 * end of the area, so a 64 KiB SO_RCVBUF limit still has room */
 	EP_CHECK_EQ(hs_data_used(POS(1920, 300 * KIB), 290 * KIB), 10 * KIB + 1920);
-	EP_CHECK_EQ(hs_data_alloc(4 * MIB, 64 * KIB, HS_HOT_BYTES, POS(1920, 300 * KIB), 290 * KIB, false,
+	EP_CHECK_EQ(hs_data_alloc(4 * MIB, 64 * KIB, POS(1920, 300 * KIB), 290 * KIB, false,
 				  1860, &off, &nh), 0);
 	EP_CHECK_EQ(off, 1920);
 	EP_CHECK_EQ(nh.wrap, 300 * KIB);
 	/* and the limit still holds: 60 KiB more would pass it */
-	EP_CHECK_EQ(hs_data_alloc(4 * MIB, 64 * KIB, HS_HOT_BYTES, POS(1920, 300 * KIB), 290 * KIB, false,
+	EP_CHECK_EQ(hs_data_alloc(4 * MIB, 64 * KIB, POS(1920, 300 * KIB), 290 * KIB, false,
 				  60 * KIB, &off, &nh), -1);
 }
 

@@ -257,8 +257,8 @@ epl_sendmsg(int fd, struct epl_sock *p, const struct msghdr *m, int flags)
 		}
 		tail = queued != 0 ? p->tx_desc[cons & (p->tx_slots - 1)].off : 0;
 		if ((uint32_t)queued < p->tx_slots &&
-		    hs_data_alloc(p->tx_bytes, eff_limit(p->shm->opt_sndbuf, p->tx_bytes), HS_HOT_BYTES,
-				  sh->tx_pos, tail, queued == 0, d.len, &off, &npos) == 0) {
+		    hs_data_alloc(p->tx_bytes, eff_limit(p->shm->opt_sndbuf, p->tx_bytes), sh->tx_pos,
+				  tail, queued == 0, d.len, &off, &npos) == 0) {
 			uint32_t done = 0;
 
 			for (size_t i = 0; i < m->msg_iovlen; i++) {
