@@ -53,7 +53,6 @@
 #include "ep_err.h"
 #include "ep_stage.h"
 #include "hs_abi.h"
-#include "hs_ring.h"
 
 #define HS_MAX_PORT_ADDRS  (EP_MAX_PORTS * EP_MAX_ADDRS * 2)
 #define HS_MAX_ROUTES      256
@@ -200,8 +199,7 @@ struct hs_sock {
 	/* Worker side (owner only). */
 	struct hs_sockaddr wv_local, wv_peer;   /**< the owner's copy (hs_worker_sync) */
 	uint32_t wv_state;
-	uint32_t rx_prod, rx_cons_seen;
-	struct hs_data_pos rx_pos;      /**< where the next rx payload goes (hs_ring.h) */
+	uint32_t rx_prod, rx_cons_seen, rx_head;
 	uint32_t *rx_shadow_off;        /**< private offsets of queued rx datagrams */
 	uint32_t tx_cons;
 	bool active;                    /**< in the worker's active list */

@@ -22,8 +22,7 @@
  * datagram is never split across the end of the area (one memcpy each
  * way), and the dp can check a descriptor against the area's bounds in
  * two compares.  The data area frees in order: the oldest queued
- * datagram's offset is the tail; an empty ring starts again at 0, and a
- * ring that holds little goes back to 0 early (HS_HOT_BYTES).
+ * datagram's offset is the tail; an empty ring starts again at 0.
  *
  * Capacity is the smaller of the slots and the bytes; the dp further caps
  * the bytes in use at the socket's effective SO_RCVBUF.
@@ -66,48 +65,15 @@ hs_fence(void)
 }
 
 /**
- * Spans stay in the first HS_HOT_BYTES of the area while the ring holds
- * little (at most a quarter of that): the head goes back to 0 early
- * instead of walking the whole area first.  Why: a producer that writes
- * into lines it last touched megabytes ago misses every cache level and
- * reads each line from memory before writing it; ten busy sockets walking
- * 4 MiB send and 8 MiB receive areas are 120 MiB, far beyond the 32 MiB
- * L3 of the machine measured (docs/udp-termination.md, "S2 against S1"),
- * where the same datagrams cycled through 256 KiB per socket stay in
- * cache.  A backlog (a descheduled reader, a sender faster than the
- * worker) still has the whole area: the early wrap is taken only when
- * little is queued, and the bytes past the wrap point come back as soon
- * as the tail passes it, so capacity is never lost for longer than it
- * takes to consume that little.
- */
-#define HS_HOT_BYTES (256u << 10)
-
-/** Where a producer writes next: @c head, the end of the newest span, and
- *  @c wrap, where the spans of the previous lap end (the head's value
- *  when it last went back to 0; meaningful while head < tail). */
-struct hs_data_pos {
-	uint32_t head;
-	uint32_t wrap;
-};
-
-/** Bytes in use between @p tail (start of the oldest queued span) and
- *  @p at (a non-empty area). */
-static inline uint32_t
-hs_data_used(struct hs_data_pos at, uint32_t tail)
-{
-	return at.head >= tail ? at.head - tail : at.wrap - tail + at.head;
-}
-
-/**
  * Room for @p len payload bytes in a data area of @p bytes.
  *
- * @param at     the producer's position (see struct hs_data_pos)
+ * @param head   end of the newest queued span (where the next one goes)
  * @param tail   start of the oldest queued span
  * @param empty  true when no datagram is queued (head/tail are then
  *               meaningless and the area starts again at 0)
  * @param limit  bytes that may be in use (SO_RCVBUF), <= bytes
  * @param off    where the payload goes
- * @param next   the position after it
+ * @param nhead  the head after it
  * @return 0, or -1 when it does not fit now
  *
  * Spans never wrap: a span that does not fit between head and the end
@@ -115,8 +81,8 @@ hs_data_used(struct hs_data_pos at, uint32_t tail)
  * non-empty area never has head == tail with data on both sides).
  */
 static inline int
-hs_data_alloc(uint32_t bytes, uint32_t limit, struct hs_data_pos at, uint32_t tail, bool empty,
-	      uint32_t len, uint32_t *off, struct hs_data_pos *next)
+hs_data_alloc(uint32_t bytes, uint32_t limit, uint32_t head, uint32_t tail, bool empty,
+	      uint32_t len, uint32_t *off, uint32_t *nhead)
 {
 	uint32_t need = hs_align_up(len), used;
 
@@ -126,35 +92,28 @@ hs_data_alloc(uint32_t bytes, uint32_t limit, struct hs_data_pos at, uint32_t ta
 		if (need > limit && len != 0)
 			return -1;
 		*off = 0;
-		*next = (struct hs_data_pos){ .head = need, .wrap = bytes };
+		*nhead = need;
 		return 0;
 	}
-	used = hs_data_used(at, tail);
+	used = head >= tail ? head - tail : bytes - tail + head;
 	if ((uint64_t)used + need > limit)
 		return -1;
-	if (at.head >= tail) {
-		bool hot = at.head >= HS_HOT_BYTES && used <= HS_HOT_BYTES / 4;
-
-		if (!hot && bytes - at.head >= need) {
-			*off = at.head;
-			*next = (struct hs_data_pos){ .head = at.head + need, .wrap = at.wrap };
+	if (head >= tail) {
+		if (bytes - head >= need) {
+			*off = head;
+			*nhead = head + need;
 			return 0;
 		}
 		if (tail > need) {
 			*off = 0;
-			*next = (struct hs_data_pos){ .head = need, .wrap = at.head };
-			return 0;
-		}
-		if (hot && bytes - at.head >= need) {
-			*off = at.head;
-			*next = (struct hs_data_pos){ .head = at.head + need, .wrap = at.wrap };
+			*nhead = need;
 			return 0;
 		}
 		return -1;
 	}
-	if (tail - at.head > need) {
-		*off = at.head;
-		*next = (struct hs_data_pos){ .head = at.head + need, .wrap = at.wrap };
+	if (tail - head > need) {
+		*off = head;
+		*nhead = head + need;
 		return 0;
 	}
 	return -1;

@@ -121,8 +121,7 @@ hs_deliver(struct hs_wctx *c, struct hs_sock *k, struct rte_mbuf *m, uint8_t pri
 {
 	struct hs_sock_stats *st = &k->st;
 	struct dgram g;
-	uint32_t cons, queued, len, limit, tail, off, sum, done, rcv;
-	struct hs_data_pos npos;
+	uint32_t cons, queued, len, limit, tail, off, nhead, sum, done, rcv;
 	const struct rte_mbuf *seg;
 	uint32_t seg_off;
 	struct hs_desc *d;
@@ -151,7 +150,7 @@ hs_deliver(struct hs_wctx *c, struct hs_sock *k, struct rte_mbuf *m, uint8_t pri
 	limit = rcv == 0 || rcv > k->rx_bytes / 2 ? k->rx_bytes : RTE_MAX(rcv * 2, 2048u);
 	tail = queued != 0 ? k->rx_shadow_off[cons & (k->rx_slots - 1)] : 0;
 	if (prio < c->s->p.shed_priority && queued != 0) {
-		uint32_t used = hs_data_used(k->rx_pos, tail);
+		uint32_t used = k->rx_head >= tail ? k->rx_head - tail : k->rx_bytes - tail + k->rx_head;
 
 		if ((uint64_t)queued * 100 > (uint64_t)k->rx_slots * c->s->p.shed_watermark_pct ||
 		    (uint64_t)used * 100 > (uint64_t)limit * c->s->p.shed_watermark_pct) {
@@ -159,7 +158,7 @@ hs_deliver(struct hs_wctx *c, struct hs_sock *k, struct rte_mbuf *m, uint8_t pri
 			return EP_DROP_HS_LOW_PRIO_SHED;
 		}
 	}
-	if (hs_data_alloc(k->rx_bytes, limit, k->rx_pos, tail, queued == 0, len, &off, &npos) < 0) {
+	if (hs_data_alloc(k->rx_bytes, limit, k->rx_head, tail, queued == 0, len, &off, &nhead) < 0) {
 		st->rx_ring_full++;
 		return EP_DROP_HS_RING_FULL;
 	}
@@ -203,7 +202,7 @@ hs_deliver(struct hs_wctx *c, struct hs_sock *k, struct rte_mbuf *m, uint8_t pri
 	d->tos = g.tos;
 	d->flags = 0;
 	k->rx_shadow_off[k->rx_prod & (k->rx_slots - 1)] = off;
-	k->rx_pos = npos;
+	k->rx_head = nhead;
 	k->rx_prod++;
 	hs_store_rel(&k->shm->rx_prod.v, k->rx_prod);
 	st->rx_dgrams++;

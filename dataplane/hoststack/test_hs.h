@@ -186,7 +186,7 @@ th_stage(struct hs_stack *s, const char *name)
 struct th_sock {
 	struct hs_sock *k;
 	int app_fd;             /* the end the application would hold */
-	struct hs_data_pos tx_pos;
+	uint32_t tx_head;
 };
 
 /* A socket of family 4 or 6, as OPEN makes it (not bound yet). */
@@ -264,13 +264,12 @@ th_send(struct hs_stack *s, struct th_sock *t, const void *data, uint32_t len,
 	const char *to, uint16_t port)
 {
 	struct hs_sock_shm *h = t->k->shm;
-	uint32_t prod = h->tx_prod.v, cons = h->tx_cons.v, off;
-	struct hs_data_pos npos;
+	uint32_t prod = h->tx_prod.v, cons = h->tx_cons.v, off, nhead;
 	struct hs_desc *d;
 
-	if (hs_data_alloc(t->k->tx_bytes, t->k->tx_bytes, t->tx_pos,
+	if (hs_data_alloc(t->k->tx_bytes, t->k->tx_bytes, t->tx_head,
 			  t->k->tx_desc[cons & (t->k->tx_slots - 1)].off, prod == cons, len, &off,
-			  &npos) < 0)
+			  &nhead) < 0)
 		return -1;
 	memcpy(t->k->tx_data + off, data, len);
 	d = &t->k->tx_desc[prod & (t->k->tx_slots - 1)];
@@ -292,7 +291,7 @@ th_send(struct hs_stack *s, struct th_sock *t, const void *data, uint32_t len,
 		d->port = a.port;
 		d->flags = HS_DESC_F_PEER;
 	}
-	t->tx_pos = npos;
+	t->tx_head = nhead;
 	h->tx_prod.v = prod + 1;
 	h->tx_pending.v = 1;
 	t->k->prio = 4;

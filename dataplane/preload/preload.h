@@ -37,7 +37,6 @@
 #include <sys/uio.h>
 
 #include "hs_abi.h"
-#include "hs_ring.h"
 
 #define EPL_EXPORT __attribute__((visibility("default")))
 #define EPL_DIM(a) (sizeof(a) / sizeof((a)[0]))
@@ -93,7 +92,7 @@ extern struct epl_libc epl_libc;
 struct epl_shared {
 	pthread_mutex_t rx_lock;        /**< one reader at a time (threads, forked processes) */
 	pthread_mutex_t tx_lock;        /**< one writer at a time */
-	struct hs_data_pos tx_pos;      /**< producer's position in the tx data area */
+	uint32_t tx_head;               /**< producer's byte head in the tx data area */
 	uint32_t init;                  /**< EPL_SHARED_INIT once the locks exist */
 	int64_t rcvtimeo_us;            /**< SO_RCVTIMEO, 0 = none */
 	int64_t sndtimeo_us;

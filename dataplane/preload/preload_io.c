@@ -242,8 +242,7 @@ epl_sendmsg(int fd, struct epl_sock *p, const struct msghdr *m, int flags)
 	if (p->sh->sndtimeo_us > 0)
 		deadline = epl_now_us() + p->sh->sndtimeo_us;
 	for (;;) {
-		uint32_t prod, cons, off, tail;
-		struct hs_data_pos npos;
+		uint32_t prod, cons, off, nhead, tail;
 		int64_t queued;
 
 		epl_lock(&sh->tx_lock);
@@ -257,8 +256,8 @@ epl_sendmsg(int fd, struct epl_sock *p, const struct msghdr *m, int flags)
 		}
 		tail = queued != 0 ? p->tx_desc[cons & (p->tx_slots - 1)].off : 0;
 		if ((uint32_t)queued < p->tx_slots &&
-		    hs_data_alloc(p->tx_bytes, eff_limit(p->shm->opt_sndbuf, p->tx_bytes), sh->tx_pos,
-				  tail, queued == 0, d.len, &off, &npos) == 0) {
+		    hs_data_alloc(p->tx_bytes, eff_limit(p->shm->opt_sndbuf, p->tx_bytes), sh->tx_head,
+				  tail, queued == 0, d.len, &off, &nhead) == 0) {
 			uint32_t done = 0;
 
 			for (size_t i = 0; i < m->msg_iovlen; i++) {
@@ -268,7 +267,7 @@ epl_sendmsg(int fd, struct epl_sock *p, const struct msghdr *m, int flags)
 			}
 			d.off = off;
 			p->tx_desc[prod & (p->tx_slots - 1)] = d;
-			sh->tx_pos = npos;
+			sh->tx_head = nhead;
 			hs_store_rel(&p->shm->tx_prod.v, prod + 1);
 			epl_unlock(&sh->tx_lock);
 			break;
