@@ -183,8 +183,20 @@ def test_dashboards_query_only_metrics_prometheus_scraped(lab):
     test_bng_dashboard_finds_the_bng checks its selector), the router
     dashboard's data-plane variable finds this router, and every query
     evaluates."""
-    have = lab.cp.prom_names()
     used = dashboard_metrics()
+    want = set().union(*(used[n] for n in ("edgeplane-router.json", "edgeplane-bng.json", "edgeplane-cmts.json")))
+    # Run alone, this test comes before any change (the agent's changes
+    # counter has no series until it has changed something) and perhaps
+    # before Prometheus's first scrape of the agent: give the agent a
+    # change, wait for the scrape (bounded), then say what is missing.
+    if "edgeplane_agent_changes_total" not in lab.cp.prom_names():
+        lab.cp.wait_converged(lab.cp.apply({"nodes": {NODE: router([DENY_ICMP_TO_B])}})["revision"])
+    try:
+        wait_for("Prometheus has scraped the dashboards' metrics", lambda: want <= lab.cp.prom_names(),
+                 timeout=60, interval=1)
+    except TimeoutError:
+        pass
+    have = lab.cp.prom_names()
     for name in ("edgeplane-router.json", "edgeplane-bng.json", "edgeplane-cmts.json"):
         assert used[name] and used[name] <= have, (name, sorted(used[name] - have))
     boards = {p.name: json.loads(p.read_text()) for p in DASHBOARDS.glob("*.json")}

@@ -135,9 +135,10 @@ var (
 	cUPDelete        = newCounter("pfcp", "session_delete")
 	cUPDeleteFail    = newCounter("pfcp", "session_delete_failed")
 	cUPReport        = newCounter("pfcp", "usage_report")
-	cUPCheck         = newCounter("pfcp", "resync_checked")   // sessions asked about after a restart
-	cUPCheckLost     = newCounter("pfcp", "resync_lost")      // ... that the user plane did not have
-	cUPCheckFail     = newCounter("pfcp", "resync_no_answer") // ... that it did not answer about
+	cUPCheck         = newCounter("pfcp", "resync_checked")          // sessions asked about after a restart
+	cUPCheckLost     = newCounter("pfcp", "resync_lost")             // ... that the user plane did not have
+	cUPCheckFail     = newCounter("pfcp", "resync_no_answer")        // ... that it did not answer about
+	cRestoreEnding   = newCounter("pfcp", "resync_deletion_resumed") // restored while being deleted: deletion asked again
 
 	cPoolExhausted  = newCounter("session", "pool_exhausted")
 	cSessionLimit   = newCounter("session", "limit_reached")

@@ -348,7 +348,6 @@ func (sh *shard) terminate(s *session, cause int) {
 	if s.dead || s.state == stTerminating {
 		return
 	}
-	srv := sh.srv
 	s.state = stTerminating
 	s.termCause = cause
 	for k := range s.timers {
@@ -362,6 +361,14 @@ func (sh *shard) terminate(s *session, cause int) {
 		sh.finish(s)
 		return
 	}
+	sh.saveEnding(s)
+	sh.deleteFromUserPlane(s)
+}
+
+// deleteFromUserPlane asks the user plane to delete s, then finishes it
+// with the final usage the user plane reports.
+func (sh *shard) deleteFromUserPlane(s *session) {
+	srv := sh.srv
 	srv.ctr.inc(cUPDelete)
 	spec := s.spec()
 	srv.up.Delete(spec, s.upSEID, func(final aaa.Usage, err error) {

@@ -99,6 +99,9 @@ func (sh *shard) restoreOne(port *portState, r *record) *session {
 			return nil
 		}
 	}
+	if r.Ending {
+		return sh.restoreEnding(port, s, r)
+	}
 	ck := circuitKey{r.Circuit.Port, r.Circuit.Line, r.Circuit.MAC}
 	now := srv.now()
 	switch r.Kind {
@@ -156,6 +159,51 @@ func (sh *shard) restoreOne(port *portState, r *record) *session {
 	srv.metrics.createdSession(s.kind)
 	srv.metrics.up(s.kind, 0)
 	return s
+}
+
+// restoreEnding brings back a session that was being deleted from the
+// user plane when the previous process stopped: it keeps what a session
+// in that state keeps (addresses, PPPoE session id, the IPoE line) until
+// the user plane confirms the deletion, but no lookup finds it, no timer
+// runs and nothing is said to the subscriber, who was told already.
+func (sh *shard) restoreEnding(port *portState, s *session, r *record) *session {
+	srv := sh.srv
+	s.state, s.termCause, s.endPending = stTerminating, r.TermCause, true
+	switch r.Kind {
+	case aaa.PPPoE:
+		if !port.sids.take(r.SID) {
+			slog.Warn("restore: PPPoE session id taken twice", "session", r.ID, "sid", r.SID)
+			sh.dropRestored(s)
+			return nil
+		}
+		s.ppp = newPPPSession(sh, s, r.SID, nil)
+	case aaa.IPoE:
+		s.ipoe = &ipoeSession{opt82: r.Opt82, duid: r.DUID}
+		if r.Circuit.Line.Tags() > 0 {
+			sh.lines[lineKey{r.Circuit.Port, r.Circuit.Line}] = s
+		}
+	default:
+		return nil
+	}
+	srv.sessions.Add(1)
+	srv.indexAdd(s.id, sh)
+	sh.all[s.id] = s
+	srv.metrics.createdSession(s.kind)
+	srv.metrics.up(s.kind, 0)
+	if _, none := srv.up.(noUserPlane); none {
+		sh.resumeEnd(s)
+	}
+	return s
+}
+
+// resumeEnd asks the user plane to delete a session restored while ending.
+func (sh *shard) resumeEnd(s *session) {
+	if s.dead || !s.endPending {
+		return
+	}
+	s.endPending = false
+	sh.srv.ctr.inc(cRestoreEnding)
+	sh.deleteFromUserPlane(s)
 }
 
 // dropRestored gives back what a record that cannot be restored took, and
@@ -265,6 +313,10 @@ func (s *Server) ResyncUserPlane(ctx context.Context, name string) {
 	var mu sync.Mutex
 	s.onShards(ctx, func(sh *shard) {
 		sh.each(func(x *session) {
+			if x.endPending && x.port.cfg.UserPlane == name {
+				sh.resumeEnd(x)
+				return
+			}
 			if x.upDone && x.state == stUp && x.port.cfg.UserPlane == name {
 				mu.Lock()
 				list = append(list, x)

@@ -89,6 +89,9 @@ type session struct {
 	termCause int
 	timers    [numTimers]uint32 // generation of each timer kind (0: none armed)
 	dead      bool              // removed from the shard: callbacks ignore it
+	// endPending: restored from a record written while the session was
+	// being deleted; the user plane is asked to delete it once associated.
+	endPending bool
 
 	ppp  *pppSession
 	ipoe *ipoeSession

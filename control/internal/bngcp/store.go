@@ -213,6 +213,12 @@ type record struct {
 	Class     [][]byte      `json:"class,omitempty"`
 	EndAt     time.Time     `json:"end_at,omitempty"` // Session-Timeout
 
+	// Ending: the session was being deleted from the user plane when the
+	// record was last written (terminate), for TermCause.  A restart
+	// finishes that deletion instead of bringing the session back.
+	Ending    bool `json:"ending,omitempty"`
+	TermCause int  `json:"term_cause,omitempty"`
+
 	SID       uint16 `json:"sid,omitempty"`
 	Magic     uint32 `json:"magic,omitempty"`
 	PeerMagic uint32 `json:"peer_magic,omitempty"`
@@ -264,6 +270,25 @@ func (sh *shard) save(s *session) {
 		return
 	}
 	b, err := json.Marshal(sh.recordOf(s))
+	if err != nil {
+		return
+	}
+	st.put(s.id, b)
+}
+
+// saveEnding marks the record of a session being deleted from the user
+// plane: if this process stops before the user plane answers, the next
+// one finishes the deletion (and its accounting) rather than restore a
+// session its subscriber has already left.  Only a session that was ever
+// up has a record.
+func (sh *shard) saveEnding(s *session) {
+	st := sh.srv.store
+	if st == nil || s.upAt.IsZero() {
+		return
+	}
+	r := sh.recordOf(s)
+	r.Ending, r.TermCause = true, s.termCause
+	b, err := json.Marshal(r)
 	if err != nil {
 		return
 	}
