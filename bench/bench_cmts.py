@@ -72,6 +72,27 @@ WORKER_THREADS = {"gen": "rte-worker-1", "ds": "rte-worker-2", "us": "rte-worker
 # 50-400 us keep that out of the per-frame figure; the net_ring holds 1024
 # frames, 400 us of the generator's output, so nothing is lost meanwhile.
 IDLE_SLEEP = {"min_sleep_us": 50, "max_sleep_us": 400}
+# Where the workers find their input: in the shared L3, as a NIC's DMA
+# leaves received frames where the platform injects I/O writes into the LLC
+# (Intel's DDIO, AMD's SDCI), not in the generator's core's L1/L2 in the
+# Modified state, which is what a packet handed over at once is.  The
+# generator holds each packet back until 2048 newer ones were written
+# (~2.3 MB of downstream frames and mbufs, more upstream): the 1 MiB L2 of
+# its core has written it back to L3 by then (cmts_gen.c says more,
+# docs/cmts.md has the measurement).  Not warmer than DDIO: nothing is in
+# the worker's own L1/L2, and the mbuf's first line, which a NIC's rx
+# routine writes on the worker's core, arrives from L3 as well.
+# And the generator never pauses (poll_policy = busy, on its own CPU): it
+# is faster than the workers per CPU-second (~4.5 Mpps downstream) but,
+# pausing when the ring was full like the workers, it got 0.16-0.24 CPU-s
+# of a 2-s window on the loaded machine, and the worker it feeds then
+# woke to a few bursts at a time with its tables evicted by whatever ran
+# on its CPU meanwhile.  The peer is a closed loop that never waits, and
+# throughput (RFC 2544) is a saturated worker's cost: with the generator
+# busy, the worker drains a ring that is refilled as fast as it empties.
+# Measured: 0.835 times the CPU cycles per downstream frame (6 alternating
+# rounds, 0.78-0.92; docs/cmts.md).
+GEN_INPUT = {"hold_pkts": 2048, "poll_policy": "busy"}
 
 
 def mean_size(mix):
@@ -92,12 +113,14 @@ class Ours(ab.Process):
 
     label = "ours"
 
-    def __init__(self, work, quick, binary=None, engine=None):
+    def __init__(self, work, quick, binary=None, engine=None, gen=None):
         self.work = work
         self.dp = self.proc = Dp(None, None, name="cmts", workdir=work, start_timeout=180,
                                  ctl_timeout=30, log=print, binary_path=binary)
         self.dp.sections = inproc_sections(SgProfile(ch_rate="40G"), work, self.dp.ctl_path,
-                                           lcores=LCORES, gen={"ds": "off", "us": "off"},
+                                           lcores=LCORES,
+                                           gen={"ds": "off", "us": "off", **GEN_INPUT,
+                                                **(gen or {})},
                                            memory="hugepages")
         self.dp.sections["engine"].update(IDLE_SLEEP, **(engine or {}))
 

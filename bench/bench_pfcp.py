@@ -132,7 +132,7 @@ def profile_args(wd, who):
     return args
 
 
-def pfcp_round(workdir, fill, n, bindir=None):
+def pfcp_round(workdir, fill, n, bindir=None, upf_args=()):
     bindir = bindir or BIN
     wd = Path(tempfile.mkdtemp(dir=workdir, prefix="pfcp-"))
     with Dp(None, dp_config(), name="dp", workdir=wd, start_timeout=120, ctl_timeout=30) as dp:
@@ -141,7 +141,7 @@ def pfcp_round(workdir, fill, n, bindir=None):
                                 "--gtpu", "127.0.0.1:0", "--dp-socket", str(dp.ctl_path),
                                 "--state-dir", str(wd / "state"), "--sub-ids", f"1-{TOTAL}",
                                 "--heartbeat-interval", "1h", "--metrics", f"127.0.0.1:{UPF_PORT + 1}",
-                                *profile_args(wd, "upf")],
+                                *profile_args(wd, "upf"), *upf_args],
                                stdout=log, stderr=log)
         try:
             idle = dp_idle_rate(dp.pid)
@@ -210,9 +210,13 @@ def run(args):
     # PFCP_BASELINE_BIN=<dir with another build's edgeplane and
     # pfcp-cp-sim>: that build is a third side of the same rounds (a
     # change's before and after, measured back to back).
+    # PFCP_BASELINE_ARGS="--decoders 1": flags of that side's function
+    # (with PFCP_BASELINE_BIN=build/bin, one flag's effect, measured in
+    # the same rounds).
     baseline = os.environ.get("PFCP_BASELINE_BIN")
+    baseline_args = os.environ.get("PFCP_BASELINE_ARGS", "").split()
     if baseline:
-        sides.append(ab.Call("baseline", lambda: pfcp_round(workdir, fill, n, Path(baseline)), said))
+        sides.append(ab.Call("baseline", lambda: pfcp_round(workdir, fill, n, Path(baseline), baseline_args), said))
     res = ab.alternate(sides, rounds)
     pf, dr = res["pfcp"], res["direct"]
     # One sub-add per request (64 pipelined), as a controller without
@@ -261,7 +265,8 @@ def run(args):
     extra_rounds = {}
     if baseline:
         bl = res["baseline"]
-        peers["pfcp-baseline-build"] = {"bin": baseline, "sessions_per_s": med([per_s(x) for x in bl]),
+        peers["pfcp-baseline-build"] = {"bin": baseline, "args": baseline_args,
+                                        "sessions_per_s": med([per_s(x) for x in bl]),
                                         "cpu_us_per_session": {"upf": per_session_us(bl, "upf"),
                                                                "client": per_session_us(bl, "client")}}
         ratios_bl = {"pfcp_vs_baseline": ab.ratio(pf, bl, per_s), "baseline_vs_direct": ab.ratio(bl, dr, per_s)}

@@ -3,7 +3,7 @@
 Two cores are shared with other engineers' builds and tests, so a rate over
 wall-clock time says as much about the neighbours as about the code.  Each
 window therefore records, besides packets and wall time, the CPU time the
-polling threads actually got (/proc/PID/task/TID/stat utime + stime): a
+polling threads actually got (/proc/PID/task/TID/schedstat): a
 busy-polling thread that is runnable all the time converts CPU time into
 packets, so packets per CPU-second is the rate per core it would sustain on
 a core of its own.  `mpps_per_core` is that figure; `mpps_wall` is kept for
@@ -32,7 +32,15 @@ def threads(pid):
 
 
 def thread_cpu(pid, tid):
-    """CPU seconds (user + system) a thread has run."""
+    """CPU seconds a thread has run: the scheduler's own clock
+    (/proc/.../schedstat, nanoseconds of run time), or where the kernel has
+    no schedstat, utime + stime from stat (clock ticks: 10 ms steps, 1 %
+    of a 1 s window, and sampled at the tick)."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
     with open(f"/proc/{pid}/task/{tid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK

@@ -9,9 +9,11 @@ of a few percent; rounds measured back to back do.
     .venv/bin/python -m bench.cmts_ab --a ../old/build/dp/edgeplane-dp
     .venv/bin/python -m bench.cmts_ab --case us --rounds 8
     .venv/bin/python -m bench.cmts_ab --a-engine min_sleep_us=1,max_sleep_us=100
+    .venv/bin/python -m bench.cmts_ab --a-gen hold_pkts=0
 
 --a and --b default to this tree's binary; --a-engine / --b-engine add
-[engine] keys to one side (over the benchmark's own).  Prints each side's
+[engine] keys to one side, --a-gen / --b-gen keys of the cmts-gen worker
+(over the benchmark's own).  Prints each side's
 median CPU cycles per frame, its stages' median TSC cycles per frame, and
 the median and per-round ratios.  No peer and no JSON: this compares our
 own variants; the benchmark is the figure.
@@ -40,16 +42,19 @@ def main(argv=None):
     ap.add_argument("--b", default=str(DEFAULT_BINARY), help="edgeplane-dp of side B")
     ap.add_argument("--a-engine", default="", help="k=v,... [engine] keys for side A")
     ap.add_argument("--b-engine", default="", help="k=v,... [engine] keys for side B")
+    ap.add_argument("--a-gen", default="", help="k=v,... cmts-gen keys for side A")
+    ap.add_argument("--b-gen", default="", help="k=v,... cmts-gen keys for side B")
     ap.add_argument("--case", choices=("ds", "us", "bidir"), default="ds")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--window", type=float, default=2.0)
     args = ap.parse_args(argv)
     sides = []
     with contextlib.ExitStack() as stack:
-        for label, binary, eng in (("A", args.a, args.a_engine), ("B", args.b, args.b_engine)):
+        for label, binary, eng, gen in (("A", args.a, args.a_engine, args.a_gen),
+                                        ("B", args.b, args.b_engine, args.b_gen)):
             work = common.OUT / "cmts-ab" / label
             work.mkdir(parents=True, exist_ok=True)
-            o = Ours(work, True, binary=binary, engine=engine_keys(eng))
+            o = Ours(work, True, binary=binary, engine=engine_keys(eng), gen=engine_keys(gen))
             o.label = label
             stack.enter_context(o)
             o.set_case(args.case)

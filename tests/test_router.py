@@ -4,6 +4,7 @@ the per-stage counters that show where packets went.
 All tests share one lab (module scope); none of them changes a table.
 """
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,30 @@ def test_cli_top_shows_router_stages_with_cycles(router_lab):
     assert names == ["rx"] + ROUTER_STAGES + ["tx"], out
     route = next(l for l in lines if l.split()[0] == "route")
     assert float(route.split()[5]) > 0, route   # cycles/pkt measured
+
+
+def test_stage_cycles_add_up_to_the_busy_cycles(router_lab):
+    # Most bursts read the clock once and split their time over rx, the
+    # stages and tx by the shares of the bursts timed per stage (one in 16):
+    # the parts still add up to the worker's busy cycles, to the cycle.
+    def quiet_stages():
+        last = None
+        for _ in range(100):
+            w = router_lab.dp.ctl("stages")["workers"][0]
+            if last is not None and w["busy_cycles"] == last["busy_cycles"]:
+                return w
+            last = w
+            time.sleep(0.05)
+        raise AssertionError("the worker never stopped forwarding")
+
+    before = quiet_stages()
+    ping_ok(router_lab, "a", B4, count=40)    # 80 bursts at least: five timed
+    w = quiet_stages()
+    busy = w["busy_cycles"] - before["busy_cycles"]
+    parts = {s["name"]: s["cycles"] - t["cycles"] for s, t in zip(w["stages"], before["stages"])}
+    assert busy > 0 and sum(parts.values()) == busy, (busy, parts)
+    for name in ["rx", "parse", "route", "rewrite", "tx"]:
+        assert parts[name] > 0, parts
 
 
 def test_route_list_has_connected_local_and_neighbour_routes(router_lab):

@@ -138,13 +138,15 @@ bng_create(struct ep_engine *e, const struct bng_params *p, struct ep_err *err)
 
 	b->subs = rte_zmalloc("ep_bng_subs", sizeof(b->subs[0]) * (max + 1), RTE_CACHE_LINE_SIZE);
 	b->qinq = rte_zmalloc("ep_bng_qinq", sizeof(*b->qinq), RTE_CACHE_LINE_SIZE);
+	b->pppoe = rte_zmalloc("ep_bng_pppoe", sizeof(*b->pppoe), RTE_CACHE_LINE_SIZE);
 	/* Two records per subscriber: a replacement lives next to the record
 	 * it replaces until the grace period ends. */
 	b->n_rec = 2 * max + 64;
 	b->rec_pool = rte_zmalloc("ep_bng_rec", sizeof(b->rec_pool[0]) * b->n_rec,
 				  RTE_CACHE_LINE_SIZE);
 	b->rec_free = rte_malloc("ep_bng_recf", sizeof(b->rec_free[0]) * b->n_rec, 0);
-	if (b->subs == NULL || b->qinq == NULL || b->rec_pool == NULL || b->rec_free == NULL) {
+	if (b->subs == NULL || b->qinq == NULL || b->pppoe == NULL || b->rec_pool == NULL ||
+	    b->rec_free == NULL) {
 		ep_err_set(err, "bng: out of memory for %u subscribers", max);
 		goto fail;
 	}
@@ -225,6 +227,10 @@ bng_free(struct bng *b)
 		for (int i = 0; i < BNG_VID_N; i++)
 			rte_free(b->qinq->blk[i]);
 	rte_free(b->qinq);
+	if (b->pppoe != NULL)
+		for (size_t i = 0; i < RTE_DIM(b->pppoe->blk); i++)
+			rte_free(b->pppoe->blk[i]);
+	rte_free(b->pppoe);
 	rte_free(b->subs);
 	ep_acl_free(b->acl);
 	ep_fib_free(b->fib);

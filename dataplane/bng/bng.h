@@ -41,6 +41,10 @@
  *                         reclaimed through the hash's own defer queue); the
  *                         data is the id and the record's version
  *                         (bng_key_data), updated in place on a replace
+ *   QinQ pair, PPPoE      direct maps mirroring those keys of the access
+ *   session id -> data    key table (struct bng_qinq, struct bng_pppoe):
+ *                         entries written in place by release stores, read
+ *                         with acquire loads; blocks freed with the BNG only
  *   id -> record          array of pointers to immutable records; a change
  *                         publishes a new record, the old one goes to an
  *                         RCU-QSBR defer queue (no wait on the control thread)
@@ -137,6 +141,37 @@ struct bng_key {
 struct bng_qinq {
 	uint64_t *blk[BNG_VID_N];       /**< by outer VID: [BNG_VID_N] by inner VID */
 	uint32_t n_blk;
+};
+
+/**
+ * PPPoE sessions by session id, for the uplink's classification: two
+ * levels of 256 (id >> 8 -> a block of 256 entries by id & 0xff).  RFC
+ * 2516 makes a session id unique per pair of Ethernet addresses only, so
+ * an entry holds the whole access key (its two words, as the uplink builds
+ * them: struct bng_key) beside the key's data (bng_key_data), and a frame
+ * takes the entry only if its own key is equal.  A mirror of the PPPoE
+ * keys of bng.keys, kept with it by the control thread: a second session
+ * with an id already in the map (another client MAC or line), and any key
+ * while its block could not be allocated, is the hash's alone, so the map
+ * can only ever save work.  Blocks (8 KiB) are only freed with the BNG.
+ *
+ * An entry changes under lock-free readers as rte_hash's lock-free
+ * lookups do (a change counter read before and after the key compare),
+ * with the data word as the counter: the writer clears it, writes the key
+ * words, then writes it (release stores); a reader loads it (acquire), the
+ * key words, and again, and takes the entry only if both loads saw the
+ * same non-zero data -- a record's version is never given twice, so the
+ * data names one key.
+ */
+#define BNG_PPPOE_BLK 256
+struct bng_pppoe_ent {
+	uint64_t data;                  /**< bng_key_data, 0: free */
+	uint64_t key[2];                /**< the key's two words */
+	uint64_t pad;
+};
+
+struct bng_pppoe {
+	struct bng_pppoe_ent *blk[65536 / BNG_PPPOE_BLK];    /**< by session id >> 8 */
 };
 
 /** Punted control traffic, by kind (counted per worker). */
@@ -336,6 +371,7 @@ struct bng {
 	/* Read by workers. */
 	struct rte_hash *keys;          /**< bng_key -> bng_key_data (version, id) */
 	struct bng_qinq *qinq;          /**< QinQ IPoE keys of bng.keys, by VLAN pair */
+	struct bng_pppoe *pppoe;        /**< PPPoE keys of bng.keys, by session id */
 	struct bng_sub **subs;          /**< [max_subscribers + 1] */
 	struct rte_hash *dst;           /**< bng_dst_key -> id */
 	struct bng_lens *lens;

@@ -223,7 +223,9 @@ bng_memory(struct ep_engine *e, int n_up, int n_down, bool shared)
 			 (uint64_t)p.punt_ring_size * sizeof(void *) +
 			 /* the QinQ map, all of its blocks */
 			 sizeof(struct bng_qinq) +
-			 (uint64_t)RTE_MIN(max, BNG_QINQ_BLOCKS_MAX) * BNG_VID_N * sizeof(uint64_t);
+			 (uint64_t)RTE_MIN(max, BNG_QINQ_BLOCKS_MAX) * BNG_VID_N * sizeof(uint64_t) +
+			 /* the PPPoE map, all of its blocks (2 MiB) */
+			 sizeof(struct bng_pppoe) + 65536ull * sizeof(struct bng_pppoe_ent);
 	}
 	/* Per worker: its context and per-subscriber state; a downlink worker
 	 * also its rte_sched port (the HQoS queues: pipes x 16 queues x qsize

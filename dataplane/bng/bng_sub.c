@@ -69,23 +69,67 @@ qinq_set(struct bng *b, const struct bng_key *k, uint64_t v)
 	__atomic_store_n(&blk[k->inner], v, __ATOMIC_RELEASE);
 }
 
-/* The key's data in both of its tables: bng.keys (inserted or updated in
- * place) and the QinQ map. */
+/*
+ * Set (v = bng_key_data) or clear (v = 0) the PPPoE map's entry of key
+ * @p k, if it is a PPPoE key and the entry is free or already its own
+ * (struct bng_pppoe: the entry's data word is cleared before its key words
+ * change and written after them).
+ */
+static void
+pppoe_set(struct bng *b, const struct bng_key *k, uint64_t v)
+{
+	struct bng_pppoe_ent *blk, *e;
+	uint64_t w[2];
+	bool own;
+
+	if (!k->pppoe)
+		return;
+	memcpy(w, k, sizeof(w));
+	blk = b->pppoe->blk[k->session / BNG_PPPOE_BLK];
+	if (blk == NULL) {
+		if (v == 0)
+			return;
+		blk = rte_zmalloc("ep_bng_pppoeb", sizeof(blk[0]) * BNG_PPPOE_BLK,
+				  RTE_CACHE_LINE_SIZE);
+		if (blk == NULL)
+			return;
+		__atomic_store_n(&b->pppoe->blk[k->session / BNG_PPPOE_BLK], blk,
+				 __ATOMIC_RELEASE);
+	}
+	e = &blk[k->session % BNG_PPPOE_BLK];
+	own = e->data != 0 && e->key[0] == w[0] && e->key[1] == w[1];
+	if (v == 0 || own) {
+		/* Cleared, or the same key's new data (a replace). */
+		if (own)
+			__atomic_store_n(&e->data, v, __ATOMIC_RELEASE);
+		return;
+	}
+	if (e->data != 0)
+		return;         /* another session with this id: the hash's alone */
+	__atomic_store_n(&e->key[0], w[0], __ATOMIC_RELEASE);
+	__atomic_store_n(&e->key[1], w[1], __ATOMIC_RELEASE);
+	__atomic_store_n(&e->data, v, __ATOMIC_RELEASE);
+}
+
+/* The key's data in all of its tables: bng.keys (inserted or updated in
+ * place), the QinQ map, the PPPoE map. */
 static int
 key_put(struct bng *b, const struct bng_sub *s)
 {
 	if (rte_hash_add_key_data(b->keys, &s->key, bng_key_data(s)) < 0)
 		return -1;
 	qinq_set(b, &s->key, (uint64_t)(uintptr_t)bng_key_data(s));
+	pppoe_set(b, &s->key, (uint64_t)(uintptr_t)bng_key_data(s));
 	return 0;
 }
 
-/* Key @p k out of both tables (the QinQ entry first: a reader that still
+/* Key @p k out of all tables (the maps' entries first: a reader that still
  * finds it in the hash has the same answer). */
 static void
 key_del(struct bng *b, const struct bng_key *k)
 {
 	qinq_set(b, k, 0);
+	pppoe_set(b, k, 0);
 	rte_hash_del_key(b->keys, k);
 }
 

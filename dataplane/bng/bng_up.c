@@ -9,6 +9,7 @@
  *              subscriber), or into the punt ring (one burst enqueue)
  *   subscriber classify, anti-spoofing and policing: QinQ IPoE lines
  *              by their VLAN pair in a two-level map (struct bng_qinq),
+ *              PPPoE sessions by their id in another (struct bng_pppoe),
  *              other keys built from ep_meta as two word stores and hashed
  *              from the same two registers (bng_key_hash), ONE
  *              rte_hash_lookup_with_hash_bulk_data for those (the cuckoo
@@ -175,14 +176,15 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 /*
  * The access key of a parsed data frame, as bng_key_of builds it (the
  * layout of struct bng_key, checked by test_bng_up), but assembled in two
- * 64-bit registers and stored as two words: rte_hash's CRC reads the key 8
+ * 64-bit registers (the PPPoE map compares them as they are; for the hash
+ * they are stored as two words): rte_hash's CRC reads the key 8
  * bytes at a time, and an 8-byte load over several narrow stores cannot be
  * forwarded from the store buffer (a ~12-cycle stall per load, two per key).
  * Tagged IPoE keys come from ep_meta alone, without touching the frame;
  * PPPoE and untagged IPoE read the source MAC (the frame's first line).
  */
-static __rte_always_inline hash_sig_t
-up_key(const uint8_t *p, const struct ep_meta *md, struct bng_key *k)
+static __rte_always_inline void
+up_key(const uint8_t *p, const struct ep_meta *md, uint64_t *k0, uint64_t *k1)
 {
 	uint64_t outer = md->n_vlans >= 1 ? md->vlan_tci[0] & 0x0fff : 0;
 	uint64_t inner = md->n_vlans == 2 ? md->vlan_tci[1] & 0x0fff : 0;
@@ -210,9 +212,33 @@ up_key(const uint8_t *p, const struct ep_meta *md, struct bng_key *k)
 		w0 |= sess << 32;
 		w1 |= 1ull << 40;
 	}
-	memcpy(k, &w0, 8);
-	memcpy((uint8_t *)k + 8, &w1, 8);
-	return bng_key_hash(w0, w1);
+	*k0 = w0;
+	*k1 = w1;
+}
+
+/*
+ * The key data of a PPPoE session frame whose key words are @p w0, @p w1
+ * from the PPPoE map (struct bng_pppoe), 0 when its entry is another
+ * key's or none (the frame then goes to the hash): the block pointer, then
+ * the entry's data, key words and data again, one line.
+ */
+static __rte_always_inline uint64_t
+up_pppoe_data(const struct bng *b, uint64_t w0, uint64_t w1)
+{
+	uint16_t sess = (uint16_t)(w0 >> 32);
+	const struct bng_pppoe_ent *blk = __atomic_load_n(&b->pppoe->blk[sess / BNG_PPPOE_BLK],
+							   __ATOMIC_ACQUIRE);
+	const struct bng_pppoe_ent *e;
+	uint64_t v;
+
+	if (unlikely(blk == NULL))
+		return 0;
+	e = &blk[sess % BNG_PPPOE_BLK];
+	v = __atomic_load_n(&e->data, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&e->key[0], __ATOMIC_ACQUIRE) != w0 ||
+	    __atomic_load_n(&e->key[1], __ATOMIC_ACQUIRE) != w1)
+		return 0;
+	return __atomic_load_n(&e->data, __ATOMIC_RELAXED) == v ? v : 0;
 }
 
 /*
@@ -311,7 +337,10 @@ bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint1
  *
  *   pass 1  a QinQ IPoE frame whose VLAN pair is in the QinQ map (struct
  *           bng_qinq) has its key data from there: two loads, the first
- *           of a line every frame of that outer VID shares.  The others:
+ *           of a line every frame of that outer VID shares.  A PPPoE
+ *           session frame whose session id maps to its own key in the
+ *           PPPoE map (struct bng_pppoe) has it from there: the block
+ *           pointer and one line of the entry.  The others:
  *           keys from ep_meta (two word stores each, see up_key) and
  *           their hashes (two CRC32C instructions on the same registers:
  *           rte_hash would call its hash function through a pointer per
@@ -346,6 +375,7 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 	for (uint16_t i = 0; i < n; i++) {
 		const struct ep_meta *md = ep_meta(pkts[i]);
 		const uint8_t *p;
+		uint64_t w0, w1;
 
 		if (likely(md->n_vlans == 2 && md->user != BNG_USER_PPPOE)) {
 			/* A QinQ IPoE line: its VLAN pair, if mapped, is the
@@ -365,7 +395,21 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 			}
 		}
 		p = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
-		u->sig[nh] = up_key(p, md, &u->keys[nh]);
+		up_key(p, md, &w0, &w1);
+		if (md->user == BNG_USER_PPPOE) {
+			/* A PPPoE session: its id, if mapped to this key, is
+			 * the whole lookup (struct bng_pppoe). */
+			uint64_t v = up_pppoe_data(b, w0, w1);
+
+			if (likely(v != 0)) {
+				u->data[i] = (void *)(uintptr_t)v;
+				hits |= 1ull << i;
+				continue;
+			}
+		}
+		memcpy(&u->keys[nh], &w0, 8);
+		memcpy((uint8_t *)&u->keys[nh] + 8, &w1, 8);
+		u->sig[nh] = bng_key_hash(w0, w1);
 		u->key_ptr[nh] = &u->keys[nh];
 		hidx[nh++] = i;
 	}

@@ -48,18 +48,24 @@ bed(const char *extra)
 	return t;
 }
 
+/* 4096 QinQ lines; with @p pppoe, a PPPoE session on each (session id
+ * i + 1, client MAC 02:10:00:00:hi:lo), as the bench's PPPoE case. */
 static void
-add_subs(struct tb *t)
+add_subs(struct tb *t, bool pppoe)
 {
 	struct bng_sub_req *r = calloc(N_SUBS, sizeof(*r));
 	struct ep_err err;
 	char line[256];
 
 	for (int i = 0; i < N_SUBS; i++) {
-		snprintf(line, sizeof(line), "id=%d qinq=%d.%d ipv4=198.19.%d.%d "
+		char sess[24] = "";
+
+		if (pppoe)
+			snprintf(sess, sizeof(sess), " pppoe=%d", i + 1);
+		snprintf(line, sizeof(line), "id=%d qinq=%d.%d%s ipv4=198.19.%d.%d "
 			 "ipv6=2001:db8:%x::/56 mac=02:10:00:00:%02x:%02x policer=std pipe=std",
-			 i + 1, 100 + i / 1024, 1 + i % 1024, 1 + i / 256, i % 256, 0x1000 + i,
-			 i >> 8, i & 0xff);
+			 i + 1, 100 + i / 1024, 1 + i % 1024, sess, 1 + i / 256, i % 256,
+			 0x1000 + i, i >> 8, i & 0xff);
 		bng_sub_req_parse(&r[i], line, &err);
 	}
 	EP_CHECK_EQ(bng_sub_add(t->b, r, N_SUBS, NULL, &err), 0);
@@ -118,11 +124,12 @@ report(const char *what, struct ep_worker *w, const struct best *b, bool service
 
 /*
  * The uplink at the white paper's scale with @p extra config lines (NULL: the bed
- * as it is); fills @p best.  Returns the worker's test bed, to be freed by
- * the caller after reporting, or NULL when the config was refused.
+ * as it is), IPoE or (@p pppoe) PPPoE sessions on the QinQ lines; fills
+ * @p best.  Returns the worker's test bed, to be freed by the caller after
+ * reporting, or NULL when the config was refused.
  */
 static struct tb *
-run_uplink(const char *extra, struct best *best)
+run_uplink(const char *extra, bool pppoe, struct best *best)
 {
 	struct tb *t = bed(extra ? extra : "");
 	uint8_t (*f)[128];
@@ -131,12 +138,14 @@ run_uplink(const char *extra, struct best *best)
 	if (t == NULL)
 		return NULL;
 	f = malloc(N_SUBS * 128);
-	add_subs(t);
+	add_subs(t, pppoe);
 	for (int i = 0; i < N_SUBS; i++) {
 		char sip[32], dip[32];
-		struct tb_pkt p = { .n_vlans = 2, .vid = { 100 + i / 1024, 1 + i % 1024 }, .ip = 4,
-				    .sip = sip, .dip = dip, .sport = 30000 + i,
-				    .dport = 20000 + i, .payload = 128 - 14 - 8 - 28 };
+		const uint8_t mac[6] = { 0x02, 0x10, 0, 0, (uint8_t)(i >> 8), (uint8_t)i };
+		struct tb_pkt p = { .src = mac, .n_vlans = 2, .vid = { 100 + i / 1024, 1 + i % 1024 },
+				    .pppoe = pppoe, .session = (uint16_t)(i + 1), .ip = 4,
+				    .sip = sip, .dip = dip, .sport = 30000 + i, .dport = 20000 + i,
+				    .payload = 128 - 14 - 8 - 28 - (pppoe ? 8 : 0) };
 		uint32_t h = (uint32_t)i * 2654435761u;
 
 		snprintf(sip, sizeof(sip), "198.19.%d.%d", 1 + i / 256, i % 256);
@@ -178,12 +187,25 @@ run_uplink(const char *extra, struct best *best)
 EP_TEST(cycles_uplink_4k_subscribers_128B_qinq_150_acl_rules)
 {
 	struct best best;
-	struct tb *t = run_uplink(NULL, &best);
+	struct tb *t = run_uplink(NULL, false, &best);
 
 	EP_CHECK(t != NULL);
 	if (t == NULL)
 		return;
 	report("uplink", t->up, &best, false);
+	tb_free(t);
+}
+
+/* The same with a PPPoE session on each line (the bench's pppoe-128). */
+EP_TEST(cycles_uplink_4k_subscribers_128B_qinq_pppoe_150_acl_rules)
+{
+	struct best best;
+	struct tb *t = run_uplink(NULL, true, &best);
+
+	EP_CHECK(t != NULL);
+	if (t == NULL)
+		return;
+	report("uplink pppoe", t->up, &best, false);
 	tb_free(t);
 }
 
@@ -200,7 +222,7 @@ EP_TEST(cycles_uplink_acl_stage_by_classify_method)
 		struct tb *t;
 
 		snprintf(line, sizeof(line), "acl_classify = %s\n", names[i]);
-		t = run_uplink(line, &best);
+		t = run_uplink(line, false, &best);
 		if (t == NULL) {
 			printf("    acl_classify = %s: not usable here\n", names[i]);
 			continue;
@@ -225,7 +247,7 @@ EP_TEST(cycles_downlink_4k_subscribers_504B_hqos)
 	uint64_t out = 0, deq = 0, tdeq = 0, tsvc = 0;
 	struct best best;
 
-	add_subs(t);
+	add_subs(t, false);
 	d = t->down->pipeline_ctx;
 	for (int i = 0; i < N_SUBS; i++) {
 		char dip[32];

@@ -359,6 +359,88 @@ EP_TEST(qinq_map_mirrors_the_hash_and_falls_back_past_its_blocks)
 	tb_free(t);
 }
 
+/* A PPPoE session frame from client MAC 02:00:00:00:00:<mac> on QinQ pair
+ * 2.9 (the same line for every session of the test below). */
+static uint16_t
+up_pppoe(struct tb *t, uint16_t session, uint8_t mac, const char *sip)
+{
+	const uint8_t src[6] = { 0x02, 0, 0, 0, 0, mac };
+	struct tb_pkt p = { .src = src, .n_vlans = 2, .vid = { 2, 9 }, .pppoe = true,
+			    .session = session, .ip = 4, .sip = sip, .dip = "198.51.100.1",
+			    .payload = 10 };
+	uint8_t f[256];
+
+	return tb_run(t, t->up, f, tb_frame(f, &p), NULL, NULL);
+}
+
+/* The map's entry of PPPoE session @p session, or NULL without a block. */
+static const struct bng_pppoe_ent *
+pppoe_ent(struct tb *t, uint16_t session)
+{
+	const struct bng_pppoe_ent *blk = t->b->pppoe->blk[session / BNG_PPPOE_BLK];
+
+	return blk != NULL ? &blk[session % BNG_PPPOE_BLK] : NULL;
+}
+
+/* The PPPoE map (struct bng_pppoe) holds what the hash holds for PPPoE
+ * keys, through adds, replaces and deletes; a second session with an id in
+ * use (another client MAC) is the hash's alone and classified all the
+ * same, and a frame whose MAC is not its session's is not the session's. */
+EP_TEST(pppoe_map_mirrors_the_hash_and_leaves_a_shared_session_id_to_it)
+{
+	struct tb *t = tb_new("");
+	struct ep_err err;
+	const struct bng_pppoe_ent *e;
+	const struct bng_sub *s;
+
+	EP_CHECK(pppoe_ent(t, 0x121) == NULL);
+	EP_CHECK_EQ(add(t, "id=2 qinq=2.9 pppoe=0x121 mac=02:00:00:00:00:02 ipv4=198.18.62.2"), 0);
+	EP_CHECK_EQ(add(t, "id=3 qinq=2.9 pppoe=0x121 mac=02:00:00:00:00:03 ipv4=198.18.62.3"), 0);
+	e = pppoe_ent(t, 0x121);
+	EP_CHECK(e != NULL);
+	if (e == NULL) {
+		tb_free(t);
+		return;
+	}
+	s = bng_sub_get(t->b, 2);
+	EP_CHECK_EQ(e->data, (uint64_t)(uintptr_t)bng_key_data(s));
+	EP_CHECK(memcmp(e->key, &s->key, sizeof(e->key)) == 0);
+	EP_CHECK_EQ(up_pppoe(t, 0x121, 2, "198.18.62.2"), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(up_pppoe(t, 0x121, 3, "198.18.62.3"), EP_NEXT_TX(TB_CORE));  /* by the hash */
+	EP_CHECK_EQ(green(t, 2), 1);
+	EP_CHECK_EQ(green(t, 3), 1);
+	EP_CHECK_EQ(up_pppoe(t, 0x121, 4, "198.18.62.2"),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_SESSION));
+	EP_CHECK_EQ(up_pppoe(t, 0x122, 2, "198.18.62.2"),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_SESSION));
+	/* Same key: the entry names the new record. */
+	EP_CHECK_EQ(add(t, "id=2 qinq=2.9 pppoe=0x121 mac=02:00:00:00:00:02 ipv4=198.18.63.2"), 0);
+	s = bng_sub_get(t->b, 2);
+	EP_CHECK_EQ(e->data, (uint64_t)(uintptr_t)bng_key_data(s));
+	EP_CHECK_EQ(up_pppoe(t, 0x121, 2, "198.18.62.2"),
+		    EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE));
+	EP_CHECK_EQ(up_pppoe(t, 0x121, 2, "198.18.63.2"), EP_NEXT_TX(TB_CORE));
+	/* The owner goes: the entry is free, the other session still the
+	 * hash's; a new session of the id takes the entry. */
+	EP_CHECK_EQ(bng_sub_del(t->b, 2, &err), 0);
+	EP_CHECK_EQ(e->data, 0);
+	EP_CHECK_EQ(up_pppoe(t, 0x121, 2, "198.18.63.2"),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_SESSION));
+	EP_CHECK_EQ(up_pppoe(t, 0x121, 3, "198.18.62.3"), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(add(t, "id=4 qinq=2.9 pppoe=0x121 mac=02:00:00:00:00:04 ipv4=198.18.62.4"), 0);
+	s = bng_sub_get(t->b, 4);
+	EP_CHECK_EQ(e->data, (uint64_t)(uintptr_t)bng_key_data(s));
+	EP_CHECK_EQ(up_pppoe(t, 0x121, 4, "198.18.62.4"), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(up_pppoe(t, 0x121, 3, "198.18.62.3"), EP_NEXT_TX(TB_CORE));
+	/* A new key for id 4 (another session): the old entry freed. */
+	EP_CHECK_EQ(add(t, "id=4 qinq=2.9 pppoe=0x1ff mac=02:00:00:00:00:04 ipv4=198.18.62.4"), 0);
+	EP_CHECK_EQ(e->data, 0);
+	EP_CHECK_EQ(up_pppoe(t, 0x121, 4, "198.18.62.4"),
+		    EP_NEXT_DROP(EP_DROP_BNG_PPPOE_BAD_SESSION));
+	EP_CHECK_EQ(up_pppoe(t, 0x1ff, 4, "198.18.62.4"), EP_NEXT_TX(TB_CORE));
+	tb_free(t);
+}
+
 /* The downlink worker does not answer the HQoS pipe configuration (stuck
  * or descheduled past the time-out): the add fails, and nothing of it is
  * left -- no record, no key or address, no pipe taken, no generation (the

@@ -10,12 +10,12 @@
  *     submgmt    subscriber management: the destination MAC is the CPE's
  *                (when known), the source is not one of the CM's own
  *                addresses
- *     filter     DOCSIS filter groups (up to 2 per CM) and the CM's
- *                classifiers: two instances of the shared ACL module
- *                (dataplane/acl), one classify per instance, family and
- *                burst: the filter instance's key carries the CM's two
- *                filter-group ids (two lanes), the classifier instance's
- *                the CM id
+ *     filter     DOCSIS filter groups (up to 2 per CM) through the shared
+ *                ACL module (dataplane/acl), one classify per family and
+ *                burst, the key carrying the CM's two filter-group ids
+ *                (two lanes); the CM's classifiers: IPv4 frames from the
+ *                record's compiled table (struct cmts_cls4), IPv6 frames
+ *                through the classifier instance (the CM id in the key)
  *     classify   the classifier match -> service flow (SF), default SF
  *                when none matched
  *     sf_sched   per-SF token bucket (max sustained rate, max traffic
@@ -62,7 +62,9 @@
  *                          atomic store (a reader sees the old or the new id;
  *                          the record it then reads is RCU-protected)
  *   filters + classifiers  ACL instances <sg>-filter and <sg>-cls (ep_acl.h:
- *                          double-buffered rte_acl contexts)
+ *                          double-buffered rte_acl contexts); each CM
+ *                          record carries its classifiers compiled for
+ *                          IPv4 (immutable with the record)
  *   BPI+ keys              immutable key objects (rte_security sessions)
  *                          referenced by the records, freed after a grace
  *                          period when no record uses them
@@ -162,6 +164,31 @@ struct cmts_cls {
 #define CMTS_CLS_VALUE(idx, sf)     ((uint32_t)(idx) << 4 | (sf))
 #define CMTS_CLS_VALUE_SF(v)        ((uint8_t)((v) & 0x0f))
 
+/**
+ * A CM's classifiers that can match IPv4, compiled for one 16-lane compare
+ * per field (cmts_cls4_match): lane j is the j-th of the classifier ACL's
+ * list for the CM (priority descending, index ascending), so the lowest
+ * matching lane is the ACL's first match.  Fields no classifier restricts
+ * are left out of the compare (`uses`).  Addresses and ports in host order.
+ * Lines 0 and 2 are what a frame of the default profile's classifiers
+ * (protocol and destination port) reads.
+ */
+struct cmts_cls4 {
+	uint16_t dport_lo[CMTS_MAX_CLS], dport_hi[CMTS_MAX_CLS];
+	uint16_t sport_lo[CMTS_MAX_CLS], sport_hi[CMTS_MAX_CLS];
+	uint8_t proto[CMTS_MAX_CLS], proto_mask[CMTS_MAX_CLS];
+	uint8_t value[CMTS_MAX_CLS];    /**< CMTS_CLS_VALUE(index, SF) */
+	uint16_t valid;                 /**< lanes in use */
+	uint8_t uses;                   /**< CMTS_CLS4_* */
+	uint8_t tos_lo[CMTS_MAX_CLS] __rte_aligned(64), tos_hi[CMTS_MAX_CLS];
+	uint32_t src[CMTS_MAX_CLS] __rte_aligned(64), src_mask[CMTS_MAX_CLS];
+	uint32_t dst[CMTS_MAX_CLS], dst_mask[CMTS_MAX_CLS];
+};
+#define CMTS_CLS4_SPORT 0x01
+#define CMTS_CLS4_TOS   0x02
+#define CMTS_CLS4_SRC   0x04
+#define CMTS_CLS4_DST   0x08
+
 /** A downstream service flow (QoS parameter set, MULPI Annex C.2.2.7). */
 struct cmts_sf {
 	bool in_use;
@@ -203,6 +230,8 @@ struct cmts_cm {
 	bool bpi;                       /**< BPI+ enabled */
 	uint8_t n_sid;
 	uint16_t sid[CMTS_MAX_SID];
+	/* The classifiers as the downstream's filter stage matches IPv4. */
+	struct cmts_cls4 cls4 __rte_cache_aligned;
 	/* Control side (cm-get, ACL rebuilds). */
 	struct cmts_cls cls[CMTS_MAX_CLS];
 } __rte_cache_aligned;

@@ -308,6 +308,81 @@ cm_template(struct cmts_cm *cm)
 	cm->tpl_hcs = ep_docsis_hcs(cm->hdr_tpl, (uint32_t)cm->hdr_len - 2);
 }
 
+/* The CM's classifiers in the order they are tried: rule priority
+ * descending, ties to the lower index (MULPI's classifier rule priority). */
+static int
+cls_order(const struct cmts_cm *cm, uint8_t order[CMTS_MAX_CLS])
+{
+	int k = 0;
+
+	for (int i = 0; i < CMTS_MAX_CLS; i++)
+		if (cm->cls[i].in_use) {
+			int j = k++;
+
+			/* insertion by (prio desc, index asc) */
+			while (j > 0 && cm->cls[order[j - 1]].prio < cm->cls[i].prio) {
+				order[j] = order[j - 1];
+				j--;
+			}
+			order[j] = (uint8_t)i;
+		}
+	return k;
+}
+
+static uint32_t
+prefix_mask(uint8_t plen)
+{
+	return plen == 0 ? 0 : ~0u << (32 - RTE_MIN(plen, 32));
+}
+
+static uint32_t
+word_of(const uint8_t *a)
+{
+	return (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
+}
+
+/*
+ * The record's IPv4 classifiers for the filter stage's 16-lane compare
+ * (struct cmts_cls4), in the classifier ACL's order and with its field
+ * semantics (acl.c: protocol under a mask, address prefixes, inclusive
+ * port and tos ranges); a classifier for IPv6 only takes no lane.  An
+ * unused lane matches nothing (valid), so its fields stay zero.
+ */
+static void
+cm_cls4(struct cmts_cm *cm)
+{
+	struct cmts_cls4 *t = &cm->cls4;
+	uint8_t order[CMTS_MAX_CLS];
+	int k = cls_order(cm, order), n = 0;
+
+	memset(t, 0, sizeof(*t));
+	for (int j = 0; j < k; j++) {
+		const struct cmts_cls *c = &cm->cls[order[j]];
+		const struct ep_acl_rule *r = &c->m;
+
+		if (r->family == 6)
+			continue;
+		t->dport_lo[n] = r->dport_lo;
+		t->dport_hi[n] = r->dport_hi;
+		t->sport_lo[n] = r->sport_lo;
+		t->sport_hi[n] = r->sport_hi;
+		t->proto_mask[n] = r->any_proto ? 0 : 0xff;
+		t->proto[n] = r->proto & t->proto_mask[n];
+		t->tos_lo[n] = r->tos_lo;
+		t->tos_hi[n] = r->tos_hi;
+		t->src_mask[n] = prefix_mask(r->src_plen);
+		t->src[n] = word_of(r->src) & t->src_mask[n];
+		t->dst_mask[n] = prefix_mask(r->dst_plen);
+		t->dst[n] = word_of(r->dst) & t->dst_mask[n];
+		t->value[n] = (uint8_t)CMTS_CLS_VALUE(order[j], c->sf);
+		t->uses |= (r->sport_lo != 0 || r->sport_hi != UINT16_MAX ? CMTS_CLS4_SPORT : 0) |
+			   (r->tos_lo != 0 || r->tos_hi != UINT8_MAX ? CMTS_CLS4_TOS : 0) |
+			   (r->src_plen != 0 ? CMTS_CLS4_SRC : 0) |
+			   (r->dst_plen != 0 ? CMTS_CLS4_DST : 0);
+		t->valid |= (uint16_t)(1u << n++);
+	}
+}
+
 static void
 sf_default(struct cmts_sf *sf)
 {
@@ -491,6 +566,7 @@ cm_build(struct cmts_sg *sg, const struct cmts_cm_req *r, struct cmts_cm *rec,
 	}
 	rec->ds_key = rec->bpi ? rec->key[rec->ds_kseq & 1] : NULL;
 	cm_template(rec);
+	cm_cls4(rec);
 	return 0;
 }
 
@@ -603,6 +679,7 @@ cm_edit(struct cmts_sg *sg, uint32_t id,
 	}
 	rec->ds_key = rec->bpi ? rec->key[rec->ds_kseq & 1] : NULL;
 	cm_template(rec);
+	cm_cls4(rec);
 	/* The classifiers first, with the new record in place: a failed ACL
 	 * build leaves both as they were.  Until the record is published a
 	 * frame may meet a classifier whose SF the old record lacks: the
@@ -959,19 +1036,8 @@ cmts_cls_commit(struct cmts_sg *sg, const struct cmts_cm *rec, struct ep_err *er
 		for (uint32_t id = 1; id <= sg->p.max_cms; id++) {
 			const struct cmts_cm *cm = rec != NULL && rec->id == id ? rec : sg->cms[id];
 			uint8_t order[CMTS_MAX_CLS];
-			int k = 0;
+			int k = cm != NULL ? cls_order(cm, order) : 0;
 
-			for (int i = 0; cm != NULL && i < CMTS_MAX_CLS; i++)
-				if (cm->cls[i].in_use) {
-					int j = k++;
-
-					/* insertion by (prio desc, index asc) */
-					while (j > 0 && cm->cls[order[j - 1]].prio < cm->cls[i].prio) {
-						order[j] = order[j - 1];
-						j--;
-					}
-					order[j] = (uint8_t)i;
-				}
 			for (int j = 0; j < k; j++, n++) {
 				const struct cmts_cls *c = &cm->cls[order[j]];
 

@@ -13,11 +13,12 @@
  *             gave one, must be the frame's destination; the source must
  *             not be one of the CM's own addresses (a reflection or a
  *             spoofed packet: it cannot come from the CM through the network)
- *   filter    the shared ACL module (dataplane/acl) twice per burst: the
- *             filter instance with the CM's two filter groups as two lanes
- *             (deny wins; no match: the SG's default action), the
- *             classifier instance with the CM id, whose match is kept in
- *             ep_meta.nexthop for the classify stage
+ *   filter    the shared ACL module (dataplane/acl): the filter instance
+ *             with the CM's two filter groups as two lanes (deny wins; no
+ *             match: the SG's default action); then the CM's classifiers
+ *             on the same keys (IPv4: the record's compiled table, IPv6:
+ *             the classifier instance with the CM id), whose match is
+ *             kept in ep_meta.nexthop for the classify stage
  *   classify  classifier match -> SF (SF 0 when none matched or the SF is
  *             gone), per-CM matched/unmatched counters
  *   framing   the CM's header template (cmts_cm.c), LEN, the SF's traffic
@@ -31,11 +32,13 @@
  *             earlier bursts' (cmts_crypto.c)
  */
 #define ALLOW_EXPERIMENTAL_API 1
+#include <rte_cpuflags.h>
 #include <rte_cryptodev.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 #include <rte_security.h>
+#include <rte_vect.h>
 
 #include "ep_docsis.h"
 #include "ep_parse.h"
@@ -277,10 +280,11 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 /* ---- filter (and the classifier lookup) ---- */
 
 /*
- * Two classify calls of the shared ACL module per burst (each one
- * rte_acl_classify per family): the SG's filter instance with the CM's two
- * filter groups as the two lanes of each frame's key, then its classifier
- * instance with the CM id.  Deny in either group wins; no match in either:
+ * The SG's filter instance of the shared ACL module (one rte_acl_classify
+ * per family and burst) with the CM's two filter groups as the two lanes
+ * of each frame's key; then the classifiers: an IPv4 frame's from its
+ * CM's compiled table, an IPv6 frame's through the classifier instance
+ * with the CM id.  Deny in either group wins; no match in either:
  * the SG's filter_default (the instance's default action).  The
  * classifier's value (index and SF) waits in ep_meta.nexthop for classify.
  */
@@ -302,10 +306,20 @@ cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		d->fg_ids[2 * i + 1] = likely(cm != NULL) ? cm->fg[1] : 0;
 		d->cm_ids[i] = (uint16_t)id;
 	}
-	/* One key pass for both instances (the layouts differ only in the ids). */
+	/* One key pass for both matches (the layouts differ only in the ids). */
 	ep_acl_keys_build(fs, &d->acl, pkts, n);
 	ep_acl_classify_keys(fs, &d->acl, d->fg_ids, d->fg_res);
-	ep_acl_classify_keys(cs, &d->acl, d->cm_ids, d->cls_res);
+	if (unlikely(d->acl.n6 != 0)) {
+		/* The classifier ACL for the IPv6 frames only: its IPv4 slots
+		 * are left out (they read EP_ACL_NOT_IP) and the IPv4 frames
+		 * take their CM's compiled table below. */
+		uint16_t n4 = d->acl.n4;
+
+		d->acl.n4 = 0;
+		ep_acl_classify_keys(cs, &d->acl, d->cm_ids, d->cls_res);
+		d->acl.n4 = n4;
+	}
+	d->cls4_burst(d, pkts, n, d->cls_res);
 	for (uint16_t i = 0; i < n; i++) {
 		int matched;
 
@@ -318,13 +332,52 @@ cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		}
 		permit++;
 		unmatched += !matched;
-		ep_meta(pkts[i])->nexthop = d->cls_res[i] != 0 ?
-			1 + ep_acl_res_value(cs, d->cls_res[i]) : 0;
+		ep_meta(pkts[i])->nexthop = likely(ep_meta(pkts[i])->l3_type == EP_L3_IPV4) ?
+			d->cls_res[i] : d->cls_res[i] != 0 ? 1 + ep_acl_res_value(cs, d->cls_res[i]) : 0;
 	}
 	d->filter_permit += permit;
 	d->filter_deny += deny;
 	d->filter_unmatched += unmatched;
 	return out;
+}
+
+/*
+ * The IPv4 frames' classifiers, from their CM's compiled table: one body,
+ * two compilations (cmts_worker.h says why), the stage calls the one
+ * cmts_ds_build picked.  A CM gone since the lookup matches nothing (the
+ * classify stage drops its frames).
+ */
+#define CLS4_BURST(name, attr, match)						\
+static attr void								\
+name(const struct cmts_ds *d, struct rte_mbuf **pkts, uint16_t n, uint32_t *val)	\
+{										\
+	for (uint16_t i = 0; i < n; i++) {					\
+		const struct cmts_cm *cm;					\
+										\
+		if (unlikely(ep_meta(pkts[i])->l3_type != EP_L3_IPV4))		\
+			continue;						\
+		cm = cmts_cm_of(d->sg, d->cm_ids[i]);				\
+		val[i] = likely(cm != NULL) ? match(&cm->cls4, &d->acl.key[i].v4s) : 0;	\
+	}									\
+}
+CLS4_BURST(cls4_burst_scalar, , cmts_cls4_match_scalar)
+#ifdef RTE_ARCH_X86
+CLS4_BURST(cls4_burst_avx512, CMTS_AVX512, cmts_cls4_match_avx512)
+#endif
+
+/* AVX-512 F, BW and VL at 256 bits when the CPU has them and the EAL
+ * allows 256-bit vectors (its default on x86). */
+static cmts_cls4_burst_fn *
+cls4_pick(void)
+{
+#ifdef RTE_ARCH_X86
+	if (rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512F) > 0 &&
+	    rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512BW) > 0 &&
+	    rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512VL) > 0 &&
+	    rte_vect_get_max_simd_bitwidth() >= RTE_VECT_SIMD_256)
+		return cls4_burst_avx512;
+#endif
+	return cls4_burst_scalar;
 }
 
 /* ---- classify ---- */
@@ -598,6 +651,7 @@ cmts_ds_build(struct cmts_sg *sg, struct ep_worker *w, uint16_t tx, struct ep_er
 	d->sg = sg;
 	d->w = w;
 	d->rpd_port = tx;
+	d->cls4_burst = cls4_pick();
 	d->dyn = rte_zmalloc_socket("cmts_dsdyn", sizeof(d->dyn[0]) * (sg->p.max_cms + 1),
 				    RTE_CACHE_LINE_SIZE, socket);
 	if (d->dyn == NULL) {

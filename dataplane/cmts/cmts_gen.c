@@ -32,6 +32,20 @@
  * payload zeroed (a consumer in the same process encrypted it in place);
  * per upstream packet the frames' bytes are copied from the templates.
  *
+ * Where the consumer finds the packets (`hold_pkts`).  A NIC writes a
+ * received frame by DMA: into the last-level cache where the platform
+ * injects I/O writes there (Intel's Data Direct I/O into a few ways of the
+ * LLC; AMD's Smart Data Cache Injection into L3, steered by PCIe TLP
+ * processing hints), otherwise into memory, invalidating cached copies.
+ * Never into another core's private L1/L2 in the Modified state, which is
+ * where a generator on another core leaves a packet it hands over at once:
+ * the consumer then pulls every line out of the generator's core.  With
+ * hold_pkts = N the generator keeps each packet back until N newer ones
+ * were written (a FIFO, order kept): N packets' bytes larger than the
+ * generator core's L2 have pushed the old one out of it, into the shared
+ * L3 (a mostly-exclusive victim cache of the L2s on AMD's Zen), which is
+ * what DDIO leaves.  0 (the default) hands every packet over at once.
+ *
  * Frames use the same size convention as the gen pipeline (Ethernet frame
  * with its 4-byte FCS): a 1280-byte downstream frame is 1276 bytes in the
  * mbuf; an upstream 1280-byte frame is a DOCSIS PDU of 1280 bytes (the
@@ -63,6 +77,7 @@
 #define GEN_MAX_SIZE    1518
 #define GEN_US_SEGS     32              /* PSP segments per UEPI packet at most */
 #define GEN_CALL_MS     1000
+#define GEN_MAX_HOLD    4096            /* hold_pkts: a quarter of the pool per direction */
 
 static const uint8_t net_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x0b, 0x02 };
 
@@ -87,6 +102,8 @@ struct gen_dir {
 	uint32_t slot;          /* position in mix.sched */
 	struct rte_mbuf *pend[EP_BURST_MAX];
 	uint16_t n_pend, pend_off;
+	struct cmts_fifo hold;          /* written, not yet handed over (hold_pkts) */
+	uint16_t hold_pkts;
 	uint64_t pkts, frames, bytes, alloc_failed;
 };
 
@@ -684,7 +701,17 @@ dir_make(struct cmts_gen *g, struct gen_dir *d, uint64_t now, struct rte_mbuf **
 		d->alloc_failed += n;
 		return 0;
 	}
-	return make(g, pkts, n);
+	n = make(g, pkts, n);
+	if (d->hold_pkts == 0)
+		return n;
+	/* The new packets join the line; what is beyond hold_pkts leaves
+	 * (the FIFO has room for hold_pkts plus a burst). */
+	for (uint16_t i = 0; i < n; i++)
+		cmts_fifo_push(&d->hold, pkts[i]);
+	n = 0;
+	while (d->hold.n > d->hold_pkts)
+		pkts[n++] = cmts_fifo_pop(&d->hold);
+	return n;
 }
 
 /* The worker's source: a burst of each direction that has nothing pending
@@ -810,11 +837,33 @@ on_off(struct ep_engine *e, struct ep_worker *w, const char *key, bool def, bool
 	return 0;
 }
 
+static int
+hold_init(struct gen_dir *d, uint16_t hold, int socket)
+{
+	uint32_t size = rte_align32pow2((uint32_t)hold + EP_BURST_MAX);
+
+	d->hold.slot = rte_zmalloc_socket("cmts_gen_hold", sizeof(d->hold.slot[0]) * size,
+					  RTE_CACHE_LINE_SIZE, socket);
+	if (d->hold.slot == NULL)
+		return -1;
+	d->hold.mask = (uint16_t)(size - 1);
+	d->hold_pkts = hold;
+	return 0;
+}
+
+static void
+hold_free(struct gen_dir *d)
+{
+	while (d->hold.n != 0)
+		rte_pktmbuf_free(cmts_fifo_pop(&d->hold));
+	rte_free(d->hold.slot);
+}
+
 int
 cmts_gen_build(struct ep_engine *e, struct ep_worker *w, struct cmts_sg *sg, struct ep_err *err)
 {
 	int socket = (int)rte_lcore_to_socket_id(w->lcore);
-	uint64_t ds_rate, us_rate, cls, flt, bf, mtu;
+	uint64_t ds_rate, us_rate, cls, flt, bf, mtu, hold;
 	char name[RTE_MEMPOOL_NAMESIZE];
 	bool have_ds, have_us;
 	struct cmts_gen *g;
@@ -837,7 +886,8 @@ cmts_gen_build(struct ep_engine *e, struct ep_worker *w, struct cmts_sg *sg, str
 	    ep_cfg_u64(e->cfg, w->cfg, "ds_cls_share", 10, 0, 100, &cls, err) < 0 ||
 	    ep_cfg_u64(e->cfg, w->cfg, "ds_filter_share", 10, 0, 100, &flt, err) < 0 ||
 	    ep_cfg_u64(e->cfg, w->cfg, "us_burst_frames", 8, 1, 64, &bf, err) < 0 ||
-	    ep_cfg_u64(e->cfg, w->cfg, "us_mtu", 1500, 576, 9000, &mtu, err) < 0)
+	    ep_cfg_u64(e->cfg, w->cfg, "us_mtu", 1500, 576, 9000, &mtu, err) < 0 ||
+	    ep_cfg_u64(e->cfg, w->cfg, "hold_pkts", 0, 0, GEN_MAX_HOLD, &hold, err) < 0)
 		return -1;
 	if (!have_ds && !have_us)
 		return ep_cfg_section_error(e->cfg, w->cfg, err, "cmts-gen needs ds_port, us_port "
@@ -865,6 +915,9 @@ cmts_gen_build(struct ep_engine *e, struct ep_worker *w, struct cmts_sg *sg, str
 		(uint16_t)(RTE_PKTMBUF_HEADROOM + RTE_MAX(mtu + 14, 2048u)), socket, "ring_mt_rts");
 	if (g->pool == NULL)
 		return ep_err_set(err, "cmts-gen: no memory for its packet pool");
+	if (hold != 0 && (hold_init(&g->ds, (uint16_t)hold, socket) < 0 ||
+			  hold_init(&g->us, (uint16_t)hold, socket) < 0))
+		return ep_err_set(err, "cmts-gen: no memory for hold_pkts");
 	if (have_ds && flows_build(g, (uint32_t)cls, (uint32_t)flt, socket, err) < 0)
 		return -1;
 	if (have_us && us_build(g, socket, err) < 0)
@@ -881,6 +934,8 @@ cmts_gen_free(struct cmts_gen *g)
 		return;
 	rte_pktmbuf_free_bulk(g->ds.pend + g->ds.pend_off, g->ds.n_pend - g->ds.pend_off);
 	rte_pktmbuf_free_bulk(g->us.pend + g->us.pend_off, g->us.n_pend - g->us.pend_off);
+	hold_free(&g->ds);
+	hold_free(&g->us);
 	rte_free(g->flows);
 	rte_free(g->frames);
 	rte_free(g->frame_len);

@@ -22,6 +22,13 @@
 #ifndef EP_CMTS_WORKER_H
 #define EP_CMTS_WORKER_H
 
+#include <rte_config.h>
+#ifdef RTE_ARCH_X86
+#include <immintrin.h>
+#endif
+
+#include <rte_byteorder.h>
+#include <rte_common.h>
 #include <rte_crypto.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
@@ -104,6 +111,11 @@ struct cmts_ds_chan {
 	uint64_t mpt_pkts;
 };
 
+/** The classifier matches of a burst's IPv4 frames (cmts_cls4_match_*). */
+struct cmts_ds;
+typedef void cmts_cls4_burst_fn(const struct cmts_ds *d, struct rte_mbuf **pkts, uint16_t n,
+				uint32_t *val);
+
 /** Downstream worker. */
 struct cmts_ds {
 	struct cmts_sg *sg;
@@ -144,7 +156,8 @@ struct cmts_ds {
 	uint16_t fg_ids[EP_BURST_MAX * CMTS_MAX_FG_PER_CM];  /**< filter lanes per frame */
 	uint16_t cm_ids[EP_BURST_MAX];
 	uint32_t fg_res[EP_BURST_MAX * CMTS_MAX_FG_PER_CM];
-	uint32_t cls_res[EP_BURST_MAX];
+	uint32_t cls_res[EP_BURST_MAX];     /**< IPv4: CMTS_CLS_VALUE + 1 or 0; IPv6: the ACL's */
+	cmts_cls4_burst_fn *cls4_burst;     /**< scalar or AVX-512, by the CPU */
 	uint8_t hkey[EP_BURST_MAX][16];
 	const void *hkey_ptr[EP_BURST_MAX];
 	void *hdata[EP_BURST_MAX];
@@ -257,6 +270,104 @@ cmts_prefetch_rest(struct rte_mbuf *m)
 	for (uint32_t o = RTE_CACHE_LINE_SIZE; o < m->data_len; o += RTE_CACHE_LINE_SIZE)
 		rte_prefetch1_write(p + o);
 }
+
+/*
+ * The first of CM table @p t's classifiers an IPv4 frame with key @p k
+ * (the ACL module's keyed layout, network order) matches: its
+ * CMTS_CLS_VALUE + 1, or 0.  Why not the classifier ACL for IPv4: its trie
+ * holds every CM's classifiers (4800 rules in the default profile), and a
+ * frame's walk through it, with the CM id in the key, cost ~53 of the
+ * filter stage's ~115 cycles a frame (docs/cmts.md); a CM has at most 16
+ * classifiers, one AVX-512 compare per field (256 bits) covers them all.  IPv6 frames
+ * keep the ACL (128-bit prefixes, few frames).
+ *
+ * Two bodies: a scalar loop for any x86, and AVX-512 (F, BW, VL) compiled
+ * for that target only -- Debian's libdpdk cflags end in -march=corei7,
+ * which overrides the project's -march=native -- and chosen at start-up
+ * from the CPU's flags (cmts_ds_build), as rte_acl chooses its methods.
+ */
+static __rte_always_inline uint32_t
+cmts_cls4_hit(const struct cmts_cls4 *t, uint32_t m)
+{
+	return m != 0 ? 1u + t->value[rte_bsf32(m)] : 0;
+}
+
+static __rte_always_inline uint32_t
+cmts_cls4_match_scalar(const struct cmts_cls4 *t, const struct ep_acl_key4_set *k)
+{
+	uint16_t dport = rte_be_to_cpu_16(k->dport), sport = rte_be_to_cpu_16(k->sport);
+	uint32_t src, dst, m = 0;
+
+	memcpy(&src, k->src, 4);
+	memcpy(&dst, k->dst, 4);
+	src = rte_be_to_cpu_32(src);
+	dst = rte_be_to_cpu_32(dst);
+	for (int j = 0; j < CMTS_MAX_CLS; j++)
+		m |= (uint32_t)(((t->valid >> j) & 1) &&
+				dport >= t->dport_lo[j] && dport <= t->dport_hi[j] &&
+				sport >= t->sport_lo[j] && sport <= t->sport_hi[j] &&
+				(k->proto & t->proto_mask[j]) == t->proto[j] &&
+				k->tos >= t->tos_lo[j] && k->tos <= t->tos_hi[j] &&
+				(src & t->src_mask[j]) == t->src[j] &&
+				(dst & t->dst_mask[j]) == t->dst[j]) << j;
+	return cmts_cls4_hit(t, m);
+}
+
+#ifdef RTE_ARCH_X86
+#define CMTS_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* Lanes whose prefix holds address @p a (network order): two 256-bit
+ * halves, the width the EAL allows by default. */
+static __rte_always_inline CMTS_AVX512 uint32_t
+cmts_cls4_prefix_avx512(const uint8_t a[4], const uint32_t *val, const uint32_t *mask)
+{
+	uint32_t w;
+	__m256i v;
+
+	memcpy(&w, a, 4);
+	v = _mm256_set1_epi32((int)rte_be_to_cpu_32(w));
+	return _mm256_cmpeq_epi32_mask(_mm256_and_si256(v, _mm256_loadu_si256((const void *)mask)),
+				       _mm256_loadu_si256((const void *)val)) |
+	       (uint32_t)_mm256_cmpeq_epi32_mask(
+			_mm256_and_si256(v, _mm256_loadu_si256((const void *)(mask + 8))),
+			_mm256_loadu_si256((const void *)(val + 8))) << 8;
+}
+
+/* Fields no classifier restricts (t->uses) are skipped: the default
+ * profile's classifiers read the dport and protocol lines only. */
+static __rte_always_inline CMTS_AVX512 uint32_t
+cmts_cls4_match_avx512(const struct cmts_cls4 *t, const struct ep_acl_key4_set *k)
+{
+	__m256i dp = _mm256_set1_epi16((short)rte_be_to_cpu_16(k->dport));
+	__m128i pr = _mm_set1_epi8((char)k->proto);
+	uint32_t m;
+
+	m = t->valid &
+	    _mm256_cmp_epu16_mask(dp, _mm256_loadu_si256((const void *)t->dport_lo), _MM_CMPINT_NLT) &
+	    _mm256_cmp_epu16_mask(dp, _mm256_loadu_si256((const void *)t->dport_hi), _MM_CMPINT_LE) &
+	    _mm_cmpeq_epi8_mask(_mm_and_si128(pr, _mm_loadu_si128((const void *)t->proto_mask)),
+				_mm_loadu_si128((const void *)t->proto));
+	if (m != 0 && (t->uses & CMTS_CLS4_SPORT)) {
+		__m256i sp = _mm256_set1_epi16((short)rte_be_to_cpu_16(k->sport));
+
+		m &= _mm256_cmp_epu16_mask(sp, _mm256_loadu_si256((const void *)t->sport_lo),
+					   _MM_CMPINT_NLT) &
+		     _mm256_cmp_epu16_mask(sp, _mm256_loadu_si256((const void *)t->sport_hi),
+					   _MM_CMPINT_LE);
+	}
+	if (m != 0 && (t->uses & CMTS_CLS4_TOS)) {
+		__m128i tos = _mm_set1_epi8((char)k->tos);
+
+		m &= _mm_cmp_epu8_mask(tos, _mm_loadu_si128((const void *)t->tos_lo), _MM_CMPINT_NLT) &
+		     _mm_cmp_epu8_mask(tos, _mm_loadu_si128((const void *)t->tos_hi), _MM_CMPINT_LE);
+	}
+	if (m != 0 && (t->uses & CMTS_CLS4_SRC))
+		m &= cmts_cls4_prefix_avx512(k->src, t->src, t->src_mask);
+	if (m != 0 && (t->uses & CMTS_CLS4_DST))
+		m &= cmts_cls4_prefix_avx512(k->dst, t->dst, t->dst_mask);
+	return cmts_cls4_hit(t, m);
+}
+#endif
 
 /** The current record of a CM id, NULL when it is gone. */
 static __rte_always_inline const struct cmts_cm *

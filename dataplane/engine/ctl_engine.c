@@ -125,18 +125,23 @@ port_json(const struct ep_port *p)
 						  RTE_PKTMBUF_HEADROOM) % RTE_CACHE_LINE_SIZE));
 	if (p->started && rte_eth_stats_get(p->port_id, &st) == 0) {
 		json_t *s;
-		/* af_packet: frames the kernel dropped on a full ring (af_packet.c),
-		 * which the 22.11 PMD does not count, are missed frames too. */
+		/* af_packet: frames the kernel dropped on a full ring, and AF_XDP:
+		 * on a full rx ring (af_packet.c), which the 22.11 PMDs do not
+		 * count, are missed frames too. */
 		bool afp = ep_af_packet_sockets(p->index) != 0;
+		bool xsk = ep_xsk_sockets(p->index) != 0;
 		uint64_t kdrops = afp ? ep_af_packet_drops(p->index) : 0;
+		uint64_t xfull = xsk ? ep_xsk_ring_full(p->index) : 0;
 
 		s = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			"ipackets", (json_int_t)st.ipackets, "opackets", (json_int_t)st.opackets,
 			"ibytes", (json_int_t)st.ibytes, "obytes", (json_int_t)st.obytes,
-			"imissed", (json_int_t)(st.imissed + kdrops), "ierrors", (json_int_t)st.ierrors,
+			"imissed", (json_int_t)(st.imissed + kdrops + xfull), "ierrors", (json_int_t)st.ierrors,
 			"oerrors", (json_int_t)st.oerrors, "rx_nombuf", (json_int_t)st.rx_nombuf);
 		if (afp)
 			json_object_set_new(s, "af_packet_drops", json_integer((json_int_t)kdrops));
+		if (xsk)
+			json_object_set_new(s, "xsk_rx_ring_full", json_integer((json_int_t)xfull));
 		json_object_set_new(o, "stats", s);
 	}
 	if (p->started && rte_eth_link_get_nowait(p->port_id, &link) == 0)

@@ -45,6 +45,8 @@ unsigned int ep_af_packet_sockets(uint16_t port);
 int ep_af_packet_fd(uint16_t port, uint16_t queue);  /* its rx queue's socket, or -1 */
 int ep_port_rx_fd(uint16_t port, uint16_t queue);    /* af_packet or AF_XDP socket, or -1 */
 uint64_t ep_af_packet_drops(uint16_t port);      /* ring-full drops since start */
+uint64_t ep_xsk_ring_full(uint16_t port);       /* AF_XDP rx-ring-full drops since start */
+unsigned int ep_xsk_sockets(uint16_t port);      /* AF_XDP sockets of a port */
 void ep_xsk_claim(uint16_t port);                /* AF_XDP sockets set up since: port's */
 void ep_af_packet_forget(void);                  /* before the PMD closes them */
 

@@ -173,6 +173,11 @@ struct ep_worker {
 	 * (a policer's clock) reads it here instead of paying its own rdtsc
 	 * (~25 cycles on this machine's EPYC under KVM, once per burst). */
 	uint64_t stage_tsc;
+	uint32_t bursts;                /**< bursts polled: every EP_STAGE_TIMED_EVERY-th is timed per stage */
+	/** The shares of rx, each stage and tx in the last timed burst that
+	 *  ran them all (16-bit fixed point): how the other bursts' time is
+	 *  split (worker.c). */
+	uint32_t stage_share[EP_MAX_STAGES + 2];
 
 	struct ep_worker_stats stats;
 	struct rte_ring *msgq;          /**< struct ep_worker_msg * from the control thread */

@@ -14,9 +14,14 @@
  *   EP_NEXT_CONSUMED               -> the stage kept or freed the mbuf itself
  *
  * When a stage returns 0 the pass is skipped, so a stage that diverts nothing
- * costs only its own work.  Calls are timed by one rdtsc per stage boundary
- * (~25 cycles per burst, under a cycle a packet at a burst of 32), so timing
- * stays on; the read is the stage's clock, w->stage_tsc.
+ * costs only its own work.  Every stage is timed: a polling worker reads the
+ * clock at each stage boundary on one burst in EP_STAGE_TIMED_EVERY, and on
+ * the others once after tx, splitting that burst's exact time over rx, the
+ * stages and tx by the shares of the last timed burst (worker.c; rdtsc
+ * costs ~80 cycles on some virtual machines, six of them a burst ~8 cycles
+ * a packet).  w->stage_tsc is the stage's clock: when it was called on a
+ * timed burst, when the burst's rx began on the others (at most the
+ * burst's length, a few microseconds, older).
  *
  * Stage functions must not block, allocate from the heap, take locks or
  * sleep.  Tables they read change only by the three ways of ep_rcu.h.
@@ -31,6 +36,7 @@
 #include "ep_meta.h"
 
 #define EP_BURST_MAX 64         /**< largest burst a stage sees */
+#define EP_STAGE_TIMED_EVERY 16 /**< a polling worker times each stage on one burst in this many (power of 2) */
 
 #define EP_NEXT_CONTINUE  ((uint16_t)0)
 #define EP_NEXT_CONSUMED  ((uint16_t)0x2000)

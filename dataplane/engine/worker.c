@@ -14,12 +14,14 @@
  *       poll again or pause; a pause goes RCU-offline, sleeps, waits on the
  *       rx sockets or in the core's light sleep, and comes back online
  *
- * Cost of the machinery itself: one rdtsc per stage boundary (the end of
- * one stage is the start of the next: rx, each stage and tx cost one read
- * each, and an iteration starts where the last one ended; rdtsc is ~25
- * cycles on some hosts and ~80 back to back on the Zen 3 guest of
- * docs/benchmarks.md, where the router's eight reads a burst measured ~8
- * cycles a packet all told), a 64-byte memset of next[], and the dispatch pass only
+ * Cost of the machinery itself: one clock read a burst (after tx; an
+ * iteration starts where the last one ended), and on one burst in
+ * EP_STAGE_TIMED_EVERY one per stage boundary instead (see split_untimed:
+ * rx, the stages and tx still get every burst's cycles, split by the timed
+ * bursts' shares).  rdtsc is ~25 cycles on some hosts and ~80 back to back
+ * on the guests of docs/benchmarks.md, where the router's seven reads a
+ * burst cost ~8 cycles a packet.  Then a memset of next[] per stage, and
+ * the dispatch pass only
  * when a stage diverted something -- with a short cut when it sent the
  * whole burst to one port, as a pipeline's last stage does.
  */
@@ -124,12 +126,10 @@ dispatch(struct ep_worker *w, struct ep_stage *s, struct rte_mbuf **pkts, const 
 	return keep;
 }
 
-/* tx of the queued packets, timed from @p t0 (the end of the last stage);
- * returns the time it ended. */
-static uint64_t
-flush_tx_at(struct ep_worker *w, uint64_t t0)
+/* tx of the queued packets, untimed. */
+static inline void
+flush_tx(struct ep_worker *w)
 {
-	uint64_t t1;
 	uint32_t pending = w->tx_pending;
 	uint64_t sent_total = 0, offered = 0;
 
@@ -153,6 +153,16 @@ flush_tx_at(struct ep_worker *w, uint64_t t0)
 	w->tx_stage.stats.pkts_in += offered;
 	w->tx_stage.stats.pkts_out += sent_total;
 	w->stats.tx_pkts += sent_total;
+}
+
+/* tx of the queued packets, timed from @p t0 (the end of the last stage);
+ * returns the time it ended. */
+static uint64_t
+flush_tx_at(struct ep_worker *w, uint64_t t0)
+{
+	uint64_t t1;
+
+	flush_tx(w);
 	t1 = rte_rdtsc();
 	w->tx_stage.stats.cycles += t1 - t0;
 	return t1;
@@ -257,32 +267,84 @@ run_service(struct ep_worker *w, uint64_t *tsc)
 }
 
 /*
- * The stages over one burst with the TSC chained: @p tsc is the time the
- * burst starts (the end of rx) and comes back as the time its last stage
- * ended, which is the start of the tx that follows.
+ * Where a burst's cycles go.  A timed burst reads the clock at every stage
+ * boundary (rdtsc: ~80 TSC ticks back to back on the Zen 4 guest of
+ * docs/benchmarks.md; seven reads a burst were ~9 cycles a packet of the
+ * router's ~150) and keeps the shares of rx, each stage and tx in it
+ * (16-bit fixed point).  The other bursts of a polling worker
+ * (EP_STAGE_TIMED_EVERY - 1 of every EP_STAGE_TIMED_EVERY) read it once,
+ * after their tx, and split that exact total by the shares of the last
+ * timed burst that ran every stage and tx; the last part that ran gets the
+ * rest, so the parts always add up to the burst's time.
  */
-static uint16_t
-run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc)
+#define SHARE_RX 0
+#define SHARE_STAGE(si) (1 + (si))
+
+static __rte_always_inline uint64_t
+share_of(const struct ep_worker *w, int part, uint64_t total)
+{
+	return (total * w->stage_share[part]) >> 16;
+}
+
+/* Stages [0, @p n_ran) ran, then tx if @p tx; @p total cycles since the
+ * burst's rx began. */
+static inline void
+split_untimed(struct ep_worker *w, int n_ran, bool tx, uint64_t total)
+{
+	uint64_t given = share_of(w, SHARE_RX, total), c;
+	int si;
+
+	w->rx_stage.stats.cycles += given;
+	for (si = 0; si < n_ran - 1 + tx; si++) {
+		c = share_of(w, SHARE_STAGE(si), total);
+		w->stages[si].stats.cycles += c;
+		given += c;
+	}
+	c = total - RTE_MIN(given, total);
+	if (tx)
+		w->tx_stage.stats.cycles += c;
+	else
+		w->stages[si].stats.cycles += c;
+}
+
+/*
+ * The stages over one burst.  @p timed: the TSC chained (@p tsc is the
+ * time the burst starts, the end of rx, and comes back as the time its
+ * last stage ended, which is the start of the tx that follows), each
+ * stage's cycles into @p dt when not NULL; untimed: no clock read, every
+ * stage sees @p tsc (the burst's start) as w->stage_tsc.  *n_ran: the
+ * stages that ran, when not NULL.  Returns the packets that fell off the
+ * end.
+ */
+static __rte_always_inline uint16_t
+run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n, uint64_t *tsc,
+	     const bool timed, uint64_t *dt, int *n_ran)
 {
 	uint16_t next[EP_BURST_MAX];
 	uint64_t t0 = *tsc;
+	int si;
 
-	for (int si = first; si < w->n_stages && n != 0; si++) {
+	w->stage_tsc = t0;
+	for (si = first; si < w->n_stages && n != 0; si++) {
 		struct ep_stage *s = &w->stages[si];
-		uint64_t t1;
 		uint16_t k;
 
 		memset(next, 0, sizeof(next[0]) * n);
 		s->stats.calls++;
 		s->stats.pkts_in += n;
-		w->stage_tsc = t0;
 		k = s->fn(s->ctx, pkts, next, n);
 		if (k != 0)
 			n = dispatch(w, s, pkts, next, n, k);
 		s->stats.pkts_out += n;
-		t1 = rte_rdtsc();
-		s->stats.cycles += t1 - t0;
-		t0 = t1;
+		if (timed) {
+			uint64_t t1 = rte_rdtsc();
+
+			if (dt != NULL)
+				dt[si] = t1 - t0;
+			s->stats.cycles += t1 - t0;
+			t0 = t1;
+			w->stage_tsc = t1;
+		}
 	}
 	*tsc = t0;
 	if (n != 0) {
@@ -292,6 +354,8 @@ run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n,
 		last->stats.drops[EP_DROP_NO_NEXT] += n;
 		rte_pktmbuf_free_bulk(pkts, n);
 	}
+	if (n_ran != NULL)
+		*n_ran = si;
 	return n;
 }
 
@@ -300,7 +364,7 @@ ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint64_t t = rte_rdtsc();
 
-	return run_burst_at(w, 0, pkts, n, &t);
+	return run_burst_at(w, 0, pkts, n, &t, true, NULL, NULL);
 }
 
 uint16_t
@@ -313,7 +377,7 @@ ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint1
 		rte_pktmbuf_free_bulk(pkts, n);
 		return n;
 	}
-	return run_burst_at(w, first, pkts, n, &t);
+	return run_burst_at(w, first, pkts, n, &t, true, NULL, NULL);
 }
 
 int
@@ -380,15 +444,42 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 	w->rx_stage.stats.calls++;
 	w->rx_stage.stats.pkts_in += n;
 	w->rx_stage.stats.pkts_out += n;
-	t1 = rte_rdtsc();
-	w->rx_stage.stats.cycles += t1 - t0;
 	w->stats.rx_pkts += n;
-	/* The oldest frame of the burst: after a pause it waited longest. */
-	if (unlikely(w->sample != EP_SAMPLE_NONE))
-		ep_power_sample(w, pkts[0], t1);
-	run_burst_at(w, 0, pkts, n, &t1);
-	if (w->tx_pending != 0)
-		t1 = flush_tx_at(w, t1);
+	if (likely((w->bursts++ & (EP_STAGE_TIMED_EVERY - 1)) != 0) &&
+	    likely(w->sample == EP_SAMPLE_NONE)) {
+		int ran;
+		bool tx = false;
+
+		run_burst_at(w, 0, pkts, n, &t0, false, NULL, &ran);
+		if (w->tx_pending != 0) {
+			flush_tx(w);
+			tx = true;
+		}
+		t1 = rte_rdtsc();
+		split_untimed(w, ran, tx, t1 - t0);
+	} else {
+		uint64_t dt[SHARE_STAGE(EP_MAX_STAGES) + 1];
+		int ran;
+
+		t1 = rte_rdtsc();
+		w->rx_stage.stats.cycles += t1 - t0;
+		dt[SHARE_RX] = t1 - t0;
+		/* The oldest frame of the burst: after a pause it waited longest. */
+		if (unlikely(w->sample != EP_SAMPLE_NONE))
+			ep_power_sample(w, pkts[0], t1);
+		run_burst_at(w, 0, pkts, n, &t1, true, &dt[SHARE_STAGE(0)], &ran);
+		if (w->tx_pending != 0) {
+			uint64_t t2 = flush_tx_at(w, t1);
+
+			/* A burst that ran every stage and tx sets the shares. */
+			if (ran == w->n_stages && t2 > t0) {
+				dt[SHARE_STAGE(ran)] = t2 - t1;
+				for (int j = 0; j <= SHARE_STAGE(ran); j++)
+					w->stage_share[j] = (uint32_t)((dt[j] << 16) / (t2 - t0));
+			}
+			t1 = t2;
+		}
+	}
 	*tsc = t1;
 	return n;
 }

@@ -251,19 +251,48 @@ ep_fib_nh_resolve(struct ep_fib_worker *fw, struct rte_mbuf *m, uint32_t idx, ui
 	return ep_fib_nh_slow(fw, m, idx, next, local, arg);
 }
 
+/* One IPv4 lookup and its next hop's resolution, with the tables the
+ * caller keeps in registers (the ep_meta stores could alias fib's fields as
+ * far as the compiler knows). */
+static __rte_always_inline uint16_t
+ep_fib_route4_one(struct ep_fib_worker *fw, const struct rte_lpm *lpm,
+		  struct ep_fib_nh *const *nhs, uint32_t max_nh, struct rte_mbuf *m, uint32_t dst,
+		  uint16_t *next, ep_fib_local_fn local, void *arg)
+{
+	const struct ep_fib_nh *e;
+	uint32_t idx;
+
+	if (unlikely(rte_lpm_lookup(lpm, dst, &idx) != 0))
+		idx = __atomic_load_n(&fw->fib->default_nh[0], __ATOMIC_ACQUIRE);
+	if (likely(idx < max_nh) &&
+	    likely((e = __atomic_load_n(&nhs[idx], __ATOMIC_ACQUIRE))->kind == EP_FIB_NH_FORWARD)) {
+		struct ep_meta *md = ep_meta(m);
+
+		md->nexthop = idx;
+		md->nexthop_entry = e;
+		return 0;
+	}
+	return ep_fib_nh_slow(fw, m, idx, next, local, arg);
+}
+
 /**
  * Route a parsed burst (only IP reaches here; anything else is dropped as
  * ethertype_unsupported):
  *
  *   pass 1  per packet: martian destination (and source with
  *           EP_FIB_ROUTE_SRC_CHECK) dropped as ipv4/ipv6_bad_address (four
- *           compares per address, one branch); IPv4 destinations into a
- *           host-order array (tbl24 line prefetched with
- *           EP_FIB_ROUTE_PREFETCH), IPv6 into a 16-byte array
- *   pass 2  IPv4: lookup and next-hop resolution in one loop; IPv6: one
- *           bulk lookup, then resolution.  Forwardable: ep_meta.nexthop
+ *           compares per address, one branch); IPv4 looked up and its next
+ *           hop resolved right there, or with EP_FIB_ROUTE_PREFETCH its
+ *           tbl24 line prefetched and the destination kept for pass 2;
+ *           IPv6 destinations into a 16-byte array
+ *   pass 2  IPv4 with EP_FIB_ROUTE_PREFETCH: lookup and resolution; IPv6:
+ *           one bulk lookup, then resolution.  Forwardable: ep_meta.nexthop
  *           and nexthop_entry set, next[] left alone; the rest by
  *           ep_fib_nh_slow
+ *
+ * Without the prefetch, one pass: the lookups of successive packets are
+ * independent and the core overlaps their tbl24 misses by itself, and the
+ * destination array's stores and reloads are gone.
  *
  * @p flags and @p local are constants at every call: the compiler folds
  * them.  Returns the packets diverted.
@@ -273,6 +302,9 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 		   const unsigned int flags, ep_fib_local_fn local, void *arg)
 {
 	const struct ep_fib *fib = fw->fib;
+	const struct rte_lpm *lpm = fib->lpm4;
+	struct ep_fib_nh *const *nhs = fib->nh;
+	const uint32_t max_nh = fib->p.max_nexthops;
 	uint16_t n4 = 0, n6 = 0, out = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -292,12 +324,16 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 				out++;
 				continue;
 			}
+			if (!(flags & EP_FIB_ROUTE_PREFETCH)) {
+				out += ep_fib_route4_one(fw, lpm, nhs, max_nh, m, dst, &next[i],
+							 local, arg);
+				continue;
+			}
 			/* Start every packet's tbl24 miss before the first lookup
 			 * needs its line.  (Prefetching it earlier, in a router's
 			 * parse stage, was measured: the miss cost moved into
 			 * parse, +14 cycles there for -8 here.) */
-			if (flags & EP_FIB_ROUTE_PREFETCH)
-				ep_fib_prefetch4(fib, dst);
+			ep_fib_prefetch4(fib, dst);
 			fw->ip4[n4] = dst;
 			fw->pkt4[n4++] = i;
 		} else if (md->l3_type == EP_L3_IPV6) {
@@ -318,31 +354,11 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 			out++;
 		}
 	}
-	/* Lookup and resolution in one loop, what it reads in registers (the
-	 * ep_meta stores could alias fib's fields as far as the compiler knows). */
-	{
-		const struct rte_lpm *lpm = fib->lpm4;
-		struct ep_fib_nh *const *nhs = fib->nh;
-		const uint32_t max_nh = fib->p.max_nexthops;
+	for (uint16_t j = 0; j < n4; j++) {
+		uint16_t i = fw->pkt4[j];
 
-		for (uint16_t j = 0; j < n4; j++) {
-			uint16_t i = fw->pkt4[j];
-			uint32_t idx;
-
-			if (unlikely(rte_lpm_lookup(lpm, fw->ip4[j], &idx) != 0))
-				idx = __atomic_load_n(&fib->default_nh[0], __ATOMIC_ACQUIRE);
-			const struct ep_fib_nh *e;
-
-			if (likely(idx < max_nh) &&
-			    likely((e = __atomic_load_n(&nhs[idx], __ATOMIC_ACQUIRE))->kind ==
-				   EP_FIB_NH_FORWARD)) {
-				struct ep_meta *md = ep_meta(pkts[i]);
-
-				md->nexthop = idx;
-				md->nexthop_entry = e;
-			} else
-				out += ep_fib_nh_slow(fw, pkts[i], idx, &next[i], local, arg);
-		}
+		out += ep_fib_route4_one(fw, lpm, nhs, max_nh, pkts[i], fw->ip4[j], &next[i],
+					 local, arg);
 	}
 	if (unlikely(n6 != 0)) {
 		uint32_t nh6[EP_BURST_MAX];

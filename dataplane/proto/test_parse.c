@@ -331,6 +331,67 @@ EP_TEST(ipv4_checksum_fast_path_agrees_with_rfc1071_fold)
 	EP_CHECK_EQ(ep_ipv4_cksum_ok(h, 20), rte_raw_cksum(h, 20) == 0xffff);
 }
 
+/* ep_parse_ipv4_plain against ep_parse: frames built untagged and tagged,
+ * IPv4 and IPv6, TCP, UDP, ICMP and other protocols, then mutated (header
+ * bytes, the segment and frame lengths); wherever the fast path takes a
+ * frame, ep_parse accepts it with the same ep_meta, and it takes every
+ * plain untagged IPv4 frame. */
+EP_TEST(ipv4_plain_fast_path_agrees_with_ep_parse)
+{
+	static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP, IPPROTO_ICMP, IPPROTO_GRE,
+					  IPPROTO_ICMPV6 };
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	unsigned int taken = 0, plain = 0, wrong = 0;
+
+	for (int i = 0; i < 100000; i++) {
+		struct tp_spec sp = tp_default(i % 11 == 10, protos[i % 5]);
+		struct ep_meta fast, full;
+		uint16_t len;
+		uint32_t seg, frame;
+
+		sp.n_vlans = i % 7 == 6;
+		len = tp_build(buf, &sp);
+		seg = frame = len;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		switch (x % 8) {
+		case 0: case 1: case 2:
+			break;                                  /* as built */
+		case 3:
+			buf[12 + (x >> 8) % 30] ^= (uint8_t)(1u << (x >> 16) % 8);
+			break;
+		case 4:
+			buf[14 + (x >> 8) % 20] = (uint8_t)(x >> 24);
+			break;
+		case 5:
+			seg = (uint32_t)((x >> 8) % (len + 1));
+			break;
+		case 6:
+			frame = (uint32_t)((x >> 8) % (len + 1));
+			break;
+		default:
+			buf[16] = (uint8_t)(x >> 8);            /* total length */
+			buf[17] = (uint8_t)(x >> 16);
+			break;
+		}
+		memset(&fast, 0x5a, sizeof(fast));
+		if (ep_parse_ipv4_plain(buf, seg, frame, &fast) == 0) {
+			taken++;
+			memset(&full, 0x5a, sizeof(full));
+			wrong += ep_parse(buf, seg, frame, &full) != 0 ||
+				 memcmp(&fast, &full, sizeof(fast)) != 0;
+		} else {
+			memset(&full, 0x5a, sizeof(full));
+			wrong += memcmp(&fast, &full, sizeof(fast)) != 0;   /* untouched */
+		}
+		plain += x % 8 < 3 && !sp.v6 && sp.n_vlans == 0;
+	}
+	EP_CHECK_EQ(wrong, 0);
+	EP_CHECK(taken >= plain);
+	EP_CHECK(plain > 20000);
+}
+
 EP_TEST(ipv4_bad_total_length_below_header)
 {
 	struct tp_spec s = tp_default(0, IPPROTO_UDP);

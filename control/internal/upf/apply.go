@@ -402,8 +402,11 @@ func (u *UPF) finish(ops []*op) {
 	// Reports in the answers move their URRs' measurement on: built
 	// before the store write, so the store has the moved measurement.
 	msgs := make([]message.Message, len(answers))
+	fast := make([][]byte, len(answers))
 	for i, o := range answers {
-		msgs[i] = u.sessionResponse(o)
+		if fast[i] = u.establishedBytes(o); fast[i] == nil {
+			msgs[i] = u.sessionResponse(o)
+		}
 	}
 	if err := u.store.Commit(puts, dels); err != nil {
 		u.c.storeErrors.Add(1)
@@ -412,7 +415,11 @@ func (u *UPF) finish(ops []*op) {
 	u.keepSEIDBound()
 	out := make([]udpio.Datagram, 0, len(answers))
 	for i, o := range answers {
-		if msgs[i] != nil {
+		if b := fast[i]; b != nil {
+			u.c.causes[ie.CauseRequestAccepted].Add(1)
+			u.dups.Answer(o.peer, o.seq, b)
+			out = append(out, udpio.Datagram{Peer: o.peer, B: b})
+		} else if msgs[i] != nil {
 			if b := u.answerBytes(o.peer, o.seq, msgs[i]); b != nil {
 				out = append(out, udpio.Datagram{Peer: o.peer, B: b})
 			}

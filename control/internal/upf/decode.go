@@ -242,6 +242,9 @@ func decodeUEIP(out []UEIP, i *ie.IE) ([]UEIP, *Reject) {
 		return nil, reject(ie.CauseServiceNotSupported, i.Type, "UE IP Address: CHOOSE: addresses are the control plane's to allocate")
 	}
 	rest := b[1:]
+	if out == nil {
+		out = make([]UEIP, 0, 2) // dual stack: an IPv4 and an IPv6 IE
+	}
 	if v4 {
 		if len(rest) < 4 {
 			return nil, reject(ie.CauseInvalidLength, i.Type, "UE IP Address: V4 set, no address")
@@ -320,8 +323,18 @@ func decodeTag(i *ie.IE) (*VLAN, *Reject) {
 	if vid == 0 || vid == 4095 {
 		return nil, reject(ie.CauseMandatoryIEIncorrect, i.Type, "VLAN id %d", vid)
 	}
-	return &VLAN{VID: vid}, nil
+	return &vlanIDs[vid], nil
 }
+
+// vlanIDs are the VLAN values decodeTag hands out, one per VID, shared
+// (a VLAN is never changed once decoded): two allocations a tagged
+// Traffic Endpoint fewer.
+var vlanIDs = func() (t [4096]VLAN) {
+	for i := range t {
+		t[i].VID = uint16(i)
+	}
+	return
+}()
 
 // decodeFramedRoute reads a Framed-Route (RFC 2865 5.22 text, "prefix
 // [gateway [metric]]"), or a Framed-IPv6-Route.

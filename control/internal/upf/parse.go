@@ -43,10 +43,9 @@ func children(i *ie.IE) []*ie.IE { return i.ChildIEs }
 
 // --- PDR ---------------------------------------------------------------------
 
-func (p *parser) pdr(i *ie.IE, cur *PDR) (*PDR, *Reject) {
-	var r PDR
+func (p *parser) pdr(i *ie.IE, cur *PDR, r *PDR) (*PDR, *Reject) {
 	if cur != nil {
-		r = *cur
+		*r = *cur
 		r.QERs = append([]uint32(nil), cur.QERs...)
 		r.URRs = append([]uint32(nil), cur.URRs...)
 	}
@@ -120,7 +119,7 @@ func (p *parser) pdr(i *ie.IE, cur *PDR) (*PDR, *Reject) {
 		return nil, ruleReject(ie.CauseServiceNotSupported, RulePDR, uint32(r.ID), ie.OuterHeaderRemoval,
 			"PDR %d: Outer Header Removal %d: only GTP-U/UDP/IPv4 (0), from the control plane", r.ID, *r.OHR)
 	}
-	return &r, nil
+	return r, nil
 }
 
 func (p *parser) pdi(i *ie.IE) (PDI, *Reject) {
@@ -257,10 +256,9 @@ func (p *parser) ethFilter(i *ie.IE) (EthFilter, *Reject) {
 
 // --- FAR ---------------------------------------------------------------------
 
-func (p *parser) far(i *ie.IE, cur *FAR) (*FAR, *Reject) {
-	var r FAR
+func (p *parser) far(i *ie.IE, cur *FAR, r *FAR) (*FAR, *Reject) {
 	if cur != nil {
-		r = *cur
+		*r = *cur
 	}
 	var haveID, haveAction bool
 	for _, c := range children(i) {
@@ -280,7 +278,7 @@ func (p *parser) far(i *ie.IE, cur *FAR) (*FAR, *Reject) {
 			}
 			haveAction = true
 		case c.Type == ie.ForwardingParameters, c.Type == ie.UpdateForwardingParameters:
-			rj = p.fwdParams(&r, c)
+			rj = p.fwdParams(r, c)
 		default:
 			rj = p.unhandled(i.Type, c)
 		}
@@ -308,7 +306,7 @@ func (p *parser) far(i *ie.IE, cur *FAR) (*FAR, *Reject) {
 	if r.Action&ActForw != 0 && !r.HasFwdParams {
 		return nil, ruleReject(ie.CauseConditionalIEMissing, RuleFAR, r.ID, ie.ForwardingParameters, "FAR %d: FORW without Forwarding Parameters", r.ID)
 	}
-	return &r, nil
+	return r, nil
 }
 
 func (p *parser) fwdParams(r *FAR, i *ie.IE) *Reject {
@@ -363,10 +361,9 @@ func (p *parser) fwdParams(r *FAR, i *ie.IE) *Reject {
 
 // --- QER ---------------------------------------------------------------------
 
-func (p *parser) qer(i *ie.IE, cur *QER) (*QER, *Reject) {
-	var r QER
+func (p *parser) qer(i *ie.IE, cur *QER, r *QER) (*QER, *Reject) {
 	if cur != nil {
-		r = *cur
+		*r = *cur
 	}
 	var haveID bool
 	for _, c := range children(i) {
@@ -407,7 +404,7 @@ func (p *parser) qer(i *ie.IE, cur *QER) (*QER, *Reject) {
 	if r.GBRUL > r.MBRUL && r.MBRUL != 0 {
 		return nil, ruleReject(ie.CauseMandatoryIEIncorrect, RuleQER, r.ID, ie.GBR, "QER %d: UL GBR %d above MBR %d kbit/s", r.ID, r.GBRUL, r.MBRUL)
 	}
-	return &r, nil
+	return r, nil
 }
 
 // --- URR ---------------------------------------------------------------------
@@ -487,10 +484,9 @@ func (p *parser) urr(i *ie.IE, cur *URR) (*URR, *Reject) {
 
 // --- Traffic Endpoint --------------------------------------------------------
 
-func (p *parser) te(i *ie.IE, cur *TE) (*TE, *Reject) {
-	var r TE
+func (p *parser) te(i *ie.IE, cur *TE, r *TE) (*TE, *Reject) {
 	if cur != nil {
-		r = *cur
+		*r = *cur
 		r.UEIPs = nil // an update replaces the addresses it carries
 		r.FramedRoutes = nil
 	}
@@ -528,10 +524,34 @@ func (p *parser) te(i *ie.IE, cur *TE) (*TE, *Reject) {
 			r.FramedRoutes = cur.FramedRoutes
 		}
 	}
-	return &r, nil
+	return r, nil
 }
 
 // --- Session ------------------------------------------------------------------
+
+// ruleArena holds the rules a request creates, one array of each kind
+// sized by the request's Create IEs: a rule each was an allocation each
+// (eight for the usual TR-459 session), one array of a kind is one.  A
+// rule is never changed once made (an update makes a new one), so rules
+// of one session may share an array; the session's maps, created when
+// its first rule of a kind is, are sized by the same counts.
+type ruleArena struct {
+	pdrs                        []PDR
+	fars                        []FAR
+	qers                        []QER
+	tes                         []TE
+	nPDR, nFAR, nQER, nURR, nTE int
+}
+
+// take is the next element of an arena's array (a fresh one when the
+// array is full: an IE counted as something else).
+func take[T any](a *[]T) *T {
+	if n := len(*a); n < cap(*a) {
+		*a = (*a)[:n+1]
+		return &(*a)[n]
+	}
+	return new(T)
+}
 
 func newSession(seid uint64, now time.Time) *Session {
 	return &Session{SEID: seid, PDRs: map[uint16]*PDR{}, FARs: map[uint32]*FAR{}, QERs: map[uint32]*QER{},
@@ -570,43 +590,65 @@ func (s *Session) clone() *Session {
 // order (a request may replace a rule by removing and creating it).
 // Establishment passes only creations.
 func (p *parser) rules(s *Session, ies []*ie.IE, now time.Time) *Reject {
+	var ar ruleArena
 	for _, i := range ies {
 		var rj *Reject
 		switch i.Type {
 		case ie.RemovePDR, ie.RemoveFAR, ie.RemoveQER, ie.RemoveURR, ie.RemoveTrafficEndpoint:
 			rj = p.remove(s, i)
+		case ie.CreatePDR:
+			ar.nPDR++
+		case ie.CreateFAR:
+			ar.nFAR++
+		case ie.CreateQER:
+			ar.nQER++
+		case ie.CreateURR:
+			ar.nURR++
+		case ie.CreateTrafficEndpoint:
+			ar.nTE++
 		}
 		if rj != nil {
 			return rj
 		}
 	}
+	ar.pdrs, ar.fars = make([]PDR, 0, ar.nPDR), make([]FAR, 0, ar.nFAR)
+	ar.qers, ar.tes = make([]QER, 0, ar.nQER), make([]TE, 0, ar.nTE)
 	for _, i := range ies {
 		var rj *Reject
 		switch i.Type {
 		case ie.CreatePDR:
 			var r *PDR
-			if r, rj = p.pdr(i, nil); rj == nil {
+			if r, rj = p.pdr(i, nil, take(&ar.pdrs)); rj == nil {
 				if _, dup := s.PDRs[r.ID]; dup {
 					rj = ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(r.ID), i.Type, "PDR %d exists", r.ID)
 				} else {
+					if s.PDRs == nil {
+						s.PDRs = make(map[uint16]*PDR, ar.nPDR)
+					}
 					s.PDRs[r.ID] = r
 				}
 			}
 		case ie.CreateFAR:
 			var r *FAR
-			if r, rj = p.far(i, nil); rj == nil {
+			if r, rj = p.far(i, nil, take(&ar.fars)); rj == nil {
 				if _, dup := s.FARs[r.ID]; dup {
 					rj = ruleReject(ie.CauseRuleCreationModificationFailure, RuleFAR, r.ID, i.Type, "FAR %d exists", r.ID)
 				} else {
+					if s.FARs == nil {
+						s.FARs = make(map[uint32]*FAR, ar.nFAR)
+					}
 					s.FARs[r.ID] = r
 				}
 			}
 		case ie.CreateQER:
 			var r *QER
-			if r, rj = p.qer(i, nil); rj == nil {
+			if r, rj = p.qer(i, nil, take(&ar.qers)); rj == nil {
 				if _, dup := s.QERs[r.ID]; dup {
 					rj = ruleReject(ie.CauseRuleCreationModificationFailure, RuleQER, r.ID, i.Type, "QER %d exists", r.ID)
 				} else {
+					if s.QERs == nil {
+						s.QERs = make(map[uint32]*QER, ar.nQER)
+					}
 					s.QERs[r.ID] = r
 				}
 			}
@@ -617,15 +659,21 @@ func (p *parser) rules(s *Session, ies []*ie.IE, now time.Time) *Reject {
 					rj = ruleReject(ie.CauseRuleCreationModificationFailure, RuleURR, r.ID, i.Type, "URR %d exists", r.ID)
 				} else {
 					r.Start = now
+					if s.URRs == nil {
+						s.URRs = make(map[uint32]*URR, ar.nURR)
+					}
 					s.URRs[r.ID] = r
 				}
 			}
 		case ie.CreateTrafficEndpoint:
 			var r *TE
-			if r, rj = p.te(i, nil); rj == nil {
+			if r, rj = p.te(i, nil, take(&ar.tes)); rj == nil {
 				if _, dup := s.TEs[r.ID]; dup {
 					rj = reject(ie.CauseRuleCreationModificationFailure, i.Type, "Traffic Endpoint %d exists", r.ID)
 				} else {
+					if s.TEs == nil {
+						s.TEs = make(map[uint8]*TE, ar.nTE)
+					}
 					s.TEs[r.ID] = r
 				}
 			}
@@ -735,7 +783,7 @@ func (p *parser) updatePDR(s *Session, i *ie.IE) *Reject {
 	if !ok {
 		return ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, id, i.Type, "Update PDR %d: no such PDR", id)
 	}
-	r, rj := p.pdr(i, cur)
+	r, rj := p.pdr(i, cur, new(PDR))
 	if rj != nil {
 		return rj
 	}
@@ -752,7 +800,7 @@ func (p *parser) updateFAR(s *Session, i *ie.IE) *Reject {
 	if !ok {
 		return ruleReject(ie.CauseRuleCreationModificationFailure, RuleFAR, id, i.Type, "Update FAR %d: no such FAR", id)
 	}
-	r, rj := p.far(i, cur)
+	r, rj := p.far(i, cur, new(FAR))
 	if rj != nil {
 		return rj
 	}
@@ -769,7 +817,7 @@ func (p *parser) updateQER(s *Session, i *ie.IE) *Reject {
 	if !ok {
 		return ruleReject(ie.CauseRuleCreationModificationFailure, RuleQER, id, i.Type, "Update QER %d: no such QER", id)
 	}
-	r, rj := p.qer(i, cur)
+	r, rj := p.qer(i, cur, new(QER))
 	if rj != nil {
 		return rj
 	}
@@ -803,7 +851,7 @@ func (p *parser) updateTE(s *Session, i *ie.IE) *Reject {
 	if !ok {
 		return reject(ie.CauseRuleCreationModificationFailure, i.Type, "Update Traffic Endpoint %d: no such endpoint", id)
 	}
-	r, rj := p.te(i, cur)
+	r, rj := p.te(i, cur, new(TE))
 	if rj != nil {
 		return rj
 	}

@@ -52,6 +52,8 @@ type UPF struct {
 	inline     wire.Scratch // IEs of the requests the reader (or a test calling datagram) decodes
 	nodeID     *ie.IE
 	nodeIDOnce sync.Once
+	est        *establishedTemplate // the usual establishment's answer, encoded once
+	estOnce    sync.Once
 
 	applyCh   chan *op
 	retryCh   chan *op

@@ -1,6 +1,7 @@
 package upf
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"reflect"
 	"time"
@@ -198,7 +199,10 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 // establishment builds a new session from an establishment's IEs (also
 // how a stored one is read back: the same code, the same result).
 func (p *parser) establishment(node string, f fseid, ies []*ie.IE, now time.Time) (*Session, *Reject) {
-	s := newSession(0, now)
+	// The rule maps are made by rules(), sized by the Create IEs; a kind
+	// of rule the request does not create stays a nil map (read as
+	// empty; modifications work on a clone, whose maps all exist).
+	s := &Session{Created: now}
 	s.CPSEID, s.CPAddr, s.CPNode = f.SEID, f.Addr, node
 	for _, c := range ies {
 		if rj := p.topLevel(c.Type, c, true); rj != nil {
@@ -477,6 +481,58 @@ func (u *UPF) sessionResponse(o *op) message.Message {
 		return message.NewSessionDeletionResponse(0, 0, o.cpSEID, o.seq, 0, ies...)
 	}
 	return nil
+}
+
+// establishedTemplate is the encoded Session Establishment Response of
+// an establishment that created no F-TEID (every session without a
+// CHOOSE: all but the redirect's): header, our Node ID, Cause "Request
+// accepted", our F-SEID.  Only the header's SEID and sequence number and
+// the F-SEID's SEID differ from one answer to the next; copying the
+// template and writing those is what answering costs, where go-pfcp's
+// message, its IEs and their encoding were six allocations and a walk of
+// the message's fields.  TestEstablishedAnswerBytes checks it against
+// go-pfcp's encoding.
+type establishedTemplate struct {
+	b       []byte
+	seidOff int // the F-SEID's SEID in b
+}
+
+// establishedBytes encodes the answer of an accepted establishment that
+// created no F-TEID; nil for any other answer (sessionResponse's work).
+func (u *UPF) establishedBytes(o *op) []byte {
+	if o.kind != opEstablish || o.nextPlan == nil || createsTEID(o.nextPlan) {
+		return nil
+	}
+	u.estOnce.Do(func() {
+		m := message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, u.nodeIDIE(), causeAccepted, u.fseidIE(0))
+		b := u.marshal(m)
+		// The F-SEID is the last IE: its SEID follows the IE's type,
+		// length and flags octet.
+		f := u.fseidIE(0)
+		if b == nil || len(b) < f.MarshalLen() {
+			return
+		}
+		u.est = &establishedTemplate{b: b, seidOff: len(b) - f.MarshalLen() + 5}
+	})
+	t := u.est
+	if t == nil {
+		return nil
+	}
+	b := append([]byte(nil), t.b...)
+	binary.BigEndian.PutUint64(b[4:], o.cpSEID) // the header's SEID: the CP's
+	b[12], b[13], b[14] = byte(o.seq>>16), byte(o.seq>>8), byte(o.seq)
+	binary.BigEndian.PutUint64(b[t.seidOff:], o.seid)
+	return b
+}
+
+// createsTEID says whether a plan's answer lists F-TEIDs we chose.
+func createsTEID(p *Plan) bool {
+	for _, d := range p.CPRDown {
+		if d.choose {
+			return true
+		}
+	}
+	return false
 }
 
 // created lists the F-TEIDs we chose: Created PDR for a PDI's CHOOSE,

@@ -1,6 +1,7 @@
 package upf
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/netip"
 	"testing"
@@ -135,5 +136,34 @@ func TestUntaggedIPoEKeysDifferByMAC(t *testing.T) {
 	}
 	if rj := st.reserve(3, sub("02:00:00:00:00:01", "198.18.100.12/32"), nil); rj == nil {
 		t.Fatal("session 1's MAC was given to session 3")
+	}
+}
+
+// TestEstablishedAnswerBytes: the answer of an establishment written
+// from its template is go-pfcp's encoding of the same message, for an
+// IPv4 and an IPv6 function, a name as Node ID, and numbers at their
+// widest; an establishment that chose F-TEIDs is left to go-pfcp.
+func TestEstablishedAnswerBytes(t *testing.T) {
+	for _, c := range []struct{ listen, node string }{
+		{"192.0.2.1:8805", ""}, {"[2001:db8::1]:8805", ""}, {"192.0.2.1:8805", "upf-1.example.net"},
+	} {
+		u := &UPF{cfg: Config{Listen: netip.MustParseAddrPort(c.listen), NodeID: c.node}}
+		u.cfg.Defaults()
+		u.cpr = &CPR{u: u}
+		for _, x := range []struct {
+			seq        uint32
+			seid, cpID uint64
+		}{{1, 1, 1}, {0xffffff, 0xffffffffffffffff, 0x0123456789abcdef}, {0x800000, 0x8000000000000000, 0}} {
+			o := &op{kind: opEstablish, seq: x.seq, seid: x.seid, cpSEID: x.cpID, nextPlan: &Plan{Sub: &SubPlan{}}}
+			got := u.establishedBytes(o)
+			want := u.marshal(u.sessionResponse(o))
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s %q %+v:\n got %x\nwant %x", c.listen, c.node, x, got, want)
+			}
+		}
+		o := &op{kind: opEstablish, seq: 1, seid: 1, nextPlan: &Plan{CPRDown: []CPRDown{{choose: true, TEID: 5}}}}
+		if b := u.establishedBytes(o); b != nil {
+			t.Errorf("%s: an answer with Created PDRs from the template", c.listen)
+		}
 	}
 }

@@ -1,10 +1,11 @@
 package upf
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
+	"strconv"
 
 	"github.com/wmnsk/go-pfcp/ie"
 
@@ -74,23 +75,49 @@ type SubPlan struct {
 // Subscriber is the sub-add request for id.
 func (sp *SubPlan) Subscriber(id uint32) dpctl.Subscriber {
 	s := dpctl.Subscriber{ID: id, MAC: sp.Key.MAC, PPPoE: sp.Key.PPPoE}
+	// The texts (tags, addresses) are written into one buffer and cut
+	// from one string: fmt and each address's String were five
+	// allocations a subscriber.
+	var buf [128]byte
+	b := buf[:0]
+	var cutBuf [8]int
+	cuts := cutBuf[:0] // ends of the texts in b: QinQ, then each address
 	switch {
 	case sp.Key.STag != 0 && sp.Key.CTag != 0:
-		s.QinQ = fmt.Sprintf("%d.%d", sp.Key.STag, sp.Key.CTag)
+		b = strconv.AppendUint(b, uint64(sp.Key.STag), 10)
+		b = append(b, '.')
+		b = strconv.AppendUint(b, uint64(sp.Key.CTag), 10)
 	case sp.Key.STag != 0:
 		s.VLAN = sp.Key.STag
 	case sp.Key.CTag != 0:
 		s.VLAN = sp.Key.CTag
 	}
+	cuts = append(cuts, len(b))
+	v4 := 0
 	for _, a := range sp.Addrs {
 		if a.Addr().Is4() {
+			v4++
 			if a.Bits() == 32 {
-				s.IPv4 = append(s.IPv4, a.Addr().String())
+				b = a.Addr().AppendTo(b)
 			} else {
-				s.IPv4 = append(s.IPv4, a.String())
+				b = a.AppendTo(b)
 			}
 		} else {
-			s.IPv6 = a.String()
+			b = a.AppendTo(b)
+		}
+		cuts = append(cuts, len(b))
+	}
+	str := string(b)
+	s.QinQ = str[:cuts[0]]
+	if v4 > 0 {
+		s.IPv4 = make([]string, 0, v4)
+	}
+	for i, a := range sp.Addrs {
+		t := str[cuts[i]:cuts[i+1]]
+		if a.Addr().Is4() {
+			s.IPv4 = append(s.IPv4, t)
+		} else {
+			s.IPv6 = t
 		}
 	}
 	if sp.Policer != nil {
@@ -239,9 +266,25 @@ func merge(dst, src *Match, pdr uint16) *Reject {
 	if src.Local != nil && dst.Local == nil {
 		dst.Local = src.Local
 	}
-	dst.UEIPs = append(append([]UEIP(nil), dst.UEIPs...), src.UEIPs...)
-	dst.FramedRoutes = append(append([]netip.Prefix(nil), dst.FramedRoutes...), src.FramedRoutes...)
+	// dst's lists may be its PDI's and src's its Traffic Endpoint's: a
+	// list taken whole is clipped, so that appending to it later copies
+	// it rather than writing into the rule's array.
+	dst.UEIPs = appendClipped(dst.UEIPs, src.UEIPs)
+	dst.FramedRoutes = appendClipped(dst.FramedRoutes, src.FramedRoutes)
 	return nil
+}
+
+// appendClipped is dst with src appended, never writing into the arrays
+// of either: src itself when dst is empty (clipped), a new array when
+// both have elements.
+func appendClipped[T any](dst, src []T) []T {
+	switch {
+	case len(src) == 0:
+		return dst
+	case len(dst) == 0:
+		return slices.Clip(src)
+	}
+	return append(slices.Clip(dst), src...)
 }
 
 func keyOf(m Match, defPort string) AccessKey {
@@ -263,20 +306,28 @@ func keyOf(m Match, defPort string) AccessKey {
 func Translate(s *Session, env *Env) (*Plan, *Reject) {
 	p := &Plan{}
 	// Deterministic order: by precedence, then id.
-	ids := make([]uint16, 0, len(s.PDRs))
-	for id := range s.PDRs {
-		ids = append(ids, id)
+	// (The rules by value, on the stack for a usual session: sort.Slice
+	// and its closure were three allocations a translation.)
+	type byPrec struct {
+		id   uint16
+		prec uint32
+		r    *PDR
 	}
-	sort.Slice(ids, func(a, b int) bool {
-		ra, rb := s.PDRs[ids[a]], s.PDRs[ids[b]]
-		if ra.Precedence != rb.Precedence {
-			return ra.Precedence < rb.Precedence
+	var idBuf [8]byPrec
+	ids := idBuf[:0]
+	for id, r := range s.PDRs {
+		ids = append(ids, byPrec{id, r.Precedence, r})
+	}
+	slices.SortFunc(ids, func(a, b byPrec) int {
+		if a.prec != b.prec {
+			return cmp.Compare(a.prec, b.prec)
 		}
-		return ids[a] < ids[b]
+		return cmp.Compare(a.id, b.id)
 	})
+	var addrBuf [8]netip.Prefix
+	addrs := addrBuf[:0]
 	var sub *SubPlan
 	var subKeyFrom uint16
-	var addrs []netip.Prefix
 	var ulQER, dlQER *QER
 	addURR := func(list *[]uint32, ids []uint32) {
 		for _, u := range ids {
@@ -307,8 +358,8 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 		sub.Key = a
 		return nil
 	}
-	for _, id := range ids {
-		r := s.PDRs[id]
+	for _, x := range ids {
+		id, r := x.id, x.r
 		far, ok := s.FARs[r.FAR]
 		if !ok {
 			return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(id), ie.FARID,
@@ -357,7 +408,7 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 			if rj := needSub(k, id); rj != nil {
 				return nil, rj
 			}
-			addrs = append(addrs, ueAddrs(m)...)
+			addrs = appendUEAddrs(addrs, &m)
 			for _, q := range r.QERs {
 				if qq := s.QERs[q]; qq.MBRUL != 0 {
 					if ulQER != nil && ulQER.ID != qq.ID {
@@ -387,7 +438,7 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 				return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(id), ie.NetworkInstance,
 					"PDR %d: network instance %q is not served here", id, m.NetworkInstance)
 			}
-			addrs = append(addrs, ueAddrs(m)...)
+			addrs = appendUEAddrs(addrs, &m)
 			if far.LinkedTE != nil {
 				te, ok := s.TEs[*far.LinkedTE]
 				if !ok {
@@ -502,8 +553,8 @@ func checkNI(env *Env, far *FAR, pdr uint16) *Reject {
 	return nil
 }
 
-func ueAddrs(m Match) []netip.Prefix {
-	out := make([]netip.Prefix, 0, len(m.UEIPs)+len(m.FramedRoutes))
+// appendUEAddrs appends a match's UE addresses and framed routes to out.
+func appendUEAddrs(out []netip.Prefix, m *Match) []netip.Prefix {
 	for _, u := range m.UEIPs {
 		out = append(out, u.Prefix)
 	}
@@ -526,7 +577,10 @@ func checkKey(k AccessKey, pdr uint16) *Reject {
 // data plane holds per subscriber: up to 4 IPv4 ranges and one IPv6
 // prefix of /16 to /64.
 func addrSet(in []netip.Prefix, pdr uint16) ([]netip.Prefix, *Reject) {
-	var v4, v6 []netip.Prefix
+	// Working lists on the stack (a subscriber has a few addresses); the
+	// result is one allocation.
+	var b4, b6, bk [4]netip.Prefix
+	v4, v6 := b4[:0], b6[:0]
 	for _, a := range in {
 		a = a.Masked()
 		if a.Addr().Is4() {
@@ -545,7 +599,7 @@ func addrSet(in []netip.Prefix, pdr uint16) ([]netip.Prefix, *Reject) {
 	}
 	// An IPv6 prefix inside another one (the /64 of a WAN address inside
 	// the delegated /56) adds nothing.
-	var keep6 []netip.Prefix
+	keep6 := bk[:0]
 	for i, a := range v6 {
 		covered := false
 		for j, b := range v6 {
@@ -573,7 +627,7 @@ func addrSet(in []netip.Prefix, pdr uint16) ([]netip.Prefix, *Reject) {
 		return nil, ruleReject(ie.CauseConditionalIEMissing, RulePDR, uint32(pdr), ie.UEIPAddress,
 			"PDR %d: the subscriber has no address (UE IP Address, Framed-Route)", pdr)
 	}
-	return append(v4, keep6...), nil
+	return append(append(make([]netip.Prefix, 0, len(v4)+len(keep6)), v4...), keep6...), nil
 }
 
 func cprUp(s *Session, r *PDR, far *FAR, m Match, env *Env) (CPRUp, *Reject) {

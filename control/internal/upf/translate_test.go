@@ -259,3 +259,39 @@ func TestTranslationRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestSubscriberTexts: the sub-add fields a plan becomes, cut from one
+// buffer, are the texts fmt and the addresses' String write.
+func TestSubscriberTexts(t *testing.T) {
+	pp := func(s ...string) (out []netip.Prefix) {
+		for _, x := range s {
+			out = append(out, netip.MustParsePrefix(x))
+		}
+		return
+	}
+	for _, c := range []struct {
+		name string
+		sp   SubPlan
+		want dpctl.Subscriber
+	}{
+		{"qinq, an address and a prefix", SubPlan{Key: AccessKey{STag: 100, CTag: 4000, MAC: "02:00:00:00:00:01"},
+			Addrs: pp("198.18.0.1/32", "2001:db8:100::/56")},
+			dpctl.Subscriber{ID: 7, QinQ: "100.4000", MAC: "02:00:00:00:00:01", IPv4: []string{"198.18.0.1"}, IPv6: "2001:db8:100::/56"}},
+		{"one tag, ranges", SubPlan{Key: AccessKey{CTag: 12, PPPoE: 3, MAC: "02:00:00:00:00:02"},
+			Addrs: pp("198.18.0.0/30", "198.19.0.9/32")},
+			dpctl.Subscriber{ID: 7, VLAN: 12, PPPoE: 3, MAC: "02:00:00:00:00:02", IPv4: []string{"198.18.0.0/30", "198.19.0.9"}}},
+		{"untagged, IPv6 only, profiles", SubPlan{Key: AccessKey{MAC: "02:00:00:00:00:03"}, Addrs: pp("2001:db8::/64"),
+			Policer: &PolicerProfile{Name: "pfcp-u1-0"}, Pipe: &PipeProfile{Name: "pfcp-d2"}},
+			dpctl.Subscriber{ID: 7, MAC: "02:00:00:00:00:03", IPv6: "2001:db8::/64", Policer: "pfcp-u1-0", Pipe: "pfcp-d2"}},
+		{"longer than the buffer", SubPlan{Key: AccessKey{STag: 4094, CTag: 4094, MAC: "02:00:00:00:00:04"},
+			Addrs: pp("255.255.255.254/31", "255.255.255.252/30", "255.255.255.248/29", "255.255.255.240/28",
+				"2001:db8:ffff:ffff::/64")},
+			dpctl.Subscriber{ID: 7, QinQ: "4094.4094", MAC: "02:00:00:00:00:04",
+				IPv4: []string{"255.255.255.254/31", "255.255.255.252/30", "255.255.255.248/29", "255.255.255.240/28"},
+				IPv6: "2001:db8:ffff:ffff::/64"}},
+	} {
+		if got := c.sp.Subscriber(7); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
+		}
+	}
+}

@@ -89,7 +89,11 @@ func (c *dupCache) Begin(peer netip.AddrPort, seq uint32, sum uint64, now time.T
 		}
 		return dupAnswered, e.resp
 	}
-	delete(c.prev, k)
+	if ok {
+		// (A new request's number is in neither map: no third probe
+		// of a map of tens of thousands of entries for it.)
+		delete(c.prev, k)
+	}
 	c.cur[k] = rxEntry{sum: sum}
 	if ok {
 		return dupReused, nil
