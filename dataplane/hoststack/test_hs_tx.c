@@ -92,6 +92,21 @@ EP_TEST(datagram_of_1860_bytes_leaves_as_two_fragments_for_a_1500_mtu)
 	EP_CHECK_EQ(ip0->packet_id, ip1->packet_id);
 	EP_CHECK(ep_ipv4_cksum_ok(ip0, 20) && ep_ipv4_cksum_ok(ip1, 20));
 	EP_CHECK_EQ(s->w[0]->st.fragments_out, 2);
+	/* joined again (RFC 791), the datagram is the payload sent and its
+	 * UDP checksum, computed across both fragments, verifies */
+	{
+		static uint8_t frame[14 + 20 + 8 + 1860];
+
+		memcpy(frame, rte_pktmbuf_mtod(out[0], const uint8_t *), 14 + 1500);
+		memcpy(frame + 14 + 1500, (const uint8_t *)ip1 + 20, 1860 + 8 - 1480);
+		((struct rte_ipv4_hdr *)(frame + 14))->total_length = rte_cpu_to_be_16(20 + 8 + 1860);
+		((struct rte_ipv4_hdr *)(frame + 14))->fragment_offset = 0;
+		EP_CHECK_EQ(rte_ipv4_udptcp_cksum_verify((const struct rte_ipv4_hdr *)(frame + 14),
+							 frame + 34), 0);
+		EP_CHECK_EQ(frame[34] << 8 | frame[35], 6001);
+		EP_CHECK_EQ(frame[38] << 8 | frame[39], 8 + 1860);
+		EP_CHECK_MEM(frame + 42, payload, 1860);
+	}
 	rte_pktmbuf_free_bulk(out, 2);
 	th_close(s, &t);
 	th_stack_free(s);
