@@ -314,6 +314,37 @@ hs_output_nh(struct hs_wctx *c, struct rte_mbuf *m, const struct hs_nexthop *nh)
 
 /* ---- building a datagram ---- */
 
+/* An IPv4 header without options for a UDP datagram or a fragment of one
+ * (@p frag: offset in 8-byte units and flags, host order; @p id_be: the
+ * identification in network order), its checksum computed. */
+static inline void
+put_ipv4(struct rte_ipv4_hdr *ip, uint8_t tos, uint16_t total_len, uint16_t id_be, uint16_t frag,
+	 const struct hs_ip *src, const struct hs_ip *dst)
+{
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->type_of_service = tos;
+	ip->total_length = rte_cpu_to_be_16(total_len);
+	ip->packet_id = id_be;
+	ip->fragment_offset = rte_cpu_to_be_16(frag);
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	memcpy(&ip->src_addr, src->b, 4);
+	memcpy(&ip->dst_addr, dst->b, 4);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+}
+
+/* The UDP checksum from @p sum (payload and pseudo-header, unfolded) and
+ * the UDP header itself, whose checksum field is 0. */
+static inline void
+put_udp_cksum(struct rte_udp_hdr *udp, uint32_t sum)
+{
+	uint16_t ck = (uint16_t)~hs_csum_fold(hs_csum_add(sum, __rte_raw_cksum(udp, 8, 0)));
+
+	/* RFC 768: a computed 0 is sent as all ones (0 means "no checksum"). */
+	udp->dgram_cksum = ck == 0 ? 0xffff : ck;
+}
+
 /* An IP + UDP packet carrying @p len bytes from @p payload, the UDP
  * checksum computed while copying.  Data starts at L3. */
 static struct rte_mbuf *
@@ -327,7 +358,6 @@ build_dgram(struct hs_wctx *c, struct rte_mempool *pool, uint8_t family,
 	struct rte_udp_hdr *udp;
 	uint32_t sum = 0, done, first;
 	uint8_t *p;
-	uint16_t ck;
 
 	if (m == NULL)
 		return NULL;
@@ -361,17 +391,8 @@ build_dgram(struct hs_wctx *c, struct rte_mempool *pool, uint8_t family,
 	if (family == 4) {
 		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)p;
 
-		ip->version_ihl = RTE_IPV4_VHL_DEF;
-		ip->type_of_service = tos;
-		ip->total_length = rte_cpu_to_be_16((uint16_t)(l3 + 8 + len));
-		ip->packet_id = rte_cpu_to_be_16((uint16_t)++c->frag_id);
-		ip->fragment_offset = 0;
-		ip->time_to_live = 64;
-		ip->next_proto_id = IPPROTO_UDP;
-		memcpy(&ip->src_addr, src->b, 4);
-		memcpy(&ip->dst_addr, dst->b, 4);
-		ip->hdr_checksum = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		put_ipv4(ip, tos, (uint16_t)(l3 + 8 + len), rte_cpu_to_be_16((uint16_t)++c->frag_id), 0,
+			 src, dst);
 		sum = hs_csum_add(sum, rte_ipv4_phdr_cksum(ip, 0));
 	} else {
 		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)p;
@@ -384,10 +405,7 @@ build_dgram(struct hs_wctx *c, struct rte_mempool *pool, uint8_t family,
 		memcpy(ip->dst_addr, dst->b, 16);
 		sum = hs_csum_add(sum, rte_ipv6_phdr_cksum(ip, 0));
 	}
-	sum = hs_csum_add(sum, __rte_raw_cksum(udp, 8, 0));
-	ck = (uint16_t)~hs_csum_fold(sum);
-	/* RFC 768: a computed 0 is sent as all ones (0 means "no checksum"). */
-	udp->dgram_cksum = ck == 0 ? 0xffff : ck;
+	put_udp_cksum(udp, sum);
 	return m;
 }
 
@@ -409,7 +427,7 @@ build_frags4(struct hs_wctx *c, struct rte_mempool *pool, uint16_t mtu, const st
 	uint32_t per = mtu > l3 ? (mtu - l3) & ~7u : 0;  /* IP payload per fragment */
 	uint32_t total = 8 + len, n, sum = 0, done = 0;
 	struct rte_udp_hdr *udp = NULL;
-	uint16_t id, ck;
+	uint16_t id;
 	struct {
 		uint8_t src[4], dst[4];
 		uint8_t zero, proto;
@@ -437,18 +455,8 @@ build_frags4(struct hs_wctx *c, struct rte_mempool *pool, uint16_t mtu, const st
 		}
 		sum = hs_csum_copy(data, payload + done, k, sum);
 		done += k;
-		ip->version_ihl = RTE_IPV4_VHL_DEF;
-		ip->type_of_service = tos;
-		ip->total_length = rte_cpu_to_be_16((uint16_t)(l3 + plen));
-		ip->packet_id = id;
-		ip->fragment_offset = rte_cpu_to_be_16((uint16_t)(at / 8) |
-						       (i + 1 < n ? RTE_IPV4_HDR_MF_FLAG : 0));
-		ip->time_to_live = 64;
-		ip->next_proto_id = IPPROTO_UDP;
-		memcpy(&ip->src_addr, src->b, 4);
-		memcpy(&ip->dst_addr, dst->b, 4);
-		ip->hdr_checksum = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		put_ipv4(ip, tos, (uint16_t)(l3 + plen), id,
+			 (uint16_t)(at / 8) | (i + 1 < n ? RTE_IPV4_HDR_MF_FLAG : 0), src, dst);
 	}
 	udp->src_port = sport;
 	udp->dst_port = dport;
@@ -460,10 +468,7 @@ build_frags4(struct hs_wctx *c, struct rte_mempool *pool, uint16_t mtu, const st
 	ph.zero = 0;
 	ph.proto = IPPROTO_UDP;
 	ph.len = udp->dgram_len;
-	sum = hs_csum_add(sum, __rte_raw_cksum(&ph, sizeof(ph), 0));
-	sum = hs_csum_add(sum, __rte_raw_cksum(udp, 8, 0));
-	ck = (uint16_t)~hs_csum_fold(sum);
-	udp->dgram_cksum = ck == 0 ? 0xffff : ck;
+	put_udp_cksum(udp, hs_csum_add(sum, __rte_raw_cksum(&ph, sizeof(ph), 0)));
 	return (int)n;
 }
 

@@ -106,9 +106,7 @@ func (sh *shard) restoreOne(port *portState, r *record) *session {
 	now := srv.now()
 	switch r.Kind {
 	case aaa.PPPoE:
-		if !port.sids.take(r.SID) {
-			slog.Warn("restore: PPPoE session id taken twice", "session", r.ID, "sid", r.SID)
-			sh.dropRestored(s)
+		if !sh.retakeSID(port, s, r) {
 			return nil
 		}
 		p := newPPPSession(sh, s, r.SID, nil)
@@ -171,9 +169,7 @@ func (sh *shard) restoreEnding(port *portState, s *session, r *record) *session 
 	s.state, s.termCause, s.endPending = stTerminating, r.TermCause, true
 	switch r.Kind {
 	case aaa.PPPoE:
-		if !port.sids.take(r.SID) {
-			slog.Warn("restore: PPPoE session id taken twice", "session", r.ID, "sid", r.SID)
-			sh.dropRestored(s)
+		if !sh.retakeSID(port, s, r) {
 			return nil
 		}
 		s.ppp = newPPPSession(sh, s, r.SID, nil)
@@ -204,6 +200,17 @@ func (sh *shard) resumeEnd(s *session) {
 	s.endPending = false
 	sh.srv.ctr.inc(cRestoreEnding)
 	sh.deleteFromUserPlane(s)
+}
+
+// retakeSID takes again a restored PPPoE session's id; a record whose id
+// another record took is dropped.
+func (sh *shard) retakeSID(port *portState, s *session, r *record) bool {
+	if port.sids.take(r.SID) {
+		return true
+	}
+	slog.Warn("restore: PPPoE session id taken twice", "session", r.ID, "sid", r.SID)
+	sh.dropRestored(s)
+	return false
 }
 
 // dropRestored gives back what a record that cannot be restored took, and
