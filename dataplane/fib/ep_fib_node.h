@@ -235,35 +235,17 @@ uint16_t ep_fib_neigh_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, u
 #define EP_FIB_ROUTE_PREFETCH 0x1u  /**< prefetch tbl24 lines here (no earlier stage did) */
 #define EP_FIB_ROUTE_SRC_CHECK 0x2u /**< drop martian sources too (no earlier stage proved them) */
 
+/* Next hop @p idx for @p m: forwardable, into ep_meta; else ep_fib_nh_slow.
+ * @p nhs and @p max_nh are fib's, passed so a caller's loop keeps them in
+ * registers (the ep_meta stores could alias fib's fields as far as the
+ * compiler knows). */
 static __rte_always_inline uint16_t
-ep_fib_nh_resolve(struct ep_fib_worker *fw, struct rte_mbuf *m, uint32_t idx, uint16_t *next,
-		  ep_fib_local_fn local, void *arg)
-{
-	const struct ep_fib *fib = fw->fib;
-	const struct ep_fib_nh *e;
-
-	if (likely(idx < fib->p.max_nexthops) &&
-	    likely((e = ep_fib_nh_read(fib, idx))->kind == EP_FIB_NH_FORWARD)) {
-		ep_meta(m)->nexthop = idx;
-		ep_meta(m)->nexthop_entry = e;
-		return 0;
-	}
-	return ep_fib_nh_slow(fw, m, idx, next, local, arg);
-}
-
-/* One IPv4 lookup and its next hop's resolution, with the tables the
- * caller keeps in registers (the ep_meta stores could alias fib's fields as
- * far as the compiler knows). */
-static __rte_always_inline uint16_t
-ep_fib_route4_one(struct ep_fib_worker *fw, const struct rte_lpm *lpm,
-		  struct ep_fib_nh *const *nhs, uint32_t max_nh, struct rte_mbuf *m, uint32_t dst,
-		  uint16_t *next, ep_fib_local_fn local, void *arg)
+ep_fib_nh_resolve_in(struct ep_fib_worker *fw, struct ep_fib_nh *const *nhs, uint32_t max_nh,
+		     struct rte_mbuf *m, uint32_t idx, uint16_t *next, ep_fib_local_fn local,
+		     void *arg)
 {
 	const struct ep_fib_nh *e;
-	uint32_t idx;
 
-	if (unlikely(rte_lpm_lookup(lpm, dst, &idx) != 0))
-		idx = __atomic_load_n(&fw->fib->default_nh[0], __ATOMIC_ACQUIRE);
 	if (likely(idx < max_nh) &&
 	    likely((e = __atomic_load_n(&nhs[idx], __ATOMIC_ACQUIRE))->kind == EP_FIB_NH_FORWARD)) {
 		struct ep_meta *md = ep_meta(m);
@@ -273,6 +255,27 @@ ep_fib_route4_one(struct ep_fib_worker *fw, const struct rte_lpm *lpm,
 		return 0;
 	}
 	return ep_fib_nh_slow(fw, m, idx, next, local, arg);
+}
+
+static __rte_always_inline uint16_t
+ep_fib_nh_resolve(struct ep_fib_worker *fw, struct rte_mbuf *m, uint32_t idx, uint16_t *next,
+		  ep_fib_local_fn local, void *arg)
+{
+	return ep_fib_nh_resolve_in(fw, fw->fib->nh, fw->fib->p.max_nexthops, m, idx, next, local,
+				    arg);
+}
+
+/* One IPv4 lookup and its next hop's resolution. */
+static __rte_always_inline uint16_t
+ep_fib_route4_one(struct ep_fib_worker *fw, const struct rte_lpm *lpm,
+		  struct ep_fib_nh *const *nhs, uint32_t max_nh, struct rte_mbuf *m, uint32_t dst,
+		  uint16_t *next, ep_fib_local_fn local, void *arg)
+{
+	uint32_t idx;
+
+	if (unlikely(rte_lpm_lookup(lpm, dst, &idx) != 0))
+		idx = __atomic_load_n(&fw->fib->default_nh[0], __ATOMIC_ACQUIRE);
+	return ep_fib_nh_resolve_in(fw, nhs, max_nh, m, idx, next, local, arg);
 }
 
 /**
