@@ -223,6 +223,8 @@ static struct ep_pipeline_type up_type = {
 	.build = up_build,
 	.teardown = up_teardown,
 	.memory = up_memory,
+	/* bng_up_parse_stage writes ep_meta.in_port from the burst's port. */
+	.stage_sets_in_port = true,
 };
 static struct ep_pipeline_type down_type = {
 	.name = "bng-downlink",

@@ -132,6 +132,10 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	struct bng_up *u = ctx;
 	uint16_t punt[EP_BURST_MAX], nd[EP_BURST_MAX];
 	uint16_t out = 0, np = 0, nn = 0;
+	/* A burst from rx: in_port is written here with the rest of the meta
+	 * line (up_type.stage_sets_in_port), not by an engine pass of its own;
+	 * a burst handed in (tests, ep_worker_run_burst) keeps its in_port. */
+	const uint16_t port = u->w != NULL ? u->w->rx_port : EP_RX_PORT_META;
 
 	ep_rx_prefetch_first(pkts, n, 1);
 	for (uint16_t i = 0; i < n; i++) {
@@ -141,6 +145,8 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 		int rc;
 
 		ep_rx_prefetch_next(pkts, i, n, 1);
+		if (port != EP_RX_PORT_META)
+			md->in_port = port;
 		if (ep_rx_not_for_us(m, &u->access_mac)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
 			out++;

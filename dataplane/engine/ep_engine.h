@@ -30,6 +30,8 @@
 #include "ep_stage.h"
 
 #define EP_MAX_PORTS     16
+/** ep_worker.rx_port: no one port for the burst, each packet's in_port says. */
+#define EP_RX_PORT_META  UINT16_MAX
 #define EP_MAX_WORKERS   16
 #define EP_MAX_STAGES    16
 #define EP_MAX_RX        8     /**< rx queues one worker polls */
@@ -123,6 +125,15 @@ struct ep_pipeline_type {
 	 *  (EP_META_SIZE_LINE), others keep them half a line in (EP_META_SIZE,
 	 *  where a pushed header of up to 32 bytes stays in the frame's line). */
 	bool rx_line_aligned;
+	/** The type's first stage writes ep_meta.in_port of every packet it
+	 *  is given, from ep_worker.rx_port when that names a port (a burst
+	 *  from rx), else keeping the in_port the caller set
+	 *  (ep_worker_run_burst, ep_worker_run_from): the engine then skips
+	 *  its own pass that writes in_port into each received packet's
+	 *  meta line, and the stage that already writes that line does it.
+	 *  Such a stage also knows the burst's port once, for checks it
+	 *  would otherwise look up per packet (the destination MAC). */
+	bool stage_sets_in_port;
 	/** Once at shutdown, after workers stopped.  May be NULL. */
 	void (*teardown)(struct ep_engine *e);
 	/** Optional: bytes of DPDK memory setup() and @p n_workers builds will
@@ -173,6 +184,11 @@ struct ep_worker {
 	 * (a policer's clock) reads it here instead of paying its own rdtsc
 	 * (~25 cycles on this machine's EPYC under KVM, once per burst). */
 	uint64_t stage_tsc;
+	/** The port of the burst the stages run on: a port index when it came
+	 *  from rx, EP_RX_PORT_META when ep_meta.in_port of each packet says
+	 *  (ep_worker_run_burst, ep_worker_run_from, a source).  See
+	 *  ep_pipeline_type.stage_sets_in_port. */
+	uint16_t rx_port;
 	uint32_t bursts;                /**< bursts polled: every EP_STAGE_TIMED_EVERY-th is timed per stage */
 	/** The shares of rx, each stage and tx in the last timed burst that
 	 *  ran them all (16-bit fixed point): how the other bursts' time is
@@ -295,6 +311,15 @@ int ep_worker_add_stage(struct ep_worker *w, const char *name, ep_stage_fn fn, v
  * NO_NEXT and freed).  Exposed for unit tests and in-process benchmarks.
  */
 uint16_t ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n);
+/**
+ * ep_worker_run_burst for a burst as received on port @p port: in_port
+ * written as the worker loop writes it after rx (by the engine, or by the
+ * first stage of a type with stage_sets_in_port; a worker without a type
+ * counts as one without it).  For unit tests and in-process benchmarks of
+ * the rx path's stages.
+ */
+uint16_t ep_worker_run_rx_burst(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts,
+				uint16_t n);
 /**
  * The same from stage index @p first on: a pipeline's service hook sends
  * packets it held back (a scheduler's queues, operations completed by an

@@ -359,25 +359,51 @@ run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n,
 	return n;
 }
 
+/* A burst handed in by a caller (a test, a pipeline's own injection) runs
+ * with each packet's in_port as the caller set it; the rx burst it may be
+ * called from keeps its port. */
 uint16_t
 ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint64_t t = rte_rdtsc();
+	uint16_t port = w->rx_port, k;
 
-	return run_burst_at(w, 0, pkts, n, &t, true, NULL, NULL);
+	w->rx_port = EP_RX_PORT_META;
+	k = run_burst_at(w, 0, pkts, n, &t, true, NULL, NULL);
+	w->rx_port = port;
+	return k;
+}
+
+uint16_t
+ep_worker_run_rx_burst(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint64_t t = rte_rdtsc();
+	uint16_t was = w->rx_port, k;
+
+	if (w->type == NULL || !w->type->stage_sets_in_port)
+		for (uint16_t i = 0; i < n; i++)
+			ep_meta(pkts[i])->in_port = port;
+	w->rx_port = port;
+	k = run_burst_at(w, 0, pkts, n, &t, true, NULL, NULL);
+	w->rx_port = was;
+	return k;
 }
 
 uint16_t
 ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint64_t t = rte_rdtsc();
+	uint16_t port = w->rx_port, k;
 
 	if (unlikely(first < 0 || first >= w->n_stages)) {
 		w->rx_stage.stats.drops[EP_DROP_NO_NEXT] += n;
 		rte_pktmbuf_free_bulk(pkts, n);
 		return n;
 	}
-	return run_burst_at(w, first, pkts, n, &t, true, NULL, NULL);
+	w->rx_port = EP_RX_PORT_META;
+	k = run_burst_at(w, first, pkts, n, &t, true, NULL, NULL);
+	w->rx_port = port;
+	return k;
 }
 
 int
@@ -438,9 +464,17 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 		w->stats.empty_polls++;
 		return 0;
 	}
-	if (w->type->source == NULL)
-		for (uint16_t i = 0; i < n; i++)
-			ep_meta(pkts[i])->in_port = rq->port;
+	/* A stage that writes the meta line anyway takes in_port from
+	 * rx_port (stage_sets_in_port): no pass of its own here, which
+	 * would write every packet's meta line before anything else reads it. */
+	if (w->type->source != NULL) {
+		w->rx_port = EP_RX_PORT_META;
+	} else {
+		w->rx_port = rq->port;
+		if (!w->type->stage_sets_in_port)
+			for (uint16_t i = 0; i < n; i++)
+				ep_meta(pkts[i])->in_port = rq->port;
+	}
 	w->rx_stage.stats.calls++;
 	w->rx_stage.stats.pkts_in += n;
 	w->rx_stage.stats.pkts_out += n;
@@ -657,6 +691,7 @@ ep_worker_create(struct ep_engine *e, unsigned int id, const char *name, struct 
 	w->id = id;
 	w->engine = e;
 	w->burst = e->burst;
+	w->rx_port = EP_RX_PORT_META;
 	/* Busy polling until ep_power_start() applies the configured policy. */
 	w->poll = (struct ep_poll_cfg){ .policy = EP_POLL_BUSY, .min_sleep_us = 1,
 					.max_sleep_us = 1 };

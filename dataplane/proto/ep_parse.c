@@ -19,6 +19,13 @@
  */
 #include "ep_parse.h"
 
+const uint8_t ep_parse_l4_min_len[256] = {
+	[IPPROTO_TCP] = 20,
+	[IPPROTO_UDP] = 8,
+	[IPPROTO_ICMP] = 8,
+	[IPPROTO_ICMPV6] = 4,
+};
+
 int
 ep_parse_ipv6_ext(const uint8_t *p, uint32_t l3_end, uint32_t off, uint8_t nh,
 		  struct ep_meta *m)

@@ -86,4 +86,27 @@ ep_rx_not_for_us(const struct rte_mbuf *m, const struct rte_ether_addr *mine)
 	       unlikely(!ep_mac_eq(p, mine));
 }
 
+/** The MAC @p mine as the two words ep_rx_not_for_us_words compares: a
+ *  stage that knows its burst's port loads them once, into registers. */
+static __rte_always_inline void
+ep_mac_words(const struct rte_ether_addr *mine, uint32_t *w4, uint16_t *w2)
+{
+	memcpy(w4, mine->addr_bytes, 4);
+	memcpy(w2, mine->addr_bytes + 4, 2);
+}
+
+/** ep_rx_not_for_us against a MAC given as ep_mac_words' two words. */
+static __rte_always_inline int
+ep_rx_not_for_us_words(const struct rte_mbuf *m, uint32_t w4, uint16_t w2)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t a4;
+	uint16_t a2;
+
+	memcpy(&a4, p, 4);
+	memcpy(&a2, p + 4, 2);
+	return likely(m->data_len >= RTE_ETHER_HDR_LEN) && (p[0] & 1) == 0 &&
+	       unlikely(((a4 ^ w4) | (uint32_t)(a2 ^ w2)) != 0);
+}
+
 #endif

@@ -197,5 +197,7 @@ static struct ep_pipeline_type router_type = {
 	/* The rewrite only ever removes bytes in front (VLAN tags): frames
 	 * start on a cache line, one line for a 64-byte frame (ep_meta.h). */
 	.rx_line_aligned = true,
+	/* The parse stage writes ep_meta.in_port from the burst's port. */
+	.stage_sets_in_port = true,
 };
 EP_PIPELINE_REGISTER(router_type);

@@ -42,6 +42,93 @@ EP_TEST(pipeline_forwards_ipv4_and_ipv6_with_0_1_2_tags_to_the_core_port)
 	router_free(r);
 }
 
+/*
+ * A burst from rx (the worker's rx_port set, router_type.stage_sets_in_port:
+ * the parse writes in_port and checks the port's MAC once a burst) parses
+ * exactly as the same burst handed in with each packet's in_port set
+ * (ep_worker_run_burst's path): the same next[], diverted count, neigh
+ * flag and ep_meta, over built and mutated frames (IPv4/IPv6, tags,
+ * protocols, header bytes, MACs, lengths) on both ports and on a port
+ * index the FIB does not have.
+ */
+EP_TEST(parse_of_a_burst_from_rx_equals_parse_through_each_in_port)
+{
+	static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP, IPPROTO_ICMP, IPPROTO_GRE,
+					  IPPROTO_ICMPV6 };
+	struct router *r = tr_router();
+	struct ep_worker *w = tr_worker(r);
+	struct router_worker *rw = w->pipeline_ctx;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	unsigned int wrong = 0, diverted = 0, kept = 0;
+
+	for (int b = 0; b < 400; b++) {
+		struct rte_mbuf *via_rx[32], *via_meta[32];
+		uint16_t next_rx[32] = {0}, next_meta[32] = {0}, out_rx, out_meta;
+		uint16_t port = b % 5 == 4 ? 7 : (uint16_t)(b & 1);
+		uint32_t l2_rx, l2_meta;
+
+		for (int i = 0; i < 32; i++) {
+			int k = b * 32 + i;
+			struct tp_spec sp = tp_default(k % 7 == 6, protos[k % 5]);
+			uint16_t len;
+
+			sp.n_vlans = k % 9 == 8 ? 1 + (k & 1) : 0;
+			memcpy(sp.dmac, port == 1 ? MAC_P1 : MAC_P0, 6);
+			len = tp_build(buf, &sp);
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			switch (x % 8) {
+			case 0: case 1: case 2:
+				break;                                  /* as built */
+			case 3:
+				buf[(x >> 8) % 40] ^= (uint8_t)(1u << (x >> 16) % 8);
+				break;
+			case 4:
+				buf[(x >> 8) % 6] = (uint8_t)(x >> 24); /* destination MAC */
+				break;
+			case 5:
+				len = (uint16_t)((x >> 8) % (len + 1));
+				break;
+			case 6:
+				buf[0] |= 1;                            /* multicast */
+				break;
+			default:
+				buf[14 + (x >> 8) % 20] = (uint8_t)(x >> 24);
+				break;
+			}
+			via_rx[i] = ep_test_mbuf(buf, len);
+			via_meta[i] = ep_test_mbuf(buf, len);
+			memset(ep_meta(via_rx[i]), 0x5a, sizeof(struct ep_meta));
+			memset(ep_meta(via_meta[i]), 0x5a, sizeof(struct ep_meta));
+			ep_meta(via_meta[i])->in_port = port;
+		}
+		w->rx_port = port;
+		out_rx = router_parse_stage(rw, via_rx, next_rx, 32);
+		l2_rx = rw->l2ctl;
+		w->rx_port = EP_RX_PORT_META;
+		out_meta = router_parse_stage(rw, via_meta, next_meta, 32);
+		l2_meta = rw->l2ctl;
+		wrong += out_rx != out_meta || l2_rx != l2_meta ||
+			 memcmp(next_rx, next_meta, sizeof(next_rx)) != 0;
+		for (int i = 0; i < 32; i++) {
+			wrong += memcmp(ep_meta(via_rx[i]), ep_meta(via_meta[i]),
+					sizeof(struct ep_meta)) != 0;
+			wrong += ep_meta(via_rx[i])->in_port != port;
+		}
+		diverted += out_rx;
+		kept += 32u - out_rx;
+		rte_pktmbuf_free_bulk(via_rx, 32);
+		rte_pktmbuf_free_bulk(via_meta, 32);
+	}
+	EP_CHECK_EQ(wrong, 0);
+	/* Both outcomes were exercised: frames parsed and frames dropped. */
+	EP_CHECK(diverted > 2000);
+	EP_CHECK(kept > 4000);
+	tr_worker_free(w);
+	router_free(r);
+}
+
 EP_TEST(pipeline_counts_each_drop_in_the_stage_that_decided)
 {
 	struct router *r = tr_router();

@@ -61,6 +61,7 @@ tr_worker(struct router *r)
 	if (w == NULL || rw == NULL)
 		abort();
 	w->pipeline_ctx = rw;
+	w->type = ep_pipeline_find("router");
 	for (int i = 0; i < 5; i++)
 		if (ep_worker_add_stage(w, router_stages[i].name, router_stages[i].fn, rw, &err) < 0)
 			abort();
