@@ -108,13 +108,14 @@ bng_ppp_punt(uint16_t proto)
 }
 
 /**
- * Parse an access frame.
+ * Parse an access frame, every kind step by step (bng_parse_access takes
+ * the commonest first).
  * @return 0: IPv4/IPv6 data, ep_meta filled (l3_off at the IP header);
  *         > 0: an enum ep_drop_reason;
  *         < 0: control traffic to punt, BNG_PUNT_KIND(rc) says which.
  */
 static __rte_always_inline int
-bng_parse_access(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *m)
+bng_parse_access_full(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *m)
 {
 	uint16_t et;
 	int rc;
@@ -170,6 +171,24 @@ bng_parse_access(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct 
 	if (unlikely(rc != 0))
 		return rc;
 	return bng_ip_control(p, m);
+}
+
+/**
+ * bng_parse_access_full, with a QinQ IPoE line's IPv4 frame without options
+ * first (ep_parse_qinq_ipv4_plain: one branch for the tags and every IPv4
+ * check, ep_meta written once): the same result and ep_meta for every
+ * frame (test_bng_up checks both on mutated frames).  Callgrind
+ * (test_bng_cycles cycles_uplink_4k, 128-byte QinQ IPoE): the uplink's parse
+ * stage 175 -> 130 instructions a packet.
+ */
+static __rte_always_inline int
+bng_parse_access(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *m)
+{
+	if (likely(ep_parse_qinq_ipv4_plain(p, seg_len, frame_len, m) == 0)) {
+		m->user = 0;
+		return bng_ip_control(p, m);
+	}
+	return bng_parse_access_full(p, seg_len, frame_len, m);
 }
 
 /**

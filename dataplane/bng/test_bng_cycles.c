@@ -168,11 +168,11 @@ run_uplink(const char *extra, bool pppoe, struct best *best)
 			else
 				reset(t->up);
 		}
-		for (int i = 0; i < BURST; i++) {
+		for (int i = 0; i < BURST; i++)
 			m[i] = ep_test_mbuf(f[(r * BURST + i) % N_SUBS], 128);
-			ep_meta(m[i])->in_port = TB_ACCESS;
-		}
-		ep_worker_run_burst(t->up, m, BURST);
+		/* As received on the access port: in_port as the worker loop
+		 * has it (bng-uplink's parse writes it). */
+		ep_worker_run_rx_burst(t->up, TB_ACCESS, m, BURST);
 		sent += tx->n;
 		rte_pktmbuf_free_bulk(tx->pkts, tx->n);
 		tx->n = 0;

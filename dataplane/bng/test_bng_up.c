@@ -106,6 +106,73 @@ EP_TEST(uplink_parse_of_a_burst_from_rx_writes_in_port_and_equals_the_handed_in_
 	tb_free(t);
 }
 
+/* bng_parse_access (the QinQ IPv4 fast path first) and
+ * bng_parse_access_full give the same result and ep_meta on every frame:
+ * QinQ, single-tagged and untagged IPoE, PPPoE, IPv4 and IPv6, UDP (DHCP
+ * ports too), TCP, ICMP, with mutated tag, header, port and length bytes. */
+EP_TEST(uplink_parse_fast_path_agrees_with_the_full_access_parse)
+{
+	static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP, IPPROTO_ICMP };
+	static const uint16_t dports[] = { 53, 67, 68, 547, 4000 };
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	unsigned int wrong = 0, fast = 0;
+	uint8_t f[512];
+
+	for (int i = 0; i < 60000; i++) {
+		struct tb_pkt p = qinq_v4((uint16_t)(1 + i % 4000), (uint16_t)(1 + (i * 7) % 4000),
+					  "198.18.100.2");
+		struct ep_meta a, b;
+		uint32_t seg, frame;
+		uint16_t len;
+		int ra, rb;
+
+		p.n_vlans = i % 9 == 8 ? i % 2 : 2;
+		p.pppoe = i % 13 == 12;
+		p.session = (uint16_t)(1 + i % 100);
+		if (i % 5 == 4) {
+			p.ip = 6;
+			p.sip = "2001:db8:101:5::1";
+			p.dip = "2001:db8:ffff::1";
+		}
+		p.proto = protos[i % 3];
+		p.dport = dports[i % 5];
+		p.sport = i % 17 == 16 ? 68 : 1234;
+		len = tb_frame(f, &p);
+		seg = frame = len;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		switch (x % 8) {
+		case 0: case 1: case 2:
+			break;
+		case 3:
+			f[12 + (x >> 8) % 40] ^= (uint8_t)(1u << (x >> 16) % 8);
+			break;
+		case 4:
+			f[12 + (x >> 8) % 40] = (uint8_t)(x >> 24);
+			break;
+		case 5:
+			seg = (uint32_t)((x >> 8) % (len + 1));
+			break;
+		case 6:
+			frame = (uint32_t)((x >> 8) % (len + 1));
+			break;
+		default:
+			f[24] = (uint8_t)(x >> 8);       /* a QinQ frame's IPv4 total length */
+			f[25] = (uint8_t)(x >> 16);
+			break;
+		}
+		memset(&a, 0x5a, sizeof(a));
+		memset(&b, 0x5a, sizeof(b));
+		ra = bng_parse_access(f, seg, frame, &a);
+		rb = bng_parse_access_full(f, seg, frame, &b);
+		wrong += ra != rb || memcmp(&a, &b, sizeof(a)) != 0;
+		fast += ep_parse_qinq_ipv4_plain(f, seg, frame, &b) == 0;
+	}
+	EP_CHECK_EQ(wrong, 0);
+	EP_CHECK(fast > 15000);
+}
+
 EP_TEST(uplink_pppoe_ipv6_stripped_bytes_exact)
 {
 	struct tb *t = tb_new(up_conf);

@@ -38,6 +38,7 @@ tb_worker(struct tb *t, const char *name, unsigned int id)
 	w->id = id;
 	w->engine = &t->e;
 	w->burst = 32;
+	w->rx_port = EP_RX_PORT_META;   /* as ep_worker_create leaves it */
 	return w;
 }
 
@@ -102,6 +103,8 @@ tb_build(const char *cfgtext, struct ep_err *err)
 		goto fail;
 	t->up = tb_worker(t, "up", 0);
 	t->down = tb_worker(t, "down", 1);
+	t->up->type = ep_pipeline_find("bng-uplink");
+	t->down->type = ep_pipeline_find("bng-downlink");
 	if (bng_up_build(t->b, t->up, err) < 0 || bng_down_build(t->b, t->down, err) < 0 ||
 	    bng_attach(&t->e, t->b) < 0)
 		goto fail;

@@ -357,9 +357,10 @@ ep_parse_frame_opts(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, stru
  * ep_meta once.  test_parse checks it against ep_parse on mutated frames.
  */
 static __rte_always_inline int
-ep_parse_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *m)
+ep_parse_ipv4_plain_at(const uint8_t *p, const uint32_t l3, uint32_t seg_len, uint32_t frame_len,
+		       struct ep_meta *m)
 {
-	const uint32_t l3 = RTE_ETHER_HDR_LEN, l4 = l3 + sizeof(struct rte_ipv4_hdr);
+	const uint32_t l4 = l3 + sizeof(struct rte_ipv4_hdr);
 	uint16_t et, tlen, frag;
 	uint32_t need, l3_end;
 	uint8_t proto;
@@ -369,7 +370,7 @@ ep_parse_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, stru
 		seg_len = frame_len;
 	if (unlikely(seg_len < l4))
 		return -1;
-	memcpy(&et, p + 12, 2);
+	memcpy(&et, p + l3 - 2, 2);
 	memcpy(&tlen, p + l3 + 2, 2);
 	memcpy(&frag, p + l3 + 6, 2);
 	tlen = rte_be_to_cpu_16(tlen);
@@ -387,8 +388,40 @@ ep_parse_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, stru
 	m->l3_len = tlen;
 	m->l3_type = EP_L3_IPV4;
 	m->l4_proto = proto;
-	m->n_vlans = 0;
 	m->flags = need != 0 ? EP_META_F_HAS_L4 : 0;
+	return 0;
+}
+
+static __rte_always_inline int
+ep_parse_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *m)
+{
+	if (ep_parse_ipv4_plain_at(p, RTE_ETHER_HDR_LEN, seg_len, frame_len, m) != 0)
+		return -1;
+	m->n_vlans = 0;
+	return 0;
+}
+
+/**
+ * ep_parse_ipv4_plain for a frame with two VLAN tags (any of the TPIDs
+ * ep_parse_l2 accepts, in either position): an access line's QinQ frame,
+ * the vBNG uplink's commonest.  Returns 0 with @p m filled as
+ * ep_parse_frame() fills it (both TCIs, n_vlans 2), or -1 with @p m
+ * untouched.  test_parse checks it against ep_parse on mutated frames.
+ */
+static __rte_always_inline int
+ep_parse_qinq_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t frame_len,
+			 struct ep_meta *m)
+{
+	const uint32_t l3 = RTE_ETHER_HDR_LEN + 2 * sizeof(struct rte_vlan_hdr);
+
+	if (unlikely(RTE_MIN(seg_len, frame_len) < l3) ||
+	    unlikely(!ep_ether_type_is_vlan((uint16_t)(p[12] << 8 | p[13]))) ||
+	    unlikely(!ep_ether_type_is_vlan((uint16_t)(p[16] << 8 | p[17]))) ||
+	    ep_parse_ipv4_plain_at(p, l3, seg_len, frame_len, m) != 0)
+		return -1;
+	m->n_vlans = 2;
+	m->vlan_tci[0] = (uint16_t)(p[14] << 8 | p[15]);
+	m->vlan_tci[1] = (uint16_t)(p[18] << 8 | p[19]);
 	return 0;
 }
 

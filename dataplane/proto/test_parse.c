@@ -392,6 +392,72 @@ EP_TEST(ipv4_plain_fast_path_agrees_with_ep_parse)
 	EP_CHECK(plain > 20000);
 }
 
+/* The QinQ variant the vBNG uplink takes first: the same as ep_parse where
+ * it takes a frame (both TCIs, n_vlans 2), untouched where it does not, over
+ * frames with 0-2 tags of each TPID, IPv6, protocols, mutated tag, header
+ * and length bytes. */
+EP_TEST(qinq_ipv4_plain_fast_path_agrees_with_ep_parse)
+{
+	static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP, IPPROTO_ICMP, IPPROTO_GRE,
+					  IPPROTO_ICMPV6 };
+	static const uint16_t tpids[] = { RTE_ETHER_TYPE_VLAN, RTE_ETHER_TYPE_QINQ,
+					  EP_ETHER_TYPE_QINQ_9100 };
+	uint64_t x = 0x853c49e6748fea9bull;
+	unsigned int taken = 0, plain = 0, wrong = 0;
+
+	for (int i = 0; i < 100000; i++) {
+		struct tp_spec sp = tp_default(i % 11 == 10, protos[i % 5]);
+		struct ep_meta fast, full;
+		uint16_t len;
+		uint32_t seg, frame;
+
+		sp.n_vlans = i % 7 == 6 ? i % 2 : 2;
+		sp.tpid[0] = tpids[i % 3];
+		sp.tpid[1] = tpids[(i / 3) % 3];
+		sp.vid[0] = (uint16_t)(i & 0xfff);
+		sp.vid[1] = (uint16_t)((i * 7) & 0xfff);
+		len = tp_build(buf, &sp);
+		seg = frame = len;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		switch (x % 8) {
+		case 0: case 1: case 2:
+			break;                                  /* as built */
+		case 3:
+			buf[12 + (x >> 8) % 38] ^= (uint8_t)(1u << (x >> 16) % 8);
+			break;
+		case 4:
+			buf[22 + (x >> 8) % 20] = (uint8_t)(x >> 24);
+			break;
+		case 5:
+			seg = (uint32_t)((x >> 8) % (len + 1));
+			break;
+		case 6:
+			frame = (uint32_t)((x >> 8) % (len + 1));
+			break;
+		default:
+			buf[24] = (uint8_t)(x >> 8);            /* total length */
+			buf[25] = (uint8_t)(x >> 16);
+			break;
+		}
+		memset(&fast, 0x5a, sizeof(fast));
+		if (ep_parse_qinq_ipv4_plain(buf, seg, frame, &fast) == 0) {
+			taken++;
+			memset(&full, 0x5a, sizeof(full));
+			wrong += ep_parse(buf, seg, frame, &full) != 0 ||
+				 memcmp(&fast, &full, sizeof(fast)) != 0;
+		} else {
+			memset(&full, 0x5a, sizeof(full));
+			wrong += memcmp(&fast, &full, sizeof(fast)) != 0;   /* untouched */
+		}
+		plain += x % 8 < 3 && !sp.v6 && sp.n_vlans == 2;
+	}
+	EP_CHECK_EQ(wrong, 0);
+	EP_CHECK(taken >= plain);
+	EP_CHECK(plain > 20000);
+}
+
 EP_TEST(ipv4_bad_total_length_below_header)
 {
 	struct tp_spec s = tp_default(0, IPPROTO_UDP);
