@@ -179,7 +179,7 @@ bng_parse_access_full(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, st
  * check, ep_meta written once): the same result and ep_meta for every
  * frame (test_bng_up checks both on mutated frames).  Callgrind
  * (test_bng_cycles cycles_uplink_4k, 128-byte QinQ IPoE): the uplink's parse
- * stage 175 -> 130 instructions a packet.
+ * stage 175 -> 128 instructions a packet (PPPoE 208 -> 216).
  */
 static __rte_always_inline int
 bng_parse_access(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *m)
