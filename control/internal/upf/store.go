@@ -1,9 +1,9 @@
 package upf
 
 import (
-	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -19,13 +19,17 @@ import (
 // without the control plane noticing: every committed session (the model
 // as the control plane built it, with its URRs' measurement state and the
 // usage of data-plane instances gone), the associations, our Recovery
-// Time Stamp and the next SEID.  It is bbolt (etcd's B+tree file, one
-// writer transaction per batch of committed changes): a change is in the
-// store before its PFCP answer is sent, so an answer the control plane
-// has seen is never lost; what the data plane holds is reconciled against
-// the store at start (recover.go).
+// Time Stamp and the next SEID.  It is bbolt (etcd's B+tree file) behind
+// an append-only log of sessions (store_log.go: a batch of committed
+// changes is one frame appended, folded into the tree in the background
+// and at start): a change is in the store before its PFCP answer is
+// sent, so an answer the control plane has seen is never lost; what the
+// data plane holds is reconciled against the store at start
+// (recover.go).
 type Store struct {
-	db *bolt.DB
+	db  *bolt.DB
+	log *sessionLog
+	j   []byte // scratch for a record's header, under log.mu
 }
 
 var (
@@ -63,11 +67,18 @@ func OpenStore(dir string, sync bool) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	l, err := openSessionLog(db, dir, sync)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db, log: l}, nil
 }
 
-// Close closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the files (a fold under way ends first).
+func (s *Store) Close() error {
+	return errors.Join(s.log.close(), s.db.Close())
+}
 
 func seidKey(seid uint64) []byte { return binary.BigEndian.AppendUint64(nil, seid) }
 
@@ -136,53 +147,35 @@ func (r record) appendTo(b, j []byte) ([]byte, []byte, error) {
 	return append(b, r.raw...), j, nil
 }
 
-// Commit writes sessions and removes others, in one transaction.
+// Commit writes sessions and removes others, all or none of them: one
+// frame appended to the session log (store_log.go).
 func (s *Store) Commit(puts []record, dels []uint64) error {
 	if len(puts) == 0 && len(dels) == 0 {
 		return nil
 	}
-	// Every value in one buffer (bbolt reads them until the commit):
-	// one allocation a commit, not one a session.
-	room := 0
-	for _, x := range puts {
-		room += 96 + len(x.raw)
-	}
-	buf, j := make([]byte, 0, room), make([]byte, 0, 96)
-	vals := make([][]byte, len(puts))
-	for i, x := range puts {
-		start := len(buf)
+	return s.log.appendFrame(func(b []byte) ([]byte, error) {
+		// Room for every entry at once: a commit's frame is grown by
+		// doubling at most when a changed session's model is large.
+		room := len(puts)*(13+96) + len(dels)*9
+		for _, x := range puts {
+			room += len(x.raw)
+		}
+		b = slices.Grow(b, room)
+		j := s.j[:0]
 		var err error
-		if buf, j, err = x.appendTo(buf, j); err != nil {
-			return err
-		}
-		// A larger value than room allowed moves buf: the values
-		// before keep the old array, still valid.
-		vals[i] = buf[start:len(buf):len(buf)]
-	}
-	// In key order: new sessions' SEIDs only grow, so a batch of
-	// establishments appends at the tree's right edge; pages filled to
-	// 90 % rather than bbolt's 50 % there (its advice for appends) write
-	// half as many pages a commit.
-	order := make([]int, len(puts))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(puts[a].s.SEID, puts[b].s.SEID) })
-	return s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bSessions)
-		b.FillPercent = 0.9
-		for _, i := range order {
-			x := puts[i]
-			if err := b.Put(seidKey(x.s.SEID), vals[i]); err != nil {
-				return err
+		for _, x := range puts {
+			var at int
+			b, at = putHead(b, x.s.SEID)
+			if b, j, err = x.appendTo(b, j); err != nil {
+				return b, err
 			}
+			putEnd(b, at)
 		}
+		s.j = j
 		for _, id := range dels {
-			if err := b.Delete(seidKey(id)); err != nil {
-				return err
-			}
+			b = appendDel(b, id)
 		}
-		return nil
+		return b, nil
 	})
 }
 
@@ -195,9 +188,13 @@ func (s *Store) CommitModels(ss []*Session) error {
 	return s.Commit(recs, nil)
 }
 
-// Sessions reads every stored session; raw records are decoded by
-// establishment (the parser the requests use).
+// Sessions reads every stored session (the log folded into the tree
+// first); raw records are decoded by establishment (the parser the
+// requests use).
 func (s *Store) Sessions(establishment func(raw []byte, now time.Time) (*Session, error)) ([]*Session, error) {
+	if err := s.log.flush(); err != nil {
+		return nil, err
+	}
 	var out []*Session
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
