@@ -352,8 +352,8 @@ func (u *UPF) finish(ops []*op) {
 			// New URRs measure from now; the reports in the answer move
 			// their URRs' measurement on (usageReports).
 			total := o.next.Acc.add(e.last)
-			for id, r := range o.next.URRs {
-				if o.prev == nil || o.prev.URRs[id] == nil {
+			for id, r := range o.next.URRs.All() {
+				if o.prev == nil || o.prev.URRs.Get(id) == nil {
 					r.Start, r.Base = now, total
 					if r.PeriodS > 0 {
 						r.NextPerio = now.Add(time.Duration(r.PeriodS) * time.Second)

@@ -358,8 +358,8 @@ func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 	// clause 5.2.2.3.1), URRs queried (Query URR), all of them (QAURR).
 	var report []uint32
 	trig := [3]uint8{}
-	for id := range cur.URRs {
-		if _, kept := next.URRs[id]; !kept {
+	for id := range cur.URRs.All() {
+		if _, kept := next.URRs.Lookup(id); !kept {
 			report = append(report, id)
 			trig[1] |= 0x08 // TERMR: the URR is removed
 		}
@@ -369,7 +369,7 @@ func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 		reported[id] = true
 	}
 	query := func(id uint32) *Reject {
-		if _, ok := next.URRs[id]; !ok {
+		if _, ok := next.URRs.Lookup(id); !ok {
 			return ruleReject(ie.CauseRuleCreationModificationFailure, RuleURR, id, ie.QueryURR, "Query URR %d: no such URR", id)
 		}
 		if !reported[id] {
@@ -392,7 +392,7 @@ func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 			}
 		case ie.PFCPSMReqFlags:
 			if len(c.Payload) > 0 && c.Payload[0]&0x04 != 0 { // QAURR
-				for id := range next.URRs {
+				for id := range next.URRs.All() {
 					if rj := query(id); rj != nil {
 						unlockRefuse(rj)
 						return
@@ -412,8 +412,8 @@ func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 	// Counters are read for the reports, and when a URR is created on a
 	// subscriber that already counts: its measurement starts from now.
 	newURR := false
-	for id := range next.URRs {
-		if _, had := cur.URRs[id]; !had {
+	for id := range next.URRs.All() {
+		if _, had := cur.URRs.Lookup(id); !had {
 			newURR = true
 		}
 	}
@@ -440,7 +440,7 @@ func (u *UPF) planDelete(e *entry, kind opKind) *op {
 	o := &op{kind: kind, seid: s.SEID, prev: s, prevPlan: e.plan, prevSub: e.subID, del: e.subID,
 		cpSEID: s.CPSEID, node: s.CPNode}
 	o.epoch, _ = u.nodes.epochOf(s.CPNode)
-	for id := range s.URRs {
+	for id := range s.URRs.All() {
 		o.reportURR = append(o.reportURR, id)
 	}
 	o.trigger[1] = 0x08 // TERMR

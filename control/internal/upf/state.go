@@ -254,7 +254,7 @@ func (st *State) Sessions() (all, withSub int) {
 
 // meter records whether a committed session is polled for usage.
 func (st *State) meter(seid uint64, e *entry) {
-	if e != nil && e.live && e.subID != 0 && len(e.s.URRs) > 0 {
+	if e != nil && e.live && e.subID != 0 && e.s.URRs.Len() > 0 {
 		st.metered[seid] = struct{}{}
 	} else {
 		delete(st.metered, seid)

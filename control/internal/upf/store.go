@@ -134,7 +134,7 @@ func (r record) appendTo(b, j []byte) ([]byte, []byte, error) {
 		return append(append(b, recModel), m...), j, err
 	}
 	m := rawMeta{SEID: r.s.SEID, SubID: r.s.SubID, Chosen: r.s.Chosen, Created: r.s.Created.Unix()}
-	for _, u := range r.s.URRs {
+	for _, u := range r.s.URRs.All() {
 		m.URRs = append(m.URRs, u)
 	}
 	j, err := m.appendJSON(j[:0])
@@ -223,7 +223,7 @@ func (s *Store) Sessions(establishment func(raw []byte, now time.Time) (*Session
 				}
 				x.SEID, x.SubID, x.Chosen = m.SEID, m.SubID, m.Chosen
 				for _, u := range m.URRs {
-					if r := x.URRs[u.ID]; r != nil {
+					if r := x.URRs.Get(u.ID); r != nil {
 						r.Seq, r.Start, r.Base, r.NextPerio = u.Seq, u.Start, u.Base, u.NextPerio
 					}
 				}
@@ -329,19 +329,19 @@ type storedSession struct {
 func (s *Session) MarshalJSON() ([]byte, error) {
 	x := storedSession{SEID: s.SEID, CPSEID: s.CPSEID, CPAddr: s.CPAddr, CPNode: s.CPNode, PDNType: s.PDNType,
 		MTU: s.MTU, SubID: s.SubID, Chosen: s.Chosen, Acc: s.Acc, Created: s.Created.Unix()}
-	for _, r := range s.PDRs {
+	for _, r := range s.PDRs.All() {
 		x.PDRs = append(x.PDRs, r)
 	}
-	for _, r := range s.FARs {
+	for _, r := range s.FARs.All() {
 		x.FARs = append(x.FARs, r)
 	}
-	for _, r := range s.QERs {
+	for _, r := range s.QERs.All() {
 		x.QERs = append(x.QERs, r)
 	}
-	for _, r := range s.URRs {
+	for _, r := range s.URRs.All() {
 		x.URRs = append(x.URRs, r)
 	}
-	for _, r := range s.TEs {
+	for _, r := range s.TEs.All() {
 		x.TEs = append(x.TEs, r)
 	}
 	return json.Marshal(&x)
@@ -357,19 +357,19 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	s.CPSEID, s.CPAddr, s.CPNode, s.PDNType, s.MTU = x.CPSEID, x.CPAddr, x.CPNode, x.PDNType, x.MTU
 	s.SubID, s.Chosen, s.Acc = x.SubID, x.Chosen, x.Acc
 	for _, r := range x.PDRs {
-		s.PDRs[r.ID] = r
+		s.PDRs.Put(r.ID, r)
 	}
 	for _, r := range x.FARs {
-		s.FARs[r.ID] = r
+		s.FARs.Put(r.ID, r)
 	}
 	for _, r := range x.QERs {
-		s.QERs[r.ID] = r
+		s.QERs.Put(r.ID, r)
 	}
 	for _, r := range x.URRs {
-		s.URRs[r.ID] = r
+		s.URRs.Put(r.ID, r)
 	}
 	for _, r := range x.TEs {
-		s.TEs[r.ID] = r
+		s.TEs.Put(r.ID, r)
 	}
 	return nil
 }
