@@ -19,7 +19,8 @@
 //	apply.go      plans applied in batches (one sub-add-bulk for many
 //	              establishments), whole or not at all per session
 //	urr.go        usage measurement from the data plane's counters, reports
-//	store.go      what survives a restart of this process (bbolt)
+//	store.go      what survives a restart of this process (bbolt, behind
+//	              the append-only session log of store_log.go)
 //	recover.go    restore at start; replay into a restarted data plane
 //	cpr.go        the control packet redirect (GTP-U to the control plane)
 package upf

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -19,13 +20,13 @@ import (
 // without the control plane noticing: every committed session (the model
 // as the control plane built it, with its URRs' measurement state and the
 // usage of data-plane instances gone), the associations, our Recovery
-// Time Stamp and the next SEID.  It is bbolt (etcd's B+tree file) behind
-// an append-only log of sessions (store_log.go: a batch of committed
-// changes is one frame appended, folded into the tree in the background
-// and at start): a change is in the store before its PFCP answer is
-// sent, so an answer the control plane has seen is never lost; what the
-// data plane holds is reconciled against the store at start
-// (recover.go).
+// Time Stamp and the next SEID.  Sessions are an append-only log with a
+// snapshot (store_log.go: a batch of committed changes is one frame
+// appended, compacted in the background and at start); the rest is
+// bbolt (etcd's B+tree file).  A change is in the store before its PFCP
+// answer is sent, so an answer the control plane has seen is never
+// lost; what the data plane holds is reconciled against the store at
+// start (recover.go).
 type Store struct {
 	db  *bolt.DB
 	log *sessionLog
@@ -75,7 +76,7 @@ func OpenStore(dir string, sync bool) (*Store, error) {
 	return &Store{db: db, log: l}, nil
 }
 
-// Close closes the files (a fold under way ends first).
+// Close closes the files (a compaction under way ends first).
 func (s *Store) Close() error {
 	return errors.Join(s.log.close(), s.db.Close())
 }
@@ -188,53 +189,59 @@ func (s *Store) CommitModels(ss []*Session) error {
 	return s.Commit(recs, nil)
 }
 
-// Sessions reads every stored session (the log folded into the tree
-// first); raw records are decoded by establishment (the parser the
-// requests use).
+// Sessions reads every stored session, in SEID order; raw records are
+// decoded by establishment (the parser the requests use).
 func (s *Store) Sessions(establishment func(raw []byte, now time.Time) (*Session, error)) ([]*Session, error) {
-	if err := s.log.flush(); err != nil {
+	live, err := s.log.sessions()
+	if err != nil {
 		return nil, err
 	}
 	var out []*Session
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
-			if len(v) == 0 {
-				return fmt.Errorf("session %x: empty record", k)
+	for _, seid := range slices.Sorted(maps.Keys(live)) {
+		v := live[seid]
+		if v == nil {
+			continue // deleted
+		}
+		x, err := decodeRecord(v, establishment)
+		if err != nil {
+			return nil, fmt.Errorf("session %#x: %w", seid, err)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// decodeRecord reads a stored value (record.appendTo).
+func decodeRecord(v []byte, establishment func(raw []byte, now time.Time) (*Session, error)) (*Session, error) {
+	switch v[0] {
+	case recModel:
+		var x Session
+		if err := json.Unmarshal(v[1:], &x); err != nil {
+			return nil, err
+		}
+		return &x, nil
+	case recRaw:
+		n, w := binary.Uvarint(v[1:])
+		if w <= 0 || 1+w+int(n) > len(v) {
+			return nil, fmt.Errorf("bad record")
+		}
+		var m rawMeta
+		if err := json.Unmarshal(v[1+w:1+w+int(n)], &m); err != nil {
+			return nil, err
+		}
+		x, err := establishment(v[1+w+int(n):], time.Unix(m.Created, 0))
+		if err != nil {
+			return nil, err
+		}
+		x.SEID, x.SubID, x.Chosen = m.SEID, m.SubID, m.Chosen
+		for _, u := range m.URRs {
+			if r := x.URRs.Get(u.ID); r != nil {
+				r.Seq, r.Start, r.Base, r.NextPerio = u.Seq, u.Start, u.Base, u.NextPerio
 			}
-			switch v[0] {
-			case recModel:
-				var x Session
-				if err := json.Unmarshal(v[1:], &x); err != nil {
-					return fmt.Errorf("session %x: %w", k, err)
-				}
-				out = append(out, &x)
-			case recRaw:
-				n, w := binary.Uvarint(v[1:])
-				if w <= 0 || 1+w+int(n) > len(v) {
-					return fmt.Errorf("session %x: bad record", k)
-				}
-				var m rawMeta
-				if err := json.Unmarshal(v[1+w:1+w+int(n)], &m); err != nil {
-					return fmt.Errorf("session %x: %w", k, err)
-				}
-				x, err := establishment(v[1+w+int(n):], time.Unix(m.Created, 0))
-				if err != nil {
-					return fmt.Errorf("session %x: %w", k, err)
-				}
-				x.SEID, x.SubID, x.Chosen = m.SEID, m.SubID, m.Chosen
-				for _, u := range m.URRs {
-					if r := x.URRs.Get(u.ID); r != nil {
-						r.Seq, r.Start, r.Base, r.NextPerio = u.Seq, u.Start, u.Base, u.NextPerio
-					}
-				}
-				out = append(out, x)
-			default:
-				return fmt.Errorf("session %x: unknown record format %q", k, v[0])
-			}
-			return nil
-		})
-	})
-	return out, err
+		}
+		return x, nil
+	}
+	return nil, fmt.Errorf("unknown record format %q", v[0])
 }
 
 // storedAssoc is an association as stored.
