@@ -417,7 +417,7 @@ func (u *UPF) finish(ops []*op) {
 	for i, o := range answers {
 		if b := fast[i]; b != nil {
 			u.c.causes[ie.CauseRequestAccepted].Add(1)
-			u.dups.Answer(o.peer, o.seq, b)
+			u.dups.AnswerTo(o.dup, o.peer, o.seq, b)
 			out = append(out, udpio.Datagram{Peer: o.peer, B: b})
 		} else if msgs[i] != nil {
 			if b := u.answerBytes(o.peer, o.seq, msgs[i]); b != nil {

@@ -37,7 +37,8 @@ type op struct {
 	seid   uint64
 	peer   netip.AddrPort
 	seq    uint32
-	cpSEID uint64 // header SEID of the answer
+	dup    *rxEntry // the request's entry in the duplicate cache (nil: looked up)
+	cpSEID uint64   // header SEID of the answer
 	node   string
 	epoch  uint64
 
@@ -99,7 +100,7 @@ func (u *UPF) fseidIE(seid uint64) *ie.IE {
 	return ie.NewFSEID(seid, a.Unmap().AsSlice(), nil)
 }
 
-func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE) {
+func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE, dup *rxEntry) {
 	var p parser
 	defer func() { u.c.ignoredIEs.Add(uint64(p.ignored)) }()
 	nid, fs := findIE(ies, ie.NodeID), findIE(ies, ie.FSEID)
@@ -157,7 +158,7 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 	// An establishment for a CP F-SEID we hold replaces that session: the
 	// control plane lost our answer (or we restarted before sending it)
 	// and asks again; the subscriber keeps its id and its counters.
-	if old, dup := st.byCP[cpRef{node, f.SEID}]; dup {
+	if old, held := st.byCP[cpRef{node, f.SEID}]; held {
 		e := st.sess[old]
 		if e.busy {
 			st.mu.Unlock()
@@ -172,7 +173,7 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 			return
 		}
 		o.kind = opEstablish
-		o.peer, o.seq, o.cpSEID, o.node, o.epoch = peer, h.Sequence, f.SEID, node, epoch
+		o.peer, o.seq, o.cpSEID, o.node, o.epoch, o.dup = peer, h.Sequence, f.SEID, node, epoch, dup
 		st.mu.Unlock()
 		u.submit(o)
 		return
@@ -189,7 +190,7 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 	}
 	st.sess[s.SEID] = e
 	st.byCP[cpRef{node, f.SEID}] = s.SEID
-	o.peer, o.seq, o.cpSEID, o.node, o.epoch = peer, h.Sequence, f.SEID, node, epoch
+	o.peer, o.seq, o.cpSEID, o.node, o.epoch, o.dup = peer, h.Sequence, f.SEID, node, epoch, dup
 	// The request itself is what the store keeps of a new session.
 	o.raw = append([]byte(nil), wire.Body(raw, h)...)
 	st.mu.Unlock()
