@@ -101,8 +101,13 @@ func openSessionLog(db *bolt.DB, dir string, sync bool) (*sessionLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.writeSnapshot(live); err != nil {
+	if l.snapSize, err = l.compacted(); err != nil {
 		return nil, err
+	}
+	if l.snapSize < 0 || inTree > 0 {
+		if err := l.writeSnapshot(live); err != nil {
+			return nil, err
+		}
 	}
 	if inTree > 0 {
 		// Moved to the snapshot: the tree's copy goes (before any log
@@ -176,6 +181,27 @@ func (l *sessionLog) appendFrame(build func([]byte) ([]byte, error)) error {
 	return nil
 }
 
+// compacted is the snapshot's size when the snapshot alone holds the
+// sessions (no .1, an empty log), else -1.
+func (l *sessionLog) compacted() (int64, error) {
+	sizes := [3]int64{}
+	for i, name := range []string{snapName, logOldName, logName} {
+		fi, err := os.Stat(filepath.Join(l.dir, name))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			sizes[i] = -1
+		case err != nil:
+			return 0, err
+		default:
+			sizes[i] = fi.Size()
+		}
+	}
+	if sizes[0] < 0 || sizes[1] >= 0 || sizes[2] > 0 {
+		return -1, nil
+	}
+	return sizes[0], nil
+}
+
 // rotate renames the log .1, opens a fresh one and compacts .1 into
 // the snapshot in the background.  Called with mu held and no
 // compaction running.
@@ -229,8 +255,7 @@ func (l *sessionLog) compactOld() error {
 // compact compacts everything now: a running compaction is waited for,
 // then the log is rotated and compacted here.
 func (l *sessionLog) compact() error {
-	l.wait()
-	l.mu.Lock()
+	l.lockIdle()
 	if l.err != nil {
 		defer l.mu.Unlock()
 		return l.err
@@ -263,11 +288,23 @@ func (l *sessionLog) close() error {
 
 // sessions is every live session's record (snapshot, .1, log).
 func (l *sessionLog) sessions() (map[uint64][]byte, error) {
-	l.wait()
-	l.mu.Lock()
+	l.lockIdle()
 	defer l.mu.Unlock()
 	live, _, err := l.load(false)
 	return live, err
+}
+
+// lockIdle takes mu with no compaction running (none starts while mu is
+// held: rotate needs it).
+func (l *sessionLog) lockIdle() {
+	for {
+		l.wait()
+		l.mu.Lock()
+		if !l.compacting {
+			return
+		}
+		l.mu.Unlock()
+	}
 }
 
 // load reads the sessions: the tree's (a previous version's store),
