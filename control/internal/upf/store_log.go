@@ -1,11 +1,13 @@
 package upf
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -76,7 +78,8 @@ type sessionLog struct {
 	compacting bool          // a goroutine is compacting sessions.log.1
 	done       chan struct{} // closed when that compaction ends
 	buf        []byte        // the frame being built, reused
-	err        error         // a background compaction's failure, returned by the next commit
+	err        error         // the log cannot take commits (a torn append not cut off, a failed fsync)
+	compactErr error         // a compaction failed: no more until the next start
 }
 
 const (
@@ -175,8 +178,12 @@ func (l *sessionLog) appendFrame(build func([]byte) ([]byte, error)) error {
 		}
 	}
 	l.size += int64(len(b))
-	if l.size >= max(l.rotateAt, l.snapSize) && !l.compacting {
-		return l.rotate()
+	if l.size >= max(l.rotateAt, l.snapSize) && !l.compacting && l.compactErr == nil {
+		// The commit is in the log whatever becomes of the rotation.
+		if err := l.rotate(); err != nil {
+			l.compactErr = err
+			slog.Error("session store: compaction not started; the log grows until the next start", "err", err)
+		}
 	}
 	return nil
 }
@@ -211,20 +218,26 @@ func (l *sessionLog) rotate() error {
 		return err
 	}
 	f, err := os.OpenFile(cur, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
+	if err == nil {
+		err = syncDir(l.dir, l.sync)
 	}
-	if err := syncDir(l.dir, l.sync); err != nil {
-		f.Close()
-		return err
+	if err != nil {
+		// Back as it was: the open file is the log again.
+		if f != nil {
+			f.Close()
+		}
+		return errors.Join(err, os.Rename(old, cur))
 	}
 	l.f.Close()
 	l.f, l.size, l.compacting, l.done = f, 0, true, make(chan struct{})
 	go func(done chan struct{}) {
 		err := l.compactOld()
 		l.mu.Lock()
-		if err != nil && l.err == nil {
-			l.err = err
+		if err != nil {
+			// .1 stays, and is applied at the next start; no rotation
+			// until then (it would overwrite .1).  Commits go on.
+			l.compactErr = err
+			slog.Error("session store: compaction failed; the log grows until the next start", "err", err)
 		}
 		l.compacting = false
 		l.mu.Unlock()
@@ -256,9 +269,9 @@ func (l *sessionLog) compactOld() error {
 // then the log is rotated and compacted here.
 func (l *sessionLog) compact() error {
 	l.lockIdle()
-	if l.err != nil {
-		defer l.mu.Unlock()
-		return l.err
+	if err := cmp.Or(l.err, l.compactErr); err != nil {
+		l.mu.Unlock()
+		return err
 	}
 	if err := l.rotate(); err != nil {
 		l.mu.Unlock()
@@ -268,7 +281,7 @@ func (l *sessionLog) compact() error {
 	l.wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.err
+	return l.compactErr
 }
 
 // wait returns when no compaction runs.

@@ -423,3 +423,41 @@ func TestStoreMovesATreesSessionsIntoTheSnapshot(t *testing.T) {
 		t.Fatalf("after a deletion and a restart: %v", got)
 	}
 }
+
+// A compaction that fails (here the snapshot cannot be written: a
+// directory is in the way of its temporary file) stops compactions, not
+// commits: they go on into the log, and the next start has every one.
+func TestStoreCommitsGoOnWhenCompactionFails(t *testing.T) {
+	dir := t.TempDir()
+	st := openTestStore(t, dir)
+	st.log.rotateAt = 1 << 10
+	if err := os.Mkdir(filepath.Join(dir, snapName+".tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]uint64{}
+	for seid := uint64(1); seid <= 100; seid++ {
+		commitOrFail(t, st, []record{rawRecord(seid)}, nil)
+		want[seid] = seid * 10
+	}
+	st.log.wait()
+	if st.log.compactErr == nil {
+		t.Fatal("the compaction did not fail")
+	}
+	commitOrFail(t, st, []record{rawRecord(101)}, []uint64{1})
+	want[101] = 1010
+	delete(want, 1)
+	if got := storedSessions(t, st); !maps.Equal(got, want) {
+		t.Fatalf("after the failed compaction: %d sessions, want %d", len(got), len(want))
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, snapName+".tmp")); err != nil {
+		t.Fatal(err)
+	}
+	st = openTestStore(t, dir)
+	defer st.Close()
+	if got := storedSessions(t, st); !maps.Equal(got, want) {
+		t.Fatalf("after a restart: %d sessions, want %d", len(got), len(want))
+	}
+}
