@@ -19,8 +19,10 @@
 //	apply.go      plans applied in batches (one sub-add-bulk for many
 //	              establishments), whole or not at all per session
 //	urr.go        usage measurement from the data plane's counters, reports
-//	store.go      what survives a restart of this process (bbolt, behind
-//	              the append-only session log of store_log.go)
+//	store.go      what survives a restart of this process: sessions in a
+//	              log and its snapshot (store_log.go), the rest in bbolt
+//	addrtable.go  the UE addresses the sessions hold (open addressing)
+//	ruleset.go    a session's rules of one kind by id
 //	recover.go    restore at start; replay into a restarted data plane
 //	cpr.go        the control packet redirect (GTP-U to the control plane)
 package upf
