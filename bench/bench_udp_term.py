@@ -111,7 +111,8 @@ def iperf3_run(lab, preload, rate, seconds, parallel, port=5201, server=B4):
     return r, cpu1 - cpu0, sent
 
 
-def zero_loss_search(probe, loss_max=LOSS_MAX, max_probes=6, tol=0.05, start=None):
+def zero_loss_search(probe, loss_max=LOSS_MAX, max_probes=6, tol=0.05, start=None,
+                     max_halvings=6):
     """The highest offered rate whose loss is at most `loss_max`, bracketed
     and bisected.  probe(rate) -> {"received_bps", "sent_bps", "loss_pct",
     ...}; rate 0 is iperf3's `-b 0` (as fast as the sender goes).
@@ -120,13 +121,17 @@ def zero_loss_search(probe, loss_max=LOSS_MAX, max_probes=6, tol=0.05, start=Non
     2. Otherwise the sender's rate at `-b 0` is a lossy upper bound, and the
        first guess for a lossless rate is `start` (the previous round's
        answer) or what the receiver took at `-b 0`; a guess that loses
-       halves until one does not (the lower bound).
-    3. Bisection between the bounds, up as well as down, until they are
-       within `tol` of each other or `max_probes` probes were spent.
+       halves until one does not (the lower bound; at most `max_halvings`
+       times, whatever the budget).
+    3. Bisection between the bounds, up as well as down (a step up at most
+       25 % above the lower bound, so a warm start far below the sender's
+       rate climbs in a few probes), until the bounds are within `tol` of
+       each other or `max_probes` probes were spent.
 
     One lossy probe (another tenant's burst) lowers the upper bound of
     this search only: every round searches afresh, and the rounds' median
-    is what counts.  (rate, best probe or None, every probe in order)."""
+    is what counts.  (rate, best probe or None, every probe in order);
+    with no probe within the limit, rate is the next lower guess, untried."""
     trail = []
 
     def run(rate):
@@ -142,20 +147,22 @@ def zero_loss_search(probe, loss_max=LOSS_MAX, max_probes=6, tol=0.05, start=Non
     lo, best = 0.0, None
     guess = start if start and start < hi else min(r["received_bps"], 0.9 * hi)
     guess = max(guess, hi / 64)
-    while len(trail) < max_probes:
-        if best is None:
-            rate = guess
-        elif hi - lo <= tol * hi:
-            break
+    halvings = 0
+    while best is None and halvings <= max_halvings:
+        ok, r = run(guess)
+        if ok:
+            lo, best = guess, r
         else:
-            rate = (lo + hi) / 2
+            hi, guess, halvings = guess, guess / 2, halvings + 1
+    if best is None:
+        return guess, None, trail
+    while len(trail) < max_probes and hi - lo > tol * hi:
+        rate = min((lo + hi) / 2, lo * 1.25)
         ok, r = run(rate)
         if ok:
             lo, best = rate, r
         else:
             hi = rate
-            if best is None:
-                guess = rate / 2
     return lo, best, trail
 
 
@@ -221,7 +228,7 @@ def stack_turn(lab, stack, rnd, state, cfg, log):
     if rnd == 0:
         out["ipv6_at_max"] = {}
         for scen, parallel in SCENARIOS.items():
-            r, _cpu, sent = iperf3_run(lab, preload, "0", cfg["probe_s"] * 2, parallel, server=B6)
+            r, _cpu, sent = iperf3_run(lab, preload, "0", 4, parallel, server=B6)
             out["ipv6_at_max"][scen] = {"received_gbps": r.bits_per_second / 1e9,
                                         "sent_gbps": sent / 1e9, "loss_pct": r.lost_percent}
     if preload:
@@ -452,7 +459,7 @@ def run(args):
     quick = getattr(args, "quick", False)
     t_start = time.monotonic()
     cfg = ({"probe_s": 2, "full_s": 3, "max_probes": 3, "sp_s": 2} if quick else
-           {"probe_s": 3, "full_s": 10, "max_probes": 6, "sp_s": 5})
+           {"probe_s": 2, "full_s": 10, "max_probes": 6, "sp_s": 5})
     rounds = 1 if quick else 3
     probe_s, full_s, sp_s = cfg["probe_s"], cfg["full_s"], cfg["sp_s"]
     log = lambda s: print(s, flush=True)  # noqa: E731

@@ -33,9 +33,12 @@ def test_search_takes_minus_b_0_when_it_loses_nothing():
 
 
 def test_search_brackets_and_bisects_to_the_zero_loss_rate():
+    # A first guess far too high halves to a lower bound (0.75), then the
+    # bisection climbs to within 2 % under the capacity.
     link = Link(capacity=1.3 * GBIT, sender_max=4 * GBIT)
-    rate, best, trail = zero_loss_search(link, max_probes=12, tol=0.02)
-    assert 0.95 * 1.3 * GBIT <= rate <= 1.3 * GBIT
+    rate, best, trail = zero_loss_search(link, max_probes=16, tol=0.02, start=3 * GBIT)
+    assert link.rates[:4] == [0, 3 * GBIT, 1.5 * GBIT, 0.75 * GBIT]
+    assert 0.98 * 1.3 * GBIT <= rate <= 1.3 * GBIT
     assert best["loss_pct"] <= LOSS_MAX
     assert best["offered_bps"] == rate
     assert [r["offered_bps"] for r in trail] == link.rates
@@ -58,11 +61,19 @@ def test_search_halves_a_lossy_guess_until_one_passes():
     assert 0 < rate <= 0.3 * GBIT and best is not None
 
 
-def test_search_spends_no_more_than_its_probe_budget():
-    link = Link(capacity=0.001 * GBIT, sender_max=4 * GBIT)
-    rate, best, trail = zero_loss_search(link, max_probes=4, start=3 * GBIT)
+def test_search_spends_no_more_than_its_probe_budget_once_bracketed():
+    link = Link(capacity=1.3 * GBIT, sender_max=4 * GBIT)
+    rate, best, trail = zero_loss_search(link, max_probes=4)
     assert len(trail) == 4 and len(link.rates) == 4
-    assert rate == 0.0 and best is None
+    assert rate == 1.3 * GBIT and best["offered_bps"] == rate
+
+
+def test_search_stops_halving_and_returns_an_untried_lower_rate():
+    link = Link(capacity=0.001 * GBIT, sender_max=4 * GBIT)
+    rate, best, trail = zero_loss_search(link, max_probes=4, start=3 * GBIT, max_halvings=3)
+    assert best is None
+    assert link.rates == [0, 3 * GBIT, 1.5 * GBIT, 0.75 * GBIT, 0.375 * GBIT]
+    assert rate == 0.1875 * GBIT and len(trail) == 5
 
 
 @pytest.mark.parametrize("capacity,steps", [(3 * GBIT, 1), (1.9 * GBIT, 2)])
