@@ -208,7 +208,7 @@ def stack_turn(lab, stack, rnd, state, cfg, log):
                     "load_avg": round(os.getloadavg()[0], 2), "report": r.report}
 
         rate, _best, trail = zero_loss_search(lambda x: point(x, cfg["probe_s"]),
-                                              max_probes=cfg["max_probes"],
+                                              max_probes=cfg["max_probes"], max_halvings=4,
                                               start=state.get((stack, scen)))
         if rate:
             state[(stack, scen)] = rate
@@ -286,7 +286,40 @@ def interleaved(rounds, cfg, log):
                 res[k].append(one[k][0])
             log(f"  round {i + 1}/{rounds}: ours {_describe(res['ours'][-1])}; "
                 f"kernel {_describe(res['kernel'][-1])}")
+        res["kernel_poll_ab"] = kernel_poll_ab(lab, min(rounds, 2), cfg, log)
     return res
+
+
+KERNEL_POLL_US = "200"
+
+
+def kernel_poll_ab(lab, rounds, cfg, log):
+    """S1 and S2 at `-b 0`, ours, with the library's default (a select()
+    on a mixed set asks the kernel every time) against
+    EDGEPLANE_PRELOAD_KERNEL_POLL_US=200 (at most every 200 µs while
+    datagrams wait: iperf3's server selects on its stream sockets and its
+    TCP control connection, one datagram per select() in S1), alternating
+    by round.  {variant: {scen: [per round]}}."""
+    out = {"exact": {s: [] for s in SCENARIOS}, "kernel_poll_us_200": {s: [] for s in SCENARIOS}}
+    for i in range(rounds):
+        order = list(out) if i % 2 == 0 else list(reversed(out))
+        for variant in order:
+            if variant == "exact":
+                os.environ.pop("EDGEPLANE_PRELOAD_KERNEL_POLL_US", None)
+            else:
+                os.environ["EDGEPLANE_PRELOAD_KERNEL_POLL_US"] = KERNEL_POLL_US
+            try:
+                for scen, parallel in SCENARIOS.items():
+                    r, _cpu, sent = iperf3_run(lab, True, "0", cfg["probe_s"] * 2, parallel)
+                    rec = {"sent_gbps": round(sent / 1e9, 4),
+                           "received_gbps": round(r.bits_per_second / 1e9, 4),
+                           "loss_pct": round(r.lost_percent, 4),
+                           "load_avg": round(os.getloadavg()[0], 2)}
+                    out[variant][scen].append(rec)
+                    log(f"  {scen} at -b 0, {variant}: {rec}")
+            finally:
+                os.environ.pop("EDGEPLANE_PRELOAD_KERNEL_POLL_US", None)
+    return out
 
 
 def summarise(turns, scen, full_s):
@@ -355,7 +388,7 @@ def sockperf_once(lab, preload, seconds):
 # kernel's two sockperf processes on it too: every hop of ours is then a
 # wake-up on the CPU the waker is about to leave, as the kernel's
 # ping-pong keeps its two programs on one CPU by itself.
-def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None):
+def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None, rt=None):
     """{ours: medians, kernel: medians, p99_ratio, p50_ratio, rounds, sched,
     wakes: the workers' wait counters of each round of ours}."""
     per = {"ours": [], "kernel": []}
@@ -371,12 +404,13 @@ def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None):
                 elif not lab.dps:
                     lab.start_dp()
                 p = sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=seconds,
-                                       pin=pin)
+                                       pin=pin, rt=rt)
                 p["load_avg"] = round(os.getloadavg()[0], 2)
                 if stack == "ours":
                     wakes.append(worker_waits(lab))
                 per[stack].append(p)
-                log(f"  sockperf pp af_xdp {stack}: p50 {p.get('p50')} p99 "
+                what = (f" cpu {cpu}" if cpu is not None else "") + (" fifo" if rt else "")
+                log(f"  sockperf pp af_xdp{what} {stack}: p50 {p.get('p50')} p99 "
                     f"{p.get('p99')} p99.9 {p.get('p99.9')} us (load {p['load_avg']})")
                 if sched_s and rnd == rounds - 1:
                     sched[stack] = sched_delays(lab, stack == "ours", sched_s)
@@ -387,7 +421,7 @@ def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None):
     return {"ours": med["ours"], "kernel": med["kernel"], "p99_ratio": _median(rounds_of("p99")),
             "p50_ratio": _median(rounds_of("p50")), "p99_ratio_rounds": rounds_of("p99"),
             "rounds": per, "sched_delay_ms": sched,
-            "wakes": wakes, "cpu": cpu}
+            "wakes": wakes, "cpu": cpu, "sockperf_sched_fifo": rt}
 
 
 def worker_waits(lab):
@@ -459,12 +493,13 @@ def run(args):
     quick = getattr(args, "quick", False)
     t_start = time.monotonic()
     cfg = ({"probe_s": 2, "full_s": 3, "max_probes": 3, "sp_s": 2} if quick else
-           {"probe_s": 2, "full_s": 10, "max_probes": 6, "sp_s": 5})
+           {"probe_s": 2, "full_s": 8, "max_probes": 5, "sp_s": 4})
     rounds = 1 if quick else 3
     probe_s, full_s, sp_s = cfg["probe_s"], cfg["full_s"], cfg["sp_s"]
     log = lambda s: print(s, flush=True)  # noqa: E731
     log("s1, s2 and sockperf (memif), ours and the kernel round by round:")
     turns = interleaved(rounds, cfg, log)
+    kernel_poll = turns.pop("kernel_poll_ab")
     t_interleaved = time.monotonic() - t_start
     result, ipv6 = {}, {}
     for stack, ts in turns.items():
@@ -504,8 +539,9 @@ def run(args):
                                              for n, dp in lab.dps.items()}}
                 log(f"link {kind}: S2 at max: received {link[kind]['received_gbps']:.2f} "
                     f"Gbit/s, loss {r.lost_percent:.3f} %")
-    event = sockperf_af_xdp(1 if quick else 5, sp_s, log, sched_s=0 if quick else 4)
-    one_cpu = sockperf_af_xdp(1 if quick else 3, sp_s, log, cpu=1)
+    event = sockperf_af_xdp(1 if quick else 4, sp_s, log, sched_s=0 if quick else 4)
+    one_cpu = sockperf_af_xdp(1 if quick else 2, sp_s, log, cpu=1)
+    fifo = sockperf_af_xdp(1 if quick else 3, sp_s, log, rt=1)
     pinned = {}
     if not quick:
         # Latency against where the threads run: each node's data plane and
@@ -521,6 +557,7 @@ def run(args):
                 log(f"sockperf pp {stack}, per-node CPU: {pinned[stack]}")
     ratio_rounds["sockperf_p99_vs_kernel"] = event["p99_ratio_rounds"]
     ratio_rounds["sockperf_p99_vs_kernel_one_cpu"] = one_cpu["p99_ratio_rounds"]
+    ratio_rounds["sockperf_p99_vs_kernel_fifo"] = fifo["p99_ratio_rounds"]
     s1, s2 = result[("s1", "ours")], result[("s2", "ours")]
     k1, k2 = result[("s1", "kernel")], result[("s2", "kernel")]
     metrics = {
@@ -534,10 +571,12 @@ def run(args):
         "stages": s2.get("stage_cycles", {}),
         "s1": s1, "s2": s2, "s2_vs_s1_rounds": result[("s2_vs_s1", "ours")],
         "load_avg_rounds": load_rounds,
+        "s1_s2_at_max_kernel_poll_ab": kernel_poll,
         "ipv6_at_max": ipv6, "link_compare": link,
         "sockperf_per_node_cpu": pinned,
         "sockperf_af_xdp": event,
         "sockperf_af_xdp_one_cpu": one_cpu,
+        "sockperf_af_xdp_fifo": fifo,
         "duration_s": {"interleaved_rounds": round(t_interleaved),
                        "total": round(time.monotonic() - t_start)},
     }
@@ -570,6 +609,10 @@ def run(args):
         # The same with ours (both data planes, both sockperf) on one CPU.
         "sockperf_p99_vs_kernel_one_cpu": one_cpu["p99_ratio"],
         "sockperf_p50_vs_kernel_one_cpu": one_cpu["p50_ratio"],
+        # The same with both sockperf processes at SCHED_FIFO 1 (chrt), for
+        # ours and the kernel alike: the other tenants no longer delay them.
+        "sockperf_p99_vs_kernel_fifo": fifo["p99_ratio"],
+        "sockperf_p50_vs_kernel_fifo": fifo["p50_ratio"],
         # Over memif (the link for throughput: its workers poll).
         "sockperf_p99_vs_kernel_memif": rr("sockperf_p99_vs_kernel_memif"),
         "sockperf_p50_vs_kernel_memif": div(sp_ours.get("p50"), sp_kernel.get("p50")),
