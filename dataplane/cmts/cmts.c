@@ -216,6 +216,7 @@ cmts_sg_free(struct cmts_sg *sg)
 		}
 	}
 	ep_acl_free(sg->filter_acl);
+	rte_free(sg->fg4);
 	ep_acl_free(sg->cls_acl);
 	rte_hash_free(sg->addr);
 	rte_free(sg->filters);

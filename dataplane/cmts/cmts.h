@@ -189,6 +189,21 @@ struct cmts_cls4 {
 #define CMTS_CLS4_SRC   0x04
 #define CMTS_CLS4_DST   0x08
 
+/**
+ * The SG's filter groups as the downstream's filter stage matches IPv4
+ * frames: group g's rules that can match IPv4 in the lanes of g[g], in the
+ * filter ACL's order (a group is an ordered list, the first match decides),
+ * each lane's value CMTS_FG4_PERMIT or CMTS_FG4_DENY.  Built with every
+ * commit of the filter ACL and published beside it; NULL while a group has
+ * more than 16 rules for IPv4, and the stage then takes the ACL for every
+ * frame.  IPv6 frames always take the ACL.
+ */
+struct cmts_fg4 {
+	struct cmts_cls4 g[CMTS_MAX_FG + 1];    /**< [0]: no group, matches nothing */
+};
+#define CMTS_FG4_PERMIT 0
+#define CMTS_FG4_DENY   1
+
 /** A downstream service flow (QoS parameter set, MULPI Annex C.2.2.7). */
 struct cmts_sf {
 	bool in_use;
@@ -295,6 +310,7 @@ struct cmts_sg {
 	struct rte_hash *addr;          /**< 16-byte address -> CM id */
 	uint16_t *sid_cm;               /**< [CMTS_SID_SPACE] -> CM id, 0 none */
 	struct ep_acl *filter_acl;      /**< filter groups: set = group, 2 lanes */
+	struct cmts_fg4 *fg4;           /**< the same for IPv4 frames, or NULL (RCU) */
 	struct ep_acl *cls_acl;         /**< classifiers: set = CM id, value = CMTS_CLS_VALUE */
 
 	/* Control thread only. */

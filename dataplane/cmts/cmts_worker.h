@@ -113,8 +113,9 @@ struct cmts_ds_chan {
 
 /** The classifier matches of a burst's IPv4 frames (cmts_cls4_match_*). */
 struct cmts_ds;
-typedef void cmts_cls4_burst_fn(const struct cmts_ds *d, struct rte_mbuf **pkts, uint16_t n,
-				uint32_t *val);
+struct cmts_fg4;
+typedef void cmts_cls4_burst_fn(const struct cmts_ds *d, const struct cmts_fg4 *fg4,
+				struct rte_mbuf **pkts, uint16_t n, uint32_t *val, uint8_t *fv);
 
 /** Downstream worker. */
 struct cmts_ds {
@@ -157,6 +158,7 @@ struct cmts_ds {
 	uint16_t cm_ids[EP_BURST_MAX];
 	uint32_t fg_res[EP_BURST_MAX * CMTS_MAX_FG_PER_CM];
 	uint32_t cls_res[EP_BURST_MAX];     /**< IPv4: CMTS_CLS_VALUE + 1 or 0; IPv6: the ACL's */
+	uint8_t fg_v[EP_BURST_MAX];         /**< IPv4: the filter groups' verdict (cmts_ds.c) */
 	cmts_cls4_burst_fn *cls4_burst;     /**< scalar or AVX-512, by the CPU */
 	uint8_t hkey[EP_BURST_MAX][16];
 	const void *hkey_ptr[EP_BURST_MAX];
@@ -368,6 +370,23 @@ cmts_cls4_match_avx512(const struct cmts_cls4 *t, const struct ep_acl_key4_set *
 	return cmts_cls4_hit(t, m);
 }
 #endif
+
+/*
+ * An IPv4 frame's filter verdict from its two groups' matches in the SG's
+ * lane tables (struct cmts_fg4: CMTS_FG4_* + 1 for the group's first
+ * matching rule, 0 for none): CMTS_FV_MATCHED when either group matched,
+ * CMTS_FV_DENY when either denied -- ep_acl_lanes_deny's rule; with
+ * neither, the SG's default action applies.
+ */
+#define CMTS_FV_MATCHED 1
+#define CMTS_FV_DENY    2
+
+static __rte_always_inline uint8_t
+cmts_fg4_verdict(uint32_t h0, uint32_t h1)
+{
+	return (uint8_t)(((h0 | h1) != 0 ? CMTS_FV_MATCHED : 0) |
+			 (h0 == 1 + CMTS_FG4_DENY || h1 == 1 + CMTS_FG4_DENY ? CMTS_FV_DENY : 0));
+}
 
 /** The current record of a CM id, NULL when it is gone. */
 static __rte_always_inline const struct cmts_cm *

@@ -319,6 +319,109 @@ EP_TEST(ds_classifier_table_agrees_with_acl)
 	cb_free(t);
 }
 
+/*
+ * The filter stage matches IPv4 frames against the SG's filter-group lane
+ * tables (struct cmts_fg4), not the filter ACL: for any key and any pair of
+ * groups both must give the same verdict and the same "matched".  Three
+ * groups of 16 IPv4 rules using every field, permit and deny interleaved,
+ * one IPv6-only rule (it takes no lane), then random keys near the rules'
+ * values in every pair of groups (0: none), each matched both ways (both
+ * compilations where the CPU has AVX-512).  A group with 17 rules for IPv4
+ * leaves the tables out (the stage takes the ACL) until it shrinks.
+ */
+EP_TEST(ds_filter_group_tables_agree_with_acl)
+{
+	static const char *const shapes[] = {
+		"proto=17 dport=1000-1010", "proto=6 dport=1005", "dst=198.19.1.0/28 dport=1000-1003",
+		"src=10.1.0.0/16 sport=1000-1001", "tos=32-63", "proto=1",
+		"src=10.1.2.3/32 dst=198.19.1.2/31", "sport=1002 dport=1002 tos=0-31",
+		"proto=17 sport=1003-1004", "tos=64-64 dport=1001", "src=10.0.0.0/8 proto=6",
+		"dst=198.19.1.1/32", "sport=1000-1004 dport=1006-1009", "proto=17 tos=1-200 dport=1008",
+		"src=10.1.2.0/24", "proto=17 dport=1000",
+	};
+	static const uint8_t protos[] = { 1, 6, 17, 47 };
+	static struct ep_acl_scratch sc;
+	struct cb *t = bed("filter = 2 3 deny dst=2001:db8::/64\n");
+	struct ep_err err = { 0 };
+	const struct ep_acl_set *fs;
+	const struct cmts_fg4 *fg4;
+	uint16_t ids[2 * EP_BURST_MAX];
+	uint32_t res[2 * EP_BURST_MAX], seed = 7, matched = 0, denied = 0, n = 0;
+	char rule[128];
+	bool avx512 = rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512F) > 0 &&
+		      rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512BW) > 0 &&
+		      rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512VL) > 0;
+
+	for (int g = 1; g <= 3; g++)
+		for (int r = 0; r < 16; r++) {
+			snprintf(rule, sizeof(rule), "%d %d %s %s", g, 10 * r,
+				 (r + g) % 3 == 0 ? "deny" : "permit", shapes[(r * 5 + g) % 16]);
+			EP_CHECK_EQ(cmts_filter_add(t->sg, rule, true, &err), 0);
+		}
+	fs = ep_acl_read(t->sg->filter_acl);
+	fg4 = t->sg->fg4;
+	EP_CHECK(fs != NULL && fg4 != NULL);
+	EP_CHECK_EQ(fg4->g[1].valid, 0xffff);
+	EP_CHECK_EQ(fg4->g[2].valid, 0xffff);               /* the IPv6 rule takes no lane */
+	EP_CHECK_EQ(fg4->g[4].valid, 0);
+	for (int round = 0; round < 200; round++) {
+		for (uint16_t i = 0; i < EP_BURST_MAX; i++) {
+			struct ep_acl_key4_set *k = &sc.key[i].v4s;
+			uint32_t r[8];
+
+			for (int x = 0; x < 8; x++) {
+				seed = seed * 1103515245u + 12345u;
+				r[x] = seed >> 8;
+			}
+			memset(k, 0, sizeof(*k));
+			k->proto = protos[r[0] % 4];
+			k->src[0] = 10;
+			k->src[1] = (uint8_t)(r[1] % 3);
+			k->src[2] = (uint8_t)(1 + r[1] / 3 % 3);
+			k->src[3] = (uint8_t)(r[1] / 9 % 5);
+			k->dst[0] = 198;
+			k->dst[1] = 19;
+			k->dst[2] = 1;
+			k->dst[3] = (uint8_t)(r[2] % 20);
+			k->sport = rte_cpu_to_be_16((uint16_t)(998 + r[3] % 10));
+			k->dport = rte_cpu_to_be_16((uint16_t)(998 + r[4] % 14));
+			k->tos = (uint8_t)(r[5] % 4 == 0 ? 64 : r[5] % 256);
+			sc.data[i] = (const uint8_t *)k;
+			sc.pkt[i] = i;
+			ids[2 * i] = (uint16_t)(r[6] % 5);         /* 0..4: none, 3 groups, an empty one */
+			ids[2 * i + 1] = (uint16_t)(r[7] % 5);
+		}
+		sc.n = sc.n4 = EP_BURST_MAX;
+		sc.n6 = 0;
+		ep_acl_classify_keys(fs, &sc, ids, res);
+		for (uint16_t i = 0; i < EP_BURST_MAX; i++) {
+			const struct ep_acl_key4_set *k = &sc.key[i].v4s;
+			const struct cmts_cls4 *g0 = &fg4->g[ids[2 * i]], *g1 = &fg4->g[ids[2 * i + 1]];
+			int m, deny = ep_acl_lanes_deny(fs, &res[2 * i], &m);
+			uint8_t want = (uint8_t)((m ? CMTS_FV_MATCHED : 0) |
+						 (m && deny ? CMTS_FV_DENY : 0));
+
+			EP_CHECK_EQ(cmts_fg4_verdict(match_scalar(g0, k), match_scalar(g1, k)), want);
+#ifdef RTE_ARCH_X86
+			if (avx512)
+				EP_CHECK_EQ(cmts_fg4_verdict(match_avx512(g0, k),
+							     match_avx512(g1, k)), want);
+#endif
+			matched += m != 0;
+			denied += m && deny;
+			n++;
+		}
+	}
+	/* The keys reach both verdicts, and not every key matches. */
+	EP_CHECK(matched > n / 4 && matched < n);
+	EP_CHECK(denied > n / 20 && denied < matched);
+	EP_CHECK_EQ(cmts_filter_add(t->sg, "1 500 deny proto=47", true, &err), 0);
+	EP_CHECK(t->sg->fg4 == NULL);
+	EP_CHECK_EQ(cmts_filter_del(t->sg, 1, 500, &err), 0);
+	EP_CHECK(t->sg->fg4 != NULL);
+	cb_free(t);
+}
+
 EP_TEST(ds_bonding_sequence_numbers)
 {
 	struct cb *t = bed(NULL);
