@@ -496,6 +496,61 @@ cm_publish(struct cmts_sg *sg, struct cmts_cm *rec, const struct cmts_cm *old)
 	return 0;
 }
 
+static uint32_t
+addr_tab_slots(uint32_t n)
+{
+	return rte_align32pow2(RTE_MAX(16u, n + n / 2 + 1));
+}
+
+int
+cmts_addr_tab_publish(struct cmts_sg *sg)
+{
+	struct cmts_addr_tab *t, *old = sg->addr_tab;
+	uint32_t n4 = 0, n6 = 0, s4, s6;
+	size_t hdr = RTE_CACHE_LINE_ROUNDUP(sizeof(*t));
+
+	for (uint32_t id = 1; id <= sg->p.max_cms; id++)
+		for (int i = 0; sg->cms[id] != NULL && i < sg->cms[id]->n_cpe; i++) {
+			n4 += sg->cms[id]->cpe[i].family == 4;
+			n6 += sg->cms[id]->cpe[i].family == 6;
+		}
+	s4 = addr_tab_slots(n4);
+	s6 = addr_tab_slots(n6);
+	t = rte_zmalloc("cmts_addr_tab", hdr + sizeof(uint64_t) * s4 + sizeof(t->s6[0]) * s6,
+			RTE_CACHE_LINE_SIZE);
+	if (t != NULL) {
+		t->mask4 = s4 - 1;
+		t->mask6 = s6 - 1;
+		t->s4 = (uint64_t *)((uint8_t *)t + hdr);
+		t->s6 = (struct cmts_addr6_slot *)(t->s4 + s4);
+		for (uint32_t id = 1; id <= sg->p.max_cms; id++) {
+			const struct cmts_cm *cm = sg->cms[id];
+
+			for (int i = 0; cm != NULL && i < cm->n_cpe; i++) {
+				const struct cmts_cpe *c = &cm->cpe[i];
+				uint32_t h;
+
+				if (c->family == 4) {
+					uint32_t a = word_of(c->addr);
+
+					for (h = cmts_addr4_home(t, a); t->s4[h] != 0; h = (h + 1) & t->mask4)
+						;
+					t->s4[h] = (uint64_t)a << 32 | id;
+				} else {
+					for (h = cmts_addr6_home(t, c->addr); t->s6[h].id != 0;
+					     h = (h + 1) & t->mask6)
+						;
+					memcpy(t->s6[h].a, c->addr, 16);
+					t->s6[h].id = id;
+				}
+			}
+		}
+	}
+	ep_rcu_publish(&sg->addr_tab, t);
+	cmts_defer_free(sg, old);
+	return t != NULL ? 0 : -1;
+}
+
 /* Validate @p r against the tables; fill @p rec (a copy of the current
  * record's SFs, classifiers and keys when replacing). */
 static int
@@ -634,6 +689,8 @@ cmts_cm_add_bulk(struct cmts_sg *sg, const struct cmts_cm_req *r, uint32_t n,
 		else
 			sg->n_cms++;
 	}
+	if (n != 0)
+		cmts_addr_tab_publish(sg);      /* NULL on failure: the lookup takes the rte_hash */
 	if (n != 0 && cmts_cls_commit(sg, NULL, rc < 0 ? NULL : err) < 0 && rc == 0)
 		rc = -1;
 	keys_retire(sg, retire, n_retire);
@@ -665,6 +722,7 @@ cmts_cm_del(struct cmts_sg *sg, uint32_t id, struct ep_err *err)
 			retire[n++] = (struct cmts_key *)(uintptr_t)old->key[k];
 	cmts_defer_record(sg, (struct cmts_cm *)(uintptr_t)old);
 	sg->n_cms--;
+	cmts_addr_tab_publish(sg);
 	cmts_cls_commit(sg, NULL, err);
 	keys_retire(sg, retire, n);
 	return 0;

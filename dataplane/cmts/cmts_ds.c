@@ -5,9 +5,9 @@
  *
  *   lookup    Ethernet, VLANs, IPv4 (lengths, not the checksum: ds_parse
  *             says why), IPv6 with extension headers (the proto helpers'
- *             walk), then one rte_hash_lookup_bulk_data for the
- *             burst on 16-byte keys (IPv4 as IPv4-mapped IPv6, so both
- *             families share one table and one call); the CM record and the
+ *             walk), then the SG's address table (struct cmts_addr_tab:
+ *             open addressing, one line per IPv4 lookup; the rte_hash of
+ *             16-byte keys, IPv4-mapped, when it is missing); the CM record and the
  *             worker's state of it are prefetched for the stages after
  *   submgmt   the CPE entry of the destination: its MAC, when the operator
  *             gave one, must be the frame's destination; the source must
@@ -146,6 +146,7 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 {
 	struct cmts_ds *d = ctx;
 	struct cmts_sg *sg = d->sg;
+	const struct cmts_addr_tab *t = ep_rcu_read(&sg->addr_tab);
 	uint64_t hits = 0;
 	uint16_t np = 0, out = 0;
 
@@ -183,17 +184,43 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 			continue;
 		}
 		l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
-		if (likely(md->l3_type == EP_L3_IPV4)) {
+		if (likely(t != NULL)) {
+			/* The address table: its home slot now, asked for
+			 * while the next frames parse; probed below. */
+			if (likely(md->l3_type == EP_L3_IPV4)) {
+				uint32_t a;
+
+				memcpy(&a, l3 + 16, 4);
+				d->a4[np] = rte_be_to_cpu_32(a);
+				d->home[np] = cmts_addr4_home(t, d->a4[np]);
+				rte_prefetch0(&t->s4[d->home[np]]);
+			} else {
+				d->hkey_ptr[np] = l3 + 24;
+				d->home[np] = cmts_addr6_home(t, l3 + 24);
+				rte_prefetch0(&t->s6[d->home[np]]);
+			}
+		} else if (likely(md->l3_type == EP_L3_IPV4)) {
 			memcpy(d->hkey[np], v4_mapped, 12);
 			memcpy(d->hkey[np] + 12, l3 + 16, 4);
+			d->hkey_ptr[np] = d->hkey[np];
 		} else {
 			memcpy(d->hkey[np], l3 + 24, 16);
+			d->hkey_ptr[np] = d->hkey[np];
 		}
-		d->hkey_ptr[np] = d->hkey[np];
 		d->pos[np++] = i;
 	}
-	if (np != 0)
+	if (likely(t != NULL)) {
+		for (uint16_t j = 0; j < np; j++) {
+			uint32_t id = likely(ep_meta(pkts[d->pos[j]])->l3_type == EP_L3_IPV4) ?
+				cmts_addr4_find(t, d->a4[j], d->home[j]) :
+				cmts_addr6_find(t, d->hkey_ptr[j], d->home[j]);
+
+			d->hdata[j] = (void *)(uintptr_t)id;
+			hits |= (uint64_t)(id != 0) << j;
+		}
+	} else if (np != 0) {
 		rte_hash_lookup_bulk_data(sg->addr, d->hkey_ptr, np, &hits, d->hdata);
+	}
 	for (uint16_t j = 0; j < np; j++) {
 		uint16_t i = d->pos[j];
 

@@ -30,6 +30,7 @@
 #include <rte_byteorder.h>
 #include <rte_common.h>
 #include <rte_crypto.h>
+#include <rte_hash_crc.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
@@ -161,6 +162,8 @@ struct cmts_ds {
 	uint8_t fg_v[EP_BURST_MAX];         /**< IPv4: the filter groups' verdict (cmts_ds.c) */
 	cmts_cls4_burst_fn *cls4_burst;     /**< scalar or AVX-512, by the CPU */
 	uint8_t hkey[EP_BURST_MAX][16];
+	uint32_t a4[EP_BURST_MAX];          /**< IPv4 destinations (host order) */
+	uint32_t home[EP_BURST_MAX];        /**< their home slots in sg->addr_tab */
 	const void *hkey_ptr[EP_BURST_MAX];
 	void *hdata[EP_BURST_MAX];
 	uint16_t pos[EP_BURST_MAX];
@@ -386,6 +389,47 @@ cmts_fg4_verdict(uint32_t h0, uint32_t h1)
 {
 	return (uint8_t)(((h0 | h1) != 0 ? CMTS_FV_MATCHED : 0) |
 			 (h0 == 1 + CMTS_FG4_DENY || h1 == 1 + CMTS_FG4_DENY ? CMTS_FV_DENY : 0));
+}
+
+/* The downstream's address table (struct cmts_addr_tab): home slots and
+ * probes.  The CRC32-C instruction as the hash, as rte_hash's. */
+static __rte_always_inline uint32_t
+cmts_addr4_home(const struct cmts_addr_tab *t, uint32_t a)
+{
+	return rte_hash_crc_4byte(a, 0) & t->mask4;
+}
+
+static __rte_always_inline uint32_t
+cmts_addr6_home(const struct cmts_addr_tab *t, const uint8_t a[16])
+{
+	return rte_hash_crc(a, 16, 0) & t->mask6;
+}
+
+/** CM id of IPv4 address @p a (host order) from home slot @p h, 0: none. */
+static __rte_always_inline uint32_t
+cmts_addr4_find(const struct cmts_addr_tab *t, uint32_t a, uint32_t h)
+{
+	for (;; h = (h + 1) & t->mask4) {
+		uint64_t v = t->s4[h];
+
+		if ((uint32_t)(v >> 32) == a && (uint32_t)v != 0)
+			return (uint32_t)v;
+		if (v == 0)
+			return 0;
+	}
+}
+
+static __rte_always_inline uint32_t
+cmts_addr6_find(const struct cmts_addr_tab *t, const uint8_t a[16], uint32_t h)
+{
+	for (;; h = (h + 1) & t->mask6) {
+		const struct cmts_addr6_slot *s = &t->s6[h];
+
+		if (s->id == 0)
+			return 0;
+		if (memcmp(s->a, a, 16) == 0)
+			return s->id;
+	}
 }
 
 /** The current record of a CM id, NULL when it is gone. */

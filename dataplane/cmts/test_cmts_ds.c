@@ -422,6 +422,88 @@ EP_TEST(ds_filter_group_tables_agree_with_acl)
 	cb_free(t);
 }
 
+/*
+ * The lookup finds CMs in the SG's address table (struct cmts_addr_tab),
+ * not the rte_hash the control side keeps: both must give the same CM (or
+ * none) for any address.  62 more CMs with two IPv4 and one IPv6 address
+ * each, then random addresses of both families near and among theirs,
+ * looked up both ways; again after CMs are deleted and others take new
+ * addresses.  Then a frame is delivered with the table gone (the lookup's
+ * fallback to the rte_hash).
+ */
+static void
+addr_tab_check(struct cb *t, uint32_t *seed, uint32_t *found)
+{
+	const struct cmts_addr_tab *tab = t->sg->addr_tab;
+
+	EP_CHECK(tab != NULL);
+	for (int i = 0; i < 4000; i++) {
+		uint8_t a[16] = { 0x20, 0x01, 0x0d, 0xb8 };
+		uint32_t r, a4, want, got;
+		int64_t owner;
+
+		*seed = *seed * 1103515245u + 12345u;
+		r = *seed >> 8;
+		if (r % 3 != 0) {
+			a4 = 198u << 24 | 19u << 16 | (r / 3 % 80) << 8 | (r / 240 % 6);
+			a[0] = (uint8_t)(a4 >> 24);
+			a[1] = (uint8_t)(a4 >> 16);
+			a[2] = (uint8_t)(a4 >> 8);
+			a[3] = (uint8_t)a4;
+			owner = cmts_cm_find_addr(t->sg, 4, a);
+			got = cmts_addr4_find(tab, a4, cmts_addr4_home(tab, a4));
+		} else {
+			a[14] = (uint8_t)(r / 3 % 3);
+			a[15] = (uint8_t)(r / 9 % 80);
+			owner = cmts_cm_find_addr(t->sg, 6, a);
+			got = cmts_addr6_find(tab, a, cmts_addr6_home(tab, a));
+		}
+		want = owner < 0 ? 0 : (uint32_t)owner;
+		EP_CHECK_EQ(got, want);
+		*found += got != 0;
+	}
+}
+
+EP_TEST(ds_addr_table_agrees_with_hash)
+{
+	struct cb *t = bed(NULL);
+	struct ep_err err = { 0 };
+	struct cmts_addr_tab *tab;
+	struct cmts_cm_req r[62];
+	uint32_t seed = 3, found = 0;
+	uint8_t frame[2048];
+	uint16_t len;
+	char line[256];
+
+	for (uint32_t id = 3; id <= 64; id++) {
+		snprintf(line, sizeof(line), "id=%u mac=02:00:00:01:01:%02x bg=0 bpi=off "
+			 "cpe=198.19.%u.3,198.19.%u.4,2001:db8::%x", id, id, id, id, id);
+		EP_CHECK_EQ(cmts_cm_req_parse(&r[id - 3], line, &err), 0);
+	}
+	EP_CHECK_EQ(cmts_cm_add_bulk(t->sg, r, 62, NULL, &err), 0);
+	addr_tab_check(t, &seed, &found);
+	/* Deleted CMs leave, others move to new addresses (one of them a
+	 * deleted CM's). */
+	for (uint32_t id = 3; id <= 20; id++)
+		EP_CHECK_EQ(cmts_cm_del(t->sg, id, &err), 0);
+	for (uint32_t id = 21; id <= 30; id++) {
+		snprintf(line, sizeof(line), "id=%u mac=02:00:00:01:01:%02x bg=0 bpi=off "
+			 "cpe=198.19.%u.5,198.19.%u.3,2001:db8::1:%x", id, id, id - 18, id, id);
+		EP_CHECK_EQ(cmts_cm_req_parse(&r[id - 21], line, &err), 0);
+	}
+	EP_CHECK_EQ(cmts_cm_add_bulk(t->sg, r, 10, NULL, &err), 0);
+	addr_tab_check(t, &seed, &found);
+	/* Many random addresses belong to a CM, not all. */
+	EP_CHECK(found > 8000 / 10 && found < 8000 / 2);
+	tab = t->sg->addr_tab;
+	t->sg->addr_tab = NULL;
+	len = cb_udp4(frame, "198.19.1.1", 1000, 2000, 100, cpe1_mac);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 1);
+	t->sg->addr_tab = tab;
+	EP_CHECK_EQ(one(t, frame, len, NULL), 1);
+	cb_free(t);
+}
+
 EP_TEST(ds_bonding_sequence_numbers)
 {
 	struct cb *t = bed(NULL);
