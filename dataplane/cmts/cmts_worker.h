@@ -399,10 +399,15 @@ cmts_addr4_home(const struct cmts_addr_tab *t, uint32_t a)
 	return rte_hash_crc_4byte(a, 0) & t->mask4;
 }
 
+/* Two 8-byte words copied out: an address in a packet is not 8-byte
+ * aligned, which rte_hash_crc's word loads assume. */
 static __rte_always_inline uint32_t
 cmts_addr6_home(const struct cmts_addr_tab *t, const uint8_t a[16])
 {
-	return rte_hash_crc(a, 16, 0) & t->mask6;
+	uint64_t w[2];
+
+	memcpy(w, a, 16);
+	return rte_hash_crc_8byte(w[1], rte_hash_crc_8byte(w[0], 0)) & t->mask6;
 }
 
 /** CM id of IPv4 address @p a (host order) from home slot @p h, 0: none. */
