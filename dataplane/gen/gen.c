@@ -265,6 +265,7 @@ static struct ep_pipeline_type gen_type = {
 	.source = gen_source,
 	.service = gen_service,
 	.wait = gen_wait,
+	.wait_covers_rx = true,     /* with rx: its ppoll has the rx sockets */
 	.source_polls_rx = true,
 	.teardown = gen_teardown,
 };
