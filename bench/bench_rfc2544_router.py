@@ -483,13 +483,15 @@ def kernel_off(lab):
 # worker sleeps less often (210 against 410-560 waits/s at 200 kpps).
 DUT_DEVICE = "af_xdp"
 
-# The tester back to back: a veth between its own two ends (no DUT), the
-# same tester.  Its p50 is the part of every latency figure that is the
-# tester's own (both af_packet paths, its wake-up, the veth).
-FLOOR_IF_A, FLOOR_IF_B = "f0a", "f0b"
+# The tester back to back: a veth from a straight to b (no DUT), the same
+# generator and sink.  Its p50 is the part of every latency figure that is
+# the tester's own (both af_packet paths, both wake-ups, host b's kernel).
+FLOOR_IF = "t0"
 FLOOR_MAC_A, FLOOR_MAC_B = "02:00:00:00:03:0a", "02:00:00:00:03:0b"
-# The tester's ends of the DUT's links, moved from hosts a and b into the
-# tester's namespace (tester_namespace).
+# The one-process tester's floor: a veth between its own two ends.
+FLOOR_IF_A, FLOOR_IF_B = "f0a", "f0b"
+# Its ends of the DUT's links, moved from hosts a and b into its namespace
+# (tester_namespace).
 TESTER_IF_A, TESTER_IF_B = "ta", "tb"
 
 
@@ -514,10 +516,63 @@ def tester_namespace(lab):
 
 
 def tester_for(lab, dut=None, floor=False):
-    """The bench's tester on the DUT's links (or back to back: floor)."""
+    """The tester on the DUT's links (or back to back: floor): two
+    processes in hosts a and b, or, once tester_namespace() made lab's
+    tester_ns, one process there, pinned to the first CPU."""
+    if getattr(lab, "tester_ns", None) is None:
+        return Tester(lab, dut, **({"gen_if": FLOOR_IF, "sink_if": FLOOR_IF,
+                                     "dst_mac": FLOOR_MAC_B} if floor else {}))
     a, b = (FLOOR_IF_A, FLOOR_IF_B) if floor else (TESTER_IF_A, TESTER_IF_B)
     return Tester(lab, dut, gen_if=a, sink_if=b, dst_mac=FLOOR_MAC_B if floor else MAC_PA,
                   host=lab.tester_ns, cpus=cpu_split()[0])
+
+
+def one_worker_variant(lab, trial_s, resolution, max_rate, log):
+    """The variant figure: the same search and latency trials at 64 B with
+    the one-process tester (pinned to one CPU) and our DUT pinned to the
+    other, one round per DUT, after the main figures (it moves the tester's
+    veth ends out of hosts a and b for good).  What it shows is in
+    docs/benchmarks.md: no tester wake-up for the kernel (its forwarding
+    runs in the tester's own send, and the frames are in the sink's ring
+    when that send returns), two for ours."""
+    tester_cpu, dut_cpu = cpu_split()
+    lab.tester_ns = tester_namespace(lab)
+    lab.dp_opts["engine"] = {"cpus": dut_cpu} if dut_cpu else None
+    log("rfc2544-router: one-process tester (variant), 64: DUT = edgeplane-dp router")
+    start_router(lab)
+    try:
+        with tester_for(lab, lab.dp) as t:
+            ours = measure_size(t, "64", trial_s, resolution, max_rate, log)
+    finally:
+        stop_router(lab)
+        lab.dp_opts["engine"] = None
+    log("rfc2544-router: one-process tester (variant), 64: DUT = Linux IPv4 forwarding")
+    kernel_dut(lab)
+    try:
+        with tester_for(lab) as t:
+            linux = measure_size(t, "64", trial_s, resolution, max_rate, log)
+    finally:
+        kernel_off(lab)
+    floor = tester_floor(lab, [COMMON_RATE_PPS] + [r["throughput_pps"] for r in (ours, linux)
+                                                   if r["throughput_pps"] > 0], trial_s, log)
+
+    def slim(r):
+        return {k: r[k] for k in ("throughput_pps", "tester_limited", "latency_ns",
+                                  "latency_p50_trials_ns", "latency_trial", "bound_by",
+                                  "latency_common_rate", "trial_log")}
+
+    def div(a, b):
+        return round(a / b, 3) if a and b else None
+
+    common = [(r.get("latency_common_rate") or {}).get("p50_ns") for r in (ours, linux)]
+    return {"tester": "one edgeplane-dp process, one worker (gen with rx), ns tester",
+            "cpus": {"tester": tester_cpu, "dut": dut_cpu},
+            "ours": slim(ours), "linux": slim(linux), "tester_floor": floor,
+            "ratios": {"vs_linux-forwarding": div(ours["throughput_pps"],
+                                                  linux["throughput_pps"]),
+                       "latency_p50_vs_linux": div(ours["latency_p50_ns"],
+                                                   linux["latency_p50_ns"]),
+                       "latency_p50_vs_linux_at_common_rate": div(*common)}}
 
 
 def tester_floor(lab, rates, trial_s, log):
@@ -572,10 +627,11 @@ def run(args):
     # sizes too), so a drift in the other tenants' load favours neither.
     turn = 0
     floor, at_peer = {}, None
-    tester_cpu, dut_cpu = cpu_split()
     with RouterLab(tag="rfc", routes=[(ROUTED, B4)], router=small, start=False,
-                   device=DUT_DEVICE, engine={"cpus": dut_cpu} if dut_cpu else None) as lab:
-        lab.tester_ns = tester_namespace(lab)
+                   device=DUT_DEVICE) as lab:
+        lab.topo.link(lab.a, FLOOR_IF, lab.b, FLOOR_IF, mac_a=FLOOR_MAC_A, mac_b=FLOOR_MAC_B)
+        for h in (lab.a, lab.b):
+            h.offload_off(FLOOR_IF)
 
         def run_ours(size):
             log(f"rfc2544-router: {size}: DUT = edgeplane-dp router")
@@ -610,6 +666,7 @@ def run(args):
                                      trial_s, log)
                 if found[1] > 0:
                     at_peer = ours_at_rate(lab, found[1], trial_s, log)
+        variant = one_worker_variant(lab, trial_s, resolution, max_rate, log)
     ours = {s: median_of(runs["edgeplane"][s]) for s in sizes}
     linux = {s: median_of(runs["linux"][s]) for s in sizes}
     for d in (ours, linux):
@@ -661,17 +718,21 @@ def run(args):
                "latency_p50_ns_64_at_peer_rate": at_peer["p50_ns"] if at_peer else None,
                "latency_p50_above_floor_ns_64": above_floor(lat.get("p50"), floor,
                                                            h["throughput_pps"]),
+               "one_worker_tester": variant,
                "load_avg": {"start": load_start, "end": os.getloadavg()[0]}}
-    config = {"topology": "tester(ns tester: ta, tb) -veth- DUT(ns dut) -veth- tester, "
-                          "net_af_packet; the tester one edgeplane-dp process, one worker "
-                          "(gen with rx)",
-              "cpus": {"tester": tester_cpu, "dut": dut_cpu},
+    # The variant's ratios beside the main keys (one round each: no rounds).
+    for k, v in variant["ratios"].items():
+        ratios[f"{k}_one_worker_tester"] = v
+    config = {"topology": "gen(ns a) -veth- DUT(ns dut) -veth- sink(ns b), net_af_packet",
+              "one_worker_tester": "variant at 64 B, one round: tester(ns tester: ta, tb) "
+                                   "-veth- DUT -veth- tester, one edgeplane-dp process, one "
+                                   "worker (gen with rx) pinned to one CPU, the DUT to the other",
               "flows": FLOWS, "trial_s": trial_s, "resolution": resolution, "repeats": reps,
               "zero_loss": "sink rx_pkts == gen sent_pkts after drain",
               "frame_size_convention": "bytes incl. 4 B FCS; Mbit/s = frames x size x 8",
               "latency": "at the found rate; p50 the median over runs, p99/p99.9 from the "
                          "median run",
-              "tester": {"one_worker": TESTER_ENGINE},
+              "tester": {"gen": GEN_ENGINE, "sink": SINK_ENGINE, "one_worker": TESTER_ENGINE},
               "dut_engine": "defaults (poll_policy auto, rt_priority auto)",
               "dut_ports": DUT_DEVICE,
               "latency_trials": LATENCY_TRIALS,
