@@ -350,7 +350,8 @@ def test_good_config_passes_check(dp_binary):
 
 def test_readme_configuration_example_passes_check(dp_binary):
     readme = Path(__file__).resolve().parent.parent / "dataplane" / "gen" / "README.md"
-    text = readme.read_text()
-    block = text.split("```ini\n", 1)[1].split("```", 1)[0]
-    res, _ = check_config(block, binary_path=dp_binary)
-    assert res.returncode == 0, res.stderr
+    blocks = [b.split("```", 1)[0] for b in readme.read_text().split("```ini\n")[1:]]
+    assert len(blocks) >= 2   # the generator and sink, the tester in one worker
+    for block in blocks:
+        res, _ = check_config(block, binary_path=dp_binary)
+        assert res.returncode == 0, (block, res.stderr)
