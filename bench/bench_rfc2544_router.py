@@ -44,6 +44,12 @@ priority (in the generator's send, as softirq work); ours at the DUT's
 default (SCHED_FIFO 1, poll_policy auto = sleep-rx), on net_af_xdp ports
 (DUT_DEVICE).
 
+A variant figure after the main ones (one_worker_variant): the same search
+and latency trials at 64 B with the tester as one process and one worker
+(the gen worker with `rx`), in a namespace of its own, pinned to one CPU,
+and our DUT pinned to the other; recorded beside the main keys
+(metrics.one_worker_tester, ratios *_one_worker_tester).
+
 Every trial records where frames went missing or waited: the DUT's and the
 sink's af_packet ring drops, the kernel's backlog drops (softnet_stat), the
 DUT worker's CPU time, run-queue wait and stamp-to-rx latency, and the load

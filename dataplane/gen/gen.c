@@ -140,9 +140,9 @@ gen_service(struct ep_worker *w)
 
 /*
  * The `sleep` policy's pause for a generator: until the next batch is due
- * (ep_gen_pace_due_us) or @p us, whichever is first; with rx queues, a
- * returning frame or a control message ends it too (ppoll on their
- * sockets and the worker's message eventfd), so a sink's frame waits for
+ * (ep_gen_pace_due_us) or @p us, whichever is first.  A control message
+ * ends it too (the worker's message eventfd), and with rx queues so does
+ * a returning frame (ppoll on their sockets), so a sink's frame waits for
  * no timer.  Ports without a socket (ring, memif): the timer alone.
  */
 static void
@@ -158,10 +158,6 @@ gen_wait(struct ep_worker *w, uint32_t us)
 	if (g != NULL && g->running && due < us)
 		us = due > 0 ? due : 1;
 	ts = (struct timespec){ .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
-	if (n == 0) {
-		nanosleep(&ts, NULL);
-		return;
-	}
 	fds[n].fd = w->power->msg_fd;
 	fds[n].events = POLLIN;
 	fds[n].revents = 0;
