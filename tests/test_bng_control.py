@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from lab import host_load
 from lab.bng_lab import CORE4, CORE6, bng_available
 from lab.dp import wait_for
 from lab.bngcp_lab import REFLECT_PORT, BngCpLab
@@ -38,22 +39,8 @@ def lab(request, dp_binary):
     return lab
 
 
-# Rates and losses are judged only on a host that can run the programs
-# (as tests/test_udp_term.py does): on a 2-core machine shared with other
-# builds the emulator and iperf3 can be starved for seconds.  Above this
-# load a missed rate is a skip that names the load and the drops, never a
-# pass.
-OVERLOADED = 2.5 * (os.cpu_count() or 2)
-
-
 def judge_rate(lab, ok, what):
-    if ok:
-        return
-    load = os.getloadavg()[0]
-    msg = f"{what}; drops {({k: v for k, v in lab.dp.drops().items() if v})}"
-    if load > OVERLOADED:
-        pytest.skip(f"host too loaded to judge rates: load average {load:.1f} on {os.cpu_count()} CPUs: {msg}")
-    pytest.fail(msg)
+    host_load.judge_rate(ok, f"{what}; drops {({k: v for k, v in lab.dp.drops().items() if v})}")
 
 
 def cp_sessions(lab, **match):
@@ -182,7 +169,6 @@ def test_ipoe_udhcpc_on_a_vlan(lab):
     assert len(s) == 1 and s[0]["line"] == {"c_tag": 300} and s[0]["state"] == "up", s
     r = h.run(["ping", "-c", "3", "-i", "0.2", "-W", "2", CORE4], check=False)
     assert r.returncode == 0, r.stdout
-    import os
     import signal
     os.killpg(c.proc.pid, signal.SIGUSR1)
     assert wait_for(lambda: "renew" in c.events(), timeout=10), (c.events(), c.output())

@@ -44,6 +44,7 @@ import time
 
 import pytest
 
+from lab import host_load
 from lab.bng_lab import Subscriber, bng_available, open_lab
 
 PAYLOAD = 1176
@@ -153,14 +154,6 @@ def _three_pipes(lab):
     return res
 
 
-# Runnable threads per CPU above which the two shared cores, not the BNG,
-# decide what a pipe delivers (measured: within 3 % at 1-minute load
-# averages of 3-6.5 on 2 CPUs most of the time, 4-15 % short in some runs
-# at 4-6, 8-20 % short at 9-12, all pipes alike).  The test then says it
-# cannot judge instead of failing; its own processes account for about 3.
-OVERLOADED = 2.5 * (os.cpu_count() or 2)
-
-
 def test_bng_three_pipes_each_get_their_rate(lab):
     """Up to three runs.  A starved worker (the cores are shared) can only make
     a pipe deliver less -- rte_sched resets TC credits each period, so a
@@ -177,7 +170,7 @@ def test_bng_three_pipes_each_get_their_rate(lab):
             assert res[n]["median_bps"] < RATES[n] * GOODPUT * 1.03, (n, res[n])
         if all(abs(res[n]["median_bps"] / (r * GOODPUT) - 1) < 0.03 for n, r in RATES.items()):
             return
-    if all(r["loadavg"] > OVERLOADED for r in runs):
+    if all(host_load.overloaded(r["loadavg"]) for r in runs):
         pytest.skip("host too loaded to judge shaping: load average "
                     f"{[round(r['loadavg'], 1) for r in runs]} on {os.cpu_count()} CPUs")
     pytest.fail("pipe rates off by more than 3 % in every run: " + "; ".join(
@@ -243,7 +236,7 @@ def _subport_run(lab, names, seconds=SECONDS, warmup=WARMUP, attempts=2):
 
 
 def _skip_if_overloaded(ok, load):
-    if not ok and load > OVERLOADED:
+    if not ok and host_load.overloaded(load):
         pytest.skip(f"host too loaded to judge shaping: load average {load:.1f} on "
                     f"{os.cpu_count()} CPUs")
 

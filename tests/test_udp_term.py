@@ -4,7 +4,6 @@ node (a net_memif pair between them), and the kernel running the same
 commands over the same topology as the reference.  Short runs: the full
 scenarios (S1, S2, loss-bounded rate search) are `make bench BENCH=udp-term`.
 """
-import os
 import signal
 import subprocess
 import textwrap
@@ -12,6 +11,7 @@ import time
 
 import pytest
 
+from lab import host_load
 from lab.dp import CtlError, check_config, wait_for
 from lab.hoststack_lab import A4, B4, B6, C4, HostStackLab
 from lab.udp_tools import (iperf3_pair, iperf3_server, sockperf_ping_pong,
@@ -29,23 +29,8 @@ def hs_drops(lab, node):
     return lab.dps[node].ctl("hs-stats")["drops"]
 
 
-# Rates and losses are judged only on a host that can run the programs: on
-# this 2-core machine other engineers' data planes (some at raised
-# priority) can starve iperf3 -- sender and reader alike, ours and the
-# kernel's -- for seconds.  Above this load a missed rate is a skip that
-# names the load and the drop counters, never a pass.
-OVERLOADED = 2.5 * (os.cpu_count() or 2)
-
-
 def judge_rate(lab, ok, what):
-    if ok:
-        return
-    load = os.getloadavg()[0]
-    msg = f"{what}; drops {drops_seen(lab)}"
-    if load > OVERLOADED:
-        pytest.skip(f"host too loaded to judge rates: load average {load:.1f} on "
-                    f"{os.cpu_count()} CPUs: {msg}")
-    pytest.fail(msg)
+    host_load.judge_rate(ok, f"{what}; drops {drops_seen(lab)}")
 
 
 def drops_seen(lab):
@@ -302,7 +287,7 @@ LISTEN = textwrap.dedent("""
     import socket
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(("0.0.0.0", 7000))
-    s.settimeout(5)
+    s.settimeout(20)        # generous: the sender may wait for a shared core
     print("ready", flush=True)
     n = 0
     try:
@@ -331,7 +316,7 @@ def test_policy_redirect_forwards_matching_udp_to_the_central_node(dp_binary):
         p = lab.popen("c", ["python3", "-c", LISTEN], stdout=subprocess.PIPE)
         assert p.stdout.readline().strip() == "ready"
         lab.run("a", ["python3", "-c", SEND % B4], preload=True, check=True)
-        out, _ = p.communicate(timeout=10)
+        out, _ = p.communicate(timeout=60)
         # Forwarded whole (reassembled at b, fragmented again towards c),
         # the sender's address kept: the central node sees the subscriber.
         assert "got 5" in out and f"from {A4} 1860" in out, (out, b.drops())
