@@ -44,6 +44,12 @@ priority (in the generator's send, as softirq work); ours at the DUT's
 default (SCHED_FIFO 1, poll_policy auto = sleep-rx), on net_af_xdp ports
 (DUT_DEVICE).
 
+A variant figure after the main ones (one_worker_variant): the same search
+and latency trials at 64 B with the tester as one process and one worker
+(the gen worker with `rx`), in a namespace of its own, pinned to one CPU,
+and our DUT pinned to the other; recorded beside the main keys
+(metrics.one_worker_tester, ratios *_one_worker_tester).
+
 Every trial records where frames went missing or waited: the DUT's and the
 sink's af_packet ring drops, the kernel's backlog drops (softnet_stat), the
 DUT worker's CPU time, run-queue wait and stamp-to-rx latency, and the load
@@ -79,6 +85,24 @@ GEN_ENGINE = {"poll_policy": "sleep", "idle_polls": 10, "min_sleep_us": 10,
               "max_sleep_us": 1000, "rt_priority": TESTER_RT}
 SINK_ENGINE = {"poll_policy": "sleep-rx", "idle_polls": 20, "max_sleep_us": 1000,
                "rt_priority": TESTER_RT}
+# The tester this bench runs: one process, one worker (generator and sink:
+# the gen worker with `rx`, dataplane/gen/README.md), in a namespace of its
+# own that holds both tester interfaces, pinned to one CPU while the DUT is
+# pinned to the other.  Its pause ends when the next batch is due or a
+# frame comes back (ppoll on the sink's socket), so it needs no timer
+# ladder.  The two-process tester (GEN_ENGINE, SINK_ENGINE) took turns with
+# our worker on its core: at 200 kpps the sink, woken by every burst our
+# worker sent, preempted it 34 700 times in 4.5 s (perf sched), and our
+# latency was the CPU time the tester left it.
+TESTER_ENGINE = {"poll_policy": "sleep", "idle_polls": 10, "min_sleep_us": 10,
+                 "max_sleep_us": 1000, "rt_priority": TESTER_RT}
+
+
+def cpu_split():
+    """(tester's CPU, DUT's CPU) as [engine] cpus values, or (None, None)
+    with fewer than two CPUs to give."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return (str(cpus[0]), str(cpus[1])) if len(cpus) >= 2 else (None, None)
 
 
 def softnet_drops():
@@ -90,11 +114,13 @@ def softnet_drops():
         return 0
 
 
-def ring_drops(dp):
-    """Frames the kernel dropped at a data plane's rx rings, over its ports:
-    imissed, which holds af_packet's full-ring drops and AF_XDP's (rx ring
-    full, fill ring empty); see dataplane/engine/af_packet.c."""
-    return sum((p.get("stats") or {}).get("imissed", 0) for p in dp.ctl("ports")["ports"])
+def ring_drops(dp, port=None):
+    """Frames the kernel dropped at a data plane's rx rings, over its ports
+    (or the one named @port): imissed, which holds af_packet's full-ring
+    drops and AF_XDP's (rx ring full, fill ring empty); see
+    dataplane/engine/af_packet.c."""
+    return sum((p.get("stats") or {}).get("imissed", 0) for p in dp.ctl("ports")["ports"]
+               if port is None or p["name"] == port)
 
 
 def dut_snapshot(dp):
@@ -128,40 +154,72 @@ def dut_delta(dp, before, seconds):
 
 
 class Tester:
-    """gen in host a, sink in host b; both always stopped on exit.  dut:
-    our DUT's Dp (its counters go into every trial), None for the kernel."""
+    """The tester; always stopped on exit.  dut: our DUT's Dp (its counters
+    go into every trial), None for the kernel.
+
+    host=None: two processes, the generator in host a and the sink in host
+    b (bench_power and tests/test_power use this one).  host=a Host: one
+    process and one worker in that namespace, which holds both tester
+    interfaces: the gen worker with `rx = s` (TESTER_ENGINE), pinned to
+    `cpus` when given.  Either way self.gen answers gen-*, self.sink
+    sink-* (the same Dp for one process)."""
 
     dut = None
 
-    def __init__(self, lab, dut=None, gen_if="eth0", sink_if="eth0", dst_mac=MAC_PA):
+    def __init__(self, lab, dut=None, gen_if="eth0", sink_if="eth0", dst_mac=MAC_PA, host=None,
+                 cpus=None):
         self.lab = lab
         self.dut = dut
         self.gen_if, self.sink_if, self.dst_mac = gen_if, sink_if, dst_mac
+        self.host, self.cpus = host, cpus
         self.gen = self.sink = None
+
+    def _gen_worker(self):
+        return {"pipeline": "gen", "tx": "g", "dst_mac": self.dst_mac, "src": A4, "dst": DST,
+                "flows": FLOWS, "size": "64", "start": "no", "vary": "dst"}
+
+    # A deep sink ring: the default overflows when the sink is descheduled
+    # for ~10 ms on this loaded 2-core machine.
+    def _sink_port(self, i=0):
+        return {"device": f"net_af_packet{i},iface={self.sink_if},framecnt=16384"}
 
     def __enter__(self):
         try:
+            if self.host is not None:
+                engine = dict(TESTER_ENGINE, **({"cpus": self.cpus} if self.cpus else {}))
+                self.gen = self.sink = Dp(self.host, {
+                    "engine": engine,
+                    "port g": {"device": f"net_af_packet0,iface={self.gen_if}"},
+                    "port s": self._sink_port(1),
+                    "worker gen0": dict(self._gen_worker(), rx="s")},
+                    name="rfc-tester").__enter__()
+                return self
             self.sink = Dp(self.lab.b, {
-                "engine": SINK_ENGINE,
-                # A deep ring: the default overflows when the sink is
-                # descheduled for ~10 ms on this loaded 2-core machine.
-                "port s": {"device": f"net_af_packet0,iface={self.sink_if},framecnt=16384"},
+                "engine": SINK_ENGINE, "port s": self._sink_port(),
                 "worker sink0": {"pipeline": "sink", "rx": "s"}}, name="rfc-sink").__enter__()
             self.gen = Dp(self.lab.a, {
                 "engine": GEN_ENGINE,
                 "port g": {"device": f"net_af_packet0,iface={self.gen_if}"},
-                "worker gen0": {"pipeline": "gen", "tx": "g", "dst_mac": self.dst_mac, "src": A4,
-                                "dst": DST, "flows": FLOWS, "size": "64", "start": "no",
-                                "vary": "dst"}}, name="rfc-gen").__enter__()
+                "worker gen0": self._gen_worker()}, name="rfc-gen").__enter__()
         except BaseException:
             self.close()
             raise
         return self
 
     def close(self):
-        for d in (self.gen, self.sink):
-            if d is not None:
-                d.close()
+        for d in {id(d): d for d in (self.gen, self.sink) if d is not None}.values():
+            d.close()
+
+    def cpu_shares(self, before, span):
+        """The tester's threads' CPU shares since @before (cpu_times())."""
+        now = self.cpu_times()
+        shares = {k: round((now[k] - before[k]) / 1e9 / span, 3) for k in now}
+        return shares
+
+    def cpu_times(self):
+        if self.gen is self.sink:
+            return {"tester_cpu_share": cpu_ns(self.gen)}
+        return {"gen_cpu_share": cpu_ns(self.gen), "sink_cpu_share": cpu_ns(self.sink)}
 
     def __exit__(self, *exc):
         self.close()
@@ -184,8 +242,8 @@ class Tester:
         if self.dut is not None:
             self.dut.ctl("power-reset")
         before = dut_snapshot(self.dut)
-        tester0 = (cpu_ns(self.gen), cpu_ns(self.sink))
-        sink_drops0, softnet0, t0 = ring_drops(self.sink), softnet_drops(), time.monotonic()
+        tester0 = self.cpu_times()
+        sink_drops0, softnet0, t0 = ring_drops(self.sink, "s"), softnet_drops(), time.monotonic()
         load = os.getloadavg()[0]
         count = int(rate * seconds) if rate else 0
         self.gen.ctl("gen-start", rate_pps=int(rate), count=count, size=size)
@@ -209,9 +267,9 @@ class Tester:
         span = max(1e-3, time.monotonic() - t0)
         # The tester's own CPU, at SCHED_FIFO 20 above the DUT: what it left
         # of the two cores (the kernel's forwarding is inside the gen's).
-        tester = {"gen_cpu_share": round((cpu_ns(self.gen) - tester0[0]) / 1e9 / span, 3),
-                  "sink_cpu_share": round((cpu_ns(self.sink) - tester0[1]) / 1e9 / span, 3)}
-        return {"load_avg": round(load, 2), "sink_ring_drops": ring_drops(self.sink) - sink_drops0,
+        tester = self.cpu_shares(tester0, span)
+        return {"load_avg": round(load, 2),
+                "sink_ring_drops": ring_drops(self.sink, "s") - sink_drops0,
                 "softnet_drops": softnet_drops() - softnet0,
                 "dut": dut_delta(self.dut, before, span), "tester": tester,
                 "rate_pps": rate, "sent": sent, "received": s["rx_pkts"],
@@ -324,8 +382,8 @@ def latency_bound(lat):
             return "wake-up: our worker was asleep when most frames arrived"
         t = lat.get("tester") or {}
         return ("shared cores: frames waited in our ring while our worker waited for a CPU "
-                f"(run-queue share {d['runq_share']}; the tester's threads above it used "
-                f"{round(t.get('gen_cpu_share', 0) + t.get('sink_cpu_share', 0), 2)} CPUs)")
+                f"(run-queue share {d['runq_share']}, demoted {d['rt_demotions']} times; "
+                f"the tester used {round(sum(t.values()), 2)} CPUs)")
     return "the wire and the sink: most of the p50 is after our worker's rx"
 
 
@@ -431,18 +489,113 @@ def kernel_off(lab):
 # worker sleeps less often (210 against 410-560 waits/s at 200 kpps).
 DUT_DEVICE = "af_xdp"
 
+# Our DUT's ports with the one-process tester, pinned to its own CPU:
+# busy_budget 0, so that the veth NAPI and the XDP copy of pa run in the
+# sender's softirq (on the tester's CPU, as the kernel's forwarding does)
+# and not in our worker's recvfrom.  Fixed-rate trials, 2 rounds: lossless
+# at 150 and 180 kpps with 0-3 guard demotions a trial, where the PMD's
+# default (busy_budget 64) lost frames in 3 of 4 with 20-37 demotions (its
+# windows past 90 % of the one CPU); p50 48-71 against 43-62 us.
+ONE_WORKER_DUT_DEVICE = "net_af_xdp{i},iface={iface},busy_budget=0"
+
 # The tester back to back: a veth from a straight to b (no DUT), the same
 # generator and sink.  Its p50 is the part of every latency figure that is
 # the tester's own (both af_packet paths, both wake-ups, host b's kernel).
 FLOOR_IF = "t0"
 FLOOR_MAC_A, FLOOR_MAC_B = "02:00:00:00:03:0a", "02:00:00:00:03:0b"
+# The one-process tester's floor: a veth between its own two ends.
+FLOOR_IF_A, FLOOR_IF_B = "f0a", "f0b"
+# Its ends of the DUT's links, moved from hosts a and b into its namespace
+# (tester_namespace).
+TESTER_IF_A, TESTER_IF_B = "ta", "tb"
+
+
+def tester_namespace(lab):
+    """A namespace for the one-process tester: a's and b's veth ends (to the
+    DUT's pa and pb) move into it, renamed ta and tb, with the floor's veth
+    beside them.  Its kernel has no address, no IPv6 and no forwarding: it
+    sends nothing of its own onto the DUT's wires."""
+    t = lab.topo.host("tester")
+    for k in ("net.ipv6.conf.default.disable_ipv6=1", "net.ipv6.conf.all.disable_ipv6=1",
+              "net.ipv4.ip_forward=0"):
+        t.run(["sysctl", "-qw", k], check=False)
+    for h, new in ((lab.a, TESTER_IF_A), (lab.b, TESTER_IF_B)):
+        h.run(["ip", "link", "set", "eth0", "down"])
+        h.run(["ip", "link", "set", "eth0", "name", new])
+        h.run(["ip", "link", "set", new, "netns", t.ns])
+        t.run(["ip", "link", "set", new, "up"])
+    lab.topo.link(t, FLOOR_IF_A, t, FLOOR_IF_B, mac_a=FLOOR_MAC_A, mac_b=FLOOR_MAC_B)
+    for ifname in (TESTER_IF_A, TESTER_IF_B, FLOOR_IF_A, FLOOR_IF_B):
+        t.offload_off(ifname)
+    return t
+
+
+def tester_for(lab, dut=None, floor=False):
+    """The tester on the DUT's links (or back to back: floor): two
+    processes in hosts a and b, or, once tester_namespace() made lab's
+    tester_ns, one process there, pinned to the first CPU."""
+    if getattr(lab, "tester_ns", None) is None:
+        return Tester(lab, dut, **({"gen_if": FLOOR_IF, "sink_if": FLOOR_IF,
+                                     "dst_mac": FLOOR_MAC_B} if floor else {}))
+    a, b = (FLOOR_IF_A, FLOOR_IF_B) if floor else (TESTER_IF_A, TESTER_IF_B)
+    return Tester(lab, dut, gen_if=a, sink_if=b, dst_mac=FLOOR_MAC_B if floor else MAC_PA,
+                  host=lab.tester_ns, cpus=cpu_split()[0])
+
+
+def one_worker_variant(lab, trial_s, resolution, max_rate, log):
+    """The variant figure: the same search and latency trials at 64 B with
+    the one-process tester (pinned to one CPU) and our DUT pinned to the
+    other, one round per DUT, after the main figures (it moves the tester's
+    veth ends out of hosts a and b for good).  What it shows is in
+    docs/benchmarks.md: no tester wake-up for the kernel (its forwarding
+    runs in the tester's own send, and the frames are in the sink's ring
+    when that send returns), two for ours."""
+    tester_cpu, dut_cpu = cpu_split()
+    lab.tester_ns = tester_namespace(lab)
+    lab.dp_opts["engine"] = {"cpus": dut_cpu} if dut_cpu else None
+    lab.dp_opts["device"] = ONE_WORKER_DUT_DEVICE
+    log("rfc2544-router: one-process tester (variant), 64: DUT = edgeplane-dp router")
+    start_router(lab)
+    try:
+        with tester_for(lab, lab.dp) as t:
+            ours = measure_size(t, "64", trial_s, resolution, max_rate, log)
+    finally:
+        stop_router(lab)
+        lab.dp_opts["engine"], lab.dp_opts["device"] = None, DUT_DEVICE
+    log("rfc2544-router: one-process tester (variant), 64: DUT = Linux IPv4 forwarding")
+    kernel_dut(lab)
+    try:
+        with tester_for(lab) as t:
+            linux = measure_size(t, "64", trial_s, resolution, max_rate, log)
+    finally:
+        kernel_off(lab)
+    floor = tester_floor(lab, [COMMON_RATE_PPS] + [r["throughput_pps"] for r in (ours, linux)
+                                                   if r["throughput_pps"] > 0], trial_s, log)
+
+    def slim(r):
+        return {k: r[k] for k in ("throughput_pps", "tester_limited", "latency_ns",
+                                  "latency_p50_trials_ns", "latency_trial", "bound_by",
+                                  "latency_common_rate", "trial_log")}
+
+    def div(a, b):
+        return round(a / b, 3) if a and b else None
+
+    common = [(r.get("latency_common_rate") or {}).get("p50_ns") for r in (ours, linux)]
+    return {"tester": "one edgeplane-dp process, one worker (gen with rx), ns tester",
+            "cpus": {"tester": tester_cpu, "dut": dut_cpu},
+            "ours": slim(ours), "linux": slim(linux), "tester_floor": floor,
+            "ratios": {"vs_linux-forwarding": div(ours["throughput_pps"],
+                                                  linux["throughput_pps"]),
+                       "latency_p50_vs_linux": div(ours["latency_p50_ns"],
+                                                   linux["latency_p50_ns"]),
+                       "latency_p50_vs_linux_at_common_rate": div(*common)}}
 
 
 def tester_floor(lab, rates, trial_s, log):
     """{rate: {p50, p99, trials}} of the tester alone, median of
     LATENCY_TRIALS trials per rate."""
     out = {}
-    with Tester(lab, gen_if=FLOOR_IF, sink_if=FLOOR_IF, dst_mac=FLOOR_MAC_B) as t:
+    with tester_for(lab, floor=True) as t:
         for rate in rates:
             ts = latency_trials(t, rate, "64", trial_s)
             m = median_trial(ts)
@@ -499,7 +652,7 @@ def run(args):
         def run_ours(size):
             log(f"rfc2544-router: {size}: DUT = edgeplane-dp router")
             start_router(lab)
-            with Tester(lab, lab.dp) as t:
+            with tester_for(lab, lab.dp) as t:
                 r = measure_size(t, size, trial_s, resolution, max_rate, log)
             for k, v in stop_router(lab).items():
                 drops[k] = drops.get(k, 0) + v
@@ -508,7 +661,7 @@ def run(args):
         def run_linux(size):
             log(f"rfc2544-router: {size}: DUT = Linux IPv4 forwarding")
             kernel_dut(lab)
-            with Tester(lab) as t:
+            with tester_for(lab) as t:
                 r = measure_size(t, size, trial_s, resolution, max_rate, log)
             kernel_off(lab)
             return r
@@ -529,6 +682,7 @@ def run(args):
                                      trial_s, log)
                 if found[1] > 0:
                     at_peer = ours_at_rate(lab, found[1], trial_s, log)
+        variant = one_worker_variant(lab, trial_s, resolution, max_rate, log)
     ours = {s: median_of(runs["edgeplane"][s]) for s in sizes}
     linux = {s: median_of(runs["linux"][s]) for s in sizes}
     for d in (ours, linux):
@@ -580,14 +734,22 @@ def run(args):
                "latency_p50_ns_64_at_peer_rate": at_peer["p50_ns"] if at_peer else None,
                "latency_p50_above_floor_ns_64": above_floor(lat.get("p50"), floor,
                                                            h["throughput_pps"]),
+               "one_worker_tester": variant,
                "load_avg": {"start": load_start, "end": os.getloadavg()[0]}}
+    # The variant's ratios beside the main keys (one round each: no rounds).
+    for k, v in variant["ratios"].items():
+        ratios[f"{k}_one_worker_tester"] = v
     config = {"topology": "gen(ns a) -veth- DUT(ns dut) -veth- sink(ns b), net_af_packet",
+              "one_worker_tester": "variant at 64 B, one round: tester(ns tester: ta, tb) "
+                                   "-veth- DUT -veth- tester, one edgeplane-dp process, one "
+                                   "worker (gen with rx) pinned to one CPU, the DUT to the other",
+              "one_worker_dut_ports": ONE_WORKER_DUT_DEVICE,
               "flows": FLOWS, "trial_s": trial_s, "resolution": resolution, "repeats": reps,
               "zero_loss": "sink rx_pkts == gen sent_pkts after drain",
               "frame_size_convention": "bytes incl. 4 B FCS; Mbit/s = frames x size x 8",
               "latency": "at the found rate; p50 the median over runs, p99/p99.9 from the "
                          "median run",
-              "tester": {"gen": GEN_ENGINE, "sink": SINK_ENGINE},
+              "tester": {"gen": GEN_ENGINE, "sink": SINK_ENGINE, "one_worker": TESTER_ENGINE},
               "dut_engine": "defaults (poll_policy auto, rt_priority auto)",
               "dut_ports": DUT_DEVICE,
               "latency_trials": LATENCY_TRIALS,
@@ -610,7 +772,7 @@ def ours_at_rate(lab, rate, trial_s, log):
     loss): the median of LATENCY_TRIALS trials."""
     start_router(lab)
     try:
-        with Tester(lab, lab.dp) as t:
+        with tester_for(lab, lab.dp) as t:
             m = median_trial(latency_trials(t, rate, "64", trial_s))
     finally:
         stop_router(lab)

@@ -8,21 +8,31 @@ the same commands on the same two namespaces in the same run.
   S2  the same with -P 10, one client process    (28.1 Gbit/s, +81 %)
 
 A scenario's goodput is the highest iperf3 goodput whose loss is at most
-0.05 %: a search over the offered rate (-b) with short probes (a probe over
-the limit is repeated once, the better counts), then confirming runs of
-the full length at the rate found (median of `rounds`; the rate steps down
-10 % while a confirming run loses more).  S1 and S2 are searched in
-lockstep and confirmed in alternation (S1, S2, S1, S2, ...), so both meet
-the same load of the shared machine, and `s2_vs_s1` is the median of the
-rounds' S2/S1.  The loss and the iperf3 JSON of the confirming runs are
-kept (build/bench/udp-term-iperf3/).
+0.05 %.  The method, for a machine whose other tenants change its load by
+the minute:
+
+- Rounds.  Each round measures ours and the kernel, one after the other
+  in the same lab (which goes first alternates by round; ours' data planes
+  are paused with SIGSTOP during the kernel's turn), so both meet the same
+  load; every ratio against the kernel is the median of the rounds'
+  ratios, and the per-round values and load averages are kept
+  (`ratio_rounds`, `metrics.load_avg_rounds`, `*.goodput_gbps_rounds`).
+- The search (zero_loss_search), per round, stack and scenario: a probe
+  at `-b 0`; if it loses more, a lower bound is found (the previous
+  round's answer, or what the receiver took at `-b 0`, halved while it
+  loses) and the rate is bisected between the bounds, up as well as down,
+  within a budget of probes.  Then one confirming run of `full_s` at the
+  rate found (a second at 90 % of what it sent if the first loses more).
+- In each turn S1 and S2 run back to back: `s2_vs_s1` is the median of
+  the rounds' S2/S1.  The iperf3 JSON of the runs that count is kept
+  (build/bench/udp-term-iperf3/).
 
 Topology (lab/hoststack_lab.py): node a runs the client, node b the server;
 ours: one edgeplane-dp per node, a net_memif pair between them (the link
 that costs the least, so the stacks are what is measured; `link_compare`
 runs S2 once more over AF_XDP on a veth pair), iperf3's TCP control
 connection on the kernel veth; the kernel: the same veth carries
-everything, and both data planes are stopped, so each side has the whole
+everything, and both data planes are paused (SIGSTOP), so each side has the whole
 machine (2 shared cores).  CPU seconds per gigabit: user+system time of
 iperf3 client and server and, for ours, of both edgeplane-dp processes
 (all threads), per gigabit received; ksoftirqd's time is added to both.
@@ -43,9 +53,10 @@ import resource
 import shutil
 import statistics
 import subprocess
+import time
 from pathlib import Path
 
-from bench import common
+from bench import ab, common
 from lab.hoststack_lab import B4, B6, HostStackLab
 from lab.traffic import iperf3_argv, parse_iperf3
 from lab.udp_tools import iperf3_server, sockperf_ping_pong, sockperf_throughput
@@ -100,85 +111,234 @@ def iperf3_run(lab, preload, rate, seconds, parallel, port=5201, server=B4):
     return r, cpu1 - cpu0, sent
 
 
-def _probe(lab, preload, rate, probe_s, parallel, log, name):
-    """One probe at `rate` (bit/s over all streams, 0: -b 0); a probe over
-    the loss limit is repeated once and the better of the two counts:
-    another tenant's burst on the 2 shared cores loses datagrams whatever
-    the stack, and one unlucky probe would otherwise cap the search for
-    good (the same rule for ours and the kernel, S1 and S2).
-    (Iperf3Result, sent_bps)."""
-    b = "0" if rate == 0 else f"{int(rate / parallel)}"
-    r, _, sent = iperf3_run(lab, preload, b, probe_s, parallel)
-    if r.lost_percent > LOSS_MAX:
-        r2, _, sent2 = iperf3_run(lab, preload, b, probe_s, parallel)
-        if r2.lost_percent < r.lost_percent:
-            r, sent = r2, sent2
-    log(f"  {name} -b {'0' if rate == 0 else f'{rate / 1e9:.2f}G'}: sent {sent / 1e9:.2f}, "
-        f"received {r.bits_per_second / 1e9:.2f} Gbit/s, loss {r.lost_percent:.3f} %")
-    return r, sent
+def zero_loss_search(probe, loss_max=LOSS_MAX, max_probes=6, tol=0.05, start=None,
+                     max_halvings=6):
+    """The highest offered rate whose loss is at most `loss_max`, bracketed
+    and bisected.  probe(rate) -> {"received_bps", "sent_bps", "loss_pct",
+    ...}; rate 0 is iperf3's `-b 0` (as fast as the sender goes).
+
+    1. `-b 0`: within the limit, that is the answer (a sender-bound run).
+    2. Otherwise the sender's rate at `-b 0` is a lossy upper bound, and the
+       first guess for a lossless rate is `start` (the previous round's
+       answer) or what the receiver took at `-b 0`; a guess that loses
+       halves until one does not (the lower bound; at most `max_halvings`
+       times, whatever the budget).
+    3. Bisection between the bounds, up as well as down (a step up at most
+       25 % above the lower bound, so a warm start far below the sender's
+       rate climbs in a few probes), until the bounds are within `tol` of
+       each other or `max_probes` probes were spent.
+
+    One lossy probe (another tenant's burst) lowers the upper bound of
+    this search only: every round searches afresh, and the rounds' median
+    is what counts.  (rate, best probe or None, every probe in order);
+    with no probe within the limit, rate is the next lower guess, untried."""
+    trail = []
+
+    def run(rate):
+        r = dict(probe(rate))
+        r["offered_bps"] = rate
+        trail.append(r)
+        return r["loss_pct"] <= loss_max, r
+
+    ok, r = run(0)
+    if ok:
+        return 0, r, trail
+    hi = max(r["sent_bps"], r["received_bps"], 1e6)
+    lo, best = 0.0, None
+    guess = start if start and start < hi else min(r["received_bps"], 0.9 * hi)
+    guess = max(guess, hi / 64)
+    halvings = 0
+    while best is None and halvings <= max_halvings:
+        ok, r = run(guess)
+        if ok:
+            lo, best = guess, r
+        else:
+            hi, guess, halvings = guess, guess / 2, halvings + 1
+    if best is None:
+        return guess, None, trail
+    while len(trail) < max_probes and hi - lo > tol * hi:
+        rate = min((lo + hi) / 2, lo * 1.25)
+        ok, r = run(rate)
+        if ok:
+            lo, best = rate, r
+        else:
+            hi = rate
+    return lo, best, trail
 
 
-def search(lab, preload, scenarios, probe_s, full_s, rounds, log):
-    """The highest goodput with loss <= LOSS_MAX of each scenario
-    ({name: parallel}), the scenarios searched in lockstep and confirmed
-    in alternation, so that they meet the same load of the shared machine
-    and their ratio is taken round by round.
-    ({name: summary}, {name: confirming runs}, [per-round S2/S1-style ratio
-    of the last scenario over the first])."""
-    st = {}
-    for name, parallel in scenarios.items():
-        r, sent = _probe(lab, preload, 0, probe_s, parallel, log, name)
-        st[name] = {"parallel": parallel, "rate": 0 if r.lost_percent <= LOSS_MAX else None,
-                    "lo": 0.0, "hi": max(sent, 1e8), "good": None, "steps": 0}
-    # Bisection over the offered rate, one probe per scenario per step.
-    while any(x["rate"] is None for x in st.values()):
-        for name, x in st.items():
-            if x["rate"] is not None:
-                continue
-            mid = (x["lo"] + x["hi"]) / 2
-            r, _ = _probe(lab, preload, mid, probe_s, x["parallel"], log, name)
-            if r.lost_percent <= LOSS_MAX:
-                x["lo"] = x["good"] = mid
+def confirm(run, rate, loss_max=LOSS_MAX):
+    """A full-length run at the rate a search found; one that loses more
+    than the limit is followed by one at 90 % of what it sent (once).
+    (the run that counts, every run); the one that counts is the first
+    within the limit, else the one with the least loss (its
+    `loss_over_limit` is set)."""
+    runs = [dict(run(rate), offered_bps=rate)]
+    if runs[0]["loss_pct"] > loss_max:
+        base = rate or runs[0]["sent_bps"]
+        runs.append(dict(run(base * 0.9), offered_bps=base * 0.9))
+    good = [r for r in runs if r["loss_pct"] <= loss_max]
+    best = good[0] if good else min(runs, key=lambda r: r["loss_pct"])
+    best["loss_over_limit"] = not good
+    return best, runs
+
+
+def _rate_arg(rate, parallel):
+    return "0" if not rate else f"{int(rate / parallel)}"
+
+
+def _gbit(rate):
+    return "max" if not rate else f"{rate / 1e9:.2f}G"
+
+
+SCENARIOS = {"s1": 1, "s2": 10}
+
+
+def stack_turn(lab, stack, rnd, state, cfg, log):
+    """One stack's turn in a round: S1 and S2 searched and confirmed, then
+    sockperf over memif (ping-pong and throughput); IPv6 at `-b 0` in the
+    first round.  `state` carries each search's answer to the next round
+    (its first guess)."""
+    preload = stack == "ours"
+    out = {"load_avg": round(os.getloadavg()[0], 2)}
+    for scen, parallel in SCENARIOS.items():
+        def point(rate, seconds, parallel=parallel):
+            r, cpu, sent = iperf3_run(lab, preload, _rate_arg(rate, parallel), seconds, parallel)
+            return {"received_bps": r.bits_per_second, "sent_bps": sent,
+                    "loss_pct": r.lost_percent, "cpu_s": cpu, "seconds": seconds,
+                    "load_avg": round(os.getloadavg()[0], 2), "report": r.report}
+
+        rate, _best, trail = zero_loss_search(lambda x: point(x, cfg["probe_s"]),
+                                              max_probes=cfg["max_probes"], max_halvings=4,
+                                              start=state.get((stack, scen)))
+        if rate:
+            state[(stack, scen)] = rate
+        run, runs = confirm(lambda x: point(x, cfg["full_s"]), rate)
+        for r in trail:
+            log(f"    {stack} {scen} probe -b {_gbit(r['offered_bps'])}: sent "
+                f"{r['sent_bps'] / 1e9:.2f}, received {r['received_bps'] / 1e9:.2f} Gbit/s, "
+                f"loss {r['loss_pct']:.3f} %")
+        for r in runs:
+            log(f"    {stack} {scen} confirm -b {_gbit(r['offered_bps'])}: received "
+                f"{r['received_bps'] / 1e9:.2f} Gbit/s, loss {r['loss_pct']:.3f} %, "
+                f"cpu {r['cpu_s']:.1f} s (load {r['load_avg']})")
+        out[scen] = {"run": run, "confirm_runs": len(runs),
+                     "probes": [{k: r[k] for k in ("offered_bps", "sent_bps", "received_bps",
+                                                   "loss_pct")} for r in trail]}
+    out["sockperf_memif"] = sockperf_once(lab, preload, cfg["sp_s"])
+    if rnd == 0:
+        out["ipv6_at_max"] = {}
+        for scen, parallel in SCENARIOS.items():
+            r, _cpu, sent = iperf3_run(lab, preload, "0", 4, parallel, server=B6)
+            out["ipv6_at_max"][scen] = {"received_gbps": r.bits_per_second / 1e9,
+                                        "sent_gbps": sent / 1e9, "loss_pct": r.lost_percent}
+    if preload:
+        out["stage_cycles"] = stage_cycles(lab)
+        out["workers_busy_pct"] = {n: [w["busy_pct"] for w in dp.workers()]
+                                   for n, dp in lab.dps.items()}
+    return out
+
+
+class _Ours(ab.Call):
+    """Ours: both data planes run during its turn and are paused
+    (SIGSTOP: no CPU, memory and memif link kept) during the kernel's."""
+
+    def __init__(self, lab, fn):
+        super().__init__("ours", fn, _describe)
+        self.lab = lab
+
+    def pause(self):
+        for dp in self.lab.dps.values():
+            dp.pause()
+
+    def resume(self):
+        for dp in self.lab.dps.values():
+            dp.resume()
+
+
+def _describe(t):
+    return ", ".join(f"{s} {t[s]['run']['received_bps'] / 1e9:.2f} Gbit/s "
+                     f"({t[s]['run']['loss_pct']:.3f} %)" for s in SCENARIOS) + \
+        f", pp p99 {t['sockperf_memif'].get('p99')} us, load {t['load_avg']}"
+
+
+def interleaved(rounds, cfg, log):
+    """`rounds` rounds over one memif lab, each measuring ours and the
+    kernel (which goes first alternates), so both meet the same load.
+    {"ours": [turn per round], "kernel": [...]}."""
+    state = {}
+    with HostStackLab(tag="bu") as lab:
+        lab.start_dp()
+        ours = _Ours(lab, None)
+        kernel = ab.Call("kernel", None, _describe)
+        rnd = {"n": 0}
+        ours.fn = lambda: stack_turn(lab, "ours", rnd["n"], state, cfg, log)
+
+        def kernel_turn():
+            t = stack_turn(lab, "kernel", rnd["n"], state, cfg, log)
+            return t
+
+        kernel.fn = kernel_turn
+        res = {"ours": [], "kernel": []}
+        for i in range(rounds):
+            rnd["n"] = i
+            one = ab.alternate([ours, kernel], 1, first=i % 2, log=None)
+            for k in res:
+                res[k].append(one[k][0])
+            log(f"  round {i + 1}/{rounds}: ours {_describe(res['ours'][-1])}; "
+                f"kernel {_describe(res['kernel'][-1])}")
+        res["kernel_poll_ab"] = kernel_poll_ab(lab, min(rounds, 2), cfg, log)
+    return res
+
+
+KERNEL_POLL_US = "200"
+
+
+def kernel_poll_ab(lab, rounds, cfg, log):
+    """S1 and S2 at `-b 0`, ours, with the library's default (a select()
+    on a mixed set asks the kernel every time) against
+    EDGEPLANE_PRELOAD_KERNEL_POLL_US=200 (at most every 200 µs while
+    datagrams wait: iperf3's server selects on its stream sockets and its
+    TCP control connection, one datagram per select() in S1), alternating
+    by round.  {variant: {scen: [per round]}}."""
+    out = {"exact": {s: [] for s in SCENARIOS}, "kernel_poll_us_200": {s: [] for s in SCENARIOS}}
+    for i in range(rounds):
+        order = list(out) if i % 2 == 0 else list(reversed(out))
+        for variant in order:
+            if variant == "exact":
+                os.environ.pop("EDGEPLANE_PRELOAD_KERNEL_POLL_US", None)
             else:
-                x["hi"] = mid
-            x["steps"] += 1
-            if x["hi"] - x["lo"] < 0.04 * x["hi"] or x["steps"] >= 7:
-                x["rate"] = x["good"] if x["good"] is not None else x["lo"] * 0.5 or 1e8
-    runs = {name: [] for name in st}
-    for _attempt in range(8):
-        runs = {name: [] for name in st}
-        for _ in range(rounds):
-            for name, x in st.items():
-                rate = x["rate"]
-                b = "0" if rate == 0 else f"{int(rate / x['parallel'])}"
-                r, cpu, sent = iperf3_run(lab, preload, b, full_s, x["parallel"])
-                runs[name].append({"offered_bps": rate, "received_bps": r.bits_per_second,
-                                   "sent_bps": sent, "loss_pct": r.lost_percent, "cpu_s": cpu,
-                                   "load_avg": round(os.getloadavg()[0], 2), "report": r.report})
-                log(f"  {name} confirm -b {'max' if rate == 0 else f'{rate / 1e9:.2f}G'}: "
-                    f"received {r.bits_per_second / 1e9:.2f} Gbit/s, loss "
-                    f"{r.lost_percent:.3f} %, cpu {cpu:.1f} s")
-        over = [name for name in st
-                if statistics.median(x["loss_pct"] for x in runs[name]) > LOSS_MAX]
-        if not over:
-            break
-        for name in over:
-            x = st[name]
-            x["rate"] = (x["rate"] or statistics.median(r["sent_bps"] for r in runs[name])) * 0.9
-    out = {}
-    for name, x in st.items():
-        rs = runs[name]
-        out[name] = {
-            "goodput_gbps": statistics.median(r["received_bps"] for r in rs) / 1e9,
-            "loss_pct": statistics.median(r["loss_pct"] for r in rs),
-            "offered_gbps": x["rate"] / 1e9 if x["rate"] else "max",
-            "cpu_s_per_gbit": statistics.median(
-                r["cpu_s"] / max(r["received_bps"] * full_s / 1e9, 1e-9) for r in rs),
-            "rounds": len(rs), "load_avg": [r["load_avg"] for r in rs]}
-    first, last = list(st)[0], list(st)[-1]
-    paired = [b["received_bps"] / a["received_bps"]
-              for a, b in zip(runs[first], runs[last]) if a["received_bps"]]
-    return out, runs, paired
+                os.environ["EDGEPLANE_PRELOAD_KERNEL_POLL_US"] = KERNEL_POLL_US
+            try:
+                for scen, parallel in SCENARIOS.items():
+                    r, _cpu, sent = iperf3_run(lab, True, "0", cfg["probe_s"] * 2, parallel)
+                    rec = {"sent_gbps": round(sent / 1e9, 4),
+                           "received_gbps": round(r.bits_per_second / 1e9, 4),
+                           "loss_pct": round(r.lost_percent, 4),
+                           "load_avg": round(os.getloadavg()[0], 2)}
+                    out[variant][scen].append(rec)
+                    log(f"  {scen} at -b 0, {variant}: {rec}")
+            finally:
+                os.environ.pop("EDGEPLANE_PRELOAD_KERNEL_POLL_US", None)
+    return out
+
+
+def summarise(turns, scen, full_s):
+    """The medians over rounds of one stack's scenario, with the per-round
+    values (the shape of the earlier single-search summary, plus rounds)."""
+    runs = [t[scen]["run"] for t in turns]
+    med = statistics.median
+    return {
+        "goodput_gbps": med(r["received_bps"] for r in runs) / 1e9,
+        "loss_pct": med(r["loss_pct"] for r in runs),
+        "offered_gbps": [r["offered_bps"] / 1e9 if r["offered_bps"] else "max" for r in runs],
+        "cpu_s_per_gbit": med(r["cpu_s"] / max(r["received_bps"] * r["seconds"] / 1e9, 1e-9)
+                              for r in runs),
+        "rounds": len(runs), "load_avg": [r["load_avg"] for r in runs],
+        "goodput_gbps_rounds": [round(r["received_bps"] / 1e9, 4) for r in runs],
+        "loss_pct_rounds": [round(r["loss_pct"], 4) for r in runs],
+        "loss_over_limit_rounds": [r["loss_over_limit"] for r in runs],
+        "probes_rounds": [t[scen]["probes"] for t in turns],
+        "full_s": full_s}
 
 
 def stage_cycles(lab):
@@ -206,16 +366,13 @@ def keep(runs, name):
     return paths
 
 
-def sockperf_rounds(lab, preload, rounds, seconds, log):
-    pp = [sockperf_ping_pong(lab, B4, preload=preload, seconds=seconds) for _ in range(rounds)]
-    for p in pp:
-        log(f"  sockperf pp {'ours' if preload else 'kernel'}: p50 {p.get('p50')} p99 "
-            f"{p.get('p99')} p99.9 {p.get('p99.9')} us")
-    tp = sockperf_throughput(lab, B4, preload=preload, seconds=seconds)
-    med = {k: statistics.median(p[k] for p in pp if k in p) for k in ("p50", "p99", "p99.9", "avg")
-           if any(k in p for p in pp)}
-    med["tp_msg_per_s"] = tp.get("msg_rate", 0)
-    return med
+def sockperf_once(lab, preload, seconds):
+    """One sockperf ping-pong and one throughput run (memif)."""
+    p = sockperf_ping_pong(lab, B4, preload=preload, seconds=seconds)
+    tp = sockperf_throughput(lab, B4, preload=preload, seconds=max(2, seconds // 2))
+    out = {k: p[k] for k in ("p50", "p99", "p99.9", "avg") if k in p}
+    out["tp_msg_per_s"] = tp.get("msg_rate", 0)
+    return out
 
 
 # sockperf's ping-pong over the link a worker can wait on: net_af_xdp on
@@ -231,7 +388,7 @@ def sockperf_rounds(lab, preload, rounds, seconds, log):
 # kernel's two sockperf processes on it too: every hop of ours is then a
 # wake-up on the CPU the waker is about to leave, as the kernel's
 # ping-pong keeps its two programs on one CPU by itself.
-def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None):
+def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None, rt=None):
     """{ours: medians, kernel: medians, p99_ratio, p50_ratio, rounds, sched,
     wakes: the workers' wait counters of each round of ours}."""
     per = {"ours": [], "kernel": []}
@@ -247,22 +404,24 @@ def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None):
                 elif not lab.dps:
                     lab.start_dp()
                 p = sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=seconds,
-                                       pin=pin)
+                                       pin=pin, rt=rt)
                 p["load_avg"] = round(os.getloadavg()[0], 2)
                 if stack == "ours":
                     wakes.append(worker_waits(lab))
                 per[stack].append(p)
-                log(f"  sockperf pp af_xdp {stack}: p50 {p.get('p50')} p99 "
+                what = (f" cpu {cpu}" if cpu is not None else "") + (" fifo" if rt else "")
+                log(f"  sockperf pp af_xdp{what} {stack}: p50 {p.get('p50')} p99 "
                     f"{p.get('p99')} p99.9 {p.get('p99.9')} us (load {p['load_avg']})")
                 if sched_s and rnd == rounds - 1:
                     sched[stack] = sched_delays(lab, stack == "ours", sched_s)
     med = {st: {k: statistics.median(p[k] for p in ps if k in p) for k in ("p50", "p99", "p99.9")}
            for st, ps in per.items()}
-    ratio = lambda k: statistics.median(  # noqa: E731
-        o[k] / kk[k] for o, kk in zip(per["ours"], per["kernel"]) if o.get(k) and kk.get(k))
-    return {"ours": med["ours"], "kernel": med["kernel"], "p99_ratio": ratio("p99"),
-            "p50_ratio": ratio("p50"), "rounds": per, "sched_delay_ms": sched,
-            "wakes": wakes, "cpu": cpu}
+    rounds_of = lambda k: [round(o[k] / kk[k], 4)  # noqa: E731
+                           for o, kk in zip(per["ours"], per["kernel"]) if o.get(k) and kk.get(k)]
+    return {"ours": med["ours"], "kernel": med["kernel"], "p99_ratio": _median(rounds_of("p99")),
+            "p50_ratio": _median(rounds_of("p50")), "p99_ratio_rounds": rounds_of("p99"),
+            "rounds": per, "sched_delay_ms": sched,
+            "wakes": wakes, "cpu": cpu, "sockperf_sched_fifo": rt}
 
 
 def worker_waits(lab):
@@ -316,47 +475,63 @@ def sched_delays(lab, preload, seconds):
                 "p99.9": pct(xs, 0.999), "max": max(xs)} for k, xs in delays.items()}
 
 
+def per_round(turns_a, turns_b, fa, fb=None):
+    """[fa(a) / fb(b)] over rounds, a round whose divisor is 0 left out."""
+    fb = fb or fa
+    return [round(fa(a) / fb(b), 4) for a, b in zip(turns_a, turns_b) if fb(b)]
+
+
+def _goodput(scen):
+    return lambda t: t[scen]["run"]["received_bps"]
+
+
+def _median(xs):
+    return statistics.median(xs) if xs else 0.0
+
+
 def run(args):
     quick = getattr(args, "quick", False)
-    probe_s, full_s, rounds, sp_s = (3, 5, 1, 3) if quick else (5, 20, 3, 10)
+    t_start = time.monotonic()
+    cfg = ({"probe_s": 2, "full_s": 3, "max_probes": 3, "sp_s": 2} if quick else
+           {"probe_s": 2, "full_s": 8, "max_probes": 5, "sp_s": 4})
+    rounds = 1 if quick else 3
+    probe_s, full_s, sp_s = cfg["probe_s"], cfg["full_s"], cfg["sp_s"]
     log = lambda s: print(s, flush=True)  # noqa: E731
-    result, ipv6, sockperf = {}, {}, {}
-    with HostStackLab(tag="bu") as lab:
-        for stack in ("ours", "kernel"):
-            preload = stack == "ours"
-            # Each side gets the machine: the kernel runs with both data
-            # planes stopped.
-            if preload and not lab.dps:
-                lab.start_dp()
-            if not preload:
-                for node in list(lab.dps):
-                    lab.stop_dp(node)
-            log(f"s1 and s2 {stack}:")
-            summaries, runs, paired = search(lab, preload, {"s1": 1, "s2": 10}, probe_s, full_s,
-                                             rounds, log)
-            for scen, summary in summaries.items():
-                summary["iperf3_json"] = keep(runs[scen], f"{scen}-{stack}")
-                if preload:
-                    summary["stage_cycles"] = stage_cycles(lab)
-                    summary["workers_busy_pct"] = {
-                        n: [w["busy_pct"] for w in dp.workers()] for n, dp in lab.dps.items()}
-                result[(scen, stack)] = summary
-            result[("s2_vs_s1", stack)] = paired
-            # IPv6: one run at the most the sender offers, for the record.
-            for scen, parallel in (("s1", 1), ("s2", 10)):
-                r, cpu, sent = iperf3_run(lab, preload, "0", probe_s * 2, parallel, server=B6)
-                ipv6[f"{scen}_{stack}"] = {"received_gbps": r.bits_per_second / 1e9,
-                                           "sent_gbps": sent / 1e9, "loss_pct": r.lost_percent}
-                log(f"ipv6 {scen} {stack} at max: received {r.bits_per_second / 1e9:.2f} "
-                    f"Gbit/s, loss {r.lost_percent:.3f} %")
-            log(f"sockperf {stack}:")
-            sockperf[stack] = sockperf_rounds(lab, preload, rounds, sp_s, log)
-    sp_ours, sp_kernel = sockperf["ours"], sockperf["kernel"]
+    log("s1, s2 and sockperf (memif), ours and the kernel round by round:")
+    turns = interleaved(rounds, cfg, log)
+    kernel_poll = turns.pop("kernel_poll_ab")
+    t_interleaved = time.monotonic() - t_start
+    result, ipv6 = {}, {}
+    for stack, ts in turns.items():
+        for scen in SCENARIOS:
+            summary = summarise(ts, scen, full_s)
+            summary["iperf3_json"] = keep([t[scen]["run"] for t in ts], f"{scen}-{stack}")
+            if stack == "ours":
+                summary["stage_cycles"] = ts[-1]["stage_cycles"]
+                summary["workers_busy_pct"] = ts[-1]["workers_busy_pct"]
+            result[(scen, stack)] = summary
+            ipv6[f"{scen}_{stack}"] = ts[0]["ipv6_at_max"][scen]
+        result[("s2_vs_s1", stack)] = per_round(ts, ts, _goodput("s2"), _goodput("s1"))
+    sp = {stack: [t["sockperf_memif"] for t in ts] for stack, ts in turns.items()}
+    sp_ours, sp_kernel = ({k: _median([p[k] for p in sp[st] if k in p])
+                           for k in ("p50", "p99", "p99.9", "avg", "tp_msg_per_s")}
+                          for st in ("ours", "kernel"))
+    sp_ours["rounds"], sp_kernel["rounds"] = sp["ours"], sp["kernel"]
+    ratio_rounds = {
+        "s2_vs_kernel": per_round(turns["ours"], turns["kernel"], _goodput("s2")),
+        "s1_vs_kernel": per_round(turns["ours"], turns["kernel"], _goodput("s1")),
+        "s2_vs_s1": result[("s2_vs_s1", "ours")],
+        "kernel_s2_vs_s1": result[("s2_vs_s1", "kernel")],
+        "sockperf_p99_vs_kernel_memif": [round(o["p99"] / k["p99"], 4)
+                                         for o, k in zip(sp["ours"], sp["kernel"])
+                                         if o.get("p99") and k.get("p99")],
+    }
+    load_rounds = {stack: [t["load_avg"] for t in ts] for stack, ts in turns.items()}
     link = {}
     if not quick:
         for kind in ("memif", "af_xdp"):
             with HostStackLab(tag="bl", link=kind) as lab:
-                r, cpu, sent = iperf3_run(lab, True, "0", 10, 10)
+                r, cpu, sent = iperf3_run(lab, True, "0", 5, 10)
                 link[kind] = {"received_gbps": r.bits_per_second / 1e9,
                               "sent_gbps": sent / 1e9, "loss_pct": r.lost_percent,
                               "stage_cycles": stage_cycles(lab),
@@ -364,9 +539,9 @@ def run(args):
                                              for n, dp in lab.dps.items()}}
                 log(f"link {kind}: S2 at max: received {link[kind]['received_gbps']:.2f} "
                     f"Gbit/s, loss {r.lost_percent:.3f} %")
-    event = sockperf_af_xdp(1 if quick else 5, sp_s // 2 if not quick else sp_s, log,
-                            sched_s=0 if quick else 4)
-    one_cpu = sockperf_af_xdp(1 if quick else 3, sp_s // 2 if not quick else sp_s, log, cpu=1)
+    event = sockperf_af_xdp(1 if quick else 4, sp_s, log, sched_s=0 if quick else 4)
+    one_cpu = sockperf_af_xdp(1 if quick else 2, sp_s, log, cpu=1)
+    fifo = sockperf_af_xdp(1 if quick else 3, sp_s, log, rt=1)
     pinned = {}
     if not quick:
         # Latency against where the threads run: each node's data plane and
@@ -376,11 +551,13 @@ def run(args):
                 if stack == "kernel":
                     for node in list(lab.dps):
                         lab.stop_dp(node)
-                pp = [sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=sp_s,
-                                         pin={"a": 0, "b": 1}) for _ in range(2)]
-                pinned[stack] = {k: statistics.median(p[k] for p in pp if k in p)
-                                 for k in ("p50", "p99", "p99.9")}
+                p = sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=sp_s,
+                                       pin={"a": 0, "b": 1})
+                pinned[stack] = {k: p[k] for k in ("p50", "p99", "p99.9") if k in p}
                 log(f"sockperf pp {stack}, per-node CPU: {pinned[stack]}")
+    ratio_rounds["sockperf_p99_vs_kernel"] = event["p99_ratio_rounds"]
+    ratio_rounds["sockperf_p99_vs_kernel_one_cpu"] = one_cpu["p99_ratio_rounds"]
+    ratio_rounds["sockperf_p99_vs_kernel_fifo"] = fifo["p99_ratio_rounds"]
     s1, s2 = result[("s1", "ours")], result[("s2", "ours")]
     k1, k2 = result[("s1", "kernel")], result[("s2", "kernel")]
     metrics = {
@@ -393,10 +570,15 @@ def run(args):
         "sockperf_tp_msg_per_s": sp_ours.get("tp_msg_per_s"),
         "stages": s2.get("stage_cycles", {}),
         "s1": s1, "s2": s2, "s2_vs_s1_rounds": result[("s2_vs_s1", "ours")],
+        "load_avg_rounds": load_rounds,
+        "s1_s2_at_max_kernel_poll_ab": kernel_poll,
         "ipv6_at_max": ipv6, "link_compare": link,
         "sockperf_per_node_cpu": pinned,
         "sockperf_af_xdp": event,
         "sockperf_af_xdp_one_cpu": one_cpu,
+        "sockperf_af_xdp_fifo": fifo,
+        "duration_s": {"interleaved_rounds": round(t_interleaved),
+                       "total": round(time.monotonic() - t_start)},
     }
     peers = {"kernel": {
         "s1_goodput_gbps": k1["goodput_gbps"], "s2_goodput_gbps": k2["goodput_gbps"],
@@ -407,13 +589,17 @@ def run(args):
         "sockperf_tp_msg_per_s": sp_kernel.get("tp_msg_per_s"), "s1": k1, "s2": k2,
         "s2_vs_s1_rounds": result[("s2_vs_s1", "kernel")]}}
     div = lambda a, b: a / b if a and b else 0.0  # noqa: E731
+    rr = lambda k: _median(ratio_rounds[k])  # noqa: E731
     ratios = {
-        "s2_vs_kernel": div(s2["goodput_gbps"], k2["goodput_gbps"]),
-        "s1_vs_kernel": div(s1["goodput_gbps"], k1["goodput_gbps"]),
-        # S1 and S2 alternate run by run: the median of the rounds' S2/S1
-        # (the ratio of the medians is kept beside it).
-        "s2_vs_s1": statistics.median(result[("s2_vs_s1", "ours")] or [0.0]),
-        "kernel_s2_vs_s1": statistics.median(result[("s2_vs_s1", "kernel")] or [0.0]),
+        # Every ratio against the kernel is the median of the rounds'
+        # ratios, ours and the kernel measured back to back in each round
+        # (ratio_rounds has them); the ratio of the medians beside it.
+        "s2_vs_kernel": rr("s2_vs_kernel"),
+        "s1_vs_kernel": rr("s1_vs_kernel"),
+        "s2_vs_kernel_of_medians": div(s2["goodput_gbps"], k2["goodput_gbps"]),
+        # S1 and S2 back to back in each turn: the median of the rounds' S2/S1.
+        "s2_vs_s1": rr("s2_vs_s1"),
+        "kernel_s2_vs_s1": rr("kernel_s2_vs_s1"),
         "s2_vs_s1_of_medians": div(s2["goodput_gbps"], s1["goodput_gbps"]),
         # The ping-pong over AF_XDP, where a frame wakes the worker (the
         # link for latency), the kernel alternating with it in the same
@@ -423,14 +609,19 @@ def run(args):
         # The same with ours (both data planes, both sockperf) on one CPU.
         "sockperf_p99_vs_kernel_one_cpu": one_cpu["p99_ratio"],
         "sockperf_p50_vs_kernel_one_cpu": one_cpu["p50_ratio"],
+        # The same with both sockperf processes at SCHED_FIFO 1 (chrt), for
+        # ours and the kernel alike: the other tenants no longer delay them.
+        "sockperf_p99_vs_kernel_fifo": fifo["p99_ratio"],
+        "sockperf_p50_vs_kernel_fifo": fifo["p50_ratio"],
         # Over memif (the link for throughput: its workers poll).
-        "sockperf_p99_vs_kernel_memif": div(sp_ours.get("p99"), sp_kernel.get("p99")),
+        "sockperf_p99_vs_kernel_memif": rr("sockperf_p99_vs_kernel_memif"),
         "sockperf_p50_vs_kernel_memif": div(sp_ours.get("p50"), sp_kernel.get("p50")),
         "s2_cpu_per_gbit_vs_kernel": div(s2["cpu_s_per_gbit"], k2["cpu_s_per_gbit"]),
     }
     config = {"datagram_bytes": 1860, "mtu": 1500, "link": "net_memif",
               "sockperf_link": "net_af_xdp (memif: metrics.sockperf_memif)", "probe_s": probe_s,
-              "full_s": full_s, "rounds": rounds, "loss_max_pct": LOSS_MAX,
+              "full_s": full_s, "max_probes": cfg["max_probes"], "rounds": rounds,
+              "loss_max_pct": LOSS_MAX, "method": "interleaved rounds, bracket and bisect",
               "iperf3": "3.12", "cpus": os.cpu_count(), "quick": quick,
               "goals": {"s2_vs_kernel": ">= 3", "s2_vs_s1": ">= 1.81",
                         "sockperf_p99_vs_kernel": "< 1.0"},
@@ -439,14 +630,19 @@ def run(args):
     comparisons = [
         common.comparison("S1 iperf3 -u, 1 stream", s1["goodput_gbps"], "kernel",
                           k1["goodput_gbps"], "s1_vs_kernel", ratios["s1_vs_kernel"],
-                          metric="goodput_gbps", unit="Gbit/s at <= 0.05 % loss"),
+                          metric="goodput_gbps", unit="Gbit/s at <= 0.05 % loss",
+                          ours_rounds=s1["goodput_gbps_rounds"],
+                          peer_rounds=k1["goodput_gbps_rounds"]),
         common.comparison("S2 iperf3 -u -P 10", s2["goodput_gbps"], "kernel",
                           k2["goodput_gbps"], "s2_vs_kernel", ratios["s2_vs_kernel"],
                           metric="goodput_gbps", unit="Gbit/s at <= 0.05 % loss",
-                          stages_of="metrics"),
+                          stages_of="metrics", ours_rounds=s2["goodput_gbps_rounds"],
+                          peer_rounds=k2["goodput_gbps_rounds"]),
         common.comparison("sockperf ping-pong 64 B, AF_XDP", event["ours"]["p99"], "kernel",
                           event["kernel"]["p99"], "sockperf_p99_vs_kernel",
                           ratios["sockperf_p99_vs_kernel"], metric="sockperf_p99_us",
-                          unit="us, p99", higher_is_better=False)]
+                          unit="us, p99", higher_is_better=False,
+                          ours_rounds=[p.get("p99") for p in event["rounds"]["ours"]],
+                          peer_rounds=[p.get("p99") for p in event["rounds"]["kernel"]])]
     return common.result("udp-term", config, metrics, peers, ratios,
-                         extra={"comparisons": comparisons})
+                         extra={"comparisons": comparisons, "ratio_rounds": ratio_rounds})

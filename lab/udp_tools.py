@@ -103,25 +103,28 @@ def parse_sockperf(text):
     return out
 
 
-def _pinned(argv, cpu):
-    """argv under `taskset -c CPU` when CPU is given (the preload library
-    follows the exec into the program)."""
-    return ["taskset", "-c", str(cpu), *argv] if cpu is not None else list(argv)
+def _pinned(argv, cpu, rt=None):
+    """argv under `taskset -c CPU` when CPU is given and under `chrt -f RT`
+    (SCHED_FIFO at priority RT) when RT is (the preload library follows
+    the exec into the program)."""
+    argv = ["taskset", "-c", str(cpu), *argv] if cpu is not None else list(argv)
+    return ["chrt", "-f", str(rt), *argv] if rt else argv
 
 
-def sockperf_server(lab, node, ip, preload, port=11111, cpu=None):
-    p = lab.popen(node, _pinned(["sockperf", "sr", "-i", ip, "-p", str(port)], cpu),
+def sockperf_server(lab, node, ip, preload, port=11111, cpu=None, rt=None):
+    p = lab.popen(node, _pinned(["sockperf", "sr", "-i", ip, "-p", str(port)], cpu, rt),
                   preload=preload)
     wait_udp_bound(getattr(lab, node), port, p, preload=preload, lab=lab, node=node)
     return p
 
 
-def _sockperf_client(lab, mode, ip, preload, seconds, size, port, extra, pin=None):
-    """PIN: {node: cpu} runs that node's sockperf under taskset."""
+def _sockperf_client(lab, mode, ip, preload, seconds, size, port, extra, pin=None, rt=None):
+    """PIN: {node: cpu} runs that node's sockperf under taskset; RT: both
+    sockperf processes at SCHED_FIFO priority RT."""
     pin = pin or {}
     argv = _pinned(["sockperf", mode, "-i", ip, "-p", str(port), "-t", str(seconds),
-                    "-m", str(size), *extra], pin.get("a"))
-    srv = sockperf_server(lab, "b", ip, preload, port=port, cpu=pin.get("b"))
+                    "-m", str(size), *extra], pin.get("a"), rt)
+    srv = sockperf_server(lab, "b", ip, preload, port=port, cpu=pin.get("b"), rt=rt)
     try:
         res = lab.run("a", argv, preload=preload, timeout=seconds + 30)
     finally:
@@ -136,9 +139,10 @@ def _sockperf_client(lab, mode, ip, preload, seconds, size, port, extra, pin=Non
     return out
 
 
-def sockperf_ping_pong(lab, ip, preload, seconds=2, size=64, port=11111, extra=(), pin=None):
+def sockperf_ping_pong(lab, ip, preload, seconds=2, size=64, port=11111, extra=(), pin=None,
+                       rt=None):
     """`sockperf ping-pong`: latency percentiles in usec (half round trip)."""
-    return _sockperf_client(lab, "pp", ip, preload, seconds, size, port, extra, pin)
+    return _sockperf_client(lab, "pp", ip, preload, seconds, size, port, extra, pin, rt)
 
 
 def sockperf_throughput(lab, ip, preload, seconds=2, size=1472, port=11112, extra=()):

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from lab.cmts_lab import SgProfile, inproc_sections
-from lab.dp import CtlError, Dp
+from lab.dp import CtlError, Dp, check_config
 from lab.topology import Topology
 
 
@@ -140,3 +140,14 @@ def test_sf_and_cls_fields_with_blanks_cannot_smuggle_a_key(dp):
     assert shaping(dp.ctl("cm-get", id=5)["cm"]) == before
     dp.ctl("sf-set", cm=5, sf=2, rate="100M", burst=100000, prio=5)
     assert (2, 100_000_000, 100000, 5) in shaping(dp.ctl("cm-get", id=5)["cm"])[0]
+
+
+def test_cmts_gen_worker_refuses_rx(dp_binary, tmp_path):
+    # Only a source whose pipeline receives itself (the gen worker with
+    # rx, a one-worker tester) may have `rx`; the engine's loop polls the
+    # source, never the rx queues, so on cmts-gen the frames would rot.
+    s = inproc_sections(SgProfile(ch_rate="40G"), tmp_path, tmp_path / "ctl.sock")
+    s["worker gen"]["rx"] = "us_out"
+    res, _ = check_config(s, binary_path=dp_binary, workdir=tmp_path)
+    assert res.returncode != 0, res.stdout
+    assert "pipeline cmts-gen generates packets: no 'rx'" in res.stderr, res.stderr

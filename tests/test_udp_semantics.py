@@ -4,18 +4,26 @@ stack, in one namespace whose loopback and data plane carry the same
 addresses.  Each case must pass on both (it checks what the kernel does) and
 observe the same on both (return values, errno, sizes, addresses, flags).
 """
+import json
+import sys
+
 import pytest
 
-from lab.hoststack_lab import SemanticsLab, semantics_cases, suite
+from lab.hoststack_lab import SEM4, SEM4B, SemanticsLab, semantics_cases, suite
 
 CASES = semantics_cases()
 
 
 @pytest.fixture(scope="module")
-def runs(request, dp_binary):
+def lab(request, dp_binary):
     lab = SemanticsLab(binary_path=dp_binary)
     request.addfinalizer(lab.close)
     lab.__enter__()
+    return lab
+
+
+@pytest.fixture(scope="module")
+def runs(lab):
     kernel = suite(lab, preload=False)
     preload = suite(lab, preload=True)
     # Busy-polling before each wait (preload_spin.c) must not change what
@@ -56,3 +64,56 @@ def test_every_socket_of_the_suite_was_freed(runs):
 
 def test_suite_traffic_was_hairpinned_inside_the_data_plane(runs):
     assert sum(w["hairpin"] for w in runs["stats"]["workers"]) > 0
+
+
+# select() on a mixed set (an accelerated UDP socket and a kernel
+# socketpair, both readable), in Python under the library: the first
+# answer when the datagram is there, the next one at once, and the answer
+# after the datagram was read.
+KERNEL_POLL_SCRIPT = f"""
+import json, select, socket
+a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); a.bind(("{SEM4}", 0))
+b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); b.bind(("{SEM4B}", 0))
+k1, k2 = socket.socketpair()
+k2.send(b"x")
+b.sendto(b"d", a.getsockname())
+names = {{a.fileno(): "udp", k1.fileno(): "kernel"}}
+p = select.poll()
+for fd in names:
+    p.register(fd, select.POLLIN)
+def sel(t):
+    if CALL == "poll":
+        return sorted(names[fd] for fd, ev in p.poll(t * 1000))
+    return sorted(names[s.fileno()] for s in select.select([a, k1], [], [], t)[0])
+first = sel(5)
+while "udp" not in first:
+    first = sel(5)
+again = sel(0)
+a.recv(16)
+after = sel(0)
+print(json.dumps({{"first": first, "again": again, "after": after}}))
+"""
+
+
+def _kernel_poll_run(lab, us, call):
+    script = f"CALL = {call!r}\n" + KERNEL_POLL_SCRIPT
+    res = lab.run("s", [sys.executable, "-c", script], preload=True, timeout=60,
+                  env={"EDGEPLANE_PRELOAD_KERNEL_POLL_US": us})
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("call", ["select", "poll"])
+def test_select_on_a_mixed_set_asks_the_kernel_every_time_by_default(lab, call):
+    assert _kernel_poll_run(lab, "0", call) == {"first": ["kernel", "udp"],
+                                          "again": ["kernel", "udp"], "after": ["kernel"]}
+
+
+@pytest.mark.parametrize("call", ["select", "poll"])
+def test_kernel_poll_interval_defers_kernel_descriptors_while_datagrams_wait(lab, call):
+    # EDGEPLANE_PRELOAD_KERNEL_POLL_US (10 s here, so the second call is
+    # always inside it): a call that finds a datagram waiting answers from
+    # the ring alone when the kernel was asked less than that long ago; a
+    # call that finds none asks the kernel, so nothing is lost.
+    assert _kernel_poll_run(lab, "10000000", call) == {"first": ["kernel", "udp"], "again": ["udp"],
+                                                 "after": ["kernel"]}

@@ -216,8 +216,10 @@ cmts_sg_free(struct cmts_sg *sg)
 		}
 	}
 	ep_acl_free(sg->filter_acl);
+	rte_free(sg->fg4);
 	ep_acl_free(sg->cls_acl);
 	rte_hash_free(sg->addr);
+	rte_free(sg->addr_tab);
 	rte_free(sg->filters);
 	rte_free(sg->rec_free);
 	rte_free(sg->rec_pool);

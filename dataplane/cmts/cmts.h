@@ -189,6 +189,21 @@ struct cmts_cls4 {
 #define CMTS_CLS4_SRC   0x04
 #define CMTS_CLS4_DST   0x08
 
+/**
+ * The SG's filter groups as the downstream's filter stage matches IPv4
+ * frames: group g's rules that can match IPv4 in the lanes of g[g], in the
+ * filter ACL's order (a group is an ordered list, the first match decides),
+ * each lane's value CMTS_FG4_PERMIT or CMTS_FG4_DENY.  Built with every
+ * commit of the filter ACL and published beside it; NULL while a group has
+ * more than 16 rules for IPv4, and the stage then takes the ACL for every
+ * frame.  IPv6 frames always take the ACL.
+ */
+struct cmts_fg4 {
+	struct cmts_cls4 g[CMTS_MAX_FG + 1];    /**< [0]: no group, matches nothing */
+};
+#define CMTS_FG4_PERMIT 0
+#define CMTS_FG4_DENY   1
+
 /** A downstream service flow (QoS parameter set, MULPI Annex C.2.2.7). */
 struct cmts_sf {
 	bool in_use;
@@ -260,6 +275,30 @@ struct cmts_us_dyn {
 	uint64_t pkts, bytes;
 };
 
+/**
+ * CPE address -> CM id as the downstream's lookup reads it: open
+ * addressing with linear probing, immutable once published (rebuilt whole
+ * from the CM records after every change and published with RCU), at most
+ * two thirds full, so every probe run ends at an empty slot.  An IPv4 slot
+ * is the address (host order) and the id in one 8-byte word, eight to a
+ * cache line: the default profile's 1200 addresses take 16 KB.  Why not
+ * the SG's rte_hash, which stays the control side's index (ownership
+ * checks) and the lookup's fallback when this is NULL: its bulk lookup of
+ * 16-byte keys computes a signature, reads a bucket and then the key store
+ * for the compare (docs/cmts.md: ~35 of the lookup's ~70 cycles a frame).
+ */
+struct cmts_addr6_slot {
+	uint8_t a[16];
+	uint32_t id;                    /**< 0: empty */
+	uint32_t pad[3];
+};
+
+struct cmts_addr_tab {
+	uint32_t mask4, mask6;          /**< slots - 1 (powers of two) */
+	uint64_t *s4;                   /**< address << 32 | id; 0: empty (ids are >= 1) */
+	struct cmts_addr6_slot *s6;
+};
+
 /* ------------------------------------------------------------------ */
 /* Service group (control side + what workers read).                   */
 
@@ -293,8 +332,10 @@ struct cmts_sg {
 	/* Read by workers. */
 	struct cmts_cm **cms;           /**< [max_cms + 1] */
 	struct rte_hash *addr;          /**< 16-byte address -> CM id */
+	struct cmts_addr_tab *addr_tab; /**< the same for the lookup stage, or NULL (RCU) */
 	uint16_t *sid_cm;               /**< [CMTS_SID_SPACE] -> CM id, 0 none */
 	struct ep_acl *filter_acl;      /**< filter groups: set = group, 2 lanes */
+	struct cmts_fg4 *fg4;           /**< the same for IPv4 frames, or NULL (RCU) */
 	struct ep_acl *cls_acl;         /**< classifiers: set = CM id, value = CMTS_CLS_VALUE */
 
 	/* Control thread only. */
@@ -376,6 +417,9 @@ int cmts_cm_req_parse(struct cmts_cm_req *r, const char *line, struct ep_err *er
 int cmts_cm_add_bulk(struct cmts_sg *sg, const struct cmts_cm_req *r, uint32_t n,
 		     uint32_t *failed, struct ep_err *err);
 int cmts_cm_del(struct cmts_sg *sg, uint32_t id, struct ep_err *err);
+/** Rebuild and publish sg->addr_tab from the published records (NULL when
+ *  out of memory: the lookup then takes the rte_hash).  0 or -1. */
+int cmts_addr_tab_publish(struct cmts_sg *sg);
 const struct cmts_cm *cmts_cm_get(const struct cmts_sg *sg, uint32_t id);
 /** CM id of an IPv4/IPv6 CPE address (4 or 16 bytes), or -1. */
 int64_t cmts_cm_find_addr(const struct cmts_sg *sg, int family, const void *addr);

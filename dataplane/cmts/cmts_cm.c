@@ -342,44 +342,58 @@ word_of(const uint8_t *a)
 }
 
 /*
+ * One more lane of a 16-lane table (struct cmts_cls4) for IPv4 rule @p r,
+ * with the ACL's field semantics (acl.c: protocol under a mask, address
+ * prefixes, inclusive port and tos ranges); false when the table is full.
+ * A rule for IPv6 only takes no lane (true: nothing to add).  An unused
+ * lane matches nothing (valid), so its fields stay zero.
+ */
+static bool
+cls4_lane(struct cmts_cls4 *t, const struct ep_acl_rule *r, uint8_t value)
+{
+	int n = __builtin_popcount(t->valid);
+
+	if (r->family == 6)
+		return true;
+	if (n == CMTS_MAX_CLS)
+		return false;
+	t->dport_lo[n] = r->dport_lo;
+	t->dport_hi[n] = r->dport_hi;
+	t->sport_lo[n] = r->sport_lo;
+	t->sport_hi[n] = r->sport_hi;
+	t->proto_mask[n] = r->any_proto ? 0 : 0xff;
+	t->proto[n] = r->proto & t->proto_mask[n];
+	t->tos_lo[n] = r->tos_lo;
+	t->tos_hi[n] = r->tos_hi;
+	t->src_mask[n] = prefix_mask(r->src_plen);
+	t->src[n] = word_of(r->src) & t->src_mask[n];
+	t->dst_mask[n] = prefix_mask(r->dst_plen);
+	t->dst[n] = word_of(r->dst) & t->dst_mask[n];
+	t->value[n] = value;
+	t->uses |= (r->sport_lo != 0 || r->sport_hi != UINT16_MAX ? CMTS_CLS4_SPORT : 0) |
+		   (r->tos_lo != 0 || r->tos_hi != UINT8_MAX ? CMTS_CLS4_TOS : 0) |
+		   (r->src_plen != 0 ? CMTS_CLS4_SRC : 0) |
+		   (r->dst_plen != 0 ? CMTS_CLS4_DST : 0);
+	t->valid |= (uint16_t)(1u << n);
+	return true;
+}
+
+/*
  * The record's IPv4 classifiers for the filter stage's 16-lane compare
- * (struct cmts_cls4), in the classifier ACL's order and with its field
- * semantics (acl.c: protocol under a mask, address prefixes, inclusive
- * port and tos ranges); a classifier for IPv6 only takes no lane.  An
- * unused lane matches nothing (valid), so its fields stay zero.
+ * (struct cmts_cls4), in the classifier ACL's order: a CM has at most 16
+ * classifiers, so they always fit.
  */
 static void
 cm_cls4(struct cmts_cm *cm)
 {
-	struct cmts_cls4 *t = &cm->cls4;
 	uint8_t order[CMTS_MAX_CLS];
-	int k = cls_order(cm, order), n = 0;
+	int k = cls_order(cm, order);
 
-	memset(t, 0, sizeof(*t));
+	memset(&cm->cls4, 0, sizeof(cm->cls4));
 	for (int j = 0; j < k; j++) {
 		const struct cmts_cls *c = &cm->cls[order[j]];
-		const struct ep_acl_rule *r = &c->m;
 
-		if (r->family == 6)
-			continue;
-		t->dport_lo[n] = r->dport_lo;
-		t->dport_hi[n] = r->dport_hi;
-		t->sport_lo[n] = r->sport_lo;
-		t->sport_hi[n] = r->sport_hi;
-		t->proto_mask[n] = r->any_proto ? 0 : 0xff;
-		t->proto[n] = r->proto & t->proto_mask[n];
-		t->tos_lo[n] = r->tos_lo;
-		t->tos_hi[n] = r->tos_hi;
-		t->src_mask[n] = prefix_mask(r->src_plen);
-		t->src[n] = word_of(r->src) & t->src_mask[n];
-		t->dst_mask[n] = prefix_mask(r->dst_plen);
-		t->dst[n] = word_of(r->dst) & t->dst_mask[n];
-		t->value[n] = (uint8_t)CMTS_CLS_VALUE(order[j], c->sf);
-		t->uses |= (r->sport_lo != 0 || r->sport_hi != UINT16_MAX ? CMTS_CLS4_SPORT : 0) |
-			   (r->tos_lo != 0 || r->tos_hi != UINT8_MAX ? CMTS_CLS4_TOS : 0) |
-			   (r->src_plen != 0 ? CMTS_CLS4_SRC : 0) |
-			   (r->dst_plen != 0 ? CMTS_CLS4_DST : 0);
-		t->valid |= (uint16_t)(1u << n++);
+		cls4_lane(&cm->cls4, &c->m, (uint8_t)CMTS_CLS_VALUE(order[j], c->sf));
 	}
 }
 
@@ -480,6 +494,61 @@ cm_publish(struct cmts_sg *sg, struct cmts_cm *rec, const struct cmts_cm *old)
 		if (!cm_has_sid(rec, old->sid[i]))
 			__atomic_store_n(&sg->sid_cm[old->sid[i]], 0, __ATOMIC_RELEASE);
 	return 0;
+}
+
+static uint32_t
+addr_tab_slots(uint32_t n)
+{
+	return rte_align32pow2(RTE_MAX(16u, n + n / 2 + 1));
+}
+
+int
+cmts_addr_tab_publish(struct cmts_sg *sg)
+{
+	struct cmts_addr_tab *t, *old = sg->addr_tab;
+	uint32_t n4 = 0, n6 = 0, s4, s6;
+	size_t hdr = RTE_CACHE_LINE_ROUNDUP(sizeof(*t));
+
+	for (uint32_t id = 1; id <= sg->p.max_cms; id++)
+		for (int i = 0; sg->cms[id] != NULL && i < sg->cms[id]->n_cpe; i++) {
+			n4 += sg->cms[id]->cpe[i].family == 4;
+			n6 += sg->cms[id]->cpe[i].family == 6;
+		}
+	s4 = addr_tab_slots(n4);
+	s6 = addr_tab_slots(n6);
+	t = rte_zmalloc("cmts_addr_tab", hdr + sizeof(uint64_t) * s4 + sizeof(t->s6[0]) * s6,
+			RTE_CACHE_LINE_SIZE);
+	if (t != NULL) {
+		t->mask4 = s4 - 1;
+		t->mask6 = s6 - 1;
+		t->s4 = (uint64_t *)((uint8_t *)t + hdr);
+		t->s6 = (struct cmts_addr6_slot *)(t->s4 + s4);
+		for (uint32_t id = 1; id <= sg->p.max_cms; id++) {
+			const struct cmts_cm *cm = sg->cms[id];
+
+			for (int i = 0; cm != NULL && i < cm->n_cpe; i++) {
+				const struct cmts_cpe *c = &cm->cpe[i];
+				uint32_t h;
+
+				if (c->family == 4) {
+					uint32_t a = word_of(c->addr);
+
+					for (h = cmts_addr4_home(t, a); t->s4[h] != 0; h = (h + 1) & t->mask4)
+						;
+					t->s4[h] = (uint64_t)a << 32 | id;
+				} else {
+					for (h = cmts_addr6_home(t, c->addr); t->s6[h].id != 0;
+					     h = (h + 1) & t->mask6)
+						;
+					memcpy(t->s6[h].a, c->addr, 16);
+					t->s6[h].id = id;
+				}
+			}
+		}
+	}
+	ep_rcu_publish(&sg->addr_tab, t);
+	cmts_defer_free(sg, old);
+	return t != NULL ? 0 : -1;
 }
 
 /* Validate @p r against the tables; fill @p rec (a copy of the current
@@ -620,6 +689,8 @@ cmts_cm_add_bulk(struct cmts_sg *sg, const struct cmts_cm_req *r, uint32_t n,
 		else
 			sg->n_cms++;
 	}
+	if (n != 0)
+		cmts_addr_tab_publish(sg);      /* NULL on failure: the lookup takes the rte_hash */
 	if (n != 0 && cmts_cls_commit(sg, NULL, rc < 0 ? NULL : err) < 0 && rc == 0)
 		rc = -1;
 	keys_retire(sg, retire, n_retire);
@@ -651,6 +722,7 @@ cmts_cm_del(struct cmts_sg *sg, uint32_t id, struct ep_err *err)
 			retire[n++] = (struct cmts_key *)(uintptr_t)old->key[k];
 	cmts_defer_record(sg, (struct cmts_cm *)(uintptr_t)old);
 	sg->n_cms--;
+	cmts_addr_tab_publish(sg);
 	cmts_cls_commit(sg, NULL, err);
 	keys_retire(sg, retire, n);
 	return 0;
@@ -946,12 +1018,44 @@ filter_find(const struct cmts_sg *sg, uint16_t group, uint32_t order, bool *foun
 
 /* Publish @p list (n rules) as the filter ACL and keep it as the SG's list;
  * on error nothing changes and @p list is freed. */
+/*
+ * Commit @p list (n rules, sorted by group and order) as the filter ACL
+ * and publish its IPv4 lane tables (struct cmts_fg4) beside it: NULL when
+ * a group has more IPv4 rules than a table has lanes.  The two are
+ * published one after the other, so a burst between them may see the old
+ * rules in one and the new in the other: each is a whole rule set.
+ */
+static int
+filters_publish(struct cmts_sg *sg, const struct ep_acl_rule *list, uint32_t n,
+		struct ep_err *err)
+{
+	struct cmts_fg4 *t = rte_zmalloc("cmts_fg4", sizeof(*t), RTE_CACHE_LINE_SIZE), *old;
+
+	for (uint32_t i = 0; t != NULL && i < n; i++)
+		if (list[i].set > CMTS_MAX_FG ||
+		    !cls4_lane(&t->g[list[i].set], &list[i],
+			       list[i].deny ? CMTS_FG4_DENY : CMTS_FG4_PERMIT)) {
+			rte_free(t);
+			t = NULL;
+		}
+	if (ep_acl_commit(sg->filter_acl, list, n, sg->filter_acl->default_deny, err) < 0) {
+		rte_free(t);
+		return -1;
+	}
+	old = sg->fg4;
+	ep_rcu_publish(&sg->fg4, t);
+	if (old != NULL) {
+		ep_rcu_synchronize(sg->e);
+		rte_free(old);
+	}
+	return 0;
+}
+
 static int
 filters_commit(struct cmts_sg *sg, struct ep_acl_rule *list, uint32_t n, uint32_t cap,
 	       bool publish, struct ep_err *err)
 {
-	if (publish && ep_acl_commit(sg->filter_acl, list, n, sg->filter_acl->default_deny,
-				     err) < 0) {
+	if (publish && filters_publish(sg, list, n, err) < 0) {
 		rte_free(list);
 		return -1;
 	}
@@ -1065,8 +1169,7 @@ cmts_cls_commit(struct cmts_sg *sg, const struct cmts_cm *rec, struct ep_err *er
 int
 cmts_acl_rebuild(struct cmts_sg *sg, struct ep_err *err)
 {
-	if (ep_acl_commit(sg->filter_acl, sg->filters, sg->n_filters,
-			  sg->filter_acl->default_deny, err) < 0)
+	if (filters_publish(sg, sg->filters, sg->n_filters, err) < 0)
 		return -1;
 	return cmts_cls_commit(sg, NULL, err);
 }

@@ -5,9 +5,9 @@
  *
  *   lookup    Ethernet, VLANs, IPv4 (lengths, not the checksum: ds_parse
  *             says why), IPv6 with extension headers (the proto helpers'
- *             walk), then one rte_hash_lookup_bulk_data for the
- *             burst on 16-byte keys (IPv4 as IPv4-mapped IPv6, so both
- *             families share one table and one call); the CM record and the
+ *             walk), then the SG's address table (struct cmts_addr_tab:
+ *             open addressing, one line per IPv4 lookup; the rte_hash of
+ *             16-byte keys, IPv4-mapped, when it is missing); the CM record and the
  *             worker's state of it are prefetched for the stages after
  *   submgmt   the CPE entry of the destination: its MAC, when the operator
  *             gave one, must be the frame's destination; the source must
@@ -146,6 +146,7 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 {
 	struct cmts_ds *d = ctx;
 	struct cmts_sg *sg = d->sg;
+	const struct cmts_addr_tab *t = ep_rcu_read(&sg->addr_tab);
 	uint64_t hits = 0;
 	uint16_t np = 0, out = 0;
 
@@ -183,17 +184,43 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 			continue;
 		}
 		l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
-		if (likely(md->l3_type == EP_L3_IPV4)) {
+		if (likely(t != NULL)) {
+			/* The address table: its home slot now, asked for
+			 * while the next frames parse; probed below. */
+			if (likely(md->l3_type == EP_L3_IPV4)) {
+				uint32_t a;
+
+				memcpy(&a, l3 + 16, 4);
+				d->a4[np] = rte_be_to_cpu_32(a);
+				d->home[np] = cmts_addr4_home(t, d->a4[np]);
+				rte_prefetch0(&t->s4[d->home[np]]);
+			} else {
+				d->hkey_ptr[np] = l3 + 24;
+				d->home[np] = cmts_addr6_home(t, l3 + 24);
+				rte_prefetch0(&t->s6[d->home[np]]);
+			}
+		} else if (likely(md->l3_type == EP_L3_IPV4)) {
 			memcpy(d->hkey[np], v4_mapped, 12);
 			memcpy(d->hkey[np] + 12, l3 + 16, 4);
+			d->hkey_ptr[np] = d->hkey[np];
 		} else {
 			memcpy(d->hkey[np], l3 + 24, 16);
+			d->hkey_ptr[np] = d->hkey[np];
 		}
-		d->hkey_ptr[np] = d->hkey[np];
 		d->pos[np++] = i;
 	}
-	if (np != 0)
+	if (likely(t != NULL)) {
+		for (uint16_t j = 0; j < np; j++) {
+			uint32_t id = likely(ep_meta(pkts[d->pos[j]])->l3_type == EP_L3_IPV4) ?
+				cmts_addr4_find(t, d->a4[j], d->home[j]) :
+				cmts_addr6_find(t, d->hkey_ptr[j], d->home[j]);
+
+			d->hdata[j] = (void *)(uintptr_t)id;
+			hits |= (uint64_t)(id != 0) << j;
+		}
+	} else if (np != 0) {
 		rte_hash_lookup_bulk_data(sg->addr, d->hkey_ptr, np, &hits, d->hdata);
+	}
 	for (uint16_t j = 0; j < np; j++) {
 		uint16_t i = d->pos[j];
 
@@ -294,6 +321,7 @@ cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	struct cmts_ds *d = ctx;
 	const struct ep_acl_set *fs = ep_acl_read(d->sg->filter_acl);
 	const struct ep_acl_set *cs = ep_acl_read(d->sg->cls_acl);
+	const struct cmts_fg4 *fg4 = ep_rcu_read(&d->sg->fg4);
 	uint16_t out = 0;
 	uint64_t permit = 0, deny = 0, unmatched = 0;
 
@@ -308,32 +336,48 @@ cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	}
 	/* One key pass for both matches (the layouts differ only in the ids). */
 	ep_acl_keys_build(fs, &d->acl, pkts, n);
-	ep_acl_classify_keys(fs, &d->acl, d->fg_ids, d->fg_res);
+	if (fg4 == NULL) {
+		ep_acl_classify_keys(fs, &d->acl, d->fg_ids, d->fg_res);
+	} else if (unlikely(d->acl.n6 != 0)) {
+		/* The filter ACL for the IPv6 frames only (the IPv4 slots
+		 * read EP_ACL_NOT_IP); the IPv4 frames take the groups'
+		 * lane tables below. */
+		uint16_t n4 = d->acl.n4;
+
+		d->acl.n4 = 0;
+		ep_acl_classify_keys(fs, &d->acl, d->fg_ids, d->fg_res);
+		d->acl.n4 = n4;
+	}
 	if (unlikely(d->acl.n6 != 0)) {
-		/* The classifier ACL for the IPv6 frames only: its IPv4 slots
-		 * are left out (they read EP_ACL_NOT_IP) and the IPv4 frames
-		 * take their CM's compiled table below. */
+		/* The classifier ACL for the IPv6 frames only, likewise: the
+		 * IPv4 frames take their CM's compiled table below. */
 		uint16_t n4 = d->acl.n4;
 
 		d->acl.n4 = 0;
 		ep_acl_classify_keys(cs, &d->acl, d->cm_ids, d->cls_res);
 		d->acl.n4 = n4;
 	}
-	d->cls4_burst(d, pkts, n, d->cls_res);
+	d->cls4_burst(d, fg4, pkts, n, d->cls_res, d->fg_v);
 	for (uint16_t i = 0; i < n; i++) {
-		int matched;
+		bool v4 = ep_meta(pkts[i])->l3_type == EP_L3_IPV4;
+		int matched, no;
 
-		if (unlikely(ep_acl_lanes_deny(fs, &d->fg_res[2 * i], &matched))) {
+		if (likely(v4 && fg4 != NULL)) {
+			matched = d->fg_v[i] & CMTS_FV_MATCHED;
+			no = matched ? d->fg_v[i] & CMTS_FV_DENY : fs->default_deny;
+		} else {
+			no = ep_acl_lanes_deny(fs, &d->fg_res[2 * i], &matched);
+		}
+		unmatched += !matched;
+		if (unlikely(no)) {
 			deny++;
-			unmatched += !matched;
 			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_FILTER_DENY);
 			out++;
 			continue;
 		}
 		permit++;
-		unmatched += !matched;
-		ep_meta(pkts[i])->nexthop = likely(ep_meta(pkts[i])->l3_type == EP_L3_IPV4) ?
-			d->cls_res[i] : d->cls_res[i] != 0 ? 1 + ep_acl_res_value(cs, d->cls_res[i]) : 0;
+		ep_meta(pkts[i])->nexthop = likely(v4) ? d->cls_res[i] :
+			d->cls_res[i] != 0 ? 1 + ep_acl_res_value(cs, d->cls_res[i]) : 0;
 	}
 	d->filter_permit += permit;
 	d->filter_deny += deny;
@@ -342,22 +386,30 @@ cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 }
 
 /*
- * The IPv4 frames' classifiers, from their CM's compiled table: one body,
- * two compilations (cmts_worker.h says why), the stage calls the one
+ * The IPv4 frames' classifiers, from their CM's compiled table, and with
+ * @p fg4 their two filter groups' verdicts (struct cmts_fg4: the first
+ * matching lane of each group) folded into @p fv (cmts_fg4_verdict).  One
+ * body, two compilations (cmts_worker.h says why), the stage calls the one
  * cmts_ds_build picked.  A CM gone since the lookup matches nothing (the
  * classify stage drops its frames).
  */
 #define CLS4_BURST(name, attr, match)						\
 static attr void								\
-name(const struct cmts_ds *d, struct rte_mbuf **pkts, uint16_t n, uint32_t *val)	\
+name(const struct cmts_ds *d, const struct cmts_fg4 *fg4, struct rte_mbuf **pkts,	\
+     uint16_t n, uint32_t *val, uint8_t *fv)					\
 {										\
 	for (uint16_t i = 0; i < n; i++) {					\
+		const struct ep_acl_key4_set *k = &d->acl.key[i].v4s;		\
 		const struct cmts_cm *cm;					\
 										\
 		if (unlikely(ep_meta(pkts[i])->l3_type != EP_L3_IPV4))		\
 			continue;						\
 		cm = cmts_cm_of(d->sg, d->cm_ids[i]);				\
-		val[i] = likely(cm != NULL) ? match(&cm->cls4, &d->acl.key[i].v4s) : 0;	\
+		val[i] = likely(cm != NULL) ? match(&cm->cls4, k) : 0;		\
+		if (fg4 != NULL) {						\
+			fv[i] = cmts_fg4_verdict(match(&fg4->g[d->fg_ids[2 * i]], k),	\
+						 match(&fg4->g[d->fg_ids[2 * i + 1]], k)); \
+		}								\
 	}									\
 }
 CLS4_BURST(cls4_burst_scalar, , cmts_cls4_match_scalar)

@@ -30,6 +30,7 @@
 #include <rte_byteorder.h>
 #include <rte_common.h>
 #include <rte_crypto.h>
+#include <rte_hash_crc.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
@@ -113,8 +114,9 @@ struct cmts_ds_chan {
 
 /** The classifier matches of a burst's IPv4 frames (cmts_cls4_match_*). */
 struct cmts_ds;
-typedef void cmts_cls4_burst_fn(const struct cmts_ds *d, struct rte_mbuf **pkts, uint16_t n,
-				uint32_t *val);
+struct cmts_fg4;
+typedef void cmts_cls4_burst_fn(const struct cmts_ds *d, const struct cmts_fg4 *fg4,
+				struct rte_mbuf **pkts, uint16_t n, uint32_t *val, uint8_t *fv);
 
 /** Downstream worker. */
 struct cmts_ds {
@@ -157,8 +159,11 @@ struct cmts_ds {
 	uint16_t cm_ids[EP_BURST_MAX];
 	uint32_t fg_res[EP_BURST_MAX * CMTS_MAX_FG_PER_CM];
 	uint32_t cls_res[EP_BURST_MAX];     /**< IPv4: CMTS_CLS_VALUE + 1 or 0; IPv6: the ACL's */
+	uint8_t fg_v[EP_BURST_MAX];         /**< IPv4: the filter groups' verdict (cmts_ds.c) */
 	cmts_cls4_burst_fn *cls4_burst;     /**< scalar or AVX-512, by the CPU */
 	uint8_t hkey[EP_BURST_MAX][16];
+	uint32_t a4[EP_BURST_MAX];          /**< IPv4 destinations (host order) */
+	uint32_t home[EP_BURST_MAX];        /**< their home slots in sg->addr_tab */
 	const void *hkey_ptr[EP_BURST_MAX];
 	void *hdata[EP_BURST_MAX];
 	uint16_t pos[EP_BURST_MAX];
@@ -368,6 +373,69 @@ cmts_cls4_match_avx512(const struct cmts_cls4 *t, const struct ep_acl_key4_set *
 	return cmts_cls4_hit(t, m);
 }
 #endif
+
+/*
+ * An IPv4 frame's filter verdict from its two groups' matches in the SG's
+ * lane tables (struct cmts_fg4: CMTS_FG4_* + 1 for the group's first
+ * matching rule, 0 for none): CMTS_FV_MATCHED when either group matched,
+ * CMTS_FV_DENY when either denied -- ep_acl_lanes_deny's rule; with
+ * neither, the SG's default action applies.
+ */
+#define CMTS_FV_MATCHED 1
+#define CMTS_FV_DENY    2
+
+static __rte_always_inline uint8_t
+cmts_fg4_verdict(uint32_t h0, uint32_t h1)
+{
+	return (uint8_t)(((h0 | h1) != 0 ? CMTS_FV_MATCHED : 0) |
+			 (h0 == 1 + CMTS_FG4_DENY || h1 == 1 + CMTS_FG4_DENY ? CMTS_FV_DENY : 0));
+}
+
+/* The downstream's address table (struct cmts_addr_tab): home slots and
+ * probes.  The CRC32-C instruction as the hash, as rte_hash's. */
+static __rte_always_inline uint32_t
+cmts_addr4_home(const struct cmts_addr_tab *t, uint32_t a)
+{
+	return rte_hash_crc_4byte(a, 0) & t->mask4;
+}
+
+/* Two 8-byte words copied out: an address in a packet is not 8-byte
+ * aligned, which rte_hash_crc's word loads assume. */
+static __rte_always_inline uint32_t
+cmts_addr6_home(const struct cmts_addr_tab *t, const uint8_t a[16])
+{
+	uint64_t w[2];
+
+	memcpy(w, a, 16);
+	return rte_hash_crc_8byte(w[1], rte_hash_crc_8byte(w[0], 0)) & t->mask6;
+}
+
+/** CM id of IPv4 address @p a (host order) from home slot @p h, 0: none. */
+static __rte_always_inline uint32_t
+cmts_addr4_find(const struct cmts_addr_tab *t, uint32_t a, uint32_t h)
+{
+	for (;; h = (h + 1) & t->mask4) {
+		uint64_t v = t->s4[h];
+
+		if ((uint32_t)(v >> 32) == a && (uint32_t)v != 0)
+			return (uint32_t)v;
+		if (v == 0)
+			return 0;
+	}
+}
+
+static __rte_always_inline uint32_t
+cmts_addr6_find(const struct cmts_addr_tab *t, const uint8_t a[16], uint32_t h)
+{
+	for (;; h = (h + 1) & t->mask6) {
+		const struct cmts_addr6_slot *s = &t->s6[h];
+
+		if (s->id == 0)
+			return 0;
+		if (memcmp(s->a, a, 16) == 0)
+			return s->id;
+	}
+}
 
 /** The current record of a CM id, NULL when it is gone. */
 static __rte_always_inline const struct cmts_cm *

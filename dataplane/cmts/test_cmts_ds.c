@@ -319,6 +319,191 @@ EP_TEST(ds_classifier_table_agrees_with_acl)
 	cb_free(t);
 }
 
+/*
+ * The filter stage matches IPv4 frames against the SG's filter-group lane
+ * tables (struct cmts_fg4), not the filter ACL: for any key and any pair of
+ * groups both must give the same verdict and the same "matched".  Three
+ * groups of 16 IPv4 rules using every field, permit and deny interleaved,
+ * one IPv6-only rule (it takes no lane), then random keys near the rules'
+ * values in every pair of groups (0: none), each matched both ways (both
+ * compilations where the CPU has AVX-512).  A group with 17 rules for IPv4
+ * leaves the tables out (the stage takes the ACL) until it shrinks.
+ */
+EP_TEST(ds_filter_group_tables_agree_with_acl)
+{
+	static const char *const shapes[] = {
+		"proto=17 dport=1000-1010", "proto=6 dport=1005", "dst=198.19.1.0/28 dport=1000-1003",
+		"src=10.1.0.0/16 sport=1000-1001", "tos=32-63", "proto=1",
+		"src=10.1.2.3/32 dst=198.19.1.2/31", "sport=1002 dport=1002 tos=0-31",
+		"proto=17 sport=1003-1004", "tos=64-64 dport=1001", "src=10.0.0.0/8 proto=6",
+		"dst=198.19.1.1/32", "sport=1000-1004 dport=1006-1009", "proto=17 tos=1-200 dport=1008",
+		"src=10.1.2.0/24", "proto=17 dport=1000",
+	};
+	static const uint8_t protos[] = { 1, 6, 17, 47 };
+	static struct ep_acl_scratch sc;
+	struct cb *t = bed("filter = 2 3 deny dst=2001:db8::/64\n");
+	struct ep_err err = { 0 };
+	const struct ep_acl_set *fs;
+	const struct cmts_fg4 *fg4;
+	uint16_t ids[2 * EP_BURST_MAX];
+	uint32_t res[2 * EP_BURST_MAX], seed = 7, matched = 0, denied = 0, n = 0;
+	char rule[128];
+	bool avx512 = rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512F) > 0 &&
+		      rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512BW) > 0 &&
+		      rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512VL) > 0;
+
+	for (int g = 1; g <= 3; g++)
+		for (int r = 0; r < 16; r++) {
+			snprintf(rule, sizeof(rule), "%d %d %s %s", g, 10 * r,
+				 (r + g) % 3 == 0 ? "deny" : "permit", shapes[(r * 5 + g) % 16]);
+			EP_CHECK_EQ(cmts_filter_add(t->sg, rule, true, &err), 0);
+		}
+	fs = ep_acl_read(t->sg->filter_acl);
+	fg4 = t->sg->fg4;
+	EP_CHECK(fs != NULL && fg4 != NULL);
+	EP_CHECK_EQ(fg4->g[1].valid, 0xffff);
+	EP_CHECK_EQ(fg4->g[2].valid, 0xffff);               /* the IPv6 rule takes no lane */
+	EP_CHECK_EQ(fg4->g[4].valid, 0);
+	for (int round = 0; round < 200; round++) {
+		for (uint16_t i = 0; i < EP_BURST_MAX; i++) {
+			struct ep_acl_key4_set *k = &sc.key[i].v4s;
+			uint32_t r[8];
+
+			for (int x = 0; x < 8; x++) {
+				seed = seed * 1103515245u + 12345u;
+				r[x] = seed >> 8;
+			}
+			memset(k, 0, sizeof(*k));
+			k->proto = protos[r[0] % 4];
+			k->src[0] = 10;
+			k->src[1] = (uint8_t)(r[1] % 3);
+			k->src[2] = (uint8_t)(1 + r[1] / 3 % 3);
+			k->src[3] = (uint8_t)(r[1] / 9 % 5);
+			k->dst[0] = 198;
+			k->dst[1] = 19;
+			k->dst[2] = 1;
+			k->dst[3] = (uint8_t)(r[2] % 20);
+			k->sport = rte_cpu_to_be_16((uint16_t)(998 + r[3] % 10));
+			k->dport = rte_cpu_to_be_16((uint16_t)(998 + r[4] % 14));
+			k->tos = (uint8_t)(r[5] % 4 == 0 ? 64 : r[5] % 256);
+			sc.data[i] = (const uint8_t *)k;
+			sc.pkt[i] = i;
+			ids[2 * i] = (uint16_t)(r[6] % 5);         /* 0..4: none, 3 groups, an empty one */
+			ids[2 * i + 1] = (uint16_t)(r[7] % 5);
+		}
+		sc.n = sc.n4 = EP_BURST_MAX;
+		sc.n6 = 0;
+		ep_acl_classify_keys(fs, &sc, ids, res);
+		for (uint16_t i = 0; i < EP_BURST_MAX; i++) {
+			const struct ep_acl_key4_set *k = &sc.key[i].v4s;
+			const struct cmts_cls4 *g0 = &fg4->g[ids[2 * i]], *g1 = &fg4->g[ids[2 * i + 1]];
+			int m, deny = ep_acl_lanes_deny(fs, &res[2 * i], &m);
+			uint8_t want = (uint8_t)((m ? CMTS_FV_MATCHED : 0) |
+						 (m && deny ? CMTS_FV_DENY : 0));
+
+			EP_CHECK_EQ(cmts_fg4_verdict(match_scalar(g0, k), match_scalar(g1, k)), want);
+#ifdef RTE_ARCH_X86
+			if (avx512)
+				EP_CHECK_EQ(cmts_fg4_verdict(match_avx512(g0, k),
+							     match_avx512(g1, k)), want);
+#endif
+			matched += m != 0;
+			denied += m && deny;
+			n++;
+		}
+	}
+	/* The keys reach both verdicts, and not every key matches. */
+	EP_CHECK(matched > n / 4 && matched < n);
+	EP_CHECK(denied > n / 20 && denied < matched);
+	EP_CHECK_EQ(cmts_filter_add(t->sg, "1 500 deny proto=47", true, &err), 0);
+	EP_CHECK(t->sg->fg4 == NULL);
+	EP_CHECK_EQ(cmts_filter_del(t->sg, 1, 500, &err), 0);
+	EP_CHECK(t->sg->fg4 != NULL);
+	cb_free(t);
+}
+
+/*
+ * The lookup finds CMs in the SG's address table (struct cmts_addr_tab),
+ * not the rte_hash the control side keeps: both must give the same CM (or
+ * none) for any address.  62 more CMs with two IPv4 and one IPv6 address
+ * each, then random addresses of both families near and among theirs,
+ * looked up both ways; again after CMs are deleted and others take new
+ * addresses.  Then a frame is delivered with the table gone (the lookup's
+ * fallback to the rte_hash).
+ */
+static void
+addr_tab_check(struct cb *t, uint32_t *seed, uint32_t *found)
+{
+	const struct cmts_addr_tab *tab = t->sg->addr_tab;
+
+	EP_CHECK(tab != NULL);
+	for (int i = 0; i < 4000; i++) {
+		uint8_t a[16] = { 0x20, 0x01, 0x0d, 0xb8 };
+		uint32_t r, a4, want, got;
+		int64_t owner;
+
+		*seed = *seed * 1103515245u + 12345u;
+		r = *seed >> 8;
+		if (r % 3 != 0) {
+			a4 = 198u << 24 | 19u << 16 | (r / 3 % 80) << 8 | (r / 240 % 6);
+			a[0] = (uint8_t)(a4 >> 24);
+			a[1] = (uint8_t)(a4 >> 16);
+			a[2] = (uint8_t)(a4 >> 8);
+			a[3] = (uint8_t)a4;
+			owner = cmts_cm_find_addr(t->sg, 4, a);
+			got = cmts_addr4_find(tab, a4, cmts_addr4_home(tab, a4));
+		} else {
+			a[14] = (uint8_t)(r / 3 % 3);
+			a[15] = (uint8_t)(r / 9 % 80);
+			owner = cmts_cm_find_addr(t->sg, 6, a);
+			got = cmts_addr6_find(tab, a, cmts_addr6_home(tab, a));
+		}
+		want = owner < 0 ? 0 : (uint32_t)owner;
+		EP_CHECK_EQ(got, want);
+		*found += got != 0;
+	}
+}
+
+EP_TEST(ds_addr_table_agrees_with_hash)
+{
+	struct cb *t = bed(NULL);
+	struct ep_err err = { 0 };
+	struct cmts_addr_tab *tab;
+	struct cmts_cm_req r[62];
+	uint32_t seed = 3, found = 0;
+	uint8_t frame[2048];
+	uint16_t len;
+	char line[256];
+
+	for (uint32_t id = 3; id <= 64; id++) {
+		snprintf(line, sizeof(line), "id=%u mac=02:00:00:01:01:%02x bg=0 bpi=off "
+			 "cpe=198.19.%u.3,198.19.%u.4,2001:db8::%x", id, id, id, id, id);
+		EP_CHECK_EQ(cmts_cm_req_parse(&r[id - 3], line, &err), 0);
+	}
+	EP_CHECK_EQ(cmts_cm_add_bulk(t->sg, r, 62, NULL, &err), 0);
+	addr_tab_check(t, &seed, &found);
+	/* Deleted CMs leave, others move to new addresses (one of them a
+	 * deleted CM's). */
+	for (uint32_t id = 3; id <= 20; id++)
+		EP_CHECK_EQ(cmts_cm_del(t->sg, id, &err), 0);
+	for (uint32_t id = 21; id <= 30; id++) {
+		snprintf(line, sizeof(line), "id=%u mac=02:00:00:01:01:%02x bg=0 bpi=off "
+			 "cpe=198.19.%u.5,198.19.%u.3,2001:db8::1:%x", id, id, id - 18, id, id);
+		EP_CHECK_EQ(cmts_cm_req_parse(&r[id - 21], line, &err), 0);
+	}
+	EP_CHECK_EQ(cmts_cm_add_bulk(t->sg, r, 10, NULL, &err), 0);
+	addr_tab_check(t, &seed, &found);
+	/* Many random addresses belong to a CM, not all. */
+	EP_CHECK(found > 8000 / 10 && found < 8000 / 2);
+	tab = t->sg->addr_tab;
+	t->sg->addr_tab = NULL;
+	len = cb_udp4(frame, "198.19.1.1", 1000, 2000, 100, cpe1_mac);
+	EP_CHECK_EQ(one(t, frame, len, NULL), 1);
+	t->sg->addr_tab = tab;
+	EP_CHECK_EQ(one(t, frame, len, NULL), 1);
+	cb_free(t);
+}
+
 EP_TEST(ds_bonding_sequence_numbers)
 {
 	struct cb *t = bed(NULL);

@@ -227,7 +227,7 @@ create_workers(struct ep_engine *e, struct ep_err *err)
 			return ep_cfg_section_error(cfg, s, err,
 						    "pipeline %s needs 'rx = <port>[, <port>...]'",
 						    w->type->name);
-		if (w->n_rx != 0 && w->type->source != NULL)
+		if (w->n_rx != 0 && w->type->source != NULL && !w->type->source_polls_rx)
 			return ep_cfg_section_error(cfg, s, err,
 						    "pipeline %s generates packets: no 'rx'",
 						    w->type->name);

@@ -119,6 +119,11 @@ struct ep_pipeline_type {
 	 *  worker event-driven as it makes sleep-rx workers (auto's idle_polls
 	 *  and max_sleep_us, SCHED_FIFO 1), the hook doing the waiting. */
 	bool wait_covers_rx;
+	/** A source that also receives: its worker may have `rx = <port>`,
+	 *  which the engine's loop does not poll (it polls the source); the
+	 *  pipeline's service hook receives from w->rx[] itself (a tester
+	 *  that sends and counts the returning frames in one worker). */
+	bool source_polls_rx;
 	/** Frames received for this type get no header pushed in front of
 	 *  them (no encapsulation on the fast path): a port polled only by
 	 *  such types gets mbufs whose frames start on a cache line

@@ -502,17 +502,18 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 		if (unlikely(w->sample != EP_SAMPLE_NONE))
 			ep_power_sample(w, pkts[0], t1);
 		run_burst_at(w, 0, pkts, n, &t1, true, &dt[SHARE_STAGE(0)], &ran);
-		if (w->tx_pending != 0) {
-			uint64_t t2 = flush_tx_at(w, t1);
+		uint64_t t2 = w->tx_pending != 0 ? flush_tx_at(w, t1) : t1;
 
-			/* A burst that ran every stage and tx sets the shares. */
-			if (ran == w->n_stages && t2 > t0) {
-				dt[SHARE_STAGE(ran)] = t2 - t1;
-				for (int j = 0; j <= SHARE_STAGE(ran); j++)
-					w->stage_share[j] = (uint32_t)((dt[j] << 16) / (t2 - t0));
-			}
-			t1 = t2;
+		/* A burst that ran every stage sets the shares, with tx's when
+		 * the engine's tx buffers had frames.  A pipeline whose last
+		 * stage sends by itself (ep_worker_tx) has no tx share: without
+		 * this its untimed bursts all went to that last stage. */
+		if (ran == w->n_stages && t2 > t0) {
+			dt[SHARE_STAGE(ran)] = t2 - t1;
+			for (int j = 0; j <= SHARE_STAGE(ran); j++)
+				w->stage_share[j] = (uint32_t)((dt[j] << 16) / (t2 - t0));
 		}
+		t1 = t2;
 	}
 	*tsc = t1;
 	return n;

@@ -10,12 +10,16 @@
  * The replaced profile is freed after the message returns: the worker holds
  * no reference to it across bursts, so no grace period is needed.
  */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <rte_cycles.h>
 #include <rte_errno.h>
+#include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
@@ -27,6 +31,7 @@
 #define GEN_POOL_MBUFS  8191   /* in flight: tx descriptors, ring ports, a DUT's bursts */
 #define GEN_CALL_MS     1000
 #define GEN_DEPTH_MARGIN_US 100
+#define GEN_SINK_STAGE  1      /* after gen_tx: where a tester worker's received frames enter */
 
 static const char *const gen_keys[] = {
 	"rate_pps", "size", "flows", "src", "dst", "dst_mac", "sport", "dport", "count",
@@ -95,6 +100,73 @@ gen_source(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t max)
 	return ep_gen_produce(w->pipeline_ctx, pkts, max, rte_rdtsc());
 }
 
+/*
+ * A gen worker with `rx = <port>` is a whole tester in one thread: it sends
+ * and counts what comes back.  Two tester processes (a generator and a
+ * sink) are two more polling threads on the machine the DUT runs on; on a
+ * 2-core host they took turns with the DUT's worker on its core (the
+ * sink, woken by every burst the DUT sent, preempted it), so the DUT was
+ * measured on the CPU time the tester left it.  One worker, pinned to one
+ * core, leaves the other core to the DUT.
+ *
+ * The service hook, after each generated burst: receive from every rx
+ * queue and run the frames through the "sink" stage (stage 1; the source's
+ * bursts leave at stage 0, gen_tx, and never reach it).
+ */
+static uint16_t
+gen_service(struct ep_worker *w)
+{
+	struct rte_mbuf *pkts[EP_BURST_MAX];
+	uint16_t got = 0;
+
+	for (int i = 0; i < w->n_rx; i++) {
+		const struct ep_rx_queue *rq = &w->rx[i];
+		uint16_t n = rte_eth_rx_burst(w->engine->ports[rq->port].port_id, rq->queue, pkts,
+					      w->burst);
+
+		if (n == 0)
+			continue;
+		for (uint16_t k = 0; k < n; k++)
+			ep_meta(pkts[k])->in_port = rq->port;
+		w->rx_stage.stats.calls++;
+		w->rx_stage.stats.pkts_in += n;
+		w->rx_stage.stats.pkts_out += n;
+		w->stats.rx_pkts += n;
+		ep_worker_run_from(w, GEN_SINK_STAGE, pkts, n);
+		got = (uint16_t)(got + n);
+	}
+	return got;
+}
+
+/*
+ * The `sleep` policy's pause for a generator: until the next batch is due
+ * (ep_gen_pace_due_us) or @p us, whichever is first.  A control message
+ * ends it too (the worker's message eventfd), and with rx queues so does
+ * a returning frame (ppoll on their sockets), so a sink's frame waits for
+ * no timer.  Ports without a socket (ring, memif): the timer alone.
+ */
+static void
+gen_wait(struct ep_worker *w, uint32_t us)
+{
+	const struct ep_gen *g = w->pipeline_ctx;
+	struct pollfd fds[EP_MAX_RX + 1];
+	uint32_t due = g != NULL && g->running ? ep_gen_pace_due_us(&g->pace, rte_rdtsc()) : 0;
+	int n = g != NULL && g->sink != NULL ? ep_worker_rx_fds(w, fds, EP_MAX_RX) : 0;
+	struct timespec ts;
+	uint64_t v;
+
+	if (g != NULL && g->running && due < us)
+		us = due > 0 ? due : 1;
+	ts = (struct timespec){ .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
+	fds[n].fd = w->power->msg_fd;
+	fds[n].events = POLLIN;
+	fds[n].revents = 0;
+	if (ppoll(fds, (nfds_t)n + 1, &ts, NULL) > 0 && (fds[n].revents & POLLIN) != 0 &&
+	    read(fds[n].fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: the worker is awake anyway */
+	}
+}
+
 static int
 gen_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 {
@@ -149,6 +221,18 @@ gen_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 	/* Allocation failures show in the engine's per-stage drop counters
 	 * too; the stage array lives in the worker, so the pointer is stable. */
 	g->alloc_drops = &w->stages[w->n_stages - 1].stats.drops[EP_DROP_GEN_ALLOC_FAILED];
+	if (w->n_rx > 0) {
+		g->sink = ep_sink_create(socket);
+		if (g->sink == NULL ||
+		    ep_worker_add_stage(w, "sink", ep_sink_stage, g->sink, err) < 0) {
+			if (g->sink == NULL)
+				ep_err_set(err, "worker %s: out of memory for the sink", w->name);
+			ep_sink_free(g->sink);
+			ep_gen_free(g);
+			rte_mempool_free(pool);
+			return -1;
+		}
+	}
 	w->pipeline_ctx = g;
 	if (p.start)
 		ep_gen_start(g, rte_rdtsc());
@@ -163,6 +247,8 @@ gen_teardown(struct ep_engine *e)
 		struct ep_worker *w = e->workers[i];
 
 		if (w->type == &gen_type) {
+			if (w->pipeline_ctx != NULL)
+				ep_sink_free(((struct ep_gen *)w->pipeline_ctx)->sink);
 			ep_gen_free(w->pipeline_ctx);
 			w->pipeline_ctx = NULL;
 		}
@@ -173,9 +259,23 @@ static struct ep_pipeline_type gen_type = {
 	.name = "gen",
 	.build = gen_build,
 	.source = gen_source,
+	.service = gen_service,
+	.wait = gen_wait,
+	.wait_covers_rx = true,     /* with rx: its ppoll has the rx sockets */
+	.source_polls_rx = true,
 	.teardown = gen_teardown,
 };
 EP_PIPELINE_REGISTER(gen_type);
+
+struct ep_sink *
+ep_worker_sink(const struct ep_worker *w)
+{
+	if (w->type == &gen_type)
+		return w->pipeline_ctx != NULL ? ((struct ep_gen *)w->pipeline_ctx)->sink : NULL;
+	if (strcmp(w->type->name, "sink") == 0)
+		return w->pipeline_ctx;
+	return NULL;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Control commands.                                                        */
@@ -196,8 +296,11 @@ ep_gen_select_workers(struct ep_engine *e, json_t *req, const char *type,
 	for (int i = 0; i < e->n_workers; i++) {
 		struct ep_worker *w = e->workers[i];
 
-		if (strcmp(w->type->name, type) == 0 && w->pipeline_ctx != NULL &&
-		    (name == NULL || strcmp(w->name, name) == 0))
+		/* "sink": every worker with a sink, a gen worker with rx too. */
+		bool is = strcmp(type, "sink") == 0 ? ep_worker_sink(w) != NULL :
+			  strcmp(w->type->name, type) == 0 && w->pipeline_ctx != NULL;
+
+		if (is && (name == NULL || strcmp(w->name, name) == 0))
 			out[n++] = w;
 	}
 	if (n == 0)

@@ -235,6 +235,28 @@ ep_gen_pace_take(struct ep_gen_pace *p, uint64_t now, uint16_t max)
 	return (uint16_t)n;
 }
 
+/**
+ * Microseconds until the next batch (min_batch packets) is due at TSC
+ * @p now, at least 1; 0 when one is due already or the rate is unlimited.
+ * A generator's pause ends then rather than at the polling policy's next
+ * doubling, so the batches leave on time and the bucket stays shallow.
+ */
+static inline uint32_t
+ep_gen_pace_due_us(const struct ep_gen_pace *p, uint64_t now)
+{
+	uint64_t have, need, cyc, delta = now - p->last_tsc;
+
+	if (p->rate_pps == 0 || delta >= p->hz)   /* a second's credit fills any bucket */
+		return 0;
+	have = p->credit + delta * p->rate_pps;
+	need = p->min_batch * p->hz;
+	if (have >= need)
+		return 0;
+	/* (need - have) / rate cycles, rounded up, in microseconds. */
+	cyc = (need - have + p->rate_pps - 1) / p->rate_pps;
+	return (uint32_t)(cyc * 1000000 / p->hz) + 1;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The generator's per-worker state.                                        */
 
@@ -265,6 +287,9 @@ struct ep_gen {
 	uint64_t *alloc_drops;       /**< the gen_tx stage's GEN_ALLOC_FAILED counter */
 	uint64_t tx_full_base;       /**< the worker's tx_full drops at gen-start */
 	uint64_t alloc_drops_local;  /**< target of alloc_drops outside an engine */
+	/** Frames that come back on the worker's rx ports (`rx =` on a gen
+	 *  worker: generator and sink in one worker), or NULL. */
+	struct ep_sink *sink;
 
 	/* Control-owned: only the control thread touches these. */
 	struct ep_gen_params params;
@@ -341,11 +366,15 @@ struct ep_worker;
 struct json_t;
 
 /** Workers running pipeline @p type named by the request's optional
- *  "worker" field (all of them when absent): their number, or -1 with err. */
+ *  "worker" field (all of them when absent): their number, or -1 with err.
+ *  "sink" selects every worker with a sink (ep_worker_sink). */
 int ep_gen_select_workers(struct ep_engine *e, struct json_t *req, const char *type,
 			  struct ep_worker **out, struct ep_err *err);
 /** -1 with err if the request has fields other than "cmd" and "worker". */
 int ep_gen_only_worker(struct json_t *req, struct ep_err *err);
+/** The sink a worker feeds: a sink worker's, a gen worker's with `rx`
+ *  (one-process tester), else NULL. */
+struct ep_sink *ep_worker_sink(const struct ep_worker *w);
 /** TSC to "ns since the engine started", JSON null for 0 (never happened). */
 struct json_t *ep_gen_time_json(const struct ep_engine *e, uint64_t tsc);
 

@@ -69,7 +69,7 @@ struct sink_copy {
 static void
 sink_msg_run(struct ep_worker *w, void *arg)
 {
-	struct ep_sink *s = w->pipeline_ctx;
+	struct ep_sink *s = ep_worker_sink(w);
 	struct sink_copy *cp = arg;
 
 	cp->c = s->c;

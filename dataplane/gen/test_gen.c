@@ -591,6 +591,29 @@ EP_TEST(pace_low_rate_and_unlimited)
 	EP_CHECK_EQ(ep_gen_pace_take(&p, 0, 17), 17);
 }
 
+EP_TEST(pace_due_us_says_when_the_next_batch_leaves)
+{
+	struct ep_gen_pace p;
+	const uint64_t hz = 1000000000;   /* 1 cycle = 1 ns */
+
+	/* 1 Mpps, batch 20: due 20 us after the start, then 20 us apart. */
+	ep_gen_pace_init(&p, hz, 1000000, 32, 200, 0);
+	EP_CHECK_EQ(ep_gen_pace_due_us(&p, 0), 21);         /* 20 us, rounded up */
+	EP_CHECK_EQ(ep_gen_pace_due_us(&p, 10000), 11);
+	EP_CHECK_EQ(ep_gen_pace_due_us(&p, 20000), 0);      /* due now */
+	EP_CHECK_EQ(ep_gen_pace_take(&p, 20000, 32), 20);
+	EP_CHECK_EQ(ep_gen_pace_due_us(&p, 20000), 21);
+	/* A second or more since the last take: due, without overflow. */
+	EP_CHECK_EQ(ep_gen_pace_due_us(&p, 20000 + 5 * hz), 0);
+	/* Unlimited: always due. */
+	ep_gen_pace_init(&p, hz, 0, 32, 200, 0);
+	EP_CHECK_EQ(ep_gen_pace_due_us(&p, 0), 0);
+	/* 1 kpps: one packet, 1 ms. */
+	ep_gen_pace_init(&p, hz, 1000, 32, 200, 0);
+	EP_CHECK_EQ(ep_gen_pace_due_us(&p, 0), 1001);
+	EP_CHECK_EQ(ep_gen_pace_due_us(&p, 999500), 1);
+}
+
 EP_TEST(produce_follows_the_pace)
 {
 	static const char *const kv[] = { "rate_pps", "100000", NULL };

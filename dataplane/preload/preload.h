@@ -188,7 +188,13 @@ bool epl_restart_ok(void);
 extern int64_t epl_spin_us;
 /** An accelerated socket was put into an epoll set: epoll_wait spins. */
 extern bool epl_epoll_accel;
+/** EDGEPLANE_PRELOAD_KERNEL_POLL_US, 0: exact (see preload_poll.c). */
+extern int64_t epl_kernel_poll_us;
 void epl_spin_init(void);
+/** select/poll found an accelerated descriptor ready: must the kernel be
+ *  asked about the others now (always, unless EDGEPLANE_PRELOAD_KERNEL_POLL_US
+ *  is set and this thread asked less than that long ago)? */
+bool epl_kernel_poll_due(void);
 /** @p call(arg, 0) polled while the thread's recent waits were shorter
  *  than the spin, then @p call(arg, what is left of @p timeout_us, -1 for
  *  none); call returns > 0 ready, 0 nothing, < 0 error, and so does this. */

@@ -55,22 +55,29 @@ cpu_relax(void)
 /* Average wait of this thread, µs, in eighths (EWMA with weight 1/8). */
 static __thread int64_t wait_avg8;
 
-void
-epl_spin_init(void)
+/* A number of microseconds from the environment, 0-max (unset: 0). */
+static int64_t
+env_us(const char *name, long max)
 {
-	const char *v = getenv("EDGEPLANE_PRELOAD_SPIN_US");
+	const char *v = getenv(name);
 	char *end;
 	long us;
 
 	if (v == NULL || v[0] == '\0')
-		return;
+		return 0;
 	us = strtol(v, &end, 10);
-	if (*end != '\0' || us < 0 || us > 1000000) {
-		epl_warn("EDGEPLANE_PRELOAD_SPIN_US=%s: not a number of microseconds in "
-			 "0-1000000; not spinning", v);
-		return;
+	if (*end != '\0' || us < 0 || us > max) {
+		epl_warn("%s=%s: not a number of microseconds in 0-%ld; ignored", name, v, max);
+		return 0;
 	}
-	epl_spin_us = us;
+	return us;
+}
+
+void
+epl_spin_init(void)
+{
+	epl_spin_us = env_us("EDGEPLANE_PRELOAD_SPIN_US", 1000000);
+	epl_kernel_poll_us = env_us("EDGEPLANE_PRELOAD_KERNEL_POLL_US", 10000000);
 }
 
 int64_t

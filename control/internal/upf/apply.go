@@ -352,8 +352,8 @@ func (u *UPF) finish(ops []*op) {
 			// New URRs measure from now; the reports in the answer move
 			// their URRs' measurement on (usageReports).
 			total := o.next.Acc.add(e.last)
-			for id, r := range o.next.URRs {
-				if o.prev == nil || o.prev.URRs[id] == nil {
+			for id, r := range o.next.URRs.All() {
+				if o.prev == nil || o.prev.URRs.Get(id) == nil {
 					r.Start, r.Base = now, total
 					if r.PeriodS > 0 {
 						r.NextPerio = now.Add(time.Duration(r.PeriodS) * time.Second)
@@ -417,7 +417,7 @@ func (u *UPF) finish(ops []*op) {
 	for i, o := range answers {
 		if b := fast[i]; b != nil {
 			u.c.causes[ie.CauseRequestAccepted].Add(1)
-			u.dups.Answer(o.peer, o.seq, b)
+			u.dups.AnswerTo(o.dup, o.peer, o.seq, b)
 			out = append(out, udpio.Datagram{Peer: o.peer, B: b})
 		} else if msgs[i] != nil {
 			if b := u.answerBytes(o.peer, o.seq, msgs[i]); b != nil {

@@ -95,11 +95,11 @@ func FuzzMessage(f *testing.F) {
 				t.Fatalf("access key %+v held by gone session %#x", k, seid)
 			}
 		}
-		for a, seid := range st.addrs {
+		st.addrs.all(func(a netip.Prefix, seid uint64) {
 			if st.sess[seid] == nil {
 				t.Fatalf("address %s held by gone session %#x", a, seid)
 			}
-		}
+		})
 		for te, seid := range st.teids {
 			if st.sess[seid] == nil {
 				t.Fatalf("TEID %#x held by gone session %#x", te, seid)

@@ -19,7 +19,10 @@
 //	apply.go      plans applied in batches (one sub-add-bulk for many
 //	              establishments), whole or not at all per session
 //	urr.go        usage measurement from the data plane's counters, reports
-//	store.go      what survives a restart of this process (bbolt)
+//	store.go      what survives a restart of this process: sessions in a
+//	              log and its snapshot (store_log.go), the rest in bbolt
+//	addrtable.go  the UE addresses the sessions hold (open addressing)
+//	ruleset.go    a session's rules of one kind by id
 //	recover.go    restore at start; replay into a restarted data plane
 //	cpr.go        the control packet redirect (GTP-U to the control plane)
 package upf
@@ -78,19 +81,20 @@ const (
 )
 
 // Session is one PFCP session, as the control plane described it.  The
-// maps are keyed by the rule ids the control plane chose (unique within
-// the session, TS 29.244 clause 5.2.1).
+// rule sets are keyed by the rule ids the control plane chose (unique
+// within the session, TS 29.244 clause 5.2.1).  Stored as storedSession
+// (store.go).
 type Session struct {
-	SEID    uint64            `json:"seid"`    // ours
-	CPSEID  uint64            `json:"cp_seid"` // the control plane's F-SEID
-	CPAddr  netip.Addr        `json:"cp_addr"` // its address in the F-SEID
-	CPNode  string            `json:"cp_node"` // the association it belongs to
-	PDNType uint8             `json:"pdn_type,omitempty"`
-	PDRs    map[uint16]*PDR   `json:"pdrs"`
-	FARs    map[uint32]*FAR   `json:"fars"`
-	QERs    map[uint32]*QER   `json:"qers,omitempty"`
-	URRs    map[uint32]*URR   `json:"urrs,omitempty"`
-	TEs     map[uint8]*TE     `json:"tes,omitempty"`
+	SEID    uint64     `json:"seid"`    // ours
+	CPSEID  uint64     `json:"cp_seid"` // the control plane's F-SEID
+	CPAddr  netip.Addr `json:"cp_addr"` // its address in the F-SEID
+	CPNode  string     `json:"cp_node"` // the association it belongs to
+	PDNType uint8      `json:"pdn_type,omitempty"`
+	PDRs    ruleSet[uint16, PDR]
+	FARs    ruleSet[uint32, FAR]
+	QERs    ruleSet[uint32, QER]
+	URRs    ruleSet[uint32, URR]
+	TEs     ruleSet[uint8, TE]
 	MTU     uint16            `json:"mtu,omitempty"`    // TR-459 MTU, recorded
 	SubID   uint32            `json:"sub_id,omitempty"` // its subscriber in the data plane
 	Chosen  map[string]uint32 `json:"chosen,omitempty"` // TEIDs we chose (CHOOSE), by what asked

@@ -554,35 +554,16 @@ func take[T any](a *[]T) *T {
 }
 
 func newSession(seid uint64, now time.Time) *Session {
-	return &Session{SEID: seid, PDRs: map[uint16]*PDR{}, FARs: map[uint32]*FAR{}, QERs: map[uint32]*QER{},
-		URRs: map[uint32]*URR{}, TEs: map[uint8]*TE{}, Created: now}
+	return &Session{SEID: seid, Created: now}
 }
 
 // clone copies the session deeply enough that changes to the copy's rules
-// never reach the original (rules are replaced, not edited in place).
+// never reach the original (rules are replaced, not edited in place; a
+// URR's measurement state is, so URRs are copied).
 func (s *Session) clone() *Session {
 	n := *s
-	n.PDRs = make(map[uint16]*PDR, len(s.PDRs))
-	for k, v := range s.PDRs {
-		n.PDRs[k] = v
-	}
-	n.FARs = make(map[uint32]*FAR, len(s.FARs))
-	for k, v := range s.FARs {
-		n.FARs[k] = v
-	}
-	n.QERs = make(map[uint32]*QER, len(s.QERs))
-	for k, v := range s.QERs {
-		n.QERs[k] = v
-	}
-	n.URRs = make(map[uint32]*URR, len(s.URRs))
-	for k, v := range s.URRs {
-		c := *v
-		n.URRs[k] = &c
-	}
-	n.TEs = make(map[uint8]*TE, len(s.TEs))
-	for k, v := range s.TEs {
-		n.TEs[k] = v
-	}
+	n.PDRs, n.FARs, n.QERs, n.TEs = s.PDRs.clone(nil), s.FARs.clone(nil), s.QERs.clone(nil), s.TEs.clone(nil)
+	n.URRs = s.URRs.clone(func(r *URR) *URR { c := *r; return &c })
 	return &n
 }
 
@@ -619,62 +600,62 @@ func (p *parser) rules(s *Session, ies []*ie.IE, now time.Time) *Reject {
 		case ie.CreatePDR:
 			var r *PDR
 			if r, rj = p.pdr(i, nil, take(&ar.pdrs)); rj == nil {
-				if _, dup := s.PDRs[r.ID]; dup {
+				if s.PDRs.Has(r.ID) {
 					rj = ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(r.ID), i.Type, "PDR %d exists", r.ID)
 				} else {
-					if s.PDRs == nil {
-						s.PDRs = make(map[uint16]*PDR, ar.nPDR)
+					if cap(s.PDRs.e) == 0 {
+						s.PDRs = newRuleSet[uint16, PDR](ar.nPDR)
 					}
-					s.PDRs[r.ID] = r
+					s.PDRs.Put(r.ID, r)
 				}
 			}
 		case ie.CreateFAR:
 			var r *FAR
 			if r, rj = p.far(i, nil, take(&ar.fars)); rj == nil {
-				if _, dup := s.FARs[r.ID]; dup {
+				if s.FARs.Has(r.ID) {
 					rj = ruleReject(ie.CauseRuleCreationModificationFailure, RuleFAR, r.ID, i.Type, "FAR %d exists", r.ID)
 				} else {
-					if s.FARs == nil {
-						s.FARs = make(map[uint32]*FAR, ar.nFAR)
+					if cap(s.FARs.e) == 0 {
+						s.FARs = newRuleSet[uint32, FAR](ar.nFAR)
 					}
-					s.FARs[r.ID] = r
+					s.FARs.Put(r.ID, r)
 				}
 			}
 		case ie.CreateQER:
 			var r *QER
 			if r, rj = p.qer(i, nil, take(&ar.qers)); rj == nil {
-				if _, dup := s.QERs[r.ID]; dup {
+				if s.QERs.Has(r.ID) {
 					rj = ruleReject(ie.CauseRuleCreationModificationFailure, RuleQER, r.ID, i.Type, "QER %d exists", r.ID)
 				} else {
-					if s.QERs == nil {
-						s.QERs = make(map[uint32]*QER, ar.nQER)
+					if cap(s.QERs.e) == 0 {
+						s.QERs = newRuleSet[uint32, QER](ar.nQER)
 					}
-					s.QERs[r.ID] = r
+					s.QERs.Put(r.ID, r)
 				}
 			}
 		case ie.CreateURR:
 			var r *URR
 			if r, rj = p.urr(i, nil); rj == nil {
-				if _, dup := s.URRs[r.ID]; dup {
+				if s.URRs.Has(r.ID) {
 					rj = ruleReject(ie.CauseRuleCreationModificationFailure, RuleURR, r.ID, i.Type, "URR %d exists", r.ID)
 				} else {
 					r.Start = now
-					if s.URRs == nil {
-						s.URRs = make(map[uint32]*URR, ar.nURR)
+					if cap(s.URRs.e) == 0 {
+						s.URRs = newRuleSet[uint32, URR](ar.nURR)
 					}
-					s.URRs[r.ID] = r
+					s.URRs.Put(r.ID, r)
 				}
 			}
 		case ie.CreateTrafficEndpoint:
 			var r *TE
 			if r, rj = p.te(i, nil, take(&ar.tes)); rj == nil {
-				if _, dup := s.TEs[r.ID]; dup {
+				if s.TEs.Has(r.ID) {
 					rj = reject(ie.CauseRuleCreationModificationFailure, i.Type, "Traffic Endpoint %d exists", r.ID)
 				} else {
-					if s.TEs == nil {
-						s.TEs = make(map[uint8]*TE, ar.nTE)
+					if cap(s.TEs.e) == 0 {
+						s.TEs = newRuleSet[uint8, TE](ar.nTE)
 					}
-					s.TEs[r.ID] = r
+					s.TEs.Put(r.ID, r)
 				}
 			}
 		}
@@ -730,46 +711,46 @@ func (p *parser) remove(s *Session, i *ie.IE) *Reject {
 		if rj != nil {
 			return rj
 		}
-		if _, ok := s.PDRs[uint16(id)]; !ok {
+		if !s.PDRs.Has(uint16(id)) {
 			return ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, id, i.Type, "Remove PDR %d: no such PDR", id)
 		}
-		delete(s.PDRs, uint16(id))
+		s.PDRs.Delete(uint16(id))
 	case ie.RemoveFAR:
 		id, rj := idOf(i, ie.FARID)
 		if rj != nil {
 			return rj
 		}
-		if _, ok := s.FARs[id]; !ok {
+		if !s.FARs.Has(id) {
 			return ruleReject(ie.CauseRuleCreationModificationFailure, RuleFAR, id, i.Type, "Remove FAR %d: no such FAR", id)
 		}
-		delete(s.FARs, id)
+		s.FARs.Delete(id)
 	case ie.RemoveQER:
 		id, rj := idOf(i, ie.QERID)
 		if rj != nil {
 			return rj
 		}
-		if _, ok := s.QERs[id]; !ok {
+		if !s.QERs.Has(id) {
 			return ruleReject(ie.CauseRuleCreationModificationFailure, RuleQER, id, i.Type, "Remove QER %d: no such QER", id)
 		}
-		delete(s.QERs, id)
+		s.QERs.Delete(id)
 	case ie.RemoveURR:
 		id, rj := idOf(i, ie.URRID)
 		if rj != nil {
 			return rj
 		}
-		if _, ok := s.URRs[id]; !ok {
+		if !s.URRs.Has(id) {
 			return ruleReject(ie.CauseRuleCreationModificationFailure, RuleURR, id, i.Type, "Remove URR %d: no such URR", id)
 		}
-		delete(s.URRs, id)
+		s.URRs.Delete(id)
 	case ie.RemoveTrafficEndpoint:
 		id, rj := idOf(i, ie.TrafficEndpointID)
 		if rj != nil {
 			return rj
 		}
-		if _, ok := s.TEs[uint8(id)]; !ok {
+		if !s.TEs.Has(uint8(id)) {
 			return reject(ie.CauseRuleCreationModificationFailure, i.Type, "Remove Traffic Endpoint %d: no such endpoint", id)
 		}
-		delete(s.TEs, uint8(id))
+		s.TEs.Delete(uint8(id))
 	}
 	return nil
 }
@@ -779,15 +760,15 @@ func (p *parser) updatePDR(s *Session, i *ie.IE) *Reject {
 	if rj != nil {
 		return rj
 	}
-	cur, ok := s.PDRs[uint16(id)]
-	if !ok {
+	cur := s.PDRs.Get(uint16(id))
+	if cur == nil {
 		return ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, id, i.Type, "Update PDR %d: no such PDR", id)
 	}
 	r, rj := p.pdr(i, cur, new(PDR))
 	if rj != nil {
 		return rj
 	}
-	s.PDRs[r.ID] = r
+	s.PDRs.Put(r.ID, r)
 	return nil
 }
 
@@ -796,15 +777,15 @@ func (p *parser) updateFAR(s *Session, i *ie.IE) *Reject {
 	if rj != nil {
 		return rj
 	}
-	cur, ok := s.FARs[id]
-	if !ok {
+	cur := s.FARs.Get(id)
+	if cur == nil {
 		return ruleReject(ie.CauseRuleCreationModificationFailure, RuleFAR, id, i.Type, "Update FAR %d: no such FAR", id)
 	}
 	r, rj := p.far(i, cur, new(FAR))
 	if rj != nil {
 		return rj
 	}
-	s.FARs[r.ID] = r
+	s.FARs.Put(r.ID, r)
 	return nil
 }
 
@@ -813,15 +794,15 @@ func (p *parser) updateQER(s *Session, i *ie.IE) *Reject {
 	if rj != nil {
 		return rj
 	}
-	cur, ok := s.QERs[id]
-	if !ok {
+	cur := s.QERs.Get(id)
+	if cur == nil {
 		return ruleReject(ie.CauseRuleCreationModificationFailure, RuleQER, id, i.Type, "Update QER %d: no such QER", id)
 	}
 	r, rj := p.qer(i, cur, new(QER))
 	if rj != nil {
 		return rj
 	}
-	s.QERs[r.ID] = r
+	s.QERs.Put(r.ID, r)
 	return nil
 }
 
@@ -830,15 +811,15 @@ func (p *parser) updateURR(s *Session, i *ie.IE) *Reject {
 	if rj != nil {
 		return rj
 	}
-	cur, ok := s.URRs[id]
-	if !ok {
+	cur := s.URRs.Get(id)
+	if cur == nil {
 		return ruleReject(ie.CauseRuleCreationModificationFailure, RuleURR, id, i.Type, "Update URR %d: no such URR", id)
 	}
 	r, rj := p.urr(i, cur)
 	if rj != nil {
 		return rj
 	}
-	s.URRs[r.ID] = r
+	s.URRs.Put(r.ID, r)
 	return nil
 }
 
@@ -847,14 +828,14 @@ func (p *parser) updateTE(s *Session, i *ie.IE) *Reject {
 	if rj != nil {
 		return rj
 	}
-	cur, ok := s.TEs[uint8(id)]
-	if !ok {
+	cur := s.TEs.Get(uint8(id))
+	if cur == nil {
 		return reject(ie.CauseRuleCreationModificationFailure, i.Type, "Update Traffic Endpoint %d: no such endpoint", id)
 	}
 	r, rj := p.te(i, cur, new(TE))
 	if rj != nil {
 		return rj
 	}
-	s.TEs[r.ID] = r
+	s.TEs.Put(r.ID, r)
 	return nil
 }

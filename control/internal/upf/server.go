@@ -261,7 +261,7 @@ func (u *UPF) message(m []byte, peer netip.AddrPort) {
 		u.c.malformed[wire.ProblemHeaderLength].Add(1)
 		return
 	}
-	verdict, cached := u.dups.Begin(peer, h.Sequence, requestSum(m), u.now())
+	verdict, cached, dup := u.dups.BeginEntry(peer, h.Sequence, requestSum(m), u.now())
 	switch verdict {
 	case dupReused:
 		u.c.seqReused.Add(1)
@@ -273,7 +273,7 @@ func (u *UPF) message(m []byte, peer netip.AddrPort) {
 		u.write(peer, cached)
 		return
 	}
-	u.handoff(m, h, peer)
+	u.handoff(m, h, peer, dup)
 }
 
 // process handles a request that waited for its session (it is in the
@@ -283,13 +283,14 @@ func (u *UPF) process(m []byte, peer netip.AddrPort) {
 	if werr != nil {
 		return
 	}
-	u.decode(m, h, peer, nil)
+	u.decode(m, h, peer, nil, nil)
 }
 
 // decode decodes and handles one request that passed framing and the
 // duplicate cache.  sc is the calling goroutine's room for the IEs (nil:
-// allocated): nothing keeps an IE past the handling of its message.
-func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort, sc *wire.Scratch) {
+// allocated): nothing keeps an IE past the handling of its message.  dup
+// is its entry in the duplicate cache (nil: looked up when answered).
+func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort, sc *wire.Scratch, dup *rxEntry) {
 	defer func() {
 		if r := recover(); r != nil {
 			u.c.panics.Add(1)
@@ -313,10 +314,10 @@ func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort, sc *wire.Scra
 	} else {
 		ies = wire.ParseIEs(body)
 	}
-	u.dispatch(peer, h, m, ies)
+	u.dispatch(peer, h, m, ies, dup)
 }
 
-func (u *UPF) dispatch(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE) {
+func (u *UPF) dispatch(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE, dup *rxEntry) {
 	switch h.Type {
 	case message.MsgTypeHeartbeatRequest:
 		u.onHeartbeat(peer, h.Sequence, ies)
@@ -350,7 +351,7 @@ func (u *UPF) dispatch(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 	case message.MsgTypeAssociationReleaseRequest:
 		u.onAssociationRelease(peer, h.Sequence, ies)
 	case message.MsgTypeSessionEstablishmentRequest:
-		u.onEstablish(peer, h, raw, ies)
+		u.onEstablish(peer, h, raw, ies, dup)
 	case message.MsgTypeSessionModificationRequest:
 		u.onModify(peer, h, raw, ies)
 	case message.MsgTypeSessionDeletionRequest:

@@ -37,7 +37,8 @@ type op struct {
 	seid   uint64
 	peer   netip.AddrPort
 	seq    uint32
-	cpSEID uint64 // header SEID of the answer
+	dup    *rxEntry // the request's entry in the duplicate cache (nil: looked up)
+	cpSEID uint64   // header SEID of the answer
 	node   string
 	epoch  uint64
 
@@ -99,7 +100,7 @@ func (u *UPF) fseidIE(seid uint64) *ie.IE {
 	return ie.NewFSEID(seid, a.Unmap().AsSlice(), nil)
 }
 
-func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE) {
+func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE, dup *rxEntry) {
 	var p parser
 	defer func() { u.c.ignoredIEs.Add(uint64(p.ignored)) }()
 	nid, fs := findIE(ies, ie.NodeID), findIE(ies, ie.FSEID)
@@ -157,7 +158,7 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 	// An establishment for a CP F-SEID we hold replaces that session: the
 	// control plane lost our answer (or we restarted before sending it)
 	// and asks again; the subscriber keeps its id and its counters.
-	if old, dup := st.byCP[cpRef{node, f.SEID}]; dup {
+	if old, held := st.byCP[cpRef{node, f.SEID}]; held {
 		e := st.sess[old]
 		if e.busy {
 			st.mu.Unlock()
@@ -172,7 +173,7 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 			return
 		}
 		o.kind = opEstablish
-		o.peer, o.seq, o.cpSEID, o.node, o.epoch = peer, h.Sequence, f.SEID, node, epoch
+		o.peer, o.seq, o.cpSEID, o.node, o.epoch, o.dup = peer, h.Sequence, f.SEID, node, epoch, dup
 		st.mu.Unlock()
 		u.submit(o)
 		return
@@ -189,7 +190,7 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 	}
 	st.sess[s.SEID] = e
 	st.byCP[cpRef{node, f.SEID}] = s.SEID
-	o.peer, o.seq, o.cpSEID, o.node, o.epoch = peer, h.Sequence, f.SEID, node, epoch
+	o.peer, o.seq, o.cpSEID, o.node, o.epoch, o.dup = peer, h.Sequence, f.SEID, node, epoch, dup
 	// The request itself is what the store keeps of a new session.
 	o.raw = append([]byte(nil), wire.Body(raw, h)...)
 	st.mu.Unlock()
@@ -358,8 +359,8 @@ func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 	// clause 5.2.2.3.1), URRs queried (Query URR), all of them (QAURR).
 	var report []uint32
 	trig := [3]uint8{}
-	for id := range cur.URRs {
-		if _, kept := next.URRs[id]; !kept {
+	for id := range cur.URRs.All() {
+		if _, kept := next.URRs.Lookup(id); !kept {
 			report = append(report, id)
 			trig[1] |= 0x08 // TERMR: the URR is removed
 		}
@@ -369,7 +370,7 @@ func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 		reported[id] = true
 	}
 	query := func(id uint32) *Reject {
-		if _, ok := next.URRs[id]; !ok {
+		if _, ok := next.URRs.Lookup(id); !ok {
 			return ruleReject(ie.CauseRuleCreationModificationFailure, RuleURR, id, ie.QueryURR, "Query URR %d: no such URR", id)
 		}
 		if !reported[id] {
@@ -392,7 +393,7 @@ func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 			}
 		case ie.PFCPSMReqFlags:
 			if len(c.Payload) > 0 && c.Payload[0]&0x04 != 0 { // QAURR
-				for id := range next.URRs {
+				for id := range next.URRs.All() {
 					if rj := query(id); rj != nil {
 						unlockRefuse(rj)
 						return
@@ -412,8 +413,8 @@ func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 	// Counters are read for the reports, and when a URR is created on a
 	// subscriber that already counts: its measurement starts from now.
 	newURR := false
-	for id := range next.URRs {
-		if _, had := cur.URRs[id]; !had {
+	for id := range next.URRs.All() {
+		if _, had := cur.URRs.Lookup(id); !had {
 			newURR = true
 		}
 	}
@@ -440,7 +441,7 @@ func (u *UPF) planDelete(e *entry, kind opKind) *op {
 	o := &op{kind: kind, seid: s.SEID, prev: s, prevPlan: e.plan, prevSub: e.subID, del: e.subID,
 		cpSEID: s.CPSEID, node: s.CPNode}
 	o.epoch, _ = u.nodes.epochOf(s.CPNode)
-	for id := range s.URRs {
+	for id := range s.URRs.All() {
 		o.reportURR = append(o.reportURR, id)
 	}
 	o.trigger[1] = 0x08 // TERMR

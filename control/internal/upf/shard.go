@@ -38,6 +38,7 @@ type decodeJob struct {
 	m    []byte // the message: the job's own copy (the receive buffer is reused)
 	h    wire.Header
 	peer netip.AddrPort
+	dup  *rxEntry // its entry in the duplicate cache
 }
 
 type decoders struct {
@@ -66,7 +67,7 @@ func (u *UPF) runDecoder(ctx context.Context, ch chan []decodeJob) {
 			return
 		case jobs := <-ch:
 			for _, j := range jobs {
-				u.decode(j.m, j.h, j.peer, &sc)
+				u.decode(j.m, j.h, j.peer, &sc, j.dup)
 			}
 		}
 	}
@@ -75,10 +76,10 @@ func (u *UPF) runDecoder(ctx context.Context, ch chan []decodeJob) {
 // handoff decodes a request that passed the duplicate cache: a session
 // request on its session's decoder (when the decoders run), anything
 // else here.
-func (u *UPF) handoff(m []byte, h wire.Header, peer netip.AddrPort) {
+func (u *UPF) handoff(m []byte, h wire.Header, peer netip.AddrPort, dup *rxEntry) {
 	d := u.dec
 	if d == nil || !isSessionMsg(h.Type) {
-		u.decode(m, h, peer, &u.inline)
+		u.decode(m, h, peer, &u.inline, dup)
 		return
 	}
 	k := int(mix(sessionKey(m, h)) % uint64(len(d.ch)))
@@ -87,7 +88,7 @@ func (u *UPF) handoff(m []byte, h wire.Header, peer netip.AddrPort) {
 	}
 	off := len(d.slab)
 	d.slab = append(d.slab, m...)
-	d.pend[k] = append(d.pend[k], decodeJob{d.slab[off:len(d.slab):len(d.slab)], h, peer})
+	d.pend[k] = append(d.pend[k], decodeJob{d.slab[off:len(d.slab):len(d.slab)], h, peer, dup})
 }
 
 // flush gives each decoder the jobs of one receive batch.

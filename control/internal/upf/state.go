@@ -20,7 +20,7 @@ type State struct {
 	sess     map[uint64]*entry
 	byCP     map[cpRef]uint64
 	keys     map[dpKey]uint64
-	addrs    map[netip.Prefix]uint64
+	addrs    *addrTable // UE addresses and prefixes (addrtable.go)
 	teids    map[uint32]uint64
 	free     []uint32 // subscriber ids free for reuse
 	nextID   uint32   // next never-used subscriber id
@@ -70,7 +70,7 @@ func NewState(lo, hi uint32, firstSEID uint64) *State {
 		n = int(min(hi-lo+1, maxPresized))
 	}
 	return &State{sess: make(map[uint64]*entry, n), byCP: make(map[cpRef]uint64, n),
-		keys: make(map[dpKey]uint64, n), addrs: make(map[netip.Prefix]uint64, 2*n),
+		keys: make(map[dpKey]uint64, n), addrs: newAddrTable(2 * n),
 		teids: map[uint32]uint64{}, nextID: lo, maxID: hi,
 		nextSEID: firstSEID, nextTEID: 1, metered: map[uint64]struct{}{}}
 }
@@ -143,7 +143,7 @@ func (st *State) reserve(seid uint64, next, prev *Plan) *Reject {
 		}
 	}
 	for _, a := range n.addrs {
-		if o, ok := st.addrs[a]; ok && o != seid {
+		if o, ok := st.addrs.get(a); ok && o != seid {
 			return reject(ie.CauseRuleCreationModificationFailure, ie.UEIPAddress, "address %s belongs to session %#x", a, o)
 		}
 	}
@@ -156,7 +156,7 @@ func (st *State) reserve(seid uint64, next, prev *Plan) *Reject {
 		st.keys[n.key] = seid
 	}
 	for _, a := range n.addrs {
-		st.addrs[a] = seid
+		st.addrs.set(a, seid)
 	}
 	for _, d := range n.down {
 		st.teids[d.TEID] = seid
@@ -171,8 +171,8 @@ func (st *State) release(seid uint64, drop, keep *Plan) {
 		delete(st.keys, d.key)
 	}
 	for _, a := range d.addrs {
-		if !containsPrefix(k.addrs, a) && st.addrs[a] == seid {
-			delete(st.addrs, a)
+		if o, _ := st.addrs.get(a); o == seid && !containsPrefix(k.addrs, a) {
+			st.addrs.del(a)
 		}
 	}
 	for _, t := range d.down {
@@ -254,7 +254,7 @@ func (st *State) Sessions() (all, withSub int) {
 
 // meter records whether a committed session is polled for usage.
 func (st *State) meter(seid uint64, e *entry) {
-	if e != nil && e.live && e.subID != 0 && len(e.s.URRs) > 0 {
+	if e != nil && e.live && e.subID != 0 && e.s.URRs.Len() > 0 {
 		st.metered[seid] = struct{}{}
 	} else {
 		delete(st.metered, seid)

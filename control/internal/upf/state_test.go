@@ -102,10 +102,13 @@ func TestReserveAndRelease(t *testing.T) {
 		t.Fatal(rj)
 	}
 	st.release(1, p1, p2)
-	if st.addrs[a4] != 1 || st.addrs[b6] != 1 || st.keys[key.dp()] != 1 {
-		t.Fatalf("kept holdings lost: %v %v", st.addrs, st.keys)
+	if o4, _ := st.addrs.get(a4); o4 != 1 || st.keys[key.dp()] != 1 {
+		t.Fatalf("kept holdings lost: %v %v", o4, st.keys)
 	}
-	if _, ok := st.addrs[a6]; ok {
+	if o6, _ := st.addrs.get(b6); o6 != 1 {
+		t.Fatalf("kept prefix lost: %v", o6)
+	}
+	if _, ok := st.addrs.get(a6); ok {
 		t.Fatal("the old prefix is still held")
 	}
 	if _, ok := st.teids[5]; ok {
@@ -115,8 +118,8 @@ func TestReserveAndRelease(t *testing.T) {
 		t.Fatalf("the released prefix: %v", rj)
 	}
 	st.release(1, p2, nil)
-	if len(st.keys) != 1 || len(st.addrs) != 1 {
-		t.Fatalf("after release: keys %v addrs %v", st.keys, st.addrs)
+	if len(st.keys) != 1 || st.addrs.len() != 1 {
+		t.Fatalf("after release: keys %v addrs %d", st.keys, st.addrs.len())
 	}
 }
 

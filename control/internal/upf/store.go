@@ -1,10 +1,11 @@
 package upf
 
 import (
-	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -19,13 +20,17 @@ import (
 // without the control plane noticing: every committed session (the model
 // as the control plane built it, with its URRs' measurement state and the
 // usage of data-plane instances gone), the associations, our Recovery
-// Time Stamp and the next SEID.  It is bbolt (etcd's B+tree file, one
-// writer transaction per batch of committed changes): a change is in the
-// store before its PFCP answer is sent, so an answer the control plane
-// has seen is never lost; what the data plane holds is reconciled against
-// the store at start (recover.go).
+// Time Stamp and the next SEID.  Sessions are an append-only log with a
+// snapshot (store_log.go: a batch of committed changes is one frame
+// appended, compacted in the background and at start); the rest is
+// bbolt (etcd's B+tree file).  A change is in the store before its PFCP
+// answer is sent, so an answer the control plane has seen is never
+// lost; what the data plane holds is reconciled against the store at
+// start (recover.go).
 type Store struct {
-	db *bolt.DB
+	db  *bolt.DB
+	log *sessionLog
+	j   []byte // scratch for a record's header, under log.mu
 }
 
 var (
@@ -63,11 +68,18 @@ func OpenStore(dir string, sync bool) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	l, err := openSessionLog(db, dir, sync)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db, log: l}, nil
 }
 
-// Close closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the files (a compaction under way ends first).
+func (s *Store) Close() error {
+	return errors.Join(s.log.close(), s.db.Close())
+}
 
 func seidKey(seid uint64) []byte { return binary.BigEndian.AppendUint64(nil, seid) }
 
@@ -123,7 +135,7 @@ func (r record) appendTo(b, j []byte) ([]byte, []byte, error) {
 		return append(append(b, recModel), m...), j, err
 	}
 	m := rawMeta{SEID: r.s.SEID, SubID: r.s.SubID, Chosen: r.s.Chosen, Created: r.s.Created.Unix()}
-	for _, u := range r.s.URRs {
+	for _, u := range r.s.URRs.All() {
 		m.URRs = append(m.URRs, u)
 	}
 	j, err := m.appendJSON(j[:0])
@@ -136,53 +148,35 @@ func (r record) appendTo(b, j []byte) ([]byte, []byte, error) {
 	return append(b, r.raw...), j, nil
 }
 
-// Commit writes sessions and removes others, in one transaction.
+// Commit writes sessions and removes others, all or none of them: one
+// frame appended to the session log (store_log.go).
 func (s *Store) Commit(puts []record, dels []uint64) error {
 	if len(puts) == 0 && len(dels) == 0 {
 		return nil
 	}
-	// Every value in one buffer (bbolt reads them until the commit):
-	// one allocation a commit, not one a session.
-	room := 0
-	for _, x := range puts {
-		room += 96 + len(x.raw)
-	}
-	buf, j := make([]byte, 0, room), make([]byte, 0, 96)
-	vals := make([][]byte, len(puts))
-	for i, x := range puts {
-		start := len(buf)
+	return s.log.appendFrame(func(b []byte) ([]byte, error) {
+		// Room for every entry at once: a commit's frame is grown by
+		// doubling at most when a changed session's model is large.
+		room := len(puts)*(13+96) + len(dels)*9
+		for _, x := range puts {
+			room += len(x.raw)
+		}
+		b = slices.Grow(b, room)
+		j := s.j[:0]
 		var err error
-		if buf, j, err = x.appendTo(buf, j); err != nil {
-			return err
-		}
-		// A larger value than room allowed moves buf: the values
-		// before keep the old array, still valid.
-		vals[i] = buf[start:len(buf):len(buf)]
-	}
-	// In key order: new sessions' SEIDs only grow, so a batch of
-	// establishments appends at the tree's right edge; pages filled to
-	// 90 % rather than bbolt's 50 % there (its advice for appends) write
-	// half as many pages a commit.
-	order := make([]int, len(puts))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(puts[a].s.SEID, puts[b].s.SEID) })
-	return s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bSessions)
-		b.FillPercent = 0.9
-		for _, i := range order {
-			x := puts[i]
-			if err := b.Put(seidKey(x.s.SEID), vals[i]); err != nil {
-				return err
+		for _, x := range puts {
+			var at int
+			b, at = putHead(b, x.s.SEID)
+			if b, j, err = x.appendTo(b, j); err != nil {
+				return b, err
 			}
+			putEnd(b, at)
 		}
+		s.j = j
 		for _, id := range dels {
-			if err := b.Delete(seidKey(id)); err != nil {
-				return err
-			}
+			b = appendDel(b, id)
 		}
-		return nil
+		return b, nil
 	})
 }
 
@@ -195,49 +189,59 @@ func (s *Store) CommitModels(ss []*Session) error {
 	return s.Commit(recs, nil)
 }
 
-// Sessions reads every stored session; raw records are decoded by
-// establishment (the parser the requests use).
+// Sessions reads every stored session, in SEID order; raw records are
+// decoded by establishment (the parser the requests use).
 func (s *Store) Sessions(establishment func(raw []byte, now time.Time) (*Session, error)) ([]*Session, error) {
+	live, err := s.log.sessions()
+	if err != nil {
+		return nil, err
+	}
 	var out []*Session
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bSessions).ForEach(func(k, v []byte) error {
-			if len(v) == 0 {
-				return fmt.Errorf("session %x: empty record", k)
+	for _, seid := range slices.Sorted(maps.Keys(live)) {
+		v := live[seid]
+		if v == nil {
+			continue // deleted
+		}
+		x, err := decodeRecord(v, establishment)
+		if err != nil {
+			return nil, fmt.Errorf("session %#x: %w", seid, err)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// decodeRecord reads a stored value (record.appendTo).
+func decodeRecord(v []byte, establishment func(raw []byte, now time.Time) (*Session, error)) (*Session, error) {
+	switch v[0] {
+	case recModel:
+		var x Session
+		if err := json.Unmarshal(v[1:], &x); err != nil {
+			return nil, err
+		}
+		return &x, nil
+	case recRaw:
+		n, w := binary.Uvarint(v[1:])
+		if w <= 0 || 1+w+int(n) > len(v) {
+			return nil, fmt.Errorf("bad record")
+		}
+		var m rawMeta
+		if err := json.Unmarshal(v[1+w:1+w+int(n)], &m); err != nil {
+			return nil, err
+		}
+		x, err := establishment(v[1+w+int(n):], time.Unix(m.Created, 0))
+		if err != nil {
+			return nil, err
+		}
+		x.SEID, x.SubID, x.Chosen = m.SEID, m.SubID, m.Chosen
+		for _, u := range m.URRs {
+			if r := x.URRs.Get(u.ID); r != nil {
+				r.Seq, r.Start, r.Base, r.NextPerio = u.Seq, u.Start, u.Base, u.NextPerio
 			}
-			switch v[0] {
-			case recModel:
-				var x Session
-				if err := json.Unmarshal(v[1:], &x); err != nil {
-					return fmt.Errorf("session %x: %w", k, err)
-				}
-				out = append(out, &x)
-			case recRaw:
-				n, w := binary.Uvarint(v[1:])
-				if w <= 0 || 1+w+int(n) > len(v) {
-					return fmt.Errorf("session %x: bad record", k)
-				}
-				var m rawMeta
-				if err := json.Unmarshal(v[1+w:1+w+int(n)], &m); err != nil {
-					return fmt.Errorf("session %x: %w", k, err)
-				}
-				x, err := establishment(v[1+w+int(n):], time.Unix(m.Created, 0))
-				if err != nil {
-					return fmt.Errorf("session %x: %w", k, err)
-				}
-				x.SEID, x.SubID, x.Chosen = m.SEID, m.SubID, m.Chosen
-				for _, u := range m.URRs {
-					if r := x.URRs[u.ID]; r != nil {
-						r.Seq, r.Start, r.Base, r.NextPerio = u.Seq, u.Start, u.Base, u.NextPerio
-					}
-				}
-				out = append(out, x)
-			default:
-				return fmt.Errorf("session %x: unknown record format %q", k, v[0])
-			}
-			return nil
-		})
-	})
-	return out, err
+		}
+		return x, nil
+	}
+	return nil, fmt.Errorf("unknown record format %q", v[0])
 }
 
 // storedAssoc is an association as stored.
@@ -332,19 +336,19 @@ type storedSession struct {
 func (s *Session) MarshalJSON() ([]byte, error) {
 	x := storedSession{SEID: s.SEID, CPSEID: s.CPSEID, CPAddr: s.CPAddr, CPNode: s.CPNode, PDNType: s.PDNType,
 		MTU: s.MTU, SubID: s.SubID, Chosen: s.Chosen, Acc: s.Acc, Created: s.Created.Unix()}
-	for _, r := range s.PDRs {
+	for _, r := range s.PDRs.All() {
 		x.PDRs = append(x.PDRs, r)
 	}
-	for _, r := range s.FARs {
+	for _, r := range s.FARs.All() {
 		x.FARs = append(x.FARs, r)
 	}
-	for _, r := range s.QERs {
+	for _, r := range s.QERs.All() {
 		x.QERs = append(x.QERs, r)
 	}
-	for _, r := range s.URRs {
+	for _, r := range s.URRs.All() {
 		x.URRs = append(x.URRs, r)
 	}
-	for _, r := range s.TEs {
+	for _, r := range s.TEs.All() {
 		x.TEs = append(x.TEs, r)
 	}
 	return json.Marshal(&x)
@@ -360,19 +364,19 @@ func (s *Session) UnmarshalJSON(b []byte) error {
 	s.CPSEID, s.CPAddr, s.CPNode, s.PDNType, s.MTU = x.CPSEID, x.CPAddr, x.CPNode, x.PDNType, x.MTU
 	s.SubID, s.Chosen, s.Acc = x.SubID, x.Chosen, x.Acc
 	for _, r := range x.PDRs {
-		s.PDRs[r.ID] = r
+		s.PDRs.Put(r.ID, r)
 	}
 	for _, r := range x.FARs {
-		s.FARs[r.ID] = r
+		s.FARs.Put(r.ID, r)
 	}
 	for _, r := range x.QERs {
-		s.QERs[r.ID] = r
+		s.QERs.Put(r.ID, r)
 	}
 	for _, r := range x.URRs {
-		s.URRs[r.ID] = r
+		s.URRs.Put(r.ID, r)
 	}
 	for _, r := range x.TEs {
-		s.TEs[r.ID] = r
+		s.TEs.Put(r.ID, r)
 	}
 	return nil
 }

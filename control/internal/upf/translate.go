@@ -204,7 +204,7 @@ type Env struct {
 func effective(s *Session, r *PDR) (Match, *Reject) {
 	m := r.PDI.Match
 	for _, id := range r.PDI.TEIDs {
-		te, ok := s.TEs[id]
+		te, ok := s.TEs.Lookup(id)
 		if !ok {
 			return m, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(r.ID), ie.TrafficEndpointID,
 				"PDR %d names Traffic Endpoint %d, which does not exist", r.ID, id)
@@ -315,7 +315,7 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 	}
 	var idBuf [8]byPrec
 	ids := idBuf[:0]
-	for id, r := range s.PDRs {
+	for id, r := range s.PDRs.All() {
 		ids = append(ids, byPrec{id, r.Precedence, r})
 	}
 	slices.SortFunc(ids, func(a, b byPrec) int {
@@ -360,19 +360,19 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 	}
 	for _, x := range ids {
 		id, r := x.id, x.r
-		far, ok := s.FARs[r.FAR]
+		far, ok := s.FARs.Lookup(r.FAR)
 		if !ok {
 			return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(id), ie.FARID,
 				"PDR %d names FAR %d, which does not exist", id, r.FAR)
 		}
 		for _, q := range r.QERs {
-			if _, ok := s.QERs[q]; !ok {
+			if _, ok := s.QERs.Lookup(q); !ok {
 				return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(id), ie.QERID,
 					"PDR %d names QER %d, which does not exist", id, q)
 			}
 		}
 		for _, u := range r.URRs {
-			if _, ok := s.URRs[u]; !ok {
+			if _, ok := s.URRs.Lookup(u); !ok {
 				return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RulePDR, uint32(id), ie.URRID,
 					"PDR %d names URR %d, which does not exist", id, u)
 			}
@@ -410,7 +410,7 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 			}
 			addrs = appendUEAddrs(addrs, &m)
 			for _, q := range r.QERs {
-				if qq := s.QERs[q]; qq.MBRUL != 0 {
+				if qq := s.QERs.Get(q); qq.MBRUL != 0 {
 					if ulQER != nil && ulQER.ID != qq.ID {
 						return nil, ruleReject(ie.CauseServiceNotSupported, RuleQER, qq.ID, ie.MBR,
 							"QER %d: a subscriber has one uplink policer (QER %d has one already)", qq.ID, ulQER.ID)
@@ -440,7 +440,7 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 			}
 			addrs = appendUEAddrs(addrs, &m)
 			if far.LinkedTE != nil {
-				te, ok := s.TEs[*far.LinkedTE]
+				te, ok := s.TEs.Lookup(*far.LinkedTE)
 				if !ok {
 					return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RuleFAR, far.ID, ie.TrafficEndpointID,
 						"FAR %d links Traffic Endpoint %d, which does not exist", far.ID, *far.LinkedTE)
@@ -456,7 +456,7 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 				}
 			}
 			for _, q := range r.QERs {
-				if qq := s.QERs[q]; qq.MBRDL != 0 {
+				if qq := s.QERs.Get(q); qq.MBRDL != 0 {
 					if dlQER != nil && dlQER.ID != qq.ID {
 						return nil, ruleReject(ie.CauseServiceNotSupported, RuleQER, qq.ID, ie.MBR,
 							"QER %d: a subscriber has one downlink pipe (QER %d has one already)", qq.ID, dlQER.ID)
@@ -482,7 +482,7 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 			down.ck = chooseKey{'p', uint32(id)}
 			if local == nil {
 				for _, tid := range r.PDI.TEIDs {
-					if te := s.TEs[tid]; te != nil && te.Local != nil {
+					if te := s.TEs.Get(tid); te != nil && te.Local != nil {
 						local, down.ck, down.te, down.fromTE = te.Local, chooseKey{'t', uint32(tid)}, tid, true
 						break
 					}
@@ -505,7 +505,7 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 			}
 			k := m
 			if far.LinkedTE != nil {
-				te, ok := s.TEs[*far.LinkedTE]
+				te, ok := s.TEs.Lookup(*far.LinkedTE)
 				if !ok {
 					return nil, ruleReject(ie.CauseRuleCreationModificationFailure, RuleFAR, far.ID, ie.TrafficEndpointID,
 						"FAR %d links Traffic Endpoint %d, which does not exist", far.ID, *far.LinkedTE)

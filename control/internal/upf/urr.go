@@ -63,11 +63,11 @@ func (u *UPF) usageReports(o *op, t uint16) []*ie.IE {
 		var r *URR
 		var s *Session
 		if o.next != nil && !o.reported[id] {
-			s, r = o.next, o.next.URRs[id]
+			s, r = o.next, o.next.URRs.Get(id)
 		}
 		if r == nil && o.prev != nil {
 			s = o.prev
-			if x := o.prev.URRs[id]; x != nil {
+			if x := o.prev.URRs.Get(id); x != nil {
 				c := *x
 				r = &c
 			}
@@ -206,7 +206,7 @@ func (u *UPF) pollUsage(ctx context.Context, now time.Time) {
 		e.last = it.usage
 		total := e.s.Acc.add(it.usage)
 		var reps []*ie.IE
-		for _, r := range e.s.URRs {
+		for _, r := range e.s.URRs.All() {
 			var trig [3]uint8
 			if r.Triggers&TrigPERIO != 0 && r.PeriodS > 0 && !now.Before(r.NextPerio) {
 				trig[0] |= urtPERIO
