@@ -283,14 +283,19 @@ func (u *UPF) process(m []byte, peer netip.AddrPort) {
 	if werr != nil {
 		return
 	}
-	u.decode(m, h, peer, nil, nil)
+	u.decode(m, h, peer, nil, nil, true) // m is the waiting request's own copy
 }
 
 // decode decodes and handles one request that passed framing and the
 // duplicate cache.  sc is the calling goroutine's room for the IEs (nil:
 // allocated): nothing keeps an IE past the handling of its message.  dup
 // is its entry in the duplicate cache (nil: looked up when answered).
-func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort, sc *wire.Scratch, dup *rxEntry) {
+// own says m is the function's own copy, never written again (a
+// decoder's slab, a waiting request's copy), rather than the receive
+// buffer the next recvmmsg overwrites: what keeps the bytes past the
+// message's handling (a new session's stored form) may then alias them
+// instead of copying.
+func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort, sc *wire.Scratch, dup *rxEntry, own bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			u.c.panics.Add(1)
@@ -314,10 +319,10 @@ func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort, sc *wire.Scra
 	} else {
 		ies = wire.ParseIEs(body)
 	}
-	u.dispatch(peer, h, m, ies, dup)
+	u.dispatch(peer, h, m, ies, dup, own)
 }
 
-func (u *UPF) dispatch(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE, dup *rxEntry) {
+func (u *UPF) dispatch(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE, dup *rxEntry, own bool) {
 	switch h.Type {
 	case message.MsgTypeHeartbeatRequest:
 		u.onHeartbeat(peer, h.Sequence, ies)
@@ -351,7 +356,7 @@ func (u *UPF) dispatch(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 	case message.MsgTypeAssociationReleaseRequest:
 		u.onAssociationRelease(peer, h.Sequence, ies)
 	case message.MsgTypeSessionEstablishmentRequest:
-		u.onEstablish(peer, h, raw, ies, dup)
+		u.onEstablish(peer, h, raw, ies, dup, own)
 	case message.MsgTypeSessionModificationRequest:
 		u.onModify(peer, h, raw, ies)
 	case message.MsgTypeSessionDeletionRequest:

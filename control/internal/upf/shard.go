@@ -67,7 +67,7 @@ func (u *UPF) runDecoder(ctx context.Context, ch chan []decodeJob) {
 			return
 		case jobs := <-ch:
 			for _, j := range jobs {
-				u.decode(j.m, j.h, j.peer, &sc, j.dup)
+				u.decode(j.m, j.h, j.peer, &sc, j.dup, true) // j.m is in the slab
 			}
 		}
 	}
@@ -79,7 +79,7 @@ func (u *UPF) runDecoder(ctx context.Context, ch chan []decodeJob) {
 func (u *UPF) handoff(m []byte, h wire.Header, peer netip.AddrPort, dup *rxEntry) {
 	d := u.dec
 	if d == nil || !isSessionMsg(h.Type) {
-		u.decode(m, h, peer, &u.inline, dup)
+		u.decode(m, h, peer, &u.inline, dup, false)
 		return
 	}
 	k := int(mix(sessionKey(m, h)) % uint64(len(d.ch)))

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"edgeplane/control/internal/pfcp/wire"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -459,5 +461,37 @@ func TestStoreCommitsGoOnWhenCompactionFails(t *testing.T) {
 	defer st.Close()
 	if got := storedSessions(t, st); !maps.Equal(got, want) {
 		t.Fatalf("after a restart: %d sessions, want %d", len(got), len(want))
+	}
+}
+
+// TestStoredFormAliasesOwnBytesAndCopiesTheReceiveBuffer: a new
+// session's stored form is the request's own bytes when they are the
+// function's copy (capacity clipped, so an append to it cannot reach
+// the next message in the slab), and a copy when they are a receive
+// buffer the next read overwrites.
+func TestStoredFormAliasesOwnBytesAndCopiesTheReceiveBuffer(t *testing.T) {
+	h := wire.Header{HdrLen: 16}
+	slab := make([]byte, 0, 64)
+	slab = append(slab, make([]byte, 16)...)
+	slab = append(slab, "establishment IEs"...)
+	msg := slab[:len(slab):len(slab)]
+	slab = append(slab[:len(slab):cap(slab)], "next message"...)
+
+	own := storedForm(msg, h, true)
+	if string(own) != "establishment IEs" || cap(own) != len(own) {
+		t.Fatalf("own: %q cap %d", own, cap(own))
+	}
+	if &own[0] != &msg[16] {
+		t.Fatal("own bytes copied")
+	}
+	_ = append(own, 'X')
+	if string(slab[len(msg):]) != "next message" {
+		t.Fatalf("an append to the stored form reached the slab: %q", slab[len(msg):])
+	}
+
+	cp := storedForm(msg, h, false)
+	copy(msg[16:], "overwritten by a read")
+	if string(cp) != "establishment IEs" {
+		t.Fatalf("receive buffer not copied: %q", cp)
 	}
 }
