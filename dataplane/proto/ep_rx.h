@@ -103,10 +103,12 @@ ep_rx_not_for_us_words(const struct rte_mbuf *m, uint32_t w4, uint16_t w2)
 	uint32_t a4;
 	uint16_t a2;
 
+	/* Shorter than a header: the parse drops it; its bytes are not read. */
+	if (unlikely(m->data_len < RTE_ETHER_HDR_LEN))
+		return 0;
 	memcpy(&a4, p, 4);
 	memcpy(&a2, p + 4, 2);
-	return likely(m->data_len >= RTE_ETHER_HDR_LEN) && (p[0] & 1) == 0 &&
-	       unlikely(((a4 ^ w4) | (uint32_t)(a2 ^ w2)) != 0);
+	return (p[0] & 1) == 0 && unlikely(((a4 ^ w4) | (uint32_t)(a2 ^ w2)) != 0);
 }
 
 #endif
