@@ -5,6 +5,7 @@
 #include <rte_ip.h>
 
 #include "bng/bng_access.h"
+#include "test_pkt.h"
 
 static const char up_conf[] =
 	"policer = gold cir=8M cbs=64K pir=16M pbs=128K\n"
@@ -138,30 +139,8 @@ EP_TEST(uplink_parse_fast_path_agrees_with_the_full_access_parse)
 		p.dport = dports[i % 5];
 		p.sport = i % 17 == 16 ? 68 : 1234;
 		len = tb_frame(f, &p);
-		seg = frame = len;
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		switch (x % 8) {
-		case 0: case 1: case 2:
-			break;
-		case 3:
-			f[12 + (x >> 8) % 40] ^= (uint8_t)(1u << (x >> 16) % 8);
-			break;
-		case 4:
-			f[12 + (x >> 8) % 40] = (uint8_t)(x >> 24);
-			break;
-		case 5:
-			seg = (uint32_t)((x >> 8) % (len + 1));
-			break;
-		case 6:
-			frame = (uint32_t)((x >> 8) % (len + 1));
-			break;
-		default:
-			f[24] = (uint8_t)(x >> 8);       /* a QinQ frame's IPv4 total length */
-			f[25] = (uint8_t)(x >> 16);
-			break;
-		}
+		/* QinQ: the IPv4 header at 22; flips over the tags and header. */
+		tp_mutate(f, len, 22, 40, &x, &seg, &frame);
 		memset(&a, 0x5a, sizeof(a));
 		memset(&b, 0x5a, sizeof(b));
 		ra = bng_parse_access(f, seg, frame, &a);

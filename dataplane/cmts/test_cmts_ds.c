@@ -234,6 +234,29 @@ match_avx512(const struct cmts_cls4 *t, const struct ep_acl_key4_set *k)
 }
 #endif
 
+/* A random IPv4 key around the test profile's classifier and filter rules
+ * (10.x sources, 198.19.1.x destinations, ports 998-1011, TOS 64 in a
+ * quarter) from the six random words @p r. */
+static void
+random_key4(struct ep_acl_key4_set *k, const uint32_t *r)
+{
+	static const uint8_t protos[] = { 1, 6, 17, 47 };
+
+	memset(k, 0, sizeof(*k));
+	k->proto = protos[r[0] % 4];
+	k->src[0] = 10;
+	k->src[1] = (uint8_t)(r[1] % 3);
+	k->src[2] = (uint8_t)(1 + r[1] / 3 % 3);
+	k->src[3] = (uint8_t)(r[1] / 9 % 5);
+	k->dst[0] = 198;
+	k->dst[1] = 19;
+	k->dst[2] = 1;
+	k->dst[3] = (uint8_t)(r[2] % 20);
+	k->sport = rte_cpu_to_be_16((uint16_t)(998 + r[3] % 10));
+	k->dport = rte_cpu_to_be_16((uint16_t)(998 + r[4] % 14));
+	k->tos = (uint8_t)(r[5] % 4 == 0 ? 64 : r[5] % 256);
+}
+
 /*
  * The filter stage matches IPv4 frames against their CM's compiled
  * classifier table (struct cmts_cls4), not the classifier ACL: both must
@@ -264,7 +287,6 @@ EP_TEST(ds_classifier_table_agrees_with_acl)
 			   "cls = 1 15 sf=1 prio=0 src=10.1.2.0/24\n");
 	const struct ep_acl_set *cs = ep_acl_read(t->sg->cls_acl);
 	const struct cmts_cm *cm = t->sg->cms[1];
-	static const uint8_t protos[] = { 1, 6, 17, 47 };
 	static struct ep_acl_scratch sc;
 	uint16_t ids[EP_BURST_MAX];
 	uint32_t res[EP_BURST_MAX], matched = 0, seed = 1;
@@ -283,19 +305,7 @@ EP_TEST(ds_classifier_table_agrees_with_acl)
 				seed = seed * 1103515245u + 12345u;
 				r[x] = seed >> 8;
 			}
-			memset(k, 0, sizeof(*k));
-			k->proto = protos[r[0] % 4];
-			k->src[0] = 10;
-			k->src[1] = (uint8_t)(r[1] % 3);
-			k->src[2] = (uint8_t)(1 + r[1] / 3 % 3);
-			k->src[3] = (uint8_t)(r[1] / 9 % 5);
-			k->dst[0] = 198;
-			k->dst[1] = 19;
-			k->dst[2] = 1;
-			k->dst[3] = (uint8_t)(r[2] % 20);
-			k->sport = rte_cpu_to_be_16((uint16_t)(998 + r[3] % 10));
-			k->dport = rte_cpu_to_be_16((uint16_t)(998 + r[4] % 14));
-			k->tos = (uint8_t)(r[5] % 4 == 0 ? 64 : r[5] % 256);
+			random_key4(k, r);
 			sc.data[i] = (const uint8_t *)k;
 			sc.pkt[i] = i;
 			ids[i] = 1;
@@ -339,7 +349,6 @@ EP_TEST(ds_filter_group_tables_agree_with_acl)
 		"dst=198.19.1.1/32", "sport=1000-1004 dport=1006-1009", "proto=17 tos=1-200 dport=1008",
 		"src=10.1.2.0/24", "proto=17 dport=1000",
 	};
-	static const uint8_t protos[] = { 1, 6, 17, 47 };
 	static struct ep_acl_scratch sc;
 	struct cb *t = bed("filter = 2 3 deny dst=2001:db8::/64\n");
 	struct ep_err err = { 0 };
@@ -373,19 +382,7 @@ EP_TEST(ds_filter_group_tables_agree_with_acl)
 				seed = seed * 1103515245u + 12345u;
 				r[x] = seed >> 8;
 			}
-			memset(k, 0, sizeof(*k));
-			k->proto = protos[r[0] % 4];
-			k->src[0] = 10;
-			k->src[1] = (uint8_t)(r[1] % 3);
-			k->src[2] = (uint8_t)(1 + r[1] / 3 % 3);
-			k->src[3] = (uint8_t)(r[1] / 9 % 5);
-			k->dst[0] = 198;
-			k->dst[1] = 19;
-			k->dst[2] = 1;
-			k->dst[3] = (uint8_t)(r[2] % 20);
-			k->sport = rte_cpu_to_be_16((uint16_t)(998 + r[3] % 10));
-			k->dport = rte_cpu_to_be_16((uint16_t)(998 + r[4] % 14));
-			k->tos = (uint8_t)(r[5] % 4 == 0 ? 64 : r[5] % 256);
+			random_key4(k, r);
 			sc.data[i] = (const uint8_t *)k;
 			sc.pkt[i] = i;
 			ids[2 * i] = (uint16_t)(r[6] % 5);         /* 0..4: none, 3 groups, an empty one */

@@ -359,51 +359,46 @@ run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n,
 	return n;
 }
 
-/* A burst handed in by a caller (a test, a pipeline's own injection) runs
- * with each packet's in_port as the caller set it; the rx burst it may be
+/* The stages from @p first over a burst handed in by a caller (a test, a
+ * pipeline's own injection), as if received on @p port (EP_RX_PORT_META:
+ * each packet's in_port as the caller set it); the rx burst this may be
  * called from keeps its port. */
-uint16_t
-ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n)
-{
-	uint64_t t = rte_rdtsc();
-	uint16_t port = w->rx_port, k;
-
-	w->rx_port = EP_RX_PORT_META;
-	k = run_burst_at(w, 0, pkts, n, &t, true, NULL, NULL);
-	w->rx_port = port;
-	return k;
-}
-
-uint16_t
-ep_worker_run_rx_burst(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
+static uint16_t
+run_handed_in(struct ep_worker *w, int first, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint64_t t = rte_rdtsc();
 	uint16_t was = w->rx_port, k;
 
-	if (w->type == NULL || !w->type->stage_sets_in_port)
-		for (uint16_t i = 0; i < n; i++)
-			ep_meta(pkts[i])->in_port = port;
 	w->rx_port = port;
-	k = run_burst_at(w, 0, pkts, n, &t, true, NULL, NULL);
+	k = run_burst_at(w, first, pkts, n, &t, true, NULL, NULL);
 	w->rx_port = was;
 	return k;
 }
 
 uint16_t
+ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16_t n)
+{
+	return run_handed_in(w, 0, EP_RX_PORT_META, pkts, n);
+}
+
+uint16_t
+ep_worker_run_rx_burst(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
+{
+	if (w->type == NULL || !w->type->stage_sets_in_port)
+		for (uint16_t i = 0; i < n; i++)
+			ep_meta(pkts[i])->in_port = port;
+	return run_handed_in(w, 0, port, pkts, n);
+}
+
+uint16_t
 ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n)
 {
-	uint64_t t = rte_rdtsc();
-	uint16_t port = w->rx_port, k;
-
 	if (unlikely(first < 0 || first >= w->n_stages)) {
 		w->rx_stage.stats.drops[EP_DROP_NO_NEXT] += n;
 		rte_pktmbuf_free_bulk(pkts, n);
 		return n;
 	}
-	w->rx_port = EP_RX_PORT_META;
-	k = run_burst_at(w, first, pkts, n, &t, true, NULL, NULL);
-	w->rx_port = port;
-	return k;
+	return run_handed_in(w, first, EP_RX_PORT_META, pkts, n);
 }
 
 int

@@ -248,4 +248,46 @@ tp_ns(uint8_t *b, const uint8_t *smac, const uint8_t *src, const uint8_t *target
 	return (uint16_t)(54 + len);
 }
 
+/**
+ * One xorshift64 step of @p x, then a mutation of the frame @p b of @p len
+ * octets whose IPv4 header starts at @p l3, for tests that hold a fast
+ * path against its reference parse: as built (3 in 8), a bit flipped in
+ * octets 12 .. 12 + @p span (EtherTypes, tags, the IP header), an octet
+ * of the IPv4 header replaced, the first segment (*seg) or the frame
+ * (*frame) cut short, or the IPv4 total length replaced.  *seg and
+ * *frame are set to @p len first.
+ */
+static inline void
+tp_mutate(uint8_t *b, uint16_t len, unsigned int l3, unsigned int span, uint64_t *x,
+	  uint32_t *seg, uint32_t *frame)
+{
+	uint64_t v = *x;
+
+	v ^= v << 13;
+	v ^= v >> 7;
+	v ^= v << 17;
+	*x = v;
+	*seg = *frame = len;
+	switch (v % 8) {
+	case 0: case 1: case 2:
+		break;                                  /* as built */
+	case 3:
+		b[12 + (v >> 8) % span] ^= (uint8_t)(1u << (v >> 16) % 8);
+		break;
+	case 4:
+		b[l3 + (v >> 8) % 20] = (uint8_t)(v >> 24);
+		break;
+	case 5:
+		*seg = (uint32_t)((v >> 8) % (len + 1u));
+		break;
+	case 6:
+		*frame = (uint32_t)((v >> 8) % (len + 1u));
+		break;
+	default:
+		b[l3 + 2] = (uint8_t)(v >> 8);          /* total length */
+		b[l3 + 3] = (uint8_t)(v >> 16);
+		break;
+	}
+}
+
 #endif
