@@ -11,4 +11,4 @@ TEST_TARGETS += test-upf-fuzz
 .PHONY: test-upf-fuzz
 
 test-upf-fuzz: build-xdp
-	@set -o pipefail; cd control && $(GO) test -run '^$$' -fuzz '^FuzzMessage$$' -fuzztime $(UPF_FUZZ_SECONDS)s ./internal/upf 2>&1 | grep -v ' level=' | tail -3
+	@cd control && GO="$(GO)" ../scripts/go-fuzz ./internal/upf FuzzMessage $(UPF_FUZZ_SECONDS)
