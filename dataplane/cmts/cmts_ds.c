@@ -147,12 +147,6 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	struct cmts_ds *d = ctx;
 	struct cmts_sg *sg = d->sg;
 	const struct cmts_addr_tab *t = ep_rcu_read(&sg->addr_tab);
-	/* A burst from rx: in_port is written here with the rest of the meta
-	 * line (ds_type.stage_sets_in_port) instead of by an engine pass of
-	 * its own after rx, which was every frame's first touch of that cold
-	 * line, before the prefetches below could ask for it; a burst handed
-	 * in (tests, the service hook) keeps its in_port. */
-	const uint16_t port = d->w != NULL ? d->w->rx_port : EP_RX_PORT_META;
 	uint64_t hits = 0;
 	uint16_t np = 0, out = 0;
 
@@ -183,8 +177,6 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		 * intent (the cipher writes them): see prefetch_frame.
 		 */
 		cmts_prefetch_rest(m);
-		if (port != EP_RX_PORT_META)
-			md->in_port = port;
 		rc = ds_parse(m, md);
 		if (unlikely(rc != 0)) {
 			next[i] = EP_NEXT_DROP(rc);
@@ -274,10 +266,6 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 			out++;
 			continue;
 		}
-		/* The classifier lines the filter stage reads first (ports,
-		 * then protocol and values), a stage ahead. */
-		rte_prefetch0(cm->cls4.dport_lo);
-		rte_prefetch0(cm->cls4.proto);
 		if (likely(md->l3_type == EP_L3_IPV4)) {
 			uint32_t s4, d4, hit_to = 0, hit_from = 0;
 

@@ -188,16 +188,12 @@ static struct ep_pipeline_type ds_type = {
 	.build = ds_build,
 	.service = cmts_ds_service,
 	.teardown = ds_teardown,
-	/* The lookup stage writes in_port (cmts_ds.c), the upstream's
-	 * uepi_verify likewise: no engine pass over the meta lines. */
-	.stage_sets_in_port = true,
 };
 static struct ep_pipeline_type us_type = {
 	.name = "cmts-us",
 	.setup = cmts_setup,
 	.build = us_build,
 	.teardown = us_teardown,
-	.stage_sets_in_port = true,
 };
 static struct ep_pipeline_type gen_type = {
 	.name = "cmts-gen",

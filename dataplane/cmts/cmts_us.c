@@ -68,9 +68,6 @@ cmts_us_verify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 {
 	struct cmts_us *u = ctx;
 	const struct cmts_sg *sg = u->sg;
-	/* in_port written here with the rest of the meta line, as the
-	 * downstream's lookup does (us_type.stage_sets_in_port). */
-	const uint16_t port = u->w != NULL ? u->w->rx_port : EP_RX_PORT_META;
 	uint16_t out = 0;
 
 	u->n_pd = 0;
@@ -101,11 +98,8 @@ cmts_us_verify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		struct cmts_us_pkt *pd;
 		struct cmts_us_chan *ch = NULL;
 		uint32_t dst, l2tp_len;
-		int rc, c;
-
-		if (port != EP_RX_PORT_META)
-			md->in_port = port;
-		rc = m->nb_segs == 1 ? ep_parse_mbuf(m, md) : EP_DROP_CMTS_UEPI_MALFORMED;
+		int rc = m->nb_segs == 1 ? ep_parse_mbuf(m, md) : EP_DROP_CMTS_UEPI_MALFORMED;
+		int c;
 
 		if (unlikely(rc != 0)) {
 			next[i] = EP_NEXT_DROP(rc);
