@@ -414,6 +414,8 @@ static void
 cm_derive(struct cmts_cm *cm)
 {
 	cm->ds_key = cm->bpi ? cm->key[cm->ds_kseq & 1] : NULL;
+	/* A key object always holds its sessions (key_new fails otherwise),
+	 * so ds_sess is NULL exactly when the downstream sends in clear. */
 	cm->ds_sess = cm->ds_key != NULL ? cm->ds_key->sess_ds : NULL;
 	if (cm->ds_key != NULL)
 		memcpy(cm->ds_iv, cm->ds_key->iv, sizeof(cm->ds_iv));
