@@ -219,8 +219,9 @@ struct cmts_sf {
  * downstream reads for every frame is packed into the first lines, derived
  * from the control side's fields below whenever a record is made
  * (cmts_cm.c, cm_derive), so a frame touches 4 lines of its CM's record
- * (5 when its SF is shaped) instead of the 7-9 the control side's layout
- * spreads it over (docs/cmts.md, "The hot lines round"):
+ * (5 when its SF is shaped) and not the key object, where the control
+ * side's layout spread the same over 6 record lines and the key
+ * (docs/cmts.md, "The hot lines round"):
  *
  *   line 0   framing and crypto: template, HCS, lengths, the DS key's
  *            session and IV (copied from the key object, which outlives

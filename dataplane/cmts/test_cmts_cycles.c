@@ -108,23 +108,6 @@ flow_frame(uint8_t *b, uint32_t f, uint16_t size)
 
 struct best { double stage[EP_MAX_STAGES]; };
 
-/* Every line from the mbuf's header to the end of its data out of the
- * caches (one mempool element: header, metadata, headroom, data). */
-static void
-evict(struct rte_mbuf *m)
-{
-#ifdef RTE_ARCH_X86
-	const uint8_t *p = (const uint8_t *)m, *end = rte_pktmbuf_mtod(m, const uint8_t *) +
-						      m->data_len;
-
-	for (; p < end; p += RTE_CACHE_LINE_SIZE)
-		_mm_clflush(p);
-	_mm_mfence();
-#else
-	(void)m;
-#endif
-}
-
 static void
 evict_range(const void *p, size_t len)
 {
@@ -138,6 +121,15 @@ evict_range(const void *p, size_t len)
 	(void)p;
 	(void)len;
 #endif
+}
+
+/* Every line from the mbuf's header to the end of its data out of the
+ * caches (one mempool element: header, metadata, headroom, data). */
+static void
+evict(struct rte_mbuf *m)
+{
+	evict_range(m, (size_t)(rte_pktmbuf_mtod(m, const uint8_t *) + m->data_len -
+				(const uint8_t *)m));
 }
 
 /* Every line of CM @p id's state, as EP_CYCLES_COLD=2 says. */
