@@ -6,14 +6,17 @@
  *
  *   cmts-ds  (network -> Remote PHY Device), stages in order:
  *     lookup     Ethernet/IP parse, CM by destination IPv4/IPv6 address
- *                (one bulk rte_hash lookup per burst)
+ *                (the SG's immutable open-addressed table, struct
+ *                cmts_addr_tab; the rte_hash when there is none)
  *     submgmt    subscriber management: the destination MAC is the CPE's
  *                (when known), the source is not one of the CM's own
  *                addresses
- *     filter     DOCSIS filter groups (up to 2 per CM) through the shared
- *                ACL module (dataplane/acl), one classify per family and
- *                burst, the key carrying the CM's two filter-group ids
- *                (two lanes); the CM's classifiers: IPv4 frames from the
+ *     filter     DOCSIS filter groups (up to 2 per CM): IPv4 frames in
+ *                the SG's 16-lane group tables (struct cmts_fg4), IPv6
+ *                frames and groups of more than 16 rules through the
+ *                shared ACL module (dataplane/acl), one classify per
+ *                family and burst, the key carrying the CM's two
+ *                filter-group ids (two lanes); the CM's classifiers: IPv4 frames from the
  *                record's compiled table (struct cmts_cls4), IPv6 frames
  *                through the classifier instance (the CM id in the key)
  *     classify   the classifier match -> service flow (SF), default SF
@@ -57,7 +60,12 @@
  *   CM records             array of pointers to immutable records; a change
  *                          publishes a new record, the old one (and keys it
  *                          no longer uses) goes to an RCU-QSBR defer queue
- *   address -> CM id       rte_hash, lock-free readers, RCU-QSBR
+ *   address -> CM id       immutable open-addressed table rebuilt after
+ *                          each CM change, published and freed by RCU-QSBR;
+ *                          rte_hash (lock-free readers) is the control
+ *                          side's index and the fallback
+ *   filter-group tables    rebuilt with each filter-ACL commit, swapped
+ *                          with the ACL under RCU
  *   SID -> CM id           array of 16-bit words, each written with one
  *                          atomic store (a reader sees the old or the new id;
  *                          the record it then reads is RCU-protected)
