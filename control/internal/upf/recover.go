@@ -400,10 +400,10 @@ func asErr(err error, target **dpctl.Error) bool { return errors.As(err, target)
 
 // storedEstablishment rebuilds a session from its stored establishment.
 func (u *UPF) storedEstablishment(raw []byte, created time.Time) (*Session, error) {
-	if werr := wire.CheckIEs(raw); werr != nil {
+	ies, werr := wire.Decode(raw)
+	if werr != nil {
 		return nil, werr
 	}
-	ies := wire.ParseIEs(raw)
 	nid, fs := findIE(ies, ie.NodeID), findIE(ies, ie.FSEID)
 	if nid == nil || fs == nil {
 		return nil, errors.New("stored establishment without Node ID or F-SEID")

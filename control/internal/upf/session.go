@@ -46,6 +46,7 @@ type op struct {
 	prevPlan, nextPlan *Plan
 	prevSub, nextSub   uint32
 	add                *dpctl.Subscriber // the data plane gets this subscriber (added or replaced)
+	addSub             dpctl.Subscriber  // where add points (the op's own: no allocation of its own)
 	del                uint32            // the data plane loses this subscriber id
 
 	readUsage bool  // counters first: reports in the answer
@@ -218,7 +219,9 @@ func (p *parser) establishment(node string, f fseid, ies []*ie.IE, now time.Time
 	// The rule maps are made by rules(), sized by the Create IEs; a kind
 	// of rule the request does not create stays a nil map (read as
 	// empty; modifications work on a clone, whose maps all exist).
-	s := &Session{Created: now}
+	var s *Session
+	s, p.room = newSessionBlock(countCreates(ies))
+	s.Created = now
 	s.CPSEID, s.CPAddr, s.CPNode = f.SEID, f.Addr, node
 	for _, c := range ies {
 		if rj := p.topLevel(c.Type, c, true); rj != nil {
@@ -298,7 +301,8 @@ func (u *UPF) planChange(e *entry, next *Session, kind opKind, plan *Plan) (*op,
 		sub := plan.Sub.Subscriber(o.nextSub)
 		if o.prevSub == 0 || prevPlan == nil || prevPlan.Sub == nil ||
 			!reflect.DeepEqual(prevPlan.Sub.Subscriber(o.prevSub), sub) {
-			o.add = &sub
+			o.addSub = sub
+			o.add = &o.addSub
 		}
 	} else if o.prevSub != 0 {
 		o.del = o.prevSub
