@@ -329,7 +329,7 @@ func (u *UPF) finish(ops []*op) {
 	var answers []*op
 	st.mu.Lock()
 	for _, o := range ops {
-		e := st.sess[o.seid]
+		e := st.sess.Get(o.seid)
 		if e == nil {
 			// Purged while its op was in flight: nothing to keep.
 			st.release(o.seid, o.nextPlan, nil)
@@ -381,7 +381,7 @@ func (u *UPF) finish(ops []*op) {
 			if o.prevSub != 0 {
 				st.subs--
 			}
-			delete(st.sess, o.seid)
+			st.sess.Delete(o.seid)
 			delete(st.byCP, cpRef{o.prev.CPNode, o.prev.CPSEID})
 			st.meter(o.seid, nil)
 			dels = append(dels, o.seid)
@@ -435,7 +435,7 @@ func (u *UPF) finish(ops []*op) {
 func (u *UPF) rollback(o *op, rj *Reject) {
 	st := u.st
 	st.mu.Lock()
-	e := st.sess[o.seid]
+	e := st.sess.Get(o.seid)
 	st.release(o.seid, o.nextPlan, o.prevPlan)
 	if o.nextSub != 0 && o.nextSub != o.prevSub {
 		st.freeID(o.nextSub)
@@ -443,7 +443,7 @@ func (u *UPF) rollback(o *op, rj *Reject) {
 	var again []queued
 	if e != nil {
 		if !e.live {
-			delete(st.sess, o.seid)
+			st.sess.Delete(o.seid)
 			delete(st.byCP, cpRef{o.next.CPNode, o.next.CPSEID})
 		}
 		again = e.queue

@@ -105,7 +105,7 @@ func (u *UPF) restore() error {
 		}
 		used[s.SubID] = true
 		e := &entry{s: s, plan: plan, subID: s.SubID, live: true}
-		st.sess[s.SEID] = e
+		st.sess.Set(s.SEID, e)
 		st.byCP[cpRef{s.CPNode, s.CPSEID}] = s.SEID
 		st.meter(s.SEID, e)
 		if s.SubID != 0 {
@@ -128,7 +128,7 @@ func (u *UPF) restore() error {
 		}
 	}
 	if !fresh || len(sessions) > 0 {
-		slog.Info("pfcp sessions restored from the store", "sessions", len(st.sess), "subscribers", st.subs,
+		slog.Info("pfcp sessions restored from the store", "sessions", st.sess.Len(), "subscribers", st.subs,
 			"associations", len(assocs), "recovery", u.recovery)
 	}
 	return nil
@@ -248,7 +248,7 @@ func (u *UPF) carryOver() {
 	st := u.st
 	st.mu.Lock()
 	var dirty []*Session
-	for _, e := range st.sess {
+	for _, e := range st.sess.All() {
 		if e.subID == 0 || e.last == (Usage{}) {
 			continue
 		}
@@ -269,7 +269,7 @@ func (u *UPF) reconcile(ctx context.Context, have map[uint32]dpctl.SubscriberSta
 	st.mu.Lock()
 	want := map[uint32]dpctl.Subscriber{}
 	var plans []*SubPlan
-	for _, e := range st.sess {
+	for _, e := range st.sess.All() {
 		if e.live && e.subID != 0 && e.plan.Sub != nil {
 			want[e.subID] = e.plan.Sub.Subscriber(e.subID)
 			plans = append(plans, e.plan.Sub)
@@ -346,7 +346,7 @@ func (u *UPF) runPurge(ctx context.Context, o *op) {
 	var seids []uint64
 	var ids []uint32
 	var again []queued
-	for seid, e := range st.sess {
+	for seid, e := range st.sess.All() {
 		if e.s.CPNode != o.node {
 			continue
 		}
@@ -359,7 +359,7 @@ func (u *UPF) runPurge(ctx context.Context, o *op) {
 				st.subs--
 			}
 		}
-		delete(st.sess, seid)
+		st.sess.Delete(seid)
 		delete(st.byCP, cpRef{e.s.CPNode, e.s.CPSEID})
 		st.meter(seid, nil)
 		u.cpr.update(seid, nil)

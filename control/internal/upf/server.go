@@ -514,7 +514,7 @@ func offending(rj *Reject) *ie.IE {
 func (u *UPF) cpSEIDOf(seid uint64) uint64 {
 	u.st.mu.Lock()
 	defer u.st.mu.Unlock()
-	if e := u.st.sess[seid]; e != nil && e.s != nil {
+	if e := u.st.sess.Get(seid); e != nil && e.s != nil {
 		return e.s.CPSEID
 	}
 	return 0

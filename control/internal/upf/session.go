@@ -160,7 +160,7 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 	// control plane lost our answer (or we restarted before sending it)
 	// and asks again; the subscriber keeps its id and its counters.
 	if old, held := st.byCP[cpRef{node, f.SEID}]; held {
-		e := st.sess[old]
+		e := st.sess.Get(old)
 		if e.busy {
 			st.mu.Unlock()
 			refuse(reject(ie.CauseRequestRejected, ie.FSEID, "CP F-SEID %#x: its session is changing", f.SEID))
@@ -189,7 +189,7 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 		refuse(rj)
 		return
 	}
-	st.sess[s.SEID] = e
+	st.sess.Set(s.SEID, e)
 	st.byCP[cpRef{node, f.SEID}] = s.SEID
 	o.peer, o.seq, o.cpSEID, o.node, o.epoch, o.dup = peer, h.Sequence, f.SEID, node, epoch, dup
 	// The request itself is what the store keeps of a new session,
@@ -323,7 +323,7 @@ func (u *UPF) submit(o *op) {
 
 func (u *UPF) entryFor(peer netip.AddrPort, h wire.Header, raw []byte) *entry {
 	u.st.mu.Lock()
-	e := u.st.sess[h.SEID]
+	e := u.st.sess.Get(h.SEID)
 	if e == nil {
 		u.st.mu.Unlock()
 		u.refuse(peer, h, reject(ie.CauseSessionContextNotFound, 0, "no session %#x", h.SEID))

@@ -17,7 +17,7 @@ import (
 // the data plane work happens outside it.
 type State struct {
 	mu       sync.Mutex
-	sess     map[uint64]*entry
+	sess     sessTable // by our SEID (sesstable.go)
 	byCP     map[cpRef]uint64
 	keys     map[dpKey]uint64
 	addrs    *addrTable // UE addresses and prefixes (addrtable.go)
@@ -69,7 +69,7 @@ func NewState(lo, hi uint32, firstSEID uint64) *State {
 	if hi >= lo {
 		n = int(min(hi-lo+1, maxPresized))
 	}
-	return &State{sess: make(map[uint64]*entry, n), byCP: make(map[cpRef]uint64, n),
+	return &State{sess: newSessTable(n), byCP: make(map[cpRef]uint64, n),
 		keys: make(map[dpKey]uint64, n), addrs: newAddrTable(2 * n),
 		teids: map[uint32]uint64{}, nextID: lo, maxID: hi,
 		nextSEID: firstSEID, nextTEID: 1, metered: map[uint64]struct{}{}}
@@ -249,7 +249,7 @@ func chosenMap(p *Plan) map[string]uint32 {
 func (st *State) Sessions() (all, withSub int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return len(st.sess), st.subs
+	return st.sess.Len(), st.subs
 }
 
 // meter records whether a committed session is polled for usage.

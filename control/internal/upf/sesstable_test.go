@@ -1,0 +1,61 @@
+package upf
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// The session table holds what a Go map would under sets, replacements
+// and deletions of SEIDs in runs (as we hand them out) and scattered (as
+// a restart restores them, and as a peer names them), and its pages go
+// with their last session.
+func TestSessTableMatchesAMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	tab := newSessTable(0)
+	ref := map[uint64]*entry{}
+	seid := func() uint64 {
+		if r.IntN(2) == 0 {
+			return 1 + uint64(r.IntN(3000)) // runs: a few pages
+		}
+		return r.Uint64() // scattered, the page bits too
+	}
+	for i := 0; i < 20000; i++ {
+		k := seid()
+		switch r.IntN(3) {
+		case 0, 1:
+			e := &entry{subID: uint32(i)}
+			tab.Set(k, e)
+			ref[k] = e
+		case 2:
+			tab.Delete(k)
+			delete(ref, k)
+		}
+		if got := tab.Get(k); got != ref[k] {
+			t.Fatalf("op %d: seid %#x -> %p, want %p", i, k, got, ref[k])
+		}
+	}
+	if tab.Len() != len(ref) {
+		t.Fatalf("%d sessions, want %d", tab.Len(), len(ref))
+	}
+	seen := 0
+	for k, e := range tab.All() {
+		if ref[k] != e {
+			t.Fatalf("All: seid %#x -> %p, want %p", k, e, ref[k])
+		}
+		seen++
+	}
+	if seen != len(ref) {
+		t.Fatalf("All yielded %d, want %d", seen, len(ref))
+	}
+	// Deleting every session as the loop gives it (as a purge does)
+	// empties the table and frees every page.
+	for k := range tab.All() {
+		tab.Delete(k)
+	}
+	if tab.Len() != 0 || len(tab.pages) != 0 {
+		t.Fatalf("after deleting all: %d sessions, %d pages", tab.Len(), len(tab.pages))
+	}
+	if tab.Get(1) != nil {
+		t.Fatal("a session after deleting all")
+	}
+}
