@@ -362,8 +362,8 @@ func (u *UPF) finish(ops []*op) {
 			}
 			if o.prev != nil && o.prev.CPSEID != o.next.CPSEID {
 				// The control plane moved the session to a new F-SEID.
-				delete(st.byCP, cpRef{o.prev.CPNode, o.prev.CPSEID})
-				st.byCP[cpRef{o.next.CPNode, o.next.CPSEID}] = o.seid
+				st.byCP.Delete(o.prev.CPNode, o.prev.CPSEID)
+				st.byCP.Set(o.next.CPNode, o.next.CPSEID, o.seid)
 			}
 			o.next.SubID, o.next.Chosen = o.nextSub, chosenMap(o.nextPlan)
 			e.s, e.plan, e.subID, e.live = o.next, o.nextPlan, o.nextSub, true
@@ -382,7 +382,7 @@ func (u *UPF) finish(ops []*op) {
 				st.subs--
 			}
 			st.sess.Delete(o.seid)
-			delete(st.byCP, cpRef{o.prev.CPNode, o.prev.CPSEID})
+			st.byCP.Delete(o.prev.CPNode, o.prev.CPSEID)
 			st.meter(o.seid, nil)
 			dels = append(dels, o.seid)
 			u.cpr.update(o.seid, nil)
@@ -444,7 +444,7 @@ func (u *UPF) rollback(o *op, rj *Reject) {
 	if e != nil {
 		if !e.live {
 			st.sess.Delete(o.seid)
-			delete(st.byCP, cpRef{o.next.CPNode, o.next.CPSEID})
+			st.byCP.Delete(o.next.CPNode, o.next.CPSEID)
 		}
 		again = e.queue
 		e.queue, e.busy = nil, false

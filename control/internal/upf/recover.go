@@ -106,7 +106,7 @@ func (u *UPF) restore() error {
 		used[s.SubID] = true
 		e := &entry{s: s, plan: plan, subID: s.SubID, live: true}
 		st.sess.Set(s.SEID, e)
-		st.byCP[cpRef{s.CPNode, s.CPSEID}] = s.SEID
+		st.byCP.Set(s.CPNode, s.CPSEID, s.SEID)
 		st.meter(s.SEID, e)
 		if s.SubID != 0 {
 			st.subs++
@@ -360,7 +360,7 @@ func (u *UPF) runPurge(ctx context.Context, o *op) {
 			}
 		}
 		st.sess.Delete(seid)
-		delete(st.byCP, cpRef{e.s.CPNode, e.s.CPSEID})
+		st.byCP.Delete(e.s.CPNode, e.s.CPSEID)
 		st.meter(seid, nil)
 		u.cpr.update(seid, nil)
 		again = append(again, e.queue...)

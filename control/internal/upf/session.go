@@ -159,7 +159,7 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 	// An establishment for a CP F-SEID we hold replaces that session: the
 	// control plane lost our answer (or we restarted before sending it)
 	// and asks again; the subscriber keeps its id and its counters.
-	if old, held := st.byCP[cpRef{node, f.SEID}]; held {
+	if old, held := st.byCP.Get(node, f.SEID); held {
 		e := st.sess.Get(old)
 		if e.busy {
 			st.mu.Unlock()
@@ -190,7 +190,7 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 		return
 	}
 	st.sess.Set(s.SEID, e)
-	st.byCP[cpRef{node, f.SEID}] = s.SEID
+	st.byCP.Set(node, f.SEID, s.SEID)
 	o.peer, o.seq, o.cpSEID, o.node, o.epoch, o.dup = peer, h.Sequence, f.SEID, node, epoch, dup
 	// The request itself is what the store keeps of a new session,
 	// until the commit copies it into the log's frame: the bytes as they

@@ -86,3 +86,82 @@ func (t *sessTable) All() iter.Seq2[uint64, *entry] {
 		}
 	}
 }
+
+// cpTable is our SEID by the control plane's (its node and its F-SEID),
+// the lookup that finds an establishment repeated for a session we hold.
+// The control plane's SEIDs are its own choice; the ones we have seen
+// (pfcp-cp-sim, pfcpsim, the BNG control planes that number sessions)
+// count up, so they go in pages of 16 by SEID / 16, one page map a
+// control plane: a run of establishments shares its pages, as our
+// sessions do above, where one map of (node, SEID) missed the cache at
+// each (and hashed the node's name).  Pages are small so that a control
+// plane scattering its SEIDs costs a page a session at worst (144
+// octets, within the Go map entry it replaces by a few words).
+type cpTable struct {
+	nodes map[string]*cpNodeTable
+	hint  int // pages a node's map is sized for
+}
+
+type cpNodeTable struct {
+	pages map[uint64]*cpPage
+}
+
+const cpPageBits = 4
+
+type cpPage struct {
+	seid [1 << cpPageBits]uint64
+	used uint16 // bit i: seid[i] holds a session
+}
+
+func newCPTable(sessions int) cpTable {
+	return cpTable{nodes: map[string]*cpNodeTable{}, hint: sessions>>cpPageBits + 1}
+}
+
+// Get is our SEID for the control plane's cp of node.
+func (t *cpTable) Get(node string, cp uint64) (uint64, bool) {
+	if n := t.nodes[node]; n != nil {
+		if p := n.pages[cp>>cpPageBits]; p != nil {
+			i := cp & (1<<cpPageBits - 1)
+			return p.seid[i], p.used&(1<<i) != 0
+		}
+	}
+	return 0, false
+}
+
+// Set makes seid the session of node's cp.
+func (t *cpTable) Set(node string, cp, seid uint64) {
+	n := t.nodes[node]
+	if n == nil {
+		n = &cpNodeTable{pages: make(map[uint64]*cpPage, t.hint)}
+		t.nodes[node] = n
+	}
+	p := n.pages[cp>>cpPageBits]
+	if p == nil {
+		p = &cpPage{}
+		n.pages[cp>>cpPageBits] = p
+	}
+	i := cp & (1<<cpPageBits - 1)
+	p.seid[i] = seid
+	p.used |= 1 << i
+}
+
+// Delete forgets node's cp; a page goes with its last SEID, a node's map
+// with its last page.
+func (t *cpTable) Delete(node string, cp uint64) {
+	n := t.nodes[node]
+	if n == nil {
+		return
+	}
+	p := n.pages[cp>>cpPageBits]
+	if p == nil {
+		return
+	}
+	i := cp & (1<<cpPageBits - 1)
+	p.seid[i] = 0
+	if p.used &^= 1 << i; p.used == 0 {
+		delete(n.pages, cp>>cpPageBits)
+		if len(n.pages) == 0 {
+			delete(t.nodes, node)
+		}
+	}
+}

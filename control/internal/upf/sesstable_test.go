@@ -59,3 +59,44 @@ func TestSessTableMatchesAMap(t *testing.T) {
 		t.Fatal("a session after deleting all")
 	}
 }
+
+// The control planes' SEIDs: the same against a map of (node, SEID), two
+// nodes' equal SEIDs apart, and a node's pages gone with its last SEID.
+func TestCPTableMatchesAMap(t *testing.T) {
+	type key struct {
+		node string
+		cp   uint64
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	tab := newCPTable(0)
+	ref := map[key]uint64{}
+	nodes := []string{"cp-a", "cp-b"}
+	for i := 0; i < 20000; i++ {
+		k := key{nodes[r.IntN(2)], uint64(r.IntN(500))}
+		if r.IntN(4) == 0 {
+			k.cp = r.Uint64()
+		}
+		switch r.IntN(3) {
+		case 0, 1:
+			v := uint64(i + 1)
+			tab.Set(k.node, k.cp, v)
+			ref[k] = v
+		case 2:
+			tab.Delete(k.node, k.cp)
+			delete(ref, k)
+		}
+		for _, n := range nodes {
+			got, ok := tab.Get(n, k.cp)
+			want, wok := ref[key{n, k.cp}]
+			if got != want || ok != wok {
+				t.Fatalf("op %d: %s %#x -> %d %v, want %d %v", i, n, k.cp, got, ok, want, wok)
+			}
+		}
+	}
+	for k := range ref {
+		tab.Delete(k.node, k.cp)
+	}
+	if len(tab.nodes) != 0 {
+		t.Fatalf("after deleting every SEID: %d nodes left", len(tab.nodes))
+	}
+}
