@@ -2,6 +2,7 @@ package upf
 
 import (
 	"math/rand/v2"
+	"net/netip"
 	"testing"
 )
 
@@ -98,5 +99,50 @@ func TestCPTableMatchesAMap(t *testing.T) {
 	}
 	if len(tab.nodes) != 0 {
 		t.Fatalf("after deleting every SEID: %d nodes left", len(tab.nodes))
+	}
+}
+
+// A generation of the duplicate cache holds what a map of (peer,
+// sequence number) would, two peers' equal numbers apart, and a peer goes
+// with its last entry.
+func TestRxGenMatchesAMap(t *testing.T) {
+	type key struct {
+		peer netip.AddrPort
+		seq  uint32
+	}
+	r := rand.New(rand.NewPCG(13, 17))
+	g := newRxGen()
+	ref := map[key]*rxEntry{}
+	peers := []netip.AddrPort{netip.MustParseAddrPort("198.18.0.1:8805"), netip.MustParseAddrPort("198.18.0.1:8806")}
+	for i := 0; i < 20000; i++ {
+		k := key{peers[r.IntN(2)], uint32(r.IntN(400))}
+		if r.IntN(4) == 0 {
+			k.seq = r.Uint32() & 0xffffff
+		}
+		switch r.IntN(3) {
+		case 0, 1:
+			e := &rxEntry{sum: uint64(i)}
+			g.set(k.peer, k.seq, e)
+			ref[k] = e
+		case 2:
+			g.del(k.peer, k.seq)
+			delete(ref, k)
+		}
+		for _, p := range peers {
+			got, ok := g.get(p, k.seq)
+			want, wok := ref[key{p, k.seq}]
+			if got != want || ok != wok {
+				t.Fatalf("op %d: %s %d -> %p %v, want %p %v", i, p, k.seq, got, ok, want, wok)
+			}
+		}
+	}
+	if g.n != len(ref) {
+		t.Fatalf("%d entries, want %d", g.n, len(ref))
+	}
+	for k := range ref {
+		g.del(k.peer, k.seq)
+	}
+	if len(g.peers) != 0 || g.n != 0 {
+		t.Fatalf("after deleting every entry: %d peers, %d entries", len(g.peers), g.n)
 	}
 }
