@@ -329,7 +329,7 @@ func (u *UPF) finish(ops []*op) {
 	var answers []*op
 	st.mu.Lock()
 	for _, o := range ops {
-		e := st.sess[o.seid]
+		e := st.sess.Get(o.seid)
 		if e == nil {
 			// Purged while its op was in flight: nothing to keep.
 			st.release(o.seid, o.nextPlan, nil)
@@ -362,8 +362,8 @@ func (u *UPF) finish(ops []*op) {
 			}
 			if o.prev != nil && o.prev.CPSEID != o.next.CPSEID {
 				// The control plane moved the session to a new F-SEID.
-				delete(st.byCP, cpRef{o.prev.CPNode, o.prev.CPSEID})
-				st.byCP[cpRef{o.next.CPNode, o.next.CPSEID}] = o.seid
+				st.byCP.Delete(o.prev.CPNode, o.prev.CPSEID)
+				st.byCP.Set(o.next.CPNode, o.next.CPSEID, o.seid)
 			}
 			o.next.SubID, o.next.Chosen = o.nextSub, chosenMap(o.nextPlan)
 			e.s, e.plan, e.subID, e.live = o.next, o.nextPlan, o.nextSub, true
@@ -381,8 +381,8 @@ func (u *UPF) finish(ops []*op) {
 			if o.prevSub != 0 {
 				st.subs--
 			}
-			delete(st.sess, o.seid)
-			delete(st.byCP, cpRef{o.prev.CPNode, o.prev.CPSEID})
+			st.sess.Delete(o.seid)
+			st.byCP.Delete(o.prev.CPNode, o.prev.CPSEID)
 			st.meter(o.seid, nil)
 			dels = append(dels, o.seid)
 			u.cpr.update(o.seid, nil)
@@ -435,7 +435,7 @@ func (u *UPF) finish(ops []*op) {
 func (u *UPF) rollback(o *op, rj *Reject) {
 	st := u.st
 	st.mu.Lock()
-	e := st.sess[o.seid]
+	e := st.sess.Get(o.seid)
 	st.release(o.seid, o.nextPlan, o.prevPlan)
 	if o.nextSub != 0 && o.nextSub != o.prevSub {
 		st.freeID(o.nextSub)
@@ -443,8 +443,8 @@ func (u *UPF) rollback(o *op, rj *Reject) {
 	var again []queued
 	if e != nil {
 		if !e.live {
-			delete(st.sess, o.seid)
-			delete(st.byCP, cpRef{o.next.CPNode, o.next.CPSEID})
+			st.sess.Delete(o.seid)
+			st.byCP.Delete(o.next.CPNode, o.next.CPSEID)
 		}
 		again = e.queue
 		e.queue, e.busy = nil, false

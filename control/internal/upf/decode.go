@@ -290,23 +290,25 @@ func decodeUEIP(out []UEIP, i *ie.IE) ([]UEIP, *Reject) {
 	return out, nil
 }
 
-func decodeMAC(i *ie.IE) (string, *Reject) {
+// decodeMACBytes decodes a MAC Address IE (clause 8.2.93): the source MAC,
+// which identifies a subscriber (parser.macText gives its text).
+func decodeMACBytes(i *ie.IE) ([6]byte, *Reject) {
 	b := i.Payload
 	if len(b) < 1 {
-		return "", reject(ie.CauseInvalidLength, i.Type, "MAC address: empty")
+		return [6]byte{}, reject(ie.CauseInvalidLength, i.Type, "MAC address: empty")
 	}
 	fl := b[0]
 	if fl&0x0e != 0 {
-		return "", reject(ie.CauseServiceNotSupported, i.Type, "MAC address: only a source MAC (SOUR) identifies a subscriber")
+		return [6]byte{}, reject(ie.CauseServiceNotSupported, i.Type, "MAC address: only a source MAC (SOUR) identifies a subscriber")
 	}
 	if fl&0x01 == 0 || len(b) < 7 {
-		return "", reject(ie.CauseMandatoryIEIncorrect, i.Type, "MAC address: no source MAC")
+		return [6]byte{}, reject(ie.CauseMandatoryIEIncorrect, i.Type, "MAC address: no source MAC")
 	}
 	mac := net.HardwareAddr(b[1:7])
 	if mac[0]&0x01 != 0 {
-		return "", reject(ie.CauseMandatoryIEIncorrect, i.Type, "MAC address %s is a group address", mac)
+		return [6]byte{}, reject(ie.CauseMandatoryIEIncorrect, i.Type, "MAC address %s is a group address", mac)
 	}
-	return mac.String(), nil
+	return [6]byte(mac), nil
 }
 
 func decodeTag(i *ie.IE) (*VLAN, *Reject) {

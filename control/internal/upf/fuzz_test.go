@@ -85,23 +85,23 @@ func FuzzMessage(f *testing.F) {
 		st := u.st
 		st.mu.Lock()
 		defer st.mu.Unlock()
-		for seid, e := range st.sess {
+		for seid, e := range st.sess.All() {
 			if e.busy {
 				t.Fatalf("session %#x left busy", seid)
 			}
 		}
 		for k, seid := range st.keys {
-			if st.sess[seid] == nil {
+			if st.sess.Get(seid) == nil {
 				t.Fatalf("access key %+v held by gone session %#x", k, seid)
 			}
 		}
 		st.addrs.all(func(a netip.Prefix, seid uint64) {
-			if st.sess[seid] == nil {
+			if st.sess.Get(seid) == nil {
 				t.Fatalf("address %s held by gone session %#x", a, seid)
 			}
 		})
 		for te, seid := range st.teids {
-			if st.sess[seid] == nil {
+			if st.sess.Get(seid) == nil {
 				t.Fatalf("TEID %#x held by gone session %#x", te, seid)
 			}
 		}

@@ -23,6 +23,9 @@
 //	              log and its snapshot (store_log.go), the rest in bbolt
 //	addrtable.go  the UE addresses the sessions hold (open addressing)
 //	ruleset.go    a session's rules of one kind by id
+//	sessionblock.go  a new session and its rules in one allocation
+//	sesstable.go  the sessions by our SEID and by the control plane's
+//	rxgen.go      a generation of the duplicate cache, by peer and number
 //	recover.go    restore at start; replay into a restarted data plane
 //	cpr.go        the control packet redirect (GTP-U to the control plane)
 package upf

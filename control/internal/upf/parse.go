@@ -1,6 +1,7 @@
 package upf
 
 import (
+	"net"
 	"net/netip"
 	"time"
 
@@ -37,6 +38,28 @@ func (p *parser) unhandled(parent uint16, c *ie.IE) *Reject {
 // parser carries what parsing a request counts.
 type parser struct {
 	ignored int // IEs skipped (unknown types, other vendors)
+	// room is a new session's room for its rules, in the block
+	// allocated with it (establishment only; empty: each array its own
+	// allocation).
+	room ruleRoom
+	// mac is the last MAC address decoded and its text: a TR-459 session
+	// names the subscriber's MAC in two Traffic Endpoints.
+	mac    [6]byte
+	macStr string
+}
+
+// macText is a MAC Address IE's source MAC as text, the same string as
+// the last one when the address is the same (its text was an allocation
+// each time).
+func (p *parser) macText(c *ie.IE) (string, *Reject) {
+	a, rj := decodeMACBytes(c)
+	if rj != nil {
+		return "", rj
+	}
+	if p.macStr == "" || a != p.mac {
+		p.mac, p.macStr = a, net.HardwareAddr(a[:]).String()
+	}
+	return p.macStr, nil
 }
 
 func children(i *ie.IE) []*ie.IE { return i.ChildIEs }
@@ -193,6 +216,9 @@ func (p *parser) match(m *Match, c *ie.IE) (bool, *Reject) {
 	case c.Type == ie.NetworkInstance:
 		m.NetworkInstance, rj = networkInstance(c)
 	case c.Type == ie.UEIPAddress:
+		if m.UEIPs == nil && len(p.room.ueips) >= 2 {
+			m.UEIPs, p.room.ueips = p.room.ueips[:0:2], p.room.ueips[2:]
+		}
 		m.UEIPs, rj = decodeUEIP(m.UEIPs, c)
 	case c.Type == ie.FramedRoute, c.Type == ie.FramedIPv6Route:
 		var pr netip.Prefix
@@ -202,7 +228,7 @@ func (p *parser) match(m *Match, c *ie.IE) (bool, *Reject) {
 		// RFC 2865 Framed-Routing (none/send/listen): no routing protocol
 		// runs towards subscribers here; the routes above are static.
 	case c.Type == ie.MACAddress:
-		m.MAC, rj = decodeMAC(c)
+		m.MAC, rj = p.macText(c)
 	case c.Type == ie.STAG:
 		m.STag, rj = decodeTag(c)
 	case c.Type == ie.CTAG:
@@ -234,7 +260,7 @@ func (p *parser) ethFilter(i *ie.IE) (EthFilter, *Reject) {
 		var rj *Reject
 		switch c.Type {
 		case ie.MACAddress:
-			f.MAC, rj = decodeMAC(c)
+			f.MAC, rj = p.macText(c)
 		case ie.Ethertype:
 			f.Ethertype, rj = u16(c)
 		case ie.STAG:
@@ -592,8 +618,17 @@ func (p *parser) rules(s *Session, ies []*ie.IE, now time.Time) *Reject {
 			return rj
 		}
 	}
-	ar.pdrs, ar.fars = make([]PDR, 0, ar.nPDR), make([]FAR, 0, ar.nFAR)
-	ar.qers, ar.tes = make([]QER, 0, ar.nQER), make([]TE, 0, ar.nTE)
+	// A new session's arrays are in the block allocated with it
+	// (p.room, sessionblock.go); room() allocates what it has no room for.
+	r := &p.room
+	ar.pdrs, ar.fars = room(r.pdrs, ar.nPDR), room(r.fars, ar.nFAR)
+	ar.qers, ar.tes = room(r.qers, ar.nQER), room(r.tes, ar.nTE)
+	if r.pdrE != nil {
+		s.PDRs.e, s.FARs.e = room(r.pdrE, ar.nPDR), room(r.farE, ar.nFAR)
+		s.QERs.e, s.URRs.e = room(r.qerE, ar.nQER), room(r.urrE, ar.nURR)
+		s.TEs.e = room(r.teE, ar.nTE)
+	}
+	*r = ruleRoom{ueips: r.ueips} // once
 	for _, i := range ies {
 		var rj *Reject
 		switch i.Type {

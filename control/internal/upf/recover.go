@@ -105,8 +105,8 @@ func (u *UPF) restore() error {
 		}
 		used[s.SubID] = true
 		e := &entry{s: s, plan: plan, subID: s.SubID, live: true}
-		st.sess[s.SEID] = e
-		st.byCP[cpRef{s.CPNode, s.CPSEID}] = s.SEID
+		st.sess.Set(s.SEID, e)
+		st.byCP.Set(s.CPNode, s.CPSEID, s.SEID)
 		st.meter(s.SEID, e)
 		if s.SubID != 0 {
 			st.subs++
@@ -128,7 +128,7 @@ func (u *UPF) restore() error {
 		}
 	}
 	if !fresh || len(sessions) > 0 {
-		slog.Info("pfcp sessions restored from the store", "sessions", len(st.sess), "subscribers", st.subs,
+		slog.Info("pfcp sessions restored from the store", "sessions", st.sess.Len(), "subscribers", st.subs,
 			"associations", len(assocs), "recovery", u.recovery)
 	}
 	return nil
@@ -248,7 +248,7 @@ func (u *UPF) carryOver() {
 	st := u.st
 	st.mu.Lock()
 	var dirty []*Session
-	for _, e := range st.sess {
+	for _, e := range st.sess.All() {
 		if e.subID == 0 || e.last == (Usage{}) {
 			continue
 		}
@@ -269,7 +269,7 @@ func (u *UPF) reconcile(ctx context.Context, have map[uint32]dpctl.SubscriberSta
 	st.mu.Lock()
 	want := map[uint32]dpctl.Subscriber{}
 	var plans []*SubPlan
-	for _, e := range st.sess {
+	for _, e := range st.sess.All() {
 		if e.live && e.subID != 0 && e.plan.Sub != nil {
 			want[e.subID] = e.plan.Sub.Subscriber(e.subID)
 			plans = append(plans, e.plan.Sub)
@@ -346,7 +346,7 @@ func (u *UPF) runPurge(ctx context.Context, o *op) {
 	var seids []uint64
 	var ids []uint32
 	var again []queued
-	for seid, e := range st.sess {
+	for seid, e := range st.sess.All() {
 		if e.s.CPNode != o.node {
 			continue
 		}
@@ -359,8 +359,8 @@ func (u *UPF) runPurge(ctx context.Context, o *op) {
 				st.subs--
 			}
 		}
-		delete(st.sess, seid)
-		delete(st.byCP, cpRef{e.s.CPNode, e.s.CPSEID})
+		st.sess.Delete(seid)
+		st.byCP.Delete(e.s.CPNode, e.s.CPSEID)
 		st.meter(seid, nil)
 		u.cpr.update(seid, nil)
 		again = append(again, e.queue...)
@@ -400,10 +400,10 @@ func asErr(err error, target **dpctl.Error) bool { return errors.As(err, target)
 
 // storedEstablishment rebuilds a session from its stored establishment.
 func (u *UPF) storedEstablishment(raw []byte, created time.Time) (*Session, error) {
-	if werr := wire.CheckIEs(raw); werr != nil {
+	ies, werr := wire.Decode(raw)
+	if werr != nil {
 		return nil, werr
 	}
-	ies := wire.ParseIEs(raw)
 	nid, fs := findIE(ies, ie.NodeID), findIE(ies, ie.FSEID)
 	if nid == nil || fs == nil {
 		return nil, errors.New("stored establishment without Node ID or F-SEID")

@@ -303,8 +303,11 @@ func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort, sc *wire.Scra
 			u.refuse(peer, h, reject(ie.CauseSystemFailure, 0, "internal error"))
 		}
 	}()
-	body := wire.Body(m, h)
-	if werr := wire.CheckIEs(body); werr != nil {
+	if sc == nil {
+		sc = new(wire.Scratch)
+	}
+	ies, werr := sc.Decode(wire.Body(m, h))
+	if werr != nil {
 		u.c.malformed[werr.Problem].Add(1)
 		cause := uint8(ie.CauseInvalidLength)
 		if werr.Problem == wire.ProblemNesting {
@@ -312,12 +315,6 @@ func (u *UPF) decode(m []byte, h wire.Header, peer netip.AddrPort, sc *wire.Scra
 		}
 		u.refuse(peer, h, reject(cause, werr.IEType, "%s", werr.Msg))
 		return
-	}
-	var ies []*ie.IE
-	if sc != nil {
-		ies = sc.ParseIEs(body)
-	} else {
-		ies = wire.ParseIEs(body)
 	}
 	u.dispatch(peer, h, m, ies, dup, own)
 }
@@ -517,7 +514,7 @@ func offending(rj *Reject) *ie.IE {
 func (u *UPF) cpSEIDOf(seid uint64) uint64 {
 	u.st.mu.Lock()
 	defer u.st.mu.Unlock()
-	if e := u.st.sess[seid]; e != nil && e.s != nil {
+	if e := u.st.sess.Get(seid); e != nil && e.s != nil {
 		return e.s.CPSEID
 	}
 	return 0

@@ -46,6 +46,7 @@ type op struct {
 	prevPlan, nextPlan *Plan
 	prevSub, nextSub   uint32
 	add                *dpctl.Subscriber // the data plane gets this subscriber (added or replaced)
+	addSub             dpctl.Subscriber  // where add points (the op's own: no allocation of its own)
 	del                uint32            // the data plane loses this subscriber id
 
 	readUsage bool  // counters first: reports in the answer
@@ -158,8 +159,8 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 	// An establishment for a CP F-SEID we hold replaces that session: the
 	// control plane lost our answer (or we restarted before sending it)
 	// and asks again; the subscriber keeps its id and its counters.
-	if old, held := st.byCP[cpRef{node, f.SEID}]; held {
-		e := st.sess[old]
+	if old, held := st.byCP.Get(node, f.SEID); held {
+		e := st.sess.Get(old)
 		if e.busy {
 			st.mu.Unlock()
 			refuse(reject(ie.CauseRequestRejected, ie.FSEID, "CP F-SEID %#x: its session is changing", f.SEID))
@@ -188,8 +189,8 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 		refuse(rj)
 		return
 	}
-	st.sess[s.SEID] = e
-	st.byCP[cpRef{node, f.SEID}] = s.SEID
+	st.sess.Set(s.SEID, e)
+	st.byCP.Set(node, f.SEID, s.SEID)
 	o.peer, o.seq, o.cpSEID, o.node, o.epoch, o.dup = peer, h.Sequence, f.SEID, node, epoch, dup
 	// The request itself is what the store keeps of a new session,
 	// until the commit copies it into the log's frame: the bytes as they
@@ -218,7 +219,9 @@ func (p *parser) establishment(node string, f fseid, ies []*ie.IE, now time.Time
 	// The rule maps are made by rules(), sized by the Create IEs; a kind
 	// of rule the request does not create stays a nil map (read as
 	// empty; modifications work on a clone, whose maps all exist).
-	s := &Session{Created: now}
+	var s *Session
+	s, p.room = newSessionBlock(countCreates(ies))
+	s.Created = now
 	s.CPSEID, s.CPAddr, s.CPNode = f.SEID, f.Addr, node
 	for _, c := range ies {
 		if rj := p.topLevel(c.Type, c, true); rj != nil {
@@ -298,7 +301,8 @@ func (u *UPF) planChange(e *entry, next *Session, kind opKind, plan *Plan) (*op,
 		sub := plan.Sub.Subscriber(o.nextSub)
 		if o.prevSub == 0 || prevPlan == nil || prevPlan.Sub == nil ||
 			!reflect.DeepEqual(prevPlan.Sub.Subscriber(o.prevSub), sub) {
-			o.add = &sub
+			o.addSub = sub
+			o.add = &o.addSub
 		}
 	} else if o.prevSub != 0 {
 		o.del = o.prevSub
@@ -319,7 +323,7 @@ func (u *UPF) submit(o *op) {
 
 func (u *UPF) entryFor(peer netip.AddrPort, h wire.Header, raw []byte) *entry {
 	u.st.mu.Lock()
-	e := u.st.sess[h.SEID]
+	e := u.st.sess.Get(h.SEID)
 	if e == nil {
 		u.st.mu.Unlock()
 		u.refuse(peer, h, reject(ie.CauseSessionContextNotFound, 0, "no session %#x", h.SEID))

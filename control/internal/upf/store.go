@@ -113,7 +113,8 @@ type rawMeta struct {
 // both write the same octets.
 func (m *rawMeta) appendJSON(b []byte) ([]byte, error) {
 	if len(m.Chosen) > 0 || len(m.URRs) > 0 {
-		j, err := json.Marshal(m)
+		c := *m // a copy to marshal: m itself stays on its caller's stack (one allocation a record, when it escaped)
+		j, err := json.Marshal(&c)
 		return append(b, j...), err
 	}
 	b = append(b, `{"seid":`...)

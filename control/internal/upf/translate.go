@@ -183,6 +183,7 @@ type Plan struct {
 	Sub     *SubPlan
 	CPRUp   []CPRUp
 	CPRDown []CPRDown
+	sub     SubPlan // where Sub points when the plan made it (one allocation, not two)
 }
 
 // chooseKey identifies one CHOOSE request: a PDR's or a Traffic
@@ -338,7 +339,7 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 	}
 	needSub := func(k AccessKey, pdr uint16) *Reject {
 		if sub == nil {
-			sub = &SubPlan{}
+			sub = &p.sub
 		}
 		if sub.Key.Port == "" {
 			sub.Key, subKeyFrom = k, pdr
@@ -466,7 +467,7 @@ func Translate(s *Session, env *Env) (*Plan, *Reject) {
 			}
 			if sub == nil {
 				// The access side may come from a later PDR.
-				sub = &SubPlan{}
+				sub = &p.sub
 				subKeyFrom = id
 			}
 			addURR(&sub.URRDL, r.URRs)
@@ -617,7 +618,7 @@ func addrSet(in []netip.Prefix, pdr uint16) ([]netip.Prefix, *Reject) {
 	}
 	if len(keep6) > 1 {
 		return nil, ruleReject(ie.CauseServiceNotSupported, RulePDR, uint32(pdr), ie.UEIPAddress,
-			"IPv6 prefixes %v: the data plane holds one per subscriber", keep6)
+			"IPv6 prefixes %v: the data plane holds one per subscriber", slices.Clone(keep6)) // a copy: keep6 stays on the stack
 	}
 	if len(keep6) == 1 && (keep6[0].Bits() < 16 || keep6[0].Bits() > 64) {
 		return nil, ruleReject(ie.CauseServiceNotSupported, RulePDR, uint32(pdr), ie.UEIPAddress,

@@ -48,13 +48,13 @@ type rxEntry struct {
 
 type dupCache struct {
 	mu        sync.Mutex
-	cur, prev map[rxKey]*rxEntry
+	cur, prev rxGen // rxgen.go
 	swapped   time.Time
 	half      time.Duration
 }
 
 func newDupCache(retain time.Duration) *dupCache {
-	return &dupCache{cur: map[rxKey]*rxEntry{}, prev: map[rxKey]*rxEntry{}, half: retain / 2}
+	return &dupCache{cur: newRxGen(), prev: newRxGen(), half: retain / 2}
 }
 
 // Verdict of a request seen again or for the first time.
@@ -69,7 +69,7 @@ const (
 
 func (c *dupCache) rotate(now time.Time) {
 	if now.Sub(c.swapped) >= c.half {
-		c.prev, c.cur = c.cur, make(map[rxKey]*rxEntry, len(c.cur))
+		c.prev, c.cur = c.cur, newRxGen()
 		c.swapped = now
 	}
 }
@@ -87,11 +87,10 @@ func (c *dupCache) BeginEntry(peer netip.AddrPort, seq uint32, sum uint64, now t
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rotate(now)
-	k := rxKey{peer, seq}
-	e, ok := c.cur[k]
+	e, ok := c.cur.get(peer, seq)
 	if !ok {
-		if e, ok = c.prev[k]; ok {
-			c.cur[k] = e
+		if e, ok = c.prev.get(peer, seq); ok {
+			c.cur.set(peer, seq, e)
 		}
 	}
 	if ok && e.sum == sum {
@@ -103,10 +102,10 @@ func (c *dupCache) BeginEntry(peer netip.AddrPort, seq uint32, sum uint64, now t
 	if ok {
 		// (A new request's number is in neither map: no third probe
 		// of a map of tens of thousands of entries for it.)
-		delete(c.prev, k)
+		c.prev.del(peer, seq)
 	}
 	n := &rxEntry{sum: sum}
-	c.cur[k] = n
+	c.cur.set(peer, seq, n)
 	if ok {
 		return dupReused, nil, n
 	}
@@ -125,16 +124,15 @@ var sumKey = maphash.MakeSeed()
 func (c *dupCache) Answer(peer netip.AddrPort, seq uint32, resp []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := rxKey{peer, seq}
-	if e, ok := c.cur[k]; ok {
+	if e, ok := c.cur.get(peer, seq); ok {
 		e.resp = resp
 		return
 	}
-	if e, ok := c.prev[k]; ok {
+	if e, ok := c.prev.get(peer, seq); ok {
 		e.resp = resp
 		return
 	}
-	c.cur[k] = &rxEntry{resp: resp}
+	c.cur.set(peer, seq, &rxEntry{resp: resp})
 }
 
 // AnswerTo stores the answer in the entry BeginEntry gave (nil: looked
@@ -156,16 +154,15 @@ func (c *dupCache) AnswerTo(e *rxEntry, peer netip.AddrPort, seq uint32, resp []
 func (c *dupCache) Forget(peer netip.AddrPort, seq uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := rxKey{peer, seq}
-	delete(c.cur, k)
-	delete(c.prev, k)
+	c.cur.del(peer, seq)
+	c.prev.del(peer, seq)
 }
 
 // Len is the number of cached requests.
 func (c *dupCache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.cur) + len(c.prev)
+	return c.cur.n + c.prev.n
 }
 
 // Requests we send (heartbeats, session reports, association set-up) are

@@ -80,7 +80,7 @@ func (u *UPF) usageReports(o *op, t uint16) []*ie.IE {
 			// No read (no subscriber, or the data plane did not answer):
 			// the last counters we had.
 			u.st.mu.Lock()
-			if e := u.st.sess[o.seid]; e != nil {
+			if e := u.st.sess.Get(o.seid); e != nil {
 				live = e.last
 			}
 			u.st.mu.Unlock()
@@ -155,7 +155,7 @@ func (u *UPF) pollUsage(ctx context.Context, now time.Time) {
 	var items []pollItem
 	st.mu.Lock()
 	for seid := range st.metered {
-		if e := st.sess[seid]; e != nil && !e.busy && e.plan.Sub != nil {
+		if e := st.sess.Get(seid); e != nil && !e.busy && e.plan.Sub != nil {
 			items = append(items, pollItem{seid: seid, sub: e.subID, hdr: accessHeader(e.plan.Sub.Key)})
 		}
 	}
@@ -199,7 +199,7 @@ func (u *UPF) pollUsage(ctx context.Context, now time.Time) {
 	var dirty []*Session
 	st.mu.Lock()
 	for _, it := range items {
-		e := st.sess[it.seid]
+		e := st.sess.Get(it.seid)
 		if !it.ok || e == nil || e.busy || e.subID != it.sub {
 			continue
 		}
@@ -284,7 +284,7 @@ func (u *UPF) onReportResponse(seid uint64, resp []byte) {
 	}
 	st := u.st
 	st.mu.Lock()
-	e := st.sess[seid]
+	e := st.sess.Get(seid)
 	if e == nil || e.busy || !e.live {
 		st.mu.Unlock()
 		return

@@ -11,7 +11,8 @@ import (
 // allocations a message where ie.ParseMultiIEs makes one per IE and per
 // child list (an establishment has about sixty).  The IEs point into b,
 // as go-pfcp's do; ChildIEs are filled for grouped types as go-pfcp fills
-// them, so go-pfcp's accessors work on the result.
+// them, so go-pfcp's accessors work on the result.  (Nil for a body
+// CheckIEs refuses.)
 func ParseIEs(b []byte) []*ie.IE {
 	var s Scratch
 	return s.ParseIEs(b)
@@ -22,14 +23,27 @@ func ParseIEs(b []byte) []*ie.IE {
 // session establishment by bytes (~4 KiB of the ~60 IE values and their
 // pointers), and every byte allocated brings the next collection closer.
 type Scratch struct {
-	slab []ie.IE
-	ptrs []*ie.IE
+	slab  []ie.IE
+	ptrs  []*ie.IE
+	shape shape
 }
 
 // ParseIEs is ParseIEs into s: the result (and every IE in it) is valid
 // until the next call; the IEs still point into b.
 func (s *Scratch) ParseIEs(b []byte) []*ie.IE {
-	n := countIEs(b)
+	ies, _ := s.Decode(b)
+	return ies
+}
+
+// Decode is CheckIEs and ParseIEs in two walks over b (the check's also
+// measures what the decoder needs; the decoder's fills it), where they
+// were four.  On a framing error it returns the error and no IEs.
+func (s *Scratch) Decode(b []byte) ([]*ie.IE, *Error) {
+	s.shape.n, s.shape.levels = 0, s.shape.levels[:0]
+	if err := checkIEs(b, 0, 0, &s.shape, true); err != nil {
+		return nil, err
+	}
+	n := s.shape.n
 	if n > len(s.slab) {
 		s.slab = make([]ie.IE, n)
 		s.ptrs = make([]*ie.IE, n)
@@ -37,9 +51,14 @@ func (s *Scratch) ParseIEs(b []byte) []*ie.IE {
 			s.ptrs[i] = &s.slab[i]
 		}
 	}
-	next := 0
-	top, _ := fill(b, s.ptrs[:n], &next)
-	return top
+	f := filler{ptrs: s.ptrs[:n], levels: s.shape.levels}
+	return f.fill(b), nil
+}
+
+// Decode is Scratch.Decode with room of its own.
+func Decode(b []byte) ([]*ie.IE, *Error) {
+	var s Scratch
+	return s.Decode(b)
 }
 
 func header(b []byte) (t, l, ent uint16, body []byte) {
@@ -53,42 +72,31 @@ func header(b []byte) (t, l, ent uint16, body []byte) {
 	return
 }
 
-func countIEs(b []byte) int {
-	n := 0
-	for len(b) >= 4 {
-		t, l, ent, body := header(b)
-		n++
-		if hasKids(t, ent) {
-			n += countIEs(body)
-		}
-		b = b[4+int(l):]
-	}
-	return n
+// filler places decoded IEs: each level's in consecutive slots of ptrs
+// (its IEs counted by the check: levels, in the order fill meets them),
+// children after their parent's siblings.
+type filler struct {
+	ptrs   []*ie.IE
+	next   int
+	levels []uint16
+	level  int
 }
 
-// fill decodes the IEs of b into slab entries from *next on; the list of
-// this level is a sub-slice of ptrs (consecutive for one level, the
-// children placed after their parent's siblings).
-func fill(b []byte, ptrs []*ie.IE, next *int) ([]*ie.IE, int) {
-	start := *next
-	// This level's IEs take consecutive slots.
-	k := 0
-	for rest := b; len(rest) >= 4; k++ {
-		_, l, _, _ := header(rest)
-		rest = rest[4+int(l):]
-	}
-	*next += k
-	level := ptrs[start : start+k]
+func (f *filler) fill(b []byte) []*ie.IE {
+	k := int(f.levels[f.level])
+	f.level++
+	level := f.ptrs[f.next : f.next+k]
+	f.next += k
 	for i := 0; len(b) >= 4; i++ {
 		t, l, ent, body := header(b)
 		e := level[i]
 		e.Type, e.Length, e.EnterpriseID, e.Payload, e.ChildIEs = t, l, ent, body, nil
 		if hasKids(t, ent) {
-			e.ChildIEs, _ = fill(body, ptrs, next)
+			e.ChildIEs = f.fill(body)
 		}
 		b = b[4+int(l):]
 	}
-	return level, k
+	return level
 }
 
 // hasKids: the IEs whose children go-pfcp decodes into ChildIEs (3GPP

@@ -144,13 +144,33 @@ func IsGrouped(t, enterprise uint16) bool {
 // CheckIEs walks the IEs in b (a message body or a grouped IE's content):
 // every length must fit inside its parent, vendor IEs must hold their
 // Enterprise ID, and grouped IEs must be well formed down to MaxDepth.
-func CheckIEs(b []byte) *Error { return checkIEs(b, 0, 0) }
+func CheckIEs(b []byte) *Error { return checkIEs(b, 0, 0, nil, false) }
 
-func checkIEs(b []byte, base, depth int) *Error {
+// shape is what the checking walk learns for the decoding walk (slab.go):
+// how many IE values the decoder makes and how many IEs each level it
+// decodes holds, in the order the decoder meets them (depth first, a
+// level before its children) -- so that decoding is one more walk, not
+// three (counting the whole, then each level's siblings before filling
+// them).
+type shape struct {
+	n      int
+	levels []uint16 // a level of 65,535 octets holds at most 16,383 IEs
+}
+
+// checkIEs checks b; when sh is not nil it records b's shape too, for a
+// level the decoder decodes (decoded: the message body, or the children
+// of a 3GPP grouped IE inside one).
+func checkIEs(b []byte, base, depth int, sh *shape, decoded bool) *Error {
 	if depth > MaxDepth {
 		return &Error{Problem: ProblemNesting, Offset: base, Msg: fmt.Sprintf("grouped IEs nested deeper than %d", MaxDepth)}
 	}
-	off := 0
+	record := sh != nil && decoded
+	slot := 0
+	if record {
+		slot = len(sh.levels)
+		sh.levels = append(sh.levels, 0)
+	}
+	off, k := 0, 0
 	for off < len(b) {
 		if len(b)-off < 4 {
 			return &Error{Problem: ProblemIELength, Offset: base + off,
@@ -173,11 +193,16 @@ func checkIEs(b []byte, base, depth int) *Error {
 			body = body[2:]
 		}
 		if IsGrouped(t, ent) {
-			if err := checkIEs(body, base+off+4, depth+1); err != nil {
+			if err := checkIEs(body, base+off+4, depth+1, sh, record && hasKids(t, ent)); err != nil {
 				return err
 			}
 		}
 		off += 4 + l
+		k++
+	}
+	if record {
+		sh.levels[slot] = uint16(k)
+		sh.n += k
 	}
 	return nil
 }

@@ -65,15 +65,25 @@ func TestCheckIEs(t *testing.T) {
 		{"vendor_ie_without_enterprise", []byte{0x80, 0x01, 0, 1, 0}, wire.ProblemIELength, 0x8001},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// CheckIEs and Decode (which checks as it measures) agree.
 			err := wire.CheckIEs(c.b)
+			ies, derr := wire.Decode(c.b)
 			if c.problem == wire.ProblemNone {
-				if err != nil {
-					t.Fatal(err)
+				if err != nil || derr != nil {
+					t.Fatal(err, derr)
+				}
+				if len(ies) == 0 {
+					t.Fatal("Decode: no IEs")
 				}
 				return
 			}
-			if err == nil || err.Problem != c.problem || err.IEType != c.ieType {
-				t.Fatalf("%v, want problem %d on IE %d", err, c.problem, c.ieType)
+			for _, err := range []*wire.Error{err, derr} {
+				if err == nil || err.Problem != c.problem || err.IEType != c.ieType {
+					t.Fatalf("%v, want problem %d on IE %d", err, c.problem, c.ieType)
+				}
+			}
+			if ies != nil {
+				t.Fatalf("Decode: IEs of a body it refused: %v", ies)
 			}
 		})
 	}
