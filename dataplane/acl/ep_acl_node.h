@@ -39,9 +39,11 @@
 #ifndef EP_ACL_NODE_H
 #define EP_ACL_NODE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rte_branch_prediction.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include "ep_acl.h"
@@ -176,5 +178,28 @@ struct ep_acl_filter {
 struct ep_acl_filter *ep_acl_filter_create(const struct ep_acl *acl, int socket);
 void ep_acl_filter_free(struct ep_acl_filter *f);
 uint16_t ep_acl_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+
+/**
+ * Inputs given by the stage that parsed the burst: a parse that has just
+ * proved packet @p i IPv4 without options carrying TCP or UDP with its
+ * header present (what the filter would classify in place) records the
+ * packet's own bytes from @p l3 as its input, in the filter's scratch,
+ * while the frame's line is in registers; ep_acl_filter_inputs4 then
+ * skips the filter's own pass over the burst's meta lines.
+ */
+static __rte_always_inline void
+ep_acl_filter_input4(struct ep_acl_filter *f, uint16_t i, const uint8_t *l3)
+{
+	f->sc.data[i] = l3 + offsetof(struct rte_ipv4_hdr, next_proto_id);
+}
+
+/**
+ * ep_acl_filter_stage on a burst every packet of which, in this order,
+ * got its input from ep_acl_filter_input4 (nothing diverted since).  The
+ * same verdicts; a rule set that needs keys (sets, tos rules) builds them
+ * as ep_acl_filter_stage does.
+ */
+uint16_t ep_acl_filter_inputs4(struct ep_acl_filter *f, struct rte_mbuf **pkts, uint16_t *next,
+			       uint16_t n);
 
 #endif
