@@ -10,9 +10,11 @@
  *           fragments without ports), and every packet of an instance with
  *           sets or with a tos rule, gets a key in the scratch array.  IPv4 inputs fill the
  *           data pointer array from the front, IPv6 from the back.  A
- *           stage that parsed the burst can give these pointers as it
- *           parses (ep_acl_filter_input4, when every packet is IPv4 TCP
- *           or UDP without options): this pass is then not run
+ *           stage before the filter that reads every packet anyway can
+ *           give these pointers (ep_acl_filter_input4 and _give, when
+ *           every packet it passes on is IPv4 TCP or UDP without options:
+ *           the router's parse, the vBNG uplink's subscriber stage): this
+ *           pass is then not run
  *   pass 2  one rte_acl_classify per family over its part of the array
  *   pass 3  ep_acl_classify: the result per packet (rule index + 1; 0: the
  *           default action); the filter stage: the verdicts straight from
@@ -35,15 +37,10 @@
 
 #include "ep_acl_node.h"
 
-/* The packet's own bytes can be classified: TCP or UDP header present right
- * after a fixed-size L3 header (no IPv4 options, no IPv6 extension header;
- * non-first fragments have HAS_L4 clear). */
-static __rte_always_inline int
-in_place(const struct ep_meta *md, uint16_t l3_hdr)
-{
-	return (md->flags & EP_META_F_HAS_L4) && md->l4_off - md->l3_off == l3_hdr &&
-	       ((md->l4_proto == IPPROTO_TCP) | (md->l4_proto == IPPROTO_UDP));
-}
+const uint8_t ep_acl_port_protos[256] = {
+	[IPPROTO_TCP] = EP_META_F_HAS_L4,
+	[IPPROTO_UDP] = EP_META_F_HAS_L4,
+};
 
 /* Source and destination port as they are on the wire, or zeros. */
 static __rte_always_inline void
@@ -158,14 +155,16 @@ classify_slots(const struct ep_acl_set *set, struct ep_acl_scratch *sc, struct r
 		const uint16_t *sid = keyed && set_ids != NULL ? &set_ids[(uint32_t)i * lanes] : NULL;
 
 		if (likely(md->l3_type == EP_L3_IPV4)) {
-			sc->data[n4] = !keyed && likely(in_place(md, sizeof(struct rte_ipv4_hdr))) ?
+			sc->data[n4] = !keyed &&
+				       likely(ep_acl_in_place(md, sizeof(struct rte_ipv4_hdr))) ?
 				p + md->l3_off + offsetof(struct rte_ipv4_hdr, next_proto_id) :
 				key4(sc, i, p, md, keyed, sid, lanes);
 			sc->pkt[n4++] = i;
 		} else if (md->l3_type == EP_L3_IPV6) {
 			uint16_t slot = (uint16_t)(EP_BURST_MAX - 1 - n6++);
 
-			sc->data[slot] = !keyed && likely(in_place(md, sizeof(struct rte_ipv6_hdr))) ?
+			sc->data[slot] = !keyed &&
+					 likely(ep_acl_in_place(md, sizeof(struct rte_ipv6_hdr))) ?
 				p + md->l3_off + offsetof(struct rte_ipv6_hdr, proto) :
 				key6(sc, i, p, md, keyed, sid, lanes);
 			sc->pkt[slot] = i;
@@ -336,16 +335,22 @@ uint16_t
 ep_acl_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct ep_acl_filter *f = ctx;
-	const struct ep_acl_set *set = ep_acl_read(f->acl);
+	const struct ep_acl_set *set;
 
+	if (f->given == n && f->given_first == pkts[0]) {
+		f->given = 0;
+		return ep_acl_filter_inputs4(f, pkts, next, n);
+	}
+	f->given = 0;
+	set = ep_acl_read(f->acl);
 	if (set->pass_all)
 		return 0;
 	return set->keyed ? filter(set, &f->sc, pkts, next, n, true) :
 			    filter(set, &f->sc, pkts, next, n, false);
 }
 
-/* The parse gave every packet's input (ep_acl_filter_input4): slot i is
- * packet i, all IPv4, so classify_slots' pass (a meta line and the frame
+/* A stage before gave every packet's input (ep_acl_filter_input4): slot i
+ * is packet i, all IPv4, so classify_slots' pass (a meta line and the frame
  * pointer per packet, the in-place test, two stores) is not run. */
 uint16_t
 ep_acl_filter_inputs4(struct ep_acl_filter *f, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)

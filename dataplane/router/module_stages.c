@@ -44,13 +44,7 @@ uint16_t
 router_acl_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct router_worker *rw = ctx;
-	uint16_t out;
-
-	if (rw->acl_inputs == n && rw->acl_first == pkts[0])
-		out = ep_acl_filter_inputs4(rw->acl, pkts, next, n);
-	else
-		out = ep_acl_filter_stage(rw->acl, pkts, next, n);
-	rw->acl_inputs = 0;
+	uint16_t out = ep_acl_filter_stage(rw->acl, pkts, next, n);
 
 	if (unlikely(out != 0) && rw->r->acl_icmp)
 		for (uint16_t i = 0; i < n; i++)

@@ -49,16 +49,13 @@
  * the caller's loop). */
 #define PARSE_DIVERTED 1u
 #define PARSE_L2CTL    2u
-/* Not IPv4 TCP or UDP without options: the ACL builds its own inputs. */
-#define PARSE_NOT_ACL4 4u
-
-/* For a frame ep_parse_ipv4_plain took, PARSE_NOT_ACL4 is this table's
- * entry of its protocol, flipped: a load and an xor (two compares, two
- * setcc, an and and a shift were ~7 instructions a packet more). */
-static const uint8_t acl4_proto[256] = {
-	[IPPROTO_TCP] = PARSE_NOT_ACL4,
-	[IPPROTO_UDP] = PARSE_NOT_ACL4,
-};
+/* Not IPv4 TCP or UDP without options: the ACL builds its own inputs.
+ * The bit of EP_META_F_HAS_L4, so that for a frame ep_parse_ipv4_plain
+ * took it is the ACL's table entry of its protocol, flipped: a load and an
+ * xor (two compares, two setcc, an and and a shift were ~7 instructions
+ * a packet more). */
+#define PARSE_NOT_ACL4 EP_META_F_HAS_L4
+_Static_assert((PARSE_NOT_ACL4 & (PARSE_DIVERTED | PARSE_L2CTL)) == 0, "parse bits");
 
 /* Everything but untagged IPv4 without options, and every error (for its
  * reason): out of line, so the loop over the common frame keeps its
@@ -109,7 +106,7 @@ parse_one(const struct ep_fib_worker *w, struct ep_acl_filter *acl, struct rte_m
 		/* The ACL's input for this packet, the frame's bytes from its
 		 * protocol byte (used when every packet of the burst has one). */
 		ep_acl_filter_input4(acl, i, p + RTE_ETHER_HDR_LEN);
-		return acl4_proto[md->l4_proto] ^ PARSE_NOT_ACL4;
+		return ep_acl_port_protos[md->l4_proto] ^ PARSE_NOT_ACL4;
 	}
 	return parse_full(m, next);
 }
@@ -133,10 +130,8 @@ parse_burst(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uin
 		l2ctl |= r;
 	}
 	w->l2ctl = l2ctl & PARSE_L2CTL;
-	/* Every packet goes on to the ACL with its input given: the ACL
-	 * stage takes them as they are (router_acl_stage). */
-	w->acl_inputs = (l2ctl & PARSE_NOT_ACL4) == 0 ? n : 0;
-	w->acl_first = n != 0 ? pkts[0] : NULL;
+	/* Every packet goes on to the ACL with its input given. */
+	ep_acl_filter_give(acl, (l2ctl & PARSE_NOT_ACL4) == 0 ? n : 0, n != 0 ? pkts[0] : NULL);
 	return out;
 }
 

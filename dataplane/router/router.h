@@ -73,12 +73,6 @@ struct router_worker {
 	struct ep_acl_filter *acl;
 	/* parse -> neigh: non-zero when the burst had ARP or ICMPv6 packets */
 	uint32_t l2ctl;
-	/* parse -> acl: the burst's size when the parse gave the ACL every
-	 * packet's input (ep_acl_filter_input4: all IPv4 TCP/UDP without
-	 * options, none diverted), else 0; and its first packet, so a burst
-	 * handed in at a later stage never takes another burst's inputs */
-	uint16_t acl_inputs;
-	const struct rte_mbuf *acl_first;
 };
 
 /** A worker context; @p w sends what the stages generate (NULL in tests:

@@ -256,7 +256,7 @@ EP_TEST(acl_stage_after_the_parse_decides_as_the_filter_stage_alone)
 		}
 		w->rx_port = 0;
 		router_parse_stage(rw, pkts, next, 32);
-		given += rw->acl_inputs == 32;
+		given += rw->acl->given == 32;
 		for (int i = 0; i < 32; i++)
 			if (next[i] == EP_NEXT_CONTINUE)
 				keep[nk++] = pkts[i];
