@@ -375,9 +375,7 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 	struct bng *b = u->b;
 	uint64_t hits = 0, now = u->w->stage_tsc, known = 0;
 	struct up_green g = {0};
-	uint16_t out = 0, nh = 0, hidx[EP_BURST_MAX], given = 0;
-	struct rte_mbuf *first = NULL;
-	int not_given = 0;
+	uint16_t out = 0, nh = 0, hidx[EP_BURST_MAX];
 
 	RTE_BUILD_BUG_ON(sizeof(struct bng_up_dyn) != 2 * RTE_CACHE_LINE_SIZE);
 	for (uint16_t i = 0; i < n; i++) {
@@ -476,15 +474,7 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 
 			memcpy(&dst, l3 + 16, 4);
 			ep_fib_prefetch4(b->fib, rte_be_to_cpu_32(dst));
-			/* The ACL's input, this packet's own bytes (used
-			 * when every packet passed on has one). */
-			ep_acl_filter_input4(u->acl, given, l3);
-			not_given |= !ep_acl_in_place(md, sizeof(struct rte_ipv4_hdr));
-		} else {
-			not_given = 1;
 		}
-		first = given == 0 ? pkts[i] : first;
-		given++;
 		continue;
 unknown:
 		next[i] = EP_NEXT_DROP(md->user == BNG_USER_PPPOE ?
@@ -495,9 +485,6 @@ unknown:
 	u->pkts += known;
 	u->colour_pkts[RTE_COLOR_GREEN] += g.pkts;
 	u->colour_bytes[RTE_COLOR_GREEN] += g.bytes;
-	/* The packets passed on go to the ACL in this order, with their
-	 * inputs when all are IPv4 TCP/UDP without options. */
-	ep_acl_filter_give(u->acl, not_given ? 0 : given, first);
 	return out;
 }
 
