@@ -25,7 +25,9 @@
  *
  * Measured (router stage, test_router_cycles, minimum over trials): ~43
  * cycles/packet with 1000 rules that all miss, almost all of it inside
- * rte_acl_classify (the trie walk).  In the benchmark, where the trie
+ * rte_acl_classify (the trie walk); ~28 with the inputs given by the
+ * router's parse and the verdicts' OR (callgrind: the stage's own code
+ * 53.4 -> 3.4 instructions a packet).  In the benchmark, where the trie
  * competes with the packets and the LPM lines for L2, ~60 with 1000 rules
  * and ~23 with one rule.  A filter whose set cannot deny returns at once: ~1.
  *
