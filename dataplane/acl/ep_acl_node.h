@@ -39,9 +39,11 @@
 #ifndef EP_ACL_NODE_H
 #define EP_ACL_NODE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rte_branch_prediction.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include "ep_acl.h"
@@ -170,11 +172,66 @@ ep_acl_res_value(const struct ep_acl_set *set, uint32_t res)
  */
 struct ep_acl_filter {
 	const struct ep_acl *acl;
+	uint16_t given;                 /**< ep_acl_filter_give: inputs of a burst of this size */
+	const struct rte_mbuf *given_first;
 	struct ep_acl_scratch sc;
 };
 
 struct ep_acl_filter *ep_acl_filter_create(const struct ep_acl *acl, int socket);
 void ep_acl_filter_free(struct ep_acl_filter *f);
 uint16_t ep_acl_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+
+/** EP_META_F_HAS_L4 for the protocols whose ports the rules match (TCP,
+ *  UDP), 0 for the rest. */
+extern const uint8_t ep_acl_port_protos[256];
+
+/** Whether packet @p md is classified in place, from its own bytes: TCP
+ *  or UDP header present right after a fixed-size L3 header of @p l3_hdr
+ *  bytes (no IPv4 options, no IPv6 extension header; non-first fragments
+ *  have HAS_L4 clear).  Without branches: a table load and two compares
+ *  (the three tests in a row were ~17 instructions a packet). */
+static __rte_always_inline int
+ep_acl_in_place(const struct ep_meta *md, uint16_t l3_hdr)
+{
+	return ((ep_acl_port_protos[md->l4_proto] & md->flags) != 0) &
+	       (md->l4_off - md->l3_off == l3_hdr);
+}
+
+/**
+ * Inputs given by a stage before the filter: a stage that has just proved
+ * the @p i th packet it passes on classifiable in place (ep_acl_in_place
+ * for IPv4, or a parse's own equivalent checks) records the packet's own
+ * bytes from @p l3 as its input, in the filter's scratch, while the packet
+ * is in its registers; then ep_acl_filter_give.  The filter's pass over
+ * the burst's meta lines is not run.
+ */
+static __rte_always_inline void
+ep_acl_filter_input4(struct ep_acl_filter *f, uint16_t i, const uint8_t *l3)
+{
+	f->sc.data[i] = l3 + offsetof(struct rte_ipv4_hdr, next_proto_id);
+}
+
+/**
+ * After its loop, the stage that gave inputs: @p n when it gave one to each
+ * of the @p n packets it passes on (in their order, @p first the first of
+ * them), else 0.  The filter's next call takes them when it gets exactly
+ * that burst (the engine keeps passed packets in order), and forgets them
+ * either way: a burst handed in at a later stage builds its own.
+ */
+static __rte_always_inline void
+ep_acl_filter_give(struct ep_acl_filter *f, uint16_t n, const struct rte_mbuf *first)
+{
+	f->given = n;
+	f->given_first = first;
+}
+
+/**
+ * The filter on a burst whose @p n packets, in this order, all got their
+ * input from ep_acl_filter_input4 (ep_acl_filter_stage calls it when they
+ * were given).  The same verdicts; a rule set that needs keys (sets, tos
+ * rules) builds them as the filter stage does.
+ */
+uint16_t ep_acl_filter_inputs4(struct ep_acl_filter *f, struct rte_mbuf **pkts, uint16_t *next,
+			       uint16_t n);
 
 #endif

@@ -9,7 +9,8 @@
  *          cycle/packet on forwarded traffic (test_router_cycles), against
  *          ~2.5 for the per-packet loop.  ARP and ND stay a separate stage
  *          with their own counters and drop reasons.
- *   acl    the ACL module's filter stage (acl_node.c), and with acl_icmp
+ *   acl    the ACL module's filter stage (acl_node.c; its inputs given by
+ *          the parse when the burst is all IPv4 TCP/UDP), and with acl_icmp
  *          the RFC 1812 5.2.7.1 "administratively prohibited" for what it
  *          denied (the option's default is off: a silent drop)
  *   route  the FIB's burst routing (ep_fib_route_burst): martian sources
