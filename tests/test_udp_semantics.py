@@ -5,6 +5,7 @@ addresses.  Each case must pass on both (it checks what the kernel does) and
 observe the same on both (return values, errno, sizes, addresses, flags).
 """
 import json
+import subprocess
 import sys
 
 import pytest
@@ -117,3 +118,53 @@ def test_kernel_poll_interval_defers_kernel_descriptors_while_datagrams_wait(lab
     # call that finds none asks the kernel, so nothing is lost.
     assert _kernel_poll_run(lab, "10000000", call) == {"first": ["kernel", "udp"], "again": ["udp"],
                                                  "after": ["kernel"]}
+
+
+# A blocking receive that spins (EDGEPLANE_PRELOAD_SPIN_US) leaves the
+# socket's rx_signalled set while it looks at its ring, so the data plane
+# delivers to it without writing a wake byte (no send(2), no wake-up);
+# without the spin the same datagram costs one.  The datagram is sent once
+# the reader has spun for 20 ms of CPU time (a condition, not a sleep) of
+# the 1 s it may spin (the longest EDGEPLANE_PRELOAD_SPIN_US allowed).
+SPIN_SCRIPT = f"""
+import json, socket, sys, threading, time
+a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); a.bind(("{SEM4}", 0))
+b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); b.bind(("{SEM4B}", 0))
+got = {{}}
+def reader():
+    got["tid"] = threading.get_native_id()
+    got["data"] = a.recv(16).decode()
+t = threading.Thread(target=reader)
+t.start()
+deadline = time.monotonic() + 60
+while SPIN and time.monotonic() < deadline:
+    tid = got.get("tid")
+    if tid:
+        f = open(f"/proc/self/task/{{tid}}/stat").read().rsplit(")", 1)[1].split()
+        if int(f[11]) + int(f[12]) >= 2:
+            break
+    time.sleep(0.01)
+b.sendto(b"d", a.getsockname())
+t.join()
+print(json.dumps({{"data": got["data"], "port": a.getsockname()[1]}}), flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("spin_us,wakeups", [("0", 1), ("1000000", 0)])
+def test_a_spinning_reader_is_delivered_to_without_a_wake_byte(lab, spin_us, wakeups):
+    p = lab.popen("s", [sys.executable, "-c", f"SPIN = {spin_us != '0'}\n" + SPIN_SCRIPT],
+                  preload=True, env={"EDGEPLANE_PRELOAD_SPIN_US": spin_us},
+                  stdin=subprocess.PIPE)
+    try:
+        line = p.stdout.readline()
+        assert line, p.stderr.read()
+        out = json.loads(line)
+        socks = [s for s in lab.dp.ctl("hs-sockets")["sockets"]
+                 if s["local"] and s["local"]["port"] == out["port"]]
+        assert out["data"] == "d" and len(socks) == 1
+        assert socks[0]["counters"]["rx_dgrams"] == 1
+        assert socks[0]["counters"]["wakeups"] == wakeups
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
