@@ -118,20 +118,21 @@ wait_fd(int fd, short events, int64_t deadline, int64_t step_us)
 }
 
 /* A blocking receive spins on its ring before the descriptor is made
- * exact (preload_spin.c decides whether and how long).  While it looks,
- * rx_signalled stays set (the reader sets it if it was clear), so the
- * worker that publishes the datagram writes no wake byte: delivery to a
- * spinning reader costs the worker no send(2) and no wake-up of a thread
- * (the try_to_wake_up behind sock_def_readable was 14 % of a host-stack
- * worker's samples in a ping-pong), and the reader no drain.  A spin that
+ * exact (preload_spin.c decides whether and how long).  rx_signalled is
+ * left as it is: a reader that took its last datagram after a wake-up
+ * still has the flag set (and that byte undrained), so the worker that
+ * publishes the next datagram writes no byte, and a reader that catches
+ * it while spinning costs the worker no send(2) and no wake-up of a
+ * thread (the try_to_wake_up behind sock_def_readable was 14 % of a
+ * host-stack worker's samples in a ping-pong), and itself no drain.  The
+ * flag is never set without a byte behind it, so whoever else waits on
+ * the descriptor (another thread's epoll, a forked process) sees it
+ * exactly as without the spin, even if the spinner dies.  A spin that
  * finds nothing ends in the ordinary path: drain, clear, look again,
- * sleep.  Another thread of the process waiting in epoll on the same
- * socket sees a datagram that arrives during the spin late by at most
- * the spin (unless the spinner takes it), as with Linux's busy polling.
- * true when there is something to look at (a datagram, an error, a
- * shutdown). */
+ * sleep.  true when there is something to look at (a datagram, an
+ * error, a shutdown). */
 static bool
-rx_spin(struct epl_sock *p, int64_t deadline)
+rx_spin(const struct epl_sock *p, int64_t deadline)
 {
 	const struct hs_sock_shm *shm = p->shm;
 	int64_t t0 = epl_now_us();
@@ -139,7 +140,6 @@ rx_spin(struct epl_sock *p, int64_t deadline)
 
 	if (budget <= 0)
 		return false;
-	__atomic_store_n(&p->shm->rx_signalled.v, 1, __ATOMIC_RELAXED);
 	do {
 		if (hs_load_acq(&shm->rx_prod.v) != shm->rx_cons.v ||
 		    __atomic_load_n(&shm->so_error.v, __ATOMIC_RELAXED) != 0 ||
