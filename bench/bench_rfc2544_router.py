@@ -365,10 +365,18 @@ def throughput_bound(s):
     return "the wire: frames lost between the rings (veth, kernel)"
 
 
-def latency_bound(lat):
+# A wake-up this many times the one measured at the common rate is not
+# the wake-up's own cost (an IPI to a halted vCPU, 10-15 us here) but a
+# woken worker waiting for a CPU.
+WAKE_WAIT_FACTOR = 2.0
+
+
+def latency_bound(lat, wake_ref_ns=None):
     """Where the p50 at the found rate was spent: before our worker's rx
-    (its ring: wake-up or a worker without a CPU) or after it (our tx, the
-    veth, the sink)."""
+    (its ring: the wake-up, or a woken or preempted worker without a CPU)
+    or after it (our tx, the veth, the sink).  wake_ref_ns: our worker's
+    stamp-to-rx after a wake-up at the common rate, the wake-up's own
+    cost on this host."""
     if lat is None:
         return None
     total = lat["latency_ns"]["p50"] or 0
@@ -377,14 +385,47 @@ def latency_bound(lat):
         return "the wire and the sink (the kernel forwards inside the generator's send)"
     woke = d["wake_samples"] >= d["poll_samples"]
     before = d["wake_p50_ns"] if woke else d["poll_p50_ns"]
+    t = lat.get("tester") or {}
+    cores = (f"run-queue share {d['runq_share']}, demoted {d['rt_demotions']} times; "
+             f"the tester used {round(sum(t.values()), 2)} CPUs")
     if total and before >= 0.5 * total:
+        if woke and wake_ref_ns and before > WAKE_WAIT_FACTOR * wake_ref_ns \
+                and d["runq_share"] > 0.1:
+            return ("shared cores: most frames found our worker asleep, and once woken it "
+                    f"waited for a CPU (stamp-to-rx after a wake-up {before / 1e3:.1f} us "
+                    f"against {wake_ref_ns / 1e3:.1f} us at the common rate; {cores})")
         if woke:
             return "wake-up: our worker was asleep when most frames arrived"
-        t = lat.get("tester") or {}
         return ("shared cores: frames waited in our ring while our worker waited for a CPU "
-                f"(run-queue share {d['runq_share']}, demoted {d['rt_demotions']} times; "
-                f"the tester used {round(sum(t.values()), 2)} CPUs)")
+                f"({cores})")
     return "the wire and the sink: most of the p50 is after our worker's rx"
+
+
+def latency_parts(p50, trial, floor, rate):
+    """The p50 at the found rate in parts: the tester's own (its floor at
+    the nearest rate), stamp to our worker's rx (after a wake-up or in a
+    busy poll, whichever most sampled bursts were), and our rx to the sink.
+    For the kernel: the floor and what is above it."""
+    if not p50 or not trial:
+        return None
+    k = min(floor, key=lambda r: abs(float(r) - rate)) if floor else None
+    out = {"p50_ns": p50, "tester_floor_ns": floor[k]["p50_ns"] if k else None,
+           "tester_floor_rate_pps": int(k) if k else None}
+    if out["tester_floor_ns"]:
+        out["above_floor_ns"] = p50 - out["tester_floor_ns"]
+    d = trial.get("dut")
+    if d is None:
+        return out
+    woke = d["wake_samples"] >= d["poll_samples"]
+    before = d["wake_p50_ns"] if woke else d["poll_p50_ns"]
+    n = d["wake_samples"] + d["poll_samples"]
+    out.update({"stamp_to_our_rx_ns": before,
+                "stamp_to_our_rx_after": "a wake-up" if woke else "a busy poll",
+                "our_rx_to_sink_ns": p50 - before,
+                "bursts_after_wake_up": round(d["wake_samples"] / n, 3) if n else None,
+                "our_cpu_share": d["cpu_share"], "our_runq_share": d["runq_share"],
+                "tester_cpu": trial.get("tester")})
+    return out
 
 
 # RFC 2544 takes latency at each DUT's own zero-loss rate; when one DUT
@@ -423,6 +464,7 @@ def measure_size(tester, size, trial_s, resolution, max_rate, log):
     common = median_trial(latency_trials(tester, COMMON_RATE_PPS, size, trial_s)) \
         if size == "64" else None
     fb = pcapgen.mean_frame_bytes(size)
+    wake_ref = ((common or {}).get("dut") or {}).get("wake_p50_ns") or None
     out = {"throughput_pps": round(rate), "throughput_mbps": round(rate * fb * 8 / 1e6, 2),
            "tester_limited": s["tester_limited"],
            "overload_forwarded_pps": round(s["probe"]["forwarded_pps"]),
@@ -434,11 +476,13 @@ def measure_size(tester, size, trial_s, resolution, max_rate, log):
            "latency_trial_lost": lat["lost"] if lat else None,
            "latency_trial": {k: lat[k] for k in ("load_avg", "dut", "tester", "sink_ring_drops",
                                                  "softnet_drops")} if lat else None,
-           "bound_by": {"throughput": throughput_bound(s), "latency": latency_bound(lat)},
+           "bound_by": {"throughput": throughput_bound(s),
+                        "latency": latency_bound(lat, wake_ref)},
            "latency_common_rate": {"rate_pps": COMMON_RATE_PPS, "lost": common["lost"],
                                    "p50_ns": common["latency_ns"]["p50"],
                                    "offered_pps": round(common["measured_pps"]),
                                    "latency_ns": common["latency_ns"],
+                                   "dut": common["dut"],
                                    "bound_by": latency_bound(common)} if common else None,
            "load_avg": [t["load_avg"] for t in s["trials"]],
            "trial_log": [{k: t[k] for k in ("rate_pps", "measured_pps", "lost", "load_avg",
@@ -734,6 +778,14 @@ def run(args):
                "latency_p50_ns_64_at_peer_rate": at_peer["p50_ns"] if at_peer else None,
                "latency_p50_above_floor_ns_64": above_floor(lat.get("p50"), floor,
                                                            h["throughput_pps"]),
+               # What each 64 B p50 at its found rate is made of (the DUT's
+               # figures from the median run's median latency trial).
+               "latency_p50_parts_64": {
+                   "edgeplane": latency_parts(lat.get("p50"), h.get("latency_trial"), floor,
+                                              h["throughput_pps"]),
+                   "linux-forwarding": latency_parts(
+                       klat.get("p50"), linux["64"].get("latency_trial"), floor,
+                       linux["64"]["throughput_pps"])},
                "one_worker_tester": variant,
                "load_avg": {"start": load_start, "end": os.getloadavg()[0]}}
     # The variant's ratios beside the main keys (one round each: no rounds).

@@ -6,14 +6,17 @@
  *
  *   cmts-ds  (network -> Remote PHY Device), stages in order:
  *     lookup     Ethernet/IP parse, CM by destination IPv4/IPv6 address
- *                (one bulk rte_hash lookup per burst)
+ *                (the SG's immutable open-addressed table, struct
+ *                cmts_addr_tab; the rte_hash when there is none)
  *     submgmt    subscriber management: the destination MAC is the CPE's
  *                (when known), the source is not one of the CM's own
  *                addresses
- *     filter     DOCSIS filter groups (up to 2 per CM) through the shared
- *                ACL module (dataplane/acl), one classify per family and
- *                burst, the key carrying the CM's two filter-group ids
- *                (two lanes); the CM's classifiers: IPv4 frames from the
+ *     filter     DOCSIS filter groups (up to 2 per CM): IPv4 frames in
+ *                the SG's 16-lane group tables (struct cmts_fg4), IPv6
+ *                frames and groups of more than 16 rules through the
+ *                shared ACL module (dataplane/acl), one classify per
+ *                family and burst, the key carrying the CM's two
+ *                filter-group ids (two lanes); the CM's classifiers: IPv4 frames from the
  *                record's compiled table (struct cmts_cls4), IPv6 frames
  *                through the classifier instance (the CM id in the key)
  *     classify   the classifier match -> service flow (SF), default SF
@@ -57,7 +60,12 @@
  *   CM records             array of pointers to immutable records; a change
  *                          publishes a new record, the old one (and keys it
  *                          no longer uses) goes to an RCU-QSBR defer queue
- *   address -> CM id       rte_hash, lock-free readers, RCU-QSBR
+ *   address -> CM id       immutable open-addressed table rebuilt after
+ *                          each CM change, published and freed by RCU-QSBR;
+ *                          rte_hash (lock-free readers) is the control
+ *                          side's index and the fallback
+ *   filter-group tables    rebuilt with each filter-ACL commit, swapped
+ *                          with the ACL under RCU
  *   SID -> CM id           array of 16-bit words, each written with one
  *                          atomic store (a reader sees the old or the new id;
  *                          the record it then reads is RCU-protected)
@@ -215,29 +223,53 @@ struct cmts_sf {
 };
 
 /**
- * A cable modem, as workers read it: immutable once published.  The first
- * two cache lines hold what the downstream reads for every packet: the
- * header template, the key, the CPE addresses.
+ * A cable modem, as workers read it: immutable once published.  What the
+ * downstream reads for every frame is packed into the first lines, derived
+ * from the control side's fields below whenever a record is made
+ * (cmts_cm.c, cm_derive), so a frame touches 4 lines of its CM's record
+ * (5 when its SF is shaped) and not the key object, where the control
+ * side's layout spread the same over 6 record lines and the key
+ * (docs/cmts.md, "The hot lines round"):
+ *
+ *   line 0   framing and crypto: template, HCS, lengths, the DS key's
+ *            session and IV (copied from the key object, which outlives
+ *            every record that references it), bonding group, filter groups
+ *   line 1   submgmt, classify, sf_sched: the IPv4 CPE addresses and the
+ *            CPEs' MACs, the SFs' in-use and shaped bits and priorities
+ *   sf_prof  the SFs' token-bucket profiles, 32 bytes each (one line a
+ *            frame of a shaped SF)
+ *   cls4     the classifiers (lines 0 and 2 for the default profile's)
  */
 struct cmts_cm {
-	/* Line 0: downstream framing. */
+	/* Line 0: downstream framing and crypto. */
 	uint32_t id;
 	uint32_t gen;                   /**< unique per CM, kept on replace */
 	uint8_t bg;                     /**< bonding group */
 	uint8_t bonded;                 /**< bonding group has >1 channel: 5-byte DS EH with PSN */
 	uint8_t hdr_len;                /**< DOCSIS header bytes (template length) */
 	uint8_t tp_pos;                 /**< offset of the DS EH byte holding the priority */
-	uint8_t n_cpe;
-	uint8_t fg[CMTS_MAX_FG_PER_CM]; /**< filter group ids, 0 = none */
-	uint8_t pad;
-	const struct cmts_key *ds_key;  /**< DS TEK; NULL: BPI off (CRC only) */
 	uint16_t tpl_hcs;               /**< HCS of hdr_tpl (LEN, priority, PSN zero) */
+	uint8_t fg[CMTS_MAX_FG_PER_CM]; /**< filter group ids, 0 = none */
+	void *ds_sess;                  /**< ds_key->sess_ds; NULL: BPI off (CRC only) */
+	uint8_t ds_iv[16];              /**< ds_key->iv */
+	uint8_t hdr_tpl[24];            /**< the header with LEN, priority and PSN zero */
+	/* Line 1: subscriber management, classify, sf_sched. */
+	uint32_t cpe4[CMTS_MAX_CPE] __rte_cache_aligned; /**< IPv4 CPE addresses (cpe4_mask), network order */
+	struct rte_ether_addr cpe_mac[CMTS_MAX_CPE];     /**< CPE k's MAC when bit k of cpe_mac_mask */
+	uint16_t sf_in_use, sf_shaped;  /**< bit s: sf[s].in_use, sf[s].shaped */
+	uint8_t sf_prio[CMTS_MAX_SF];   /**< sf[s].prio */
+	uint8_t n_cpe;
+	uint8_t cpe4_mask;              /**< bit k: cpe[k] is IPv4 (its address in cpe4[k]) */
+	uint8_t cpe_mac_mask;           /**< bit k: cpe[k].has_mac */
+	/* The SFs' token-bucket profiles (sf[s].prof), two to a line. */
+	struct rte_meter_srtcm_profile sf_prof[CMTS_MAX_SF] __rte_cache_aligned;
+	/* The classifiers as the downstream's filter stage matches IPv4. */
+	struct cmts_cls4 cls4 __rte_cache_aligned;
+	/* Control side and upstream: what the lines above are derived from. */
+	const struct cmts_key *ds_key;  /**< DS TEK; NULL: BPI off (CRC only) */
 	uint16_t said;
 	uint32_t dsid;
-	uint8_t hdr_tpl[24];            /**< the header with LEN, priority and PSN zero */
-	/* Line 1: addresses. */
-	struct cmts_cpe cpe[CMTS_MAX_CPE] __rte_cache_aligned;
-	/* Service flows and upstream. */
+	struct cmts_cpe cpe[CMTS_MAX_CPE];
 	struct cmts_sf sf[CMTS_MAX_SF];
 	struct rte_ether_addr mac;
 	const struct cmts_key *key[2];  /**< upstream / installed TEKs by T bit (kseq & 1) */
@@ -245,9 +277,6 @@ struct cmts_cm {
 	bool bpi;                       /**< BPI+ enabled */
 	uint8_t n_sid;
 	uint16_t sid[CMTS_MAX_SID];
-	/* The classifiers as the downstream's filter stage matches IPv4. */
-	struct cmts_cls4 cls4 __rte_cache_aligned;
-	/* Control side (cm-get, ACL rebuilds). */
 	struct cmts_cls cls[CMTS_MAX_CLS];
 } __rte_cache_aligned;
 
@@ -259,12 +288,13 @@ struct cmts_sf_dyn {
 };
 
 /** Per-worker, per-CM downstream state.  The first line is what the
- *  classify and ch_sched stages touch for every packet; the SF entries
- *  follow (sf_sched touches the one of the packet's SF). */
+ *  classify, sf_sched and ch_sched stages touch for every packet, with
+ *  SF 0's entry; the other SFs' entries follow. */
 struct cmts_ds_dyn {
 	uint32_t gen;
 	uint16_t psn;                   /**< next DS packet sequence number (bonded DSID) */
-	uint16_t pad;
+	uint16_t sf_queued;             /**< bit s: the SF's queue holds frames (sf_sched
+					 *   reads this line, not the queue's) */
 	uint64_t cls_matched, cls_unmatched;
 	struct cmts_sf_dyn sf[CMTS_MAX_SF];
 } __rte_cache_aligned;

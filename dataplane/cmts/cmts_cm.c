@@ -21,7 +21,9 @@
  * ACL once at its end.
  */
 #define ALLOW_EXPERIMENTAL_API 1
+#include <assert.h>
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,6 +399,52 @@ cm_cls4(struct cmts_cm *cm)
 	}
 }
 
+/* The record's hot lines (struct cmts_cm): line 0 must stay one line,
+ * line 1 too, or the downstream reads more than it counts on. */
+static_assert(offsetof(struct cmts_cm, cpe4) == RTE_CACHE_LINE_SIZE, "cm line 0");
+static_assert(offsetof(struct cmts_cm, cpe_mac_mask) < 2 * RTE_CACHE_LINE_SIZE, "cm line 1");
+static_assert(sizeof(struct rte_meter_srtcm_profile) == 32, "two SF profiles a line");
+
+/*
+ * Everything a record's downstream lines hold, from its control-side
+ * fields: called whenever a record is made or edited, before it is
+ * published.
+ */
+static void
+cm_derive(struct cmts_cm *cm)
+{
+	cm->ds_key = cm->bpi ? cm->key[cm->ds_kseq & 1] : NULL;
+	/* A key object always holds its sessions (key_new fails otherwise),
+	 * so ds_sess is NULL exactly when the downstream sends in clear. */
+	cm->ds_sess = cm->ds_key != NULL ? cm->ds_key->sess_ds : NULL;
+	if (cm->ds_key != NULL)
+		memcpy(cm->ds_iv, cm->ds_key->iv, sizeof(cm->ds_iv));
+	else
+		memset(cm->ds_iv, 0, sizeof(cm->ds_iv));
+	cm_template(cm);
+	cm_cls4(cm);
+	memset(cm->cpe4, 0, sizeof(cm->cpe4));
+	memset(cm->cpe_mac, 0, sizeof(cm->cpe_mac));
+	cm->cpe4_mask = cm->cpe_mac_mask = 0;
+	for (int k = 0; k < cm->n_cpe; k++) {
+		if (cm->cpe[k].family == 4) {
+			memcpy(&cm->cpe4[k], cm->cpe[k].addr, 4);
+			cm->cpe4_mask |= (uint8_t)(1u << k);
+		}
+		if (cm->cpe[k].has_mac) {
+			cm->cpe_mac[k] = cm->cpe[k].mac;
+			cm->cpe_mac_mask |= (uint8_t)(1u << k);
+		}
+	}
+	cm->sf_in_use = cm->sf_shaped = 0;
+	for (int s = 0; s < CMTS_MAX_SF; s++) {
+		cm->sf_in_use |= (uint16_t)(cm->sf[s].in_use << s);
+		cm->sf_shaped |= (uint16_t)(cm->sf[s].shaped << s);
+		cm->sf_prio[s] = cm->sf[s].prio;
+		cm->sf_prof[s] = cm->sf[s].prof;
+	}
+}
+
 static void
 sf_default(struct cmts_sf *sf)
 {
@@ -633,9 +681,7 @@ cm_build(struct cmts_sg *sg, const struct cmts_cm_req *r, struct cmts_cm *rec,
 		rec->key[r->kseq & 1] = *new_key;
 		rec->ds_kseq = r->kseq;
 	}
-	rec->ds_key = rec->bpi ? rec->key[rec->ds_kseq & 1] : NULL;
-	cm_template(rec);
-	cm_cls4(rec);
+	cm_derive(rec);
 	return 0;
 }
 
@@ -749,9 +795,7 @@ cm_edit(struct cmts_sg *sg, uint32_t id,
 		sg->rec_free[sg->n_rec_free++] = rec;
 		return -1;
 	}
-	rec->ds_key = rec->bpi ? rec->key[rec->ds_kseq & 1] : NULL;
-	cm_template(rec);
-	cm_cls4(rec);
+	cm_derive(rec);
 	/* The classifiers first, with the new record in place: a failed ACL
 	 * build leaves both as they were.  Until the record is published a
 	 * frame may meet a classifier whose SF the old record lacks: the

@@ -228,11 +228,11 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 			uint32_t id = (uint32_t)(uintptr_t)d->hdata[j];
 			const struct cmts_cm *cm = sg->cms[id];
 
-			/* What the next stages read: the record's two first
-			 * lines (template, key, CPE addresses) and the
-			 * worker's state of the CM. */
+			/* What the next stages read: the record's two hot
+			 * lines (struct cmts_cm) and the worker's line of
+			 * the CM. */
 			rte_prefetch0(cm);
-			rte_prefetch0(cm->cpe);
+			rte_prefetch0(cm->cpe4);
 			rte_prefetch0(&d->dyn[id]);
 			ep_meta(pkts[i])->user = id;
 		} else {
@@ -267,18 +267,19 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 			continue;
 		}
 		if (likely(md->l3_type == EP_L3_IPV4)) {
-			uint32_t s4, d4, a4;
+			uint32_t s4, d4, hit_to = 0, hit_from = 0;
 
+			/* The CM's IPv4 addresses from its line 1: four
+			 * compares each way, no loop over the CPE entries. */
 			memcpy(&s4, l3 + 12, 4);
 			memcpy(&d4, l3 + 16, 4);
-			for (int k = 0; k < cm->n_cpe; k++) {
-				memcpy(&a4, cm->cpe[k].addr, 4);
-				if (cm->cpe[k].family != 4)
-					continue;
-				if (a4 == d4)
-					to = k;
-				from |= a4 == s4;
+			for (int k = 0; k < CMTS_MAX_CPE; k++) {
+				hit_to |= (uint32_t)(cm->cpe4[k] == d4) << k;
+				hit_from |= (uint32_t)(cm->cpe4[k] == s4) << k;
 			}
+			hit_to &= cm->cpe4_mask;
+			from = (hit_from & cm->cpe4_mask) != 0;
+			to = hit_to != 0 ? (int)rte_bsf32(hit_to) : -1;
 		} else {
 			src = l3 + 8;
 			dst = l3 + 24;
@@ -295,8 +296,8 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 		if (unlikely(from)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_SPOOFED_SOURCE);
 			out++;
-		} else if (unlikely(to >= 0 && cm->cpe[to].has_mac &&
-				    !ep_mac_eq(p, &cm->cpe[to].mac))) {
+		} else if (unlikely(to >= 0 && (cm->cpe_mac_mask & (1u << to)) &&
+				    !ep_mac_eq(p, &cm->cpe_mac[to]))) {
 			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_DST_MAC_MISMATCH);
 			out++;
 		}
@@ -455,14 +456,16 @@ cmts_ds_classify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16
 		y = cmts_ds_dyn_of(d, cm);
 		if (ud != 0) {
 			sf = CMTS_CLS_VALUE_SF(ud - 1);
-			if (unlikely(!cm->sf[sf].in_use))
+			if (unlikely(!(cm->sf_in_use & (1u << sf))))
 				sf = 0;
 			y->cls_matched++;
 		} else {
 			y->cls_unmatched++;
 		}
 		rte_prefetch0(&y->sf[sf]);
-		md->user = DSM_MAKE(cm->id, sf, cm->sf[sf].prio);
+		if (cm->sf_shaped & (1u << sf))
+			rte_prefetch0(&cm->sf_prof[sf]);
+		md->user = DSM_MAKE(cm->id, sf, cm->sf_prio[sf]);
 	}
 	return out;
 }
@@ -579,9 +582,11 @@ cmts_ds_crypto_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		s->m_dst = NULL;
 		s->auth.data.offset = hl;
 		s->auth.data.length = eth;
-		if (likely(cm->ds_key != NULL)) {
-			s->session = cm->ds_key->sess_ds;
-			memcpy(rte_crypto_op_ctod_offset(op, uint8_t *, CMTS_IV_OFF), cm->ds_key->iv, 16);
+		/* Session and IV from the record's line 0, which the
+		 * framing read: the key object stays cold. */
+		if (likely(cm->ds_sess != NULL)) {
+			s->session = cm->ds_sess;
+			memcpy(rte_crypto_op_ctod_offset(op, uint8_t *, CMTS_IV_OFF), cm->ds_iv, 16);
 			s->cipher.data.offset = hl + RTE_ETHER_HDR_LEN - RTE_ETHER_TYPE_LEN;
 			s->cipher.data.length = eth + EP_DOCSIS_CRC_LEN -
 						(RTE_ETHER_HDR_LEN - RTE_ETHER_TYPE_LEN);

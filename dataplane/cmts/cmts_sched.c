@@ -143,9 +143,11 @@ cmts_ds_sf_sched_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16
 			continue;
 		}
 		y = cmts_ds_dyn_of(d, cm);
-		q = &d->sfq[DSM_CM(u) * CMTS_MAX_SF + s];
-		if (likely(q->n == 0) &&
-		    (!cm->sf[s].shaped ||
+		/* The queue's state from the CM's line, not the queue's own
+		 * (one line fewer a frame: the queues are 16 bytes apiece,
+		 * 2709 of them in the default profile). */
+		if (likely(!(y->sf_queued & (1u << s))) &&
+		    (!(cm->sf_shaped & (1u << s)) ||
 		     rte_meter_srtcm_color_blind_check(&y->sf[s].meter, cmts_sf_prof(cm, s), now, len) ==
 		     RTE_COLOR_GREEN)) {
 			y->sf[s].pkts++;
@@ -153,6 +155,8 @@ cmts_ds_sf_sched_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16
 			continue;
 		}
 		/* Over its rate, or behind packets that are: wait in order. */
+		q = &d->sfq[DSM_CM(u) * CMTS_MAX_SF + s];
+		y->sf_queued |= (uint16_t)(1u << s);
 		if (unlikely(!cmts_fifo_push(q, m))) {
 			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_SF_QUEUE_FULL);
 			out++;
@@ -280,6 +284,8 @@ drain_sf(struct cmts_ds *d, struct rte_mbuf **out, uint16_t max, uint64_t now)
 				d->queued--;
 			}
 			if (q->n == 0) {
+				if (cm != NULL)
+					cmts_ds_dyn_of(d, cm)->sf_queued &= (uint16_t)~(1u << s);
 				q->active = 0;
 				d->active[p][j] = d->active[p][--d->n_active[p]];
 			} else {

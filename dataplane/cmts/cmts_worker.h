@@ -450,10 +450,11 @@ cmts_cm_of(const struct cmts_sg *sg, uint32_t id)
 static __rte_always_inline struct rte_meter_srtcm_profile *
 cmts_sf_prof(const struct cmts_cm *cm, uint8_t s)
 {
-	return (struct rte_meter_srtcm_profile *)(uintptr_t)&cm->sf[s].prof;
+	return (struct rte_meter_srtcm_profile *)(uintptr_t)&cm->sf_prof[s];
 }
 
-/** The worker's state of a CM, reset when the record is a different CM. */
+/** The worker's state of a CM, reset when the record is a different CM
+ *  (frames of the CM before it may still wait in its SF queues). */
 static __rte_always_inline struct cmts_ds_dyn *
 cmts_ds_dyn_of(struct cmts_ds *d, const struct cmts_cm *cm)
 {
@@ -462,9 +463,12 @@ cmts_ds_dyn_of(struct cmts_ds *d, const struct cmts_cm *cm)
 	if (unlikely(y->gen != cm->gen)) {
 		memset(y, 0, sizeof(*y));
 		y->gen = cm->gen;
-		for (int s = 0; s < CMTS_MAX_SF; s++)
-			if (cm->sf[s].shaped)
+		for (int s = 0; s < CMTS_MAX_SF; s++) {
+			if (cm->sf_shaped & (1u << s))
 				rte_meter_srtcm_config(&y->sf[s].meter, cmts_sf_prof(cm, s));
+			if (d->sfq[cm->id * CMTS_MAX_SF + s].n != 0)
+				y->sf_queued |= (uint16_t)(1u << s);
+		}
 	}
 	return y;
 }

@@ -667,6 +667,52 @@ EP_TEST(ds_sf_rate_and_burst_arithmetic)
 	cb_free(t);
 }
 
+/*
+ * The SF's "holds frames" state (the worker's CM line, not the queue):
+ * a frame with tokens enough still waits behind frames of its SF that
+ * wait, and once the service hook has drained them the next one goes
+ * straight on.
+ */
+EP_TEST(ds_sf_frame_waits_behind_queued_ones_then_goes_straight)
+{
+	struct cb *t = bed("sf = 1 1 rate=8M burst=3044\ncls = 1 0 sf=1 dport=9000\n");
+	struct cmts_ds *d = t->ds->pipeline_ctx;
+	struct rte_mbuf *p[4], *small, *out[8];
+	uint16_t next[4], k;
+	uint64_t us = rte_get_tsc_hz() / 1000000, t0 = rte_rdtsc();
+	uint8_t frame[2048], tiny[128];
+	uint16_t len = cb_udp4(frame, "198.19.1.1", 1000, 9000, 1000, cpe1_mac);  /* PDU 1004 */
+	uint16_t tlen = cb_udp4(tiny, "198.19.1.1", 1000, 9000, 60, cpe1_mac);    /* PDU 64 */
+
+	for (int i = 0; i < 4; i++)
+		p[i] = ep_test_mbuf(frame, len);
+	to_sf_sched(t, p, 4, t0, next);
+	EP_CHECK_EQ(next[3], EP_NEXT_CONSUMED);
+	rte_pktmbuf_free_bulk(p, 3);
+	/* ~130 bytes of tokens: enough for 64, but one frame waits. */
+	small = ep_test_mbuf(tiny, tlen);
+	to_sf_sched(t, &small, 1, t0 + 100 * us, next);
+	EP_CHECK_EQ(next[0], EP_NEXT_CONSUMED);
+	EP_CHECK_EQ(d->queued, 2);
+	/* The 1004-byte frame first (~1030 tokens), then the small one. */
+	t->ds->stage_tsc = t0 + 1000 * us;
+	cmts_ds_service(t->ds);
+	EP_CHECK_EQ(d->queued, 1);
+	t->ds->stage_tsc = t0 + 1300 * us;
+	cmts_ds_service(t->ds);
+	EP_CHECK_EQ(d->queued, 0);
+	k = cb_ds(t, NULL, 0, out, 8);
+	EP_CHECK_EQ(k, 2);
+	rte_pktmbuf_free_bulk(out, k);
+	/* Drained: the next frame within the rate goes on at once. */
+	small = ep_test_mbuf(tiny, tlen);
+	to_sf_sched(t, &small, 1, t0 + 1600 * us, next);
+	EP_CHECK_EQ(next[0], EP_NEXT_CONTINUE);
+	EP_CHECK_EQ(d->queued, 0);
+	rte_pktmbuf_free(small);
+	cb_free(t);
+}
+
 EP_TEST(ds_sf_queue_full_and_cm_gone)
 {
 	struct cb *t = bed("sf_queue = 2\nsf = 1 1 rate=8M burst=1522\ncls = 1 0 sf=1 dport=9000\n");

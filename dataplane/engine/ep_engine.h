@@ -199,6 +199,12 @@ struct ep_worker {
 	 *  ran them all (16-bit fixed point): how the other bursts' time is
 	 *  split (worker.c). */
 	uint32_t stage_share[EP_MAX_STAGES + 2];
+	/** Cycles already booked to a part by code nested in a timed region:
+	 *  a stage's or the service hook's own ep_worker_tx (booked to tx), a
+	 *  burst the service hook runs through the stages (booked to them).
+	 *  The enclosing region books its time less what this grew by, so
+	 *  every cycle is in one part only (worker.c). */
+	uint64_t booked_inside;
 
 	struct ep_worker_stats stats;
 	struct rte_ring *msgq;          /**< struct ep_worker_msg * from the control thread */

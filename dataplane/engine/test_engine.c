@@ -266,6 +266,53 @@ EP_TEST(engine_stage_clock_is_the_time_the_stage_was_called)
 	ep_worker_free(w);
 }
 
+/* Stage: note the clock, send a burst of its own on port 0 (a pipeline
+ * whose stage sends by itself), pass its packets on. */
+static struct rte_mbuf *own_sends[3];
+
+static uint16_t
+stage_note_clock_and_send(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	struct ep_worker *w = ctx;
+
+	clock_seen[n_clock++ % 2] = w->stage_tsc;
+	ep_worker_tx(w, 0, own_sends, RTE_DIM(own_sends));
+	return 0;
+}
+
+/* Stage: note the clock, drop everything. */
+static uint16_t
+stage_note_clock_and_drop(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	const struct ep_worker *w = ctx;
+
+	clock_seen[n_clock++ % 2] = w->stage_tsc;
+	for (uint16_t i = 0; i < n; i++)
+		next[i] = EP_NEXT_DROP(EP_DROP_NO_NEXT);
+	return n;
+}
+
+EP_TEST(engine_a_stages_own_send_is_booked_to_tx_not_also_to_the_stage)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[4];
+	struct ep_err err;
+
+	n_clock = 0;
+	ep_worker_add_stage(w, "sends", stage_note_clock_and_send, w, &err);
+	ep_worker_add_stage(w, "drops", stage_note_clock_and_drop, w, &err);
+	make_burst(pkts, 4);
+	make_burst(own_sends, RTE_DIM(own_sends));
+	ep_worker_run_burst(w, pkts, 4);
+	EP_CHECK_EQ(n_clock, 2);
+	EP_CHECK_EQ(w->tx_stage.stats.pkts_in, RTE_DIM(own_sends));
+	EP_CHECK(w->tx_stage.stats.cycles > 0);
+	/* The first stage's span is split between it and tx, whole. */
+	EP_CHECK_EQ(w->stages[0].stats.cycles + w->tx_stage.stats.cycles,
+		    clock_seen[1] - clock_seen[0]);
+	ep_worker_free(w);
+}
+
 static void
 set_flag(struct ep_worker *w, void *arg)
 {

@@ -155,6 +155,17 @@ flush_tx(struct ep_worker *w)
 	w->stats.tx_pkts += sent_total;
 }
 
+/* A send from inside a stage or the service hook: its cycles are tx's, and
+ * the region around it (timed or split) leaves them out of its own. */
+static inline void
+book_tx_inside(struct ep_worker *w, uint64_t t0)
+{
+	uint64_t c = rte_rdtsc() - t0;
+
+	w->tx_stage.stats.cycles += c;
+	w->booked_inside += c;
+}
+
 /* tx of the queued packets, timed from @p t0 (the end of the last stage);
  * returns the time it ended. */
 static uint64_t
@@ -171,7 +182,10 @@ flush_tx_at(struct ep_worker *w, uint64_t t0)
 void
 ep_worker_flush_tx(struct ep_worker *w)
 {
-	flush_tx_at(w, rte_rdtsc());
+	uint64_t t0 = rte_rdtsc();
+
+	flush_tx(w);
+	book_tx_inside(w, t0);
 }
 
 void
@@ -221,7 +235,7 @@ ep_worker_tx(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, uint16_
 	w->tx_stage.stats.pkts_in += n;
 	w->tx_stage.stats.pkts_out += sent;
 	w->stats.tx_pkts += sent;
-	w->tx_stage.stats.cycles += rte_rdtsc() - t0;
+	book_tx_inside(w, t0);
 }
 
 uint16_t
@@ -244,7 +258,7 @@ ep_worker_tx_keep(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, ui
 	w->tx_stage.stats.pkts_in += sent;
 	w->tx_stage.stats.pkts_out += sent;
 	w->stats.tx_pkts += sent;
-	w->tx_stage.stats.cycles += rte_rdtsc() - t0;
+	book_tx_inside(w, t0);
 	return sent;
 }
 
@@ -252,16 +266,17 @@ ep_worker_tx_keep(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, ui
 static inline uint16_t
 run_service(struct ep_worker *w, uint64_t *tsc)
 {
-	uint64_t t0 = *tsc, t1;
+	uint64_t t0 = *tsc, t1, inside = w->booked_inside;
 	uint16_t k;
 
 	w->stage_tsc = t0;
 	k = w->type->service(w);
 	t1 = rte_rdtsc();
+	inside = w->booked_inside - inside;
 	w->service_stage.stats.calls++;
 	w->service_stage.stats.pkts_out += k;
 	w->service_stage.stats.pkts_in += k;
-	w->service_stage.stats.cycles += t1 - t0;
+	w->service_stage.stats.cycles += t1 - t0 - RTE_MIN(inside, t1 - t0);
 	*tsc = t1;
 	return k;
 }
@@ -321,7 +336,7 @@ run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n,
 	     const bool timed, uint64_t *dt, int *n_ran)
 {
 	uint16_t next[EP_BURST_MAX];
-	uint64_t t0 = *tsc;
+	uint64_t t0 = *tsc, inside = w->booked_inside;
 	int si;
 
 	w->stage_tsc = t0;
@@ -337,11 +352,14 @@ run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n,
 			n = dispatch(w, s, pkts, next, n, k);
 		s->stats.pkts_out += n;
 		if (timed) {
-			uint64_t t1 = rte_rdtsc();
+			uint64_t t1 = rte_rdtsc(), own = t1 - t0;
 
+			/* Less what the stage's own sends booked to tx. */
+			own -= RTE_MIN(w->booked_inside - inside, own);
+			inside = w->booked_inside;
 			if (dt != NULL)
-				dt[si] = t1 - t0;
-			s->stats.cycles += t1 - t0;
+				dt[si] = own;
+			s->stats.cycles += own;
 			t0 = t1;
 			w->stage_tsc = t1;
 		}
@@ -366,12 +384,15 @@ run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n,
 static uint16_t
 run_handed_in(struct ep_worker *w, int first, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
 {
-	uint64_t t = rte_rdtsc();
+	uint64_t t = rte_rdtsc(), t0 = t, inside = w->booked_inside;
 	uint16_t was = w->rx_port, k;
 
 	w->rx_port = port;
 	k = run_burst_at(w, first, pkts, n, &t, true, NULL, NULL);
 	w->rx_port = was;
+	/* Every cycle of it is booked (stages, tx): a service hook or a stage
+	 * that handed the burst in leaves them out of its own. */
+	w->booked_inside = inside + (t - t0);
 	return k;
 }
 
@@ -476,6 +497,7 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 	w->stats.rx_pkts += n;
 	if (likely((w->bursts++ & (EP_STAGE_TIMED_EVERY - 1)) != 0) &&
 	    likely(w->sample == EP_SAMPLE_NONE)) {
+		uint64_t inside = w->booked_inside, total;
 		int ran;
 		bool tx = false;
 
@@ -485,9 +507,13 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 			tx = true;
 		}
 		t1 = rte_rdtsc();
-		split_untimed(w, ran, tx, t1 - t0);
+		/* Less what the stages' own sends booked to tx already. */
+		total = t1 - t0;
+		total -= RTE_MIN(w->booked_inside - inside, total);
+		split_untimed(w, ran, tx, total);
 	} else {
 		uint64_t dt[SHARE_STAGE(EP_MAX_STAGES) + 1];
+		uint64_t inside = w->booked_inside;
 		int ran;
 
 		t1 = rte_rdtsc();
@@ -502,11 +528,15 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 		/* A burst that ran every stage sets the shares, with tx's when
 		 * the engine's tx buffers had frames.  A pipeline whose last
 		 * stage sends by itself (ep_worker_tx) has no tx share: without
-		 * this its untimed bursts all went to that last stage. */
-		if (ran == w->n_stages && t2 > t0) {
+		 * this its untimed bursts all went to that last stage.  The
+		 * shares are of the time not booked inside (those sends). */
+		uint64_t own = t2 - t0;
+
+		own -= RTE_MIN(w->booked_inside - inside, own);
+		if (ran == w->n_stages && own > 0) {
 			dt[SHARE_STAGE(ran)] = t2 - t1;
 			for (int j = 0; j <= SHARE_STAGE(ran); j++)
-				w->stage_share[j] = (uint32_t)((dt[j] << 16) / (t2 - t0));
+				w->stage_share[j] = (uint32_t)((dt[j] << 16) / own);
 		}
 		t1 = t2;
 	}

@@ -1,0 +1,54 @@
+"""The rfc2544-router bench's reading of a latency trial: which element its
+p50 names (bench.bench_rfc2544_router.latency_bound) and the parts the p50
+is split into (latency_parts).  Pure functions of a trial's record, fed
+records shaped as Tester.trial() returns them; no lab."""
+from bench.bench_rfc2544_router import latency_bound, latency_parts
+
+
+def trial(p50, wake_p50, wake_n, poll_p50, poll_n, runq=0.0, cpu=0.3, dut=True):
+    d = {"wake_p50_ns": wake_p50, "wake_samples": wake_n, "poll_p50_ns": poll_p50,
+         "poll_samples": poll_n, "runq_share": runq, "cpu_share": cpu, "rt_demotions": 0}
+    return {"latency_ns": {"p50": p50}, "dut": d if dut else None,
+            "tester": {"gen_cpu_share": 0.45, "sink_cpu_share": 0.5}}
+
+
+def test_latency_bound_names_a_woken_worker_that_waited_for_a_cpu():
+    # 150 kpps on the shared cores: woken for most bursts, 70 us to rx
+    # against 15 us at the common rate, a third of the trial runnable.
+    t = trial(100_000, 70_000, 4_800, 16_000, 500, runq=0.34)
+    got = latency_bound(t, wake_ref_ns=15_000)
+    assert got.startswith("shared cores: most frames found our worker asleep")
+    assert "70.0 us against 15.0 us" in got
+
+
+def test_latency_bound_names_the_wake_up_when_it_costs_what_it_costs_at_the_common_rate():
+    t = trial(30_000, 17_000, 6_000, 9_000, 900, runq=0.4)
+    assert latency_bound(t, wake_ref_ns=15_000).startswith("wake-up:")
+    # Without a reference (the common-rate trial itself) it stays the wake-up.
+    assert latency_bound(t).startswith("wake-up:")
+
+
+def test_latency_bound_names_a_preempted_polling_worker_as_the_shared_cores():
+    t = trial(100_000, 20_000, 100, 80_000, 900, runq=0.5)
+    assert latency_bound(t, wake_ref_ns=15_000).startswith("shared cores: frames waited")
+
+
+def test_latency_bound_names_the_sink_side_when_most_of_the_p50_is_after_our_rx():
+    t = trial(60_000, 10_000, 5_000, 5_000, 500)
+    assert latency_bound(t, wake_ref_ns=15_000).startswith("the wire and the sink")
+    assert "kernel forwards" in latency_bound(trial(30_000, 0, 0, 0, 0, dut=False))
+
+
+def test_latency_parts_splits_ours_at_our_rx_and_the_kernels_at_the_floor():
+    floor = {"50000": {"p50_ns": 18_000}, "96000": {"p50_ns": 26_000},
+             "150000": {"p50_ns": 35_000}}
+    ours = latency_parts(100_000, trial(100_000, 70_000, 4_800, 16_000, 200), floor, 153_000)
+    assert ours["tester_floor_ns"] == 35_000 and ours["tester_floor_rate_pps"] == 150_000
+    assert ours["above_floor_ns"] == 65_000
+    assert ours["stamp_to_our_rx_ns"] == 70_000 and ours["stamp_to_our_rx_after"] == "a wake-up"
+    assert ours["our_rx_to_sink_ns"] == 30_000
+    assert ours["bursts_after_wake_up"] == 0.96
+    linux = latency_parts(31_000, trial(31_000, 0, 0, 0, 0, dut=False), floor, 96_000)
+    assert linux == {"p50_ns": 31_000, "tester_floor_ns": 26_000,
+                     "tester_floor_rate_pps": 96_000, "above_floor_ns": 5_000}
+    assert latency_parts(None, None, floor, 0) is None
