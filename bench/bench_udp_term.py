@@ -44,7 +44,8 @@ kernel alternating with ours round by round in fresh labs, the ratio the
 median of the rounds' ratios (`sockperf_p99_vs_kernel`); over memif as
 well (`_memif`: its workers poll), with sockperf throughput (msg/s).
 Where the tail comes from: each thread's scheduling delays during one
-ping-pong (`perf sched`, `metrics.sockperf_af_xdp.sched_delay_ms`).
+ping-pong, thread by thread and hop by hop (`perf sched`,
+`metrics.sockperf_af_xdp.sched_us`).
 """
 import json
 import os
@@ -388,9 +389,10 @@ def sockperf_once(lab, preload, seconds):
 # kernel's two sockperf processes on it too: every hop of ours is then a
 # wake-up on the CPU the waker is about to leave, as the kernel's
 # ping-pong keeps its two programs on one CPU by itself.
-def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None, rt=None):
+def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None, rt=None, env=None):
     """{ours: medians, kernel: medians, p99_ratio, p50_ratio, rounds, sched,
-    wakes: the workers' wait counters of each round of ours}."""
+    wakes: the workers' wait counters of each round of ours}.  env: the
+    preload library's environment for ours (EDGEPLANE_PRELOAD_SPIN_US)."""
     per = {"ours": [], "kernel": []}
     sched, wakes = {}, []
     pin = {"a": cpu, "b": cpu} if cpu is not None else None
@@ -403,25 +405,38 @@ def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None, rt=None):
                         lab.stop_dp(node)
                 elif not lab.dps:
                     lab.start_dp()
-                p = sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=seconds,
-                                       pin=pin, rt=rt)
+                saved = {k: os.environ.get(k) for k in (env or {})}
+                if stack == "ours":
+                    os.environ.update(env or {})
+                try:
+                    p = sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=seconds,
+                                           pin=pin, rt=rt)
+                finally:
+                    for k, v in saved.items():
+                        if v is None:
+                            os.environ.pop(k, None)
+                        else:
+                            os.environ[k] = v
                 p["load_avg"] = round(os.getloadavg()[0], 2)
                 if stack == "ours":
                     wakes.append(worker_waits(lab))
                 per[stack].append(p)
-                what = (f" cpu {cpu}" if cpu is not None else "") + (" fifo" if rt else "")
+                what = ((f" cpu {cpu}" if cpu is not None else "") + (" fifo" if rt else "") +
+                        "".join(f" {k}={v}" for k, v in (env or {}).items()))
                 log(f"  sockperf pp af_xdp{what} {stack}: p50 {p.get('p50')} p99 "
                     f"{p.get('p99')} p99.9 {p.get('p99.9')} us (load {p['load_avg']})")
                 if sched_s and rnd == rounds - 1:
                     sched[stack] = sched_delays(lab, stack == "ours", sched_s)
+                    log(f"  hops {stack} (wakee's delay to a CPU, p50/p99 us): " + ", ".join(
+                        f"{k} {v['p50']}/{v['p99']}" for k, v in sched[stack]["hops"].items()))
     med = {st: {k: statistics.median(p[k] for p in ps if k in p) for k in ("p50", "p99", "p99.9")}
            for st, ps in per.items()}
     rounds_of = lambda k: [round(o[k] / kk[k], 4)  # noqa: E731
                            for o, kk in zip(per["ours"], per["kernel"]) if o.get(k) and kk.get(k)]
     return {"ours": med["ours"], "kernel": med["kernel"], "p99_ratio": _median(rounds_of("p99")),
             "p50_ratio": _median(rounds_of("p50")), "p99_ratio_rounds": rounds_of("p99"),
-            "rounds": per, "sched_delay_ms": sched,
-            "wakes": wakes, "cpu": cpu, "sockperf_sched_fifo": rt}
+            "rounds": per, "sched_us": sched,
+            "wakes": wakes, "cpu": cpu, "sockperf_sched_fifo": rt, "env": env or {}}
 
 
 def worker_waits(lab):
@@ -435,16 +450,17 @@ def worker_waits(lab):
 
 
 def sched_delays(lab, preload, seconds):
-    """Where a ping-pong's tail comes from: `perf sched record` during one
-    sockperf ping-pong, then each thread's scheduling delays (woken or
-    preempted -> on a CPU again, `perf sched timehist`) as percentiles in
-    ms, for sockperf's two processes and the data planes' workers.  {}
-    without perf."""
+    """Where a ping-pong's time goes: `perf sched record` during one
+    sockperf ping-pong, then `perf sched timehist -w`: each thread's
+    scheduling delays (woken or preempted -> on a CPU again) and run time
+    per activation, and each hop of a round trip (who woke whom: client ->
+    worker a -> worker b -> server -> worker b -> worker a -> client for
+    ours, client -> server -> client for the kernel) with the woken
+    thread's delay to a CPU, as percentiles in µs.  {} without perf."""
     if shutil.which("perf") is None:
         return {}
     data = common.OUT / f"udp-term-sched-{'ours' if preload else 'kernel'}.data"
     data.parent.mkdir(parents=True, exist_ok=True)
-    threads = {f"{dp.proc.pid}": node for node, dp in lab.dps.items()}
     rec = subprocess.Popen(["perf", "sched", "record", "-o", str(data), "--", "sleep",
                             str(seconds + 2)], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
@@ -452,27 +468,65 @@ def sched_delays(lab, preload, seconds):
         sockperf_ping_pong(lab, B4, preload=preload, seconds=seconds)
     finally:
         rec.wait()
-    out = subprocess.run(["perf", "sched", "timehist", "-i", str(data)], capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(["perf", "sched", "timehist", "-w", "-i", str(data)],
+                         capture_output=True, text=True).stdout
     data.unlink(missing_ok=True)
-    delays = {}
+    return timehist_hops(out, {f"{dp.proc.pid}": node for node, dp in lab.dps.items()})
+
+
+_TASK = re.compile(r"(.+)\[(\d+)(?:/(\d+))?\]")
+
+
+def timehist_hops(out, dp_pids):
+    """Parse `perf sched timehist -w`: {"threads": {name: {switches, p50,
+    p99, p99.9, max: scheduling delay; run_p50, run_p99}}, "hops": {"waker
+    -> wakee": {n, p50, p90, p99: the wakee's delay to a CPU}}}, all in µs.
+    Threads: `worker a`/`worker b` (dp_pids: {pid: node}) and sockperf,
+    named client or server by the worker that wakes them (ours) or by pid
+    (the kernel's, sockperf[pid])."""
+    def role(comm, pid):
+        if comm == "sockperf":
+            return f"sockperf[{pid}]"
+        if pid in dp_pids and comm.startswith("rte-worker"):
+            return f"worker {dp_pids[pid]}"
+        return None
+    woken, delays, runs, hops = {}, {}, {}, {}
     for line in out.splitlines():
         f = line.split()
-        # time [cpu] comm[tid/pid] wait sch-delay run
-        m = re.fullmatch(r"(.+)\[(\d+)(?:/(\d+))?\]", f[2]) if len(f) == 6 else None
-        if m is None or not re.fullmatch(r"\d+\.\d+", f[0]):
+        if len(f) < 3 or not re.fullmatch(r"\d+\.\d+", f[0]):
             continue
-        comm, pid = m.group(1), m.group(3) or m.group(2)
-        if comm == "sockperf":
-            key = f"sockperf[{pid}]"
-        elif pid in threads and comm.startswith("rte-worker"):
-            key = f"worker {threads[pid]}"
-        else:
+        m = _TASK.fullmatch(f[2])
+        if m is None:
             continue
-        delays.setdefault(key, []).append(float(f[4]))
-    pct = lambda xs, q: sorted(xs)[min(len(xs) - 1, int(q * len(xs)))]  # noqa: E731
-    return {k: {"switches": len(xs), "p50": pct(xs, 0.5), "p99": pct(xs, 0.99),
-                "p99.9": pct(xs, 0.999), "max": max(xs)} for k, xs in delays.items()}
+        comm, tid, pid = m.group(1), m.group(2), m.group(3) or m.group(2)
+        if "awakened:" in line:
+            w = re.search(r"awakened: (.+)\[(\d+)(?:/(\d+))?\]", line)
+            if w:
+                woken[w.group(2)] = role(comm, pid) or "other"
+            continue
+        who = role(comm, pid)
+        # time [cpu] task wait sch-delay run (ms)
+        if who is None or len(f) != 6:
+            continue
+        delay_us, run_us = float(f[4]) * 1000, float(f[5]) * 1000
+        delays.setdefault(who, []).append(delay_us)
+        runs.setdefault(who, []).append(run_us)
+        if tid in woken:
+            hops.setdefault((woken.pop(tid), who), []).append(delay_us)
+    names = {}
+    for (waker, wakee), xs in hops.items():
+        if waker in ("worker a", "worker b") and wakee.startswith("sockperf") and len(xs) > 10:
+            names[wakee] = "client" if waker == "worker a" else "server"
+    rename = lambda n: names.get(n, n)  # noqa: E731
+    pct = lambda xs, q: round(sorted(xs)[min(len(xs) - 1, int(q * len(xs)))], 1)  # noqa: E731
+    threads = {rename(k): {"switches": len(xs), "p50": pct(xs, 0.5), "p99": pct(xs, 0.99),
+                           "p99.9": pct(xs, 0.999), "max": round(max(xs), 1),
+                           "run_p50": pct(runs[k], 0.5), "run_p99": pct(runs[k], 0.99)}
+               for k, xs in delays.items()}
+    hop_out = {f"{rename(a)} -> {rename(b)}": {"n": len(xs), "p50": pct(xs, 0.5),
+                                               "p90": pct(xs, 0.9), "p99": pct(xs, 0.99)}
+               for (a, b), xs in hops.items() if a != "other" and len(xs) >= 10}
+    return {"threads": threads, "hops": hop_out}
 
 
 def per_round(turns_a, turns_b, fa, fb=None):
@@ -542,6 +596,9 @@ def run(args):
     event = sockperf_af_xdp(1 if quick else 4, sp_s, log, sched_s=0 if quick else 4)
     one_cpu = sockperf_af_xdp(1 if quick else 2, sp_s, log, cpu=1)
     fifo = sockperf_af_xdp(1 if quick else 3, sp_s, log, rt=1)
+    # The applications spin on their rings before they sleep (off by
+    # default): the workers then deliver without a wake byte.
+    spin = sockperf_af_xdp(1 if quick else 2, sp_s, log, env={"EDGEPLANE_PRELOAD_SPIN_US": "200"})
     pinned = {}
     if not quick:
         # Latency against where the threads run: each node's data plane and
@@ -558,6 +615,7 @@ def run(args):
     ratio_rounds["sockperf_p99_vs_kernel"] = event["p99_ratio_rounds"]
     ratio_rounds["sockperf_p99_vs_kernel_one_cpu"] = one_cpu["p99_ratio_rounds"]
     ratio_rounds["sockperf_p99_vs_kernel_fifo"] = fifo["p99_ratio_rounds"]
+    ratio_rounds["sockperf_p99_vs_kernel_spin"] = spin["p99_ratio_rounds"]
     s1, s2 = result[("s1", "ours")], result[("s2", "ours")]
     k1, k2 = result[("s1", "kernel")], result[("s2", "kernel")]
     metrics = {
@@ -577,6 +635,7 @@ def run(args):
         "sockperf_af_xdp": event,
         "sockperf_af_xdp_one_cpu": one_cpu,
         "sockperf_af_xdp_fifo": fifo,
+        "sockperf_af_xdp_spin": spin,
         "duration_s": {"interleaved_rounds": round(t_interleaved),
                        "total": round(time.monotonic() - t_start)},
     }
@@ -613,6 +672,9 @@ def run(args):
         # ours and the kernel alike: the other tenants no longer delay them.
         "sockperf_p99_vs_kernel_fifo": fifo["p99_ratio"],
         "sockperf_p50_vs_kernel_fifo": fifo["p50_ratio"],
+        # The same with EDGEPLANE_PRELOAD_SPIN_US=200 for ours.
+        "sockperf_p99_vs_kernel_spin": spin["p99_ratio"],
+        "sockperf_p50_vs_kernel_spin": spin["p50_ratio"],
         # Over memif (the link for throughput: its workers poll).
         "sockperf_p99_vs_kernel_memif": rr("sockperf_p99_vs_kernel_memif"),
         "sockperf_p50_vs_kernel_memif": div(sp_ours.get("p50"), sp_kernel.get("p50")),

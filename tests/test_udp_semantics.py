@@ -5,6 +5,7 @@ addresses.  Each case must pass on both (it checks what the kernel does) and
 observe the same on both (return values, errno, sizes, addresses, flags).
 """
 import json
+import subprocess
 import sys
 
 import pytest
@@ -117,3 +118,68 @@ def test_kernel_poll_interval_defers_kernel_descriptors_while_datagrams_wait(lab
     # call that finds none asks the kernel, so nothing is lost.
     assert _kernel_poll_run(lab, "10000000", call) == {"first": ["kernel", "udp"], "again": ["udp"],
                                                  "after": ["kernel"]}
+
+
+# A blocking receive that spins (EDGEPLANE_PRELOAD_SPIN_US) looks at its
+# ring before it drains the descriptor: after a first datagram that woke
+# the reader, rx_signalled is still set, so the data plane delivers the
+# second to the spinning reader without a wake byte (no send(2), no
+# wake-up); a reader that sleeps drains and clears first and costs a
+# byte again.  The second datagram is sent once the reader spins (20 ms of
+# CPU time since its first receive returned, of the 1 s it may spin, the
+# longest EDGEPLANE_PRELOAD_SPIN_US allowed) or sleeps in ppoll(): a
+# condition, not a sleep.
+SPIN_SCRIPT = f"""
+import json, os, socket, sys, threading, time
+a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); a.bind(("{SEM4}", 0))
+b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); b.bind(("{SEM4B}", 0))
+got = {{}}
+def reader():
+    got["tid"] = threading.get_native_id()
+    got["first"] = a.recv(16).decode()
+    got["second"] = a.recv(16).decode()
+def task(name):
+    return open(f"/proc/self/task/{{got['tid']}}/{{name}}").read()
+def cpu_ticks():
+    f = task("stat").rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])
+PPOLL = {{"x86_64": 271, "aarch64": 73}}[os.uname().machine]
+t = threading.Thread(target=reader)
+t.start()
+deadline = time.monotonic() + 60
+while "tid" not in got and time.monotonic() < deadline:
+    time.sleep(0.01)
+b.sendto(b"1", a.getsockname())
+while "first" not in got and time.monotonic() < deadline:
+    time.sleep(0.01)
+t0 = cpu_ticks()
+while time.monotonic() < deadline:
+    if SPIN and cpu_ticks() - t0 >= 2:
+        break
+    if not SPIN and task("syscall").split()[0] == str(PPOLL):
+        break
+    time.sleep(0.01)
+b.sendto(b"2", a.getsockname())
+t.join()
+print(json.dumps({{"data": got["first"] + got["second"], "port": a.getsockname()[1]}}), flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("spin_us,wakeups", [("0", 2), ("1000000", 1)])
+def test_a_spinning_reader_is_delivered_to_without_a_wake_byte(lab, spin_us, wakeups):
+    p = lab.popen("s", [sys.executable, "-c", f"SPIN = {spin_us != '0'}\n" + SPIN_SCRIPT],
+                  preload=True, env={"EDGEPLANE_PRELOAD_SPIN_US": spin_us},
+                  stdin=subprocess.PIPE)
+    try:
+        line = p.stdout.readline()
+        assert line, p.stderr.read()
+        out = json.loads(line)
+        socks = [s for s in lab.dp.ctl("hs-sockets")["sockets"]
+                 if s["local"] and s["local"]["port"] == out["port"]]
+        assert out["data"] == "12" and len(socks) == 1
+        assert socks[0]["counters"]["rx_dgrams"] == 2
+        assert socks[0]["counters"]["wakeups"] == wakeups
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)

@@ -4,7 +4,7 @@ with a known capacity instead of iperf3 (no namespaces, no timing), and
 the per-round ratios.  The benchmark itself is `make bench BENCH=udp-term`."""
 import pytest
 
-from bench.bench_udp_term import LOSS_MAX, confirm, per_round, zero_loss_search
+from bench.bench_udp_term import LOSS_MAX, confirm, per_round, timehist_hops, zero_loss_search
 
 GBIT = 1e9
 
@@ -97,3 +97,46 @@ def test_per_round_ratios_pair_the_rounds_and_skip_a_zero_divisor():
     ours = [{"x": 4.0}, {"x": 3.0}, {"x": 5.0}]
     kernel = [{"x": 2.0}, {"x": 0.0}, {"x": 1.0}]
     assert per_round(ours, kernel, lambda t: t["x"]) == [2.0, 5.0]
+
+
+# `perf sched timehist -w` lines as perf 6.x prints them: a wake-up names
+# the waker and the wakee; a switch-out line gives wait, scheduling delay
+# and run time in ms.  One round trip of ours: client (sockperf 300) kicks
+# worker a (dp pid 100), which sends the frame that wakes worker b (dp pid
+# 200), which wakes the server (sockperf 301); worker a wakes the client
+# with the answer; another tenant (cc1) wakes worker b once.
+TIMEHIST = """\
+           time    cpu  task name                       wait time  sch delay   run time
+                        [tid/pid]                          (msec)     (msec)     (msec)
+ --------------- ------ ------------------------------  ---------  ---------  ---------
+   100.000000 [0000]  sockperf[300]                                           awakened: rte-worker-0[101/100]
+   100.000010 [0000]  sockperf[300]                       0.050      0.004      0.006
+   100.000030 [0000]  rte-worker-0[101/100]                                  awakened: rte-worker-0[201/200]
+   100.000040 [0000]  rte-worker-0[101/100]               0.100      0.003      0.030
+   100.000060 [0001]  rte-worker-0[201/200]                                  awakened: sockperf[301]
+   100.000070 [0001]  rte-worker-0[201/200]               0.100      0.020      0.025
+   100.000090 [0001]  sockperf[301]                        0.100      0.012      0.007
+   100.000092 [0001]  cc1[400]                                                awakened: rte-worker-0[201/200]
+   100.000093 [0001]  rte-worker-0[201/200]               0.010      0.001      0.002
+   100.000095 [0000]  rte-worker-0[101/100]                                  awakened: sockperf[300]
+   100.000120 [0000]  sockperf[300]                        0.080      0.900      0.005
+"""
+
+
+def test_timehist_hops_names_the_threads_and_times_each_hop():
+    out = timehist_hops(TIMEHIST, {"100": "a", "200": "b"})
+    hops = out["hops"]
+    assert hops == {} or set(hops) <= {"client -> worker a", "worker a -> worker b",
+                                       "worker b -> server"}
+    # fewer than 10 wake-ups per hop are not reported: repeat the trip
+    many = "\n".join([TIMEHIST] + [l for _ in range(12) for l in TIMEHIST.splitlines()[3:]])
+    out = timehist_hops(many, {"100": "a", "200": "b"})
+    assert out["hops"]["worker a -> worker b"]["p50"] == 20.0
+    assert out["hops"]["worker b -> server"]["p50"] == 12.0
+    assert out["hops"]["client -> worker a"]["p50"] == 3.0
+    assert out["hops"]["worker a -> client"]["p50"] == 900.0
+    # a wake-up by another tenant's thread is no hop of the round trip
+    assert not any(k.startswith("cc1") or k.startswith("other") for k in out["hops"])
+    assert out["threads"]["worker b"]["switches"] == 13 * 2
+    assert out["threads"]["client"]["p99"] == 900.0
+    assert out["threads"]["worker b"]["run_p50"] == 25.0

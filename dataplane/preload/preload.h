@@ -199,6 +199,21 @@ bool epl_kernel_poll_due(void);
  *  than the spin, then @p call(arg, what is left of @p timeout_us, -1 for
  *  none); call returns > 0 ready, 0 nothing, < 0 error, and so does this. */
 int epl_spin_wait(int (*call)(void *arg, int64_t timeout_us), void *arg, int64_t timeout_us);
+/** How long a wait of at most @p timeout_us (-1: none) may spin now: 0
+ *  when spinning is off or this thread's recent waits were longer. */
+int64_t epl_spin_budget(int64_t timeout_us);
+/** A wait of this thread lasted @p waited_us (feeds epl_spin_budget). */
+void epl_spin_note(int64_t waited_us);
+
+static inline void
+epl_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
 
 /* address conversion (preload_sock.c) */
 int epl_sa_to_hs(const struct epl_sock *p, const struct sockaddr *sa, socklen_t len,

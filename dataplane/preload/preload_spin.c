@@ -42,16 +42,6 @@
 
 int64_t epl_spin_us;
 
-static inline void
-cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
 /* Average wait of this thread, µs, in eighths (EWMA with weight 1/8). */
 static __thread int64_t wait_avg8;
 
@@ -119,7 +109,7 @@ epl_spin_wait(int (*call)(void *arg, int64_t timeout_us), void *arg, int64_t tim
 				epl_spin_note(epl_now_us() - t0);
 				return rc;
 			}
-			cpu_relax();
+			epl_cpu_relax();
 		} while (epl_now_us() - t0 < budget);
 		if (timeout_us > 0) {
 			timeout_us -= epl_now_us() - t0;
