@@ -270,25 +270,6 @@ up_dyn_refresh(struct bng_up *u, struct bng_up_dyn *d, const struct bng_sub *s)
 	d->ver = s->ver;
 }
 
-/*
- * Start the loads of both lines of this worker's state of the subscriber
- * whose key data is @p data (bng_key_data: the id in its low half), as
- * soon as the lookup has it: a map hit in pass 1 has its state's misses
- * in flight while the next frames are looked up, instead of after the
- * whole burst's lookups.  Both lines: the ranges (line 0) and the meter
- * (line 1) are each read once a packet, and the adjacent-line prefetcher
- * does not reliably fetch the pair (it is not on every core, and not under
- * a full miss buffer).
- */
-static __rte_always_inline void
-up_dyn_prefetch(const struct bng_up *u, uint64_t data)
-{
-	const struct bng_up_dyn *d = &u->dyn[(uint32_t)data];
-
-	rte_prefetch0(d);
-	rte_prefetch0((const uint8_t *)d + RTE_CACHE_LINE_SIZE);
-}
-
 /* The worker's green totals of a burst, added to u->colour_* once at its
  * end: kept in registers, they are not a store-to-load chain through
  * memory from one packet to the next. */
@@ -415,7 +396,6 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 				if (likely(v != 0)) {
 					u->data[i] = (void *)(uintptr_t)v;
 					hits |= 1ull << i;
-					up_dyn_prefetch(u, v);
 					continue;
 				}
 			}
@@ -430,7 +410,6 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 			if (likely(v != 0)) {
 				u->data[i] = (void *)(uintptr_t)v;
 				hits |= 1ull << i;
-				up_dyn_prefetch(u, v);
 				continue;
 			}
 		}
@@ -449,9 +428,15 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 			if ((hh >> j) & 1) {
 				u->data[hidx[j]] = hd[j];
 				hits |= 1ull << hidx[j];
-				up_dyn_prefetch(u, (uint64_t)(uintptr_t)hd[j]);
 			}
 		}
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		uint32_t id = (uint32_t)(uintptr_t)u->data[i];
+
+		/* A miss leaves data[i] as it was: not an id to prefetch. */
+		if (likely((hits >> i) & 1))
+			rte_prefetch0(&u->dyn[id]);
 	}
 	for (uint16_t i = 0; i < n; i++) {
 		struct ep_meta *md = ep_meta(pkts[i]);
