@@ -223,16 +223,6 @@ static struct ep_pipeline_type up_type = {
 	.build = up_build,
 	.teardown = up_teardown,
 	.memory = up_memory,
-	/* The core encapsulation replaces the access header in place: a
-	 * tagged or PPPoE access header (22 to 30 bytes) is longer than the
-	 * core one (14 to 18), so frames only lose bytes in front, and they
-	 * can start on a cache line (ep_meta.h).  A 128-byte QinQ frame is
-	 * then two lines instead of three, for the driver's copy into the
-	 * mbuf and net_pcap's read of its stored frame, and its IPv4
-	 * addresses and ports sit in the first line with the tags instead of
-	 * straddling the first two.  Only an untagged IPoE frame sent to a
-	 * tagged or labelled core gets 4 bytes pushed, into the line before. */
-	.rx_line_aligned = true,
 	/* bng_up_parse_stage writes ep_meta.in_port from the burst's port. */
 	.stage_sets_in_port = true,
 };
