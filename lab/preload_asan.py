@@ -7,10 +7,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ASAN_LIBRARY = ROOT / "build" / "dp-asan" / "preload" / "libedgeplane-preload.so"
-# The uninstrumented program's own leaks (interpreters, the suite's
-# deliberately unclosed descriptors) are not the library's: leak checks stay
-# with `make test-asan`; everything else aborts the program at once.
-ASAN_OPTIONS = "detect_leaks=0:halt_on_error=1:abort_on_error=0:exitcode=86"
+# Leak checks at exit as in `make test-asan`; any other error aborts the
+# program at once.  Callers that load the library into a program with leaks
+# of its own (an interpreter) turn detect_leaks off.
+ASAN_OPTIONS = "detect_leaks=1:halt_on_error=1:exitcode=86"
 UBSAN_OPTIONS = "halt_on_error=1:print_stacktrace=1:exitcode=87"
 
 

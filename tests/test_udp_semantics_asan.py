@@ -22,10 +22,12 @@ def runs(request, dp_binary):
     request.addfinalizer(lab.close)
     lab.__enter__()
     kernel = suite(lab, preload=False)
-    asan = suite(lab, preload=True, env=env)
+    status = {"asan": {}, "asan_spin": {}}
+    asan = suite(lab, preload=True, env=env, status=status["asan"])
     # Once more busy-polling before each wait (preload_spin.c's paths).
-    spin = suite(lab, preload=True, env={**env, "EDGEPLANE_PRELOAD_SPIN_US": "500"})
-    return {"kernel": kernel, "asan": asan, "asan_spin": spin,
+    spin = suite(lab, preload=True, env={**env, "EDGEPLANE_PRELOAD_SPIN_US": "500"},
+                 status=status["asan_spin"])
+    return {"kernel": kernel, "asan": asan, "asan_spin": spin, "status": status,
             "sockets_left": lab.dp.ctl("hs-sockets")["count"]}
 
 
@@ -37,6 +39,14 @@ def test_same_semantics_under_asan_and_ubsan(runs, case, run):
     assert p is not None, f"{case} did not run under the sanitizers (aborted before it?)"
     assert p["ok"], f"preload under ASAN/UBSAN: {p['why']} ({p['obs']})"
     assert p["obs"] == k["obs"]
+
+
+@pytest.mark.parametrize("run", ["asan", "asan_spin"])
+def test_suite_exits_cleanly_with_leak_checks(runs, run):
+    # LeakSanitizer reports at the suite's exit (exit status 86 on a leak
+    # or a sanitizer error the cases did not see).
+    st = runs["status"][run]
+    assert st["exit"] == 0, f"exit {st['exit']}: {st['stderr']}"
 
 
 def test_every_socket_was_freed_under_asan(runs):
