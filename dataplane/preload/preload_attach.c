@@ -514,11 +514,12 @@ atfork_child(void)
 #define RESOLVE(name) \
 	(epl_libc_tab.name = (__typeof__(epl_libc_tab.name))dlsym(RTLD_NEXT, #name))
 
-/* Idempotent and lock-free: threads that race here store the same pointers,
- * and the flag is published only after every one is stored.  No lock, since
- * dlsym may itself reach an interposed call on some libcs (a lock would then
- * deadlock on itself); a nested call finds the pointers it needs already
- * stored, as they are resolved in order and dlsym needs none of them. */
+/* Idempotent and lock-free: threads that race here (only possible before
+ * our constructor, which calls it first) store the same pointers, and the
+ * flag is published only after every one is stored.  glibc's dlsym takes
+ * the loader's lock and may allocate, but calls none of the functions we
+ * interpose, so resolving cannot recurse into itself; a lock of ours here
+ * would only add a way to deadlock in another thread's constructor. */
 void
 epl_libc_resolve(void)
 {
