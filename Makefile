@@ -19,7 +19,7 @@ BUILD_TARGETS :=
 TEST_TARGETS  :=
 
 .PHONY: all setup build build-dp test test-unit test-asan test-fuzz \
-        test-integration run bench clean peers
+        test-integration run bench clean peers build-preload-asan
 
 all: build
 
@@ -50,9 +50,16 @@ test-fuzz:
 	@ninja -C $(FUZZ_BUILD)
 	@scripts/run-fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
+# The preload library under ASAN/UBSAN, loaded by pytest into real programs
+# (tests/test_udp_semantics_asan.py, tests/test_preload_early_calls.py): it
+# runs only inside other programs, so its sanitizer checks are pytest's.
+build-preload-asan:
+	@[ -f $(ASAN_BUILD)/build.ninja ] || CC=clang meson setup $(ASAN_BUILD) dataplane --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	@ninja -C $(ASAN_BUILD) preload/libedgeplane-preload.so preload/libepl-early-caller.so
+
 # pytest in network namespaces with the real binaries; last, so its summary
 # line closes the run.
-test-integration: build
+test-integration: build build-preload-asan
 	@$(PY) -m pytest -q tests
 
 test: lint build test-unit test-asan test-fuzz $(TEST_TARGETS) test-integration

@@ -248,12 +248,15 @@ class SemanticsLab(_PreloadMixin, DpLab):
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def suite(lab, preload, cases=(), timeout=300, env=None):
-    """Run hs_semantics in the lab's namespace: {case: record}."""
+def suite(lab, preload, cases=(), timeout=300, env=None, status=None):
+    """Run hs_semantics in the lab's namespace: {case: record}; `status`, a
+    dict, receives the exit status and the tail of stderr."""
     import json
 
     argv = [str(semantics_binary()), "--v4", SEM4, "--v4b", SEM4B, "--v6", SEM6, *cases]
     res = lab.run("s", argv, preload=preload, timeout=timeout, env=env)
+    if status is not None:
+        status.update(exit=res.returncode, stderr=res.stderr[-4000:])
     out = {}
     for line in res.stdout.splitlines():
         line = line.strip()

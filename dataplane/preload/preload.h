@@ -41,8 +41,14 @@
 #define EPL_EXPORT __attribute__((visibility("default")))
 #define EPL_DIM(a) (sizeof(a) / sizeof((a)[0]))
 
-/** libc's functions, resolved once with dlsym(RTLD_NEXT). */
-struct epl_libc {
+/** libc's functions (the next definition after ours), resolved with
+ *  dlsym(RTLD_NEXT) on first use, not in our constructor: another preloaded
+ *  library (ASAN's runtime installs its signal handlers with sigaction from
+ *  the first constructor that runs) or any ELF constructor that runs before
+ *  ours may call socket, read, close or sigaction first, and must reach libc
+ *  rather than a NULL pointer.  Every use goes through epl_libc, which
+ *  checks one flag (a load and a predicted branch) before the table. */
+struct epl_libc_fns {
 	int (*socket)(int, int, int);
 	int (*bind)(int, const struct sockaddr *, socklen_t);
 	int (*connect)(int, const struct sockaddr *, socklen_t);
@@ -85,7 +91,18 @@ struct epl_libc {
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 };
-extern struct epl_libc epl_libc;
+extern struct epl_libc_fns epl_libc_tab;
+extern bool epl_libc_ready;
+void epl_libc_resolve(void);
+
+static inline struct epl_libc_fns *
+epl_libc_get(void)
+{
+	if (__builtin_expect(!__atomic_load_n(&epl_libc_ready, __ATOMIC_ACQUIRE), 0))
+		epl_libc_resolve();
+	return &epl_libc_tab;
+}
+#define epl_libc (*epl_libc_get())
 
 /** Library-private, process-shared state kept in the socket region's
  *  app_private area (the dp never reads it). */

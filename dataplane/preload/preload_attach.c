@@ -36,7 +36,8 @@
 #include "hs_ring.h"
 #include "preload.h"
 
-struct epl_libc epl_libc;
+struct epl_libc_fns epl_libc_tab;
+bool epl_libc_ready;
 bool epl_strict;
 
 static struct {
@@ -510,13 +511,18 @@ atfork_child(void)
 	pthread_mutex_unlock(&att.lock);
 }
 
-#define RESOLVE(name) (epl_libc.name = (__typeof__(epl_libc.name))dlsym(RTLD_NEXT, #name))
+#define RESOLVE(name) \
+	(epl_libc_tab.name = (__typeof__(epl_libc_tab.name))dlsym(RTLD_NEXT, #name))
 
-static void __attribute__((constructor))
-epl_init(void)
+/* Idempotent and lock-free: threads that race here (only possible before
+ * our constructor, which calls it first) store the same pointers, and the
+ * flag is published only after every one is stored.  glibc's dlsym takes
+ * the loader's lock and may allocate, but calls none of the functions we
+ * interpose, so resolving cannot recurse into itself; a lock of ours here
+ * would only add a way to deadlock in another thread's constructor. */
+void
+epl_libc_resolve(void)
 {
-	const char *v = getenv("EDGEPLANE_PRELOAD");
-
 	RESOLVE(socket); RESOLVE(bind); RESOLVE(connect); RESOLVE(listen); RESOLVE(accept);
 	RESOLVE(accept4); RESOLVE(getsockname); RESOLVE(getpeername); RESOLVE(setsockopt);
 	RESOLVE(getsockopt); RESOLVE(shutdown); RESOLVE(close); RESOLVE(close_range);
@@ -526,6 +532,15 @@ epl_init(void)
 	RESOLVE(write); RESOLVE(readv); RESOLVE(writev); RESOLVE(sendfile); RESOLVE(splice);
 	RESOLVE(sigaction); RESOLVE(poll); RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect);
 	RESOLVE(epoll_ctl); RESOLVE(epoll_pwait);
+	__atomic_store_n(&epl_libc_ready, true, __ATOMIC_RELEASE);
+}
+
+static void __attribute__((constructor))
+epl_init(void)
+{
+	const char *v = getenv("EDGEPLANE_PRELOAD");
+
+	(void)epl_libc_get();
 	for (int i = 0; i < (int)HS_MAX_WORKERS; i++)
 		att.kick[i] = -1;
 	if (v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "off") == 0 || strcmp(v, "no") == 0))
