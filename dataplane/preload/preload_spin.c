@@ -14,8 +14,13 @@
  * for a short while after it found nothing takes the answer without being
  * woken, and its vCPU does not halt.
  *
- * Bounded: at most EDGEPLANE_PRELOAD_SPIN_US (default 0, off) per wait,
- * then the ordinary kernel wait.  Adaptive: per thread, an average of how
+ * Bounded: at most EDGEPLANE_PRELOAD_SPIN_US (default 200, 0 turns it
+ * off) per wait, then the ordinary kernel wait.  Not at all while a worker
+ * of the data plane keeps its CPU between packets (a yielding memif
+ * worker, its page's `polls`): on shared cores the spinning application
+ * and that worker would take turns, each delaying the other, where a
+ * worker that blocks is woken, preempts the spinner (it runs at
+ * SCHED_FIFO) and hands over the datagram without waking anyone.  Adaptive: per thread, an average of how
  * long its recent waits lasted; a thread whose waits are longer than the
  * spin (an idle server, a bulk receiver between bursts) does not spin at
  * all, so the CPU it would burn is spent only where it buys a wake-up.
@@ -45,20 +50,22 @@ int64_t epl_spin_us;
 /* Average wait of this thread, µs, in eighths (EWMA with weight 1/8). */
 static __thread int64_t wait_avg8;
 
-/* A number of microseconds from the environment, 0-max (unset: 0). */
+/* A number of microseconds from the environment, 0-max (unset or not a
+ * number: dflt). */
 static int64_t
-env_us(const char *name, long max)
+env_us(const char *name, long max, int64_t dflt)
 {
 	const char *v = getenv(name);
 	char *end;
 	long us;
 
 	if (v == NULL || v[0] == '\0')
-		return 0;
+		return dflt;
 	us = strtol(v, &end, 10);
 	if (*end != '\0' || us < 0 || us > max) {
-		epl_warn("%s=%s: not a number of microseconds in 0-%ld; ignored", name, v, max);
-		return 0;
+		epl_warn("%s=%s: not a number of microseconds in 0-%ld; %lld used", name, v, max,
+			 (long long)dflt);
+		return dflt;
 	}
 	return us;
 }
@@ -66,8 +73,8 @@ env_us(const char *name, long max)
 void
 epl_spin_init(void)
 {
-	epl_spin_us = env_us("EDGEPLANE_PRELOAD_SPIN_US", 1000000);
-	epl_kernel_poll_us = env_us("EDGEPLANE_PRELOAD_KERNEL_POLL_US", 10000000);
+	epl_spin_us = env_us("EDGEPLANE_PRELOAD_SPIN_US", 1000000, EPL_SPIN_US_DEFAULT);
+	epl_kernel_poll_us = env_us("EDGEPLANE_PRELOAD_KERNEL_POLL_US", 10000000, 0);
 }
 
 int64_t
@@ -75,7 +82,7 @@ epl_spin_budget(int64_t timeout_us)
 {
 	int64_t b = epl_spin_us;
 
-	if (b == 0 || wait_avg8 / 8 > b)
+	if (b == 0 || wait_avg8 / 8 > b || epl_workers_poll())
 		return 0;
 	if (timeout_us >= 0 && timeout_us < b)
 		b = timeout_us;
