@@ -177,9 +177,12 @@ sys.stdin.readline()
 
 def _spin_run(lab, spin_us, spins):
     """SPIN_SCRIPT under the library with EDGEPLANE_PRELOAD_SPIN_US=spin_us
-    (None: unset); spins: whether the reader is expected to spin. The
+   ; spins: whether the reader is expected to spin. The
     wake-ups the socket cost."""
-    env = {"EDGEPLANE_PRELOAD_SPIN_US": spin_us} if spin_us is not None else None
+    # EDGEPLANE_PRELOAD_SPIN_LOST_US=0: a spin that loses its CPU to other
+    # tenants keeps spinning (by default it backs off, and the reader
+    # would sleep: right, but not what this test looks at).
+    env = {"EDGEPLANE_PRELOAD_SPIN_US": spin_us, "EDGEPLANE_PRELOAD_SPIN_LOST_US": "0"}
     p = lab.popen("s", [sys.executable, "-c", f"SPIN = {spins}\n" + SPIN_SCRIPT],
                   preload=True, env=env, stdin=subprocess.PIPE)
     try:

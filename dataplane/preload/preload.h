@@ -229,6 +229,10 @@ int epl_spin_wait(int (*call)(void *arg, int64_t timeout_us), void *arg, int64_t
 int64_t epl_spin_budget(int64_t timeout_us);
 /** A wait of this thread lasted @p waited_us (feeds epl_spin_budget). */
 void epl_spin_note(int64_t waited_us);
+/** Between two looks of a spin, the previous at *@p last: true when the
+ *  thread lost its CPU meanwhile (it then stops spinning for a while),
+ *  else *@p last is now. */
+bool epl_spin_lost_cpu(int64_t *last);
 
 static inline void
 epl_cpu_relax(void)
