@@ -176,9 +176,9 @@ sys.stdin.readline()
 
 
 def _spin_run(lab, spin_us, spins):
-    """SPIN_SCRIPT under the library with EDGEPLANE_PRELOAD_SPIN_US=spin_us
-   ; spins: whether the reader is expected to spin. The
-    wake-ups the socket cost."""
+    """SPIN_SCRIPT under the library with EDGEPLANE_PRELOAD_SPIN_US=spin_us;
+    spins: whether the reader is expected to spin.  The wake-ups the
+    socket cost."""
     # EDGEPLANE_PRELOAD_SPIN_LOST_US=0: a spin that loses its CPU to other
     # tenants keeps spinning (by default it backs off, and the reader
     # would sleep: right, but not what this test looks at).
