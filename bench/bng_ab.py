@@ -9,6 +9,7 @@ a few percent.
 
     .venv/bin/python -m bench.bng_ab --a /tmp/old/edgeplane-dp
     .venv/bin/python -m bench.bng_ab --case pppoe-128 --rounds 8
+    .venv/bin/python -m bench.bng_ab --case down-504-ring   # ring-fed, as the bench
 
 --a and --b default to this tree's binary.  Prints each side's median CPU
 cycles per packet and its stages (TSC cycles per packet scaled to CPU time,
@@ -25,7 +26,8 @@ from bench.bng_bench import Ours, dp_config, summarize
 from bench.bng_inputs import Inputs
 
 DEFAULT_BINARY = common.ROOT / "build" / "dp" / "edgeplane-dp"
-CASES = ("ipoe-128", "pppoe-128", "ipoe-imix-up", "down-504")
+CASES = ("ipoe-128", "pppoe-128", "ipoe-imix-up", "down-504", "down-504-ring",
+         "down-504-congested")
 
 
 def main(argv=None):
@@ -40,6 +42,11 @@ def main(argv=None):
     if args.case == "down-504":
         worker, cfg = "down", dp_config(inputs, down_pcap=inputs.downlink_pcap("504"),
                                         lcores="0@0,1@1")
+    elif args.case.startswith("down-504-"):
+        # Fed through a ring by a feeder thread, as the benchmark's headline.
+        pcap = (inputs.downlink_congested_pcap(ring=True) if args.case.endswith("congested")
+                else inputs.downlink_pcap("504", ring=True))
+        worker, cfg = "down", dp_config(inputs, down_pcap=pcap, ring_feed=True)
     else:
         kind, _, spec = args.case.partition("-")
         pppoe = kind == "pppoe"
