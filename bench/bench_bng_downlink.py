@@ -91,18 +91,18 @@ def run(args):
     ensure_qos_sched()
     work = common.OUT / "bng-downlink"
     work.mkdir(parents=True, exist_ok=True)
-    # (case, pcap, the same frames addressed to the ring port, also
-    # measure ours reading the pcap on its own core)
-    cases = [("504", inputs.downlink_pcap("504"), inputs.downlink_pcap("504", ring=True),
-              True)]
+    # (case, frame sizes, pcap, the same frames addressed to the ring
+    # port, also measure ours reading the pcap on its own core)
+    cases = [("504", "504", inputs.downlink_pcap("504"),
+              inputs.downlink_pcap("504", ring=True), True)]
     if not quick:
-        cases += [("imix-down", inputs.downlink_pcap("imix-down"),
+        cases += [("imix-down", "imix-down", inputs.downlink_pcap("imix-down"),
                    inputs.downlink_pcap("imix-down", ring=True), True),
-                  ("504-congested", inputs.downlink_congested_pcap(),
+                  ("504-congested", "504", inputs.downlink_congested_pcap(),
                    inputs.downlink_congested_pcap(ring=True), False)]
     out_cases, peer_cases, ratios, methods = {}, {}, {}, {}
     ratio_rounds, comparisons = {}, []
-    for spec, pcap, ring_pcap, with_pcap_rx in cases:
+    for spec, sizes, pcap, ring_pcap, with_pcap_rx in cases:
         print(f"-- downlink {spec} (access side), {N_SUBS} subscribers")
         prof = write_qos_profile(work / "qos_sched.cfg", pipes=N_SUBS,
                                  pipe_rate_Bps=PIPE_RATE_BPS // 8,
@@ -123,7 +123,7 @@ def run(args):
             r_res, p_res = res[ring], res[peer]
             o_res = res[own] if own is not None else None
         ring_s = summarize(r_res, "down", hz)
-        ring_s["gbps_per_core"] = frame_gbps(ring_s["mpps_per_core"], spec)
+        ring_s["gbps_per_core"] = frame_gbps(ring_s["mpps_per_core"], sizes)
         ring_s["rx"] = "net_ring (rte_ring dequeue), filled by a feeder thread from the pcap"
         peer_s = _peer_summary(p_res)
         out_cases[spec] = ring_s
@@ -147,7 +147,7 @@ def run(args):
             # against qos_sched's two threads per CPU-second (the whole
             # work on both sides), and against its scheduler thread alone.
             own_s = summarize(o_res, "down", hz)
-            own_s["gbps_per_core"] = frame_gbps(own_s["mpps_per_core"], spec)
+            own_s["gbps_per_core"] = frame_gbps(own_s["mpps_per_core"], sizes)
             own_s["rx"] = "net_pcap (copy of every frame into a fresh mbuf) on the worker"
             out_cases[f"{spec}/pcap-rx"] = own_s
             both = f"vs_dpdk-qos_sched{ck}"
