@@ -159,7 +159,8 @@ class Ours(ab.Process):
             out[w["name"]] = {"rx": w["rx_pkts"], "tx": w["tx_pkts"],
                               "stages": {s["name"]: (s["cycles"], s["pkts_in"], s["pkts_dropped"])
                                          for s in w["stages"]},
-                              "busy": w["busy_cycles"], "idle": w["idle_cycles"]}
+                              "busy": w["busy_cycles"], "idle": w["idle_cycles"],
+                              "polls": w["polls"] - w["empty_polls"]}
         return out
 
     def measure(self, seconds):
@@ -182,6 +183,14 @@ class Ours(ab.Process):
                          "cpu_s": cpu, "wall_s": r["wall_s"], "rx_pkts": rx, "tx_pkts": pkts,
                          "drops": drops,
                          "cycles_per_pkt": (b["busy"] - a["busy"]) / rx if rx else 0.0,
+                         # Loop iterations that found nothing to receive or
+                         # send, as a share of the TSC: a fed worker
+                         # starved by its feeder shows here.
+                         "idle_share": _share(b["idle"] - a["idle"], b["busy"] - a["busy"]),
+                         # Packets per rx burst that found any: a feeder that
+                         # falls behind hands over short bursts.
+                         "rx_burst": rx / (b["polls"] - a["polls"]) if b["polls"] > a["polls"]
+                         else 0.0,
                          "stages": stages}
         return res
 
@@ -210,6 +219,10 @@ class Peer(ab.Process):
                 "tx_pkts": pkts}
 
 
+def _share(idle, busy):
+    return idle / (idle + busy) if idle + busy else 0.0
+
+
 def summarize(o_res, worker, tsc_hz):
     """Medians over windows for one worker.
 
@@ -236,6 +249,8 @@ def summarize(o_res, worker, tsc_hz):
             "stages_tsc": {s: round(med(w["stages"][s] for w in ws), 1) for s in stage_names},
             "tsc_cycles_per_pkt": med(w["cycles_per_pkt"] for w in ws),
             "drops_in_windows": sum(w["drops"] for w in ws),
+            "idle_share": round(med(w["idle_share"] for w in ws), 4),
+            "rx_burst": round(med(w["rx_burst"] for w in ws), 2),
             "windows": [round(w["mpps_per_core"], 4) for w in ws]}
 
 
