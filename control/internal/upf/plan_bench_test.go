@@ -58,6 +58,7 @@ func BenchmarkEstablishmentCPU(b *testing.B) {
 	}
 	const batch = 736
 	ops := make([]*op, 0, batch)
+	var sc finishScratch // the completer's
 	commit := func() {
 		subs := make([]dpctl.Subscriber, 0, len(ops))
 		for _, o := range ops {
@@ -66,7 +67,7 @@ func BenchmarkEstablishmentCPU(b *testing.B) {
 			}
 		}
 		_ = dpctl.SubAddBulkLine(subs)
-		u.finish(ops)
+		u.finishWith(ops, &sc)
 		ops = ops[:0]
 	}
 	b.ReportAllocs()
