@@ -5,6 +5,7 @@
 #include <rte_ip.h>
 
 #include "bng/bng_access.h"
+#include "bng/bng_counters.h"
 #include "test_pkt.h"
 
 static const char up_conf[] =
@@ -579,5 +580,47 @@ EP_TEST(uplink_key_hash_is_the_access_tables_hash)
 		/* And the key is a configured subscriber's. */
 		EP_CHECK(bng_sub_find_key(t->b, &k) >= 1);
 	}
+	tb_free(t);
+}
+
+/* The uplink's per-subscriber green counters are 32-bit in the state line
+ * and spilled into the cold line's 64-bit totals before the byte counter
+ * reaches 2^31: the subscriber's totals stay exact across a spill, the
+ * remainder starts again from zero, and the cold line's sequence count
+ * (what a reader retries on) moved by one whole change. */
+EP_TEST(uplink_green_counters_spill_into_64_bit_totals_exactly)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = qinq_v4(100, 200, "198.18.100.2");
+	const struct bng_sub *s = bng_sub_get(t->b, 1);
+	struct bng_up *u = t->b->up[0];
+	struct bng_sub_counters c;
+	uint8_t f[256];
+	uint16_t len = tb_frame(f, &p);
+	const uint32_t ip_len = (uint32_t)len - 14 - 8;     /* QinQ: two tags */
+	uint32_t seq;
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_TX(TB_CORE));
+	bng_sub_counters(t->b, s, &c);
+	EP_CHECK_EQ(c.pkts[RTE_COLOR_GREEN], 1);
+	EP_CHECK_EQ(c.bytes[RTE_COLOR_GREEN], ip_len);
+	/* As if 2^31 bytes less one packet had gone by since the last spill. */
+	u->dyn[1].green_pkts = 1000;
+	u->dyn[1].green_bytes = BNG_UP_GREEN_SPILL - 1;
+	bng_sub_counters(t->b, s, &c);
+	EP_CHECK_EQ(c.pkts[RTE_COLOR_GREEN], 1000);
+	EP_CHECK_EQ(c.bytes[RTE_COLOR_GREEN], BNG_UP_GREEN_SPILL - 1);
+	seq = u->cold[1].seq;
+	EP_CHECK_EQ(seq & 1, 0);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(u->dyn[1].green_pkts, 0);
+	EP_CHECK_EQ(u->dyn[1].green_bytes, 0);
+	EP_CHECK_EQ(u->cold[1].seq, seq + 2);
+	EP_CHECK_EQ(u->cold[1].pkts[RTE_COLOR_GREEN], 1001);
+	EP_CHECK_EQ(u->cold[1].bytes[RTE_COLOR_GREEN], (uint64_t)BNG_UP_GREEN_SPILL - 1 + ip_len);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_TX(TB_CORE));
+	bng_sub_counters(t->b, s, &c);
+	EP_CHECK_EQ(c.pkts[RTE_COLOR_GREEN], 1002);
+	EP_CHECK_EQ(c.bytes[RTE_COLOR_GREEN], (uint64_t)BNG_UP_GREEN_SPILL - 1 + 2ull * ip_len);
 	tb_free(t);
 }
