@@ -108,7 +108,7 @@ EP_TEST(uplink_parse_of_a_burst_from_rx_writes_in_port_and_equals_the_handed_in_
 	tb_free(t);
 }
 
-/* bng_parse_access (the QinQ IPv4 fast path first) and
+/* bng_parse_access (the QinQ IPoE and PPPoE IPv4 fast paths first) and
  * bng_parse_access_full give the same result and ep_meta on every frame:
  * QinQ, single-tagged and untagged IPoE, PPPoE, IPv4 and IPv6, UDP (DHCP
  * ports too), TCP, ICMP, with mutated tag, header, port and length bytes. */
@@ -117,7 +117,7 @@ EP_TEST(uplink_parse_fast_path_agrees_with_the_full_access_parse)
 	static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP, IPPROTO_ICMP };
 	static const uint16_t dports[] = { 53, 67, 68, 547, 4000 };
 	uint64_t x = 0x2545f4914f6cdd1dull;
-	unsigned int wrong = 0, fast = 0;
+	unsigned int wrong = 0, fast = 0, fast_pppoe = 0;
 	uint8_t f[512];
 
 	for (int i = 0; i < 60000; i++) {
@@ -129,7 +129,7 @@ EP_TEST(uplink_parse_fast_path_agrees_with_the_full_access_parse)
 		int ra, rb;
 
 		p.n_vlans = i % 9 == 8 ? i % 2 : 2;
-		p.pppoe = i % 13 == 12;
+		p.pppoe = i % 13 == 12 || i % 4 == 1;
 		p.session = (uint16_t)(1 + i % 100);
 		if (i % 5 == 4) {
 			p.ip = 6;
@@ -148,9 +148,11 @@ EP_TEST(uplink_parse_fast_path_agrees_with_the_full_access_parse)
 		rb = bng_parse_access_full(f, seg, frame, &b);
 		wrong += ra != rb || memcmp(&a, &b, sizeof(a)) != 0;
 		fast += ep_parse_qinq_ipv4_plain(f, seg, frame, &b) == 0;
+		fast_pppoe += bng_parse_qinq_pppoe_ipv4_plain(f, seg, frame, &b) == 0;
 	}
 	EP_CHECK_EQ(wrong, 0);
-	EP_CHECK(fast > 15000);
+	EP_CHECK(fast > 10000);
+	EP_CHECK(fast_pppoe > 4000);
 }
 
 EP_TEST(uplink_pppoe_ipv6_stripped_bytes_exact)
