@@ -248,7 +248,7 @@ struct bng_sub {
  * subscriber id, not a pointer.  The uplink finds its per-worker state
  * (u->dyn[id]) and checks that its copy of the record's hot fields is
  * current (dyn.ver == ver) without reading the record or bng.subs[id]: one
- * dependent line pair fewer per packet.  Publishing a record with the same
+ * dependent pair of lines fewer per packet.  Publishing a record with the same
  * key updates the key's data in place (rte_hash_add_key_data on a present
  * key: one release store of the data, lock-free readers see the old or
  * the new value); a new key is inserted with it.  A reader that sees a

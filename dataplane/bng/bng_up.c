@@ -23,7 +23,7 @@
  *              route's tbl24 miss of each passing IPv4 destination.  The
  *              three are one stage: they read the same per-worker state
  *              (a copy of the record's hot fields beside the meter: one
- *              pair of lines a packet, struct bng_up_dyn), and the meter's two
+ *              line a packet, struct bng_up_dyn), and the meter's two
  *              64-bit divisions overlap the next packet's compares (as a
  *              stage of its own, police cost ~19 cycles a packet, fused
  *              ~8)
@@ -417,13 +417,14 @@ bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint1
  *   pass 2  ONE rte_hash_lookup_with_hash_bulk_data for those (the cuckoo
  *           hash prefetches every key's buckets before comparing any)
  *   pass 3  the key's data (bng_key_data: id and record version) -> this
- *           worker's state pair of lines, prefetched for the whole burst
- *           before any is used.  No record and no subs[id]: the state
- *           holds a copy of the record's hot fields (ranges, policer)
+ *           worker's state line, prefetched for the whole burst before
+ *           any is used (and, for an IPv6 packet, the subscriber's ranges
+ *           line).  No record and no subs[id]: the state holds a copy of
+ *           the record's hot fields (first IPv4 range, policer)
  *   pass 4  per packet: unknown subscriber, the copy's version (re-read
  *           from the record when it changed: up_dyn_refresh), source check
- *           (up to 4 masked IPv4 compares or two masked 64-bit IPv6
- *           compares), the meter (the TSC the engine read when it called
+ *           (the first IPv4 range from the state line; the other three
+ *           and the IPv6 prefix from u->ranges[id], up_src_ok), the meter (the TSC the engine read when it called
  *           the stage is its clock); for a packet that passes, the core
  *           route's tbl24 line is prefetched (its lookup follows in
  *           `route`, after the ACL).  In pass 1 the 32 prefetches, on top
