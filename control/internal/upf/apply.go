@@ -449,11 +449,6 @@ func (u *UPF) finishWith(ops []*op, sc *finishScratch) {
 	for _, q := range again {
 		u.process(q.msg, q.peer)
 	}
-	// The ops' last use was above (their answers are encoded and sent;
-	// sc's lists are cleared by release).
-	for _, o := range ops {
-		freeOp(o)
-	}
 }
 
 // grown is s with length n (zeroed), reusing its array when it has room.
@@ -503,7 +498,6 @@ func (u *UPF) rollback(o *op, rj *Reject) {
 		}
 		u.refuseOp(o, rj)
 	}
-	freeOp(o)
 	for _, q := range again {
 		u.process(q.msg, q.peer)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"reflect"
-	"sync"
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -62,23 +61,6 @@ type op struct {
 
 	tries int
 	raw   []byte // a new session's establishment IEs (its stored form)
-}
-
-// ops are recycled: an op is garbage once its change is committed or
-// rolled back, and at 424 octets it was the largest of an
-// establishment's short-lived objects (an eighth of the octets one
-// allocates: fresh memory, while no collection runs, and the next
-// collection's sooner).  newOp takes one from the pool (the caller sets
-// every field with a composite literal); freeOp gives one back where its
-// life ends -- finishWith and rollback, each op exactly once, after its
-// last use.  A purge's op is not recycled.
-var opPool = sync.Pool{New: func() any { return new(op) }}
-
-func newOp() *op { return opPool.Get().(*op) }
-
-func freeOp(o *op) {
-	*o = op{} // nothing it pointed to stays alive through the pool
-	opPool.Put(o)
 }
 
 // top-level IEs of an establishment and of a modification that are
@@ -296,8 +278,7 @@ func (u *UPF) planChange(e *entry, next *Session, kind opKind, plan *Plan) (*op,
 	if rj := st.reserve(next.SEID, plan, prevPlan); rj != nil {
 		return nil, rj
 	}
-	o := newOp()
-	*o = op{kind: kind, seid: next.SEID, next: next, nextPlan: plan, prevPlan: prevPlan}
+	o := &op{kind: kind, seid: next.SEID, next: next, nextPlan: plan, prevPlan: prevPlan}
 	if e.live {
 		o.prev, o.prevSub = e.s, e.subID
 	}
@@ -474,8 +455,7 @@ func (u *UPF) onDelete(peer netip.AddrPort, h wire.Header, raw []byte) {
 // goes, every URR is reported (TERMR).
 func (u *UPF) planDelete(e *entry, kind opKind) *op {
 	s := e.s
-	o := newOp()
-	*o = op{kind: kind, seid: s.SEID, prev: s, prevPlan: e.plan, prevSub: e.subID, del: e.subID,
+	o := &op{kind: kind, seid: s.SEID, prev: s, prevPlan: e.plan, prevSub: e.subID, del: e.subID,
 		cpSEID: s.CPSEID, node: s.CPNode}
 	o.epoch, _ = u.nodes.epochOf(s.CPNode)
 	for id := range s.URRs.All() {
