@@ -494,8 +494,12 @@ serve_sock(struct hs_stack *s, uint64_t v, uint32_t events)
 
 		while (recv(k->wake_fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
 			asked = true;
-		if (asked && __atomic_load_n(&k->shm->rx_prod.v, __ATOMIC_ACQUIRE) !=
-			     __atomic_load_n(&k->shm->rx_cons.v, __ATOMIC_ACQUIRE) &&
+		/* The byte back when something still waits: a datagram, an
+		 * error, a shut-down receive side. */
+		if (asked && (__atomic_load_n(&k->shm->rx_prod.v, __ATOMIC_ACQUIRE) !=
+			      __atomic_load_n(&k->shm->rx_cons.v, __ATOMIC_ACQUIRE) ||
+			      __atomic_load_n(&k->shm->so_error.v, __ATOMIC_ACQUIRE) != 0 ||
+			      (__atomic_load_n(&k->shm->state, __ATOMIC_ACQUIRE) & HS_ST_SHUT_RD)) &&
 		    __atomic_exchange_n(&k->shm->rx_signalled.v, 1, __ATOMIC_ACQ_REL) == 0 &&
 		    send(k->wake_fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
 			k->st.wakeups++;

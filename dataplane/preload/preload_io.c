@@ -48,6 +48,16 @@ nonblocking(const struct epl_sock *p, int flags)
 	       (__atomic_load_n(&p->shm->opt_flags, __ATOMIC_RELAXED) & HS_OPT_NONBLOCK) != 0;
 }
 
+/** Is there something for a reader to look at: a datagram, a pending
+ *  error (ICMP port unreachable) or a shut-down receive side? */
+static bool
+epl_rx_pending(const struct hs_sock_shm *shm)
+{
+	return hs_load_acq(&shm->rx_prod.v) != shm->rx_cons.v ||
+	       __atomic_load_n(&shm->so_error.v, __ATOMIC_ACQUIRE) != 0 ||
+	       (__atomic_load_n(&shm->state, __ATOMIC_ACQUIRE) & HS_ST_SHUT_RD) != 0;
+}
+
 int
 epl_unsignal(struct epl_sock *p)
 {
@@ -61,11 +71,11 @@ epl_unsignal(struct epl_sock *p)
 		return -ENETDOWN;
 	__atomic_store_n(&p->shm->rx_signalled.v, 0, __ATOMIC_RELAXED);
 	hs_fence();
-	/* A datagram published while the bytes were drained found the flag
-	 * still set and wrote no byte: the descriptor would say "nothing" with
-	 * a datagram waiting.  Ask the dp for the byte back (it answers from
-	 * its control thread when the ring is not empty). */
-	if (hs_load_acq(&p->shm->rx_prod.v) != p->shm->rx_cons.v &&
+	/* A datagram (or an ICMP error) published while the bytes were
+	 * drained found the flag still set and wrote no byte: the descriptor
+	 * would say "nothing" with something waiting.  Ask the dp for the byte
+	 * back (it answers from its control thread when there still is). */
+	if (epl_rx_pending(p->shm) &&
 	    epl_libc.send(p->wfd, &again, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 		/* a full buffer already holds requests */
 	}
@@ -143,9 +153,7 @@ rx_spin(const struct epl_sock *p, int64_t deadline)
 	if (budget <= 0)
 		return false;
 	do {
-		if (hs_load_acq(&shm->rx_prod.v) != shm->rx_cons.v ||
-		    __atomic_load_n(&shm->so_error.v, __ATOMIC_RELAXED) != 0 ||
-		    (__atomic_load_n(&shm->state, __ATOMIC_RELAXED) & HS_ST_SHUT_RD) != 0)
+		if (epl_rx_pending(shm))
 			return true;
 		epl_cpu_relax();
 	} while (!epl_spin_lost_cpu(&last) && last - t0 < budget);
@@ -460,7 +468,9 @@ epl_recvmsg(int fd, struct epl_sock *p, struct msghdr *m, int flags)
 			errno = ENETDOWN;
 			return -1;
 		}
-		if (hs_load_acq(&p->shm->rx_prod.v) != p->shm->rx_cons.v)
+		/* Looked at again after the flag is cleared: what was published
+		 * while it was set wrote no byte and would not wake the sleep. */
+		if (epl_rx_pending(p->shm))
 			continue;
 		if (nonblocking(p, flags)) {
 			errno = EAGAIN;
