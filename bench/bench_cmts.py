@@ -327,6 +327,10 @@ def run(args):
                 if case != "bidir" and d != case:
                     continue
                 s = summarize(res, d, hz)
+                # Each round's TSC cycles per frame by stage, beside its
+                # windows' Mpps: which stages move from round to round.
+                s["stage_rounds"] = [{k: round(v, 1) for k, v in r[d]["stages"].items()}
+                                     for r in res]
                 s["gbps_per_core"] = s["mpps_per_core"] * mean_size(DS_MIX if d == "ds"
                                                                      else US_MIX) * 8 / 1e3
                 out[d] = s
