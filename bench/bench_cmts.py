@@ -12,8 +12,7 @@ profile's rules), the rest at no rule.  Channel rates are raised to 40 Gbit/s
 so the schedulers meter every frame but never hold one back: the benchmark
 measures the cost of the pipeline, as RFC 2544 throughput does.
 
-Cases (each measured in rounds, the peer between our windows, after one
-warm-up round of both whose figures are kept apart, WARMUP_ROUNDS says why):
+Cases (each measured in rounds, the peer between our windows):
   ds     downstream only, iMix 84/256/1280 B at 15/10/75 %
   us     upstream only, iMix 84/256/1280 B at 65/18/17 %, bursts of 8 frames
          in 1500-byte UEPI packets (frames cut across packets)
@@ -94,13 +93,6 @@ IDLE_SLEEP = {"min_sleep_us": 50, "max_sleep_us": 400}
 # Measured: 0.835 times the CPU cycles per downstream frame (6 alternating
 # rounds, 0.78-0.92; docs/cmts.md).
 GEN_INPUT = {"hold_pkts": 2048, "poll_policy": "busy"}
-# Every case starts with one warm-up round, ours and the peer alike, whose
-# figures are kept in the JSON (warmup_ratio_rounds) but in no median.  It
-# is fixed before the run, the same for both sides, and the first round
-# after the process starts or the case changes is not the steady state:
-# in the two quiet runs before it was added the first round's ratio was
-# 2.24 and 2.22, the others 0.85-1.63 (docs/cmts.md, "Rounds").
-WARMUP_ROUNDS = 1
 
 
 def mean_size(mix):
@@ -300,7 +292,6 @@ def run(args):
     work.mkdir(parents=True, exist_ok=True)
     med = statistics.median
     cases, peer_rounds, ratios_ds, ratios_us = {}, [], [], []
-    warm_ratios = {}
     crypto = ab.Call("crypto-perf", lambda: peer_round(quick),
                    lambda p: f"{p['ds_imix']:.0f} cycles/buf (DS iMix)")
     with Ours(work, quick) as ours:
@@ -309,19 +300,15 @@ def run(args):
             print(f"-- {case}")
             ours.set_case(case)
             with_peer = case == "ds" or (case == "us" and not quick)
-            rr = ab.alternate([ours, crypto] if with_peer else [ours], WARMUP_ROUNDS + rounds,
-                              warmup_s=warmup, window_s=seconds)
-            res = rr[ours][WARMUP_ROUNDS:]
+            rr = ab.alternate([ours, crypto] if with_peer else [ours], rounds, warmup_s=warmup,
+                              window_s=seconds)
+            res = rr[ours]
             if with_peer:
-                peer_rounds += rr[crypto][WARMUP_ROUNDS:]
+                peer_rounds += rr[crypto]
                 # Cycles per frame, ours over the peer's, round by round.
-                per = [hz / (o[case]["mpps_per_core"] * 1e6) / p[f"{case}_imix"]
-                       if o[case]["mpps_per_core"] else None
-                       for o, p in zip(rr[ours], rr[crypto])]
-                warm_ratios[f"{case}_vs_crypto_only"] = [
-                    round(x, 4) for x in per[:WARMUP_ROUNDS] if x is not None]
                 (ratios_ds if case == "ds" else ratios_us).extend(
-                    x for x in per[WARMUP_ROUNDS:] if x is not None)
+                    hz / (o[case]["mpps_per_core"] * 1e6) / p[f"{case}_imix"]
+                    for o, p in zip(res, rr[crypto]) if o[case]["mpps_per_core"])
             out = {}
             for d in ("ds", "us"):
                 if case != "bidir" and d != case:
@@ -384,14 +371,12 @@ def run(args):
                 "us_bursts": "8 frames per burst, 1500-byte UEPI packets",
                 "input": "cmts-gen -> net_ring -> worker -> net_null, one process",
                 "lcores": LCORES, "tsc_hz": hz, "rounds": rounds, "window_s": seconds,
-                "warmup_rounds": WARMUP_ROUNDS,
                 "quick": quick, "per_core": "frames per CPU-second of the worker thread",
                 "bidir_mix": f"upstream {US_SHARE:.0%} of downstream bits"},
         metrics=metrics,
         peers={"dpdk-test-crypto-perf": peer},
         ratios=ratios,
         extra={"cases": cases, "comparisons": comparisons, "ratio_rounds": ratio_rounds,
-               "warmup_ratio_rounds": warm_ratios,
                "reference": {"intel_vcmts_per_sg_bidir_gbps": 7.32, "vcpus": 3, "ghz": 2.4,
                              "per_vcpu_gbps": round(7.32 / 3, 3),
                              "per_vcpu_ghz_gbps": round(7.32 / 3 / 2.4, 3)}})
