@@ -248,7 +248,7 @@ struct bng_sub {
  * subscriber id, not a pointer.  The uplink finds its per-worker state
  * (u->dyn[id]) and checks that its copy of the record's hot fields is
  * current (dyn.ver == ver) without reading the record or bng.subs[id]: one
- * dependent line pair fewer per packet.  Publishing a record with the same
+ * dependent pair of lines fewer per packet.  Publishing a record with the same
  * key updates the key's data in place (rte_hash_add_key_data on a present
  * key: one release store of the data, lock-free readers see the old or
  * the new value); a new key is inserted with it.  A reader that sees a
@@ -263,36 +263,69 @@ bng_key_data(const struct bng_sub *s)
 
 /**
  * Per-worker, per-subscriber uplink state, owned by one worker: everything
- * a data packet of the subscriber reads or writes, in one aligned pair of
- * cache lines (the adjacent-line prefetcher brings the pair together):
- *   line 0  the subscriber's address ranges (anti-spoofing)
- *   line 1  the meter, the green counters, and the record version the
- *           ranges and the policer index were copied from
- * A packet waits for this pair and the hash's lines only: the record is
- * read when the access key's data names a version other than @c ver (the
+ * a data packet of a subscriber with one IPv4 range reads or writes, in one
+ * cache line (4096 subscribers: 256 KiB of a worker's L2, not 512):
+ *
+ *   bytes  0-39  the meter (rte_meter trTCM) and the profile it is armed for
+ *         40-47  the green counters since the last spill (32-bit: see below)
+ *         48-55  the record version the rest was copied from, the policer
+ *                index, the number of IPv4 ranges, whether it has IPv6
+ *         56-63  the first IPv4 range (anti-spoofing)
+ *
+ * A subscriber with more IPv4 ranges or an IPv6 prefix also reads its
+ * whole set from bng_up.ranges[id] (a line of its own, only for them).  A
+ * packet waits for this line and the lookup's only: the record is read
+ * when the access key's data names a version other than @c ver (the
  * subscriber changed, or the id was given to a new one), see bng_key_data.
+ *
+ * The green counters are 32-bit here: before the byte counter reaches
+ * 2^31 (a compare a packet; the packet counter is never the larger) the
+ * worker adds both into the 64-bit totals of bng_up_cold and clears them,
+ * inside that line's sequence count, so a control thread summing total and
+ * remainder (bng_up_green_read) retries across a spill instead of reading
+ * a counter go backwards.
  */
 struct bng_up_dyn {
-	/* Line 0. */
-	struct ep_prefix_set ranges;
-	/* Line 1. */
 	struct ep_policer_ctx meter;
-	uint64_t green_pkts, green_bytes;
+	uint32_t green_pkts, green_bytes;       /**< since the last spill */
 	uint32_t ver;                   /**< bng_sub.ver copied from, 0: none */
 	uint16_t policer;
 	uint8_t n_v4;
 	uint8_t has_v6;
-} __rte_aligned(2 * RTE_CACHE_LINE_SIZE);
+	uint32_t v4_net, v4_mask;       /**< the first IPv4 range (n_v4 >= 1) */
+} __rte_cache_aligned;
 
-/** Per-worker, per-subscriber uplink counters of the rarer outcomes and
- *  the generation they (and bng_up_dyn's green counters) belong to: touched
- *  when a packet is not green, is spoofed, or the record changed. */
+#define BNG_UP_GREEN_SPILL (1u << 31)   /**< green bytes that trigger a spill */
+
+/** Per-worker, per-subscriber uplink counters of the rarer outcomes, the
+ *  green totals spilled from bng_up_dyn, and the generation they belong
+ *  to: touched when a packet is not green, is spoofed, the green bytes
+ *  reach BNG_UP_GREEN_SPILL, or the record changed. */
 struct bng_up_cold {
 	uint32_t gen;
-	uint32_t pad;
-	uint64_t pkts[3], bytes[3];      /**< by colour; [RTE_COLOR_GREEN] unused */
+	uint32_t seq;                   /**< odd while the worker changes the green counters */
+	uint64_t pkts[3], bytes[3];      /**< by colour; [RTE_COLOR_GREEN]: spilled totals */
 	uint64_t spoofed;
 };
+
+/** The green counters of @p d and @p o, read by a thread other than the
+ *  owning worker: monotonic across spills (sequence count, see above). */
+static inline void
+bng_up_green_read(const struct bng_up_dyn *d, const struct bng_up_cold *o, uint64_t *pkts,
+		  uint64_t *bytes)
+{
+	uint32_t s1, s2;
+
+	do {
+		s1 = __atomic_load_n(&o->seq, __ATOMIC_ACQUIRE);
+		*pkts = __atomic_load_n(&o->pkts[RTE_COLOR_GREEN], __ATOMIC_RELAXED) +
+			__atomic_load_n(&d->green_pkts, __ATOMIC_RELAXED);
+		*bytes = __atomic_load_n(&o->bytes[RTE_COLOR_GREEN], __ATOMIC_RELAXED) +
+			 __atomic_load_n(&d->green_bytes, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&o->seq, __ATOMIC_RELAXED);
+	} while ((s1 & 1) != 0 || s1 != s2);
+}
 
 /** Per-worker, per-subscriber downlink state. */
 struct bng_down_dyn {
@@ -308,6 +341,7 @@ struct bng_up {
 	struct ep_acl_filter *acl;      /**< the uplink ACL */
 	struct ep_worker *w;
 	struct bng_up_dyn *dyn;         /**< [max_subscribers + 1] */
+	struct ep_prefix_set *ranges;   /**< [max_subscribers + 1]: all of each one's ranges */
 	struct bng_up_cold *cold;       /**< [max_subscribers + 1] */
 	struct ep_stage *parse_stage;   /**< for ring-full drops */
 	uint16_t access_port, core_port;

@@ -231,7 +231,8 @@ bng_memory(struct ep_engine *e, int n_up, int n_down, bool shared)
 	 * also its rte_sched port (the HQoS queues: pipes x 16 queues x qsize
 	 * mbuf pointers, the bulk of a BNG's memory). */
 	bytes += (uint64_t)n_up * (sizeof(struct bng_up) + ep_fib_worker_memory() +
-				   (sizeof(struct bng_up_dyn) + sizeof(struct bng_up_cold)) *
+				   (sizeof(struct bng_up_dyn) + sizeof(struct ep_prefix_set) +
+				    sizeof(struct bng_up_cold)) *
 				   (max + 1ull));
 	bytes += (uint64_t)n_down * (sizeof(struct bng_down) + ep_fib_worker_memory() +
 				     sizeof(struct bng_down_dyn) * (max + 1ull) +

@@ -31,17 +31,20 @@ bng_sub_counters(const struct bng *b, const struct bng_sub *s, struct bng_sub_co
 {
 	memset(c, 0, sizeof(*c));
 	/* Other workers' counters: plain 64-bit loads, never torn on the
-	 * 64-bit targets DPDK supports.  A worker's entry counts for this
-	 * subscriber only when its generation is the record's (an id given
-	 * to a new subscriber starts from zero). */
+	 * 64-bit targets DPDK supports; the green ones inside the worker's
+	 * sequence count (bng_up_green_read).  A worker's entry counts for
+	 * this subscriber only when its generation is the record's (an id
+	 * given to a new subscriber starts from zero). */
 	for (int w = 0; w < b->n_up; w++) {
 		const struct bng_up_dyn *d = &b->up[w]->dyn[s->id];
 		const struct bng_up_cold *o = &b->up[w]->cold[s->id];
+		uint64_t gp, gb;
 
 		if (o->gen != s->gen)
 			continue;
-		c->pkts[RTE_COLOR_GREEN] += d->green_pkts;
-		c->bytes[RTE_COLOR_GREEN] += d->green_bytes;
+		bng_up_green_read(d, o, &gp, &gb);
+		c->pkts[RTE_COLOR_GREEN] += gp;
+		c->bytes[RTE_COLOR_GREEN] += gb;
 		for (int k = RTE_COLOR_YELLOW; k <= RTE_COLOR_RED; k++) {
 			c->pkts[k] += o->pkts[k];
 			c->bytes[k] += o->bytes[k];

@@ -19,7 +19,8 @@ struct bng_sub_counters {
 };
 
 /** Sum @p s's counters over the uplink and downlink workers.  Control
- *  thread; the workers' counters are read with plain 64-bit loads. */
+ *  thread; the workers' counters are read with plain 64-bit loads, the
+ *  uplink's green ones with bng_up_green_read (monotonic across spills). */
 void bng_sub_counters(const struct bng *b, const struct bng_sub *s, struct bng_sub_counters *c);
 
 #endif

@@ -23,7 +23,7 @@
  *              route's tbl24 miss of each passing IPv4 destination.  The
  *              three are one stage: they read the same per-worker state
  *              (a copy of the record's hot fields beside the meter: one
- *              pair of lines a packet, struct bng_up_dyn), and the meter's two
+ *              line a packet, struct bng_up_dyn), and the meter's two
  *              64-bit divisions overlap the next packet's compares (as a
  *              stage of its own, police cost ~19 cycles a packet, fused
  *              ~8)
@@ -247,6 +247,21 @@ up_pppoe_data(const struct bng *b, uint64_t w0, uint64_t w1)
 	return __atomic_load_n(&e->data, __ATOMIC_RELAXED) == v ? v : 0;
 }
 
+/* The green counters and the rest of the cold line change inside its
+ * sequence count (bng_up_green_read): odd while they change. */
+static __rte_always_inline void
+up_seq_begin(struct bng_up_cold *o)
+{
+	__atomic_store_n(&o->seq, o->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static __rte_always_inline void
+up_seq_end(struct bng_up_cold *o)
+{
+	__atomic_store_n(&o->seq, o->seq + 1, __ATOMIC_RELEASE);
+}
+
 /*
  * This worker's state of subscriber @p id brought up to record @p s: the
  * hot fields copied, the meter and counters reset when the id was given to
@@ -259,15 +274,59 @@ up_dyn_refresh(struct bng_up *u, struct bng_up_dyn *d, const struct bng_sub *s)
 	struct bng_up_cold *o = &u->cold[s->id];
 
 	if (o->gen != s->gen) {
+		uint32_t seq = o->seq;
+
+		up_seq_begin(o);
 		memset(d, 0, sizeof(*d));
 		memset(o, 0, sizeof(*o));
+		o->seq = seq + 1;
 		o->gen = s->gen;
+		up_seq_end(o);
 	}
-	d->ranges = s->ranges;
+	u->ranges[s->id] = s->ranges;
 	d->policer = s->policer;
 	d->n_v4 = s->n_v4;
 	d->has_v6 = s->has_v6;
+	/* No range: a net no masked address equals. */
+	d->v4_net = s->n_v4 != 0 ? s->ranges.v4_net[0] : UINT32_MAX;
+	d->v4_mask = s->n_v4 != 0 ? s->ranges.v4_mask[0] : 0;
 	d->ver = s->ver;
+}
+
+/*
+ * Anti-spoofing: the source of @p l3 is one of subscriber @p id's.  The
+ * first IPv4 range is in the state line; the other ranges and the IPv6
+ * prefix, in u->ranges[id], are read only when that one does not hold it.
+ */
+static __rte_always_inline int
+up_src_ok(const struct bng_up *u, const struct bng_up_dyn *d, uint32_t id, const uint8_t *l3,
+	  uint8_t l3_type)
+{
+	if (likely(l3_type == EP_L3_IPV4)) {
+		uint32_t a;
+
+		memcpy(&a, l3 + 12, 4);
+		if (likely((a & d->v4_mask) == d->v4_net))
+			return 1;
+		if (d->n_v4 <= 1)
+			return 0;
+	}
+	return ep_prefix_set_has_src(&u->ranges[id], d->n_v4, d->has_v6, l3, l3_type);
+}
+
+/* The green counters' 32-bit remainders into the cold line's totals,
+ * before the byte counter can wrap (BNG_UP_GREEN_SPILL). */
+static __rte_noinline void
+up_green_spill(struct bng_up *u, uint32_t id, struct bng_up_dyn *d)
+{
+	struct bng_up_cold *o = &u->cold[id];
+
+	up_seq_begin(o);
+	o->pkts[RTE_COLOR_GREEN] += d->green_pkts;
+	o->bytes[RTE_COLOR_GREEN] += d->green_bytes;
+	d->green_pkts = 0;
+	d->green_bytes = 0;
+	up_seq_end(o);
 }
 
 /* The worker's green totals of a burst, added to u->colour_* once at its
@@ -294,8 +353,12 @@ police_one(struct bng_up *u, uint32_t id, struct bng_up_dyn *d, uint8_t *l3,
 		c = ep_policer_color(&d->meter, pol, now, len);
 	}
 	if (likely(c == RTE_COLOR_GREEN)) {
+		/* len < 2^16: the byte counter stays below 2^32 until the
+		 * spill; bytes >= packets, so the packets never wrap first. */
 		d->green_pkts++;
 		d->green_bytes += len;
+		if (unlikely(d->green_bytes >= BNG_UP_GREEN_SPILL))
+			up_green_spill(u, id, d);
 		g->pkts++;
 		g->bytes += len;
 		return 0;
@@ -354,13 +417,14 @@ bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint1
  *   pass 2  ONE rte_hash_lookup_with_hash_bulk_data for those (the cuckoo
  *           hash prefetches every key's buckets before comparing any)
  *   pass 3  the key's data (bng_key_data: id and record version) -> this
- *           worker's state pair of lines, prefetched for the whole burst
- *           before any is used.  No record and no subs[id]: the state
- *           holds a copy of the record's hot fields (ranges, policer)
+ *           worker's state line, prefetched for the whole burst before
+ *           any is used (and, for an IPv6 packet, the subscriber's ranges
+ *           line).  No record and no subs[id]: the state holds a copy of
+ *           the record's hot fields (first IPv4 range, policer)
  *   pass 4  per packet: unknown subscriber, the copy's version (re-read
  *           from the record when it changed: up_dyn_refresh), source check
- *           (up to 4 masked IPv4 compares or two masked 64-bit IPv6
- *           compares), the meter (the TSC the engine read when it called
+ *           (the first IPv4 range from the state line; the other three
+ *           and the IPv6 prefix from u->ranges[id], up_src_ok), the meter (the TSC the engine read when it called
  *           the stage is its clock); for a packet that passes, the core
  *           route's tbl24 line is prefetched (its lookup follows in
  *           `route`, after the ACL).  In pass 1 the 32 prefetches, on top
@@ -377,7 +441,7 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 	struct up_green g = {0};
 	uint16_t out = 0, nh = 0, hidx[EP_BURST_MAX];
 
-	RTE_BUILD_BUG_ON(sizeof(struct bng_up_dyn) != 2 * RTE_CACHE_LINE_SIZE);
+	RTE_BUILD_BUG_ON(sizeof(struct bng_up_dyn) != RTE_CACHE_LINE_SIZE);
 	for (uint16_t i = 0; i < n; i++) {
 		const struct ep_meta *md = ep_meta(pkts[i]);
 		const uint8_t *p;
@@ -434,9 +498,13 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 	for (uint16_t i = 0; i < n; i++) {
 		uint32_t id = (uint32_t)(uintptr_t)u->data[i];
 
-		/* A miss leaves data[i] as it was: not an id to prefetch. */
-		if (likely((hits >> i) & 1))
+		/* A miss leaves data[i] as it was: not an id to prefetch.  An
+		 * IPv6 source is checked against the ranges' line. */
+		if (likely((hits >> i) & 1)) {
 			rte_prefetch0(&u->dyn[id]);
+			if (unlikely(ep_meta(pkts[i])->l3_type != EP_L3_IPV4))
+				rte_prefetch0(&u->ranges[id]);
+		}
 	}
 	for (uint16_t i = 0; i < n; i++) {
 		struct ep_meta *md = ep_meta(pkts[i]);
@@ -457,8 +525,7 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 			up_dyn_refresh(u, d, s);
 		}
 		known++;
-		if (unlikely(!ep_prefix_set_has_src(&d->ranges, d->n_v4, d->has_v6, l3,
-						   md->l3_type))) {
+		if (unlikely(!up_src_ok(u, d, id, l3, md->l3_type))) {
 			u->cold[id].spoofed++;
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_SPOOFED_SOURCE);
 			out++;
@@ -621,11 +688,14 @@ bng_up_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *err
 	u->w = w;
 	u->dyn = rte_zmalloc_socket("ep_bng_updyn", sizeof(u->dyn[0]) * (b->p.max_subscribers + 1),
 				    alignof(struct bng_up_dyn), socket);
+	u->ranges = rte_zmalloc_socket("ep_bng_upranges",
+				       sizeof(u->ranges[0]) * (b->p.max_subscribers + 1),
+				       RTE_CACHE_LINE_SIZE, socket);
 	u->cold = rte_zmalloc_socket("ep_bng_upcold",
 				     sizeof(u->cold[0]) * (b->p.max_subscribers + 1), 0, socket);
 	u->fw = ep_fib_worker_create(b->fib, w, socket);
 	u->acl = ep_acl_filter_create(b->acl, socket);
-	if (u->dyn == NULL || u->cold == NULL || u->fw == NULL || u->acl == NULL) {
+	if (u->dyn == NULL || u->ranges == NULL || u->cold == NULL || u->fw == NULL || u->acl == NULL) {
 		ep_err_set(err, "bng: out of memory for an uplink worker (%u subscribers)",
 			   b->p.max_subscribers);
 		bng_up_free(u);
@@ -652,6 +722,7 @@ bng_up_free(struct bng_up *u)
 	ep_acl_filter_free(u->acl);
 	ep_fib_worker_free(u->fw);
 	rte_free(u->cold);
+	rte_free(u->ranges);
 	rte_free(u->dyn);
 	rte_free(u);
 }

@@ -5,6 +5,7 @@
 #include <rte_ip.h>
 
 #include "bng/bng_access.h"
+#include "bng/bng_counters.h"
 #include "test_pkt.h"
 
 static const char up_conf[] =
@@ -107,7 +108,7 @@ EP_TEST(uplink_parse_of_a_burst_from_rx_writes_in_port_and_equals_the_handed_in_
 	tb_free(t);
 }
 
-/* bng_parse_access (the QinQ IPv4 fast path first) and
+/* bng_parse_access (the QinQ IPoE and PPPoE IPv4 fast paths first) and
  * bng_parse_access_full give the same result and ep_meta on every frame:
  * QinQ, single-tagged and untagged IPoE, PPPoE, IPv4 and IPv6, UDP (DHCP
  * ports too), TCP, ICMP, with mutated tag, header, port and length bytes. */
@@ -116,7 +117,7 @@ EP_TEST(uplink_parse_fast_path_agrees_with_the_full_access_parse)
 	static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP, IPPROTO_ICMP };
 	static const uint16_t dports[] = { 53, 67, 68, 547, 4000 };
 	uint64_t x = 0x2545f4914f6cdd1dull;
-	unsigned int wrong = 0, fast = 0;
+	unsigned int wrong = 0, fast = 0, fast_pppoe = 0;
 	uint8_t f[512];
 
 	for (int i = 0; i < 60000; i++) {
@@ -128,7 +129,7 @@ EP_TEST(uplink_parse_fast_path_agrees_with_the_full_access_parse)
 		int ra, rb;
 
 		p.n_vlans = i % 9 == 8 ? i % 2 : 2;
-		p.pppoe = i % 13 == 12;
+		p.pppoe = i % 13 == 12 || i % 4 == 1;
 		p.session = (uint16_t)(1 + i % 100);
 		if (i % 5 == 4) {
 			p.ip = 6;
@@ -147,9 +148,11 @@ EP_TEST(uplink_parse_fast_path_agrees_with_the_full_access_parse)
 		rb = bng_parse_access_full(f, seg, frame, &b);
 		wrong += ra != rb || memcmp(&a, &b, sizeof(a)) != 0;
 		fast += ep_parse_qinq_ipv4_plain(f, seg, frame, &b) == 0;
+		fast_pppoe += bng_parse_qinq_pppoe_ipv4_plain(f, seg, frame, &b) == 0;
 	}
 	EP_CHECK_EQ(wrong, 0);
-	EP_CHECK(fast > 15000);
+	EP_CHECK(fast > 10000);
+	EP_CHECK(fast_pppoe > 4000);
 }
 
 EP_TEST(uplink_pppoe_ipv6_stripped_bytes_exact)
@@ -579,5 +582,47 @@ EP_TEST(uplink_key_hash_is_the_access_tables_hash)
 		/* And the key is a configured subscriber's. */
 		EP_CHECK(bng_sub_find_key(t->b, &k) >= 1);
 	}
+	tb_free(t);
+}
+
+/* The uplink's per-subscriber green counters are 32-bit in the state line
+ * and spilled into the cold line's 64-bit totals before the byte counter
+ * reaches 2^31: the subscriber's totals stay exact across a spill, the
+ * remainder starts again from zero, and the cold line's sequence count
+ * (what a reader retries on) moved by one whole change. */
+EP_TEST(uplink_green_counters_spill_into_64_bit_totals_exactly)
+{
+	struct tb *t = tb_new(up_conf);
+	struct tb_pkt p = qinq_v4(100, 200, "198.18.100.2");
+	const struct bng_sub *s = bng_sub_get(t->b, 1);
+	struct bng_up *u = t->b->up[0];
+	struct bng_sub_counters c;
+	uint8_t f[256];
+	uint16_t len = tb_frame(f, &p);
+	const uint32_t ip_len = (uint32_t)len - 14 - 8;     /* QinQ: two tags */
+	uint32_t seq;
+
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_TX(TB_CORE));
+	bng_sub_counters(t->b, s, &c);
+	EP_CHECK_EQ(c.pkts[RTE_COLOR_GREEN], 1);
+	EP_CHECK_EQ(c.bytes[RTE_COLOR_GREEN], ip_len);
+	/* As if 2^31 bytes less one packet had gone by since the last spill. */
+	u->dyn[1].green_pkts = 1000;
+	u->dyn[1].green_bytes = BNG_UP_GREEN_SPILL - 1;
+	bng_sub_counters(t->b, s, &c);
+	EP_CHECK_EQ(c.pkts[RTE_COLOR_GREEN], 1000);
+	EP_CHECK_EQ(c.bytes[RTE_COLOR_GREEN], BNG_UP_GREEN_SPILL - 1);
+	seq = u->cold[1].seq;
+	EP_CHECK_EQ(seq & 1, 0);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_TX(TB_CORE));
+	EP_CHECK_EQ(u->dyn[1].green_pkts, 0);
+	EP_CHECK_EQ(u->dyn[1].green_bytes, 0);
+	EP_CHECK_EQ(u->cold[1].seq, seq + 2);
+	EP_CHECK_EQ(u->cold[1].pkts[RTE_COLOR_GREEN], 1001);
+	EP_CHECK_EQ(u->cold[1].bytes[RTE_COLOR_GREEN], (uint64_t)BNG_UP_GREEN_SPILL - 1 + ip_len);
+	EP_CHECK_EQ(tb_run(t, t->up, f, len, NULL, NULL), EP_NEXT_TX(TB_CORE));
+	bng_sub_counters(t->b, s, &c);
+	EP_CHECK_EQ(c.pkts[RTE_COLOR_GREEN], 1002);
+	EP_CHECK_EQ(c.bytes[RTE_COLOR_GREEN], (uint64_t)BNG_UP_GREEN_SPILL - 1 + 2ull * ip_len);
 	tb_free(t);
 }

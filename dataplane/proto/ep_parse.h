@@ -357,8 +357,26 @@ ep_parse_frame_opts(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, stru
  * ep_meta once.  test_parse checks it against ep_parse on mutated frames.
  */
 static __rte_always_inline int
+ep_parse_ipv4_plain_after(const uint8_t *p, const uint32_t l3, uint32_t seg_len,
+			  uint32_t frame_len, struct ep_meta *m, const uint16_t et_want);
+
+static __rte_always_inline int
 ep_parse_ipv4_plain_at(const uint8_t *p, const uint32_t l3, uint32_t seg_len, uint32_t frame_len,
 		       struct ep_meta *m)
+{
+	return ep_parse_ipv4_plain_after(p, l3, seg_len, frame_len, m,
+					 RTE_BE16(RTE_ETHER_TYPE_IPV4));
+}
+
+/**
+ * ep_parse_ipv4_plain_at with the two bytes before the IP header compared
+ * with @p et_want (network order) instead of the IPv4 EtherType: the PPP
+ * protocol field of a PPPoE session frame (0x0021), for the vBNG's access
+ * parse.
+ */
+static __rte_always_inline int
+ep_parse_ipv4_plain_after(const uint8_t *p, const uint32_t l3, uint32_t seg_len,
+			  uint32_t frame_len, struct ep_meta *m, const uint16_t et_want)
 {
 	const uint32_t l4 = l3 + sizeof(struct rte_ipv4_hdr);
 	uint16_t et, tlen, frag;
@@ -377,7 +395,7 @@ ep_parse_ipv4_plain_at(const uint8_t *p, const uint32_t l3, uint32_t seg_len, ui
 	proto = p[l3 + 9];
 	need = ep_parse_l4_min(proto);
 	l3_end = RTE_MIN(l3 + tlen, seg_len);
-	bad = (et != RTE_BE16(RTE_ETHER_TYPE_IPV4)) | (p[l3] != 0x45) |
+	bad = (et != et_want) | (p[l3] != 0x45) |
 	      ((frag & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) != 0) |
 	      (tlen < sizeof(struct rte_ipv4_hdr)) | (l3 + tlen > frame_len) |
 	      (l4 + need > l3_end);

@@ -13,6 +13,8 @@ import (
 // addrTable is the UE addresses and prefixes the sessions hold (owner
 // SEID by prefix): the largest table an establishment looks into (two
 // entries a dual-stack subscriber, 128K at the bench's 64K sessions).
+// Its raw form (a key of 16 octets and a tag) holds the access keys too
+// (accesskeys.go).
 //
 // Why not a Go map: every establishment's first look at a map of that
 // size is a cache miss and, on a VM with nested paging, a TLB miss; a
@@ -111,14 +113,35 @@ func (t *addrTable) find(hi, lo, meta uint64) *addrSlot {
 }
 
 // get is the owner of p.
-func (t *addrTable) get(p netip.Prefix) (uint64, bool) {
-	s := t.find(t.key(p))
-	return s.owner, s.meta != 0
-}
+func (t *addrTable) get(p netip.Prefix) (uint64, bool) { return t.getRaw(t.key(p)) }
 
 // set makes seid the owner of p.
 func (t *addrTable) set(p netip.Prefix, seid uint64) {
 	hi, lo, meta := t.key(p)
+	t.insert(hi, lo, meta).owner = seid
+}
+
+// claim makes seid the owner of p unless another session holds it: the
+// owner after the call, and whether p was not held before (one probe,
+// where a look and then a set were two).
+func (t *addrTable) claim(p netip.Prefix, seid uint64) (owner uint64, added bool) {
+	hi, lo, meta := t.key(p)
+	return t.claimRaw(hi, lo, meta, seid)
+}
+
+// del removes p.
+func (t *addrTable) del(p netip.Prefix) { t.delRaw(t.key(p)) }
+
+// The same operations on a key of 16 octets and a tag (meta, with
+// slotUsed set): what other fixed-size keys use (accessKeyTable).
+
+func (t *addrTable) getRaw(hi, lo, meta uint64) (uint64, bool) {
+	s := t.find(hi, lo, meta)
+	return s.owner, s.meta != 0
+}
+
+// insert is the key's slot, made (owner 0) when the key is not there.
+func (t *addrTable) insert(hi, lo, meta uint64) *addrSlot {
 	s := t.find(hi, lo, meta)
 	if s.meta == 0 {
 		if uint64(t.n+1)*2 > t.mask+1 {
@@ -128,13 +151,26 @@ func (t *addrTable) set(p netip.Prefix, seid uint64) {
 		*s = addrSlot{hi: hi, lo: lo, meta: meta}
 		t.n++
 	}
-	s.owner = seid
+	return s
 }
 
-// del removes p: the slots after it in its run move back into the hole
-// when their home is at or before it (backward-shift deletion).
-func (t *addrTable) del(p netip.Prefix) {
-	hi, lo, meta := t.key(p)
+func (t *addrTable) claimRaw(hi, lo, meta, seid uint64) (owner uint64, added bool) {
+	s := t.find(hi, lo, meta)
+	if s.meta != 0 {
+		return s.owner, false
+	}
+	if uint64(t.n+1)*2 > t.mask+1 {
+		t.grow()
+		s = t.find(hi, lo, meta)
+	}
+	*s = addrSlot{hi: hi, lo: lo, meta: meta, owner: seid}
+	t.n++
+	return seid, true
+}
+
+// delRaw removes the key: the slots after it in its run move back into
+// the hole when their home is at or before it (backward-shift deletion).
+func (t *addrTable) delRaw(hi, lo, meta uint64) {
 	s := t.find(hi, lo, meta)
 	if s.meta == 0 {
 		return
@@ -172,18 +208,23 @@ func (t *addrTable) len() int { return t.n }
 
 // all calls fn for every prefix and its owner.
 func (t *addrTable) all(fn func(netip.Prefix, uint64)) {
-	for i := range t.slots {
-		x := &t.slots[i]
-		if x.meta == 0 {
-			continue
-		}
+	t.allRaw(func(hi, lo, meta, owner uint64) {
 		var a [16]byte
-		binary.BigEndian.PutUint64(a[:8], x.hi)
-		binary.BigEndian.PutUint64(a[8:], x.lo)
+		binary.BigEndian.PutUint64(a[:8], hi)
+		binary.BigEndian.PutUint64(a[8:], lo)
 		addr := netip.AddrFrom16(a)
-		if x.meta&slotIs4 != 0 {
+		if meta&slotIs4 != 0 {
 			addr = addr.Unmap()
 		}
-		fn(netip.PrefixFrom(addr, int(x.meta&0xff)-1), x.owner)
+		fn(netip.PrefixFrom(addr, int(meta&0xff)-1), owner)
+	})
+}
+
+// allRaw calls fn for every key and its owner.
+func (t *addrTable) allRaw(fn func(hi, lo, meta, owner uint64)) {
+	for i := range t.slots {
+		if x := &t.slots[i]; x.meta != 0 {
+			fn(x.hi, x.lo, x.meta, x.owner)
+		}
 	}
 }

@@ -205,6 +205,7 @@ func isGone(err error) bool {
 }
 
 func (u *UPF) completer(ctx context.Context) {
+	var sc finishScratch
 	for {
 		var b *batch
 		select {
@@ -310,23 +311,40 @@ func (u *UPF) completer(ctx context.Context) {
 			}
 			ok = append(ok, o)
 		}
-		u.finish(ok)
+		u.finishWith(ok, &sc)
 		<-u.slots
 	}
 }
 
+// finishScratch is the lists finish makes for a batch, kept by the
+// completer from batch to batch (sized for a batch of hundreds, they
+// were ~200 octets of fresh memory a session).
+type finishScratch struct {
+	puts    []record
+	dels    []uint64
+	answers []*op
+	msgs    []message.Message
+	fast    [][]byte
+	out     []udpio.Datagram
+}
+
 // finish commits ops whose data-plane work is done: state, store, the
 // redirect's tables, then the answers.
-func (u *UPF) finish(ops []*op) {
+func (u *UPF) finish(ops []*op) { u.finishWith(ops, nil) }
+
+// finishWith is finish with its lists in sc (nil: made for the call).
+func (u *UPF) finishWith(ops []*op, sc *finishScratch) {
 	if len(ops) == 0 {
 		return
 	}
+	if sc == nil {
+		sc = &finishScratch{}
+	}
+	defer sc.release()
 	now := u.now()
 	st := u.st
-	var puts []record
-	var dels []uint64
+	puts, dels, answers := sc.puts[:0], sc.dels[:0], sc.answers[:0]
 	var again []queued
-	var answers []*op
 	st.mu.Lock()
 	for _, o := range ops {
 		e := st.sess.Get(o.seid)
@@ -401,8 +419,9 @@ func (u *UPF) finish(ops []*op) {
 	st.mu.Unlock()
 	// Reports in the answers move their URRs' measurement on: built
 	// before the store write, so the store has the moved measurement.
-	msgs := make([]message.Message, len(answers))
-	fast := make([][]byte, len(answers))
+	sc.puts, sc.dels, sc.answers = puts, dels, answers
+	msgs, fast := grown(sc.msgs, len(answers)), grown(sc.fast, len(answers))
+	sc.msgs, sc.fast = msgs, fast
 	for i, o := range answers {
 		if fast[i] = u.establishedBytes(o); fast[i] == nil {
 			msgs[i] = u.sessionResponse(o)
@@ -413,7 +432,7 @@ func (u *UPF) finish(ops []*op) {
 		slog.Error("session store", "err", err)
 	}
 	u.keepSEIDBound()
-	out := make([]udpio.Datagram, 0, len(answers))
+	out := sc.out[:0]
 	for i, o := range answers {
 		if b := fast[i]; b != nil {
 			u.c.causes[ie.CauseRequestAccepted].Add(1)
@@ -425,10 +444,33 @@ func (u *UPF) finish(ops []*op) {
 			}
 		}
 	}
+	sc.out = out
 	u.writeAll(out)
 	for _, q := range again {
 		u.process(q.msg, q.peer)
 	}
+}
+
+// grown is s with length n (zeroed), reusing its array when it has room.
+func grown[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// release lets go of what the last batch's lists point to (sessions,
+// operations, answers): kept, they would keep them alive until the next.
+func (sc *finishScratch) release() {
+	clear(sc.puts)
+	clear(sc.answers)
+	clear(sc.msgs)
+	clear(sc.fast)
+	clear(sc.out)
+	sc.puts, sc.dels, sc.answers = sc.puts[:0], sc.dels[:0], sc.answers[:0]
+	sc.msgs, sc.fast, sc.out = sc.msgs[:0], sc.fast[:0], sc.out[:0]
 }
 
 // rollback undoes what planning reserved and refuses the request.

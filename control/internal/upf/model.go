@@ -22,6 +22,7 @@
 //	store.go      what survives a restart of this process: sessions in a
 //	              log and its snapshot (store_log.go), the rest in bbolt
 //	addrtable.go  the UE addresses the sessions hold (open addressing)
+//	accesskeys.go the access keys they hold (the same table, fixed-size keys)
 //	ruleset.go    a session's rules of one kind by id
 //	sessionblock.go  a new session and its rules in one allocation
 //	sesstable.go  the sessions by our SEID and by the control plane's

@@ -21,7 +21,8 @@ import (
 // cache, decoding, the session model, translation, reservations (the
 // reader's path), the data plane's sub-add-bulk line for a batch of 736
 // (what the bench's batches hold), the commit with the store's write and
-// the encoded answers.  The table fills as in `make bench BENCH=pfcp`
+// the encoded answers; the clock is read once for every readBatch
+// requests, as the reader does for the datagrams of a recvmmsg.  The table fills as in `make bench BENCH=pfcp`
 // (subscribers of pfcp-cp-sim's bench layout, one after the other); run
 // it with -benchtime 65536x for the bench's 64K.  A profile of it
 // (-cpuprofile) is the function's profile less the system calls.
@@ -57,6 +58,7 @@ func BenchmarkEstablishmentCPU(b *testing.B) {
 	}
 	const batch = 736
 	ops := make([]*op, 0, batch)
+	var sc finishScratch // the completer's
 	commit := func() {
 		subs := make([]dpctl.Subscriber, 0, len(ops))
 		for _, o := range ops {
@@ -65,15 +67,19 @@ func BenchmarkEstablishmentCPU(b *testing.B) {
 			}
 		}
 		_ = dpctl.SubAddBulkLine(subs)
-		u.finish(ops)
+		u.finishWith(ops, &sc)
 		ops = ops[:0]
 	}
 	b.ReportAllocs()
 	runtime.GC() // the requests' encoding is not the function's garbage
 	cpu0 := processCPU()
 	b.ResetTimer()
+	var at time.Time
 	for i := range reqs {
-		u.datagram(reqs[i], peer)
+		if i%readBatch == 0 {
+			at = u.now() // the reader's one clock read a recvmmsg
+		}
+		u.datagramAt(reqs[i], peer, at)
 		select {
 		case o := <-u.applyCh:
 			ops = append(ops, o)

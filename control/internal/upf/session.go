@@ -101,7 +101,7 @@ func (u *UPF) fseidIE(seid uint64) *ie.IE {
 	return ie.NewFSEID(seid, a.Unmap().AsSlice(), nil)
 }
 
-func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE, dup *rxEntry, own bool) {
+func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE, dup *rxEntry, own bool, now time.Time) {
 	var p parser
 	defer func() { u.c.ignoredIEs.Add(uint64(p.ignored)) }()
 	nid, fs := findIE(ies, ie.NodeID), findIE(ies, ie.FSEID)
@@ -139,7 +139,6 @@ func (u *UPF) onEstablish(peer netip.AddrPort, h wire.Header, raw []byte, ies []
 		refuse(reject(ie.CausePFCPEntityInCongestion, 0, "%d changes waiting", len(u.applyCh)))
 		return
 	}
-	now := u.now()
 	s, rj := p.establishment(node, f, ies, now)
 	if rj != nil {
 		refuse(rj)
@@ -337,7 +336,7 @@ func (u *UPF) entryFor(peer netip.AddrPort, h wire.Header, raw []byte) *entry {
 	return e // locked
 }
 
-func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE) {
+func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie.IE, now time.Time) {
 	var p parser
 	defer func() { u.c.ignoredIEs.Add(uint64(p.ignored)) }()
 	e := u.entryFor(peer, h, raw)
@@ -355,7 +354,6 @@ func (u *UPF) onModify(peer netip.AddrPort, h wire.Header, raw []byte, ies []*ie
 		return
 	}
 	next := cur.clone()
-	now := u.now()
 	for _, c := range ies {
 		if rj := p.topLevel(c.Type, c, false); rj != nil {
 			unlockRefuse(rj)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net/netip"
+	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
 
@@ -38,7 +39,8 @@ type decodeJob struct {
 	m    []byte // the message: the job's own copy (the receive buffer is reused)
 	h    wire.Header
 	peer netip.AddrPort
-	dup  *rxEntry // its entry in the duplicate cache
+	dup  *rxEntry  // its entry in the duplicate cache
+	at   time.Time // when it arrived
 }
 
 type decoders struct {
@@ -67,7 +69,7 @@ func (u *UPF) runDecoder(ctx context.Context, ch chan []decodeJob) {
 			return
 		case jobs := <-ch:
 			for _, j := range jobs {
-				u.decode(j.m, j.h, j.peer, &sc, j.dup, true) // j.m is in the slab
+				u.decode(j.m, j.h, j.peer, &sc, j.dup, true, j.at) // j.m is in the slab
 			}
 		}
 	}
@@ -76,10 +78,10 @@ func (u *UPF) runDecoder(ctx context.Context, ch chan []decodeJob) {
 // handoff decodes a request that passed the duplicate cache: a session
 // request on its session's decoder (when the decoders run), anything
 // else here.
-func (u *UPF) handoff(m []byte, h wire.Header, peer netip.AddrPort, dup *rxEntry) {
+func (u *UPF) handoff(m []byte, h wire.Header, peer netip.AddrPort, dup *rxEntry, at time.Time) {
 	d := u.dec
 	if d == nil || !isSessionMsg(h.Type) {
-		u.decode(m, h, peer, &u.inline, dup, false)
+		u.decode(m, h, peer, &u.inline, dup, false, at)
 		return
 	}
 	k := int(mix(sessionKey(m, h)) % uint64(len(d.ch)))
@@ -88,7 +90,7 @@ func (u *UPF) handoff(m []byte, h wire.Header, peer netip.AddrPort, dup *rxEntry
 	}
 	off := len(d.slab)
 	d.slab = append(d.slab, m...)
-	d.pend[k] = append(d.pend[k], decodeJob{d.slab[off:len(d.slab):len(d.slab)], h, peer, dup})
+	d.pend[k] = append(d.pend[k], decodeJob{d.slab[off:len(d.slab):len(d.slab)], h, peer, dup, at})
 }
 
 // flush gives each decoder the jobs of one receive batch.

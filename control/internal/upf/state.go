@@ -3,6 +3,7 @@ package upf
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -17,10 +18,10 @@ import (
 // the data plane work happens outside it.
 type State struct {
 	mu       sync.Mutex
-	sess     sessTable // by our SEID (sesstable.go)
-	byCP     cpTable   // by the control plane's node and SEID (sesstable.go)
-	keys     map[dpKey]uint64
-	addrs    *addrTable // UE addresses and prefixes (addrtable.go)
+	sess     sessTable       // by our SEID (sesstable.go)
+	byCP     cpTable         // by the control plane's node and SEID (sesstable.go)
+	keys     *accessKeyTable // access keys (accesskeys.go)
+	addrs    *addrTable      // UE addresses and prefixes (addrtable.go)
 	teids    map[uint32]uint64
 	free     []uint32 // subscriber ids free for reuse
 	nextID   uint32   // next never-used subscriber id
@@ -64,7 +65,7 @@ func NewState(lo, hi uint32, firstSEID uint64) *State {
 		n = int(min(hi-lo+1, maxPresized))
 	}
 	return &State{sess: newSessTable(n), byCP: newCPTable(n),
-		keys: make(map[dpKey]uint64, n), addrs: newAddrTable(2 * n),
+		keys: newAccessKeyTable(n), addrs: newAddrTable(2 * n),
 		teids: map[uint32]uint64{}, nextID: lo, maxID: hi,
 		nextSEID: firstSEID, nextTEID: 1, metered: map[uint64]struct{}{}}
 }
@@ -126,31 +127,46 @@ func (h *holdings) holdsTEID(t uint32) bool {
 }
 
 // reserve claims what next holds and prev does not, for seid; nothing is
-// claimed if any of it belongs to another session.
+// claimed if any of it belongs to another session.  Each key and address
+// is claimed with one probe of its table (taken when free, its owner
+// told when not); a refusal gives back what this call took.
 func (st *State) reserve(seid uint64, next, prev *Plan) *Reject {
 	n := holdingsOf(next)
+	keyAdded := false
 	if n.hasKey {
-		if o, ok := st.keys[n.key]; ok && o != seid {
+		o, added := st.keys.claim(n.key, seid)
+		if o != seid {
 			k := n.key
 			return reject(ie.CauseRuleCreationModificationFailure, ie.CreateTrafficEndpoint,
 				"access key (%s %d.%d pppoe %#x) belongs to session %#x", k.Port, k.STag, k.CTag, k.PPPoE, o)
 		}
+		keyAdded = added
 	}
-	for _, a := range n.addrs {
-		if o, ok := st.addrs.get(a); ok && o != seid {
+	var addedBuf [4]int
+	added := addedBuf[:0] // indices in n.addrs of the addresses this call took
+	undo := func() {
+		for _, i := range slices.Backward(added) {
+			st.addrs.del(n.addrs[i])
+		}
+		if keyAdded {
+			st.keys.del(n.key)
+		}
+	}
+	for i, a := range n.addrs {
+		o, fresh := st.addrs.claim(a, seid)
+		if o != seid {
+			undo()
 			return reject(ie.CauseRuleCreationModificationFailure, ie.UEIPAddress, "address %s belongs to session %#x", a, o)
+		}
+		if fresh {
+			added = append(added, i)
 		}
 	}
 	for _, d := range n.down {
 		if o, ok := st.teids[d.TEID]; ok && o != seid {
+			undo()
 			return reject(ie.CauseInvalidFTEIDAllocationOption, ie.FTEID, "TEID %#x belongs to session %#x", d.TEID, o)
 		}
-	}
-	if n.hasKey {
-		st.keys[n.key] = seid
-	}
-	for _, a := range n.addrs {
-		st.addrs.set(a, seid)
 	}
 	for _, d := range n.down {
 		st.teids[d.TEID] = seid
@@ -161,8 +177,10 @@ func (st *State) reserve(seid uint64, next, prev *Plan) *Reject {
 // release gives back what drop holds and keep does not.
 func (st *State) release(seid uint64, drop, keep *Plan) {
 	d, k := holdingsOf(drop), holdingsOf(keep)
-	if d.hasKey && !k.holdsKey(d.key) && st.keys[d.key] == seid {
-		delete(st.keys, d.key)
+	if d.hasKey && !k.holdsKey(d.key) {
+		if o, _ := st.keys.get(d.key); o == seid {
+			st.keys.del(d.key)
+		}
 	}
 	for _, a := range d.addrs {
 		if o, _ := st.addrs.get(a); o == seid && !containsPrefix(k.addrs, a) {

@@ -92,7 +92,7 @@ func TestReserveAndRelease(t *testing.T) {
 	if rj := st.reserve(2, other, nil); rj == nil {
 		t.Fatal("an address of session 1 was given to session 2")
 	}
-	if _, ok := st.keys[other.Sub.Key.dp()]; ok {
+	if _, ok := st.keys.get(other.Sub.Key.dp()); ok {
 		t.Fatal("a refused reservation claimed its key")
 	}
 	// Session 1 moves to a new IPv6 prefix and drops its tunnel.
@@ -102,8 +102,11 @@ func TestReserveAndRelease(t *testing.T) {
 		t.Fatal(rj)
 	}
 	st.release(1, p1, p2)
-	if o4, _ := st.addrs.get(a4); o4 != 1 || st.keys[key.dp()] != 1 {
-		t.Fatalf("kept holdings lost: %v %v", o4, st.keys)
+	if o4, _ := st.addrs.get(a4); o4 != 1 {
+		t.Fatalf("kept address lost: %v", o4)
+	}
+	if o, _ := st.keys.get(key.dp()); o != 1 {
+		t.Fatalf("kept key lost: %v", o)
 	}
 	if o6, _ := st.addrs.get(b6); o6 != 1 {
 		t.Fatalf("kept prefix lost: %v", o6)
@@ -118,8 +121,8 @@ func TestReserveAndRelease(t *testing.T) {
 		t.Fatalf("the released prefix: %v", rj)
 	}
 	st.release(1, p2, nil)
-	if len(st.keys) != 1 || st.addrs.len() != 1 {
-		t.Fatalf("after release: keys %v addrs %d", st.keys, st.addrs.len())
+	if st.keys.len() != 1 || st.addrs.len() != 1 {
+		t.Fatalf("after release: keys %d addrs %d", st.keys.len(), st.addrs.len())
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -70,6 +71,13 @@ type Conn struct {
 	noGSO atomic.Bool
 	gro   bool
 	rx    []ipv4.Message
+	// Write's room, reused from call to call under wmu: the GSO
+	// buffers' copies of the datagrams (an answer's octets a session,
+	// fresh memory each time otherwise), the messages and their iovecs.
+	wmu   sync.Mutex
+	wbuf  []byte
+	wmsgs []ipv4.Message
+	wbufs [][]byte
 	// Coalesced counts the buffers Read cut apart (GRO at work).
 	Coalesced uint64
 }
@@ -168,8 +176,24 @@ func (u *Conn) Write(out []Datagram) error {
 	if len(out) == 0 {
 		return nil
 	}
-	msgs := make([]ipv4.Message, 0, len(out))
-	var bufs [][]byte // every message's iovec, one allocation
+	u.wmu.Lock()
+	defer u.wmu.Unlock()
+	total := 0
+	for _, o := range out {
+		total += len(o.B)
+	}
+	// The GSO buffers are cut from room, which is never grown below:
+	// sized for every datagram, it holds them all.  Kept for the next
+	// call up to 1 MiB.
+	room := u.wbuf[:0]
+	if cap(room) < total {
+		room = make([]byte, 0, total)
+		if total <= 1<<20 {
+			u.wbuf = room
+		}
+	}
+	msgs := u.wmsgs[:0]
+	bufs := u.wbufs[:0] // every message's iovec
 	var last netip.AddrPort
 	var addr *net.UDPAddr // shared by a run to the same peer
 	gso := !u.noGSO.Load()
@@ -189,11 +213,11 @@ func (u *Conn) Write(out []Datagram) error {
 		if j-i == 1 {
 			bufs = append(bufs, o.B)
 		} else {
-			b := make([]byte, 0, (j-i)*len(o.B))
+			start := len(room)
 			for _, d := range out[i:j] {
-				b = append(b, d.B...)
+				room = append(room, d.B...)
 			}
-			bufs = append(bufs, b)
+			bufs = append(bufs, room[start:len(room):len(room)])
 			m.OOB = segmentCmsg(len(o.B))
 		}
 		msgs = append(msgs, m)
@@ -202,6 +226,11 @@ func (u *Conn) Write(out []Datagram) error {
 	for i := range msgs {
 		msgs[i].Buffers = bufs[i : i+1 : i+1]
 	}
+	// Kept for the next call; nothing of this one is kept past it (the
+	// kernel copies the octets): the messages' addresses and buffers
+	// are let go when it returns.
+	u.wmsgs, u.wbufs = msgs[:0], bufs[:0]
+	defer func(m []ipv4.Message, b [][]byte) { clear(m); clear(b) }(msgs, bufs)
 	for len(msgs) > 0 {
 		n, err := u.bc.WriteBatch(msgs, 0)
 		if err != nil && len(msgs[0].OOB) > 0 && (errors.Is(err, unix.EIO) || errors.Is(err, unix.EINVAL)) {

@@ -15,8 +15,6 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
-
-	"github.com/wmnsk/go-pfcp/ie"
 )
 
 // Header is the fixed part of a PFCP message header.
@@ -138,7 +136,9 @@ func IsGrouped(t, enterprise uint16) bool {
 		// Connectivity and L2TP Tunnel.  Other vendors' IEs are opaque.
 		return enterprise == 3561 && (t == 32780 || t == 32781)
 	}
-	return (&ie.IE{Type: t}).IsGrouped()
+	// go-pfcp's answer, from the table filled with it at start
+	// (grouped.go), without the call through its hook.
+	return grouped[t]
 }
 
 // CheckIEs walks the IEs in b (a message body or a grouped IE's content):
