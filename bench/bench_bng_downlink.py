@@ -7,32 +7,64 @@ its per-instance configuration: 4K subscribers (subscriber_file),
 4K flows (one per subscriber), one reverse-path rule per subscriber (the
 rpf stage checks each packet against its subscriber's own ranges), 5-level
 HQoS (port 100 Gbit/s, one subport of 4096 pipes, 13 TCs, queues of 64;
-pipes at 100 Mbit/s so nothing is shaped: the benchmark measures the cost
-of scheduling, as RFC 2544 throughput does), QinQ added, 504 B frames at
+pipes at 100 Mbit/s so nothing is shaped but in the congested case: the
+benchmark measures the cost of scheduling, as RFC 2544 throughput does), QinQ added, 504 B frames at
 the access side (496 B in from the core), and the downstream iMix of
 Intel's vCMTS reference data plane benchmarks (gen's imix-down).
 
 Peer: qos_sched (scripts/peers/qos_sched.sh) with the same hierarchy, on
 the same pcap (bench/bng_inputs.downlink_frame explains how its fixed-offset
-classifier is pointed at 4K pipes and the best-effort TC).  It does rx,
-pkt_write, rte_sched enqueue/dequeue and tx -- no lookup, no ACL, no
-encapsulation -- on two lcores (rx thread, scheduler+tx thread).  The ratio
-`vs_dpdk-qos_sched` is packets per CPU-second, ours (one worker) over
-qos_sched's (its rx and scheduler threads, both busy-polling);
-`vs_dpdk-qos_sched_sched_core` counts only qos_sched's scheduler thread, as
-if its rx core were free -- the conservative figure, since ours pays the
-pcap replay's copy of every 496-byte frame inside its one core.
+classifier is pointed at 4K pipes and the best-effort TC), on two lcores:
+
+  rx thread (CPU 0)       net_pcap rx (copy of each frame into a fresh
+                          mbuf), its classifier and rte_sched_port_pkt_write,
+                          rte_ring enqueue
+  scheduler thread (CPU 1) rte_ring dequeue (64), rte_sched enqueue (64),
+                          rte_sched dequeue (32), tx burst to net_null
+
+Ours, two processes per case:
+
+  ring-fed (the headline)  a feeder worker (xconnect, CPU 0) does net_pcap rx
+                          and sends the mbufs into a net_ring port; the
+                          downlink worker (CPU 1) does rte_ring dequeue (its
+                          rx, 32), parse, neighbour check, lookup,
+                          reverse-path check, encapsulation, DSCP map,
+                          rte_sched_port_pkt_write, rte_sched enqueue (32)
+                          and dequeue (32), tx burst to net_null
+  pcap rx                 the downlink worker reads net_pcap itself: the
+                          copy of every frame is on its core
+
+Keys (packets sent per CPU-second; per-round ratios, then the median):
+`vs_dpdk-qos_sched_sched_core` is ours ring-fed over qos_sched's scheduler
+thread: both measured cores start from ready mbufs on a ring filled by
+another thread, and ours does everything the peer's core does plus the
+lookup, the reverse-path check, the encapsulation and the pkt_write the peer
+does on its rx thread.  `..._sched_core_pcap_rx` is ours reading the pcap
+over the same scheduler thread (the figure this key meant before the
+feeder existed: the copy that qos_sched's rx thread pays counted on ours
+only).  `vs_dpdk-qos_sched` is ours reading the pcap (one core doing all)
+over qos_sched's rx and scheduler threads together.
+
+Case 504-congested (bench/bng_inputs.Inputs.downlink_congested_pcap): half
+of the packets go to 8 pipes offered several times their 100 Mbit/s, so
+their queues stay full and rte_sched's tail drop and backlogged-pipe
+scheduling run on every burst; the other half keep the core the
+bottleneck.  The key counts packets sent (goodput) per CPU-second of each
+side's scheduling core; cases.504-congested.rx_mpps_per_core is ours'
+intake.  A scheduler that is cheap only when nothing queues cannot hide
+there.
 
 Also here: the downlink and the uplink together on one worker pair (case
 "mixed"), cycles measured with both running, combined at the white paper's
 8:1 volume mix (89% / 11%).
 """
+import contextlib
 import statistics
 
 from bench import ab, common
 from bench.bng_bench import (HQOS_PORT_RATE, Ours, Peer, dp_config, frame_gbps, mix_per_core,
                              packet_mix_per_core, result, summarize)
-from bench.bng_inputs import N_SUBS, Inputs
+from bench.bng_inputs import CONGESTED_HEAVY_PIPES, N_SUBS, Inputs
 from bench.bng_peers import QOS_SCHED_PORT_RATE, QosSched, ensure_qos_sched, write_qos_profile
 from bench.bng_measure import rate
 
@@ -48,6 +80,10 @@ def _peer_summary(p_res):
             "windows": [round(x, 4) for x in wt]}
 
 
+def _case_key(spec):
+    return "" if spec == "504" else f"_{spec}"
+
+
 def run(args):
     quick = getattr(args, "quick", False)
     rounds, seconds, warmup = (2, 1.0, 0.5) if quick else (5, 2.0, 1.0)
@@ -55,52 +91,83 @@ def run(args):
     ensure_qos_sched()
     work = common.OUT / "bng-downlink"
     work.mkdir(parents=True, exist_ok=True)
-    cases = ["504"] if quick else ["504", "imix-down"]
+    # (case, frame sizes, pcap, the same frames addressed to the ring
+    # port, also measure ours reading the pcap on its own core)
+    cases = [("504", "504", inputs.downlink_pcap("504"),
+              inputs.downlink_pcap("504", ring=True), True)]
+    if not quick:
+        cases += [("imix-down", "imix-down", inputs.downlink_pcap("imix-down"),
+                   inputs.downlink_pcap("imix-down", ring=True), True),
+                  ("504-congested", "504", inputs.downlink_congested_pcap(),
+                   inputs.downlink_congested_pcap(ring=True), False)]
     out_cases, peer_cases, ratios, methods = {}, {}, {}, {}
     ratio_rounds, comparisons = {}, []
-    for spec in cases:
-        print(f"-- downlink {spec} B (access side), {N_SUBS} subscribers")
-        pcap = inputs.downlink_pcap(spec)
+    for spec, sizes, pcap, ring_pcap, with_pcap_rx in cases:
+        print(f"-- downlink {spec} (access side), {N_SUBS} subscribers")
         prof = write_qos_profile(work / "qos_sched.cfg", pipes=N_SUBS,
                                  pipe_rate_Bps=PIPE_RATE_BPS // 8,
                                  port_rate_Bps=QOS_SCHED_PORT_RATE)
-        cfg = dp_config(inputs, down_pcap=pcap, lcores="0@0,1@1")
-        with Ours(work, f"ours-{spec}", cfg) as ours, \
-                QosSched(work, f"qos_sched-{spec}", pcap, prof) as qs:
-            hz = ours.tsc_hz
+        ring_cfg = dp_config(inputs, down_pcap=ring_pcap, ring_feed=True)
+        pcap_cfg = dp_config(inputs, down_pcap=pcap, lcores="0@0,1@1")
+        with contextlib.ExitStack() as stack:
+            ring = stack.enter_context(Ours(work, f"ours-ring-{spec}", ring_cfg))
+            own = (stack.enter_context(Ours(work, f"ours-pcap-{spec}", pcap_cfg))
+                   if with_pcap_rx else None)
+            qs = stack.enter_context(QosSched(work, f"qos_sched-{spec}", pcap, prof))
+            hz = ring.tsc_hz
             # The downlink classifies nothing; the process's uplink ACL is named
             # so that every vBNG JSON says which method this host gets.
-            methods.update({f"ours:{t}": m for t, m in ours.acl_methods.items()})
+            methods.update({f"ours:{t}": m for t, m in ring.acl_methods.items()})
             peer = Peer(qs, 1, ["rte-worker-0", "rte-worker-1"])
-            res = ab.alternate([ours, peer], rounds, warmup_s=warmup, window_s=seconds)
-            o_res, p_res = res[ours], res[peer]
-        ours_s = summarize(o_res, "down", hz)
-        ours_s["gbps_per_core"] = frame_gbps(ours_s["mpps_per_core"], spec)
+            res = ab.alternate([ring, own, peer], rounds, warmup_s=warmup, window_s=seconds)
+            r_res, p_res = res[ring], res[peer]
+            o_res = res[own] if own is not None else None
+        ring_s = summarize(r_res, "down", hz)
+        ring_s["gbps_per_core"] = frame_gbps(ring_s["mpps_per_core"], sizes)
+        ring_s["rx"] = "net_ring (rte_ring dequeue), filled by a feeder thread from the pcap"
         peer_s = _peer_summary(p_res)
-        out_cases[spec] = ours_s
+        out_cases[spec] = ring_s
         peer_cases[spec] = peer_s
-        # Ratio per round (both measured back to back), then the median.
-        # Per core = packets per CPU-second of every thread that touches
-        # packets: ours one worker, qos_sched its rx and scheduler threads.
-        # The scheduler thread alone (its rx core free) is the conservative
-        # ratio, kept as *_sched_core.
-        key = "vs_dpdk-qos_sched" + ("" if spec == "504" else f"_{spec}")
+        ck = _case_key(spec)
         ours_mpps = lambda o: o["down"]["mpps_per_core"]  # noqa: E731
-        ratios[key], ratio_rounds[key] = ab.ratio(o_res, p_res, ours_mpps, "mpps_per_core")
-        ratios[key + "_sched_core"], ratio_rounds[key + "_sched_core"] = ab.ratio(
-            o_res, p_res, ours_mpps, lambda p: rate(p["tx_pkts"], p["cpu_s"]["rte-worker-1"]))
-        comparisons += [
-            common.comparison(spec, ours_s["mpps_per_core"], "dpdk-qos_sched (2 threads)",
-                              peer_s["mpps_per_core"], key, ratios[key],
-                              stages_of=f"cases.{spec}", ours_rounds=ours_s["windows"]),
-            common.comparison(spec, ours_s["mpps_per_core"], "dpdk-qos_sched (scheduler core)",
-                              peer_s["mpps_per_sched_core"], key + "_sched_core",
-                              ratios[key + "_sched_core"], stages_of=f"cases.{spec}",
-                              ours_rounds=ours_s["windows"], peer_rounds=peer_s["windows"])]
-        print(f"   ours {ours_s['mpps_per_core']:.3f} Mpps/core, qos_sched "
-              f"{peer_s['mpps_per_core']:.3f} per core of its 2 "
-              f"({peer_s['mpps_per_sched_core']:.3f} per scheduler core): ratio {ratios[key]:.3f} "
-              f"({ratios[key + '_sched_core']:.3f})")
+        sched_mpps = lambda p: rate(p["tx_pkts"], p["cpu_s"]["rte-worker-1"])  # noqa: E731
+        # Ratio per round (all measured back to back), then the median.
+        # The headline, like for like: our worker and qos_sched's scheduler
+        # thread each take ready mbufs off a ring filled by another thread.
+        key = f"vs_dpdk-qos_sched{ck}_sched_core"
+        ratios[key], ratio_rounds[key] = ab.ratio(r_res, p_res, ours_mpps, sched_mpps)
+        comparisons.append(common.comparison(
+            spec, ring_s["mpps_per_core"], "dpdk-qos_sched (scheduler core; ours ring-fed)",
+            peer_s["mpps_per_sched_core"], key, ratios[key], stages_of=f"cases.{spec}",
+            ours_rounds=ring_s["windows"], peer_rounds=peer_s["windows"]))
+        line = (f"   ours ring-fed {ring_s['mpps_per_core']:.3f} Mpps/core, qos_sched's "
+                f"scheduler core {peer_s['mpps_per_sched_core']:.3f}: {ratios[key]:.3f}")
+        if o_res is not None:
+            # Ours reading the pcap itself (net_pcap's copy on our core):
+            # against qos_sched's two threads per CPU-second (the whole
+            # work on both sides), and against its scheduler thread alone.
+            own_s = summarize(o_res, "down", hz)
+            own_s["gbps_per_core"] = frame_gbps(own_s["mpps_per_core"], sizes)
+            own_s["rx"] = "net_pcap (copy of every frame into a fresh mbuf) on the worker"
+            out_cases[f"{spec}/pcap-rx"] = own_s
+            both = f"vs_dpdk-qos_sched{ck}"
+            ratios[both], ratio_rounds[both] = ab.ratio(o_res, p_res, ours_mpps, "mpps_per_core")
+            alone = f"vs_dpdk-qos_sched{ck}_sched_core_pcap_rx"
+            ratios[alone], ratio_rounds[alone] = ab.ratio(o_res, p_res, ours_mpps, sched_mpps)
+            comparisons += [
+                common.comparison(spec, own_s["mpps_per_core"],
+                                  "dpdk-qos_sched (2 threads; ours pcap rx)",
+                                  peer_s["mpps_per_core"], both, ratios[both],
+                                  stages_of=f"cases.{spec}/pcap-rx",
+                                  ours_rounds=own_s["windows"]),
+                common.comparison(spec, own_s["mpps_per_core"],
+                                  "dpdk-qos_sched (scheduler core; ours pcap rx)",
+                                  peer_s["mpps_per_sched_core"], alone, ratios[alone],
+                                  stages_of=f"cases.{spec}/pcap-rx",
+                                  ours_rounds=own_s["windows"], peer_rounds=peer_s["windows"])]
+            line += (f"; ours pcap rx {own_s['mpps_per_core']:.3f}: {ratios[alone]:.3f}, per "
+                     f"core of qos_sched's 2 ({peer_s['mpps_per_core']:.3f}) {ratios[both]:.3f}")
+        print(line)
 
     # Both directions on one worker pair: uplink (lcore 1, CPU 1) and
     # downlink (lcore 2, CPU 0), both saturated; cycles per packet of each,
@@ -128,7 +195,10 @@ def run(args):
         {"rpf_rules": N_SUBS,
          "hqos": {"port_rate": HQOS_PORT_RATE, "subports": 1, "pipes": N_SUBS,
                   "pipe_rate_bps": PIPE_RATE_BPS, "tcs": 13, "qsize": 64},
-         "frame": "504 B at the access side (QinQ added to 496 B)"},
+         "frame": "504 B at the access side (QinQ added to 496 B)",
+         "ours_rx": "cases.<case>: net_ring filled by a feeder thread; "
+                    "cases.<case>/pcap-rx: net_pcap on the worker",
+         "congested": {"heavy_pipes": CONGESTED_HEAVY_PIPES, "heavy_share": 0.5}},
         out_cases, "504", "dpdk-qos_sched", peer_cases, ratios, rounds, seconds, quick,
         extra={"mixed": mixed, "comparisons": comparisons, "ratio_rounds": ratio_rounds},
         acl_classify=methods)

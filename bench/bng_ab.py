@@ -9,9 +9,12 @@ a few percent.
 
     .venv/bin/python -m bench.bng_ab --a /tmp/old/edgeplane-dp
     .venv/bin/python -m bench.bng_ab --case pppoe-128 --rounds 8
+    .venv/bin/python -m bench.bng_ab --case down-504-ring   # ring-fed, as the bench
+    .venv/bin/python -m bench.bng_ab --case down-504 --b-case down-504-ring
 
---a and --b default to this tree's binary.  Prints each side's median CPU
-cycles per packet and its stages (TSC cycles per packet scaled to CPU time,
+--a and --b default to this tree's binary; --b-case puts side B on another
+input of the same direction (the ring-fed downlink against the pcap-fed
+one).  Prints each side's median CPU cycles per packet and its stages (TSC cycles per packet scaled to CPU time,
 as bench/bng_bench.summarize does), and the median and per-round ratios.
 No peer and no JSON: this compares our own variants; the benchmark is the
 figure.
@@ -25,7 +28,24 @@ from bench.bng_bench import Ours, dp_config, summarize
 from bench.bng_inputs import Inputs
 
 DEFAULT_BINARY = common.ROOT / "build" / "dp" / "edgeplane-dp"
-CASES = ("ipoe-128", "pppoe-128", "ipoe-imix-up", "down-504")
+CASES = ("ipoe-128", "pppoe-128", "ipoe-imix-up", "down-504", "down-504-ring",
+         "down-504-congested")
+
+
+def _config(inputs, case):
+    """(worker, edgeplane-dp config) of one case."""
+    if case == "down-504":
+        return "down", dp_config(inputs, down_pcap=inputs.downlink_pcap("504"),
+                                 lcores="0@0,1@1")
+    if case.startswith("down-504-"):
+        # Fed through a ring by a feeder thread, as the benchmark's headline.
+        pcap = (inputs.downlink_congested_pcap(ring=True) if case.endswith("congested")
+                else inputs.downlink_pcap("504", ring=True))
+        return "down", dp_config(inputs, down_pcap=pcap, ring_feed=True)
+    kind, _, spec = case.partition("-")
+    pppoe = kind == "pppoe"
+    return "up", dp_config(inputs, up_pcap=inputs.uplink_pcap(spec, pppoe=pppoe), pppoe=pppoe,
+                           lcores="0@0,1@1")
 
 
 def main(argv=None):
@@ -33,22 +53,19 @@ def main(argv=None):
     ap.add_argument("--a", default=str(DEFAULT_BINARY), help="edgeplane-dp of side A")
     ap.add_argument("--b", default=str(DEFAULT_BINARY), help="edgeplane-dp of side B")
     ap.add_argument("--case", choices=CASES, default="ipoe-128")
+    ap.add_argument("--b-case", choices=CASES, default=None,
+                    help="side B on another case of the same direction (default: --case)")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--window", type=float, default=2.0)
     args = ap.parse_args(argv)
     inputs = Inputs()
-    if args.case == "down-504":
-        worker, cfg = "down", dp_config(inputs, down_pcap=inputs.downlink_pcap("504"),
-                                        lcores="0@0,1@1")
-    else:
-        kind, _, spec = args.case.partition("-")
-        pppoe = kind == "pppoe"
-        worker = "up"
-        cfg = dp_config(inputs, up_pcap=inputs.uplink_pcap(spec, pppoe=pppoe), pppoe=pppoe,
-                        lcores="0@0,1@1")
+    worker, cfg_a = _config(inputs, args.case)
+    b_worker, cfg_b = _config(inputs, args.b_case or args.case)
+    if b_worker != worker:
+        ap.error("--case and --b-case must be the same direction")
     sides = []
     with contextlib.ExitStack() as stack:
-        for label, binary in (("A", args.a), ("B", args.b)):
+        for label, binary, cfg in (("A", args.a, cfg_a), ("B", args.b, cfg_b)):
             work = common.OUT / "bng-ab" / label
             work.mkdir(parents=True, exist_ok=True)
             o = Ours(work, f"bng-ab-{label}", cfg, binary=binary)
@@ -57,11 +74,12 @@ def main(argv=None):
             sides.append(o)
         rr = ab.alternate(sides, args.rounds, warmup_s=1.0, window_s=args.window)
     cyc = {}
+    cases = {"A": args.case, "B": args.b_case or args.case}
     for o in sides:
         s = summarize(rr[o], worker, o.tsc_hz)
         cyc[o.label] = [o.tsc_hz / (r[worker]["mpps_per_core"] * 1e6) for r in rr[o]]
-        print(f"{args.case} {o.label}: {statistics.median(cyc[o.label]):.1f} CPU cycles/pkt; "
-              + " ".join(f"{k} {v:.1f}" for k, v in s["stages"].items()))
+        print(f"{cases[o.label]} {o.label}: {statistics.median(cyc[o.label]):.1f} CPU "
+              "cycles/pkt; " + " ".join(f"{k} {v:.1f}" for k, v in s["stages"].items()))
     per = [b / a for a, b in zip(cyc["A"], cyc["B"])]
     print(f"{args.case} B/A: median {statistics.median(per):.3f}, rounds "
           + " ".join(f"{x:.3f}" for x in per))

@@ -14,7 +14,7 @@ stopped process holds its memory but takes no CPU.
 import statistics
 
 from bench import ab, common, host_info
-from bench.bng_inputs import CORE_NH_IP, CORE_NH_MAC, N_SUBS, PCAP_MAC, mean_frame
+from bench.bng_inputs import CORE_NH_IP, CORE_NH_MAC, N_SUBS, PCAP_MAC, RING_MAC, mean_frame
 from bench.bng_measure import Window, find_threads, rate
 from lab.dp import Dp
 
@@ -41,10 +41,21 @@ def subscriber_file(inputs, pppoe=False):
     return path
 
 
-def dp_config(inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=None):
-    """edgeplane-dp config: uplink worker if up_pcap, downlink if down_pcap."""
+def dp_config(inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=None,
+              ring_feed=False):
+    """edgeplane-dp config: uplink worker if up_pcap, downlink if down_pcap.
+
+    ring_feed (downlink only): the downlink worker polls a net_ring port
+    that a feeder worker (xconnect, lcore 2 on CPU 0) fills from the pcap,
+    as qos_sched's rx thread fills its scheduler thread's rte_ring: the
+    downlink worker's rx is then a ring dequeue of ready mbufs, and
+    net_pcap's copy of every frame into a fresh mbuf is the feeder's."""
     if up_pcap is None and down_pcap is None:
         raise ValueError("no direction")
+    if ring_feed:
+        if up_pcap is not None:
+            raise ValueError("ring_feed is for the downlink alone")
+        return _ring_fed_down_config(inputs, down_pcap)
     # The engine gives every worker a tx queue on every port; net_pcap has
     # one tx queue per tx_pcap argument.  With both directions, each pcap
     # port is also the other worker's tx port: /dev/null dumpers (their
@@ -66,7 +77,11 @@ def dp_config(inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=None):
         lc += 1
     if down_pcap:
         L += ["[worker down]", "pipeline = bng-downlink", "rx = core", f"lcore = {lc}", ""]
-    L += ["[bng]", "access_port = access", "core_port = core",
+    return "\n".join(L + _bng_section(inputs, pppoe))
+
+
+def _bng_section(inputs, pppoe):
+    return ["[bng]", "access_port = access", "core_port = core",
           f"max_subscribers = {inputs.n}",
           # The white paper's single forwarding rule, as two /1s: l3fwd's rte_lpm
           # takes no /0, and both sides get the same table (one tbl24 read).
@@ -77,7 +92,33 @@ def dp_config(inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=None):
           f"subport = 0 rate={SUBPORT_RATE} pipes={inputs.n}",
           f"hqos_port_rate = {HQOS_PORT_RATE}", f"hqos_qsize = {QSIZE}",
           f"subscriber_file = {subscriber_file(inputs, pppoe)}", ""]
-    return "\n".join(L)
+
+
+def _ring_fed_down_config(inputs, down_pcap):
+    """The downlink worker (lcore 1, CPU 1) behind a feeder (lcore 2, CPU 0).
+
+    net_ring0 without arguments makes one rte_ring per queue pair, shared
+    by rx and tx queue i (SP/SC): what a worker sends on tx queue i comes
+    back on rx queue i.  Worker index i sends on tx queue i of every port,
+    and the downlink worker polls rx queue 0 of the ring port, so the
+    feeder is the first [worker] section.  xconnect leaves the frames as
+    they are, and net_ring takes no configured MAC: the pcap is addressed
+    to the ring port's (bench/bng_inputs.RING_MAC; Inputs.downlink_pcap's
+    ring=True)."""
+    L = ["[eal]", "args = --lcores=0@0,1@1,2@0", "",
+         "[engine]", "burst = 32", "memory = hugepages", "",
+         "[port access]", "device = net_null0", "",
+         # net_pcap has one tx queue per tx_pcap, and every worker gets
+         # one (nothing is sent on them).
+         "[port feed]", f"device = net_pcap0,rx_pcap={down_pcap},infinite_rx=1,"
+         "tx_pcap=/dev/null,tx_pcap=/dev/null",
+         "rx_desc = 8192", "",
+         "[port core]", "device = net_ring0",
+         "ipv4 = 198.18.1.1/24", "",
+         "[worker feed]", "pipeline = xconnect", "rx = feed", "pairs = feed:core",
+         "lcore = 2", "",
+         "[worker down]", "pipeline = bng-downlink", "rx = core", "lcore = 1", ""]
+    return "\n".join(L + _bng_section(inputs, False))
 
 
 class Ours(ab.Process):
@@ -98,6 +139,9 @@ class Ours(ab.Process):
                     PCAP_MAC.format(0), PCAP_MAC.format(1)):
                 raise RuntimeError(f"port {p['name']} has MAC {p['mac']}, the pcaps expect "
                                    "02:70:63:61:70:0N (bench/bng_inputs.PCAP_MAC)")
+            if p["device"].startswith("net_ring") and p["mac"] != RING_MAC:
+                raise RuntimeError(f"port {p['name']} has MAC {p['mac']}, the ring-fed "
+                                   f"pcaps expect {RING_MAC} (bench/bng_inputs.RING_MAC)")
         self.workers = {w["name"]: w for w in self.dp.ctl("stats")["workers"]}
         self.tsc_hz = self.dp.ctl("stats")["tsc_hz"]
         self.acl_methods = host_info.acl_methods(self.dp)
@@ -115,7 +159,8 @@ class Ours(ab.Process):
             out[w["name"]] = {"rx": w["rx_pkts"], "tx": w["tx_pkts"],
                               "stages": {s["name"]: (s["cycles"], s["pkts_in"], s["pkts_dropped"])
                                          for s in w["stages"]},
-                              "busy": w["busy_cycles"], "idle": w["idle_cycles"]}
+                              "busy": w["busy_cycles"], "idle": w["idle_cycles"],
+                              "polls": w["polls"] - w["empty_polls"]}
         return out
 
     def measure(self, seconds):
@@ -134,9 +179,18 @@ class Ours(ab.Process):
                 stages[sname] = (cyc - c0) / rx if rx else 0.0
                 drops += pdrop - d0
             res[name] = {"mpps_per_core": rate(pkts, cpu), "mpps_wall": rate(pkts, r["wall_s"]),
+                         "rx_mpps_per_core": rate(rx, cpu),
                          "cpu_s": cpu, "wall_s": r["wall_s"], "rx_pkts": rx, "tx_pkts": pkts,
                          "drops": drops,
                          "cycles_per_pkt": (b["busy"] - a["busy"]) / rx if rx else 0.0,
+                         # Loop iterations that found nothing to receive or
+                         # send, as a share of the TSC: a fed worker
+                         # starved by its feeder shows here.
+                         "idle_share": _share(b["idle"] - a["idle"], b["busy"] - a["busy"]),
+                         # Packets per rx burst that found any: a feeder that
+                         # falls behind hands over short bursts.
+                         "rx_burst": rx / (b["polls"] - a["polls"]) if b["polls"] > a["polls"]
+                         else 0.0,
                          "stages": stages}
         return res
 
@@ -165,6 +219,10 @@ class Peer(ab.Process):
                 "tx_pkts": pkts}
 
 
+def _share(idle, busy):
+    return idle / (idle + busy) if idle + busy else 0.0
+
+
 def summarize(o_res, worker, tsc_hz):
     """Medians over windows for one worker.
 
@@ -185,11 +243,14 @@ def summarize(o_res, worker, tsc_hz):
     mpps = med(w["mpps_per_core"] for w in ws)
     return {"mpps_per_core": mpps,
             "mpps_wall": med(w["mpps_wall"] for w in ws),
+            "rx_mpps_per_core": med(w["rx_mpps_per_core"] for w in ws),
             "cycles_per_pkt": tsc_hz / (mpps * 1e6) if mpps else 0.0,
             "stages": {s: round(med(x[s] for x in scaled), 1) for s in stage_names},
             "stages_tsc": {s: round(med(w["stages"][s] for w in ws), 1) for s in stage_names},
             "tsc_cycles_per_pkt": med(w["cycles_per_pkt"] for w in ws),
             "drops_in_windows": sum(w["drops"] for w in ws),
+            "idle_share": round(med(w["idle_share"] for w in ws), 4),
+            "rx_burst": round(med(w["rx_burst"] for w in ws), 2),
             "windows": [round(w["mpps_per_core"], 4) for w in ws]}
 
 

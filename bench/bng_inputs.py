@@ -41,6 +41,7 @@ N_SUBS = 4096
 PCAP_MAC = "02:70:63:61:70:{:02x}"
 ACCESS_MAC = PCAP_MAC.format(0)      # the access port is always the first pcap device
 CORE_MAC = PCAP_MAC.format(0)        # the core port, when it is the only one
+RING_MAC = "00:00:00:00:00:00"       # net_ring's: it takes no configured MAC
 CORE_NH_IP = "198.18.1.2"            # the core router (uplink default route)
 CORE_NH_MAC = "02:00:00:00:02:02"
 SUB_V4_BASE = int(ipaddress.ip_address("198.19.1.0"))
@@ -265,6 +266,8 @@ def downlink_frame(s, inet, sport, dport, size, qos_queue, dst_mac=CORE_MAC):
 # --- input files -------------------------------------------------------------------
 
 N_PKTS = N_SUBS   # one packet per flow per pcap cycle; fits 8K-mbuf pools with room
+# Pipes the congested downlink input overloads (Inputs.downlink_congested_pcap).
+CONGESTED_HEAVY_PIPES = 8
 
 
 def _write(path, frames):
@@ -332,16 +335,44 @@ class Inputs:
             _write(path, frames)
         return path
 
-    def downlink_pcap(self, spec, core_index=0):
+    def downlink_pcap(self, spec, core_index=0, ring=False):
         """core_index: the core port's pcap device index (1 when the access
-        port is a pcap device too)."""
-        path = self.dir / f"down-{spec}-{self.n}-{core_index}-v{VERSION}.pcap"
+        port is a pcap device too); ring: addressed to a net_ring core port
+        (RING_MAC) that a feeder fills from this pcap, frames otherwise the
+        same."""
+        tag = "ring" if ring else core_index
+        path = self.dir / f"down-{spec}-{self.n}-{tag}-v{VERSION}.pcap"
         if not path.exists():
             sizes = size_schedule(spec, N_PKTS)
             fl = self.flows()
-            mac = PCAP_MAC.format(core_index)
+            mac = RING_MAC if ring else PCAP_MAC.format(core_index)
             frames = [downlink_frame(s, inet, dp, sp, sz, s.i % 4, mac)
                       for (s, inet, sp, dp), sz in zip(fl * (N_PKTS // len(fl) + 1), sizes)]
+            _write(path, frames)
+        return path
+
+    def downlink_congested_pcap(self, heavy=CONGESTED_HEAVY_PIPES, core_index=0, ring=False):
+        """504 B downlink frames of which every other one goes to one of the
+        first `heavy` subscribers (round robin) and the rest one each to the other
+        subscribers.  Each heavy pipe is offered intake / (2 * heavy): at
+        8 pipes and any intake above 0.25 Mpps that is more than the
+        benchmark's 100 Mbit/s pipe rate, so those pipes stay backlogged
+        (queues full, tail drops at enqueue, the scheduler's grinders
+        working on pipes with packets queued) while the core stays the
+        bottleneck for the other half.  Each heavy pipe's packets use one
+        queue on both sides (ours: DSCP 0; qos_sched: its queue byte), so
+        the mbufs held are heavy * 64."""
+        tag = "ring" if ring else core_index
+        path = self.dir / f"down-504-congested{heavy}-{self.n}-{tag}-v{VERSION}.pcap"
+        if not path.exists():
+            fl = self.flows()
+            mac = RING_MAC if ring else PCAP_MAC.format(core_index)
+            frames = []
+            for k in range(N_PKTS // 2):
+                s, inet, sp, dp = fl[k % heavy]
+                frames.append(downlink_frame(s, inet, dp, sp, 504, s.i % 4, mac))
+                s, inet, sp, dp = fl[heavy + k % (len(fl) - heavy)]
+                frames.append(downlink_frame(s, inet, dp, sp, 504, s.i % 4, mac))
             _write(path, frames)
         return path
 
