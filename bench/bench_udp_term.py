@@ -41,8 +41,12 @@ sockperf ping-pong (64-byte messages) latency percentiles, ours and the
 kernel: over AF_XDP on a veth pair (a frame wakes the data plane's worker
 there; with the default configuration the workers are event-driven), the
 kernel alternating with ours round by round in fresh labs, the ratio the
-median of the rounds' ratios (`sockperf_p99_vs_kernel`); over memif as
-well (`_memif`: its workers poll), with sockperf throughput (msg/s).
+median of the rounds' ratios (`sockperf_p99_vs_kernel`), the applications
+under the library's defaults (which busy-poll up to 200 us before a wait
+while the workers block; `_nospin` with that off), and the CPU seconds per
+second each side spent meanwhile (`sockperf_cpu_vs_kernel`); over memif as
+well (`_memif`: its workers poll, so the library does not spin there), with
+sockperf throughput (msg/s).
 Where the tail comes from: each thread's scheduling delays during one
 ping-pong, thread by thread and hop by hop (`perf sched`,
 `metrics.sockperf_af_xdp.sched_us`).
@@ -408,9 +412,14 @@ def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None, rt=None, env=None
                 saved = {k: os.environ.get(k) for k in (env or {})}
                 if stack == "ours":
                     os.environ.update(env or {})
+                dp_pids = [dp.proc.pid for dp in lab.dps.values()]
+                cpu0 = _children_cpu() + _ksoftirqd_cpu() + sum(_proc_cpu(q) for q in dp_pids)
                 try:
                     p = sockperf_ping_pong(lab, B4, preload=stack == "ours", seconds=seconds,
                                            pin=pin, rt=rt)
+                    # sockperf's warm-up and the server's start are in it too
+                    p["cpu_s"] = round(_children_cpu() + _ksoftirqd_cpu() +
+                                       sum(_proc_cpu(q) for q in dp_pids) - cpu0, 3)
                 finally:
                     for k, v in saved.items():
                         if v is None:
@@ -433,7 +442,10 @@ def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None, rt=None, env=None
            for st, ps in per.items()}
     rounds_of = lambda k: [round(o[k] / kk[k], 4)  # noqa: E731
                            for o, kk in zip(per["ours"], per["kernel"]) if o.get(k) and kk.get(k)]
+    cpu_per_s = {st: round(statistics.median(p.get("cpu_s", 0) for p in ps) / seconds, 3)
+                 for st, ps in per.items()}
     return {"ours": med["ours"], "kernel": med["kernel"], "p99_ratio": _median(rounds_of("p99")),
+            "cpu_s_per_s": cpu_per_s,
             "p50_ratio": _median(rounds_of("p50")), "p99_ratio_rounds": rounds_of("p99"),
             "rounds": per, "sched_us": sched,
             "wakes": wakes, "cpu": cpu, "sockperf_sched_fifo": rt, "env": env or {}}
@@ -596,9 +608,10 @@ def run(args):
     event = sockperf_af_xdp(1 if quick else 4, sp_s, log, sched_s=0 if quick else 4)
     one_cpu = sockperf_af_xdp(1 if quick else 2, sp_s, log, cpu=1)
     fifo = sockperf_af_xdp(1 if quick else 3, sp_s, log, rt=1)
-    # The applications spin on their rings before they sleep (off by
-    # default): the workers then deliver without a wake byte.
-    spin = sockperf_af_xdp(1 if quick else 2, sp_s, log, env={"EDGEPLANE_PRELOAD_SPIN_US": "200"})
+    # The applications do not spin before they sleep (the library's
+    # default spins up to 200 us while the workers block): every hop a
+    # wake-up, what the default saves.
+    nospin = sockperf_af_xdp(1 if quick else 2, sp_s, log, env={"EDGEPLANE_PRELOAD_SPIN_US": "0"})
     pinned = {}
     if not quick:
         # Latency against where the threads run: each node's data plane and
@@ -615,7 +628,7 @@ def run(args):
     ratio_rounds["sockperf_p99_vs_kernel"] = event["p99_ratio_rounds"]
     ratio_rounds["sockperf_p99_vs_kernel_one_cpu"] = one_cpu["p99_ratio_rounds"]
     ratio_rounds["sockperf_p99_vs_kernel_fifo"] = fifo["p99_ratio_rounds"]
-    ratio_rounds["sockperf_p99_vs_kernel_spin"] = spin["p99_ratio_rounds"]
+    ratio_rounds["sockperf_p99_vs_kernel_nospin"] = nospin["p99_ratio_rounds"]
     s1, s2 = result[("s1", "ours")], result[("s2", "ours")]
     k1, k2 = result[("s1", "kernel")], result[("s2", "kernel")]
     metrics = {
@@ -635,7 +648,7 @@ def run(args):
         "sockperf_af_xdp": event,
         "sockperf_af_xdp_one_cpu": one_cpu,
         "sockperf_af_xdp_fifo": fifo,
-        "sockperf_af_xdp_spin": spin,
+        "sockperf_af_xdp_nospin": nospin,
         "duration_s": {"interleaved_rounds": round(t_interleaved),
                        "total": round(time.monotonic() - t_start)},
     }
@@ -672,9 +685,13 @@ def run(args):
         # ours and the kernel alike: the other tenants no longer delay them.
         "sockperf_p99_vs_kernel_fifo": fifo["p99_ratio"],
         "sockperf_p50_vs_kernel_fifo": fifo["p50_ratio"],
-        # The same with EDGEPLANE_PRELOAD_SPIN_US=200 for ours.
-        "sockperf_p99_vs_kernel_spin": spin["p99_ratio"],
-        "sockperf_p50_vs_kernel_spin": spin["p50_ratio"],
+        # The same with EDGEPLANE_PRELOAD_SPIN_US=0 for ours (no spin).
+        "sockperf_p99_vs_kernel_nospin": nospin["p99_ratio"],
+        "sockperf_p50_vs_kernel_nospin": nospin["p50_ratio"],
+        # CPU seconds per second of ping-pong, ours (applications and both
+        # data planes) over the kernel's (applications and ksoftirqd).
+        "sockperf_cpu_vs_kernel": div(event["cpu_s_per_s"]["ours"],
+                                      event["cpu_s_per_s"]["kernel"]),
         # Over memif (the link for throughput: its workers poll).
         "sockperf_p99_vs_kernel_memif": rr("sockperf_p99_vs_kernel_memif"),
         "sockperf_p50_vs_kernel_memif": div(sp_ours.get("p50"), sp_kernel.get("p50")),

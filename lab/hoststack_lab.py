@@ -211,8 +211,9 @@ class HostStackLab(_PreloadMixin, DpLab):
 class SemanticsLab(_PreloadMixin, DpLab):
     """One namespace, its loopback and an edgeplane-dp with the same addresses."""
 
-    def __init__(self, tag="sem", binary_path=None):
+    def __init__(self, tag="sem", binary_path=None, hoststack=None):
         self.tag = tag
+        self.hoststack = dict(hoststack or {})
         self.workdir = Path(tempfile.mkdtemp(prefix="ephsem-"))
         self.preload = preload_library(binary_path)
         self.topo = None
@@ -235,7 +236,7 @@ class SemanticsLab(_PreloadMixin, DpLab):
                                  "socket-abstract=no,id=0",
                        "ipv4": [f"{SEM4}/24", f"{SEM4B}/24"], "ipv6": f"{SEM6}/64"},
             "worker w0": {"pipeline": "hoststack", "rx": "m", "lcore": 1},
-            "hoststack": {"attach_socket": str(self.attach_path())},
+            "hoststack": {"attach_socket": str(self.attach_path()), **self.hoststack},
         }
 
     def start_dp(self):

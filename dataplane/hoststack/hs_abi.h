@@ -24,6 +24,8 @@
  *       send", pushed once per idle->pending transition of the socket
  *     kick eventfd per worker: written only when the worker page says the
  *       worker sleeps (notification suppression, as virtio does)
+ *     worker page: also whether the worker keeps its CPU between packets
+ *       (polls), so that an application does not busy-poll against it
  *
  * Why a socketpair end is the application's descriptor: it is a real
  * kernel file, so dup/dup2/fork/exec/close-on-exec need nothing from us,
@@ -44,7 +46,7 @@
 #include <stdint.h>
 
 #define HS_ABI_MAGIC    0x31545348u     /**< "HST1" */
-#define HS_ABI_VERSION  1u
+#define HS_ABI_VERSION  2u      /**< 2: the worker page says whether its worker polls */
 #define HS_CACHE_LINE   64u
 
 /** Default attach socket; [hoststack] attach_socket, $EDGEPLANE_HOSTSTACK. */
@@ -209,6 +211,12 @@ struct hs_worker_shm {
 	/** 1 while the worker is about to block in epoll_wait: an application
 	 *  that pushed a doorbell then writes the worker's kick eventfd. */
 	struct hs_line sleeping;
+	/** 1 while the worker keeps its CPU between packets instead of
+	 *  blocking (it yields between polls: a link that cannot wake it,
+	 *  memif).  An application thread that busy-polled its rings before a
+	 *  wait would then take the CPU that worker needs to deliver what it
+	 *  waits for, so the library does not spin while any worker polls. */
+	struct hs_line polls;
 };
 
 /* ------------------------------------------------------------------------ */

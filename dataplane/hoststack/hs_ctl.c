@@ -139,7 +139,7 @@ ctl_stats(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 
 		json_array_append_new(arr, json_pack(
 			"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-			" s:I, s:I, s:I}",
+			" s:I, s:I, s:I, s:b}",
 			"worker", s->w[i]->w != NULL ? s->w[i]->w->name : "",
 			"icmp_unreach_sent", (json_int_t)RD(w->icmp_unreach_sent),
 			"icmp_unreach_suppressed", (json_int_t)RD(w->icmp_unreach_suppressed),
@@ -158,7 +158,9 @@ ctl_stats(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err)
 			"arp_requests_sent", (json_int_t)RD(w->arp_requests_sent),
 			"ns_sent", (json_int_t)RD(w->ns_sent),
 			"hairpin", (json_int_t)RD(w->hairpin),
-			"redirected", (json_int_t)RD(w->redirected)));
+			"redirected", (json_int_t)RD(w->redirected),
+			/* its worker page's flag: applications do not spin meanwhile */
+			"polls", __atomic_load_n(&s->wshm[s->w[i]->idx].polls.v, __ATOMIC_RELAXED) != 0));
 	}
 	/* The host stack's own drop reasons summed over its workers' stages. */
 	for (int r = 0; r < EP_DROP__COUNT; r++) {

@@ -816,8 +816,13 @@ hs_service(struct ep_worker *w)
 	}
 	hs_flush_ports(c);
 	hs_signal_touched(c);
-	if (c->n_hairpin != 0)
+	if (c->n_hairpin != 0) {
 		run_hairpin(c);
+		/* What the hairpin delivered (a datagram, an ICMP error's
+		 * SO_ERROR) wakes its readers now, not after the worker's next
+		 * wait: a worker that blocks would sleep on them. */
+		hs_signal_touched(c);
+	}
 	if (moved != 0)
 		c->last_busy_tsc = now;
 	/* Frames a full port refused keep the worker polling. */
@@ -842,7 +847,12 @@ hs_service(struct ep_worker *w)
  * time-shared thread for the applications to queue behind (sockperf
  * ping-pong over AF_XDP, p50 141 against 42 us), where a blocked worker
  * costs one wake-up per hop, which the engine's `auto` makes prompt
- * (SCHED_FIFO 1, pipeline type's wait_covers_rx).
+ * (SCHED_FIFO 1, pipeline type's wait_covers_rx).  Whether it yields is
+ * published in the worker page (`polls`): the preload library does not
+ * busy-poll before a wait while a worker keeps its CPU that way, since on
+ * shared cores the spinning application and the yielding worker take
+ * turns and each delays the other (sockperf ping-pong over memif, p99
+ * about five times the kernel's with both spinning, at par without).
  */
 void
 hs_wait(struct ep_worker *w, uint32_t us)
@@ -857,6 +867,7 @@ hs_wait(struct ep_worker *w, uint32_t us)
 	int n = 1 + ep_worker_rx_fds(w, pfds + 1, EP_MAX_RX);
 	bool link_wakes = w->n_rx > 0 && n - 1 == w->n_rx;
 	bool rt = w->power != NULL && w->power->rt_applied != 0 && !w->power->rt.demoted;
+	uint32_t polls;
 
 	/* Shortly after traffic, give the CPU away without sleeping: a woken
 	 * application runs at once, and the next packet of a request/response
@@ -865,7 +876,10 @@ hs_wait(struct ep_worker *w, uint32_t us)
 		c->last_rx_pkts = w->stats.rx_pkts;
 		c->last_busy_tsc = now;
 	}
-	if (!link_wakes && !rt && now - c->last_busy_tsc < c->tsc_hz / 1000000 * c->s->p.spin_us) {
+	polls = !link_wakes && !rt && c->s->p.spin_us != 0;
+	if (__atomic_load_n(&ws->polls.v, __ATOMIC_RELAXED) != polls)
+		__atomic_store_n(&ws->polls.v, polls, __ATOMIC_RELAXED);
+	if (polls && now - c->last_busy_tsc < c->tsc_hz / 1000000 * c->s->p.spin_us) {
 		sched_yield();
 		return;
 	}

@@ -347,6 +347,31 @@ EP_TEST(doorbell_after_a_timed_out_wait_counts_as_a_late_wake_up)
 	th_stack_free(s);
 }
 
+/* The worker page says whether the worker keeps its CPU between packets
+ * (yields for spin_us after traffic on a link that cannot wake it): the
+ * preload library does not busy-poll against such a worker.  One that
+ * blocks says it does not. */
+EP_TEST(worker_page_says_whether_the_worker_keeps_its_cpu)
+{
+	struct hs_stack *s = th_stack();
+	struct hs_wctx *c = s->w[0];
+	const struct hs_worker_shm *ws = &s->wshm[c->idx];
+	uint64_t waits;
+
+	s->p.spin_us = 1000;
+	c->last_busy_tsc = rte_rdtsc();
+	waits = c->st.waits;
+	hs_wait(c->w, 1);                       /* just after traffic: yields */
+	EP_CHECK_EQ(ws->polls.v, 1);
+	EP_CHECK_EQ(c->st.waits, waits);
+	EP_CHECK_EQ(ws->sleeping.v, 0);
+	s->p.spin_us = 0;
+	hs_wait(c->w, 1);                       /* blocks (1 us timeout) */
+	EP_CHECK_EQ(ws->polls.v, 0);
+	EP_CHECK_EQ(c->st.waits, waits + 1);
+	th_stack_free(s);
+}
+
 EP_TEST(policy_rate_limit_and_drop_apply_on_the_send_path)
 {
 	struct hs_stack *s = th_stack();

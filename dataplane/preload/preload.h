@@ -175,6 +175,9 @@ int epl_high_fd_base(void);
 /** Give @p p its private descriptor, a dup of @p fd; -errno on failure. */
 int epl_own_fd(struct epl_sock *p, int fd);
 void epl_doorbell(struct epl_sock *p);
+/** Some worker of the data plane keeps its CPU between packets (its
+ *  worker page's `polls`): busy-polling against it would delay it. */
+bool epl_workers_poll(void);
 void epl_scan_inherited(void);
 void epl_warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void epl_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -201,8 +204,13 @@ int64_t epl_now_us(void);
 bool epl_restart_ok(void);
 
 /* preload_spin.c: bounded, adaptive busy-polling before a wait */
-/** EDGEPLANE_PRELOAD_SPIN_US, 0: never spin. */
+/** EDGEPLANE_PRELOAD_SPIN_US when set, else EPL_SPIN_US_DEFAULT; 0: never spin. */
 extern int64_t epl_spin_us;
+/** The spin when EDGEPLANE_PRELOAD_SPIN_US is unset: longer than a
+ *  ping-pong's round trip through two data planes on a shared core (p50
+ *  25-70 us), shorter than a scheduler tick (1-4 ms); measured against
+ *  50, 100 and 500 in docs/udp-termination.md. */
+#define EPL_SPIN_US_DEFAULT 200
 /** An accelerated socket was put into an epoll set: epoll_wait spins. */
 extern bool epl_epoll_accel;
 /** EDGEPLANE_PRELOAD_KERNEL_POLL_US, 0: exact (see preload_poll.c). */
@@ -221,6 +229,10 @@ int epl_spin_wait(int (*call)(void *arg, int64_t timeout_us), void *arg, int64_t
 int64_t epl_spin_budget(int64_t timeout_us);
 /** A wait of this thread lasted @p waited_us (feeds epl_spin_budget). */
 void epl_spin_note(int64_t waited_us);
+/** Between two looks of a spin, the previous at *@p last: true when the
+ *  thread lost its CPU meanwhile (it then stops spinning for a while),
+ *  else *@p last is now. */
+bool epl_spin_lost_cpu(int64_t *last);
 
 static inline void
 epl_cpu_relax(void)

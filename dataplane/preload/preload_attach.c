@@ -271,7 +271,8 @@ attach_locked(void)
 	att.n_workers = r.n_workers;
 	for (uint32_t i = 0; i < r.n_workers; i++)
 		att.kick[i] = high_fd(fds[2 + i]);
-	if (att.wpage == NULL || att.app->n_workers != r.n_workers ||
+	if (att.wpage == NULL || att.wpage_size < r.n_workers * sizeof(struct hs_worker_shm) ||
+	    att.app->n_workers != r.n_workers ||
 	    att.app->db_slots == 0 || (att.app->db_slots & (att.app->db_slots - 1)) != 0) {
 		detach_locked();
 		return -ENETDOWN;
@@ -411,6 +412,18 @@ epl_doorbell(struct epl_sock *p)
 			/* counter saturated: the worker is being woken anyway */
 		}
 	}
+}
+
+bool
+epl_workers_poll(void)
+{
+	const struct hs_worker_shm *wp = __atomic_load_n(&att.wpage, __ATOMIC_ACQUIRE);
+	uint32_t n = __atomic_load_n(&att.n_workers, __ATOMIC_RELAXED);
+
+	for (uint32_t w = 0; wp != NULL && w < n; w++)
+		if (__atomic_load_n(&wp[w].polls.v, __ATOMIC_RELAXED) != 0)
+			return true;
+	return false;
 }
 
 /* ---- descriptors inherited across exec ---- */

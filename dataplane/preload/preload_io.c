@@ -138,6 +138,8 @@ rx_spin(const struct epl_sock *p, int64_t deadline)
 	int64_t t0 = epl_now_us();
 	int64_t budget = epl_spin_budget(deadline == 0 ? -1 : deadline > t0 ? deadline - t0 : 0);
 
+	int64_t last = t0;
+
 	if (budget <= 0)
 		return false;
 	do {
@@ -146,7 +148,7 @@ rx_spin(const struct epl_sock *p, int64_t deadline)
 		    (__atomic_load_n(&shm->state, __ATOMIC_RELAXED) & HS_ST_SHUT_RD) != 0)
 			return true;
 		epl_cpu_relax();
-	} while (epl_now_us() - t0 < budget);
+	} while (!epl_spin_lost_cpu(&last) && last - t0 < budget);
 	return false;
 }
 

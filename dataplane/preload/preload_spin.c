@@ -14,14 +14,30 @@
  * for a short while after it found nothing takes the answer without being
  * woken, and its vCPU does not halt.
  *
- * Bounded: at most EDGEPLANE_PRELOAD_SPIN_US (default 0, off) per wait,
- * then the ordinary kernel wait.  Adaptive: per thread, an average of how
+ * Bounded: at most EDGEPLANE_PRELOAD_SPIN_US (default 200, 0 turns it
+ * off) per wait, then the ordinary kernel wait.  Not at all while a worker
+ * of the data plane keeps its CPU between packets (a yielding memif
+ * worker, its page's `polls`): on shared cores the spinning application
+ * and that worker would take turns, each delaying the other, where a
+ * worker that blocks is woken, preempts the spinner (it runs at
+ * SCHED_FIFO) and hands over the datagram without waking anyone.  Adaptive: per thread, an average of how
  * long its recent waits lasted; a thread whose waits are longer than the
  * spin (an idle server, a bulk receiver between bursts) does not spin at
  * all, so the CPU it would burn is spent only where it buys a wake-up.
  * A wait the spin satisfied counts with its real length, a wait that went
  * to the kernel with its whole length (timeouts included), so one long
  * pause turns spinning off until waits are short again.
+ *
+ * Not on a contended CPU: a spin that lost its CPU for longer than
+ * EDGEPLANE_PRELOAD_SPIN_LOST_US (default 100, 0: never) between two looks (other threads want the core:
+ * the scheduler took it away, which a data-plane worker delivering in
+ * 10-40 us does not) stops, and the thread does not spin for
+ * EPL_SPIN_BACKOFF_US.  A time-shared thread that spins looks CPU-bound
+ * to the scheduler: on a host whose other tenants keep both cores busy,
+ * each time-slice it loses costs it a whole slice of theirs (sockperf
+ * ping-pong over AF_XDP at load average 5-7: p99 740-1090 us spinning
+ * against 575-640 sleeping), where a thread woken from sleep is placed
+ * ahead of them.
  *
  * What is polled: for recv*() the socket's receive ring (memory, no
  * system call); for poll/select/epoll the kernel itself with a zero
@@ -45,20 +61,33 @@ int64_t epl_spin_us;
 /* Average wait of this thread, µs, in eighths (EWMA with weight 1/8). */
 static __thread int64_t wait_avg8;
 
-/* A number of microseconds from the environment, 0-max (unset: 0). */
+#define EPL_SPIN_PREEMPTED_US 100
+#define EPL_SPIN_BACKOFF_US   100000
+
+/* EDGEPLANE_PRELOAD_SPIN_LOST_US: how long a spin may lose its CPU before
+ * it backs off (default EPL_SPIN_PREEMPTED_US; 0: never back off). */
+static int64_t spin_lost_us;
+
+/* Until when this thread does not spin (µs, epl_now_us()): its last spin
+ * lost its CPU. */
+static __thread int64_t spin_off_until;
+
+/* A number of microseconds from the environment, 0-max (unset or not a
+ * number: dflt). */
 static int64_t
-env_us(const char *name, long max)
+env_us(const char *name, long max, int64_t dflt)
 {
 	const char *v = getenv(name);
 	char *end;
 	long us;
 
 	if (v == NULL || v[0] == '\0')
-		return 0;
+		return dflt;
 	us = strtol(v, &end, 10);
 	if (*end != '\0' || us < 0 || us > max) {
-		epl_warn("%s=%s: not a number of microseconds in 0-%ld; ignored", name, v, max);
-		return 0;
+		epl_warn("%s=%s: not a number of microseconds in 0-%ld; %lld used", name, v, max,
+			 (long long)dflt);
+		return dflt;
 	}
 	return us;
 }
@@ -66,8 +95,9 @@ env_us(const char *name, long max)
 void
 epl_spin_init(void)
 {
-	epl_spin_us = env_us("EDGEPLANE_PRELOAD_SPIN_US", 1000000);
-	epl_kernel_poll_us = env_us("EDGEPLANE_PRELOAD_KERNEL_POLL_US", 10000000);
+	epl_spin_us = env_us("EDGEPLANE_PRELOAD_SPIN_US", 1000000, EPL_SPIN_US_DEFAULT);
+	spin_lost_us = env_us("EDGEPLANE_PRELOAD_SPIN_LOST_US", 1000000, EPL_SPIN_PREEMPTED_US);
+	epl_kernel_poll_us = env_us("EDGEPLANE_PRELOAD_KERNEL_POLL_US", 10000000, 0);
 }
 
 int64_t
@@ -75,7 +105,8 @@ epl_spin_budget(int64_t timeout_us)
 {
 	int64_t b = epl_spin_us;
 
-	if (b == 0 || wait_avg8 / 8 > b)
+	if (b == 0 || wait_avg8 / 8 > b || epl_workers_poll() ||
+	    (spin_off_until != 0 && epl_now_us() < spin_off_until))
 		return 0;
 	if (timeout_us >= 0 && timeout_us < b)
 		b = timeout_us;
@@ -92,6 +123,19 @@ epl_spin_note(int64_t waited_us)
 	wait_avg8 += waited_us - wait_avg8 / 8;
 }
 
+bool
+epl_spin_lost_cpu(int64_t *last)
+{
+	int64_t now = epl_now_us();
+
+	if (spin_lost_us != 0 && now - *last > spin_lost_us) {
+		spin_off_until = now + EPL_SPIN_BACKOFF_US;
+		return true;
+	}
+	*last = now;
+	return false;
+}
+
 int
 epl_spin_wait(int (*call)(void *arg, int64_t timeout_us), void *arg, int64_t timeout_us)
 {
@@ -103,6 +147,8 @@ epl_spin_wait(int (*call)(void *arg, int64_t timeout_us), void *arg, int64_t tim
 	t0 = epl_now_us();
 	budget = epl_spin_budget(timeout_us);
 	if (budget > 0) {
+		int64_t last = t0;
+
 		do {
 			rc = call(arg, 0);
 			if (rc != 0) {
@@ -110,7 +156,7 @@ epl_spin_wait(int (*call)(void *arg, int64_t timeout_us), void *arg, int64_t tim
 				return rc;
 			}
 			epl_cpu_relax();
-		} while (epl_now_us() - t0 < budget);
+		} while (!epl_spin_lost_cpu(&last) && last - t0 < budget);
 		if (timeout_us > 0) {
 			timeout_us -= epl_now_us() - t0;
 			if (timeout_us < 0)
