@@ -146,7 +146,8 @@ class Ours(ab.Process):
                               "stages": {s["name"]: (s["cycles"], s["pkts_in"],
                                                      sum(s.get("drops", {}).values()))
                                          for s in w["stages"]},
-                              "busy": w["busy_cycles"]}
+                              "busy": w["busy_cycles"], "idle": w["idle_cycles"],
+                              "rx_pkts": w["rx_pkts"], "polls": w["polls"] - w["empty_polls"]}
         return out
 
     def measure(self, seconds):
@@ -166,7 +167,17 @@ class Ours(ab.Process):
                 c0, _, d0 = a["stages"].get(sname, (0, 0, 0))
                 stages[sname] = (cyc - c0) / frames if frames else 0.0
                 drops += pdrop - d0
+            rx = b["rx_pkts"] - a["rx_pkts"]
+            busy, idle = b["busy"] - a["busy"], b["idle"] - a["idle"]
+            polls = b["polls"] - a["polls"]
             res[name] = {"mpps_per_core": rate(frames, cpu), "mpps_wall": rate(frames, r["wall_s"]),
+                         "rx_mpps_per_core": rate(rx, cpu),
+                         # The worker's loop iterations that found nothing,
+                         # as a share of its TSC, and packets per rx burst
+                         # that found any: a worker its generator starves
+                         # shows in both (bench.bng_bench.summarize).
+                         "idle_share": idle / (idle + busy) if idle + busy else 0.0,
+                         "rx_burst": rx / polls if polls > 0 else 0.0,
                          "cpu_s": cpu, "frames": frames, "drops": drops,
                          "cycles_per_pkt": (b["busy"] - a["busy"]) / frames if frames else 0.0,
                          "stages": stages}
@@ -314,6 +325,10 @@ def run(args):
                 if case != "bidir" and d != case:
                     continue
                 s = summarize(res, d, hz)
+                # Each round's TSC cycles per frame by stage, beside its
+                # windows' Mpps: which stages move from round to round.
+                s["stage_rounds"] = [{k: round(v, 1) for k, v in r[d]["stages"].items()}
+                                     for r in res]
                 s["gbps_per_core"] = s["mpps_per_core"] * mean_size(DS_MIX if d == "ds"
                                                                      else US_MIX) * 8 / 1e3
                 out[d] = s
