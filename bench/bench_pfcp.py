@@ -52,8 +52,21 @@ UPF_PORT = 18805
 
 
 def dp_config():
+    """The data plane under test.  Its workers see no traffic here
+    (net_null without rx): they pause between empty polls, and a control
+    operation that needs their answer wakes them at once (their message
+    eventfd), so the pause's length adds nothing to a session's time.
+    What it costs is CPU: at the default longest pause (100 us) the two
+    idle workers took 0.32 CPU-second a second on this 2-vCPU host, a
+    third of a core taken from the function, the client and the data
+    plane's control thread -- where a deployment gives its workers their
+    own cores.  So they pause up to 1 ms (0.04 CPU-second a second,
+    `metrics.dp_idle_cpu_s_per_s`), the same for the PFCP side and the
+    direct peer; docs/cups.md has the figures at the default pause too."""
     return f"""[eal]
 args = --no-telemetry
+[engine]
+max_sleep_us = 1000
 [port access]
 device = net_null0,no-rx=1
 mac = 02:00:00:00:01:01
@@ -164,6 +177,7 @@ def pfcp_round(workdir, fill, n, bindir=None, upf_args=()):
             upf.wait(timeout=20)
             log.close()
     res["cpu_s"] = cpu
+    res["dp_idle_cpu_s_per_s"] = idle
     res["installed"] = installed
     res["dp_batches"] = batches
     return res
@@ -179,6 +193,7 @@ def direct_round(workdir, fill, n, batch=1000, window=2):
                              "--window", str(window)])
         dp_cpu = cpu_seconds(dp.pid) - cpu0
         res["cpu_s"] = {"dp": dp_cpu, "client": client_cpu, "dp_busy": max(0.0, dp_cpu - idle * wall)}
+        res["dp_idle_cpu_s_per_s"] = idle
         res["installed"] = dp.ctl("bng-stats")["subscribers"]
     return res
 
@@ -264,6 +279,9 @@ def run(args):
         # happens before the clock), and what the batching made of the
         # establishments: sessions per sub-add-bulk.
         "client_cpu_us_per_timed_session": med([x["run"].get("cpu_s", 0) / n * 1e6 for x in pf]),
+        # CPU seconds a second the idle data plane spent before each run
+        # (its two workers' pauses: see dp_config).
+        "dp_idle_cpu_s_per_s": med([x.get("dp_idle_cpu_s_per_s", 0) for x in pf + dr]),
         "sessions_per_dp_batch": med([(fill + n) / x["dp_batches"] for x in pf if x.get("dp_batches")]),
         # What the CPU alone allows: the PFCP pipeline's CPU per session
         # (function, data plane less its idle polling, the client over the

@@ -43,6 +43,10 @@ uint64_t ep_rapl_read_uj(struct ep_rapl *r);
 /* power_wait.c: the actions, on the worker. */
 void ep_power_thread_start(struct ep_worker *w);
 void ep_power_wait_rx(struct ep_worker *w, uint32_t us);
+/** A plain pause of @p us that a control message ends early: the worker's
+ *  message eventfd (ep_worker_call writes it) is the only descriptor.
+ *  true when a message ended it. */
+bool ep_power_wait_msg(struct ep_worker *w, uint32_t us);
 void ep_power_cpu_wait(struct ep_worker *w, uint64_t deadline);
 void ep_power_freq_tick(struct ep_worker *w, uint64_t now, uint64_t busy);
 void ep_power_rt_tick(struct ep_worker *w, uint64_t now);

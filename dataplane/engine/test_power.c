@@ -5,6 +5,7 @@
  * refusal of what a CPU, a host or a port cannot do; the tester's stamp as
  * a worker reads it; RAPL zones from a fake powercap tree.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -754,6 +755,42 @@ EP_TEST(worker_samples_wake_and_poll_latency_into_their_histograms)
 	EP_CHECK_EQ(w->power->stamp_missing, 1);
 	EP_CHECK_EQ(w->power->wakeups_rx, 2);
 	rte_pktmbuf_free(m);
+	ep_worker_free(w);
+}
+
+/* The `sleep` policy's pause ends when a control message is posted (the
+ * worker's message eventfd, which ep_worker_call writes), not at its
+ * bound: a pause of 30 s that a message ends reports the message. */
+static void *
+pause_thirty_seconds(void *arg)
+{
+	static bool by_message;
+
+	by_message = ep_power_wait_msg(arg, 30u * 1000000u);
+	return &by_message;
+}
+
+EP_TEST(sleep_pause_is_ended_by_a_control_message_not_its_bound)
+{
+	static struct ep_engine eng;
+	struct ep_err err = { "" };
+	struct ep_worker *w;
+	pthread_t t;
+	void *ret = NULL;
+
+	memset(&eng, 0, sizeof(eng));
+	eng.burst = 32;
+	w = ep_worker_create(&eng, 0, "pm", &err);
+	EP_CHECK(w != NULL);
+	if (w == NULL)
+		return;
+	EP_CHECK(w->power->msg_fd >= 0);
+	EP_CHECK(!ep_power_wait_msg(w, 1000));              /* nothing posted: its bound */
+	EP_CHECK_EQ(pthread_create(&t, NULL, pause_thirty_seconds, w), 0);
+	EP_CHECK_EQ(write(w->power->msg_fd, &(uint64_t){ 1 }, sizeof(uint64_t)), 8);
+	EP_CHECK_EQ(pthread_join(t, &ret), 0);
+	EP_CHECK(ret != NULL && *(bool *)ret);
+	EP_CHECK(!ep_power_wait_msg(w, 1000));              /* the count was taken */
 	ep_worker_free(w);
 }
 

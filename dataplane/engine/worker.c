@@ -564,6 +564,8 @@ pause_worker(struct ep_worker *w, enum ep_poll_act act, uint32_t us)
 		ep_power_cpu_wait(w, t0 + w->engine->tsc_hz / 1000000 * us);
 	else if (w->type->wait != NULL)
 		w->type->wait(w, us);       /* the pipeline's own wake-up sources */
+	else if (w->power->msg_fd >= 0)
+		ep_power_wait_msg(w, us);   /* a control message ends it early */
 	else
 		nanosleep(&ts, NULL);
 	rte_rcu_qsbr_thread_online(w->engine->qsbr, w->id);
