@@ -38,15 +38,16 @@ iperf3 client and server and, for ours, of both edgeplane-dp processes
 (all threads), per gigabit received; ksoftirqd's time is added to both.
 
 sockperf ping-pong (64-byte messages) latency percentiles, ours and the
-kernel: over AF_XDP on a veth pair (a frame wakes the data plane's worker
-there; with the default configuration the workers are event-driven), the
-kernel alternating with ours round by round in fresh labs, the ratio the
-median of the rounds' ratios (`sockperf_p99_vs_kernel`), the applications
-under the library's defaults (which busy-poll up to 200 us before a wait
-while the workers block; `_nospin` with that off), and the CPU seconds per
-second each side spent meanwhile (`sockperf_cpu_vs_kernel`); over memif as
-well (`_memif`: its workers poll, so the library does not spin there), with
-sockperf throughput (msg/s).
+kernel, alternating round by round in fresh labs, the ratio the median of
+the rounds' ratios, and the CPU seconds per second each side spent
+meanwhile: the key (`sockperf_p99_vs_kernel`, `sockperf_cpu_vs_kernel`)
+over memif, the link S1 and S2 cross (its workers poll, so the library
+does not spin); the same over AF_XDP on a veth pair (`_af_xdp`: a frame
+wakes the data plane's worker there, the default configuration makes the
+workers event-driven and the applications busy-poll up to 200 us before
+a wait; `_nospin` with that off, `_one_cpu`, `_fifo`); and once more over
+memif inside the S1/S2 turns (`_memif`), with sockperf throughput
+(msg/s).
 Where the tail comes from: each thread's scheduling delays during one
 ping-pong, thread by thread and hop by hop (`perf sched`,
 `metrics.sockperf_af_xdp.sched_us`).
@@ -394,14 +395,21 @@ def sockperf_once(lab, preload, seconds):
 # wake-up on the CPU the waker is about to leave, as the kernel's
 # ping-pong keeps its two programs on one CPU by itself.
 def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None, rt=None, env=None):
+    """sockperf_rounds over AF_XDP on the veth pair."""
+    return sockperf_rounds(rounds, seconds, log, sched_s, cpu, rt, env, link="af_xdp")
+
+
+def sockperf_rounds(rounds, seconds, log, sched_s=0, cpu=None, rt=None, env=None, link="af_xdp"):
     """{ours: medians, kernel: medians, p99_ratio, p50_ratio, rounds, sched,
     wakes: the workers' wait counters of each round of ours}.  env: the
-    preload library's environment for ours (EDGEPLANE_PRELOAD_SPIN_US)."""
+    preload library's environment for ours (EDGEPLANE_PRELOAD_SPIN_US).
+    link: between the two data planes (af_xdp on the veth pair, or memif;
+    the kernel's ping-pong crosses the veth pair either way)."""
     per = {"ours": [], "kernel": []}
     sched, wakes = {}, []
     pin = {"a": cpu, "b": cpu} if cpu is not None else None
     for rnd in range(rounds):
-        with HostStackLab(tag="be", link="af_xdp",
+        with HostStackLab(tag="be", link=link,
                           cpus={"a": str(cpu), "b": str(cpu)} if cpu is not None else None) as lab:
             for stack in (("ours", "kernel") if rnd % 2 == 0 else ("kernel", "ours")):
                 if stack == "kernel":
@@ -432,7 +440,7 @@ def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None, rt=None, env=None
                 per[stack].append(p)
                 what = ((f" cpu {cpu}" if cpu is not None else "") + (" fifo" if rt else "") +
                         "".join(f" {k}={v}" for k, v in (env or {}).items()))
-                log(f"  sockperf pp af_xdp{what} {stack}: p50 {p.get('p50')} p99 "
+                log(f"  sockperf pp {link}{what} {stack}: p50 {p.get('p50')} p99 "
                     f"{p.get('p99')} p99.9 {p.get('p99.9')} us (load {p['load_avg']})")
                 if sched_s and rnd == rounds - 1:
                     sched[stack] = sched_delays(lab, stack == "ours", sched_s)
@@ -448,7 +456,7 @@ def sockperf_af_xdp(rounds, seconds, log, sched_s=0, cpu=None, rt=None, env=None
             "cpu_s_per_s": cpu_per_s,
             "p50_ratio": _median(rounds_of("p50")), "p99_ratio_rounds": rounds_of("p99"),
             "rounds": per, "sched_us": sched,
-            "wakes": wakes, "cpu": cpu, "sockperf_sched_fifo": rt, "env": env or {}}
+            "wakes": wakes, "cpu": cpu, "sockperf_sched_fifo": rt, "env": env or {}, "link": link}
 
 
 def worker_waits(lab):
@@ -605,6 +613,10 @@ def run(args):
                                              for n, dp in lab.dps.items()}}
                 log(f"link {kind}: S2 at max: received {link[kind]['received_gbps']:.2f} "
                     f"Gbit/s, loss {r.lost_percent:.3f} %")
+    # The key's ping-pong: over memif, the link S1 and S2 cross (its
+    # workers poll, so the library does not spin), the kernel alternating
+    # with it round by round in fresh labs, and the CPU each side spent.
+    pp = sockperf_rounds(1 if quick else 4, sp_s, log, link="memif")
     event = sockperf_af_xdp(1 if quick else 4, sp_s, log, sched_s=0 if quick else 4)
     one_cpu = sockperf_af_xdp(1 if quick else 2, sp_s, log, cpu=1)
     fifo = sockperf_af_xdp(1 if quick else 3, sp_s, log, rt=1)
@@ -625,7 +637,8 @@ def run(args):
                                        pin={"a": 0, "b": 1})
                 pinned[stack] = {k: p[k] for k in ("p50", "p99", "p99.9") if k in p}
                 log(f"sockperf pp {stack}, per-node CPU: {pinned[stack]}")
-    ratio_rounds["sockperf_p99_vs_kernel"] = event["p99_ratio_rounds"]
+    ratio_rounds["sockperf_p99_vs_kernel"] = pp["p99_ratio_rounds"]
+    ratio_rounds["sockperf_p99_vs_kernel_af_xdp"] = event["p99_ratio_rounds"]
     ratio_rounds["sockperf_p99_vs_kernel_one_cpu"] = one_cpu["p99_ratio_rounds"]
     ratio_rounds["sockperf_p99_vs_kernel_fifo"] = fifo["p99_ratio_rounds"]
     ratio_rounds["sockperf_p99_vs_kernel_nospin"] = nospin["p99_ratio_rounds"]
@@ -635,8 +648,8 @@ def run(args):
         "s1_goodput_gbps": s1["goodput_gbps"], "s2_goodput_gbps": s2["goodput_gbps"],
         "s1_loss_pct": s1["loss_pct"], "s2_loss_pct": s2["loss_pct"],
         "s1_cpu_s_per_gbit": s1["cpu_s_per_gbit"], "s2_cpu_s_per_gbit": s2["cpu_s_per_gbit"],
-        "sockperf_p50_us": event["ours"]["p50"], "sockperf_p99_us": event["ours"]["p99"],
-        "sockperf_p99_9_us": event["ours"]["p99.9"],
+        "sockperf_p50_us": pp["ours"]["p50"], "sockperf_p99_us": pp["ours"]["p99"],
+        "sockperf_p99_9_us": pp["ours"]["p99.9"], "sockperf_pp_memif": pp,
         "sockperf_memif": sp_ours,
         "sockperf_tp_msg_per_s": sp_ours.get("tp_msg_per_s"),
         "stages": s2.get("stage_cycles", {}),
@@ -656,8 +669,8 @@ def run(args):
         "s1_goodput_gbps": k1["goodput_gbps"], "s2_goodput_gbps": k2["goodput_gbps"],
         "s1_loss_pct": k1["loss_pct"], "s2_loss_pct": k2["loss_pct"],
         "s1_cpu_s_per_gbit": k1["cpu_s_per_gbit"], "s2_cpu_s_per_gbit": k2["cpu_s_per_gbit"],
-        "sockperf_p50_us": event["kernel"]["p50"], "sockperf_p99_us": event["kernel"]["p99"],
-        "sockperf_p99_9_us": event["kernel"]["p99.9"], "sockperf_memif": sp_kernel,
+        "sockperf_p50_us": pp["kernel"]["p50"], "sockperf_p99_us": pp["kernel"]["p99"],
+        "sockperf_p99_9_us": pp["kernel"]["p99.9"], "sockperf_memif": sp_kernel,
         "sockperf_tp_msg_per_s": sp_kernel.get("tp_msg_per_s"), "s1": k1, "s2": k2,
         "s2_vs_s1_rounds": result[("s2_vs_s1", "kernel")]}}
     div = lambda a, b: a / b if a and b else 0.0  # noqa: E731
@@ -673,11 +686,16 @@ def run(args):
         "s2_vs_s1": rr("s2_vs_s1"),
         "kernel_s2_vs_s1": rr("kernel_s2_vs_s1"),
         "s2_vs_s1_of_medians": div(s2["goodput_gbps"], s1["goodput_gbps"]),
-        # The ping-pong over AF_XDP, where a frame wakes the worker (the
-        # link for latency), the kernel alternating with it in the same
-        # lab: median of the rounds' ratios.
-        "sockperf_p99_vs_kernel": event["p99_ratio"],
-        "sockperf_p50_vs_kernel": event["p50_ratio"],
+        # The ping-pong over memif (the link of S1 and S2), the kernel
+        # alternating with it in the same lab: median of the rounds'
+        # ratios, and the CPU seconds a second each side spent.
+        "sockperf_p99_vs_kernel": pp["p99_ratio"],
+        "sockperf_p50_vs_kernel": pp["p50_ratio"],
+        "sockperf_cpu_vs_kernel": div(pp["cpu_s_per_s"]["ours"], pp["cpu_s_per_s"]["kernel"]),
+        # The same over AF_XDP on the veth pair, where a frame wakes the
+        # worker (event-driven workers, the applications spinning first).
+        "sockperf_p99_vs_kernel_af_xdp": event["p99_ratio"],
+        "sockperf_p50_vs_kernel_af_xdp": event["p50_ratio"],
         # The same with ours (both data planes, both sockperf) on one CPU.
         "sockperf_p99_vs_kernel_one_cpu": one_cpu["p99_ratio"],
         "sockperf_p50_vs_kernel_one_cpu": one_cpu["p50_ratio"],
@@ -690,15 +708,16 @@ def run(args):
         "sockperf_p50_vs_kernel_nospin": nospin["p50_ratio"],
         # CPU seconds per second of ping-pong, ours (applications and both
         # data planes) over the kernel's (applications and ksoftirqd).
-        "sockperf_cpu_vs_kernel": div(event["cpu_s_per_s"]["ours"],
-                                      event["cpu_s_per_s"]["kernel"]),
-        # Over memif (the link for throughput: its workers poll).
+        "sockperf_cpu_vs_kernel_af_xdp": div(event["cpu_s_per_s"]["ours"],
+                                             event["cpu_s_per_s"]["kernel"]),
+        # Over memif again, measured inside the S1/S2 turns (one lab per
+        # stack, not alternated in fresh labs like the key's).
         "sockperf_p99_vs_kernel_memif": rr("sockperf_p99_vs_kernel_memif"),
         "sockperf_p50_vs_kernel_memif": div(sp_ours.get("p50"), sp_kernel.get("p50")),
         "s2_cpu_per_gbit_vs_kernel": div(s2["cpu_s_per_gbit"], k2["cpu_s_per_gbit"]),
     }
     config = {"datagram_bytes": 1860, "mtu": 1500, "link": "net_memif",
-              "sockperf_link": "net_af_xdp (memif: metrics.sockperf_memif)", "probe_s": probe_s,
+              "sockperf_link": "net_memif (AF_XDP: metrics.sockperf_af_xdp)", "probe_s": probe_s,
               "full_s": full_s, "max_probes": cfg["max_probes"], "rounds": rounds,
               "loss_max_pct": LOSS_MAX, "method": "interleaved rounds, bracket and bisect",
               "iperf3": "3.12", "cpus": os.cpu_count(), "quick": quick,
@@ -717,9 +736,15 @@ def run(args):
                           metric="goodput_gbps", unit="Gbit/s at <= 0.05 % loss",
                           stages_of="metrics", ours_rounds=s2["goodput_gbps_rounds"],
                           peer_rounds=k2["goodput_gbps_rounds"]),
-        common.comparison("sockperf ping-pong 64 B, AF_XDP", event["ours"]["p99"], "kernel",
-                          event["kernel"]["p99"], "sockperf_p99_vs_kernel",
+        common.comparison("sockperf ping-pong 64 B, memif", pp["ours"]["p99"], "kernel",
+                          pp["kernel"]["p99"], "sockperf_p99_vs_kernel",
                           ratios["sockperf_p99_vs_kernel"], metric="sockperf_p99_us",
+                          unit="us, p99", higher_is_better=False,
+                          ours_rounds=[p.get("p99") for p in pp["rounds"]["ours"]],
+                          peer_rounds=[p.get("p99") for p in pp["rounds"]["kernel"]]),
+        common.comparison("sockperf ping-pong 64 B, AF_XDP", event["ours"]["p99"], "kernel",
+                          event["kernel"]["p99"], "sockperf_p99_vs_kernel_af_xdp",
+                          ratios["sockperf_p99_vs_kernel_af_xdp"], metric="sockperf_af_xdp.ours.p99",
                           unit="us, p99", higher_is_better=False,
                           ours_rounds=[p.get("p99") for p in event["rounds"]["ours"]],
                           peer_rounds=[p.get("p99") for p in event["rounds"]["kernel"]])]
