@@ -565,6 +565,8 @@ cmts_ds_crypto_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		const struct cmts_cm *cm = cmts_cm_of(d->sg, DSM_CM(ep_meta(m)->user));
 		struct rte_crypto_op *op;
 		struct rte_crypto_sym_op *s;
+		const uint8_t *h, *iv;
+		void *sess;
 		uint32_t hl, eth;
 
 		if (unlikely(cm == NULL)) {
@@ -572,9 +574,40 @@ cmts_ds_crypto_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 			out++;
 			continue;
 		}
+		/* The frame's own header says how long it is and which key
+		 * encrypts it (its BPI EH's key sequence): the record read
+		 * here may be newer than the one framing read in this burst
+		 * (a key activated, BPI switched meanwhile), and the frame
+		 * must be encrypted with the key its header names. */
+		h = rte_pktmbuf_mtod(m, const uint8_t *);
+		hl = 6u + ((h[0] & EP_DOCSIS_FC_EHDR_ON) ? h[1] : 0u);
+		sess = NULL;
+		iv = NULL;
+		if (hl > 6u && (h[4] >> 4) == EP_DOCSIS_EH_BP_DOWN && (h[6] & 0x80) != 0) {
+			uint8_t ks = h[5] >> 4;
+
+			if (likely(ks == cm->ds_kseq && cm->ds_sess != NULL)) {
+				sess = cm->ds_sess;     /* record's line 0: the key stays cold */
+				iv = cm->ds_iv;
+			} else {
+				const struct cmts_key *key = cm->bpi ? cm->key[ks & 1] : NULL;
+
+				if (key == NULL || key->kseq != ks) {
+					next[i] = EP_NEXT_DROP(EP_DROP_CMTS_CRYPTO_FAILED);
+					out++;
+					continue;
+				}
+				sess = key->sess_ds;
+				iv = key->iv;
+			}
+		}
+		if (unlikely(m->pkt_len < hl + EP_DOCSIS_CRC_LEN)) {
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_NO_ROOM);
+			out++;
+			continue;
+		}
 		op = d->op_free[--d->n_op_free];
 		s = op->sym;
-		hl = cm->hdr_len;
 		eth = m->pkt_len - hl - EP_DOCSIS_CRC_LEN;
 		op->status = RTE_CRYPTO_OP_STATUS_NOT_PROCESSED;
 		op->sess_type = RTE_CRYPTO_OP_SECURITY_SESSION;
@@ -582,11 +615,9 @@ cmts_ds_crypto_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		s->m_dst = NULL;
 		s->auth.data.offset = hl;
 		s->auth.data.length = eth;
-		/* Session and IV from the record's line 0, which the
-		 * framing read: the key object stays cold. */
-		if (likely(cm->ds_sess != NULL)) {
-			s->session = cm->ds_sess;
-			memcpy(rte_crypto_op_ctod_offset(op, uint8_t *, CMTS_IV_OFF), cm->ds_iv, 16);
+		if (likely(sess != NULL)) {
+			s->session = sess;
+			memcpy(rte_crypto_op_ctod_offset(op, uint8_t *, CMTS_IV_OFF), iv, 16);
 			s->cipher.data.offset = hl + RTE_ETHER_HDR_LEN - RTE_ETHER_TYPE_LEN;
 			s->cipher.data.length = eth + EP_DOCSIS_CRC_LEN -
 						(RTE_ETHER_HDR_LEN - RTE_ETHER_TYPE_LEN);

@@ -788,6 +788,48 @@ EP_TEST(ds_key_roll_during_traffic)
 	cb_free(t);
 }
 
+/* A frame framed under one record and encrypted after the next was
+ * published (a key activated between the framing and the crypto of one
+ * burst: the control thread publishes at any time) is encrypted with the
+ * key its header names, not with the newer record's. */
+EP_TEST(ds_crypto_follows_the_key_its_frame_names_not_a_newer_record)
+{
+	struct cb *t = bed(NULL);
+	struct cmts_ds *d = t->ds->pipeline_ctx;
+	const struct cmts_cm *cm = cmts_cm_get(t->sg, 1);
+	uint8_t frame[2048], buf[2400], eth[2048], key[16], iv[16];
+	uint16_t len = cb_udp4(frame, "198.19.1.1", 1000, 2000, 600, cpe1_mac), nx[1];
+	uint32_t hl = cm->hdr_len, total = hl + len + EP_DOCSIS_CRC_LEN;
+	struct rte_mbuf *m;
+	struct cb_frame f;
+	struct ep_docsis_hdr h;
+	struct ep_err err;
+
+	/* What framing makes of it under the record of key sequence 1. */
+	memcpy(buf, cm->hdr_tpl, hl);
+	buf[2] = (uint8_t)((total - 6) >> 8);
+	buf[3] = (uint8_t)(total - 6);
+	ep_docsis_put_hcs(buf + hl - 2, ep_docsis_hcs(buf, hl - 2));
+	memcpy(buf + hl, frame, len);
+	memset(buf + hl + len, 0, EP_DOCSIS_CRC_LEN);
+	m = ep_test_mbuf(buf, (uint16_t)total);
+	ep_meta(m)->user = DSM_MAKE(1, 0, 0);
+	/* Key sequence 2 is installed and activated before the crypto. */
+	cb_key(1, 2, key, iv);
+	EP_CHECK_EQ(cmts_key_set(t->sg, 1, 2, key, iv, &err), 0);
+	EP_CHECK_EQ(cmts_key_activate(t->sg, 1, 2, &err), 0);
+	EP_CHECK_EQ(cmts_ds_crypto_stage(d, &m, nx, 1), 0);
+	EP_CHECK_EQ(d->in_flight, 0);
+	f.len = rte_pktmbuf_data_len(m);
+	memcpy(f.b, rte_pktmbuf_mtod(m, uint8_t *), f.len);
+	rte_pktmbuf_free(m);
+	EP_CHECK_EQ(ep_docsis_parse(f.b, f.len, &h), EP_DOCSIS_OK);
+	EP_CHECK_EQ(h.key_seq, 1);
+	EP_CHECK_EQ(cb_ds_decode(t, 1, &f, eth), len);
+	EP_CHECK_MEM(eth, frame, len);
+	cb_free(t);
+}
+
 EP_TEST(ds_bpi_off_gets_crc_only)
 {
 	struct cb *t = cb_new("cm = id=5 mac=02:00:00:01:00:05 cpe=198.19.5.1 bg=1 bpi=off\n");
