@@ -50,7 +50,7 @@ def send(lab, pps, seconds):
 def test_configured_policy_is_applied_at_start(lab):
     w = power(lab.dp)
     assert w["poll"]["poll_policy"] == "sleep" and w["poll"]["idle_polls"] == 50, w
-    assert w["poll"]["mechanism"] == "nanosleep"
+    assert w["poll"]["mechanism"] == "timed ppoll on the message eventfd"
     assert lab.dp.workers()[0]["poll_policy"] == "sleep"
 
 

@@ -461,7 +461,7 @@ mechanism(const struct ep_engine *e, const struct ep_worker *w)
 			return w->type->wait_covers_rx ?
 			       "the pipeline's wait: its descriptors and the rx queues' sockets" :
 			       "the pipeline's wait: its descriptors";
-		return "nanosleep";
+		return p->msg_fd >= 0 ? "timed ppoll on the message eventfd" : "nanosleep";
 	case EP_POLL_SLEEP_RX:
 		return "ppoll on the rx queues' sockets";
 	case EP_POLL_CPU_WAIT:
