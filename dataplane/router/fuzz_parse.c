@@ -23,7 +23,7 @@
 #include <rte_malloc.h>
 
 #include "ep_parse.h"
-#include "router/router.h"
+#include "router.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
