@@ -839,7 +839,9 @@ hs_service(struct ep_worker *w)
  * either the worker sees the doorbell or the application sees the flag
  * and kicks.  Frames on a link whose rx queues have sockets (net_af_xdp,
  * net_af_packet: ep_worker_rx_fds) wake it too; on memif they are found
- * by the timeout (the engine's adaptive pause, up to max_sleep_us).
+ * by the timeout (the engine's adaptive pause, up to max_sleep_us).  A
+ * control call (ep_worker_call) writes the engine's message eventfd, which
+ * the wait watches too, so it is answered at once.
  *
  * Only a time-shared worker that a frame cannot wake (memif) yields for
  * spin_us after traffic (a real-time one would hold its CPU against the
@@ -859,13 +861,14 @@ hs_wait(struct ep_worker *w, uint32_t us)
 {
 	struct hs_wctx *c = w->pipeline_ctx;
 	struct hs_worker_shm *ws = &c->s->wshm[c->idx];
-	struct pollfd pfds[1 + EP_MAX_RX] = { { .fd = c->s->kick_fd[c->idx], .events = POLLIN } };
+	struct pollfd pfds[1 + EP_MAX_RX + 1] = { { .fd = c->s->kick_fd[c->idx], .events = POLLIN } };
 	struct pollfd *pfd = &pfds[0];
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
 	bool work = false;
 	uint64_t v, now = rte_rdtsc();
 	int n = 1 + ep_worker_rx_fds(w, pfds + 1, EP_MAX_RX);
 	bool link_wakes = w->n_rx > 0 && n - 1 == w->n_rx;
+	int msg = -1;            /* pfds[msg]: the engine's message eventfd (ep_worker_call) */
 	bool rt = w->power != NULL && w->power->rt_applied != 0 && !w->power->rt.demoted;
 	uint32_t polls;
 
@@ -897,6 +900,13 @@ hs_wait(struct ep_worker *w, uint32_t us)
 
 		c->st.waits++;
 		c->rx_at_wait = w->stats.rx_pkts;
+		/* A control call (configuration, statistics) queued after the
+		 * check above writes the message eventfd: it ends the wait
+		 * instead of waiting out its timeout. */
+		if (w->power != NULL && w->power->msg_fd >= 0) {
+			msg = n++;
+			pfds[msg] = (struct pollfd){ .fd = w->power->msg_fd, .events = POLLIN };
+		}
 		rc = ppoll(pfds, (nfds_t)n, &ts, NULL);
 		if (rc > 0 && (pfd->revents & POLLIN) != 0)
 			c->st.kicks_seen++;
@@ -908,5 +918,9 @@ hs_wait(struct ep_worker *w, uint32_t us)
 	__atomic_store_n(&ws->sleeping.v, 0, __ATOMIC_RELAXED);
 	if (read(pfd->fd, &v, sizeof(v)) < 0) {
 		/* nothing pending: EAGAIN */
+	}
+	if (msg >= 0 && (pfds[msg].revents & POLLIN) != 0 &&
+	    read(pfds[msg].fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: the message loop runs after the wait anyway */
 	}
 }

@@ -347,6 +347,35 @@ EP_TEST(doorbell_after_a_timed_out_wait_counts_as_a_late_wake_up)
 	th_stack_free(s);
 }
 
+/* A control call (ep_worker_call: configuration, statistics) posts its
+ * message and writes the engine's message eventfd: that ends the worker's
+ * wait at once instead of after its timeout, and the count is taken so the
+ * next wait blocks again. */
+EP_TEST(control_message_ends_the_wait_not_its_timeout)
+{
+	struct hs_stack *s = th_stack();
+	struct hs_wctx *c = s->w[0];
+	uint64_t v, timeouts;
+
+	s->p.spin_us = 0;
+	EP_CHECK(c->w->power != NULL && c->w->power->msg_fd >= 0);
+	if (c->w->power == NULL || c->w->power->msg_fd < 0) {
+		th_stack_free(s);
+		return;
+	}
+	if (read(s->kick_fd[0], &v, sizeof(v)) < 0)
+		EP_CHECK_EQ(errno, EAGAIN);
+	timeouts = c->st.wait_timeouts;
+	EP_CHECK_EQ(write(c->w->power->msg_fd, &(uint64_t){ 1 }, sizeof(uint64_t)), 8);
+	hs_wait(c->w, 2000000);                 /* 2 s bound: the message ends it */
+	EP_CHECK_EQ(c->st.wait_timeouts, timeouts);
+	EP_CHECK_EQ(c->st.kicks_seen, 0);
+	EP_CHECK(read(c->w->power->msg_fd, &v, sizeof(v)) < 0 && errno == EAGAIN);
+	hs_wait(c->w, 1);                       /* nothing posted: its timeout */
+	EP_CHECK_EQ(c->st.wait_timeouts, timeouts + 1);
+	th_stack_free(s);
+}
+
 /* The worker page says whether the worker keeps its CPU between packets
  * (yields for spin_us after traffic on a link that cannot wake it): the
  * preload library does not busy-poll against such a worker.  One that
