@@ -54,6 +54,12 @@ static struct {
 	uint32_t n_workers;
 	uint32_t seq;
 	pthread_mutex_t lock;           /* one request at a time */
+	/* This process's pid, kept by the constructor and the fork child
+	 * handler, so the doorbell's "still attached?" costs no getpid()
+	 * system call (glibc does not cache it).  A child made without
+	 * fork()'s handlers (vfork, posix_spawn, raw clone) must exec
+	 * before it touches a socket, as POSIX already requires of vfork. */
+	pid_t self;
 } att = { .conn = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -298,7 +304,7 @@ epl_attach(void)
 	sigset_t all, old;
 	int rc;
 
-	if (att.pid == getpid() && att.conn >= 0)
+	if (att.pid == att.self && att.conn >= 0)
 		return 0;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -521,6 +527,7 @@ atfork_child(void)
 {
 	/* att.pid no longer matches: the child attaches again when it needs
 	 * the dp.  The parent's connection stays the parent's. */
+	att.self = getpid();
 	pthread_mutex_unlock(&att.lock);
 }
 
@@ -566,6 +573,7 @@ epl_init(void)
 	v = getenv("EDGEPLANE_PRELOAD_DEBUG");
 	att.debug = v != NULL && strcmp(v, "1") == 0;
 	epl_spin_init();
+	att.self = getpid();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	att.enabled = true;
 	epl_scan_inherited();
