@@ -2,7 +2,7 @@
 p50 names (bench.bench_rfc2544_router.latency_bound) and the parts the p50
 is split into (latency_parts).  Pure functions of a trial's record, fed
 records shaped as Tester.trial() returns them; no lab."""
-from bench.bench_rfc2544_router import latency_bound, latency_parts
+from bench.bench_rfc2544_router import bound_with_floor, latency_bound, latency_parts
 
 
 def trial(p50, wake_p50, wake_n, poll_p50, poll_n, runq=0.0, cpu=0.3, dut=True):
@@ -52,3 +52,34 @@ def test_latency_parts_splits_ours_at_our_rx_and_the_kernels_at_the_floor():
     assert linux == {"p50_ns": 31_000, "tester_floor_ns": 26_000,
                      "tester_floor_rate_pps": 96_000, "above_floor_ns": 5_000}
     assert latency_parts(None, None, floor, 0) is None
+
+
+def test_latency_bound_with_the_floor_names_the_wake_up_when_after_our_rx_is_the_testers_own():
+    # The Xeon host at 376 kpps: 36 us to our rx after a wake-up, 40 us
+    # after it, against a tester floor of 30 us: 10 us of the part after
+    # our rx is ours, 36 before it.
+    t = trial(76_208, 36_135, 11_019, 29_242, 437, runq=0.356)
+    assert latency_bound(t, wake_ref_ns=21_513).startswith("the wire and the sink")
+    got = latency_bound(t, wake_ref_ns=21_513, floor_ns=30_424)
+    assert got.startswith("wake-up: our worker was asleep")
+    assert "after our rx 40.1 us against the tester's floor of 30.4 us" in got
+
+
+def test_latency_bound_with_the_floor_names_the_sink_side_when_after_our_rx_exceeds_it():
+    t = trial(100_000, 20_000, 5_000, 8_000, 500, runq=0.2)
+    got = latency_bound(t, wake_ref_ns=15_000, floor_ns=30_000)
+    assert got.startswith("the wire and the sink: after our rx 80.0 us against the tester's "
+                          "floor of 30.0 us")
+
+
+def test_bound_with_floor_rereads_a_search_result_at_the_nearest_floor_rate():
+    floor = {"50000": {"p50_ns": 22_104}, "376051": {"p50_ns": 30_424},
+             "263569": {"p50_ns": 28_061}}
+    t = trial(76_208, 36_135, 11_019, 29_242, 437, runq=0.356)
+    r = {"throughput_pps": 376_051, "latency_p50_ns": 76_208, "wake_ref_ns": 21_513,
+         "latency_trial": {"dut": t["dut"], "tester": t["tester"]},
+         "bound_by": {"throughput": "x", "latency": latency_bound(t, 21_513)}}
+    bound_with_floor(r, floor)
+    assert r["bound_by"]["latency"].startswith("wake-up:")
+    assert "floor of 30.4 us" in r["bound_by"]["latency"]
+    assert r["bound_by"]["throughput"] == "x"
