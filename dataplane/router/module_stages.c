@@ -9,8 +9,7 @@
  *          cycle/packet on forwarded traffic (test_router_cycles), against
  *          ~2.5 for the per-packet loop.  ARP and ND stay a separate stage
  *          with their own counters and drop reasons.
- *   acl    the route stage's tbl24 lines prefetched (below), the ACL
- *          module's filter stage (acl_node.c; its inputs given by
+ *   acl    the ACL module's filter stage (acl_node.c; its inputs given by
  *          the parse when the burst is all IPv4 TCP/UDP), and with acl_icmp
  *          the RFC 1812 5.2.7.1 "administratively prohibited" for what it
  *          denied (the option's default is off: a silent drop)
@@ -42,46 +41,11 @@ router_neigh_after_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next
 	return ep_fib_neigh_burst(rw->fw, pkts, next, n);
 }
 
-/*
- * The route stage's tbl24 lines, prefetched before the classify.  In the
- * benchmark half of the route stage's samples sit on the tbl24 load (4000
- * flows' lines of the 64 MiB table, evicted by the ACL's 3 MB trie
- * between bursts); started here, the misses overlap rte_acl's walk
- * (~1,000 cycles a burst).  The prefetches compete with the walk's own
- * misses, so the ACL stage pays part of what the route stage saves:
- * bench.router_ab on the Intel Xeon (family 6 model 167), 9 rounds, the
- * build before against this one: route 14.1 -> 10.2 and acl 32.3 -> 35.7
- * cycles/pkt, 105.0 -> 102.1 in all (docs/benchmarks.md, the seventh
- * pass).  test_router_cycles, whose 1024 flows' lines stay in cache,
- * reads only the loop's cost (acl +2).  The same prefetch issued from the
- * parse, where the destination is in a register, moved the cost there
- * instead (parse +4.4, route -4.3; on the Zen 4 of the earlier passes
- * +14 / -8).
- */
-static __rte_always_inline void
-prefetch_routes4(const struct ep_fib *fib, struct rte_mbuf **pkts, uint16_t n)
-{
-	for (uint16_t i = 0; i < n; i++) {
-		const struct ep_meta *md = ep_meta(pkts[i]);
-
-		if (likely(md->l3_type == EP_L3_IPV4)) {
-			const struct rte_ipv4_hdr *ip =
-				rte_pktmbuf_mtod_offset(pkts[i], const struct rte_ipv4_hdr *,
-							md->l3_off);
-
-			ep_fib_prefetch4(fib, rte_be_to_cpu_32(ip->dst_addr));
-		}
-	}
-}
-
 uint16_t
 router_acl_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct router_worker *rw = ctx;
-	uint16_t out;
-
-	prefetch_routes4(rw->fw->fib, pkts, n);
-	out = ep_acl_filter_stage(rw->acl, pkts, next, n);
+	uint16_t out = ep_acl_filter_stage(rw->acl, pkts, next, n);
 
 	if (unlikely(out != 0) && rw->r->acl_icmp)
 		for (uint16_t i = 0; i < n; i++)
