@@ -123,13 +123,22 @@ def ring_drops(dp, port=None):
                if port is None or p["name"] == port)
 
 
+def rx_ring_full(dp):
+    """Of ring_drops, the frames AF_XDP dropped because the socket's rx ring
+    was full (the worker did not drain it in time; `xsk_rx_ring_full` in a
+    net_af_xdp port's stats), as against its fill ring running empty."""
+    return sum((p.get("stats") or {}).get("xsk_rx_ring_full", 0)
+               for p in dp.ctl("ports")["ports"])
+
+
 def dut_snapshot(dp):
     """The DUT worker's counters a trial differences (None for the kernel)."""
     if dp is None:
         return None
     w = dp.ctl("power")["workers"][0]
     return {"cpu_ns": w["cpu_ns"], "runq_ns": w["runq_wait_ns"], "sleeps": w["sleeps"],
-            "demotions": w["poll"]["sched"]["demotions"], "ring_drops": ring_drops(dp)}
+            "demotions": w["poll"]["sched"]["demotions"], "ring_drops": ring_drops(dp),
+            "rx_ring_full": rx_ring_full(dp)}
 
 
 def cpu_ns(dp):
@@ -146,7 +155,7 @@ def dut_delta(dp, before, seconds):
     return {"cpu_share": round(d["cpu_ns"] / 1e9 / seconds, 3),
             "runq_share": round(d["runq_ns"] / 1e9 / seconds, 3),
             "wakeups_per_s": round(d["sleeps"] / seconds), "rt_demotions": d["demotions"],
-            "ring_drops": d["ring_drops"],
+            "ring_drops": d["ring_drops"], "rx_ring_full": d["rx_ring_full"],
             "wake_p50_ns": w["wake_latency"]["p50_ns"], "wake_samples": w["wake_latency"]["samples"],
             "poll_p50_ns": w["poll_latency"]["p50_ns"], "poll_samples": w["poll_latency"]["samples"],
             "poll_policy": w["poll"]["poll_policy"],
