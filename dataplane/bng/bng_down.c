@@ -217,8 +217,8 @@ bng_down_rpf_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 
 /* ---- HQoS enqueue ---- */
 
-/* DSCP -> (traffic class, queue), rte_sched_port_pkt_write per packet, one
- * rte_sched_port_enqueue; what a full queue refuses rte_sched frees. */
+/* DSCP -> (traffic class, queue), the path written per packet, one enqueue
+ * for the burst; what a full queue refuses the scheduler frees. */
 static __rte_always_inline uint32_t
 hqos_enqueue(struct bng_down *d, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -229,10 +229,9 @@ hqos_enqueue(struct bng_down *d, struct rte_mbuf **pkts, uint16_t n)
 		const uint8_t *l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
 		uint8_t tcq = d->dscp_tc[ep_ip_dscp(l3, md->l3_type)];
 
-		rte_sched_port_pkt_write(d->sched, m, s->subport, s->pipe, tcq >> 2, tcq & 3,
-					 RTE_COLOR_GREEN);
+		ep_sched_pkt_write(d->hqos, m, s->subport, s->pipe, tcq >> 2, tcq & 3);
 	}
-	return (uint32_t)rte_sched_port_enqueue(d->sched, pkts, n);
+	return ep_sched_enqueue(d->hqos, pkts, n);
 }
 
 /* ---- access encapsulation ---- */
@@ -385,7 +384,6 @@ bng_down_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *e
 		bng_down_free(d);
 		return NULL;
 	}
-	d->sched = d->hqos->port;
 	d->access_port = b->access_port;
 	d->core_port = b->core_port;
 	d->core_mac = b->e->ports[b->core_port].mac;
