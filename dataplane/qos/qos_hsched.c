@@ -37,7 +37,8 @@
  *     rte_sched's port rate is the clock that converts time into bytes
  *   - a pipe, once visited, sends until its credits, its queues or the
  *     caller's burst run out (rte_sched's grinder does the same per
- *     traffic class); pipes are visited round robin from the bitmap
+ *     traffic class); pipes are visited round robin from the bitmap, and
+ *     one its subport stopped before it sent keeps its turn
  *   - no best-effort oversubscription controller (tc_ov): an instance with
  *     a subport that asks for it, or queues over 128 packets, gets
  *     rte_sched (impl "auto", the default)
