@@ -170,9 +170,11 @@ tb_refill(const struct hs_tb *t, uint64_t credits, uint64_t *time, uint64_t now)
 {
 	uint64_t dt = now - *time;
 
+	if (unlikely((int64_t)dt <= 0))
+		return credits;         /* a caller's clock behind ours: no time passed */
 	*time = now;
-	if (unlikely(dt >= t->full_cycles) || (int64_t)dt < 0)
-		return (int64_t)dt < 0 ? credits : t->size_fp;
+	if (unlikely(dt >= t->full_cycles))
+		return t->size_fp;
 	credits += dt * t->rate_fp;
 	return credits < t->size_fp ? credits : t->size_fp;
 }
@@ -467,11 +469,9 @@ ep_hsched_dequeue(struct ep_hsched *h, struct rte_mbuf **pkts, uint32_t n, uint6
 	uint64_t deferred = 0;
 	uint32_t scans = h->scans;
 
-	if (h->n_active == 0) {
-		h->port_time = now;
-		return 0;
-	}
 	h->port_credits = tb_refill(&h->port_tb, h->port_credits, &h->port_time, now);
+	if (h->n_active == 0)
+		return 0;
 	for (uint32_t i = 0; i < h->n_subports; i++) {
 		struct hs_subport *sp = &h->sub[i];
 
