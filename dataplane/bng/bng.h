@@ -30,8 +30,8 @@
  *                did not come from it through the core: drop
  *     encap      strip the core header, TTL - 1, add the subscriber's access
  *                header (VLAN/QinQ, PPPoE session + PPP) from its template
- *     hqos       DSCP -> traffic class/queue, rte_sched_port_pkt_write per
- *                packet, one rte_sched_port_enqueue per burst (consumed);
+ *     hqos       DSCP -> traffic class/queue, ep_sched_pkt_write per
+ *                packet, one ep_sched_enqueue per burst (consumed);
  *                the pipeline's service hook dequeues and transmits
  *
  * How each table reaches the workers (ep_rcu.h):
@@ -63,7 +63,7 @@
  *                         immutable profiles); per-worker meter contexts
  *   pipe profiles, pipes  the QoS module's scheduler "bng": messages
  *                         (ep_worker_call) to each downlink worker's own
- *                         rte_sched port
+ *                         scheduling port (ours or rte_sched's)
  *   uplink ACL            the ACL module's double-buffered rte_acl set
  *   core routes, next hops the FIB module's instance
  *   DSCP map, core encap  static after start (copied into worker contexts)
@@ -368,7 +368,6 @@ struct bng_down {
 	struct ep_worker *w;
 	struct bng_down_dyn *dyn;
 	struct ep_sched_port *hqos;     /**< this worker's port of the scheduler "bng" */
-	struct rte_sched_port *sched;   /**< its rte_sched port */
 	struct ep_stage *hqos_stage;
 	/* Read per packet by parse: not across a cache line (a split load). */
 	struct rte_ether_addr core_mac;
@@ -504,7 +503,7 @@ int bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct 
 /** Ports, profiles, routes, ACL and subscribers from [bng]. */
 /** Bytes of DPDK memory the vBNG of @p e's [bng] takes, before the EAL:
  *  the shared tables if @p shared, @p n_up uplink and @p n_down downlink
- *  workers (each downlink worker's rte_sched port). */
+ *  workers (each downlink worker's scheduling port). */
 uint64_t bng_memory(struct ep_engine *e, int n_up, int n_down, bool shared);
 int bng_load_config(struct bng *b, struct ep_cfg *cfg, struct ep_cfg_section *s,
 		    struct ep_err *err);

@@ -72,6 +72,17 @@ bng_params_from_config(struct ep_cfg *cfg, struct ep_cfg_section *s, struct bng_
 					    kv->val);
 		p->hqos.rate = bps / 8;
 	}
+	kv = ep_cfg_get(cfg, s, "hqos_impl", err);
+	if (kv != NULL) {
+		int impl = ep_sched_impl_parse(kv->val);
+
+		if (impl < 0)
+			return ep_cfg_error(cfg, kv, err, "'%s' is not auto, ep or rte_sched", kv->val);
+		p->hqos.impl = (uint32_t)impl;
+	}
+	if (p->hqos.impl == EP_SCHED_IMPL_EP && p->hqos.qsize > 128)
+		return ep_cfg_error(cfg, ep_cfg_get(cfg, s, "hqos_qsize", NULL), err,
+				    "hqos_impl ep keeps queues of up to 128 packets");
 	for (int i = 0; i < s->n_kv; i++) {
 		if (strcmp(s->kv[i].key, "dscp_tc") != 0)
 			continue;

@@ -26,22 +26,25 @@
  *            8 bytes of PPPoE) fragmentation needed / packet too big, or,
  *            IPv4 without DF, fragments that go to the scheduler
  *   hqos     DSCP -> (traffic class, queue) from the map, then
- *            rte_sched_port_pkt_write per packet and one
- *            rte_sched_port_enqueue for the burst: consumed, except what
- *            rte_sched refuses for a full queue (it frees them: counted as
- *            bng_hqos_queue_full, not consumed).  The service hook dequeues.
+ *            ep_sched_pkt_write per packet and one ep_sched_enqueue for
+ *            the burst (the QoS module's scheduler: ours, qos_hsched.c,
+ *            or rte_sched): consumed, except what a full queue refuses
+ *            (freed by the scheduler: counted as bng_hqos_queue_full, not
+ *            consumed).  The service hook dequeues.
  *
  * Measured (test_bng_cycles: 4096 subscribers, 496-byte IPv4 frames out as
- * 504-byte QinQ, 4 DSCPs, bursts of 32, 2.6 GHz, minimum over trials),
- * cycles per packet:
+ * 504-byte QinQ, 4 DSCPs, bursts of 32, minimum over trials), cycles per
+ * packet, Intel Xeon at 2.6 GHz, 2026-11-25, our scheduler:
  *
- *   parse 23   neigh 3   lookup 56   rpf 15   encap 24   hqos 51
- *   + dequeue (service hook) 113   = ~285 before rx/tx
+ *   parse 17   neigh 5   lookup 50   rpf 8   encap 20   hqos 41
+ *   + dequeue (service hook) 30   = ~170 before rx/tx
  *
- * rte_sched's enqueue and dequeue are 60% of it.  lookup is the price of the
- * hashed destination table (an rte_lpm tbl24 read would be ~20, at 64 MiB);
- * encap was 70 before the record was laid out so that the header template
- * sits in the line lookup prefetches and copied with two fixed 16-byte moves.
+ * The same test with rte_sched (main's build, alternated with this one
+ * three times): hqos 55-67 + dequeue 97-99 = 249-266.  lookup is
+ * the price of the hashed destination table (an rte_lpm tbl24 read would
+ * be ~20, at 64 MiB); encap was 70 before the record was laid out so that
+ * the header template sits in the line lookup prefetches and copied with
+ * two fixed 16-byte moves.
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
@@ -217,8 +220,8 @@ bng_down_rpf_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 
 /* ---- HQoS enqueue ---- */
 
-/* DSCP -> (traffic class, queue), rte_sched_port_pkt_write per packet, one
- * rte_sched_port_enqueue; what a full queue refuses rte_sched frees. */
+/* DSCP -> (traffic class, queue), the path written per packet, one enqueue
+ * for the burst; what a full queue refuses the scheduler frees. */
 static __rte_always_inline uint32_t
 hqos_enqueue(struct bng_down *d, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -229,10 +232,9 @@ hqos_enqueue(struct bng_down *d, struct rte_mbuf **pkts, uint16_t n)
 		const uint8_t *l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
 		uint8_t tcq = d->dscp_tc[ep_ip_dscp(l3, md->l3_type)];
 
-		rte_sched_port_pkt_write(d->sched, m, s->subport, s->pipe, tcq >> 2, tcq & 3,
-					 RTE_COLOR_GREEN);
+		ep_sched_pkt_write(d->hqos, m, s->subport, s->pipe, tcq >> 2, tcq & 3);
 	}
-	return (uint32_t)rte_sched_port_enqueue(d->sched, pkts, n);
+	return ep_sched_enqueue(d->hqos, pkts, n);
 }
 
 /* ---- access encapsulation ---- */
@@ -385,7 +387,6 @@ bng_down_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *e
 		bng_down_free(d);
 		return NULL;
 	}
-	d->sched = d->hqos->port;
 	d->access_port = b->access_port;
 	d->core_port = b->core_port;
 	d->core_mac = b->e->ports[b->core_port].mac;

@@ -158,7 +158,7 @@ down_service(struct ep_worker *w)
 {
 	struct bng_down *d = w->pipeline_ctx;
 	struct rte_mbuf *pkts[EP_BURST_MAX];
-	uint16_t n = (uint16_t)rte_sched_port_dequeue(d->sched, pkts, w->burst);
+	uint16_t n = (uint16_t)ep_sched_dequeue(d->hqos, pkts, w->burst, rte_rdtsc());
 
 	if (n != 0)
 		ep_worker_tx(w, d->access_port, pkts, n);

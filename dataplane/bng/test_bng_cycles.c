@@ -278,7 +278,7 @@ EP_TEST(cycles_downlink_4k_subscribers_504B_hqos)
 		}
 		ep_worker_run_burst(t->down, m, BURST);
 		t0 = rte_rdtsc();
-		k = rte_sched_port_dequeue(d->sched, m, BURST);
+		k = (uint16_t)ep_sched_dequeue(d->hqos, m, BURST, t0);
 		tsvc += rte_rdtsc() - t0;
 		deq += k;
 		tdeq += k;

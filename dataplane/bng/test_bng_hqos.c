@@ -76,19 +76,18 @@ share_run(const char *tc_ov, unsigned int wa, unsigned int wb, double got[2])
 				if (m == NULL)
 					break;
 				rte_pktmbuf_append(m, FRAME);
-				rte_sched_port_pkt_write(d->sched, m, s[p]->subport, s[p]->pipe,
-							 RTE_SCHED_TRAFFIC_CLASS_BE, 0,
-							 RTE_COLOR_GREEN);
+				ep_sched_pkt_write(d->hqos, m, s[p]->subport, s[p]->pipe,
+						   RTE_SCHED_TRAFFIC_CLASS_BE, 0);
 				in[n++] = m;
 			}
 		}
-		EP_CHECK_EQ(rte_sched_port_enqueue(d->sched, in, n), (int)n);
-		k = rte_sched_port_dequeue(d->sched, out, RTE_DIM(out));
+		EP_CHECK_EQ(ep_sched_enqueue(d->hqos, in, n), n);
+		k = (int)ep_sched_dequeue(d->hqos, out, RTE_DIM(out), rte_get_tsc_cycles());
 		for (int i = 0; i < k; i++) {
 			uint32_t sp, pipe, tc, q;
 			int p;
 
-			rte_sched_port_pkt_read_tree_path(d->sched, out[i], &sp, &pipe, &tc, &q);
+			ep_sched_pkt_read(d->hqos, out[i], &sp, &pipe, &tc, &q);
 			p = pipe == s[1]->pipe;
 			inq[p]--;
 			if (now >= warm)
@@ -96,22 +95,22 @@ share_run(const char *tc_ov, unsigned int wa, unsigned int wb, double got[2])
 			rte_pktmbuf_free(out[i]);
 		}
 	}
-	{
+	if (d->hqos->port != NULL) {
 		struct rte_sched_subport_stats st;
 		uint32_t ov = 99;
 
-		rte_sched_subport_read_stats(d->sched, s[0]->subport, &st, &ov);
+		rte_sched_subport_read_stats(d->hqos->port, s[0]->subport, &st, &ov);
 		printf("  subport %u oversubscribed flag %u\n", s[0]->subport, ov);
 	}
 	/* Drain what is left so the pool can go. */
 	for (int tries = 0; tries < 100000 && inq[0] + inq[1] != 0; tries++) {
 		struct rte_mbuf *out[64];
-		int k = rte_sched_port_dequeue(d->sched, out, RTE_DIM(out));
+		int k = (int)ep_sched_dequeue(d->hqos, out, RTE_DIM(out), rte_get_tsc_cycles());
 
 		for (int i = 0; i < k; i++) {
 			uint32_t sp, pipe, tc, q;
 
-			rte_sched_port_pkt_read_tree_path(d->sched, out[i], &sp, &pipe, &tc, &q);
+			ep_sched_pkt_read(d->hqos, out[i], &sp, &pipe, &tc, &q);
 			inq[pipe == s[1]->pipe]--;
 			rte_pktmbuf_free(out[i]);
 		}

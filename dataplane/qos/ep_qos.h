@@ -15,7 +15,7 @@
  * array of pointers; a changed profile is a new one, and a worker notices
  * the pointer changed and re-arms its contexts (full buckets).
  *
- * Schedulers (qos_sched.c): DPDK's rte_sched, five levels
+ * Schedulers (qos_sched.c): five levels, as DPDK's rte_sched has them
  *
  *   port (rate) -> subport (rate, its pipes) -> pipe (its profile) ->
  *   13 traffic classes (0-11 strict priority, 12 best effort) ->
@@ -28,6 +28,13 @@
  * After start a port is only touched by its worker: pipe configuration,
  * new profile slots and statistics reads arrive as messages
  * (ep_worker_call) and run between two bursts.
+ *
+ * Two implementations of one instance (ep_sched_params.impl): our own
+ * (qos_hsched.c: the same levels and configuration at about a third of
+ * rte_sched's cycles, no tc_ov, queues up to 128 packets) and rte_sched.
+ * "auto" (the default) takes ours unless the instance needs what only
+ * rte_sched has.  Workers use ep_qos_node.h's ep_sched_pkt_write,
+ * ep_sched_enqueue and ep_sched_dequeue, which call either.
  *
  * Units: rates in bytes per second inside (rte_meter, rte_sched), bit/s
  * in text ("20M"); sizes in bytes ("64K", K = 1024).
@@ -44,6 +51,7 @@
 #include "ep_err.h"
 
 struct ep_engine;
+struct rte_mbuf;
 struct ep_worker;
 
 #define EP_QOS_NAME_LEN 32
@@ -123,8 +131,20 @@ int ep_policer_set_raw(struct ep_policers *t, const char *name, enum ep_policer_
 #define EP_SCHED_MAX_PROFILES 256   /**< named pipe profiles, and rte_sched slots */
 #define EP_SCHED_NO_PROFILE   UINT16_MAX
 
+/** Which scheduler a port of the instance runs. */
+enum ep_sched_impl {
+	EP_SCHED_IMPL_AUTO = 0,         /**< ours, rte_sched if a subport has tc_ov or qsize > 128 */
+	EP_SCHED_IMPL_EP,               /**< ours (qos_hsched.c) */
+	EP_SCHED_IMPL_RTE,              /**< DPDK's rte_sched */
+};
+
+/** "auto", "ep", "rte_sched" -> enum ep_sched_impl; -1 if none. */
+int ep_sched_impl_parse(const char *s);
+extern const char *const ep_sched_impl_names[3];
+
 /** Port-wide parameters. */
 struct ep_sched_params {
+	uint32_t impl;                  /**< enum ep_sched_impl */
 	uint64_t rate;                  /**< bytes/s */
 	uint32_t mtu;
 	uint32_t frame_overhead;        /**< bytes rte_sched adds per frame (preamble, IFG, FCS) */
@@ -148,11 +168,16 @@ struct ep_sched_profile {
 	uint32_t slot;                  /**< its rte_sched profile slot, the same in every port */
 };
 
-/** One worker's rte_sched port of an instance. */
+struct ep_hsched;
+
+/** One worker's scheduling port of an instance: ours (hs) or rte_sched's
+ *  (port), the other NULL. */
 struct ep_sched_port {
+	struct ep_hsched *hs;
+	struct rte_sched_port *port;
+	uint32_t pipes_log2;            /**< ours: a pipe's id is subport << pipes_log2 | pipe */
 	struct ep_sched *s;
 	struct ep_worker *w;
-	struct rte_sched_port *port;
 	uint32_t n_slots;               /**< profile slots this port has (see ep_sched_profile_set) */
 	/* Statistics accumulated from rte_sched (which clears on read). */
 	uint64_t tc_pkts[RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE];
@@ -226,6 +251,33 @@ int ep_sched_pipes_apply(struct ep_sched *s, const struct ep_sched_pipe_cfg *c, 
 			 struct ep_err *err);
 /** Read (and clear) rte_sched's subport statistics on every port into it. */
 int ep_sched_stats_collect(struct ep_sched *s, struct ep_err *err);
+
+/* ---- our scheduler (qos_hsched.c); the worker that owns it only ---- */
+
+/** Whether ours can run instance @p s (err says why not). */
+bool ep_hsched_supports(const struct ep_sched *s, struct ep_err *err);
+struct ep_hsched *ep_hsched_create(const struct ep_sched *s, int socket, struct ep_err *err);
+/** Frees the packets still queued too. */
+void ep_hsched_free(struct ep_hsched *h);
+uint64_t ep_hsched_memory(uint32_t n_subports, uint32_t max_pipes, uint32_t qsize);
+/** Profile slot @p slot gets parameters @p p (bytes/s, ms). */
+void ep_hsched_profile_set(struct ep_hsched *h, uint32_t slot,
+			   const struct rte_sched_pipe_params *p);
+/** Pipe (subport, pipe) uses slot @p slot: half a bucket, a fresh TC period. */
+void ep_hsched_pipe_config(struct ep_hsched *h, uint32_t subport, uint32_t pipe,
+			   uint32_t slot);
+/** Packets with their path in mbuf->hash.sched (ep_sched_pkt_write) into
+ *  their queues; a full queue's are freed (tail drop).  Returns how many
+ *  were queued. */
+uint32_t ep_hsched_enqueue(struct ep_hsched *h, struct rte_mbuf **pkts, uint32_t n);
+/** Up to @p n packets the hierarchy lets go at TSC @p now. */
+uint32_t ep_hsched_dequeue(struct ep_hsched *h, struct rte_mbuf **pkts, uint32_t n,
+			   uint64_t now);
+/** Packets queued and tail-dropped per traffic class since created. */
+void ep_hsched_stats(const struct ep_hsched *h, uint64_t *tc_pkts, uint64_t *tc_dropped);
+/** Packets in queue @p q (0-11 strict TCs, 12-15 best effort) of a pipe. */
+uint32_t ep_hsched_queue_len(const struct ep_hsched *h, uint32_t subport, uint32_t pipe,
+			     uint32_t q);
 
 /** How long a configuration message waits for a worker, in ms. */
 #define EP_QOS_CALL_TIMEOUT_MS 1000

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * QoS fast path: a policer's per-flow context and the colour check.
+ * QoS fast path: a policer's per-flow context and the colour check; a
+ * scheduling port's packet path, enqueue and dequeue (ours or rte_sched,
+ * one predictable branch a call).
  *
  * A context is the rte_meter state of one flow (a subscriber, a service
  * flow) on one worker, written by that worker only, plus the profile it was
@@ -13,7 +15,9 @@
 #ifndef EP_QOS_NODE_H
 #define EP_QOS_NODE_H
 
+#include <rte_mbuf.h>
 #include <rte_meter.h>
+#include <rte_sched.h>
 
 #include "ep_ip.h"
 #include "ep_qos.h"
@@ -59,6 +63,63 @@ ep_policer_remark_yellow(const struct ep_policer *p, uint8_t *l3, uint8_t l3_typ
 
 	if (p->yellow_dscp[dscp] != dscp)
 		ep_ip_set_dscp(l3, l3_type, p->yellow_dscp[dscp]);
+}
+
+/* ---- schedulers ---- */
+
+/** Record packet @p m's path: (subport, pipe), traffic class @p tc (0-12)
+ *  and, in best effort, queue @p q (0-3). */
+static __rte_always_inline void
+ep_sched_pkt_write(const struct ep_sched_port *sp, struct rte_mbuf *m, uint32_t subport,
+		   uint32_t pipe, uint32_t tc, uint32_t q)
+{
+	if (likely(sp->hs != NULL)) {
+		/* Queue 0-11: the strict TCs, 12-15: best effort's four. */
+		uint32_t qi = tc < RTE_SCHED_TRAFFIC_CLASS_BE ? tc : tc + (q & 3);
+
+		m->hash.sched.queue_id = (subport << sp->pipes_log2 | pipe) << 4 | qi;
+		m->hash.sched.traffic_class = (uint8_t)tc;
+		m->hash.sched.color = RTE_COLOR_GREEN;
+	} else {
+		rte_sched_port_pkt_write(sp->port, m, subport, pipe, tc, q, RTE_COLOR_GREEN);
+	}
+}
+
+/** The path ep_sched_pkt_write recorded. */
+static inline void
+ep_sched_pkt_read(const struct ep_sched_port *sp, const struct rte_mbuf *m, uint32_t *subport,
+		  uint32_t *pipe, uint32_t *tc, uint32_t *q)
+{
+	if (sp->hs != NULL) {
+		uint32_t id = m->hash.sched.queue_id;
+
+		*subport = id >> 4 >> sp->pipes_log2;
+		*pipe = (id >> 4) & ((1u << sp->pipes_log2) - 1);
+		*tc = m->hash.sched.traffic_class;
+		*q = *tc == RTE_SCHED_TRAFFIC_CLASS_BE ? (id & 15) - RTE_SCHED_TRAFFIC_CLASS_BE : 0;
+	} else {
+		rte_sched_port_pkt_read_tree_path(sp->port, m, subport, pipe, tc, q);
+	}
+}
+
+/** Into their queues; what a full queue refuses is freed (tail drop, the
+ *  caller counts n - returned under its reason). */
+static __rte_always_inline uint32_t
+ep_sched_enqueue(struct ep_sched_port *sp, struct rte_mbuf **pkts, uint32_t n)
+{
+	if (likely(sp->hs != NULL))
+		return ep_hsched_enqueue(sp->hs, pkts, n);
+	return (uint32_t)rte_sched_port_enqueue(sp->port, pkts, n);
+}
+
+/** Up to @p n packets the hierarchy lets go; ours reads time from @p now
+ *  (TSC), rte_sched reads the TSC itself. */
+static __rte_always_inline uint32_t
+ep_sched_dequeue(struct ep_sched_port *sp, struct rte_mbuf **pkts, uint32_t n, uint64_t now)
+{
+	if (likely(sp->hs != NULL))
+		return ep_hsched_dequeue(sp->hs, pkts, n, now);
+	return (uint32_t)rte_sched_port_dequeue(sp->port, pkts, n);
 }
 
 #endif

@@ -2,9 +2,10 @@
 /*
  * Hierarchical schedulers (ep_qos.h): an instance describes the tree
  * (subports, named pipe profiles, the pipes in use); each scheduling worker
- * owns an rte_sched port built from it, and every change reaches the ports
- * as a message run between two bursts.  Control thread only, except the
- * functions a message runs (*_on_worker).
+ * owns a port built from it -- ours (qos_hsched.c, which says why and what
+ * differs) or an rte_sched port -- and every change reaches the ports as a
+ * message run between two bursts.  Control thread only, except the
+ * functions a message runs (*_on_worker).  What follows is about rte_sched.
  *
  * Best-effort oversubscription is a subport option (`tc_ov=on`, off by
  * default): without it rte_sched ignores the pipes' tc_ov_weight and an
@@ -133,9 +134,21 @@ call_new(void (*fn)(struct ep_sched_port *, struct call *), uint32_t n)
 
 /* ---- instances ---- */
 
+const char *const ep_sched_impl_names[3] = { "auto", "ep", "rte_sched" };
+
+int
+ep_sched_impl_parse(const char *v)
+{
+	for (int i = 0; i < 3; i++)
+		if (strcmp(v, ep_sched_impl_names[i]) == 0)
+			return i;
+	return -1;
+}
+
 void
 ep_sched_params_default(struct ep_sched_params *p)
 {
+	p->impl = EP_SCHED_IMPL_AUTO;
 	p->rate = 10000000000ull / 8;
 	p->mtu = 1522;
 	p->frame_overhead = RTE_SCHED_FRAME_OVERHEAD_DEFAULT;
@@ -146,8 +159,13 @@ struct ep_sched *
 ep_sched_create(struct ep_engine *e, const char *name, const struct ep_sched_params *p,
 		struct ep_err *err)
 {
-	struct ep_sched *s = rte_zmalloc("ep_sched", sizeof(*s), RTE_CACHE_LINE_SIZE);
+	struct ep_sched *s;
 
+	if (p->impl == EP_SCHED_IMPL_EP && p->qsize > 128) {
+		ep_err_set(err, "scheduler %s: impl ep keeps queues of up to 128 packets", name);
+		return NULL;
+	}
+	s = rte_zmalloc("ep_sched", sizeof(*s), RTE_CACHE_LINE_SIZE);
 	if (s == NULL) {
 		ep_err_set(err, "scheduler %s: out of memory", name);
 		return NULL;
@@ -318,6 +336,8 @@ ep_sched_subport_set(struct ep_sched *s, uint32_t id, const char *spec, struct e
 		return ep_err_set(err, "subport %u: given twice", id);
 	if (ep_qos_each_kv(spec, subport_kv, &a, err) < 0)
 		return -1;
+	if (a.tc_ov && s->p.impl == EP_SCHED_IMPL_EP)
+		return ep_err_set(err, "subport %u: tc_ov needs impl rte_sched (or auto)", id);
 	if (!a.tb.has_rate)
 		a.p.tb_rate = s->p.rate;
 	snprintf(what, sizeof(what), "subport %u", id);
@@ -412,6 +432,12 @@ slots_on_worker(struct ep_sched_port *sp, struct call *c)
 {
 	struct ep_sched *s = sp->s;
 
+	if (sp->hs != NULL) {
+		/* Ours has room for every slot: just the parameters. */
+		for (; sp->n_slots < c->n; sp->n_slots++)
+			ep_hsched_profile_set(sp->hs, sp->n_slots, &s->slot[sp->n_slots]);
+		return;
+	}
 	while (sp->n_slots < c->n) {
 		for (uint32_t i = 0; i < s->n_subports; i++) {
 			uint32_t id;
@@ -432,7 +458,10 @@ static void
 pipes_on_worker(struct ep_sched_port *sp, struct call *c)
 {
 	for (uint32_t i = 0; i < c->n; i++)
-		if (rte_sched_pipe_config(sp->port, c->pipes[i].subport, c->pipes[i].pipe,
+		if (sp->hs != NULL)
+			ep_hsched_pipe_config(sp->hs, c->pipes[i].subport, c->pipes[i].pipe,
+					      c->pipes[i].slot);
+		else if (rte_sched_pipe_config(sp->port, c->pipes[i].subport, c->pipes[i].pipe,
 					  PROF_ID(c->pipes[i].slot)) != 0)
 			c->rc = -1;
 }
@@ -672,6 +701,9 @@ ep_sched_port_memory(const struct ep_sched_params *p, const uint32_t *pipes, uin
 		.frame_overhead = p->frame_overhead, .n_subports_per_port = n_sp,
 		.subport_profiles = sprof, .n_subport_profiles = n_sp,
 		.n_max_subport_profiles = n_sp, .n_pipes_per_subport = max_pipes }, subp);
+	/* Either implementation may run (auto decides when the subports are
+	 * known): the larger. */
+	bytes = RTE_MAX(bytes, ep_hsched_memory(n_subports, max_pipes, p->qsize));
 	/* Our own per-pipe bookkeeping (pipe_free, pipe_prof) per subport. */
 	for (uint32_t i = 0; i < n_subports; i++)
 		bytes += (uint64_t)pipes[i] * (sizeof(uint32_t) + sizeof(uint16_t));
@@ -707,6 +739,18 @@ ep_sched_port_create(struct ep_sched *s, struct ep_worker *w, int socket, struct
 		return ep_err_set(err, "scheduler %s: out of memory", s->name), NULL;
 	sp->s = s;
 	sp->w = w;
+	if (s->p.impl == EP_SCHED_IMPL_EP ||
+	    (s->p.impl == EP_SCHED_IMPL_AUTO && ep_hsched_supports(s, NULL))) {
+		sp->hs = ep_hsched_create(s, socket, err);
+		if (sp->hs == NULL) {
+			rte_free(sp);
+			return NULL;
+		}
+		sp->pipes_log2 = rte_log2_u32(s->max_pipes);
+		sp->n_slots = s->n_slots;
+		s->ports[s->n_ports++] = sp;
+		return sp;
+	}
 	/* rte_sched wants a power-of-two number of subports: the ones above
 	 * the configured ids are shaped like subport 0 and have one pipe, which
 	 * is never allocated. */
@@ -789,6 +833,7 @@ ep_sched_port_free(struct ep_sched_port *sp)
 			s->ports[k] = s->ports[--s->n_ports];
 			break;
 		}
+	ep_hsched_free(sp->hs);
 	rte_sched_port_free(sp->port);
 	rte_free(sp);
 }
@@ -799,6 +844,10 @@ static void
 stats_on_worker(struct ep_sched_port *sp, struct call *c)
 {
 	(void)c;
+	if (sp->hs != NULL) {
+		ep_hsched_stats(sp->hs, sp->tc_pkts, sp->tc_dropped);
+		return;
+	}
 	for (uint32_t i = 0; i < sp->s->n_subports; i++) {
 		struct rte_sched_subport_stats st;
 		uint32_t tc_ov;

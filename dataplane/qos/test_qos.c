@@ -249,3 +249,435 @@ EP_TEST(qos_sched_worker_that_does_not_answer_leaves_nothing_recorded)
 	ep_worker_free(w);
 	ep_sched_free(s);
 }
+
+/* ---- our scheduler (qos_hsched.c), on simulated time ----
+ *
+ * A rig: one instance of one subport, its port on a worker that is not
+ * running (configuration messages run at once), a pool of 976-byte frames
+ * (+ 24 bytes of frame overhead = 1000 bytes of credit, so that a 10 ms
+ * period of 8 Mbit/s -- 10,000 bytes -- is ten whole frames: a class's
+ * credits are reset each period, as rte_sched's are, and what a period
+ * leaves short of a frame is lost).  `now` is the TSC
+ * value the test hands the dequeue: time is whatever the test says, so the
+ * byte counts are exact and no check depends on the machine's speed. */
+#define HS_FRAME   976
+#define HS_CREDIT  (HS_FRAME + 24)
+
+struct hs_rig {
+	struct ep_sched *s;
+	struct ep_worker *w;
+	struct ep_sched_port *sp;
+	struct rte_mempool *mp;
+	uint64_t now, hz;
+};
+
+static void
+hs_rig_new(struct hs_rig *r, const char *name, enum ep_sched_impl impl, uint32_t qsize,
+	   const char *subport)
+{
+	struct ep_sched_params p;
+	struct ep_err err = {{0}};
+	char pool[40];
+
+	eng_init();
+	ep_sched_params_default(&p);
+	p.impl = impl;
+	p.qsize = qsize;
+	r->s = ep_sched_create(&eng, name, &p, &err);
+	if (r->s == NULL || ep_sched_subport_set(r->s, 0, subport, &err) < 0) {
+		printf("    scheduler: %s\n", err.msg);
+		abort();
+	}
+	r->w = worker_new();
+	r->sp = NULL;
+	snprintf(pool, sizeof(pool), "hs_%s", name);
+	r->mp = rte_pktmbuf_pool_create(pool, 8191, 0, 0, 2048, SOCKET_ID_ANY);
+	r->hz = rte_get_tsc_hz();
+	/* Simulated time starts an hour ahead of the TSC the port was built at. */
+	r->now = rte_get_tsc_cycles() + 3600 * r->hz;
+	if (r->mp == NULL)
+		abort();
+}
+
+/* Profiles are given before the port is built; then the port, and pipe
+ * @p pipe of subport 0 for each profile named in @p profs. */
+static void
+hs_rig_start(struct hs_rig *r, const char *const *profs, int n)
+{
+	struct ep_err err = {{0}};
+
+	r->sp = ep_sched_port_create(r->s, r->w, SOCKET_ID_ANY, &err);
+	if (r->sp == NULL) {
+		printf("    port: %s\n", err.msg);
+		abort();
+	}
+	for (int i = 0; i < n; i++) {
+		uint32_t pipe;
+		int prof = ep_sched_profile_find(r->s, profs[i]);
+
+		if (prof < 0 || ep_sched_pipe_reserve(r->s, 0, &pipe, &err) < 0 ||
+		    ep_sched_pipes_apply(r->s, &(struct ep_sched_pipe_cfg){ 0, pipe,
+					 (uint16_t)prof }, 1, &err) < 0) {
+			printf("    pipe %s: %s\n", profs[i], err.msg);
+			abort();
+		}
+	}
+}
+
+static void
+hs_rig_free(struct hs_rig *r)
+{
+	ep_sched_port_free(r->sp);
+	ep_worker_free(r->w);
+	ep_sched_free(r->s);
+	rte_mempool_free(r->mp);
+}
+
+/* Enqueue @p n frames of @p len bytes to (pipe, tc, q); returns accepted. */
+static uint32_t
+hs_put(struct hs_rig *r, uint32_t pipe, uint32_t tc, uint32_t q, uint32_t n, uint16_t len)
+{
+	struct rte_mbuf *m[256];
+	uint32_t k = 0;
+
+	for (; k < n && k < RTE_DIM(m); k++) {
+		m[k] = rte_pktmbuf_alloc(r->mp);
+		if (m[k] == NULL)
+			break;
+		rte_pktmbuf_append(m[k], len);
+		ep_sched_pkt_write(r->sp, m[k], 0, pipe, tc, q);
+	}
+	return ep_sched_enqueue(r->sp, m, k);
+}
+
+/* Dequeue everything allowed at r->now; bytes (with overhead) into
+ * @p by_pipe[pipe] and @p by_q[pipe][queue 0-15] when given. */
+static uint32_t
+hs_take(struct hs_rig *r, uint64_t *by_pipe, uint64_t (*by_q)[16], uint32_t *order, uint32_t cap)
+{
+	struct rte_mbuf *m[64];
+	uint32_t k, total = 0;
+
+	do {
+		k = ep_sched_dequeue(r->sp, m, RTE_DIM(m), r->now);
+		for (uint32_t i = 0; i < k; i++) {
+			uint32_t sp, pipe, tc, q, qi;
+
+			ep_sched_pkt_read(r->sp, m[i], &sp, &pipe, &tc, &q);
+			qi = tc < RTE_SCHED_TRAFFIC_CLASS_BE ? tc : tc + q;
+			if (by_pipe != NULL)
+				by_pipe[pipe] += m[i]->pkt_len + 24;
+			if (by_q != NULL)
+				by_q[pipe][qi] += m[i]->pkt_len + 24;
+			if (order != NULL && total + i < cap)
+				order[total + i] = qi;
+		}
+		rte_pktmbuf_free_bulk(m, k);
+		total += k;
+	} while (k != 0);
+	return total;
+}
+
+EP_TEST(qos_hsched_strict_priority_serves_tc0_first_and_best_effort_last)
+{
+	struct hs_rig r;
+	struct ep_err err;
+	uint32_t order[16] = {0};
+	static const uint32_t want[4] = { 0, 5, 11, 14 };      /* queue 14: BE queue 2 */
+
+	hs_rig_new(&r, "hs_prio", EP_SCHED_IMPL_EP, 16, "rate=1G pipes=4");
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "p", "rate=1G", &err), 0);
+	hs_rig_start(&r, (const char *[]){ "p" }, 1);
+	/* Enqueued lowest priority first. */
+	EP_CHECK_EQ(hs_put(&r, 0, RTE_SCHED_TRAFFIC_CLASS_BE, 2, 3, HS_FRAME), 3);
+	EP_CHECK_EQ(hs_put(&r, 0, 11, 0, 3, HS_FRAME), 3);
+	EP_CHECK_EQ(hs_put(&r, 0, 5, 0, 3, HS_FRAME), 3);
+	EP_CHECK_EQ(hs_put(&r, 0, 0, 0, 3, HS_FRAME), 3);
+	EP_CHECK_EQ(hs_take(&r, NULL, NULL, order, 16), 12);
+	for (int i = 0; i < 12; i++)
+		EP_CHECK_EQ(order[i], want[i / 3]);
+	hs_rig_free(&r);
+}
+
+EP_TEST(qos_hsched_best_effort_queues_share_by_wrr_weight)
+{
+	struct hs_rig r;
+	struct ep_err err;
+	uint64_t by_q[4][16] = {{0}};
+	struct rte_mbuf *m[64];
+
+	hs_rig_new(&r, "hs_wrr", EP_SCHED_IMPL_EP, 64, "rate=10G pipes=4");
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "p", "rate=10G wrr=1,2,3,4", &err), 0);
+	hs_rig_start(&r, (const char *[]){ "p" }, 1);
+	/* All four queues kept busy; 64 packets a round, 200 rounds. */
+	for (int round = 0; round < 200; round++) {
+		uint32_t k;
+
+		for (uint32_t q = 0; q < 4; q++)
+			hs_put(&r, 0, RTE_SCHED_TRAFFIC_CLASS_BE, q,
+			       64 - ep_hsched_queue_len(r.sp->hs, 0, 0, 12 + q), HS_FRAME);
+		r.now += r.hz / 1000;
+		k = ep_sched_dequeue(r.sp, m, RTE_DIM(m), r.now);
+		for (uint32_t i = 0; i < k; i++) {
+			uint32_t sp, pipe, tc, q;
+
+			ep_sched_pkt_read(r.sp, m[i], &sp, &pipe, &tc, &q);
+			by_q[0][12 + q] += HS_CREDIT;
+		}
+		rte_pktmbuf_free_bulk(m, k);
+	}
+	for (uint32_t q = 1; q < 4; q++) {
+		double share = (double)by_q[0][12 + q] / (double)by_q[0][12];
+
+		printf("    queue %u / queue 0: %.3f (weight %u)\n", q, share, q + 1);
+		EP_CHECK(share > 0.97 * (q + 1) && share < 1.03 * (q + 1));
+	}
+	hs_take(&r, NULL, NULL, NULL, 0);
+	hs_rig_free(&r);
+}
+
+/* A backlogged pipe over @p seconds of 1 ms steps: the bytes it sent. */
+static uint64_t
+hs_backlogged(struct hs_rig *r, const uint32_t *pipes, int n_pipes, uint32_t tc, int ms,
+	      uint64_t *by_pipe)
+{
+	uint64_t sum = 0, tmp[64] = {0};
+
+	if (by_pipe == NULL)
+		by_pipe = tmp;
+	for (int t = 0; t < ms; t++) {
+		for (int i = 0; i < n_pipes; i++)
+			hs_put(r, pipes[i], tc, 0, 32 - ep_hsched_queue_len(r->sp->hs, 0, pipes[i], tc),
+			       HS_FRAME);
+		r->now += r->hz / 1000;
+		hs_take(r, by_pipe, NULL, NULL, 0);
+	}
+	for (int i = 0; i < n_pipes; i++)
+		sum += by_pipe[pipes[i]];
+	return sum;
+}
+
+EP_TEST(qos_hsched_pipe_rate_and_bucket_bound_what_a_backlogged_pipe_sends)
+{
+	struct hs_rig r;
+	struct ep_err err;
+	uint64_t got;
+
+	hs_rig_new(&r, "hs_rate", EP_SCHED_IMPL_EP, 32, "rate=1G pipes=4");
+	/* 8 Mbit/s = 1,000,000 B/s, a bucket of 4 KiB: one frame a 1 ms step
+	 * once the first burst (full bucket) is gone. */
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "p", "rate=8M tb_size=4K", &err), 0);
+	hs_rig_start(&r, (const char *[]){ "p" }, 1);
+	got = hs_backlogged(&r, (uint32_t[]){ 0 }, 1, RTE_SCHED_TRAFFIC_CLASS_BE, 2000, NULL);
+	printf("    2 s at 1,000,000 B/s, bucket 4096: %" PRIu64 " B\n", got);
+	/* Never more than the rate times the time plus one bucket; at most
+	 * two frames less (credits short of a whole frame at the ends). */
+	EP_CHECK(got <= 2000000 + 4096);
+	EP_CHECK(got >= 2000000 - 2 * HS_CREDIT);
+	hs_take(&r, NULL, NULL, NULL, 0);
+	hs_rig_free(&r);
+}
+
+EP_TEST(qos_hsched_idle_pipe_tokens_are_capped_at_its_bucket_size)
+{
+	struct hs_rig r;
+	struct ep_err err;
+	uint64_t by_pipe[4] = {0};
+
+	hs_rig_new(&r, "hs_idle", EP_SCHED_IMPL_EP, 128, "rate=1G pipes=4");
+	/* TC credits a whole second, so the bucket is what binds. */
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "p", "rate=8M tb_size=20K tc_period=1000", &err), 0);
+	hs_rig_start(&r, (const char *[]){ "p" }, 1);
+	/* Ten idle seconds (10 MB of rate), then 128 frames at one instant. */
+	r.now += 10 * r.hz;
+	EP_CHECK_EQ(ep_sched_dequeue(r.sp, (struct rte_mbuf *[1]){ NULL }, 1, r.now), 0);
+	EP_CHECK_EQ(hs_put(&r, 0, 3, 0, 128, HS_FRAME), 128);
+	hs_take(&r, by_pipe, NULL, NULL, 0);
+	printf("    after 10 s idle: %" PRIu64 " B at once (bucket 20480)\n", by_pipe[0]);
+	EP_CHECK_EQ(by_pipe[0], 20480 / HS_CREDIT * HS_CREDIT);
+	r.now += 20 * r.hz;
+	hs_take(&r, NULL, NULL, NULL, 0);
+	hs_rig_free(&r);
+}
+
+EP_TEST(qos_hsched_subport_rate_caps_the_sum_of_its_pipes)
+{
+	struct hs_rig r;
+	struct ep_err err;
+	uint64_t by_pipe[8] = {0}, got;
+
+	/* 8 Mbit/s subport (1,000,000 B/s, bucket 16 KiB), four 8 Mbit/s pipes
+	 * with one-frame buckets: a pipe visited sends one frame, so the
+	 * split among them is the round robin's, not the bursts' (with
+	 * 6-frame buckets a subport period of 10 frames goes 6 + 4). */
+	hs_rig_new(&r, "hs_sub", EP_SCHED_IMPL_EP, 32, "rate=8M tb_size=16K pipes=8");
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "p", "rate=8M tb_size=1K", &err), 0);
+	hs_rig_start(&r, (const char *[]){ "p", "p", "p", "p" }, 4);
+	got = hs_backlogged(&r, (uint32_t[]){ 0, 1, 2, 3 }, 4, RTE_SCHED_TRAFFIC_CLASS_BE, 2000,
+			    by_pipe);
+	printf("    2 s: %" PRIu64 " B in all (%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 ")\n",
+	       got, by_pipe[0], by_pipe[1], by_pipe[2], by_pipe[3]);
+	EP_CHECK(got <= 2000000 + 16384);
+	EP_CHECK(got >= 2000000 - 4 * HS_CREDIT);
+	/* Evenly among the busy pipes, within 2 %. */
+	for (int i = 0; i < 4; i++)
+		EP_CHECK(by_pipe[i] * 4 > got * 98 / 100 && by_pipe[i] * 4 < got * 102 / 100);
+	hs_take(&r, NULL, NULL, NULL, 0);
+	hs_rig_free(&r);
+}
+
+EP_TEST(qos_hsched_tc_rate_limits_its_class_per_period)
+{
+	struct hs_rig r;
+	struct ep_err err;
+	uint64_t got;
+
+	/* TC 3 at 8 Mbit/s in a 100 Mbit/s pipe: 10,000 B per 10 ms period,
+	 * ten frames. */
+	hs_rig_new(&r, "hs_tc", EP_SCHED_IMPL_EP, 32, "rate=1G pipes=4");
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "p", "rate=100M tc_rates=100M,100M,100M,8M,100M,"
+					 "100M,100M,100M,100M,100M,100M,100M,100M", &err), 0);
+	hs_rig_start(&r, (const char *[]){ "p" }, 1);
+	got = hs_backlogged(&r, (uint32_t[]){ 0 }, 1, 3, 1000, NULL);
+	printf("    1 s of TC 3: %" PRIu64 " B (100 periods x 10 frames = %d)\n", got,
+	       100 * 10 * HS_CREDIT);
+	/* 100 periods of 10 frames, one period more or less at the ends. */
+	EP_CHECK(got >= 99 * 10 * HS_CREDIT && got <= 101 * 10 * HS_CREDIT);
+	hs_take(&r, NULL, NULL, NULL, 0);
+	hs_rig_free(&r);
+}
+
+EP_TEST(qos_hsched_tail_drop_at_queue_size_counted_per_tc)
+{
+	struct hs_rig r;
+	struct ep_err err;
+	uint64_t pk[RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE], dr[RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE];
+
+	hs_rig_new(&r, "hs_drop", EP_SCHED_IMPL_EP, 16, "rate=1G pipes=4");
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "p", "rate=1G", &err), 0);
+	hs_rig_start(&r, (const char *[]){ "p" }, 1);
+	/* 20 into a queue of 16: 4 freed (the pool gets them back). */
+	EP_CHECK_EQ(hs_put(&r, 0, 7, 0, 20, HS_FRAME), 16);
+	EP_CHECK_EQ(rte_mempool_in_use_count(r.mp), 16);
+	ep_hsched_stats(r.sp->hs, pk, dr);
+	EP_CHECK_EQ(pk[7], 16);
+	EP_CHECK_EQ(dr[7], 4);
+	EP_CHECK_EQ(ep_sched_stats_collect(r.s, &err), 0);
+	EP_CHECK_EQ(r.sp->tc_dropped[7], 4);
+	EP_CHECK_EQ(hs_take(&r, NULL, NULL, NULL, 0), 16);
+	hs_rig_free(&r);
+}
+
+EP_TEST(qos_hsched_profile_changed_at_run_time_moves_its_pipe_to_the_new_rate)
+{
+	struct hs_rig r;
+	struct ep_err err;
+	uint64_t first, second;
+
+	hs_rig_new(&r, "hs_reprof", EP_SCHED_IMPL_EP, 32, "rate=1G pipes=4");
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "p", "rate=8M tb_size=8K", &err), 0);
+	hs_rig_start(&r, (const char *[]){ "p" }, 1);
+	first = hs_backlogged(&r, (uint32_t[]){ 0 }, 1, RTE_SCHED_TRAFFIC_CLASS_BE, 1000, NULL);
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "p", "rate=24M tb_size=8K", &err), 0);
+	second = hs_backlogged(&r, (uint32_t[]){ 0 }, 1, RTE_SCHED_TRAFFIC_CLASS_BE, 1000, NULL);
+	printf("    1 s at 8M: %" PRIu64 " B, then 1 s at 24M: %" PRIu64 " B\n", first, second);
+	EP_CHECK(first >= 1000000 - 3 * HS_CREDIT && first <= 1000000 + 8192);
+	EP_CHECK(second >= 3000000 - 3 * HS_CREDIT && second <= 3000000 + 8192);
+	hs_take(&r, NULL, NULL, NULL, 0);
+	hs_rig_free(&r);
+}
+
+EP_TEST(qos_hsched_instance_refuses_what_only_rte_sched_does)
+{
+	struct ep_sched_params p;
+	struct ep_sched *s;
+	struct ep_err err;
+
+	eng_init();
+	ep_sched_params_default(&p);
+	p.impl = EP_SCHED_IMPL_EP;
+	s = ep_sched_create(&eng, "hs_refuse", &p, &err);
+	EP_CHECK(s != NULL);
+	EP_CHECK(ep_sched_subport_set(s, 0, "rate=1G pipes=4 tc_ov=on", &err) < 0);
+	EP_CHECK(strstr(err.msg, "tc_ov") != NULL);
+	ep_sched_free(s);
+	p.qsize = 256;
+	EP_CHECK(ep_sched_create(&eng, "hs_refuse", &p, &err) == NULL);
+	EP_CHECK_EQ(ep_sched_impl_parse("rte_sched"), EP_SCHED_IMPL_RTE);
+	EP_CHECK_EQ(ep_sched_impl_parse("fast"), -1);
+}
+
+/* The same congested input into ours and into rte_sched, side by side on
+ * the wall clock (rte_sched reads the TSC itself): a 100 Mbit/s subport,
+ * pipes of 60, 60 and 20 Mbit/s each with TC 0 limited to 10 Mbit/s, TC 0
+ * and best effort kept full.  Expected: 10 + 10 for the 20M pipe, 10 + 30
+ * for each 60M one (the subport's rest split evenly).  Each pipe's and
+ * each (pipe, class)'s share of the bytes within 15 % of rte_sched's (both on
+ * the wall clock of a loaded machine: runs differ by a few %). */
+EP_TEST(qos_hsched_shares_a_congested_subport_like_rte_sched)
+{
+	static const char *const tc10 = "tc_rates=10M,60M,60M,60M,60M,60M,60M,60M,60M,60M,60M,60M,60M";
+	struct hs_rig r[2];
+	uint64_t by_q[2][4][16] = {{{0}}};
+	uint32_t inq[2][3][2] = {{{0}}};
+	uint64_t t_end, total[2] = {0, 0};
+	char spec[256];
+	struct ep_err err;
+
+	hs_rig_new(&r[0], "cmp_ep", EP_SCHED_IMPL_EP, 32, "rate=100M tb_size=64K pipes=4");
+	hs_rig_new(&r[1], "cmp_rte", EP_SCHED_IMPL_RTE, 32, "rate=100M tb_size=64K pipes=4");
+	for (int k = 0; k < 2; k++) {
+		snprintf(spec, sizeof(spec), "rate=60M %s", tc10);
+		EP_CHECK_EQ(ep_sched_profile_set(r[k].s, "big", spec, &err), 0);
+		snprintf(spec, sizeof(spec), "rate=20M %s", tc10);
+		for (char *c = strstr(spec, "60M"); c != NULL; c = strstr(c, "60M"))
+			c[0] = '2', c[1] = '0';
+		EP_CHECK_EQ(ep_sched_profile_set(r[k].s, "small", spec, &err), 0);
+		hs_rig_start(&r[k], (const char *[]){ "big", "big", "small" }, 3);
+	}
+	EP_CHECK(r[0].sp->hs != NULL && r[1].sp->port != NULL);
+	t_end = rte_get_tsc_cycles() + r[0].hz;        /* one second */
+	for (uint64_t now = rte_get_tsc_cycles(); now < t_end; now = rte_get_tsc_cycles()) {
+		for (int k = 0; k < 2; k++) {
+			struct rte_mbuf *m[64];
+			uint32_t n;
+
+			/* Pipes 0, 1, 2 as reserved. */
+			for (uint32_t p = 0; p < 3; p++)
+				for (uint32_t c = 0; c < 2; c++)
+					inq[k][p][c] += hs_put(&r[k], p, c ? 12 : 0, 0,
+							       32 - inq[k][p][c], HS_FRAME);
+			n = ep_sched_dequeue(r[k].sp, m, RTE_DIM(m), now);
+			for (uint32_t i = 0; i < n; i++) {
+				uint32_t sp, pipe, tc, q;
+
+				ep_sched_pkt_read(r[k].sp, m[i], &sp, &pipe, &tc, &q);
+				inq[k][pipe][tc != 0]--;
+				by_q[k][pipe][tc] += HS_CREDIT;
+				total[k] += HS_CREDIT;
+			}
+			rte_pktmbuf_free_bulk(m, n);
+		}
+	}
+	for (uint32_t p = 0; p < 3; p++)
+		for (uint32_t c = 0; c < 2; c++) {
+			uint32_t tc = c ? 12 : 0;
+			double a = (double)by_q[0][p][tc] / (double)total[0];
+			double b = (double)by_q[1][p][tc] / (double)total[1];
+
+			printf("    pipe %u tc %2u: ours %.3f rte_sched %.3f of the bytes\n", p, tc,
+			       a, b);
+			EP_CHECK(a > 0.85 * b && a < 1.15 * b);
+		}
+	for (int k = 0; k < 2; k++) {
+		r[k].now = rte_get_tsc_cycles() + 10 * r[k].hz;
+		for (int tries = 0; tries < 100000 && rte_mempool_in_use_count(r[k].mp) != 0;
+		     tries++) {
+			struct rte_mbuf *m[64];
+			uint32_t n = ep_sched_dequeue(r[k].sp, m, RTE_DIM(m), rte_get_tsc_cycles());
+
+			rte_pktmbuf_free_bulk(m, n);
+		}
+		hs_rig_free(&r[k]);
+	}
+}
