@@ -122,7 +122,13 @@ ds_parse(const struct rte_mbuf *mb, struct ep_meta *m)
  * the mbuf's lengths in framing).  A line another core
  * wrote last (a generator, or the core that freed the mbuf) is fetched
  * once in the exclusive state, instead of shared and then again to own
- * it, which is what a read prefetch followed by the store costs.
+ * it, which is what a read prefetch followed by the store costs.  As
+ * built, though, rte_prefetch0_write is a plain PREFETCHT0: it is
+ * __builtin_prefetch(p, 1), which GCC emits as PREFETCHW only for a target
+ * with PRFCHW, and Debian's libdpdk cflags end in -march=corei7.  A real
+ * PREFETCHW (inline assembly) measured worse on the Xeon guest, 1.065 in
+ * alternating rounds, lookup 68 -> 85 (docs/cmts.md, "The Xeon round"):
+ * the read prefetch stays.
  */
 static __rte_always_inline void
 prefetch_frame(struct rte_mbuf *m)
