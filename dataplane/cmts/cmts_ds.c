@@ -166,6 +166,15 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	const struct cmts_addr_tab *t = ep_rcu_read(&sg->addr_tab);
 	uint64_t hits = 0;
 	uint16_t np = 0, out = 0;
+	/* in_port is written here, with the rest of the meta line
+	 * (ds_type.stage_sets_in_port), not by the engine's pass after rx,
+	 * which stored to all 32 cold meta lines before anything read them;
+	 * a burst handed in (tests, ep_worker_run_burst) keeps its in_port.
+	 * On the Xeon guest, with the frame's first two lines prefetched:
+	 * 0.960 in alternating rounds (rx 28 -> 17, lookup 80 -> 87 cycles a
+	 * frame); on the EPYC, before that prefetch, it measured worse
+	 * (docs/cmts.md, "The Xeon round"). */
+	const uint16_t port = d->w != NULL ? d->w->rx_port : EP_RX_PORT_META;
 
 	/* The mbufs first (one line each, needed to find the data), then the
 	 * data and meta lines a few packets ahead: frames written by another
@@ -194,6 +203,8 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		 * intent (the cipher writes them): see prefetch_frame.
 		 */
 		cmts_prefetch_rest(m);
+		if (port != EP_RX_PORT_META)
+			md->in_port = port;
 		rc = ds_parse(m, md);
 		if (unlikely(rc != 0)) {
 			next[i] = EP_NEXT_DROP(rc);
