@@ -48,6 +48,14 @@
 #include "cmts_worker.h"
 
 #define PREFETCH_AHEAD 8
+/*
+ * The bytes of a frame the lookup and the filter's key read: Ethernet, one
+ * VLAN tag, IPv4 without options, the L4 ports.  A port's frames start
+ * half-way into a line (EP_META_SIZE: room for the DOCSIS header in the
+ * same line), so these 42 bytes span two lines and the IPv4 destination
+ * (bytes 30-33) straddles them: both are prefetched 8 frames ahead.
+ */
+#define DS_HEAD_END (RTE_ETHER_HDR_LEN + 4 + 20 + 4)
 #define CMTS_IV_OFF (sizeof(struct rte_crypto_op) + sizeof(struct rte_crypto_sym_op))
 /* Headroom the framing stage leaves for DEPI: Ethernet, IPv4, L2TPv3
  * session and sub-layer, the largest PSP segment table. */
@@ -114,12 +122,21 @@ ds_parse(const struct rte_mbuf *mb, struct ep_meta *m)
  * the mbuf's lengths in framing).  A line another core
  * wrote last (a generator, or the core that freed the mbuf) is fetched
  * once in the exclusive state, instead of shared and then again to own
- * it, which is what a read prefetch followed by the store costs.
+ * it, which is what a read prefetch followed by the store costs.  As
+ * built, though, rte_prefetch0_write is a plain PREFETCHT0: it is
+ * __builtin_prefetch(p, 1), which GCC emits as PREFETCHW only for a target
+ * with PRFCHW, and Debian's libdpdk cflags end in -march=corei7.  A real
+ * PREFETCHW (inline assembly) measured worse on the Xeon guest, 1.065 in
+ * alternating rounds, lookup 68 -> 85 (docs/cmts.md, "The Xeon round"):
+ * the read prefetch stays.
  */
 static __rte_always_inline void
 prefetch_frame(struct rte_mbuf *m)
 {
-	rte_prefetch0_write(rte_pktmbuf_mtod(m, void *));
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+
+	rte_prefetch0_write(p);
+	rte_prefetch0_write(p + DS_HEAD_END - 1);
 	rte_prefetch0_write(ep_meta(m));
 }
 
@@ -149,6 +166,15 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	const struct cmts_addr_tab *t = ep_rcu_read(&sg->addr_tab);
 	uint64_t hits = 0;
 	uint16_t np = 0, out = 0;
+	/* in_port is written here, with the rest of the meta line
+	 * (ds_type.stage_sets_in_port), not by the engine's pass after rx,
+	 * which stored to all 32 cold meta lines before anything read them;
+	 * a burst handed in (tests, ep_worker_run_burst) keeps its in_port.
+	 * On the Xeon guest, with the frame's first two lines prefetched:
+	 * 0.960 in alternating rounds (rx 28 -> 17, lookup 80 -> 87 cycles a
+	 * frame); on the EPYC, before that prefetch, it measured worse
+	 * (docs/cmts.md, "The Xeon round"). */
+	const uint16_t port = d->w != NULL ? d->w->rx_port : EP_RX_PORT_META;
 
 	/* The mbufs first (one line each, needed to find the data), then the
 	 * data and meta lines a few packets ahead: frames written by another
@@ -177,6 +203,8 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		 * intent (the cipher writes them): see prefetch_frame.
 		 */
 		cmts_prefetch_rest(m);
+		if (port != EP_RX_PORT_META)
+			md->in_port = port;
 		rc = ds_parse(m, md);
 		if (unlikely(rc != 0)) {
 			next[i] = EP_NEXT_DROP(rc);

@@ -188,6 +188,7 @@ static struct ep_pipeline_type ds_type = {
 	.build = ds_build,
 	.service = cmts_ds_service,
 	.teardown = ds_teardown,
+	.stage_sets_in_port = true,
 };
 static struct ep_pipeline_type us_type = {
 	.name = "cmts-us",
