@@ -225,6 +225,7 @@ static struct ep_pipeline_type up_type = {
 	.memory = up_memory,
 	/* bng_up_parse_stage writes ep_meta.in_port from the burst's port. */
 	.stage_sets_in_port = true,
+	.rx_line_aligned = true,
 };
 static struct ep_pipeline_type down_type = {
 	.name = "bng-downlink",

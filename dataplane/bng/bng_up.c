@@ -540,7 +540,7 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 			uint32_t dst;
 
 			memcpy(&dst, l3 + 16, 4);
-			ep_fib_prefetch4(b->fib, rte_be_to_cpu_32(dst));
+			ep_fib_prefetch4_by8(b->fib, rte_be_to_cpu_32(dst));
 		}
 		continue;
 unknown:
@@ -573,7 +573,7 @@ bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 
 	/* No prefetch (subscriber did it), no source check (anti-spoofing
 	 * proved every source is the subscriber's). */
-	return ep_fib_route_burst(u->fw, pkts, next, n, 0, up_local, NULL);
+	return ep_fib_route_burst(u->fw, pkts, next, n, EP_FIB_ROUTE_BY8, up_local, NULL);
 }
 
 /* ---- strip + core encapsulation ---- */
