@@ -33,7 +33,10 @@
  *              covers everything it sends, as its access line's would, so
  *              a packet the ACL then denies has used its tokens
  *   route      the FIB's burst routing on the core FIB ("bng"): its lookups
- *              find their tbl24 lines prefetched, and the sources need no
+ *              find their tbl24 lines prefetched (a /8 without longer routes
+ *              at one fixed address of it: EP_FIB_ROUTE_BY8, 256 lines
+ *              for the core's /1s instead of one per destination's /24),
+ *              and the sources need no
  *              martian check (anti-spoofing proved them the subscriber's)
  *   encap      strip the access header and push the core one in a single
  *              data-offset move, TTL/hop limit - 1, next-hop MACs: three

@@ -14,6 +14,9 @@
  *   IPv4 routes        rte_lpm add/delete in place, tbl8s      rte_lpm_lookup per packet
  *                      reclaimed by RCU-QSBR (e->qsbr)         (tbl24 line prefetched
  *                                                              one loop ahead)
+ *   keep4 (per /8)     one word, stored before a /8's first    acquire load per lookup
+ *                      route longer than /8 is added, after    with EP_FIB_ROUTE_BY8
+ *                      its last one is deleted                 (ep_fib_addr4)
  *   IPv6 routes        two rte_lpm6 tables: change the spare,  rte_lpm6_lookup_bulk_func
  *                      publish it, synchronize, change the     on the published one
  *                      other (rte_lpm6 has no RCU in 22.11
