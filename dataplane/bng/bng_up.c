@@ -33,7 +33,10 @@
  *              covers everything it sends, as its access line's would, so
  *              a packet the ACL then denies has used its tokens
  *   route      the FIB's burst routing on the core FIB ("bng"): its lookups
- *              find their tbl24 lines prefetched, and the sources need no
+ *              find their tbl24 lines prefetched (a /8 without longer routes
+ *              at one fixed address of it: EP_FIB_ROUTE_BY8, 256 lines
+ *              for the core's /1s instead of one per destination's /24),
+ *              and the sources need no
  *              martian check (anti-spoofing proved them the subscriber's)
  *   encap      strip the access header and push the core one in a single
  *              data-offset move, TTL/hop limit - 1, next-hop MACs: three
@@ -540,7 +543,7 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 			uint32_t dst;
 
 			memcpy(&dst, l3 + 16, 4);
-			ep_fib_prefetch4(b->fib, rte_be_to_cpu_32(dst));
+			ep_fib_prefetch4_by8(b->fib, rte_be_to_cpu_32(dst));
 		}
 		continue;
 unknown:
@@ -573,7 +576,7 @@ bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 
 	/* No prefetch (subscriber did it), no source check (anti-spoofing
 	 * proved every source is the subscriber's). */
-	return ep_fib_route_burst(u->fw, pkts, next, n, 0, up_local, NULL);
+	return ep_fib_route_burst(u->fw, pkts, next, n, EP_FIB_ROUTE_BY8, up_local, NULL);
 }
 
 /* ---- strip + core encapsulation ---- */

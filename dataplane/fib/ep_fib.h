@@ -14,6 +14,9 @@
  *   IPv4 routes        rte_lpm add/delete in place, tbl8s      rte_lpm_lookup per packet
  *                      reclaimed by RCU-QSBR (e->qsbr)         (tbl24 line prefetched
  *                                                              one loop ahead)
+ *   keep4 (per /8)     one word, stored before a /8's first    acquire load per lookup
+ *                      route longer than /8 is added, after    with EP_FIB_ROUTE_BY8
+ *                      its last one is deleted                 (ep_fib_addr4)
  *   IPv6 routes        two rte_lpm6 tables: change the spare,  rte_lpm6_lookup_bulk_func
  *                      publish it, synchronize, change the     on the published one
  *                      other (rte_lpm6 has no RCU in 22.11
@@ -174,6 +177,10 @@ struct ep_fib {
 	struct rte_lpm6 *lpm6_cur;          /**< published one of lpm6[] */
 	struct ep_fib_nh **nh;              /**< [max_nexthops], never NULL entries */
 	uint32_t default_nh[2];             /**< of 0.0.0.0/0 and ::/0, or EP_FIB_NO_ROUTE */
+	/** Per first octet: 0x00ffffff while the /8 holds a route longer
+	 *  than /8, else 0 (the /8 is looked up at one fixed address:
+	 *  ep_fib_addr4). */
+	uint32_t keep4[256];
 	struct rte_ring *events;            /**< struct ep_fib_event, MP/SC; NULL without learning */
 
 	/* Control thread only. */
@@ -185,6 +192,7 @@ struct ep_fib {
 	struct rte_hash *routes;            /**< {family, plen, prefix} -> route value */
 	struct rte_hash *asked;             /**< {family, ip} -> TSC of the question */
 	uint32_t n_routes4, n_routes6;
+	uint32_t n_long4[256];              /**< IPv4 routes longer than /8, per first octet */
 	uint64_t asked_purged;              /**< TSC of the last sweep of `asked` */
 	uint64_t n_learnt, n_unsolicited, n_expired;
 	struct ep_fib_nh nh_static[EP_FIB_NH_FIRST + 1]; /**< local, glean, "unused" entries */

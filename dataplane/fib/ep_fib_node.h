@@ -8,8 +8,12 @@
  *                       stage that has other work between (the vBNG's
  *                       subscriber stage) issues it one stage ahead
  *   ep_fib_lookup4      rte_lpm_lookup (inline: one tbl24 load, a tbl8 load
- *                       for the few longer prefixes), the default route on
- *                       a miss; prefetch + lookup = lookup
+ *                       for the few longer prefixes) at ep_fib_addr4's
+ *                       address, the default route on a miss; prefetch +
+ *                       lookup = lookup
+ *   ep_fib_addr4        a /8 without routes longer than /8 is looked up at
+ *                       one fixed address of it (ep_fib_prefetch4_by8 and
+ *                       EP_FIB_ROUTE_BY8: the vBNG uplink's)
  *   ep_fib_lookup6_bulk rte_lpm6_lookup_bulk_func on the published table
  *   ep_fib_nh_read      next-hop index -> immutable entry (one acquire load)
  *   ep_fib_route_burst  all of it over a parsed burst: martians, lookup,
@@ -125,10 +129,41 @@ void ep_fib_worker_stats_sum(const struct ep_fib *fib, struct ep_fib_worker_stat
 
 /* ---- lookups ---- */
 
+/*
+ * The address rte_lpm is asked for IPv4 destination @p dst: @p dst while
+ * its /8 holds a route longer than /8; else one fixed address of the /8,
+ * which has the same longest match as every address of it (every route
+ * that covers part of such a /8 covers all of it).  So destinations
+ * scattered over a /8 that only a short route covers (a default or a /1,
+ * the vBNG's core) read one tbl24 line instead of one each: the vBNG
+ * uplink's 4096 flows 256 lines instead of 4096 (256 KiB less of L2 for
+ * the frames and the subscriber states; docs/benchmarks.md, ninth pass).
+ * The fixed addresses sit 256 KiB + 256 bytes apart in tbl24, so they
+ * fall into different cache sets.  The control thread sets the word
+ * before it adds the /8's first longer route and clears it after it
+ * deleted the last one (fib.c lpm_set/lpm_del): a reader that read the
+ * old word looks the packet up as the table was before the change.
+ */
+static __rte_always_inline uint32_t
+ep_fib_addr4(const struct ep_fib *fib, uint32_t dst /* host order */)
+{
+	uint32_t top = dst >> 24;
+	uint32_t keep = __atomic_load_n(&fib->keep4[top], __ATOMIC_ACQUIRE);
+
+	return (dst & (0xff000000u | keep)) | ((top << 14) & ~keep);
+}
+
 static __rte_always_inline void
 ep_fib_prefetch4(const struct ep_fib *fib, uint32_t dst /* host order */)
 {
 	rte_prefetch0(&fib->lpm4->tbl24[dst >> 8]);
+}
+
+/** The line a lookup through ep_fib_addr4 reads (EP_FIB_ROUTE_BY8). */
+static __rte_always_inline void
+ep_fib_prefetch4_by8(const struct ep_fib *fib, uint32_t dst /* host order */)
+{
+	rte_prefetch0(&fib->lpm4->tbl24[ep_fib_addr4(fib, dst) >> 8]);
 }
 
 static __rte_always_inline uint32_t
@@ -136,7 +171,7 @@ ep_fib_lookup4(const struct ep_fib *fib, uint32_t dst /* host order */)
 {
 	uint32_t idx;
 
-	if (unlikely(rte_lpm_lookup(fib->lpm4, dst, &idx) != 0))
+	if (unlikely(rte_lpm_lookup(fib->lpm4, ep_fib_addr4(fib, dst), &idx) != 0))
 		idx = __atomic_load_n(&fib->default_nh[0], __ATOMIC_ACQUIRE);
 	return idx;
 }
@@ -234,6 +269,10 @@ uint16_t ep_fib_neigh_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, u
 
 #define EP_FIB_ROUTE_PREFETCH 0x1u  /**< prefetch tbl24 lines here (no earlier stage did) */
 #define EP_FIB_ROUTE_SRC_CHECK 0x2u /**< drop martian sources too (no earlier stage proved them) */
+#define EP_FIB_ROUTE_BY8 0x4u       /**< look up through ep_fib_addr4 (an earlier stage prefetched
+				     *   with ep_fib_prefetch4_by8); without it the address as it
+				     *   is: the router's 100K routes leave few /8s to fold, and the
+				     *   word's load cost its route stage ~1.2 cycles a packet */
 
 /* Next hop @p idx for @p m: forwardable, into ep_meta; else ep_fib_nh_slow.
  * @p nhs and @p max_nh are fib's, passed so a caller's loop keeps them in
@@ -327,6 +366,8 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 				out++;
 				continue;
 			}
+			if (flags & EP_FIB_ROUTE_BY8)
+				dst = ep_fib_addr4(fib, dst);
 			if (!(flags & EP_FIB_ROUTE_PREFETCH)) {
 				out += ep_fib_route4_one(fw, lpm, nhs, max_nh, m, dst, &next[i],
 							 local, arg);

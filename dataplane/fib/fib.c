@@ -108,12 +108,21 @@ lpm_set(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen, u
 		return 0;
 	}
 	if (family == 4) {
-		uint32_t ip;
+		uint32_t ip, h, was;
+		bool longer;
 
 		memcpy(&ip, addr, 4);
+		h = rte_be_to_cpu_32(ip);
+		/* The /8's first longer route: its addresses are looked up as
+		 * they are from now on (ep_fib_addr4), before the route is in. */
+		longer = plen > 8 && rte_lpm_is_rule_present(fib->lpm4, h, plen, &was) == 0;
+		if (longer && fib->n_long4[h >> 24]++ == 0)
+			__atomic_store_n(&fib->keep4[h >> 24], 0x00ffffffu, __ATOMIC_RELEASE);
 		/* In place: readers see either the old or the new entry; tbl8
 		 * groups it frees are reclaimed through RCU-QSBR. */
-		rc = rte_lpm_add(fib->lpm4, rte_be_to_cpu_32(ip), plen, nh);
+		rc = rte_lpm_add(fib->lpm4, h, plen, nh);
+		if (rc < 0 && longer && --fib->n_long4[h >> 24] == 0)
+			__atomic_store_n(&fib->keep4[h >> 24], 0, __ATOMIC_RELEASE);
 	} else {
 		struct rte_lpm6 *cur = fib->lpm6_cur;
 		struct rte_lpm6 *spare = cur == fib->lpm6[0] ? fib->lpm6[1] : fib->lpm6[0];
@@ -145,7 +154,11 @@ lpm_del(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen)
 		uint32_t ip;
 
 		memcpy(&ip, addr, 4);
-		rte_lpm_delete(fib->lpm4, rte_be_to_cpu_32(ip), plen);
+		ip = rte_be_to_cpu_32(ip);
+		/* The /8's last longer route gone: one fixed address again. */
+		if (rte_lpm_delete(fib->lpm4, ip, plen) == 0 && plen > 8 &&
+		    --fib->n_long4[ip >> 24] == 0)
+			__atomic_store_n(&fib->keep4[ip >> 24], 0, __ATOMIC_RELEASE);
 	} else {
 		/* rte_lpm6_delete rebuilds the table from its rule list: never on
 		 * a table a worker reads. */

@@ -231,6 +231,96 @@ EP_TEST(fib_ipv4_lookup_finds_the_longest_match_after_adds_and_deletes)
 	ep_fib_free(f);
 }
 
+/* rte_lpm's own answer for @p dst, the address as it is (what
+ * ep_fib_addr4 may replace by a fixed address of its /8). */
+static uint32_t
+lpm_as_is(const struct ep_fib *f, uint32_t dst)
+{
+	uint32_t idx;
+
+	return rte_lpm_lookup(f->lpm4, dst, &idx) == 0 ? idx : f->default_nh[0];
+}
+
+static int
+lookups_differ(const struct ep_fib *f, int tries)
+{
+	int bad = 0;
+
+	for (int t = 0; t < tries; t++) {
+		uint32_t dst = (uint32_t)rte_rand();
+
+		bad += ep_fib_lookup4(f, dst) != lpm_as_is(f, dst);
+	}
+	return bad;
+}
+
+/*
+ * A /8 that holds no route longer than /8 is looked up at one fixed
+ * address of it (ep_fib_addr4): with a default, /1 and /8 routes, and
+ * longer routes added to and deleted from some /8s (replaced too), every
+ * lookup equals rte_lpm's for the address as it is, the /8's word says
+ * "as it is" exactly while it holds a longer route, and prefetch and
+ * lookup read the same line.
+ */
+EP_TEST(fib_ipv4_slash8_without_longer_routes_is_looked_up_at_one_address_alike)
+{
+	struct ep_fib *f = fib_new("p8", false);
+	struct ep_err err;
+
+	EP_CHECK_EQ(ep_fib_neigh_add(f, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(f, "198.18.1.3", "02:00:00:00:00:0c", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "0.0.0.0/0", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "128.0.0.0/1", "198.18.1.3", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "20.0.0.0/8", "198.18.1.3", &err), 0);
+	EP_CHECK_EQ(f->keep4[20], 0u);
+	EP_CHECK_EQ(f->keep4[200], 0u);
+	EP_CHECK_EQ(f->keep4[198], 0x00ffffffu);         /* the ports' connected routes */
+	EP_CHECK_EQ(lookups_differ(f, 20000), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "20.1.0.0/16", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "20.1.2.0/24", "198.18.1.3", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "20.1.2.0/24", "198.18.1.2", &err), 0);  /* replaced */
+	EP_CHECK_EQ(ep_fib_route_add(f, "200.9.8.7/32", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(f->keep4[20], 0x00ffffffu);
+	EP_CHECK_EQ(f->keep4[200], 0x00ffffffu);
+	EP_CHECK_EQ(f->n_long4[20], 2u);
+	EP_CHECK_EQ(lookups_differ(f, 20000), 0);
+	EP_CHECK_EQ(ep_fib_lookup4(f, IP4(20, 1, 2, 9)), lpm_as_is(f, IP4(20, 1, 2, 9)));
+	EP_CHECK_EQ(ep_fib_lookup4(f, IP4(200, 9, 8, 7)), lpm_as_is(f, IP4(200, 9, 8, 7)));
+	EP_CHECK(ep_fib_lookup4(f, IP4(200, 9, 8, 7)) != ep_fib_lookup4(f, IP4(200, 9, 8, 6)));
+	EP_CHECK_EQ(ep_fib_route_del(f, "20.1.2.0/24", &err), 0);
+	EP_CHECK_EQ(f->keep4[20], 0x00ffffffu);          /* 20.1.0.0/16 is left */
+	EP_CHECK_EQ(ep_fib_route_del(f, "20.1.0.0/16", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_del(f, "200.9.8.7/32", &err), 0);
+	EP_CHECK(ep_fib_route_del(f, "200.9.8.7/32", &err) != 0);  /* gone: no count moves */
+	EP_CHECK_EQ(f->keep4[20], 0u);
+	EP_CHECK_EQ(f->keep4[200], 0u);
+	EP_CHECK_EQ(f->n_long4[200], 0u);
+	EP_CHECK_EQ(lookups_differ(f, 20000), 0);
+	/* A /8 route itself does not make its /8 looked up as it is. */
+	EP_CHECK_EQ(ep_fib_route_del(f, "20.0.0.0/8", &err), 0);
+	EP_CHECK_EQ(f->keep4[20], 0u);
+	EP_CHECK_EQ(lookups_differ(f, 20000), 0);
+	/* Fixed addresses: each in its own /8, and their tbl24 lines in
+	 * distinct sets of a 2048-set cache (64-byte lines: 16 entries). */
+	{
+		static uint8_t set_used[2048];
+		int folded = 0, clash = 0;
+
+		for (uint32_t top = 0; top < 256; top++) {
+			uint32_t a = ep_fib_addr4(f, top << 24 | 0x00abcdefu);
+
+			EP_CHECK_EQ(a >> 24, top);
+			if (f->keep4[top] != 0)
+				continue;
+			folded++;
+			clash += set_used[((a >> 8) / 16) % 2048]++ != 0;
+		}
+		EP_CHECK(folded > 200);
+		EP_CHECK_EQ(clash, 0);
+	}
+	ep_fib_free(f);
+}
+
 EP_TEST(fib_route_burst_leaves_the_next_hop_in_its_own_meta_field)
 {
 	struct ep_fib *f = fib_new("nh", false);
