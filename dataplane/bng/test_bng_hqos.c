@@ -39,9 +39,10 @@ static const char conf_fmt[] =
 
 /* Bytes (with frame overhead) each subscriber's pipe got between WARM_S and
  * WARM_S + JUDGE_S of saturating both. */
-static void
+static uint64_t
 share_run(const char *tc_ov, unsigned int wa, unsigned int wb, double got[2])
 {
+	uint64_t gap = 0, prev;
 	char conf[1024];
 	struct tb *t;
 	struct bng_down *d;
@@ -63,10 +64,14 @@ share_run(const char *tc_ov, unsigned int wa, unsigned int wb, double got[2])
 	t0 = rte_get_tsc_cycles();
 	warm = t0 + (uint64_t)(WARM_S * (double)hz);
 	end = warm + (uint64_t)(JUDGE_S * (double)hz);
-	for (uint64_t now = t0; now < end; now = rte_get_tsc_cycles()) {
+	prev = t0;
+	for (uint64_t now = t0; now < end; prev = now, now = rte_get_tsc_cycles()) {
 		struct rte_mbuf *in[2 * QSIZE], *out[64];
 		uint32_t n = 0;
 		int k;
+
+		if (now >= warm && now - prev > gap)
+			gap = now - prev;
 
 		/* Top both best-effort queues up to their size (never dropped). */
 		for (int p = 0; p < 2; p++) {
@@ -118,17 +123,27 @@ share_run(const char *tc_ov, unsigned int wa, unsigned int wb, double got[2])
 out:
 	tb_free(t);
 	rte_mempool_free(mp);
-	printf("  tc_ov %-9s weights %u:%u -> bytes %.0f : %.0f, ratio %.3f\n", tc_ov, wa, wb,
-	       got[0], got[1], got[0] > 0 ? got[1] / got[0] : 0.0);
+	printf("  tc_ov %-9s weights %u:%u -> bytes %.0f : %.0f, ratio %.3f, longest gap %.2f ms\n",
+	       tc_ov, wa, wb, got[0], got[1], got[0] > 0 ? got[1] / got[0] : 0.0,
+	       (double)gap * 1e3 / (double)hz);
+	return gap;
 }
 
-/* Pipe b got @p want times what pipe a got, within 10 %. */
+/* Pipe b got @p want times what pipe a got, within 10 %.  A run in whose
+ * judged second the thread was off its CPU for a whole 10 ms period or
+ * more (another process's turn on a shared core: rte_sched then sees a
+ * period with no dequeue, and its oversubscription controller moves on
+ * stale demand) is not a sample of the scheduler: it is run again, up to
+ * three times, and the last run is judged whatever its gaps.  Gaps of a
+ * few ms (the kernel's tick on a shared core) are normal and judged. */
 static void
 expect_share(const char *tc_ov, unsigned int wa, unsigned int wb, double want)
 {
 	double got[2];
+	uint64_t limit = rte_get_tsc_hz() / 100;
 
-	share_run(tc_ov, wa, wb, got);
+	for (int run = 0; run < 3 && share_run(tc_ov, wa, wb, got) > limit; run++)
+		printf("  preempted in the judged second: run again\n");
 	EP_CHECK(got[0] > 0 && got[1] > 0);
 	EP_CHECK(got[0] > 0 && got[1] / got[0] > 0.9 * want && got[1] / got[0] < 1.1 * want);
 }
