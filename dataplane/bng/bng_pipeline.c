@@ -237,6 +237,10 @@ static struct ep_pipeline_type down_type = {
 	.service = down_service,
 	.teardown = down_teardown,
 	.memory = down_memory,
+	/* Fed by another core (a ring from the line cards' rx workers, the
+	 * benchmark's feeder), every frame's lines are cross-core misses: the
+	 * next burst's are prefetched while this one runs (worker.c). */
+	.rx_lookahead = true,
 };
 EP_PIPELINE_REGISTER(up_type);
 EP_PIPELINE_REGISTER(down_type);

@@ -11,6 +11,11 @@ struct ep_worker *ep_worker_create(struct ep_engine *e, unsigned int id, const c
 				   struct ep_err *err);
 void ep_worker_free(struct ep_worker *w);
 int ep_worker_main(void *arg);
+/* One poll of the worker loop: each rx queue (or the pipeline's source)
+ * received from and its burst run through the stages and sent; @p tsc as
+ * in the loop (the time now, advanced past each burst's tx).  Returns the
+ * packets received. */
+uint32_t ep_worker_poll_rx(struct ep_worker *w, uint64_t *tsc);
 
 /* port.c */
 int ep_ports_parse(struct ep_engine *e, struct ep_err *err);

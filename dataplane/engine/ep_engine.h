@@ -139,6 +139,16 @@ struct ep_pipeline_type {
 	 *  Such a stage also knows the burst's port once, for checks it
 	 *  would otherwise look up per packet (the destination MAC). */
 	bool stage_sets_in_port;
+	/** Receive one burst ahead (worker.c, "Lookahead"): each rx queue's
+	 *  next burst is taken before the current one runs, and the lines its
+	 *  parse will read (the mbuf's first two, the ep_meta line, the
+	 *  frame's first 64 bytes) are prefetched a slice at a time between
+	 *  the current burst's stages.  For a worker fed by another core (a
+	 *  ring), whose every frame and mbuf line is a cross-core miss: the
+	 *  misses overlap the current burst's work instead of stalling the
+	 *  parse.  A burst waits at most one burst's processing; none is held
+	 *  through an empty poll. */
+	bool rx_lookahead;
 	/** Once at shutdown, after workers stopped.  May be NULL. */
 	void (*teardown)(struct ep_engine *e);
 	/** Optional: bytes of DPDK memory setup() and @p n_workers builds will
@@ -155,6 +165,12 @@ const struct ep_pipeline_type *ep_pipeline_find(const char *name);
 	static void __attribute__((constructor)) ep_register_##t(void) { ep_pipeline_register(&(t)); }
 
 struct ep_rx_queue { uint16_t port; uint16_t queue; };   /* port: logical index */
+
+/** The burst received ahead on one rx queue (ep_pipeline_type.rx_lookahead). */
+struct ep_rx_ahead {
+	uint16_t n;
+	struct rte_mbuf *pkts[EP_BURST_MAX];
+};
 
 /** Packets a worker queued for one port during the current burst: the
  *  burst's own (at most EP_BURST_MAX) and up to EP_BURST_MAX generated
@@ -205,6 +221,12 @@ struct ep_worker {
 	 *  The enclosing region books its time less what this grew by, so
 	 *  every cycle is in one part only (worker.c). */
 	uint64_t booked_inside;
+	/** rx_lookahead: each rx queue's burst received ahead, and the one
+	 *  whose lines are being prefetched between the stages (pump_pos
+	 *  counts its mbufs, then its frames: 2 x pump_n steps). */
+	struct ep_rx_ahead ahead[EP_MAX_RX];
+	struct rte_mbuf *const *pump;
+	uint16_t pump_n, pump_pos, pump_step;
 
 	struct ep_worker_stats stats;
 	struct rte_ring *msgq;          /**< struct ep_worker_msg * from the control thread */
@@ -331,6 +353,12 @@ uint16_t ep_worker_run_burst(struct ep_worker *w, struct rte_mbuf **pkts, uint16
  */
 uint16_t ep_worker_run_rx_burst(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts,
 				uint16_t n);
+/**
+ * Run the bursts an rx_lookahead worker received ahead and has not run
+ * yet (worker context, or a stopped worker): the worker loop does at exit,
+ * so that no received frame is left unaccounted for.
+ */
+void ep_worker_run_ahead(struct ep_worker *w);
 /**
  * The same from stage index @p first on: a pipeline's service hook sends
  * packets it held back (a scheduler's queues, operations completed by an

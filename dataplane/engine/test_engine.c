@@ -14,6 +14,7 @@
 #include <linux/if_packet.h>
 #include <net/if.h>
 
+#include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
@@ -24,23 +25,32 @@
 
 static struct ep_engine eng;
 
+/* Virtual device @p name with one queue pair, started (mbufs of the test
+ * pool); aborts the test run when it cannot be. */
+static uint16_t
+vdev_port(const char *name)
+{
+	struct rte_eth_conf conf = { 0 };
+	uint16_t pid;
+
+	if (rte_dev_probe(name) != 0 || rte_eth_dev_get_port_by_name(name, &pid) != 0 ||
+	    rte_eth_dev_configure(pid, 1, 1, &conf) != 0 ||
+	    rte_eth_rx_queue_setup(pid, 0, 256, SOCKET_ID_ANY, NULL, ep_test_pool()) != 0 ||
+	    rte_eth_tx_queue_setup(pid, 0, 256, SOCKET_ID_ANY, NULL) != 0 ||
+	    rte_eth_dev_start(pid) != 0)
+		abort();
+	return pid;
+}
+
 /* A null port to transmit into, created once. */
 static uint16_t
 null_port(void)
 {
 	static int ready;
 	static uint16_t pid;
-	struct rte_eth_conf conf = { 0 };
 
-	if (ready)
-		return pid;
-	if (rte_dev_probe("net_null_test") != 0 ||
-	    rte_eth_dev_get_port_by_name("net_null_test", &pid) != 0 ||
-	    rte_eth_dev_configure(pid, 1, 1, &conf) != 0 ||
-	    rte_eth_rx_queue_setup(pid, 0, 64, SOCKET_ID_ANY, NULL, ep_test_pool()) != 0 ||
-	    rte_eth_tx_queue_setup(pid, 0, 64, SOCKET_ID_ANY, NULL) != 0 ||
-	    rte_eth_dev_start(pid) != 0)
-		abort();
+	if (!ready)
+		pid = vdev_port("net_null_test");
 	ready = 1;
 	return pid;
 }
@@ -78,7 +88,7 @@ stage_drop_odd(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 }
 
 /* Stage: remember the order of first bytes it sees, then send all to port 0. */
-static uint8_t seen[64];
+static uint8_t seen[128];
 static uint16_t n_seen;
 
 static uint16_t
@@ -355,6 +365,124 @@ EP_TEST(engine_worker_tx_sends_outside_the_burst_and_counts)
 	EP_CHECK_EQ(w->stats.tx_pkts, 5);
 	ep_worker_tx(w, 3, pkts + 5, 2);
 	EP_CHECK_EQ(w->tx_stage.stats.drops[EP_DROP_BAD_TX_PORT], 2);
+	EP_CHECK_EQ(rte_mempool_avail_count(ep_test_pool()), avail);
+	ep_worker_free(w);
+}
+
+/* A net_ring port whose one rte_ring its tx queue fills and its rx queue
+ * drains (net_ring without arguments: one ring per queue pair). */
+static uint16_t
+ring_port(void)
+{
+	static int ready;
+	static uint16_t pid;
+
+	if (!ready)
+		pid = vdev_port("net_ring_ahead");
+	ready = 1;
+	return pid;
+}
+
+/* @p n frames into the ring, their first bytes @p first, first + 1, ... */
+static void
+ring_fill(uint16_t pid, uint8_t first, uint16_t n)
+{
+	uint8_t frame[60];
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m;
+
+		memset(frame, 0, sizeof(frame));
+		frame[0] = (uint8_t)(first + i);
+		m = ep_test_mbuf(frame, sizeof(frame));
+		if (rte_eth_tx_burst(pid, 0, &m, 1) != 1)
+			abort();
+	}
+}
+
+static const struct ep_pipeline_type ahead_type = { .name = "ahead", .rx_lookahead = true };
+
+/* A worker of ahead_type polling the ring port (logical 1), sending every
+ * packet to the null port (logical 0). */
+static struct ep_worker *
+ahead_worker(void)
+{
+	static uint16_t port0;
+	struct ep_worker *w = test_worker();
+	struct ep_err err;
+
+	eng.n_ports = 2;
+	eng.ports[1].port_id = ring_port();
+	w->type = &ahead_type;
+	w->rx[0] = (struct ep_rx_queue){ .port = 1, .queue = 0 };
+	w->n_rx = 1;
+	ep_worker_add_stage(w, "to_port", stage_record_and_tx, &port0, &err);
+	n_seen = 0;
+	return w;
+}
+
+/* Three bursts waiting (32, 32, 10): each poll runs one and receives the
+ * next ahead; the frames come out in arrival order, the last burst is run
+ * by the poll that found the ring empty, and the poll after it finds
+ * nothing held. */
+EP_TEST(engine_rx_lookahead_runs_bursts_in_order_and_holds_none_through_an_empty_poll)
+{
+	struct ep_worker *w = ahead_worker();
+	unsigned int avail = rte_mempool_avail_count(ep_test_pool());
+	uint64_t tsc = rte_rdtsc();
+
+	ring_fill(eng.ports[1].port_id, 0, 74);
+	EP_CHECK_EQ(ep_worker_poll_rx(w, &tsc), 32);
+	EP_CHECK_EQ(n_seen, 32);
+	EP_CHECK_EQ(w->ahead[0].n, 32);
+	EP_CHECK_EQ(ep_worker_poll_rx(w, &tsc), 32);
+	EP_CHECK_EQ(w->ahead[0].n, 10);
+	EP_CHECK_EQ(ep_worker_poll_rx(w, &tsc), 10);
+	EP_CHECK_EQ(w->ahead[0].n, 0);
+	EP_CHECK_EQ(ep_worker_poll_rx(w, &tsc), 0);
+	EP_CHECK_EQ(n_seen, 74);
+	for (uint16_t i = 0; i < n_seen; i++)
+		EP_CHECK_EQ(seen[i], i);
+	EP_CHECK_EQ(w->stats.rx_pkts, 74);
+	EP_CHECK_EQ(w->stats.tx_pkts, 74);
+	EP_CHECK_EQ(w->rx_stage.stats.pkts_in, 74);
+	EP_CHECK_EQ(rte_mempool_avail_count(ep_test_pool()), avail);
+	ep_worker_free(w);
+}
+
+/* A burst alone in the ring (less than a burst): run at once, nothing
+ * received ahead, so a trickle of traffic waits for no second burst. */
+EP_TEST(engine_rx_lookahead_runs_a_lone_burst_in_the_poll_that_received_it)
+{
+	struct ep_worker *w = ahead_worker();
+	uint64_t tsc = rte_rdtsc();
+
+	ring_fill(eng.ports[1].port_id, 100, 5);
+	EP_CHECK_EQ(ep_worker_poll_rx(w, &tsc), 5);
+	EP_CHECK_EQ(n_seen, 5);
+	EP_CHECK_EQ(seen[4], 104);
+	EP_CHECK_EQ(w->ahead[0].n, 0);
+	EP_CHECK_EQ(w->stats.empty_polls, 0);
+	ep_worker_free(w);
+}
+
+/* A worker stopping with a burst received ahead runs it (the worker loop
+ * does at exit): every frame is sent, none leaks from the pool. */
+EP_TEST(engine_rx_lookahead_burst_held_at_exit_is_run_not_leaked)
+{
+	struct ep_worker *w = ahead_worker();
+	unsigned int avail = rte_mempool_avail_count(ep_test_pool());
+	uint64_t tsc = rte_rdtsc();
+
+	ring_fill(eng.ports[1].port_id, 0, 40);
+	EP_CHECK_EQ(ep_worker_poll_rx(w, &tsc), 32);
+	EP_CHECK_EQ(w->ahead[0].n, 8);
+	ep_worker_run_ahead(w);
+	EP_CHECK_EQ(w->ahead[0].n, 0);
+	EP_CHECK_EQ(n_seen, 40);
+	EP_CHECK_EQ(seen[39], 39);
+	EP_CHECK_EQ(w->stats.rx_pkts, 40);
+	EP_CHECK_EQ(w->stats.tx_pkts, 40);
 	EP_CHECK_EQ(rte_mempool_avail_count(ep_test_pool()), avail);
 	ep_worker_free(w);
 }

@@ -9,6 +9,9 @@
  *                        if k: dispatch: drop (bulk free, count reason),
  *                              queue for tx, or note consumed; compact the rest
  *        tx_burst per port with pending packets   timed as the "tx" stage
+ *     (a type with rx_lookahead receives each queue's next burst before
+ *      it runs the current one, and prefetches its lines between the
+ *      current burst's stages: "Lookahead" below)
  *     between bursts: run control messages, report RCU quiescent state
  *     after an empty poll: the worker's polling policy (ep_power.h) says
  *       poll again or pause; a pause goes RCU-offline, sleeps, waits on the
@@ -262,6 +265,66 @@ ep_worker_tx_keep(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, ui
 	return sent;
 }
 
+/*
+ * Lookahead (ep_pipeline_type.rx_lookahead).  Fed by another core (an
+ * rte_ring behind net_ring), every line of a burst the parse reads is a
+ * cross-core miss: the mbuf's first two lines and the ep_meta line (the
+ * feeding core's rx wrote them) and the frame's first 64 bytes (its copy).
+ * Prefetched a few frames ahead inside the parse, they stall it: the
+ * worker's other stages have no misses of their own in flight to overlap
+ * (on the Intel Xeon of docs/benchmarks.md the ring-fed downlink's parse
+ * cost 76 cycles a frame against 15 read from its own rx).  So the next
+ * burst is received before the current one runs, and its lines are
+ * prefetched in slices after each of the current burst's stages: first
+ * the mbuf lines of every frame, then (their buf_addr and data_off having
+ * arrived) the frames.  What is left after the last stage is issued before
+ * the service hook and tx.  The prefetches' own cycles are counted in the
+ * stage they follow.
+ */
+static __rte_always_inline void
+ahead_pump(struct ep_worker *w, uint16_t steps)
+{
+	const uint16_t n = w->pump_n;
+	const uint16_t end = (uint16_t)RTE_MIN((uint32_t)w->pump_pos + steps, 2u * n);
+	uint16_t pos = w->pump_pos;
+
+	for (; pos < end && pos < n; pos++) {
+		struct rte_mbuf *m = w->pump[pos];
+
+		rte_prefetch0(m);
+		rte_prefetch0(RTE_PTR_ADD(m, RTE_CACHE_LINE_SIZE));
+		rte_prefetch0(ep_meta(m));
+	}
+	for (; pos < end; pos++) {
+		const uint8_t *p = rte_pktmbuf_mtod(w->pump[pos - n], const uint8_t *);
+
+		rte_prefetch0(p);
+		rte_prefetch0(p + 63);
+	}
+	w->pump_pos = pos;
+}
+
+/* The next burst of @p a is the one to prefetch while the current runs
+ * through @p n_stages stages. */
+static inline void
+ahead_pump_start(struct ep_worker *w, const struct ep_rx_ahead *a, int n_stages)
+{
+	w->pump = a->pkts;
+	w->pump_n = a->n;
+	w->pump_pos = 0;
+	w->pump_step = (uint16_t)((2u * a->n + (unsigned int)n_stages + 1) /
+				  (unsigned int)(n_stages + 2));
+}
+
+/* After the last stage: the rest, and the pump stops. */
+static inline void
+ahead_pump_finish(struct ep_worker *w)
+{
+	if (w->pump_n != 0)
+		ahead_pump(w, (uint16_t)(2 * w->pump_n));
+	w->pump_n = 0;
+}
+
 /* The pipeline's service hook, timed like a stage. */
 static inline uint16_t
 run_service(struct ep_worker *w, uint64_t *tsc)
@@ -271,6 +334,8 @@ run_service(struct ep_worker *w, uint64_t *tsc)
 
 	w->stage_tsc = t0;
 	k = w->type->service(w);
+	if (w->pump_n != 0)
+		ahead_pump(w, w->pump_step);
 	t1 = rte_rdtsc();
 	inside = w->booked_inside - inside;
 	w->service_stage.stats.calls++;
@@ -351,6 +416,8 @@ run_burst_at(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint16_t n,
 		if (k != 0)
 			n = dispatch(w, s, pkts, next, n, k);
 		s->stats.pkts_out += n;
+		if (w->pump_n != 0)
+			ahead_pump(w, w->pump_step);
 		if (timed) {
 			uint64_t t1 = rte_rdtsc(), own = t1 - t0;
 
@@ -422,6 +489,25 @@ ep_worker_run_from(struct ep_worker *w, int first, struct rte_mbuf **pkts, uint1
 	return run_handed_in(w, first, EP_RX_PORT_META, pkts, n);
 }
 
+void
+ep_worker_run_ahead(struct ep_worker *w)
+{
+	for (int i = 0; i < w->n_rx; i++) {
+		struct ep_rx_ahead *a = &w->ahead[i];
+		uint16_t n = a->n;
+
+		if (n == 0)
+			continue;
+		a->n = 0;
+		w->rx_stage.stats.pkts_in += n;
+		w->rx_stage.stats.pkts_out += n;
+		w->stats.rx_pkts += n;
+		ep_worker_run_rx_burst(w, w->rx[i].port, a->pkts, n);
+	}
+	if (w->tx_pending != 0)
+		ep_worker_flush_tx(w);
+}
+
 int
 ep_worker_rx_fds(const struct ep_worker *w, struct pollfd *fds, int max)
 {
@@ -464,10 +550,39 @@ run_messages(struct ep_worker *w)
  * timed next).
  */
 static inline uint16_t
-poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
+rx_queue_burst(struct ep_worker *w, const struct ep_rx_queue *rq, struct rte_mbuf **pkts)
+{
+	return rte_eth_rx_burst(w->engine->ports[rq->port].port_id, rq->queue, pkts, w->burst);
+}
+
+/*
+ * rx_lookahead: the burst received ahead last time (or, when there was
+ * none, one received now) into @p pkts, and the next one received into
+ * @p a, whose lines the pump prefetches while @p pkts runs.  An empty
+ * receive leaves @p a empty: nothing waits through an empty poll.
+ */
+static inline uint16_t
+rx_ahead(struct ep_worker *w, const struct ep_rx_queue *rq, struct ep_rx_ahead *a,
+	 struct rte_mbuf **pkts)
+{
+	uint16_t n = a->n;
+
+	ahead_pump_finish(w);
+	if (n == 0)
+		n = rx_queue_burst(w, rq, pkts);
+	else
+		memcpy(pkts, a->pkts, sizeof(pkts[0]) * n);
+	a->n = n == 0 ? 0 : rx_queue_burst(w, rq, a->pkts);
+	if (a->n != 0)
+		ahead_pump_start(w, a, w->n_stages);
+	return n;
+}
+
+static inline uint16_t
+poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, struct ep_rx_ahead *a,
+	 uint64_t *tsc)
 {
 	struct rte_mbuf *pkts[EP_BURST_MAX];
-	struct ep_engine *e = w->engine;
 	/* A source that runs frames through the stages itself (a tester's
 	 * receive side) has booked them: rx leaves them out. */
 	uint64_t t0 = *tsc, t1, inside = w->booked_inside;
@@ -475,8 +590,10 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 
 	if (w->type->source != NULL)
 		n = w->type->source(w, pkts, w->burst);
+	else if (a != NULL)
+		n = rx_ahead(w, rq, a, pkts);
 	else
-		n = rte_eth_rx_burst(e->ports[rq->port].port_id, rq->queue, pkts, w->burst);
+		n = rx_queue_burst(w, rq, pkts);
 	w->stats.polls++;
 	if (n == 0) {
 		w->stats.empty_polls++;
@@ -541,8 +658,23 @@ poll_one(struct ep_worker *w, const struct ep_rx_queue *rq, uint64_t *tsc)
 		}
 		t1 = t2;
 	}
+	if (w->pump_n != 0)
+		ahead_pump(w, w->pump_step);
 	*tsc = t1;
 	return n;
+}
+
+uint32_t
+ep_worker_poll_rx(struct ep_worker *w, uint64_t *tsc)
+{
+	static const struct ep_rx_queue src = { 0, 0 };
+	uint32_t got = 0;
+
+	if (w->type->source != NULL)
+		return poll_one(w, &src, NULL, tsc);
+	for (int i = 0; i < w->n_rx; i++)
+		got += poll_one(w, &w->rx[i], w->type->rx_lookahead ? &w->ahead[i] : NULL, tsc);
+	return got;
 }
 
 /*
@@ -578,7 +710,6 @@ ep_worker_main(void *arg)
 {
 	struct ep_worker *w = arg;
 	struct ep_engine *e = w->engine;
-	struct ep_rx_queue src = { 0, 0 };
 
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	ep_power_thread_start(w);
@@ -597,12 +728,7 @@ ep_worker_main(void *arg)
 		uint32_t got = 0, us = 0;
 		bool paused = false;
 
-		if (w->type->source != NULL) {
-			got = poll_one(w, &src, &t1);
-		} else {
-			for (int i = 0; i < w->n_rx; i++)
-				got += poll_one(w, &w->rx[i], &t1);
-		}
+		got = ep_worker_poll_rx(w, &t1);
 		if (w->type->service != NULL)
 			got += run_service(w, &t1);
 		if (got == 0)
@@ -634,6 +760,7 @@ ep_worker_main(void *arg)
 			now = rte_rdtsc();
 		rte_rcu_qsbr_quiescent(e->qsbr, w->id);
 	}
+	ep_worker_run_ahead(w);
 	run_messages(w);
 	rte_rcu_qsbr_thread_offline(e->qsbr, w->id);
 	__atomic_store_n(&w->running, false, __ATOMIC_RELEASE);
