@@ -65,6 +65,10 @@ bng_down_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 {
 	struct bng_down *d = ctx;
 	uint16_t out = 0;
+	/* A burst from rx: in_port is written here with the rest of the meta
+	 * line (down_type.stage_sets_in_port), not by an engine pass of its
+	 * own; a burst handed in (tests, ep_worker_run_burst) keeps its own. */
+	const uint16_t port = d->w != NULL ? d->w->rx_port : EP_RX_PORT_META;
 
 	ep_rx_prefetch_first(pkts, n, 1);
 	for (uint16_t i = 0; i < n; i++) {
@@ -73,6 +77,8 @@ bng_down_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		int rc;
 
 		ep_rx_prefetch_next(pkts, i, n, 1);
+		if (port != EP_RX_PORT_META)
+			md->in_port = port;
 		/* The mbuf's second line too (next, pool: what the tx stage's
 		 * free reads).  Fed from a ring by another core, that core's
 		 * rte_pktmbuf_reset wrote it: without this the free waited on

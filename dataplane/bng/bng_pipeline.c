@@ -237,6 +237,8 @@ static struct ep_pipeline_type down_type = {
 	.service = down_service,
 	.teardown = down_teardown,
 	.memory = down_memory,
+	/* bng_down_parse_stage writes ep_meta.in_port from the burst's port. */
+	.stage_sets_in_port = true,
 	/* Fed by another core (a ring from the line cards' rx workers, the
 	 * benchmark's feeder), every frame's lines are cross-core misses: the
 	 * next burst's are prefetched while this one runs (worker.c). */

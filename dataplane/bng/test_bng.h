@@ -70,4 +70,13 @@ uint16_t tb_frame(uint8_t *buf, const struct tb_pkt *p);
 /** Bytes of an IP packet alone (no L2), for building expected frames. */
 uint16_t tb_ip(uint8_t *buf, const struct tb_pkt *p);
 
+/** A burst from rx on @p port (the worker's rx_port set: a parse stage of a
+ *  type with stage_sets_in_port writes in_port) against the same burst
+ *  handed in with in_port set: 32 frames of the 4 @p kinds, every eighth
+ *  with a byte of its first @p mutate_span flipped, through @p w's first
+ *  stage.  Checks the same verdicts (some dropped, not all) and ep_meta,
+ *  in_port @p port in every packet; frees what the stage did not consume. */
+void tb_check_parse_from_rx(struct ep_worker *w, uint16_t port, const struct tb_pkt kinds[4],
+			    unsigned int mutate_span);
+
 #endif

@@ -316,3 +316,21 @@ EP_TEST(downlink_hqos_queue_full_counted)
 	EP_CHECK_EQ(tb_drops(t->down, EP_DROP_BNG_HQOS_QUEUE_FULL), 4);
 	tb_free(t);
 }
+
+/* A burst from rx (rx_port set: the parse writes in_port, the engine does
+ * not, bng-downlink's stage_sets_in_port) parses as the same burst handed
+ * in with in_port set: the same verdicts and ep_meta, in_port the core
+ * port, whose neighbour answers (ARP, ND) go back out of it. */
+EP_TEST(downlink_parse_of_a_burst_from_rx_writes_in_port_and_equals_the_handed_in_burst)
+{
+	struct tb *t = tb_new(down_conf);
+	struct tb_pkt kinds[4] = {
+		core_pkt(4, "203.0.113.9", "198.18.100.2", 0, 40),
+		core_pkt(6, "2001:db8:ffff::1", "2001:db8:100::5", 10, 20),
+		core_pkt(4, "203.0.113.9", "198.18.100.77", 46, 400),
+		core_pkt(4, "203.0.113.9", "198.18.100.3", 0, 0),
+	};
+
+	tb_check_parse_from_rx(t->down, TB_CORE, kinds, 34);
+	tb_free(t);
+}

@@ -61,7 +61,6 @@ EP_TEST(uplink_qinq_ipv4_forwarded_untagged_to_core_bytes_exact)
 EP_TEST(uplink_parse_of_a_burst_from_rx_writes_in_port_and_equals_the_handed_in_burst)
 {
 	struct tb *t = tb_new(up_conf);
-	struct ep_stage *st = &t->up->stages[0];
 	struct tb_pkt kinds[4] = {
 		qinq_v4(100, 200, "198.18.100.2"),
 		{ .n_vlans = 2, .vid = { 100, 201 }, .pppoe = true, .session = 0x12, .ip = 6,
@@ -70,41 +69,8 @@ EP_TEST(uplink_parse_of_a_burst_from_rx_writes_in_port_and_equals_the_handed_in_
 		qinq_v4(100, 999, "198.18.100.2"),
 		qinq_v4(7, 200, "198.18.100.9"),
 	};
-	struct rte_mbuf *via_rx[32], *via_meta[32];
-	uint16_t next_rx[32] = {0}, next_meta[32] = {0};
-	unsigned int wrong = 0;
-	uint8_t f[256];
 
-	for (int i = 0; i < 32; i++) {
-		uint16_t len = tb_frame(f, &kinds[i % 4]);
-
-		if (i % 8 == 7)
-			f[(i * 5) % 40] ^= 0x10;   /* a MAC, a tag or a header byte off */
-		via_rx[i] = ep_test_mbuf(f, len);
-		via_meta[i] = ep_test_mbuf(f, len);
-		memset(ep_meta(via_rx[i]), 0x5a, sizeof(struct ep_meta));
-		memset(ep_meta(via_meta[i]), 0x5a, sizeof(struct ep_meta));
-		ep_meta(via_meta[i])->in_port = TB_ACCESS;
-	}
-	t->up->rx_port = TB_ACCESS;
-	uint16_t out_rx = st->fn(st->ctx, via_rx, next_rx, 32);
-	t->up->rx_port = EP_RX_PORT_META;
-	uint16_t out_meta = st->fn(st->ctx, via_meta, next_meta, 32);
-
-	EP_CHECK_EQ(out_rx, out_meta);
-	EP_CHECK(out_rx < 32);
-	EP_CHECK_MEM(next_rx, next_meta, sizeof(next_rx));
-	for (int i = 0; i < 32; i++) {
-		wrong += ep_meta(via_rx[i])->in_port != TB_ACCESS;
-		wrong += memcmp(ep_meta(via_rx[i]), ep_meta(via_meta[i]),
-				sizeof(struct ep_meta)) != 0;
-	}
-	EP_CHECK_EQ(wrong, 0);
-	for (int i = 0; i < 32; i++)
-		if (next_rx[i] != EP_NEXT_CONSUMED) {
-			rte_pktmbuf_free(via_rx[i]);
-			rte_pktmbuf_free(via_meta[i]);
-		}
+	tb_check_parse_from_rx(t->up, TB_ACCESS, kinds, 40);
 	tb_free(t);
 }
 

@@ -283,3 +283,45 @@ tb_frame(uint8_t *buf, const struct tb_pkt *p)
 	memset(buf + o, 0, p->payload);
 	return (uint16_t)(o + p->payload);
 }
+
+void
+tb_check_parse_from_rx(struct ep_worker *w, uint16_t port, const struct tb_pkt kinds[4],
+		       unsigned int mutate_span)
+{
+	struct ep_stage *st = &w->stages[0];
+	struct rte_mbuf *via_rx[32], *via_meta[32];
+	uint16_t next_rx[32] = {0}, next_meta[32] = {0};
+	unsigned int wrong = 0;
+	uint8_t f[1024];
+
+	for (unsigned int i = 0; i < 32; i++) {
+		uint16_t len = tb_frame(f, &kinds[i % 4]);
+
+		if (i % 8 == 7)
+			f[(i * 5) % mutate_span] ^= 0x10;   /* a MAC, a tag or a header byte off */
+		via_rx[i] = ep_test_mbuf(f, len);
+		via_meta[i] = ep_test_mbuf(f, len);
+		memset(ep_meta(via_rx[i]), 0x5a, sizeof(struct ep_meta));
+		memset(ep_meta(via_meta[i]), 0x5a, sizeof(struct ep_meta));
+		ep_meta(via_meta[i])->in_port = port;
+	}
+	w->rx_port = port;
+	uint16_t out_rx = st->fn(st->ctx, via_rx, next_rx, 32);
+	w->rx_port = EP_RX_PORT_META;
+	uint16_t out_meta = st->fn(st->ctx, via_meta, next_meta, 32);
+
+	EP_CHECK_EQ(out_rx, out_meta);
+	EP_CHECK(out_rx > 0 && out_rx < 32);
+	EP_CHECK_MEM(next_rx, next_meta, sizeof(next_rx));
+	for (unsigned int i = 0; i < 32; i++) {
+		wrong += ep_meta(via_rx[i])->in_port != port;
+		wrong += memcmp(ep_meta(via_rx[i]), ep_meta(via_meta[i]),
+				sizeof(struct ep_meta)) != 0;
+	}
+	EP_CHECK_EQ(wrong, 0);
+	for (unsigned int i = 0; i < 32; i++)
+		if (next_rx[i] != EP_NEXT_CONSUMED) {
+			rte_pktmbuf_free(via_rx[i]);
+			rte_pktmbuf_free(via_meta[i]);
+		}
+}

@@ -137,7 +137,10 @@ struct ep_pipeline_type {
 	 *  its own pass that writes in_port into each received packet's
 	 *  meta line, and the stage that already writes that line does it.
 	 *  Such a stage also knows the burst's port once, for checks it
-	 *  would otherwise look up per packet (the destination MAC). */
+	 *  would otherwise look up per packet (the destination MAC).  A type
+	 *  none of whose stages reads in_port of a burst from rx (xconnect:
+	 *  the burst's port is rx_port) sets it too: no line of the private
+	 *  area is written. */
 	bool stage_sets_in_port;
 	/** Receive one burst ahead (worker.c, "Lookahead"): each rx queue's
 	 *  next burst is taken before the current one runs, and the lines its

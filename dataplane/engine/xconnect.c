@@ -18,14 +18,29 @@
 #include "ep_engine.h"
 
 struct xconnect_ctx {
+	const struct ep_worker *w;
 	uint16_t peer[EP_MAX_PORTS];    /* logical port -> logical port */
 };
 
+/* A burst from rx has one port (ep_worker.rx_port; the type says
+ * stage_sets_in_port): no packet's ep_meta line is read or written.  That
+ * line is in the mbuf's private area, a line of its own: a worker this one
+ * feeds through a ring (the vBNG downlink's benchmark) would otherwise
+ * find it modified in this core's cache.  A burst handed in
+ * (ep_worker_run_burst) keeps the in_port its caller set. */
 static uint16_t
 xconnect_stage(void *arg, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	const struct xconnect_ctx *c = arg;
+	const uint16_t port = c->w->rx_port;
 
+	if (port != EP_RX_PORT_META) {
+		const uint16_t to = EP_NEXT_TX(c->peer[port]);
+
+		for (uint16_t i = 0; i < n; i++)
+			next[i] = to;
+		return n;
+	}
 	for (uint16_t i = 0; i < n; i++)
 		next[i] = EP_NEXT_TX(c->peer[ep_meta(pkts[i])->in_port]);
 	return n;
@@ -41,6 +56,7 @@ xconnect_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 	if (c == NULL)
 		return ep_err_set(err, "worker %s: out of memory", w->name);
 	w->pipeline_ctx = c;
+	c->w = w;
 	if (kv == NULL)
 		return err->msg[0] ? -1 : ep_cfg_section_error(e->cfg, w->cfg, err,
 			"xconnect needs 'pairs = <port>:<port>[, ...]'");
@@ -80,5 +96,7 @@ static struct ep_pipeline_type xconnect_type = {
 	.name = "xconnect",
 	.build = xconnect_build,
 	.teardown = xconnect_teardown,
+	/* xconnect_stage takes the port from the burst (no meta line). */
+	.stage_sets_in_port = true,
 };
 EP_PIPELINE_REGISTER(xconnect_type)
