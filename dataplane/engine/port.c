@@ -271,6 +271,19 @@ ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 	return 0;
 }
 
+/* Drivers whose rx copies each frame on the polling core (ep_port.rx_copies). */
+static bool
+rx_copies(const char *driver)
+{
+	static const char *const copying[] = { "net_pcap", "net_af_packet", "net_tap",
+					       "net_null" };
+
+	for (size_t i = 0; driver != NULL && i < RTE_DIM(copying); i++)
+		if (strcmp(driver, copying[i]) == 0)
+			return true;
+	return false;
+}
+
 int
 ep_ports_start(struct ep_engine *e, struct ep_err *err)
 {
@@ -288,6 +301,7 @@ ep_ports_start(struct ep_engine *e, struct ep_err *err)
 		rc = rte_eth_dev_info_get(p->port_id, &info);
 		if (rc != 0)
 			return ep_err_set(err, "port %s: device info: %s", p->name, rte_strerror(-rc));
+		p->rx_copies = rx_copies(info.driver_name);
 		/* A port nobody polls still needs a queue to start. */
 		if (nrx == 0)
 			nrx = 1;

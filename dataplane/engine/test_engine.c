@@ -466,6 +466,23 @@ EP_TEST(engine_rx_lookahead_runs_a_lone_burst_in_the_poll_that_received_it)
 	ep_worker_free(w);
 }
 
+/* A port whose driver copies each frame on the polling core (net_pcap's
+ * kind): the worker runs every burst in the poll that received it. */
+EP_TEST(engine_rx_lookahead_skips_a_port_whose_rx_copies_the_frames)
+{
+	struct ep_worker *w = ahead_worker();
+	uint64_t tsc = rte_rdtsc();
+
+	eng.ports[1].rx_copies = true;
+	ring_fill(eng.ports[1].port_id, 0, 40);
+	EP_CHECK_EQ(ep_worker_poll_rx(w, &tsc), 32);
+	EP_CHECK_EQ(w->ahead[0].n, 0);
+	EP_CHECK_EQ(ep_worker_poll_rx(w, &tsc), 8);
+	EP_CHECK_EQ(n_seen, 40);
+	eng.ports[1].rx_copies = false;
+	ep_worker_free(w);
+}
+
 /* A worker stopping with a burst received ahead runs it (the worker loop
  * does at exit): every frame is sent, none leaks from the pool. */
 EP_TEST(engine_rx_lookahead_burst_held_at_exit_is_run_not_leaked)

@@ -672,8 +672,12 @@ ep_worker_poll_rx(struct ep_worker *w, uint64_t *tsc)
 
 	if (w->type->source != NULL)
 		return poll_one(w, &src, NULL, tsc);
-	for (int i = 0; i < w->n_rx; i++)
-		got += poll_one(w, &w->rx[i], w->type->rx_lookahead ? &w->ahead[i] : NULL, tsc);
+	for (int i = 0; i < w->n_rx; i++) {
+		const struct ep_rx_queue *rq = &w->rx[i];
+		bool ahead = w->type->rx_lookahead && !w->engine->ports[rq->port].rx_copies;
+
+		got += poll_one(w, rq, ahead ? &w->ahead[i] : NULL, tsc);
+	}
 	return got;
 }
 
