@@ -248,6 +248,20 @@ tp_ns(uint8_t *b, const uint8_t *smac, const uint8_t *src, const uint8_t *target
 	return (uint16_t)(54 + len);
 }
 
+/** The next value of the xorshift64 generator in @p x (Marsaglia,
+ *  "Xorshift RNGs"): the tests' reproducible mutations. */
+static inline uint64_t
+tp_next(uint64_t *x)
+{
+	uint64_t v = *x;
+
+	v ^= v << 13;
+	v ^= v >> 7;
+	v ^= v << 17;
+	*x = v;
+	return v;
+}
+
 /**
  * One xorshift64 step of @p x, then a mutation of the frame @p b of @p len
  * octets whose IPv4 header starts at @p l3, for tests that hold a fast
@@ -261,12 +275,8 @@ static inline void
 tp_mutate(uint8_t *b, uint16_t len, unsigned int l3, unsigned int span, uint64_t *x,
 	  uint32_t *seg, uint32_t *frame)
 {
-	uint64_t v = *x;
+	uint64_t v = tp_next(x);
 
-	v ^= v << 13;
-	v ^= v >> 7;
-	v ^= v << 17;
-	*x = v;
 	*seg = *frame = len;
 	switch (v % 8) {
 	case 0: case 1: case 2:

@@ -73,7 +73,13 @@ struct router_worker {
 	struct ep_acl_filter *acl;
 	/* parse -> neigh: non-zero when the burst had ARP or ICMPv6 packets */
 	uint32_t l2ctl;
+	/** parse bursts from rx eight frames at a time (AVX-512, where the
+	 *  CPU has it; tests clear it to run the scalar path) */
+	bool parse_x8;
 };
+
+/** Whether the parse stage's eight-frame path runs on this CPU. */
+bool router_parse_x8_usable(void);
 
 /** A worker context; @p w sends what the stages generate (NULL in tests:
  *  generated packets are counted and freed). */

@@ -87,6 +87,7 @@ router_worker_create(struct router *r, struct ep_worker *w, int socket)
 		router_worker_free(rw);
 		return NULL;
 	}
+	rw->parse_x8 = router_parse_x8_usable();
 	return rw;
 }
 

@@ -42,6 +42,45 @@ EP_TEST(pipeline_forwards_ipv4_and_ipv6_with_0_1_2_tags_to_the_core_port)
 	router_free(r);
 }
 
+/* Frame @p k of a parse test into buf (its length returned): IPv4/IPv6,
+ * protocols, 0-2 tags, to @p port's MAC, then as built (3 in 8) or
+ * mutated by @p x: a bit of the first 40 bytes, the destination MAC, the
+ * length, multicast, a byte of the IP header. */
+static uint16_t
+mutated_frame(int k, uint16_t port, uint64_t *x)
+{
+	static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP, IPPROTO_ICMP, IPPROTO_GRE,
+					  IPPROTO_ICMPV6 };
+	struct tp_spec sp = tp_default(k % 7 == 6, protos[k % 5]);
+	uint16_t len;
+	uint64_t v;
+
+	sp.n_vlans = k % 9 == 8 ? 1 + (k & 1) : 0;
+	memcpy(sp.dmac, port == 1 ? MAC_P1 : MAC_P0, 6);
+	len = tp_build(buf, &sp);
+	v = tp_next(x);
+	switch (v % 8) {
+	case 0: case 1: case 2:
+		break;                                  /* as built */
+	case 3:
+		buf[(v >> 8) % 40] ^= (uint8_t)(1u << (v >> 16) % 8);
+		break;
+	case 4:
+		buf[(v >> 8) % 6] = (uint8_t)(v >> 24); /* destination MAC */
+		break;
+	case 5:
+		len = (uint16_t)((v >> 8) % (len + 1));
+		break;
+	case 6:
+		buf[0] |= 1;                            /* multicast */
+		break;
+	default:
+		buf[14 + (v >> 8) % 20] = (uint8_t)(v >> 24);
+		break;
+	}
+	return len;
+}
+
 /*
  * A burst from rx (the worker's rx_port set, router_type.stage_sets_in_port:
  * the parse writes in_port and checks the port's MAC once a burst) parses
@@ -53,8 +92,6 @@ EP_TEST(pipeline_forwards_ipv4_and_ipv6_with_0_1_2_tags_to_the_core_port)
  */
 EP_TEST(parse_of_a_burst_from_rx_equals_parse_through_each_in_port)
 {
-	static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP, IPPROTO_ICMP, IPPROTO_GRE,
-					  IPPROTO_ICMPV6 };
 	struct router *r = tr_router();
 	struct ep_worker *w = tr_worker(r);
 	struct router_worker *rw = w->pipeline_ctx;
@@ -68,35 +105,8 @@ EP_TEST(parse_of_a_burst_from_rx_equals_parse_through_each_in_port)
 		uint32_t l2_rx, l2_meta;
 
 		for (int i = 0; i < 32; i++) {
-			int k = b * 32 + i;
-			struct tp_spec sp = tp_default(k % 7 == 6, protos[k % 5]);
-			uint16_t len;
+			uint16_t len = mutated_frame(b * 32 + i, port, &x);
 
-			sp.n_vlans = k % 9 == 8 ? 1 + (k & 1) : 0;
-			memcpy(sp.dmac, port == 1 ? MAC_P1 : MAC_P0, 6);
-			len = tp_build(buf, &sp);
-			x ^= x << 13;
-			x ^= x >> 7;
-			x ^= x << 17;
-			switch (x % 8) {
-			case 0: case 1: case 2:
-				break;                                  /* as built */
-			case 3:
-				buf[(x >> 8) % 40] ^= (uint8_t)(1u << (x >> 16) % 8);
-				break;
-			case 4:
-				buf[(x >> 8) % 6] = (uint8_t)(x >> 24); /* destination MAC */
-				break;
-			case 5:
-				len = (uint16_t)((x >> 8) % (len + 1));
-				break;
-			case 6:
-				buf[0] |= 1;                            /* multicast */
-				break;
-			default:
-				buf[14 + (x >> 8) % 20] = (uint8_t)(x >> 24);
-				break;
-			}
 			via_rx[i] = ep_test_mbuf(buf, len);
 			via_meta[i] = ep_test_mbuf(buf, len);
 			memset(ep_meta(via_rx[i]), 0x5a, sizeof(struct ep_meta));
@@ -125,6 +135,76 @@ EP_TEST(parse_of_a_burst_from_rx_equals_parse_through_each_in_port)
 	/* Both outcomes were exercised: frames parsed and frames dropped. */
 	EP_CHECK(diverted > 2000);
 	EP_CHECK(kept > 4000);
+	tr_worker_free(w);
+	router_free(r);
+}
+
+/*
+ * The parse's eight-frame path (AVX-512, router_worker.parse_x8) against
+ * its scalar loop on the same bursts from rx, of every size from 1 to 32
+ * (groups of eight and the lanes of a last, shorter group): the same
+ * next[], diverted count, neigh flag, ep_meta, and ACL inputs given for
+ * the same bursts (each input the same bytes of its frame).
+ */
+EP_TEST(parse_x8_path_equals_the_scalar_parse_on_bursts_of_every_size)
+{
+	struct router *r = tr_router();
+	struct ep_worker *w = tr_worker(r);
+	struct router_worker *rw = w->pipeline_ctx;
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	unsigned int wrong = 0, given = 0;
+
+	if (!router_parse_x8_usable()) {
+		printf("    no AVX-512 F/BW/DQ/VBMI here: the parse runs its scalar loop only\n");
+		tr_worker_free(w);
+		router_free(r);
+		return;
+	}
+	for (int b = 0; b < 320; b++) {
+		struct rte_mbuf *vec[32], *sca[32];
+		uint16_t next_v[32] = {0}, next_s[32] = {0}, out_v, out_s, n = (uint16_t)(1 + b % 32);
+		uint16_t port = (uint16_t)(b & 1), given_v;
+		ptrdiff_t in_v[32];
+		uint32_t l2_v;
+
+		for (int i = 0; i < n; i++) {
+			/* One burst in four IPv4 UDP/TCP as built (the ACL's inputs
+			 * are given), the others built and mutated. */
+			struct tp_spec sp = tp_default(0, i & 1 ? IPPROTO_TCP : IPPROTO_UDP);
+			uint16_t len;
+
+			memcpy(sp.dmac, port == 1 ? MAC_P1 : MAC_P0, 6);
+			len = b % 4 == 3 ? tp_build(buf, &sp) : mutated_frame(b * 32 + i, port, &x);
+			vec[i] = ep_test_mbuf(buf, len);
+			sca[i] = ep_test_mbuf(buf, len);
+			memset(ep_meta(vec[i]), 0x5a, sizeof(struct ep_meta));
+			memset(ep_meta(sca[i]), 0x5a, sizeof(struct ep_meta));
+		}
+		w->rx_port = port;
+		rw->parse_x8 = true;
+		out_v = router_parse_stage(rw, vec, next_v, n);
+		l2_v = rw->l2ctl;
+		given_v = rw->acl->given;
+		for (int i = 0; i < n; i++)
+			in_v[i] = rw->acl->sc.data[i] - rte_pktmbuf_mtod(vec[i], const uint8_t *);
+		rw->parse_x8 = false;
+		out_s = router_parse_stage(rw, sca, next_s, n);
+		wrong += out_v != out_s || l2_v != rw->l2ctl || given_v != rw->acl->given ||
+			 memcmp(next_v, next_s, sizeof(next_v)) != 0;
+		for (int i = 0; i < n; i++) {
+			wrong += memcmp(ep_meta(vec[i]), ep_meta(sca[i]), sizeof(struct ep_meta)) != 0;
+			if (given_v != 0)
+				wrong += in_v[i] != rw->acl->sc.data[i] -
+						    rte_pktmbuf_mtod(sca[i], const uint8_t *);
+		}
+		given += given_v != 0;
+		rte_pktmbuf_free_bulk(vec, n);
+		rte_pktmbuf_free_bulk(sca, n);
+	}
+	w->rx_port = EP_RX_PORT_META;
+	rw->parse_x8 = router_parse_x8_usable();
+	EP_CHECK_EQ(wrong, 0);
+	EP_CHECK(given >= 80);
 	tr_worker_free(w);
 	router_free(r);
 }
