@@ -19,7 +19,8 @@
  *              subscriber's IPv4 ranges (up to 4 masked compares) or IPv6
  *              prefix (two masked 64-bit compares) and its rte_meter trTCM
  *              (RFC 2698 or RFC 4115), colour blind: green passes, yellow
- *              is DSCP-remarked, red is dropped.  The
+ *              is DSCP-remarked, red is dropped.  It also starts the core
+ *              route's tbl24 miss of each passing IPv4 destination.  The
  *              three are one stage: they read the same per-worker state
  *              (a copy of the record's hot fields beside the meter: one
  *              line a packet, struct bng_up_dyn), and the meter's two
@@ -31,14 +32,12 @@
  *              pay rte_acl.  The policer runs first: a subscriber's rate
  *              covers everything it sends, as its access line's would, so
  *              a packet the ACL then denies has used its tokens
- *   route      the FIB's burst routing on the core FIB ("bng"): a /8
- *              without longer routes is looked up at one fixed address of
- *              it (EP_FIB_ROUTE_BY8: 256 lines for the core's /1s instead
- *              of one per destination's /24, which stay in cache), and a
- *              first pass starts the tbl24 misses of the others'
- *              (EP_FIB_ROUTE_PREFETCH: only /8s looked up as they are);
- *              the sources need no martian check (anti-spoofing proved
- *              them the subscriber's)
+ *   route      the FIB's burst routing on the core FIB ("bng"): its lookups
+ *              find their tbl24 lines prefetched (a /8 without longer routes
+ *              at one fixed address of it: EP_FIB_ROUTE_BY8, 256 lines
+ *              for the core's /1s instead of one per destination's /24),
+ *              and the sources need no
+ *              martian check (anti-spoofing proved them the subscriber's)
  *   encap      strip the access header and push the core one in a single
  *              data-offset move, TTL/hop limit - 1, next-hop MACs: three
  *              specialisations (none, VLAN, MPLS) of one always_inline body,
@@ -51,14 +50,10 @@
  *
  * parse is mostly ep_parse_ipv4 (the header checksum); subscriber is mostly
  * the bulk hash (16-byte keys: one vector compare each); police is
- * rte_meter's colour check (two 64-bit divisions per packet).  The core
- * route's tbl24 lines were prefetched in subscriber, one stage ahead of
- * route, while every destination's /24 had its own line (route 30 -> 16
- * cycles for ~5 more in subscriber; in parse the misses moved there, +13);
- * since the /8s fold (EP_FIB_ROUTE_BY8) that prefetch, of lines mostly in
- * cache, cost subscriber ~3 cycles (the instruction after it waited for a
- * fill buffer the state lines' prefetches held), and route prefetches the
- * lines that can miss itself (docs/benchmarks.md, tenth pass).
+ * rte_meter's colour check (two 64-bit divisions per packet).  Prefetching
+ * the tbl24 lines in subscriber, one stage ahead of route, took route from
+ * 30 to 16 cycles for ~5 more in subscriber; prefetching them in parse
+ * instead moved the misses into parse (+13).
  *
  * Per-subscriber state (a copy of the record's ranges and policer, the
  * meter context, colour counters) is this worker's (u->dyn[id], the rarer
@@ -433,7 +428,12 @@ bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint1
  *           from the record when it changed: up_dyn_refresh), source check
  *           (the first IPv4 range from the state line; the other three
  *           and the IPv6 prefix from u->ranges[id], up_src_ok), the meter (the TSC the engine read when it called
- *           the stage is its clock)
+ *           the stage is its clock); for a packet that passes, the core
+ *           route's tbl24 line is prefetched (its lookup follows in
+ *           `route`, after the ACL).  In pass 1 the 32 prefetches, on top
+ *           of the hash's and the state's, stalled issue on the full miss
+ *           buffers; here the meter's work spaces them, and dropped
+ *           packets issue none
  */
 uint16_t
 bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
@@ -537,6 +537,13 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 		if (unlikely(police_one(u, id, d, l3, md, now, &g))) {
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_POLICER_RED);
 			out++;
+			continue;
+		}
+		if (likely(md->l3_type == EP_L3_IPV4)) {
+			uint32_t dst;
+
+			memcpy(&dst, l3 + 16, 4);
+			ep_fib_prefetch4_by8(b->fib, rte_be_to_cpu_32(dst));
 		}
 		continue;
 unknown:
@@ -567,11 +574,9 @@ bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 {
 	struct bng_up *u = ctx;
 
-	/* A prefetch pass for the /8s looked up as they are (the folded
-	 * ones' lines stay in cache); no source check (anti-spoofing proved
-	 * every source is the subscriber's). */
-	return ep_fib_route_burst(u->fw, pkts, next, n, EP_FIB_ROUTE_BY8 | EP_FIB_ROUTE_PREFETCH,
-				  up_local, NULL);
+	/* No prefetch (subscriber did it), no source check (anti-spoofing
+	 * proved every source is the subscriber's). */
+	return ep_fib_route_burst(u->fw, pkts, next, n, EP_FIB_ROUTE_BY8, up_local, NULL);
 }
 
 /* ---- strip + core encapsulation ---- */

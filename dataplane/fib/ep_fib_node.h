@@ -12,8 +12,8 @@
  *                       address, the default route on a miss; prefetch +
  *                       lookup = lookup
  *   ep_fib_addr4        a /8 without routes longer than /8 is looked up at
- *                       one fixed address of it (EP_FIB_ROUTE_BY8: the
- *                       vBNG uplink's)
+ *                       one fixed address of it (ep_fib_prefetch4_by8 and
+ *                       EP_FIB_ROUTE_BY8: the vBNG uplink's)
  *   ep_fib_lookup6_bulk rte_lpm6_lookup_bulk_func on the published table
  *   ep_fib_nh_read      next-hop index -> immutable entry (one acquire load)
  *   ep_fib_route_burst  all of it over a parsed burst: martians, lookup,
@@ -159,6 +159,13 @@ ep_fib_prefetch4(const struct ep_fib *fib, uint32_t dst /* host order */)
 	rte_prefetch0(&fib->lpm4->tbl24[dst >> 8]);
 }
 
+/** The line a lookup through ep_fib_addr4 reads (EP_FIB_ROUTE_BY8). */
+static __rte_always_inline void
+ep_fib_prefetch4_by8(const struct ep_fib *fib, uint32_t dst /* host order */)
+{
+	rte_prefetch0(&fib->lpm4->tbl24[ep_fib_addr4(fib, dst) >> 8]);
+}
+
 static __rte_always_inline uint32_t
 ep_fib_lookup4(const struct ep_fib *fib, uint32_t dst /* host order */)
 {
@@ -262,9 +269,8 @@ uint16_t ep_fib_neigh_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, u
 
 #define EP_FIB_ROUTE_PREFETCH 0x1u  /**< prefetch tbl24 lines here (no earlier stage did) */
 #define EP_FIB_ROUTE_SRC_CHECK 0x2u /**< drop martian sources too (no earlier stage proved them) */
-#define EP_FIB_ROUTE_BY8 0x4u       /**< look up through ep_fib_addr4 (with
-				     *   EP_FIB_ROUTE_PREFETCH only the lines of /8s looked up as
-				     *   they are are prefetched); without it the address as it
+#define EP_FIB_ROUTE_BY8 0x4u       /**< look up through ep_fib_addr4 (an earlier stage prefetched
+				     *   with ep_fib_prefetch4_by8); without it the address as it
 				     *   is: the router's 100K routes leave few /8s to fold, and the
 				     *   word's load cost its route stage ~1.2 cycles a packet */
 
@@ -360,8 +366,6 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 				out++;
 				continue;
 			}
-			uint32_t as_is = dst;
-
 			if (flags & EP_FIB_ROUTE_BY8)
 				dst = ep_fib_addr4(fib, dst);
 			if (!(flags & EP_FIB_ROUTE_PREFETCH)) {
@@ -372,11 +376,8 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 			/* Start every packet's tbl24 miss before the first lookup
 			 * needs its line.  (Prefetching it earlier, in a router's
 			 * parse stage, was measured: the miss cost moved into
-			 * parse, +14 cycles there for -8 here.)  With BY8 only a
-			 * /8 looked up as it is can miss: the fixed addresses'
-			 * lines are at most 256, which stay in cache. */
-			if (!(flags & EP_FIB_ROUTE_BY8) || dst == as_is)
-				ep_fib_prefetch4(fib, dst);
+			 * parse, +14 cycles there for -8 here.) */
+			ep_fib_prefetch4(fib, dst);
 			fw->ip4[n4] = dst;
 			fw->pkt4[n4++] = i;
 		} else if (md->l3_type == EP_L3_IPV6) {

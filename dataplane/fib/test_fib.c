@@ -350,12 +350,11 @@ route_burst_by8(struct ep_fib_worker *fw, const uint32_t *dst, uint16_t n, bool 
 }
 
 /*
- * The vBNG uplink's burst routing (EP_FIB_ROUTE_BY8 with the prefetch
- * pass, which starts the tbl24 misses of the /8s looked up as they are
- * only) forwards every packet by the next hop rte_lpm gives its address as
- * it is, as the one-pass form does: destinations in folded /8s, in /8s
- * with longer routes (inside and outside those routes) and at their fixed
- * addresses, before and after the longer routes go.
+ * Burst routing through ep_fib_addr4 (EP_FIB_ROUTE_BY8), in one pass (the
+ * vBNG uplink's) and with the prefetch pass, forwards every packet by the
+ * next hop rte_lpm gives its address as it is: destinations in folded
+ * /8s, in /8s with longer routes (inside and outside those routes) and at
+ * the fixed addresses, before and after the longer routes go.
  */
 EP_TEST(fib_route_burst_by8_with_and_without_its_prefetch_pass_agrees_with_rte_lpm)
 {
