@@ -321,6 +321,100 @@ EP_TEST(fib_ipv4_slash8_without_longer_routes_is_looked_up_at_one_address_alike)
 	ep_fib_free(f);
 }
 
+/* One burst of UDP frames to @p dst through ep_fib_route_burst with
+ * @p prefetch (the two-pass form) or without; each packet's next hop, or
+ * UINT32_MAX when it was not forwarded, into @p nh. */
+static void
+route_burst_by8(struct ep_fib_worker *fw, const uint32_t *dst, uint16_t n, bool prefetch,
+		uint32_t *nh)
+{
+	struct rte_mbuf *m[EP_BURST_MAX];
+	uint16_t next[EP_BURST_MAX] = {0}, out;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct tp_spec s = tp_default(0, IPPROTO_UDP);
+
+		s.dst4 = dst[i];
+		m[i] = tr_mbuf(buf, tp_build(buf, &s), 0);
+		ep_meta(m[i])->nexthop = UINT32_MAX;
+	}
+	if (prefetch)
+		out = ep_fib_route_burst(fw, m, next, n, EP_FIB_ROUTE_BY8 | EP_FIB_ROUTE_PREFETCH,
+					 ep_fib_local_echo, NULL);
+	else
+		out = ep_fib_route_burst(fw, m, next, n, EP_FIB_ROUTE_BY8, ep_fib_local_echo, NULL);
+	EP_CHECK_EQ(out, 0);
+	for (uint16_t i = 0; i < n; i++)
+		nh[i] = next[i] == EP_NEXT_CONTINUE ? ep_meta(m[i])->nexthop : UINT32_MAX;
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+/*
+ * Burst routing through ep_fib_addr4 (EP_FIB_ROUTE_BY8), in one pass (the
+ * vBNG uplink's) and with the prefetch pass, forwards every packet by the
+ * next hop rte_lpm gives its address as it is: destinations in folded
+ * /8s, in /8s with longer routes (inside and outside those routes) and at
+ * the fixed addresses, before and after the longer routes go.
+ */
+EP_TEST(fib_route_burst_by8_with_and_without_its_prefetch_pass_agrees_with_rte_lpm)
+{
+	struct ep_fib *f = fib_new("rb8", false);
+	struct ep_fib_worker *fw = fw_new(f);
+	struct ep_err err;
+	int bad = 0, by_long = 0;
+
+	EP_CHECK_EQ(ep_fib_neigh_add(f, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_neigh_add(f, "198.18.1.3", "02:00:00:00:00:0c", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "0.0.0.0/0", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "128.0.0.0/1", "198.18.1.3", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "20.1.0.0/16", "198.18.1.3", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "20.1.2.0/24", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "200.9.8.7/32", "198.18.1.2", &err), 0);
+	for (int phase = 0; phase < 2; phase++) {
+		if (phase == 1) {
+			EP_CHECK_EQ(ep_fib_route_del(f, "20.1.0.0/16", &err), 0);
+			EP_CHECK_EQ(ep_fib_route_del(f, "20.1.2.0/24", &err), 0);
+			EP_CHECK_EQ(ep_fib_route_del(f, "200.9.8.7/32", &err), 0);
+		}
+		for (int round = 0; round < 200; round++) {
+			uint32_t dst[EP_BURST_MAX], one[EP_BURST_MAX], two[EP_BURST_MAX];
+
+			for (uint16_t i = 0; i < EP_BURST_MAX; i++) {
+				uint32_t r = (uint32_t)rte_rand();
+
+				switch (i % 4) {
+				case 0: /* 20/8: 20.1.2.x, 20.1.x.x, elsewhere */
+					dst[i] = IP4(20, r & 1 ? 1 : r >> 8 & 0xff,
+						     r & 2 ? 2 : r >> 16 & 0xff, r >> 24);
+					break;
+				case 1: /* 200/8: the /32, its neighbour, elsewhere */
+					dst[i] = r & 4 ? IP4(200, 9, 8, 6 + (r & 1)) :
+						 IP4(200, r >> 8 & 0xff, r >> 16 & 0xff, r >> 24);
+					break;
+				case 2: /* a fixed address of a folded /8 */
+					dst[i] = ep_fib_addr4(f, IP4(11 + r % 100, 0, 0, 1));
+					break;
+				default: /* anywhere outside the martians and 198/8 */
+					dst[i] = IP4(11 + r % 100, r >> 8 & 0xff, r >> 16 & 0xff,
+						     r >> 24);
+				}
+			}
+			route_burst_by8(fw, dst, EP_BURST_MAX, false, one);
+			route_burst_by8(fw, dst, EP_BURST_MAX, true, two);
+			for (uint16_t i = 0; i < EP_BURST_MAX; i++) {
+				bad += one[i] != lpm_as_is(f, dst[i]) ||
+				       two[i] != lpm_as_is(f, dst[i]);
+				by_long += phase == 0 && two[i] != lpm_as_is(f, dst[i] & 0xff000000u);
+			}
+		}
+	}
+	EP_CHECK_EQ(bad, 0);
+	/* The longer routes did decide some packets. */
+	EP_CHECK(by_long > 100);
+	fw_free(fw);
+	ep_fib_free(f);
+}
+
 EP_TEST(fib_route_burst_leaves_the_next_hop_in_its_own_meta_field)
 {
 	struct ep_fib *f = fib_new("nh", false);
