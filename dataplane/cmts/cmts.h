@@ -240,6 +240,16 @@ struct cmts_sf {
  *            frame of a shaped SF)
  *   cls4     the classifiers (lines 0 and 2 for the default profile's)
  */
+/*
+ * The byte of a record's header template (hdr_tpl) whose high nibble is
+ * the key sequence of its BPI extended header, the first EH (FC, MAC_PARM,
+ * LEN, EH type/length, then this): with BPI on (ds_sess set) it is the
+ * downstream's key sequence, ds_kseq, on line 0, where the crypto stage
+ * compares each frame's own (ds_kseq itself sits in the cold control-side
+ * lines: reading it cost a miss a frame).
+ */
+#define CMTS_TPL_KSEQ 5
+
 struct cmts_cm {
 	/* Line 0: downstream framing and crypto. */
 	uint32_t id;

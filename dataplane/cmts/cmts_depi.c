@@ -24,6 +24,8 @@
  */
 /* rte_prefetch1_write (cmts_worker.h) is experimental in DPDK 22.11. */
 #define ALLOW_EXPERIMENTAL_API 1
+#include <assert.h>
+
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 
@@ -37,6 +39,8 @@
 #define DEPI_FIXED     (DEPI_L2L3 + EP_DEPI_HDR_LEN)      /* + session, sub-layer */
 #define TS_PAYLOAD     (EP_MPT_TS_LEN - EP_MPT_TS_HDR)     /* 184 */
 #define MPT_POOL       4095
+
+static_assert(CMTS_MAX_DS_CH <= 64, "a burst's open channels are bits of a uint64_t");
 
 int
 cmts_depi_init(struct cmts_ds *d, int socket, struct ep_err *err)
@@ -208,7 +212,7 @@ cmts_ds_depi_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	struct cmts_ds *d = ctx;
 	struct rte_mbuf *mpt_out[EP_BURST_MAX * 3], *freed[EP_BURST_MAX];
 	uint16_t n_mpt = 0, n_freed = 0;
-	uint64_t open = 0;              /* channels with a packet being built: bit c % 64 */
+	uint64_t open = 0;              /* channels with a packet being built: bit c */
 	const uint16_t tx = EP_NEXT_TX(d->rpd_port);
 
 	/* Frames out of the crypto device are often earlier bursts': their
@@ -235,7 +239,7 @@ cmts_ds_depi_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 				next[i] = EP_NEXT_DROP(EP_DROP_CMTS_NO_MBUF);
 				continue;
 			}
-			open |= 1ull << (c & 63);
+			open |= 1ull << c;
 			freed[n_freed++] = m;
 			next[i] = EP_NEXT_CONSUMED;
 			continue;
@@ -256,15 +260,16 @@ cmts_ds_depi_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 		ch->psp_head = ch->psp_tail = m;
 		ch->psp_n = 1;
 		ch->psp_len = flen;
-		open |= 1ull << (c & 63);
+		open |= 1ull << c;
 		next[i] = tx;
 	}
-	/* Close what this burst opened. */
-	for (int c = 0; open != 0 && c < CMTS_MAX_DS_CH; c++) {
-		struct cmts_ds_chan *ch = &d->ch[c];
+	/* Close what this burst opened: the set bits of @c open only (a
+	 * walk over all 64 channel slots was ~5 cycles a frame, bench.cmts_ab
+	 * 0.982, docs/cmts.md). */
+	while (open != 0) {
+		struct cmts_ds_chan *ch = &d->ch[rte_bsf64(open)];
 
-		if (!(open & (1ull << (c & 63))))
-			continue;
+		open &= open - 1;
 		if (ch->psp_head != NULL)
 			psp_close(d, ch);
 		if (ch->mpt != NULL)

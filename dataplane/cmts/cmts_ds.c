@@ -140,24 +140,6 @@ prefetch_frame(struct rte_mbuf *m)
 	rte_prefetch0_write(ep_meta(m));
 }
 
-/*
- * The lines only later stages touch: the mbuf's second (`next`: DEPI
- * chains through it, the tx free reads it) and the headroom line the
- * framing writes the MAC header into (DEPI its headers).  Asked for in the
- * filter stage, not with the lookup's: a core has a few dozen misses in
- * flight, and the lookup's parse waits for its own lines behind them,
- * where the filter's ACL walks are compute the misses overlap.  Cold
- * micro-run (EP_CYCLES_COLD=1, 8 alternating runs, three times): total
- * 922 -> 877 cycles a frame; warm and in the benchmark within noise
- * (docs/cmts.md).
- */
-static __rte_always_inline void
-prefetch_later(struct rte_mbuf *m)
-{
-	rte_prefetch0_write((uint8_t *)m + RTE_CACHE_LINE_SIZE);
-	rte_prefetch0_write(rte_pktmbuf_mtod(m, uint8_t *) - RTE_CACHE_LINE_SIZE);
-}
-
 uint16_t
 cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
@@ -294,6 +276,14 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 			out++;
 			continue;
 		}
+		/* The CM's classifier lines the filter stage matches IPv4
+		 * frames against (cmts_cls4_match_*: the dport line, the
+		 * protocol and value line), asked for one stage ahead: the
+		 * lookup's prefetch of them measured worse (its parse waits
+		 * behind every line it asks for), here bench.cmts_ab 0.986
+		 * (docs/cmts.md). */
+		rte_prefetch0(cm->cls4.dport_lo);
+		rte_prefetch0(cm->cls4.proto);
 		if (likely(md->l3_type == EP_L3_IPV4)) {
 			uint32_t s4, d4, hit_to = 0, hit_from = 0;
 
@@ -358,7 +348,6 @@ cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		uint32_t id = DSM_CM(ep_meta(pkts[i])->user);
 		const struct cmts_cm *cm = cmts_cm_of(d->sg, id);
 
-		prefetch_later(pkts[i]);
 		d->fg_ids[2 * i] = likely(cm != NULL) ? cm->fg[0] : 0;
 		d->fg_ids[2 * i + 1] = likely(cm != NULL) ? cm->fg[1] : 0;
 		d->cm_ids[i] = (uint16_t)id;
@@ -490,6 +479,7 @@ cmts_ds_classify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16
 		} else {
 			y->cls_unmatched++;
 		}
+		cmts_prefetch_mbuf_next(pkts[i]);
 		rte_prefetch0(&y->sf[sf]);
 		if (cm->sf_shaped & (1u << sf))
 			rte_prefetch0(&cm->sf_prof[sf]);
@@ -506,8 +496,6 @@ cmts_ds_framing_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 	struct cmts_ds *d = ctx;
 	uint16_t out = 0;
 
-	for (uint16_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
-		rte_prefetch0_write(rte_pktmbuf_mtod(pkts[i], uint8_t *) - RTE_CACHE_LINE_SIZE);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ep_meta *md = ep_meta(m);
@@ -522,9 +510,6 @@ cmts_ds_framing_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 			out++;
 			continue;
 		}
-		if (i + PREFETCH_AHEAD < n)
-			rte_prefetch0_write(rte_pktmbuf_mtod(pkts[i + PREFETCH_AHEAD], uint8_t *) -
-					    RTE_CACHE_LINE_SIZE);
 		hl = cm->hdr_len;
 		if (unlikely(pdu > EP_DOCSIS_PDU_MAX)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_FRAME_TOO_LONG);
@@ -614,7 +599,10 @@ cmts_ds_crypto_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		if (hl > 6u && (h[4] >> 4) == EP_DOCSIS_EH_BP_DOWN && (h[6] & 0x80) != 0) {
 			uint8_t ks = h[5] >> 4;
 
-			if (likely(ks == cm->ds_kseq && cm->ds_sess != NULL)) {
+			/* The record's key sequence from its template on
+			 * line 0 (CMTS_TPL_KSEQ), not ds_kseq on a cold line:
+			 * bench.cmts_ab 0.995 (docs/cmts.md). */
+			if (likely(cm->ds_sess != NULL && ks == cm->hdr_tpl[CMTS_TPL_KSEQ] >> 4)) {
 				sess = cm->ds_sess;     /* record's line 0: the key stays cold */
 				iv = cm->ds_iv;
 			} else {

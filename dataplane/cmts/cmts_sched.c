@@ -219,6 +219,7 @@ cmts_ds_ch_sched_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16
 			out++;
 			continue;
 		}
+		cmts_prefetch_headroom(m);
 		bq = &d->bgq[cm->bg][DSM_PRIO(u)];
 		c = earliest(d, cm->bg);
 		ch = &d->ch[c];

@@ -830,6 +830,33 @@ EP_TEST(ds_crypto_follows_the_key_its_frame_names_not_a_newer_record)
 	cb_free(t);
 }
 
+/* The crypto stage takes a record's key sequence from its header
+ * template (CMTS_TPL_KSEQ, line 0): the template must name ds_kseq in its
+ * BPI EH whenever the record has a downstream session, after the CM is
+ * added and after each activation. */
+EP_TEST(ds_template_names_the_active_key_sequence)
+{
+	struct cb *t = bed(NULL);
+	const struct cmts_cm *cm = cmts_cm_get(t->sg, 1);
+	uint8_t key[16], iv[16];
+	struct ep_err err;
+
+	EP_CHECK(cm->ds_sess != NULL);
+	EP_CHECK_EQ(cm->hdr_tpl[4] >> 4, EP_DOCSIS_EH_BP_DOWN);
+	EP_CHECK_EQ(cm->hdr_tpl[CMTS_TPL_KSEQ] >> 4, 1);
+	EP_CHECK_EQ(cm->ds_kseq, 1);
+	cb_key(1, 2, key, iv);
+	EP_CHECK_EQ(cmts_key_set(t->sg, 1, 2, key, iv, &err), 0);
+	cm = cmts_cm_get(t->sg, 1);
+	EP_CHECK_EQ(cm->hdr_tpl[CMTS_TPL_KSEQ] >> 4, 1);  /* installed, not active */
+	EP_CHECK_EQ(cmts_key_activate(t->sg, 1, 2, &err), 0);
+	cm = cmts_cm_get(t->sg, 1);
+	EP_CHECK_EQ(cm->ds_kseq, 2);
+	EP_CHECK_EQ(cm->hdr_tpl[4] >> 4, EP_DOCSIS_EH_BP_DOWN);
+	EP_CHECK_EQ(cm->hdr_tpl[CMTS_TPL_KSEQ] >> 4, 2);
+	cb_free(t);
+}
+
 EP_TEST(ds_bpi_off_gets_crc_only)
 {
 	struct cb *t = cb_new("cm = id=5 mac=02:00:00:01:00:05 cpe=198.19.5.1 bg=1 bpi=off\n");
