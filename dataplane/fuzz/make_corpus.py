@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Write the seed corpora of the `parse` fuzz target (one valid frame per
-file, covering each path of the parser and the router stages) and of the
+file, covering each path of the parser and the router stages, and one
+burst of frames for its comparison of the parse's two paths) and of the
 `hs_rx` target (the host stack's receive path: records of a clock byte and
 length-prefixed frames, so that one seed can carry a datagram's fragments).
 Run from the repository root with the project venv:
@@ -41,6 +42,17 @@ for name, pkt in FRAMES.items():
     with open(os.path.join(OUT, name), "wb") as f:
         f.write(bytes(pkt))
 print(f"{len(FRAMES)} frames in {OUT}")
+
+# The parse target's burst (fuzz_parse.c): frames joined by b"|EP|", the
+# last byte 0x1e for a burst of 16 lanes on port 0.  Plain IPv4 (taken by
+# the eight-frame path), one for another MAC, one too short for its gathers,
+# and frames the scalar parse must take (fragment, options, IPv6, ARP).
+BURST = [FRAMES[k] for k in ("ipv4-udp", "ipv4-fragment", "ipv4-options", "ipv6-udp", "arp-request")]
+BURST += [Ether(dst="02:00:00:00:99:99", src=HOST) / IP(src="198.18.0.2", dst="198.18.1.2") / UDP(dport=1500),
+          bytes(FRAMES["ipv4-udp"])[:30],
+          Ether(dst=P0, src=HOST) / IP(src="198.18.0.2", dst="198.18.1.2") / TCP(dport=80) / b"\x1e"]
+with open(os.path.join(OUT, "burst-mixed"), "wb") as f:
+    f.write(b"|EP|".join(bytes(fr) for fr in BURST))
 
 # ---- hs_rx: the fuzz harness's port is 02:00:00:00:30:01, 198.18.30.1/24,
 # 2001:db8:30::1/64; sockets on 5000 (any), 5001 (::), 5002, 5003 (connected
