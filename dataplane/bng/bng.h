@@ -88,6 +88,7 @@
 
 #include <rte_ether.h>
 #include <rte_hash.h>
+#include <rte_hash_crc.h>
 #include <rte_meter.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
@@ -202,6 +203,23 @@ struct bng_dst_key {
 	uint8_t pad[6];
 	uint8_t addr[8];    /**< network order, host bits clear */
 } __rte_aligned(8);
+
+/**
+ * The hash of both of the module's 16-byte-key tables, the access keys
+ * (struct bng_key) and the destinations (struct bng_dst_key): rte_hash_crc
+ * over the key, initial value 0 (what bng_create gives rte_hash_create),
+ * of a key held as its two 64-bit words: two CRC32C instructions on
+ * registers.  rte_hash's own bulk lookup calls the hash function through a
+ * pointer per key and reloads the key from memory; the uplink's classify
+ * and the downlink's lookup compute it while they build the key and call
+ * rte_hash_lookup_with_hash_bulk_data.  test_bng_up and test_bng_down
+ * check it against rte_hash_hash on each table.
+ */
+static __rte_always_inline hash_sig_t
+bng_key_hash(uint64_t w0, uint64_t w1)
+{
+	return rte_hash_crc_8byte(w1, rte_hash_crc_8byte(w0, 0));
+}
 
 /** Prefix lengths that have at least one subscriber, longest first. */
 struct bng_lens {
@@ -380,6 +398,7 @@ struct bng_down {
 	uint16_t pend[EP_BURST_MAX];
 	struct bng_dst_key keys[EP_BURST_MAX];
 	const void *key_ptr[EP_BURST_MAX];
+	hash_sig_t sig[EP_BURST_MAX];   /**< bng_key_hash of keys[] */
 	void *data[EP_BURST_MAX];
 };
 

@@ -38,8 +38,6 @@
 #include <stdint.h>
 #include <netinet/in.h>
 
-#include <rte_hash_crc.h>
-
 #include "ep_parse.h"
 #include "bng.h"
 
@@ -232,21 +230,6 @@ bng_parse_access(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct 
 	if (bng_parse_qinq_pppoe_ipv4_plain(p, seg_len, frame_len, m) == 0)
 		return bng_ip_control(p, m);
 	return bng_parse_access_full(p, seg_len, frame_len, m);
-}
-
-/**
- * The access-key table's hash (rte_hash_crc over the 16-byte key, initial
- * value 0: what bng_create gives rte_hash_create) of a key held as its two
- * 64-bit words: two CRC32C instructions on registers.  rte_hash's own bulk
- * lookup calls the hash function through a pointer per key and reloads the
- * key from memory; the uplink computes it while it builds the key and calls
- * rte_hash_lookup_with_hash_bulk_data.  test_bng_up checks it against
- * rte_hash_hash on the table.
- */
-static __rte_always_inline hash_sig_t
-bng_key_hash(uint64_t w0, uint64_t w1)
-{
-	return rte_hash_crc_8byte(w1, rte_hash_crc_8byte(w0, 0));
 }
 
 /**

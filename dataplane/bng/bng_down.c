@@ -8,7 +8,8 @@
  *            (and what it hears resolves the core next hops)
  *   lookup   per family, for each prefix length in use (longest first;
  *            usually one: /32, /56): keys of the packets still unresolved,
- *            one rte_hash_lookup_bulk_data; record pointer into
+ *            hashed while built (bng_key_hash: two CRC32C on the key's
+ *            words), one rte_hash_lookup_with_hash_bulk_data; record pointer into
  *            ep_meta.user, record and per-worker state prefetched
  *   rpf      the subscriber's reverse-path rule: a packet addressed to it
  *            whose source lies in its own ranges did not come from it
@@ -155,8 +156,10 @@ lookup_family(struct bng_down *d, struct rte_mbuf **pkts, uint16_t *next, uint16
 			memcpy(k, &w0, 8);
 			memcpy(k->addr, &w1, 8);
 			d->key_ptr[j] = k;
+			d->sig[j] = bng_key_hash(w0, w1);
 		}
-		rte_hash_lookup_bulk_data(d->b->dst, d->key_ptr, np, &hits, d->data);
+		rte_hash_lookup_with_hash_bulk_data(d->b->dst, d->key_ptr, d->sig, np, &hits,
+						    d->data);
 		for (uint16_t j = 0; j < np; j++) {
 			uint16_t i = d->pend[j];
 

@@ -2,6 +2,8 @@
 /* bng-downlink: lookup, reverse path, access encapsulation bytes, HQoS path. */
 #include "test_bng.h"
 
+#include <arpa/inet.h>
+
 #include <rte_ip.h>
 
 static const char down_conf[] =
@@ -172,6 +174,34 @@ EP_TEST(downlink_no_subscriber_for_destination_dropped)
 	p = core_pkt(6, "2001:db8:ffff::1", "2001:db8:200::1", 0, 40);
 	EP_CHECK_EQ(down_run(t, &p, out, &olen, &path),
 		    EP_NEXT_DROP(EP_DROP_BNG_NO_SUBSCRIBER));
+	tb_free(t);
+}
+
+/* The lookup hashes its destination keys itself (bng_key_hash, from the
+ * key's two words as the stage builds them: family | length << 8, then the
+ * prefix) and hands the hashes to rte_hash: they must be the table's own
+ * (rte_hash_hash) for both families, or every lookup would miss. */
+EP_TEST(downlink_dst_key_hash_is_the_destination_tables_hash)
+{
+	struct tb *t = tb_new(down_conf);
+	const struct { int family; const char *addr; uint8_t plen; } dst[] = {
+		{ 4, "198.18.100.2", 32 }, { 4, "198.18.100.6", 32 },
+		{ 6, "2001:db8:100::", 56 }, { 6, "2001:db8:101::", 56 },
+	};
+
+	for (size_t i = 0; i < RTE_DIM(dst); i++) {
+		struct bng_dst_key k = { .family = (uint8_t)dst[i].family, .plen = dst[i].plen };
+		uint8_t a[16] = {0};
+		uint64_t w1 = 0;
+
+		inet_pton(dst[i].family == 4 ? AF_INET : AF_INET6, dst[i].addr, a);
+		memcpy(k.addr, a, dst[i].family == 4 ? 4 : 8);
+		memcpy(&w1, k.addr, 8);
+		EP_CHECK_EQ(bng_key_hash(k.family | (uint64_t)k.plen << 8, w1),
+			    rte_hash_hash(t->b->dst, &k));
+		/* And the key is a configured subscriber's. */
+		EP_CHECK(bng_sub_find_dst(t->b, dst[i].family, a) >= 1);
+	}
 	tb_free(t);
 }
 
