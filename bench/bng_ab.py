@@ -11,6 +11,7 @@ a few percent.
     .venv/bin/python -m bench.bng_ab --case pppoe-128 --rounds 8
     .venv/bin/python -m bench.bng_ab --case down-504-ring   # ring-fed, as the bench
     .venv/bin/python -m bench.bng_ab --case down-504 --b-case down-504-ring
+    .venv/bin/python -m bench.bng_ab --case down-imix-down-ring   # the downstream iMix
 
 --a and --b default to this tree's binary; --b-case puts side B on another
 input of the same direction (the ring-fed downlink against the pcap-fed
@@ -29,7 +30,7 @@ from bench.bng_inputs import Inputs
 
 DEFAULT_BINARY = common.ROOT / "build" / "dp" / "edgeplane-dp"
 CASES = ("ipoe-128", "pppoe-128", "ipoe-imix-up", "down-504", "down-504-ring",
-         "down-504-congested")
+         "down-504-congested", "down-imix-down", "down-imix-down-ring")
 
 
 def _config(inputs, case):
@@ -37,6 +38,12 @@ def _config(inputs, case):
     if case == "down-504":
         return "down", dp_config(inputs, down_pcap=inputs.downlink_pcap("504"),
                                  lcores="0@0,1@1")
+    if case.startswith("down-imix-down"):
+        # The downstream iMix, read from the pcap by the worker itself or
+        # (-ring) fed through a ring, as the benchmark's imix-down case.
+        ring = case.endswith("-ring")
+        return "down", dp_config(inputs, down_pcap=inputs.downlink_pcap("imix-down", ring=ring),
+                                 ring_feed=ring, **({} if ring else {"lcores": "0@0,1@1"}))
     if case.startswith("down-504-"):
         # Fed through a ring by a feeder thread, as the benchmark's headline.
         pcap = (inputs.downlink_congested_pcap(ring=True) if case.endswith("congested")
@@ -79,7 +86,9 @@ def main(argv=None):
         s = summarize(rr[o], worker, o.tsc_hz)
         cyc[o.label] = [o.tsc_hz / (r[worker]["mpps_per_core"] * 1e6) for r in rr[o]]
         print(f"{cases[o.label]} {o.label}: {statistics.median(cyc[o.label]):.1f} CPU "
-              "cycles/pkt; " + " ".join(f"{k} {v:.1f}" for k, v in s["stages"].items()))
+              "cycles/pkt; " + " ".join(f"{k} {v:.1f}" for k, v in s["stages"].items())
+              # A feeder that falls behind shows as short bursts and idle polls.
+              + f"; rx_burst {s['rx_burst']:.1f} idle_share {s['idle_share']:.3f}")
     per = [b / a for a, b in zip(cyc["A"], cyc["B"])]
     print(f"{args.case} B/A: median {statistics.median(per):.3f}, rounds "
           + " ".join(f"{x:.3f}" for x in per))
