@@ -275,11 +275,49 @@ EP_TEST(uplink_crc_mismatch_is_reported)
 #define NB 256
 #define HDR 17
 
+/*
+ * One timed trial of @p n operations in bursts of 32, enqueued whole and
+ * dequeued at once as the crypto stage does, @p prep run on each burst
+ * first; cycles per operation.
+ */
+typedef void burst_prep_fn(struct rte_crypto_op **ops, int b, const void *arg);
+
+static double
+timed_trial(struct cb *t, struct rte_crypto_op **ops, int n, burst_prep_fn *prep, const void *arg)
+{
+	struct rte_crypto_op *deq[64];
+	uint64_t t0 = rte_rdtsc();
+	int done = 0;
+
+	for (int b = 0; b < n; b += 32) {
+		if (prep != NULL)
+			prep(ops, b, arg);
+		rte_cryptodev_enqueue_burst(t->c->cdev, t->qp, ops + b, 32);
+		done += rte_cryptodev_dequeue_burst(t->c->cdev, t->qp, deq, 32);
+	}
+	while (done < n)
+		done += rte_cryptodev_dequeue_burst(t->c->cdev, t->qp, deq, 64);
+	return (double)(rte_rdtsc() - t0) / n;
+}
+
+/* The two-step way's CRC pass over a burst (the frame length is the
+ * operation's cipher length + 12). */
+static void
+crc_prep(struct rte_crypto_op **ops, int b, const void *arg __rte_unused)
+{
+	for (int i = b; i < b + 32; i++) {
+		uint8_t *p = rte_pktmbuf_mtod(ops[i]->sym->m_src, uint8_t *);
+		uint32_t fl = ops[i]->sym->cipher.data.length + 12u;
+		uint32_t c = rte_net_crc_calc(p + HDR, fl - 4u, RTE_NET_CRC32_ETH);
+
+		memcpy(p + HDR + fl - 4, &c, 4);
+	}
+}
+
 static double
 measure(struct cb *t, void *sess, bool two_step, uint16_t fl, struct rte_mbuf **m,
 	struct rte_crypto_op **ops)
 {
-	struct rte_crypto_op *deq[64];
 	double best = 1e18;
 
 	for (int i = 0; i < NB; i++) {
@@ -294,24 +332,8 @@ measure(struct cb *t, void *sess, bool two_step, uint16_t fl, struct rte_mbuf **
 		s->cipher.data.offset = HDR + 12;
 		s->cipher.data.length = fl - 12;
 	}
-	for (int trial = 0; trial < 30; trial++) {
-		uint64_t t0 = rte_rdtsc(), done = 0;
-
-		for (int b = 0; b < NB; b += 32) {
-			if (two_step)
-				for (int i = b; i < b + 32; i++) {
-					uint8_t *p = rte_pktmbuf_mtod(m[i], uint8_t *);
-					uint32_t c = rte_net_crc_calc(p + HDR, fl - 4u, RTE_NET_CRC32_ETH);
-
-					memcpy(p + HDR + fl - 4, &c, 4);
-				}
-			rte_cryptodev_enqueue_burst(t->c->cdev, t->qp, ops + b, 32);
-			done += rte_cryptodev_dequeue_burst(t->c->cdev, t->qp, deq, 32);
-		}
-		while (done < NB)
-			done += rte_cryptodev_dequeue_burst(t->c->cdev, t->qp, deq, 64);
-		best = RTE_MIN(best, (double)(rte_rdtsc() - t0) / NB);
-	}
+	for (int trial = 0; trial < 30; trial++)
+		best = RTE_MIN(best, timed_trial(t, ops, NB, two_step ? crc_prep : NULL, NULL));
 	return best;
 }
 
@@ -351,6 +373,108 @@ EP_TEST(crypto_cost_one_pass_vs_two_steps)
 	rte_mempool_put_bulk(opp, (void **)ops, NB);
 	rte_cryptodev_sym_session_free(t->c->cdev, cipher_only);
 	cmts_key_destroy(t->c, &k);
+	rte_mempool_free(opp);
+	cb_free(t);
+}
+
+/*
+ * The downstream's crypto alone at the benchmark's mix, beside
+ * dpdk-test-crypto-perf's figure (docs/cmts.md, "The crypto and table
+ * stages round"): the iMix (15 % 84 B, 10 % 256 B, 75 % 1280 B, a
+ * 20-frame schedule, 17-byte header) with the crypto stage's per-frame
+ * operation set-up, through one session (as crypto-perf) and through 300,
+ * one per CM in turn (as the benchmark's 300 CMs).  Printed, never
+ * asserted.
+ */
+#define N_CM_KEYS 300
+#define NBI 1024
+
+static uint16_t
+imix_len(int i)
+{
+	int k = i % 20;
+
+	return k < 3 ? 84 : k < 5 ? 256 : 1280;
+}
+
+/* The crypto stage's per-frame operation set-up (m_src is set once): frame i with key
+ * i % n_keys (struct imix_keys). */
+struct imix_keys {
+	const struct cmts_key *k;
+	int n;
+};
+
+static void
+stage_prep(struct rte_crypto_op **ops, int b, const void *arg)
+{
+	const struct imix_keys *ks = arg;
+
+	for (int i = b; i < b + 32; i++) {
+		struct rte_crypto_sym_op *s = ops[i]->sym;
+		const struct cmts_key *k = &ks->k[i % ks->n];
+		uint16_t fl = imix_len(i);
+
+		ops[i]->status = RTE_CRYPTO_OP_STATUS_NOT_PROCESSED;
+		ops[i]->sess_type = RTE_CRYPTO_OP_SECURITY_SESSION;
+		s->m_dst = NULL;
+		s->session = k->sess_ds;
+		memcpy(rte_crypto_op_ctod_offset(ops[i], uint8_t *, IV_OFF), k->iv, 16);
+		s->auth.data.offset = HDR;
+		s->auth.data.length = fl - 4u;
+		s->cipher.data.offset = HDR + 12;
+		s->cipher.data.length = fl - 12u;
+	}
+}
+
+static double
+measure_imix(struct cb *t, const struct cmts_key *keys, int n_keys, struct rte_crypto_op **ops)
+{
+	struct imix_keys ks = { keys, n_keys };
+	double best = 1e18;
+
+	for (int trial = 0; trial < 30; trial++)
+		best = RTE_MIN(best, timed_trial(t, ops, NBI, stage_prep, &ks));
+	return best;
+}
+
+EP_TEST(crypto_cost_imix_one_session_vs_one_per_cm)
+{
+	struct cb *t = cb_new("");
+	struct rte_mempool *opp = rte_crypto_op_pool_create("cc_ops_imix",
+							    RTE_CRYPTO_OP_TYPE_SYMMETRIC, NBI, 0, 16,
+							    SOCKET_ID_ANY);
+	static struct cmts_key keys[N_CM_KEYS];
+	struct rte_crypto_op *ops[NBI];
+	struct rte_mbuf *m[NBI];
+	struct ep_err err;
+	int made = 0;
+
+	EP_CHECK(opp != NULL);
+	EP_CHECK_EQ(rte_crypto_op_bulk_alloc(opp, RTE_CRYPTO_OP_TYPE_SYMMETRIC, ops, NBI), NBI);
+	for (int i = 0; i < N_CM_KEYS; i++) {
+		memset(&keys[i], 0, sizeof(keys[i]));
+		for (int b = 0; b < 16; b++) {
+			keys[i].key[b] = (uint8_t)(i * 31 + b);
+			keys[i].iv[b] = (uint8_t)(i * 17 + b);
+		}
+		if (cmts_key_sessions(t->c, &keys[i], &err) == 0)
+			made++;
+	}
+	EP_CHECK_EQ(made, N_CM_KEYS);
+	for (int i = 0; i < NBI; i++) {
+		m[i] = rte_pktmbuf_alloc(ep_test_pool());
+		memset(rte_pktmbuf_append(m[i], (uint16_t)(HDR + imix_len(i))), i, HDR + imix_len(i));
+		ops[i]->sym->m_src = m[i];
+	}
+	printf("    BPI+ downlink at the iMix, cycles per frame with the crypto stage's operation "
+	       "set-up (min of 30 x %d frames, bursts of 32, %s): one session %.0f, %d sessions "
+	       "in turn %.0f\n", NBI, getenv("EP_TEST_HUGE") ? "hugepages" : "4 KiB pages",
+	       measure_imix(t, keys, 1, ops), N_CM_KEYS,
+	       measure_imix(t, keys, N_CM_KEYS, ops));
+	rte_pktmbuf_free_bulk(m, NBI);
+	rte_mempool_put_bulk(opp, (void **)ops, NBI);
+	for (int i = 0; i < N_CM_KEYS; i++)
+		cmts_key_destroy(t->c, &keys[i]);
 	rte_mempool_free(opp);
 	cb_free(t);
 }
