@@ -332,6 +332,45 @@ EP_TEST(engine_sends_and_consumed_with_one_continuing_keep_it_for_the_next_stage
 	ep_worker_free(w);
 }
 
+/* Stage: the crypto's verdicts (odd first bytes are still in the device:
+ * consumed, to the test's bin; the others completed and continue). */
+static uint16_t
+stage_consume_odd(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	uint16_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++)
+		if (rte_pktmbuf_mtod(pkts[i], uint8_t *)[0] & 1) {
+			consumed[n_consumed++] = pkts[i];
+			next[i] = EP_NEXT_CONSUMED;
+			k++;
+		}
+	return k;
+}
+
+EP_TEST(engine_continuing_and_consumed_keep_the_burst_order_and_queue_nothing)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[16];
+	uint16_t port0 = 0;
+	struct ep_err err;
+
+	n_consumed = 0;
+	n_seen = 0;
+	ep_worker_add_stage(w, "device", stage_consume_odd, NULL, &err);
+	ep_worker_add_stage(w, "rest", stage_record_and_tx, &port0, &err);
+	make_burst(pkts, 16);
+	EP_CHECK_EQ(ep_worker_run_burst(w, pkts, 16), 0);
+	EP_CHECK_EQ(n_seen, 8);
+	for (uint16_t i = 0; i < 8; i++)
+		EP_CHECK_EQ(seen[i], 2 * i);
+	check_counts(&w->stages[0], 0, 8, 8);
+	check_queued(w, (const uint8_t[]){ 0, 2, 4, 6, 8, 10, 12, 14 }, 8);
+	ep_worker_flush_tx(w);
+	rte_pktmbuf_free_bulk(consumed, n_consumed);
+	ep_worker_free(w);
+}
+
 /* Stage: note the clock the engine handed it, pass everything on. */
 static uint64_t clock_seen[2];
 static unsigned int n_clock;
