@@ -241,6 +241,126 @@ EP_TEST(engine_whole_burst_to_one_port_queued_after_earlier_ones_in_order)
 	ep_worker_free(w);
 }
 
+/* Stage: a packer's verdicts (DEPI's): the packets whose first byte is a
+ * multiple of 3 get the verdict ctx names (open a packet: TX to port 0;
+ * or, as the crypto's completed frames, continue), the others are
+ * consumed (the stage chained them, or they are in the device; here they
+ * go to the test's bin).  A packet of first byte 7 continues when ctx
+ * says so. */
+struct pack_verdicts {
+	uint16_t on_3;
+	bool leave_7;
+};
+static struct rte_mbuf *consumed[64];
+static uint16_t n_consumed;
+
+static uint16_t
+stage_open_or_consume(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	const struct pack_verdicts *v = ctx;
+	uint16_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		uint8_t b = rte_pktmbuf_mtod(pkts[i], uint8_t *)[0];
+
+		if (v->leave_7 && b == 7)
+			continue;
+		if (b % 3 == 0) {
+			next[i] = v->on_3;
+		} else {
+			consumed[n_consumed++] = pkts[i];
+			next[i] = EP_NEXT_CONSUMED;
+		}
+		k += next[i] != EP_NEXT_CONTINUE;
+	}
+	return k;
+}
+
+/* Port 0's queue holds @p n packets, of first bytes @p first in order. */
+static void
+check_queued(const struct ep_worker *w, const uint8_t *first, uint16_t n)
+{
+	EP_CHECK_EQ(w->txbuf[0].n, n);
+	for (uint16_t i = 0; i < n && i < w->txbuf[0].n; i++)
+		EP_CHECK_EQ(rte_pktmbuf_mtod(w->txbuf[0].pkts[i], uint8_t *)[0], first[i]);
+}
+
+/* Stage @p s's packets sent, consumed and passed on. */
+static void
+check_counts(const struct ep_stage *s, uint64_t tx, uint64_t consumed, uint64_t out)
+{
+	EP_CHECK_EQ(s->stats.pkts_tx, tx);
+	EP_CHECK_EQ(s->stats.pkts_consumed, consumed);
+	EP_CHECK_EQ(s->stats.pkts_out, out);
+}
+
+EP_TEST(engine_burst_of_sends_and_consumed_queues_the_sent_in_order_and_counts_both)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[16];
+	struct pack_verdicts v = { EP_NEXT_TX(0), false };
+	struct ep_err err;
+
+	n_consumed = 0;
+	ep_worker_add_stage(w, "pack", stage_open_or_consume, &v, &err);
+	make_burst(pkts, 16);
+	EP_CHECK_EQ(ep_worker_run_burst(w, pkts, 16), 0);
+	check_queued(w, (const uint8_t[]){ 0, 3, 6, 9, 12, 15 }, 6);
+	check_counts(&w->stages[0], 6, 10, 0);
+	EP_CHECK_EQ(w->tx_pending, 1u);
+	ep_worker_flush_tx(w);
+	EP_CHECK_EQ(w->stats.tx_pkts, 6);
+	rte_pktmbuf_free_bulk(consumed, n_consumed);
+	ep_worker_free(w);
+}
+
+EP_TEST(engine_sends_and_consumed_with_one_continuing_keep_it_for_the_next_stage)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[16];
+	struct pack_verdicts v = { EP_NEXT_TX(0), true };
+	uint16_t port0 = 0;
+	struct ep_err err;
+
+	n_consumed = 0;
+	n_seen = 0;
+	ep_worker_add_stage(w, "pack", stage_open_or_consume, &v, &err);
+	ep_worker_add_stage(w, "rest", stage_record_and_tx, &port0, &err);
+	make_burst(pkts, 16);
+	EP_CHECK_EQ(ep_worker_run_burst(w, pkts, 16), 0);
+	/* Not every packet diverted: the general loop, the one left goes on. */
+	EP_CHECK_EQ(n_seen, 1);
+	EP_CHECK_EQ(seen[0], 7);
+	check_queued(w, (const uint8_t[]){ 0, 3, 6, 9, 12, 15, 7 }, 7);
+	check_counts(&w->stages[0], 6, 9, 1);
+	ep_worker_flush_tx(w);
+	rte_pktmbuf_free_bulk(consumed, n_consumed);
+	ep_worker_free(w);
+}
+
+EP_TEST(engine_continuing_and_consumed_keep_the_burst_order_and_queue_nothing)
+{
+	struct ep_worker *w = test_worker();
+	struct rte_mbuf *pkts[16];
+	struct pack_verdicts v = { EP_NEXT_CONTINUE, false };
+	uint16_t port0 = 0;
+	struct ep_err err;
+
+	n_consumed = 0;
+	n_seen = 0;
+	ep_worker_add_stage(w, "device", stage_open_or_consume, &v, &err);
+	ep_worker_add_stage(w, "rest", stage_record_and_tx, &port0, &err);
+	make_burst(pkts, 16);
+	EP_CHECK_EQ(ep_worker_run_burst(w, pkts, 16), 0);
+	/* The continuing ones reach the next stage in burst order. */
+	EP_CHECK_EQ(n_seen, 6);
+	EP_CHECK_EQ(memcmp(seen, (const uint8_t[]){ 0, 3, 6, 9, 12, 15 }, 6), 0);
+	check_counts(&w->stages[0], 0, 10, 6);
+	ep_worker_flush_tx(w);
+	rte_pktmbuf_free_bulk(consumed, n_consumed);
+	ep_worker_free(w);
+}
+
 /* Stage: note the clock the engine handed it, pass everything on. */
 static uint64_t clock_seen[2];
 static unsigned int n_clock;

@@ -66,6 +66,43 @@ ep_worker_add_stage(struct ep_worker *w, const char *name, ep_stage_fn fn, void 
 }
 
 /*
+ * A burst whose every packet went to one port or was consumed (a stage
+ * that packs several packets into one, as the vCMTS's DEPI chains frames
+ * behind the first of each packet): one vectorisable pass that checks it,
+ * then one branch-free pass that appends the sent ones in order, where the
+ * general loop below takes an unpredictable branch per packet.  Returns
+ * false, having done nothing, for any other burst.
+ */
+static inline bool
+dispatch_tx_or_consumed(struct ep_worker *w, struct ep_stage *s, struct rte_mbuf **pkts,
+			const uint16_t *next, uint16_t n)
+{
+	uint16_t tx = EP_NEXT_CONSUMED, other = 0, k;
+	struct ep_txbuf *tb;
+
+	for (uint16_t i = 0; i < n && tx == EP_NEXT_CONSUMED; i++)
+		tx = next[i];
+	if ((tx & ~EP_NEXT_ARG_MASK) != EP_NEXT_TX_FLAG ||
+	    (tx & EP_NEXT_ARG_MASK) >= w->engine->n_ports)
+		return false;
+	for (uint16_t i = 0; i < n; i++)
+		other |= (uint16_t)(next[i] != tx && next[i] != EP_NEXT_CONSUMED);
+	if (other != 0)
+		return false;
+	tb = &w->txbuf[tx & EP_NEXT_ARG_MASK];
+	k = tb->n;
+	for (uint16_t i = 0; i < n; i++) {
+		tb->pkts[k] = pkts[i];
+		k = (uint16_t)(k + (next[i] == tx));
+	}
+	s->stats.pkts_tx += (uint16_t)(k - tb->n);
+	s->stats.pkts_consumed += (uint16_t)(n - (k - tb->n));
+	tb->n = k;
+	w->tx_pending |= 1u << (tx & EP_NEXT_ARG_MASK);
+	return true;
+}
+
+/*
  * Apply the next actions a stage set: keep CONTINUE packets in order at the
  * front of pkts[], queue TX ones, free DROP ones in one bulk call.  An action
  * outside the contract is a pipeline bug: the packet is dropped as NO_NEXT
@@ -96,6 +133,8 @@ dispatch(struct ep_worker *w, struct ep_stage *s, struct rte_mbuf **pkts, const 
 		s->stats.pkts_tx += n;
 		return 0;
 	}
+	if (diverted == n && dispatch_tx_or_consumed(w, s, pkts, next, n))
+		return 0;
 	for (uint16_t i = 0; i < n; i++) {
 		uint16_t a = next[i];
 		uint16_t arg = a & EP_NEXT_ARG_MASK;
