@@ -20,6 +20,28 @@
 #include "ep_rcu.h"
 #include "bng.h"
 
+/* Records come from a pool, not the allocator: under AddressSanitizer a
+ * record back in the pool is poisoned until it is taken again, so a reader
+ * that still uses a record after its grace period (a table entry left
+ * naming it, a stage reading it past its quiescent state) is reported
+ * where plain rte_free would have hidden nothing (test_bng_down's churn
+ * cases). */
+#if defined(__SANITIZE_ADDRESS__)
+#define BNG_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BNG_ASAN 1
+#endif
+#endif
+#ifdef BNG_ASAN
+#include <sanitizer/asan_interface.h>
+#define rec_poison(r, n)   ASAN_POISON_MEMORY_REGION((r), sizeof(struct bng_sub) * (n))
+#define rec_unpoison(r, n) ASAN_UNPOISON_MEMORY_REGION((r), sizeof(struct bng_sub) * (n))
+#else
+#define rec_poison(r, n)   ((void)(r), (void)(n))
+#define rec_unpoison(r, n) ((void)(r), (void)(n))
+#endif
+
 const char *const bng_punt_name[BNG_PUNT__COUNT] = {
 #define X(id, name) name,
 	BNG_PUNT_KINDS(X)
@@ -40,9 +62,10 @@ dq_free(void *p, void *e, unsigned int n)
 	struct dq_elem *el = e;
 
 	for (unsigned int i = 0; i < n; i++) {
-		if (el[i].kind == DQ_RECORD)
+		if (el[i].kind == DQ_RECORD) {
+			rec_poison(el[i].obj, 1);
 			b->rec_free[b->n_rec_free++] = el[i].obj;
-		else
+		} else
 			rte_free(el[i].obj);
 	}
 }
@@ -71,7 +94,10 @@ bng_rec_alloc(struct bng *b)
 			rte_rcu_qsbr_dq_reclaim(b->dq, UINT32_MAX, NULL, NULL, NULL);
 		}
 	}
-	return b->n_rec_free != 0 ? b->rec_free[--b->n_rec_free] : NULL;
+	if (b->n_rec_free == 0)
+		return NULL;
+	rec_unpoison(b->rec_free[b->n_rec_free - 1], 1);
+	return b->rec_free[--b->n_rec_free];
 }
 
 void
@@ -222,6 +248,8 @@ bng_free(struct bng *b)
 	rte_hash_free(b->dst);
 	rte_hash_free(b->keys);
 	rte_free(b->rec_free);
+	if (b->rec_pool != NULL)
+		rec_unpoison(b->rec_pool, b->n_rec);     /* rte_free clears it */
 	rte_free(b->rec_pool);
 	if (b->qinq != NULL)
 		for (int i = 0; i < BNG_VID_N; i++)

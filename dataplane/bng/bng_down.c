@@ -9,8 +9,10 @@
  *   lookup   per family, for each prefix length in use (longest first;
  *            usually one: /32, /56): keys of the packets still unresolved,
  *            hashed while built (bng_key_hash: two CRC32C on the key's
- *            words), one rte_hash_lookup_with_hash_bulk_data; record pointer into
- *            ep_meta.user, record and per-worker state prefetched
+ *            words), one rte_hash_lookup_with_hash_bulk_data whose data
+ *            names the record and the id (bng_dst_data: no load of
+ *            subs[id] between); record pointer into ep_meta.user, record
+ *            and per-worker state prefetched
  *   rpf      the subscriber's reverse-path rule: a packet addressed to it
  *            whose source lies in its own ranges did not come from it
  *            through the core (reflection / spoofing): dropped.  A
@@ -104,21 +106,17 @@ bng_down_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 
 /* ---- lookup ---- */
 
-static __rte_always_inline uint16_t
-found(struct bng_down *d, struct rte_mbuf *m, uint32_t id, uint16_t *next)
+/* The hash data names the record and the id (bng_dst_data): both
+ * addresses by arithmetic, no load of subs[id] in between. */
+static __rte_always_inline void
+found(struct bng_down *d, struct rte_mbuf *m, const void *data)
 {
-	const struct bng_sub *s = id <= d->b->p.max_subscribers ?
-		ep_rcu_read(&d->b->subs[id]) : NULL;
+	const struct bng_sub *s = bng_dst_rec(d->b, data);
 
-	if (unlikely(s == NULL)) {
-		*next = EP_NEXT_DROP(EP_DROP_BNG_NO_SUBSCRIBER);
-		return 1;
-	}
 	rte_prefetch0(s);
 	rte_prefetch0(&s->ranges);
-	rte_prefetch0(&d->dyn[id]);
+	rte_prefetch0(&d->dyn[bng_dst_id(data)]);
 	ep_meta(m)->user = (uintptr_t)s;
-	return 0;
 }
 
 /* Resolve the @p np packets in d->pend of one family, longest length first. */
@@ -164,7 +162,7 @@ lookup_family(struct bng_down *d, struct rte_mbuf **pkts, uint16_t *next, uint16
 			uint16_t i = d->pend[j];
 
 			if ((hits >> j) & 1)
-				out += found(d, pkts[i], (uint32_t)(uintptr_t)d->data[j], &next[i]);
+				found(d, pkts[i], d->data[j]);
 			else
 				d->pend[left++] = i;
 		}

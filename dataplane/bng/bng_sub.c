@@ -198,13 +198,13 @@ lens_publish(struct bng *b)
 }
 
 static int
-dst_add(struct bng *b, int family, const void *addr, uint8_t plen, uint32_t id)
+dst_add(struct bng *b, int family, const void *addr, uint8_t plen, const struct bng_sub *s)
 {
 	uint32_t *ref = family == 4 ? &b->len_refs4[plen] : &b->len_refs6[plen];
 	struct bng_dst_key k;
 
 	dst_key(&k, family, addr, plen);
-	if (rte_hash_add_key_data(b->dst, &k, (void *)(uintptr_t)id) < 0)
+	if (rte_hash_add_key_data(b->dst, &k, bng_dst_data(b, s)) < 0)
 		return -1;
 	/* The key goes in before its length is listed: a reader that sees the
 	 * new length finds the key under it. */
@@ -229,6 +229,21 @@ dst_del(struct bng *b, int family, const void *addr, uint8_t plen)
 		lens_publish(b);
 }
 
+/* A destination @p s keeps from the record it replaces: its data names @p s
+ * from now on.  An update of a present key allocates nothing and does not
+ * fail; if it ever did, the destination is removed (its packets dropped as
+ * no subscriber until the next change) rather than left naming a record
+ * about to be retired. */
+static void
+dst_repoint(struct bng *b, int family, const void *addr, uint8_t plen, const struct bng_sub *s)
+{
+	struct bng_dst_key k;
+
+	dst_key(&k, family, addr, plen);
+	if (rte_hash_add_key_data(b->dst, &k, bng_dst_data(b, s)) < 0)
+		dst_del(b, family, addr, plen);
+}
+
 static int64_t
 dst_find(const struct bng *b, int family, const void *addr, uint8_t plen)
 {
@@ -238,7 +253,7 @@ dst_find(const struct bng *b, int family, const void *addr, uint8_t plen)
 	dst_key(&k, family, addr, plen);
 	if (rte_hash_lookup_data(b->dst, &k, &data) < 0)
 		return -1;
-	return (int64_t)(uintptr_t)data;
+	return bng_dst_id(data);
 }
 
 int64_t
@@ -495,9 +510,9 @@ insert_one(struct bng *b, const struct bng_sub *s, const struct bng_sub *old)
 
 	for (j = 0; j < s->n_v4; j++)
 		if (!v4_has(old, s->ranges.v4_net[j], s->v4_plen[j]) &&
-		    dst_add(b, 4, &s->ranges.v4_net[j], s->v4_plen[j], s->id) < 0)
+		    dst_add(b, 4, &s->ranges.v4_net[j], s->v4_plen[j], s) < 0)
 			goto undo_v4;
-	if (v6_new && dst_add(b, 6, s->v6, s->v6_plen, s->id) < 0)
+	if (v6_new && dst_add(b, 6, s->v6, s->v6_plen, s) < 0)
 		goto undo_v4;
 	if (key_new && key_put(b, s) < 0)
 		goto undo_v6;
@@ -563,11 +578,17 @@ publish_all(struct bng *b, const struct plan *pl, uint32_t n)
 			key_del(b, &old->key);
 		else
 			(void)key_put(b, s);
+		/* Destinations: the ones kept name the new record, the others
+		 * go; the old record is retired after, below. */
 		for (int k = 0; k < old->n_v4; k++)
 			if (!v4_has(s, old->ranges.v4_net[k], old->v4_plen[k]))
 				dst_del(b, 4, &old->ranges.v4_net[k], old->v4_plen[k]);
+			else
+				dst_repoint(b, 4, &old->ranges.v4_net[k], old->v4_plen[k], s);
 		if (old->has_v6 && !v6_same(old, s))
 			dst_del(b, 6, old->v6, old->v6_plen);
+		else if (old->has_v6)
+			dst_repoint(b, 6, old->v6, old->v6_plen, s);
 		if (pl[i].new_pipe)
 			ep_sched_pipe_release(b->hqos, old->subport, old->pipe);
 		bng_rec_retire(b, old);

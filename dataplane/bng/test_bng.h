@@ -70,6 +70,9 @@ uint16_t tb_frame(uint8_t *buf, const struct tb_pkt *p);
 /** Bytes of an IP packet alone (no L2), for building expected frames. */
 uint16_t tb_ip(uint8_t *buf, const struct tb_pkt *p);
 
+/** bng_sub_add of one "id=1 qinq=..." line: 0, or -1 with the error printed. */
+int tb_sub_add(struct tb *t, const char *line);
+
 /** A burst from rx on @p port (the worker's rx_port set: a parse stage of a
  *  type with stage_sets_in_port writes in_port) against the same burst
  *  handed in with in_port set: 32 frames of the 4 @p kinds, every eighth

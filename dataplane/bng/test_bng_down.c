@@ -3,8 +3,11 @@
 #include "test_bng.h"
 
 #include <arpa/inet.h>
+#include <inttypes.h>
+#include <pthread.h>
 
 #include <rte_ip.h>
+#include <rte_rcu_qsbr.h>
 
 static const char down_conf[] =
 	"hqos_port_rate = 10G\n"
@@ -362,5 +365,142 @@ EP_TEST(downlink_parse_of_a_burst_from_rx_writes_in_port_and_equals_the_handed_i
 	};
 
 	tb_check_parse_from_rx(t->down, TB_CORE, kinds, 34);
+	tb_free(t);
+}
+
+/* ---- subscriber changes under a running lookup ---- */
+
+/* The last byte of the destination MAC a frame from the core to @p dip
+ * leaves the scheduler with, or -1 if it does not. */
+static int
+mac_byte_to(struct tb *t, const char *dip)
+{
+	struct tb_pkt p = core_pkt(4, "198.51.100.7", dip, 0, 40);
+	uint8_t out[2048];
+	uint16_t olen;
+	struct path path;
+
+	return down_run(t, &p, out, &olen, &path) == EP_NEXT_TX(TB_ACCESS) ? out[5] : -1;
+}
+
+/* Replacing a subscriber with its address kept: the destination table's
+ * data (bng_dst_data) names the record it finds, so the kept address must
+ * name the new record at once (its MAC on the wire), and a deleted one
+ * nothing. */
+EP_TEST(downlink_replace_keeping_the_address_sends_with_the_new_record)
+{
+	struct tb *t = tb_new(down_conf);
+	const uint32_t seven = htonl(0xc6126407);      /* 198.18.100.7 */
+	struct ep_err err;
+
+	EP_CHECK_EQ(tb_sub_add(t, "id=4 vlan=102 ipv4=198.18.100.6 mac=02:00:00:00:10:44"), 0);
+	EP_CHECK_EQ(mac_byte_to(t, "198.18.100.6"), 0x44);
+	EP_CHECK_EQ(tb_sub_add(t, "id=4 vlan=102 ipv4=198.18.100.6 mac=02:00:00:00:10:45"), 0);
+	EP_CHECK_EQ(mac_byte_to(t, "198.18.100.6"), 0x45);
+	/* Another address beside the kept one: both name the newest record. */
+	EP_CHECK_EQ(tb_sub_add(t, "id=4 vlan=102 ipv4=198.18.100.6,198.18.100.7 "
+				  "mac=02:00:00:00:10:46"), 0);
+	EP_CHECK_EQ(mac_byte_to(t, "198.18.100.6"), 0x46);
+	EP_CHECK_EQ(mac_byte_to(t, "198.18.100.7"), 0x46);
+	EP_CHECK_EQ(bng_sub_find_dst(t->b, 4, &seven), 4);
+	EP_CHECK_EQ(bng_sub_del(t->b, 4, &err), 0);
+	EP_CHECK_EQ(mac_byte_to(t, "198.18.100.7"), -1);
+	EP_CHECK_EQ(tb_drops(t->down, EP_DROP_BNG_NO_SUBSCRIBER), 1);
+	EP_CHECK_EQ(bng_sub_find_dst(t->b, 4, &seven), -1);
+	tb_free(t);
+}
+
+/* A downlink lookup on another thread, in a loop, reporting a quiescent
+ * state after each burst as a worker does, while the control thread
+ * replaces (address kept, MAC changed), deletes and re-adds the subscriber
+ * its packets go to, and reclaims retired records as soon as it may.  The
+ * reader reads every record it found as the rpf and encap stages do; a
+ * record reclaimed under it, or named by the table after its retirement,
+ * is poisoned in the ASAN build (bng.c) and reported there. */
+struct churn_reader {
+	struct tb *t;
+	struct rte_mbuf *pkts[32];
+	uint32_t stop;
+	uint64_t bursts, found, torn;
+};
+
+static void *
+churn_reader_main(void *arg)
+{
+	struct churn_reader *r = arg;
+	struct bng_down *d = r->t->down->pipeline_ctx;
+	struct rte_rcu_qsbr *q = r->t->e.qsbr;
+	unsigned int id = r->t->down->id;
+
+	rte_rcu_qsbr_thread_register(q, id);
+	rte_rcu_qsbr_thread_online(q, id);
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		uint16_t next[32] = {0};
+
+		bng_down_lookup_stage(d, r->pkts, next, 32);
+		for (int i = 0; i < 32; i++) {
+			const struct bng_sub *s =
+				(const struct bng_sub *)(uintptr_t)ep_meta(r->pkts[i])->user;
+
+			if (next[i] != 0)
+				continue;
+			r->found++;
+			/* One whole record: id, range and MAC of one version. */
+			if (s->id != 4 || s->n_v4 != 1 ||
+			    s->ranges.v4_net[0] != htonl(0xc6126406) ||
+			    (s->tpl[5] != 0x44 && s->tpl[5] != 0x45))
+				r->torn++;
+		}
+		__atomic_store_n(&r->bursts, r->bursts + 1, __ATOMIC_RELAXED);
+		rte_rcu_qsbr_quiescent(q, id);
+	}
+	rte_rcu_qsbr_thread_offline(q, id);
+	rte_rcu_qsbr_thread_unregister(q, id);
+	return NULL;
+}
+
+EP_TEST(downlink_lookup_during_replace_and_delete_reads_no_retired_record)
+{
+	struct tb *t = tb_new(down_conf);
+	struct churn_reader r = { .t = t };
+	struct tb_pkt p = core_pkt(4, "198.51.100.7", "198.18.100.6", 0, 40);
+	struct bng_down *d = t->down->pipeline_ctx;
+	struct ep_err err;
+	uint16_t next[32] = {0};
+	uint8_t f[2048];
+	uint16_t len = tb_frame(f, &p);
+	pthread_t th;
+	int changes = 0;
+
+	for (int i = 0; i < 32; i++)
+		r.pkts[i] = ep_test_mbuf(f, len);
+	EP_CHECK_EQ(bng_down_parse_stage(d, r.pkts, next, 32), 0);
+	EP_CHECK_EQ(tb_sub_add(t, "id=4 vlan=102 ipv4=198.18.100.6 mac=02:00:00:00:10:44"), 0);
+	EP_CHECK_EQ(pthread_create(&th, NULL, churn_reader_main, &r), 0);
+	for (int i = 0; i < 300; i++) {
+		uint64_t seen = __atomic_load_n(&r.bursts, __ATOMIC_RELAXED);
+
+		/* A burst of the reader's between changes (two shared cores:
+		 * give up waiting after ~1 s). */
+		for (int w = 0; w < 1000000 &&
+				__atomic_load_n(&r.bursts, __ATOMIC_RELAXED) == seen; w++)
+			rte_pause();
+		if (i % 3 == 2)
+			changes += bng_sub_del(t->b, 4, &err) == 0;
+		else
+			changes += tb_sub_add(t, i % 2 ? "id=4 vlan=102 ipv4=198.18.100.6 "
+							   "mac=02:00:00:00:10:45" :
+							   "id=4 vlan=102 ipv4=198.18.100.6 "
+							   "mac=02:00:00:00:10:44") == 0;
+		rte_rcu_qsbr_dq_reclaim(t->b->dq, UINT32_MAX, NULL, NULL, NULL);
+	}
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	EP_CHECK_EQ(changes, 300);
+	EP_CHECK(r.bursts > 0);
+	EP_CHECK_EQ(r.torn, 0);
+	printf("    %" PRIu64 " bursts, %" PRIu64 " packets found during 300 changes\n", r.bursts,
+	       r.found);
+	rte_pktmbuf_free_bulk(r.pkts, 32);
 	tb_free(t);
 }

@@ -211,14 +211,7 @@ EP_TEST(policer_profile_text_and_bad_rates)
 static int
 add(struct tb *t, const char *line)
 {
-	struct bng_sub_req r;
-	struct ep_err err;
-
-	if (bng_sub_req_parse(&r, line, &err) < 0 || bng_sub_add(t->b, &r, 1, NULL, &err) < 0) {
-		printf("    %s: %s\n", line, err.msg);
-		return -1;
-	}
-	return 0;
+	return tb_sub_add(t, line);
 }
 
 static uint16_t

@@ -146,6 +146,19 @@ tb_free(struct tb *t)
 	free(t);
 }
 
+int
+tb_sub_add(struct tb *t, const char *line)
+{
+	struct bng_sub_req r;
+	struct ep_err err;
+
+	if (bng_sub_req_parse(&r, line, &err) < 0 || bng_sub_add(t->b, &r, 1, NULL, &err) < 0) {
+		printf("    %s: %s\n", line, err.msg);
+		return -1;
+	}
+	return 0;
+}
+
 uint64_t
 tb_drops(struct ep_worker *w, int reason)
 {
