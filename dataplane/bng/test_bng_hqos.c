@@ -19,6 +19,9 @@
  */
 #include "test_bng.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_sched.h>
@@ -141,9 +144,29 @@ expect_share(const char *tc_ov, unsigned int wa, unsigned int wb, double want)
 {
 	double got[2];
 	uint64_t limit = rte_get_tsc_hz() / 100;
+	struct sched_param rt = { .sched_priority = 1 }, was;
+	int policy, raised;
 
+	/* On a machine shared with busy neighbours a time-shared test thread
+	 * gets a third of a core in slices of several ms, and neighbours that
+	 * run SCHED_FIFO (the engine's workers do) take it off its CPU for
+	 * hundreds of ms: rte_sched's oversubscription controller then moves
+	 * on stale demand.  SCHED_FIFO 1, as the engine's workers run (when
+	 * the process may), keeps it on its CPU; the kernel still gives
+	 * runnable time-shared threads 50 ms of each second (its deadline
+	 * server): one pause a second, after which the controller's next
+	 * period sees the demand again (measured: the shares within 1.5 % of
+	 * the weights in every such run), so a FIFO run is judged unless a
+	 * gap exceeds 60 ms.  Nice -20 was tried: FIFO neighbours still took
+	 * 300-500 ms. */
+	raised = pthread_getschedparam(pthread_self(), &policy, &was) == 0 &&
+		 pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0;
+	if (raised)
+		limit = rte_get_tsc_hz() * 60 / 1000;
 	for (int run = 0; run < 3 && share_run(tc_ov, wa, wb, got) > limit; run++)
 		printf("  preempted in the judged second: run again\n");
+	if (raised)
+		pthread_setschedparam(pthread_self(), policy, &was);
 	EP_CHECK(got[0] > 0 && got[1] > 0);
 	EP_CHECK(got[0] > 0 && got[1] / got[0] > 0.9 * want && got[1] / got[0] < 1.1 * want);
 }
