@@ -192,17 +192,32 @@ up_parse_finish(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16
 }
 
 #ifdef EP_PARSE_X8
+/* Whether a group of eight frames is loaded as QinQ PPPoE session frames
+ * (bng_qinq_pppoe_x8_load) or as QinQ IPoE ones: by its first frame's
+ * EtherType after two tags (a line the gathers read next anyway).  A lane
+ * of the other kind takes the scalar parse: right, only slower. */
+static __rte_always_inline bool
+up_group_is_pppoe(const struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	return m->data_len >= 22 && bng_be16(p + 20) == BNG_ETHER_PPPOE_SESS;
+}
+
 /*
  * The parse of a burst from rx, eight frames at a time (AVX-512, where the
  * CPU has it: bng_up.parse_x8), as the router's parse_burst_x8: first
- * every group's loads (ep_parse_qinq_x8_load: the gathers of the four
- * groups overlap) and the meta lines' prefetches, then per group the MAC
- * check and the QinQ IPv4 checks (ep_parse_qinq_x8_check, proto/).  A
+ * every group's loads (ep_parse_qinq_x8_load, or bng_qinq_pppoe_x8_load
+ * for a group whose first frame is a PPPoE session's: the gathers of the
+ * four groups overlap) and the meta lines' prefetches, then per group the
+ * MAC check and the QinQ IPv4 checks (ep_parse_qinq_x8_check, proto/; or
+ * bng_qinq_pppoe_x8_check, the session header's too).  A
  * lane that passes and is not DHCP (bng_ip_control's ports, compared for
  * eight lanes) has its ep_meta written and its ACL input given (one
  * masked store for the group); a frame to another MAC is dropped here;
- * every other lane (PPPoE, single-tagged, untagged, IPv6, options, ARP,
- * DHCP, any error) takes up_parse_one, which names the drop or punt.
+ * every other lane (the other kind, single-tagged, untagged, IPv6,
+ * options, ARP, DHCP, any error) takes up_parse_one, which names the drop
+ * or punt.
  * When every frame passed with an input, the ACL's own pass over the
  * meta lines is not run (ep_acl_filter_give).
  */
@@ -213,13 +228,21 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 	struct ep_parse_x8_in in[EP_BURST_MAX / 8];
 	uint16_t punt[EP_BURST_MAX], nd[EP_BURST_MAX];
 	uint16_t out = 0, np = 0, nn = 0, mac2;
+	bool pppoe[EP_BURST_MAX / 8];
 	uint32_t r = 0, mac4;
 	uint64_t mac;
 
 	ep_mac_words(&u->access_mac, &mac4, &mac2);
 	mac = mac4 | (uint64_t)mac2 << 32;
-	for (uint16_t i = 0; i < n; i += 8)
-		ep_parse_qinq_x8_load(&pkts[i], (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1), &in[i / 8]);
+	for (uint16_t i = 0; i < n; i += 8) {
+		__mmask8 lanes = (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1);
+
+		pppoe[i / 8] = up_group_is_pppoe(pkts[i]);
+		if (pppoe[i / 8])
+			bng_qinq_pppoe_x8_load(&pkts[i], lanes, &in[i / 8]);
+		else
+			ep_parse_qinq_x8_load(&pkts[i], lanes, &in[i / 8]);
+	}
 	for (uint16_t i = 0; i < n; i++)
 		rte_prefetch0(ep_meta(pkts[i]));
 	for (uint16_t i = 0; i < n; i += 8) {
@@ -227,7 +250,10 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 		struct ep_parse_qinq_x8 x;
 		__m512i sport, dport;
 
-		ep_parse_qinq_x8_check(&in[i / 8], mac, port, &x);
+		if (pppoe[i / 8])
+			bng_qinq_pppoe_x8_check(&in[i / 8], mac, port, &x);
+		else
+			ep_parse_qinq_x8_check(&in[i / 8], mac, port, &x);
 		/* bng_ip_control: UDP to port 67 or 68, or from 68 (network
 		 * order in the low 16 bits of each port). */
 		sport = _mm512_and_si512(x.ports, _mm512_set1_epi64(0xffff));
@@ -237,7 +263,7 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 			_mm512_cmpeq_epi64_mask(dport, _mm512_set1_epi64(RTE_BE16(68))) |
 			_mm512_cmpeq_epi64_mask(sport, _mm512_set1_epi64(RTE_BE16(68))));
 		ok = x.ok & ~dhcp;
-		ep_parse_qinq_x8_store(&x, in[i / 8].mb, ok, 0);
+		ep_parse_qinq_x8_store(&x, in[i / 8].mb, ok, pppoe[i / 8] ? BNG_USER_PPPOE : 0);
 		ep_acl_filter_input4_x8(u->acl, i, ok, x.l3);
 		acl_ok = _mm512_test_epi64_mask(ep_x8_table(ep_acl_port_protos, x.proto),
 						_mm512_set1_epi64(EP_META_F_HAS_L4));

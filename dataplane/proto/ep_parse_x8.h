@@ -108,9 +108,9 @@ ep_x8_table(const uint8_t tbl[256], __m512i idx)
 
 /** What ep_parse_x8_load (or ep_parse_qinq_x8_load) gathers for eight
  *  lanes: the mbufs' fields and the frames' 8-byte words at 0, 12, 20, 28
- *  (and 36, 40). */
+ *  (and 36, 40; 44 and 48 for a caller's own layout, a PPPoE session's). */
 struct ep_parse_x8_in {
-	__m512i mb, pkt_len, seg, p, q0, q12, q20, q28, q36, q40;
+	__m512i mb, pkt_len, seg, p, q0, q12, q20, q28, q36, q40, q44, q48;
 	__mmask8 elig;
 };
 
@@ -331,9 +331,9 @@ ep_parse_ipv4_plain_x8(struct rte_mbuf *const *m, __mmask8 lanes, uint64_t mac, 
 struct ep_parse_qinq_x8 {
 	__mmask8 ok;            /**< passed every check (ep_meta not yet written) */
 	__mmask8 not_for_us;    /**< unicast to another MAC: EP_DROP_L2_NOT_FOR_US */
-	__m512i l3;             /**< each lane's IPv4 header address (frame + 22) */
+	__m512i l3;             /**< each lane's IPv4 header address (frame + 22, or the caller's l3) */
 	__m512i proto;          /**< each lane's IPv4 protocol, in its low byte */
-	__m512i ports;          /**< bytes 42..45 (source, destination port) in the low 32 bits */
+	__m512i ports;          /**< bytes l3 + 20..23 (source, destination port) in the low 32 bits */
 	__m512i lo, hi;         /**< each lane's ep_meta bytes 0..7 and 8..15 */
 };
 
@@ -371,14 +371,20 @@ ep_x8_be16(__m512i v, unsigned int sh)
 			       _mm512_and_si512(_mm512_slli_epi64(t, 8), _mm512_set1_epi64(0xff00)));
 }
 
-/** The checks of the eight QinQ lanes @p in holds (ep_parse_qinq_x8_load);
- *  @p mac as for ep_parse_x8_check.  Writes nothing: the caller may take
- *  lanes out of @p x->ok before ep_parse_qinq_x8_store. */
+/**
+ * The checks of eight lanes with two tags (bytes 12..19, any accepted
+ * TPIDs) and an IPv4 header without options at @p l3, the two bytes before
+ * it @p et_want (as ep_x8_ipv4_bad takes them): @p qe, @p qf, @p qs the
+ * words at l3 - 2, l3 + 6, l3 + 14 (ep_x8_ipv4_bad), @p qp the one at
+ * l3 + 18 (the ports).  Fills @p x (n_vlans 2 and both TCIs in x->hi); a
+ * caller with more header between the tags and the IP one (PPPoE) checks
+ * it and takes its lanes out of x->ok.
+ */
 static __rte_always_inline EP_X8_TARGET void
-ep_parse_qinq_x8_check(const struct ep_parse_x8_in *in, uint64_t mac, uint16_t in_port,
-		       struct ep_parse_qinq_x8 *x)
+ep_x8_qinq_ipv4(const struct ep_parse_x8_in *in, __m512i qe, __m512i qf, __m512i qs, __m512i qp,
+		const uint32_t l3, uint16_t et_want, uint64_t mac, uint16_t in_port,
+		struct ep_parse_qinq_x8 *x)
 {
-	const uint32_t l3 = RTE_ETHER_HDR_LEN + 2 * sizeof(struct rte_vlan_hdr);
 	const __m512i lo16 = _mm512_set1_epi64(0xffff);
 	__m512i tlen, proto, need;
 	__mmask8 bad;
@@ -386,17 +392,28 @@ ep_parse_qinq_x8_check(const struct ep_parse_x8_in *in, uint64_t mac, uint16_t i
 	x->not_for_us = ep_x8_not_for_us(in->elig, in->q0, mac);
 	bad = ~(ep_x8_is_vlan(_mm512_and_si512(in->q12, lo16)) &
 		ep_x8_is_vlan(_mm512_and_si512(_mm512_srli_epi64(in->q12, 32), lo16)));
-	bad |= ep_x8_ipv4_bad(in->q20, in->q28, in->q36, in->pkt_len, in->seg, l3,
-			      RTE_BE16(RTE_ETHER_TYPE_IPV4), &tlen, &proto, &need);
+	bad |= ep_x8_ipv4_bad(qe, qf, qs, in->pkt_len, in->seg, l3, et_want, &tlen, &proto, &need);
 	x->ok = in->elig & ~x->not_for_us & ~bad;
 	x->l3 = _mm512_add_epi64(in->p, _mm512_set1_epi64(l3));
 	x->proto = proto;
-	x->ports = _mm512_and_si512(_mm512_srli_epi64(in->q40, 16), _mm512_set1_epi64(0xffffffff));
+	x->ports = _mm512_and_si512(_mm512_srli_epi64(qp, 16), _mm512_set1_epi64(0xffffffff));
 	x->lo = ep_x8_meta_lo(in_port, l3, tlen);
 	/* Bytes 12..15: the outer and inner TCI, host order. */
 	x->hi = _mm512_or_si512(ep_x8_meta_hi(proto, need, 2),
 				_mm512_or_si512(_mm512_slli_epi64(ep_x8_be16(in->q12, 16), 32),
 						_mm512_slli_epi64(ep_x8_be16(in->q12, 48), 48)));
+}
+
+/** The checks of the eight QinQ lanes @p in holds (ep_parse_qinq_x8_load);
+ *  @p mac as for ep_parse_x8_check.  Writes nothing: the caller may take
+ *  lanes out of @p x->ok before ep_parse_qinq_x8_store. */
+static __rte_always_inline EP_X8_TARGET void
+ep_parse_qinq_x8_check(const struct ep_parse_x8_in *in, uint64_t mac, uint16_t in_port,
+		       struct ep_parse_qinq_x8 *x)
+{
+	ep_x8_qinq_ipv4(in, in->q20, in->q28, in->q36, in->q40,
+			RTE_ETHER_HDR_LEN + 2 * sizeof(struct rte_vlan_hdr),
+			RTE_BE16(RTE_ETHER_TYPE_IPV4), mac, in_port, x);
 }
 
 /** ep_meta of the lanes @p ok of @p x as ep_parse_qinq_ipv4_plain writes
