@@ -2,11 +2,14 @@
 /*
  * The bng-uplink stages (subscriber -> core):
  *
- *   parse      bng_parse_access per packet (prefetch 4 ahead); control
- *              frames are answered (ARP request / NS for the access port's
- *              own addresses, by the FIB's responder) or punted: to
- *              control_port as they are (tags kept: they name the
- *              subscriber), or into the punt ring (one burst enqueue)
+ *   parse      bng_parse_access per packet (prefetch 4 ahead), or where
+ *              the CPU has AVX-512 eight QinQ IPoE or PPPoE frames at a
+ *              time, which also give the ACL its inputs
+ *              (up_parse_burst_x8); control frames are answered (ARP
+ *              request / NS for the access port's own addresses, by the
+ *              FIB's responder) or punted: to control_port as they are
+ *              (tags kept: they name the subscriber), or into the punt
+ *              ring (one burst enqueue)
  *   subscriber classify, anti-spoofing and policing: QinQ IPoE lines
  *              by their VLAN pair in a two-level map (struct bng_qinq),
  *              PPPoE sessions by their id in another (struct bng_pppoe),
