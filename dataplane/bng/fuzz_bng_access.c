@@ -17,6 +17,7 @@
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
 #define ALLOW_EXPERIMENTAL_API 1
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "bng_access.h"
 
 static struct rte_mempool *pool;
+static bool x8;         /* ep_parse_x8_usable, asked once: CPUID is a VM exit */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -43,6 +45,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	pool = rte_pktmbuf_pool_create("fuzz_bng", 64, 0, EP_META_SIZE, 10240, 0);
 	if (pool == NULL)
 		abort();
+#ifdef EP_PARSE_X8
+	x8 = ep_parse_x8_usable();
+#endif
 	return 0;
 }
 
@@ -119,7 +124,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	one(frame, (uint32_t)size / 2, (uint32_t)size);
 	free(frame);
 #ifdef EP_PARSE_X8
-	if (ep_parse_x8_usable() && size <= 2048) {
+	if (x8 && size <= 2048) {
 		struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
 
 		if (m == NULL)
