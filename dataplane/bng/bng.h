@@ -367,6 +367,7 @@ struct bng_up {
 	uint16_t access_port, core_port;
 	int32_t control_port;           /**< -1: punt to the ring */
 	bool nd_answer;
+	bool parse_x8;                  /**< parse eight frames at a time (AVX-512: bng_up_parse_x8_usable) */
 	struct rte_ether_addr access_mac;
 	uint32_t core_tag;              /**< VLAN TCI or MPLS label << 12 */
 	/* counters */
@@ -573,6 +574,8 @@ int bng_up_build(struct bng *b, struct ep_worker *w, struct ep_err *err);
 int bng_down_build(struct bng *b, struct ep_worker *w, struct ep_err *err);
 
 uint16_t bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
+/** Whether this CPU runs the uplink parse's eight-frame path (AVX-512). */
+bool bng_up_parse_x8_usable(void);
 /** classify + antispoof + police in one stage (`subscriber`). */
 uint16_t bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);

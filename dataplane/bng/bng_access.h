@@ -39,6 +39,7 @@
 #include <netinet/in.h>
 
 #include "ep_parse.h"
+#include "ep_parse_x8.h"
 #include "bng.h"
 
 #define BNG_ETHER_PPPOE_DISC 0x8863
@@ -210,6 +211,58 @@ bng_parse_qinq_pppoe_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t fra
 	m->user = BNG_USER_PPPOE;
 	return 0;
 }
+
+#ifdef EP_PARSE_X8
+/** Bytes of a frame the QinQ PPPoE gathers read: the word at 48, whose
+ *  bytes 50..53 are the ports of a QinQ PPPoE IPv4 frame. */
+#define BNG_PPPOE_X8_MIN 56u
+
+/** ep_parse_qinq_x8_load's counterpart for QinQ PPPoE session frames:
+ *  the words at 0, 12, 20 (the session header), 28, 36, 44 (the PPP
+ *  protocol and the IPv4 header) and 48 (the ports). */
+static __rte_always_inline EP_X8_TARGET void
+bng_qinq_pppoe_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
+{
+	ep_x8_load_mbufs(m, lanes, BNG_PPPOE_X8_MIN, in);
+	in->q0 = EP_X8_WORD(in, 0);
+	in->q12 = EP_X8_WORD(in, 12);
+	in->q20 = EP_X8_WORD(in, 20);
+	in->q28 = EP_X8_WORD(in, 28);
+	in->q36 = EP_X8_WORD(in, 36);
+	in->q44 = EP_X8_WORD(in, 44);
+	in->q48 = EP_X8_WORD(in, 48);
+}
+
+/**
+ * bng_parse_qinq_pppoe_ipv4_plain for the eight lanes @p in holds
+ * (bng_qinq_pppoe_x8_load), as ep_parse_qinq_x8_check for QinQ IPoE: the
+ * tags and the IPv4 checks at 30 after PPP protocol 0x0021
+ * (ep_x8_qinq_ipv4), and the session header at 22 (EtherType 0x8864 at
+ * 20, ver/type 0x11, code 0, a session other than 0 and 0xffff, a length
+ * that ends at the frame's end).  Writes nothing (ep_parse_qinq_x8_store
+ * does, with user BNG_USER_PPPOE).  test_bng_up checks it against the
+ * scalar parse.
+ */
+static __rte_always_inline EP_X8_TARGET void
+bng_qinq_pppoe_x8_check(const struct ep_parse_x8_in *in, uint64_t mac, uint16_t in_port,
+			struct ep_parse_qinq_x8 *x)
+{
+	const uint32_t off = RTE_ETHER_HDR_LEN + 2 * sizeof(struct rte_vlan_hdr);
+	const __m512i sess = ep_x8_be16(in->q20, 32), len = ep_x8_be16(in->q20, 48);
+	__mmask8 bad;
+
+	ep_x8_qinq_ipv4(in, in->q28, in->q36, in->q44, in->q48, off + BNG_PPPOE_HDR + 2,
+			RTE_BE16(BNG_PPP_IPV4), mac, in_port, x);
+	/* Bytes 20..23: 88 64 11 00. */
+	bad = _mm512_cmpneq_epi64_mask(_mm512_and_si512(in->q20, _mm512_set1_epi64(0xffffffff)),
+				       _mm512_set1_epi64(0x00116488));
+	bad |= _mm512_cmpeq_epi64_mask(sess, _mm512_setzero_si512()) |
+	       _mm512_cmpeq_epi64_mask(sess, _mm512_set1_epi64(0xffff));
+	bad |= _mm512_cmpneq_epi64_mask(_mm512_add_epi64(len, _mm512_set1_epi64(off + BNG_PPPOE_HDR)),
+					in->pkt_len);
+	x->ok &= (__mmask8)~bad;
+}
+#endif
 
 /**
  * bng_parse_access_full, with a QinQ IPoE line's IPv4 frame without options

@@ -2,11 +2,14 @@
 /*
  * The bng-uplink stages (subscriber -> core):
  *
- *   parse      bng_parse_access per packet (prefetch 4 ahead); control
- *              frames are answered (ARP request / NS for the access port's
- *              own addresses, by the FIB's responder) or punted: to
- *              control_port as they are (tags kept: they name the
- *              subscriber), or into the punt ring (one burst enqueue)
+ *   parse      bng_parse_access per packet (prefetch 4 ahead), or where
+ *              the CPU has AVX-512 eight QinQ IPoE or PPPoE frames at a
+ *              time, which also give the ACL its inputs
+ *              (up_parse_burst_x8); control frames are answered (ARP
+ *              request / NS for the access port's own addresses, by the
+ *              FIB's responder) or punted: to control_port as they are
+ *              (tags kept: they name the subscriber), or into the punt
+ *              ring (one burst enqueue)
  *   subscriber classify, anti-spoofing and policing: QinQ IPoE lines
  *              by their VLAN pair in a two-level map (struct bng_qinq),
  *              PPPoE sessions by their id in another (struct bng_pppoe),
@@ -71,6 +74,7 @@
 #include <rte_prefetch.h>
 
 #include "ep_ip.h"
+#include "ep_parse_x8.h"
 #include "ep_rcu.h"
 #include "ep_rx.h"
 #include "bng.h"
@@ -129,6 +133,176 @@ answer_nd(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, const uint16
 	}
 }
 
+/* What up_parse_one did with a frame (bits, ORed over the burst in a
+ * register). */
+#define UP_PARSE_DIVERTED 1u    /* dropped, punted or answered: next[] set */
+#define UP_PARSE_NOT_ACL4 2u    /* passed on without an ACL input given */
+
+/*
+ * Frame @p i of a burst: the MAC check, bng_parse_access, and a punt or an
+ * ARP/ND answer noted in @p punt / @p nd for the burst's end.  With
+ * @p give, a frame that passes and is classifiable in place (IPv4 TCP or
+ * UDP without options) gets its ACL input (ep_acl_filter_input4).
+ */
+static __rte_always_inline uint32_t
+up_parse_one(struct bng_up *u, struct rte_mbuf *m, uint16_t i, uint16_t *next, uint16_t port,
+	     uint16_t *punt, uint16_t *np, uint16_t *nd, uint16_t *nn, const bool give)
+{
+	struct ep_meta *md = ep_meta(m);
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	enum bng_punt_kind kind;
+	int rc;
+
+	if (port != EP_RX_PORT_META)
+		md->in_port = port;
+	if (ep_rx_not_for_us(m, &u->access_mac)) {
+		next[i] = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
+		return UP_PARSE_DIVERTED;
+	}
+	rc = bng_parse_access(p, m->data_len, m->pkt_len, md);
+	if (likely(rc == 0)) {
+		if (!give)
+			return 0;
+		if (md->l3_type == EP_L3_IPV4 && ep_acl_in_place(md, sizeof(struct rte_ipv4_hdr))) {
+			ep_acl_filter_input4(u->acl, i, p + md->l3_off);
+			return 0;
+		}
+		return UP_PARSE_NOT_ACL4;
+	}
+	if (rc > 0) {
+		next[i] = EP_NEXT_DROP(rc);
+		return UP_PARSE_DIVERTED;
+	}
+	kind = BNG_PUNT_KIND(rc);
+	if (u->nd_answer && md->user == 0 && (kind == BNG_PUNT_ARP || kind == BNG_PUNT_ND)) {
+		nd[(*nn)++] = i;
+	} else {
+		u->punt[kind]++;
+		punt[(*np)++] = i;
+	}
+	return UP_PARSE_DIVERTED;
+}
+
+/* The burst's punts and ARP/ND answers, after its parse loop. */
+static __rte_always_inline void
+up_parse_finish(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t *punt,
+		uint16_t np, const uint16_t *nd, uint16_t nn)
+{
+	if (unlikely(nn != 0))
+		answer_nd(u, pkts, next, nd, nn, punt, &np);
+	if (unlikely(np != 0))
+		punt_out(u, pkts, next, punt, np);
+}
+
+#ifdef EP_PARSE_X8
+/* Whether a group of eight frames is loaded as QinQ PPPoE session frames
+ * (bng_qinq_pppoe_x8_load) or as QinQ IPoE ones: by its first frame's
+ * EtherType after two tags (a line the gathers read next anyway).  A lane
+ * of the other kind takes the scalar parse: right, only slower. */
+static __rte_always_inline bool
+up_group_is_pppoe(const struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	return m->data_len >= 22 && bng_be16(p + 20) == BNG_ETHER_PPPOE_SESS;
+}
+
+/*
+ * The parse of a burst from rx, eight frames at a time (AVX-512, where the
+ * CPU has it: bng_up.parse_x8), as the router's parse_burst_x8: first
+ * every group's loads (ep_parse_qinq_x8_load, or bng_qinq_pppoe_x8_load
+ * for a group whose first frame is a PPPoE session's: the gathers of the
+ * four groups overlap) and the meta lines' prefetches, then per group the
+ * MAC check and the QinQ IPv4 checks (ep_parse_qinq_x8_check, proto/; or
+ * bng_qinq_pppoe_x8_check, the session header's too).  A
+ * lane that passes and is not DHCP (bng_ip_control's ports, compared for
+ * eight lanes) has its ep_meta written and its ACL input given (one
+ * masked store for the group); a frame to another MAC is dropped here;
+ * every other lane (the other kind, single-tagged, untagged, IPv6,
+ * options, ARP, DHCP, any error) takes up_parse_one, which names the drop
+ * or punt.
+ * When every frame passed with an input, the ACL's own pass over the
+ * meta lines is not run (ep_acl_filter_give).
+ */
+static EP_X8_TARGET uint16_t
+up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
+		  uint16_t port)
+{
+	struct ep_parse_x8_in in[EP_BURST_MAX / 8];
+	uint16_t punt[EP_BURST_MAX], nd[EP_BURST_MAX];
+	uint16_t out = 0, np = 0, nn = 0, mac2;
+	bool pppoe[EP_BURST_MAX / 8];
+	uint32_t r = 0, mac4;
+	uint64_t mac;
+
+	ep_mac_words(&u->access_mac, &mac4, &mac2);
+	mac = mac4 | (uint64_t)mac2 << 32;
+	for (uint16_t i = 0; i < n; i += 8) {
+		__mmask8 lanes = (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1);
+
+		pppoe[i / 8] = up_group_is_pppoe(pkts[i]);
+		if (pppoe[i / 8])
+			bng_qinq_pppoe_x8_load(&pkts[i], lanes, &in[i / 8]);
+		else
+			ep_parse_qinq_x8_load(&pkts[i], lanes, &in[i / 8]);
+	}
+	for (uint16_t i = 0; i < n; i++)
+		rte_prefetch0(ep_meta(pkts[i]));
+	for (uint16_t i = 0; i < n; i += 8) {
+		__mmask8 lanes = (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1), ok, dhcp, acl_ok;
+		struct ep_parse_qinq_x8 x;
+		__m512i sport, dport;
+
+		if (pppoe[i / 8])
+			bng_qinq_pppoe_x8_check(&in[i / 8], mac, port, &x);
+		else
+			ep_parse_qinq_x8_check(&in[i / 8], mac, port, &x);
+		/* bng_ip_control: UDP to port 67 or 68, or from 68 (network
+		 * order in the low 16 bits of each port). */
+		sport = _mm512_and_si512(x.ports, _mm512_set1_epi64(0xffff));
+		dport = _mm512_srli_epi64(x.ports, 16);
+		dhcp = _mm512_cmpeq_epi64_mask(x.proto, _mm512_set1_epi64(IPPROTO_UDP)) &
+		       (_mm512_cmpeq_epi64_mask(dport, _mm512_set1_epi64(RTE_BE16(67))) |
+			_mm512_cmpeq_epi64_mask(dport, _mm512_set1_epi64(RTE_BE16(68))) |
+			_mm512_cmpeq_epi64_mask(sport, _mm512_set1_epi64(RTE_BE16(68))));
+		ok = x.ok & ~dhcp;
+		ep_parse_qinq_x8_store(&x, in[i / 8].mb, ok, pppoe[i / 8] ? BNG_USER_PPPOE : 0);
+		ep_acl_filter_input4_x8(u->acl, i, ok, x.l3);
+		acl_ok = _mm512_test_epi64_mask(ep_x8_table(ep_acl_port_protos, x.proto),
+						_mm512_set1_epi64(EP_META_F_HAS_L4));
+		r |= (ok & acl_ok) != ok ? UP_PARSE_NOT_ACL4 : 0;
+		for (unsigned int b = x.not_for_us; b != 0; b &= b - 1) {
+			uint16_t j = (uint16_t)(i + __builtin_ctz(b));
+
+			ep_meta(pkts[j])->in_port = port;
+			next[j] = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
+			out++;
+		}
+		for (unsigned int b = lanes & ~ok & ~x.not_for_us; b != 0; b &= b - 1) {
+			uint16_t j = (uint16_t)(i + __builtin_ctz(b));
+			uint32_t k = up_parse_one(u, pkts[j], j, next, port, punt, &np, nd, &nn, true);
+
+			out += k & UP_PARSE_DIVERTED;
+			r |= k;
+		}
+	}
+	up_parse_finish(u, pkts, next, punt, np, nd, nn);
+	/* Every packet goes on to the ACL with its input given. */
+	ep_acl_filter_give(u->acl, r == 0 && out == 0 ? n : 0, n != 0 ? pkts[0] : NULL);
+	return out;
+}
+#endif
+
+bool
+bng_up_parse_x8_usable(void)
+{
+#ifdef EP_PARSE_X8
+	return ep_parse_x8_usable();
+#else
+	return false;
+#endif
+}
+
 uint16_t
 bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
@@ -140,43 +314,17 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	 * a burst handed in (tests, ep_worker_run_burst) keeps its in_port. */
 	const uint16_t port = u->w != NULL ? u->w->rx_port : EP_RX_PORT_META;
 
+#ifdef EP_PARSE_X8
+	if (u->parse_x8 && port != EP_RX_PORT_META)
+		return up_parse_burst_x8(u, pkts, next, n, port);
+#endif
 	ep_rx_prefetch_first(pkts, n, 1);
 	for (uint16_t i = 0; i < n; i++) {
-		struct rte_mbuf *m = pkts[i];
-		struct ep_meta *md = ep_meta(m);
-		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-		int rc;
-
 		ep_rx_prefetch_next(pkts, i, n, 1);
-		if (port != EP_RX_PORT_META)
-			md->in_port = port;
-		if (ep_rx_not_for_us(m, &u->access_mac)) {
-			next[i] = EP_NEXT_DROP(EP_DROP_L2_NOT_FOR_US);
-			out++;
-			continue;
-		}
-		rc = bng_parse_access(p, m->data_len, m->pkt_len, md);
-		if (likely(rc == 0))
-			continue;
-		out++;
-		if (rc > 0) {
-			next[i] = EP_NEXT_DROP(rc);
-		} else {
-			enum bng_punt_kind kind = BNG_PUNT_KIND(rc);
-
-			if (u->nd_answer && md->user == 0 &&
-			    (kind == BNG_PUNT_ARP || kind == BNG_PUNT_ND)) {
-				nd[nn++] = i;
-			} else {
-				u->punt[kind]++;
-				punt[np++] = i;
-			}
-		}
+		out += up_parse_one(u, pkts[i], i, next, port, punt, &np, nd, &nn, false) &
+		       UP_PARSE_DIVERTED;
 	}
-	if (unlikely(nn != 0))
-		answer_nd(u, pkts, next, nd, nn, punt, &np);
-	if (unlikely(np != 0))
-		punt_out(u, pkts, next, punt, np);
+	up_parse_finish(u, pkts, next, punt, np, nd, nn);
 	return out;
 }
 
@@ -552,6 +700,9 @@ unknown:
 				       EP_DROP_BNG_UNKNOWN_SUBSCRIBER);
 		out++;
 	}
+	/* The ACL inputs the parse gave name the burst as it was. */
+	if (unlikely(out != 0))
+		ep_acl_filter_give(u->acl, 0, NULL);
 	u->pkts += known;
 	u->colour_pkts[RTE_COLOR_GREEN] += g.pkts;
 	u->colour_bytes[RTE_COLOR_GREEN] += g.bytes;
@@ -708,6 +859,7 @@ bng_up_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *err
 	u->core_port = b->core_port;
 	u->control_port = b->control_port;
 	u->nd_answer = b->nd_answer;
+	u->parse_x8 = bng_up_parse_x8_usable();
 	u->access_mac = b->e->ports[b->access_port].mac;
 	u->core_tag = b->core_tag;
 	/* The access side's ARP and ND, beyond the answers, belong to the

@@ -8,18 +8,27 @@
  * parsed twice: whole, and as a multi-segment frame whose first segment
  * ends half way (every header must then lie in that first part).  Checks:
  * an accepted frame's L3 offset and length stay inside the frame, and the
- * PPPoE session of an accepted PPPoE frame is never a reserved one.
+ * PPPoE session of an accepted PPPoE frame is never a reserved one.  Where
+ * the CPU has AVX-512, the eight-frame paths of the uplink's parse
+ * (ep_parse_qinq_x8_check, bng_qinq_pppoe_x8_check) run on the frame in an
+ * mbuf, as a lane of its own: a lane they pass must be one the scalar fast
+ * path takes, with the same ep_meta, and the other way round.
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
 #define ALLOW_EXPERIMENTAL_API 1
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <rte_eal.h>
+#include <rte_mbuf.h>
 
 #include "bng_access.h"
+
+static struct rte_mempool *pool;
+static bool x8;         /* ep_parse_x8_usable, asked once: CPUID is a VM exit */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -33,6 +42,12 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	if (rte_eal_init((int)RTE_DIM(eal) - 1, eal) < 0)
 		abort();
+	pool = rte_pktmbuf_pool_create("fuzz_bng", 64, 0, EP_META_SIZE, 10240, 0);
+	if (pool == NULL)
+		abort();
+#ifdef EP_PARSE_X8
+	x8 = ep_parse_x8_usable();
+#endif
 	return 0;
 }
 
@@ -56,6 +71,46 @@ one(const uint8_t *frame, uint32_t seg_len, uint32_t frame_len)
 		abort();
 }
 
+#ifdef EP_PARSE_X8
+/* The x8 lane of @p m (PPPoE or IPoE per @p pppoe) against the scalar
+ * fast path on the same bytes. */
+static EP_X8_TARGET void
+x8_lane(struct rte_mbuf *m, bool pppoe)
+{
+	struct ep_parse_x8_in in;
+	struct ep_parse_qinq_x8 x;
+	struct ep_meta want;
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t min = pppoe ? BNG_PPPOE_X8_MIN : EP_PARSE_QINQ_X8_MIN;
+	int rc;
+
+	memset(ep_meta(m), 0xa5, sizeof(want));
+	memset(&want, 0xa5, sizeof(want));
+	if (pppoe) {
+		bng_qinq_pppoe_x8_load(&m, 1, &in);
+		bng_qinq_pppoe_x8_check(&in, 0, 0, &x);
+		rc = bng_parse_qinq_pppoe_ipv4_plain(p, m->data_len, m->pkt_len, &want);
+	} else {
+		ep_parse_qinq_x8_load(&m, 1, &in);
+		ep_parse_qinq_x8_check(&in, 0, 0, &x);
+		rc = ep_parse_qinq_ipv4_plain(p, m->data_len, m->pkt_len, &want);
+		want.user = 0;
+	}
+	ep_parse_qinq_x8_store(&x, in.mb, x.ok, pppoe ? BNG_USER_PPPOE : 0);
+	want.in_port = 0;
+	/* The MAC given is 0: a unicast frame is not for us, the scalar side
+	 * is not asked then. */
+	if (x.not_for_us)
+		return;
+	if (rc != 0 || m->data_len < min)
+		memset(&want, 0xa5, sizeof(want));
+	if ((x.ok & 1) != (rc == 0 && m->data_len >= min && m->pkt_len >= min))
+		abort();
+	if (memcmp(ep_meta(m), &want, sizeof(want)) != 0)
+		abort();
+}
+#endif
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -68,5 +123,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	one(frame, (uint32_t)size, (uint32_t)size);
 	one(frame, (uint32_t)size / 2, (uint32_t)size);
 	free(frame);
+#ifdef EP_PARSE_X8
+	if (x8 && size <= 2048) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+
+		if (m == NULL)
+			abort();
+		memcpy(rte_pktmbuf_append(m, (uint16_t)size), data, size);
+		x8_lane(m, false);
+		x8_lane(m, true);
+		rte_pktmbuf_free(m);
+	}
+#endif
 	return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "bng/bng_access.h"
 #include "bng/bng_counters.h"
+#include "ep_rx.h"
 #include "test_pkt.h"
 
 static const char up_conf[] =
@@ -119,6 +120,231 @@ EP_TEST(uplink_parse_fast_path_agrees_with_the_full_access_parse)
 	EP_CHECK_EQ(wrong, 0);
 	EP_CHECK(fast > 10000);
 	EP_CHECK(fast_pppoe > 4000);
+}
+
+#ifdef EP_PARSE_X8
+/* The PPPoE lanes of @p m through bng_qinq_pppoe_x8_check, ep_meta of the
+ * ok ones written as the parse writes it; their ok mask. */
+static EP_X8_TARGET __mmask8
+pppoe_x8(struct rte_mbuf *const *m, __mmask8 lanes)
+{
+	struct ep_parse_x8_in in;
+	struct ep_parse_qinq_x8 x;
+	uint32_t mac4;
+	uint16_t mac2;
+
+	ep_mac_words((const struct rte_ether_addr *)tb_access_mac, &mac4, &mac2);
+	bng_qinq_pppoe_x8_load(m, lanes, &in);
+	bng_qinq_pppoe_x8_check(&in, mac4 | (uint64_t)mac2 << 32, TB_ACCESS, &x);
+	ep_parse_qinq_x8_store(&x, in.mb, x.ok, BNG_USER_PPPOE);
+	return x.ok;
+}
+
+/*
+ * bng_qinq_pppoe_x8_check against bng_parse_qinq_pppoe_ipv4_plain, lane
+ * by lane: 3,000 bursts of 1..8 QinQ PPPoE session frames (some IPoE, IPv6,
+ * single-tagged), sessions 0 and 0xffff, PPPoE lengths one off, mutated
+ * (tp_mutate over the tags and headers): a lane is ok exactly when the
+ * scalar fast path takes it (and it is long enough for the gathers), with
+ * the same ep_meta (in_port beside it); every other lane untouched.
+ */
+EP_TEST(uplink_qinq_pppoe_x8_agrees_with_the_scalar_pppoe_fast_path)
+{
+	uint64_t x = 0x853c49e6748fea9bull;
+	unsigned int wrong = 0, ok_lanes = 0, lanes_run = 0;
+	uint8_t f[512];
+
+	if (!bng_up_parse_x8_usable()) {
+		printf("    no AVX-512 F/BW/DQ/VBMI here: the vector path does not run\n");
+		return;
+	}
+	for (int b = 0; b < 3000; b++) {
+		struct rte_mbuf *m[8] = { NULL };
+		struct ep_meta want[8];
+		unsigned int n = 1 + b % 8;
+		__mmask8 ok;
+
+		for (unsigned int j = 0; j < n; j++) {
+			int k = b * 8 + (int)j;
+			struct tb_pkt p = qinq_v4(100, 201, "198.18.100.4");
+			uint32_t seg, frame;
+			uint16_t len;
+
+			p.pppoe = k % 11 != 5;
+			p.session = k % 23 == 3 ? 0 : k % 23 == 4 ? 0xffff : (uint16_t)(1 + k % 500);
+			p.proto = k % 3 == 0 ? IPPROTO_TCP : IPPROTO_UDP;
+			p.n_vlans = k % 19 == 7 ? 1 : 2;
+			p.payload = (uint16_t)(k % 4 == 0 ? 0 : k % 60);
+			if (k % 13 == 6) {
+				p.ip = 6;
+				p.sip = "2001:db8:101:5::1";
+				p.dip = "2001:db8:ffff::1";
+			}
+			len = tb_frame(f, &p);
+			if (k % 17 == 2)
+				f[27] ^= 1;                     /* PPPoE length one off */
+			tp_mutate(f, len, 30, 40, &x, &seg, &frame);
+			m[j] = ep_test_mbuf(f, len);
+			m[j]->data_len = (uint16_t)RTE_MIN(seg, len);
+			m[j]->pkt_len = RTE_MIN(frame, len);
+			memset(ep_meta(m[j]), 0x5a, sizeof(struct ep_meta));
+			memset(&want[j], 0x5a, sizeof(want[j]));
+			want[j].in_port = TB_ACCESS;
+			if (RTE_MIN(m[j]->data_len, m[j]->pkt_len) < BNG_PPPOE_X8_MIN ||
+			    bng_parse_qinq_pppoe_ipv4_plain(f, m[j]->data_len, m[j]->pkt_len,
+							    &want[j]) != 0)
+				memset(&want[j], 0x5a, sizeof(want[j]));
+		}
+		ok = pppoe_x8(m, (__mmask8)((1u << n) - 1));
+		wrong += ok >> n != 0;
+		for (unsigned int j = 0; j < n; j++) {
+			bool want_ok = want[j].in_port == TB_ACCESS;
+
+			wrong += want_ok != ((ok >> j) & 1);
+			wrong += memcmp(ep_meta(m[j]), &want[j], sizeof(want[j])) != 0;
+			ok_lanes += want_ok;
+			lanes_run++;
+		}
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	EP_CHECK_EQ(wrong, 0);
+	EP_CHECK(ok_lanes > lanes_run / 5);
+	EP_CHECK(ok_lanes < lanes_run * 3 / 4);
+}
+#endif
+
+/* Burst @p c of the x8 test: @p n frames of mixed kinds (a third of the
+ * bursts only kinds the ACL classifies in place), a third mutated; QinQ
+ * IPoE or PPPoE sessions the most frequent kind by turns. */
+static void
+x8_burst(unsigned int c, unsigned int n, uint64_t *x, struct rte_mbuf **a, struct rte_mbuf **b)
+{
+	static const uint16_t dports[] = { 2000, 1900, 67, 68, 547, 80, 4000 };
+	static const uint8_t other[6] = { 0x02, 0, 0, 0, 0x77, 0x01 };
+	const bool pppoe_major = (c / 3) % 2 == 1;
+	uint8_t f[512];
+
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int k = c * 32 + i;
+		struct tb_pkt p = qinq_v4(100, 200, "198.18.100.2");
+		uint32_t seg, frame;
+		uint16_t len;
+
+		p.proto = k % 5 == 1 ? IPPROTO_TCP : k % 11 == 3 ? IPPROTO_ICMP : IPPROTO_UDP;
+		p.dport = dports[k % 7];
+		p.sport = k % 13 == 5 ? 68 : 1000;
+		if (c % 3 == 0) {
+			/* A burst the ACL gets its inputs for: all kept, IPv4
+			 * TCP or UDP, some to the denied port (and rarely an
+			 * ICMP echo, which must take that away). */
+			p.proto = k % 5 == 1 ? IPPROTO_TCP : k % 37 == 8 ? IPPROTO_ICMP : IPPROTO_UDP;
+			p.dport = k % 7 == 1 ? 1900 : 2000;
+			p.sport = 1000;
+		}
+		/* Every other run of three bursts mostly PPPoE sessions. */
+		if (c % 3 == 0 ? pppoe_major : pppoe_major != (k % 9 == 4)) {
+			p.pppoe = true;
+			p.vid[1] = 201;
+			p.session = 0x12;
+		}
+		if (k % 10 == 7) {
+			p.ip = 6;
+			p.sip = "2001:db8:100:1::1";
+			p.dip = "2001:db8:ffff::1";
+		}
+		p.n_vlans = k % 23 == 11 && c % 3 != 0 ? 1 : 2;
+		p.dst = k % 29 == 3 && c % 3 != 0 ? other : NULL;
+		len = tb_frame(f, &p);
+		/* Mutations in bursts of a third of the cases: others pass whole. */
+		if (c % 3 == 2)
+			tp_mutate(f, len, p.pppoe ? 30 : 22, 40, x, &seg, &frame);
+		else
+			seg = frame = len;
+		a[i] = ep_test_mbuf(f, len);
+		b[i] = ep_test_mbuf(f, len);
+		a[i]->data_len = b[i]->data_len = (uint16_t)RTE_MIN(seg, len);
+		a[i]->pkt_len = b[i]->pkt_len = RTE_MIN(frame, len);
+		memset(ep_meta(a[i]), 0x5a, sizeof(struct ep_meta));
+		memset(ep_meta(b[i]), 0x5a, sizeof(struct ep_meta));
+	}
+}
+
+/* The punt ring emptied (each side's punts find it as the other did). */
+static void
+x8_drain(struct tb *t)
+{
+	struct rte_mbuf *m[32];
+	unsigned int k;
+
+	while ((k = rte_ring_dequeue_burst(t->b->punt_ring, (void **)m, 32, NULL)) != 0)
+		rte_pktmbuf_free_bulk(m, k);
+}
+
+/*
+ * The parse's eight-frame path (AVX-512, bng_up.parse_x8) against its
+ * scalar loop on the same bursts from rx, of every size from 1 to 32:
+ * QinQ IPoE and PPPoE IPv4 (UDP, TCP, ICMP; DHCP ports; the ACL's denied
+ * port), IPv6, single-tagged, another MAC, a third of the bursts mutated.
+ * The same verdicts and ep_meta for every frame; and when the x8 path gave
+ * the ACL its inputs, every frame was kept and is IPv4 TCP or UDP in place,
+ * and the filter's verdicts from them equal its own pass over the burst.
+ */
+EP_TEST(uplink_parse_x8_equals_the_scalar_parse_and_gives_the_acl_its_own_inputs)
+{
+	struct tb *t = tb_new(up_conf);
+	struct bng_up *u = t->up->pipeline_ctx;
+	struct ep_stage *parse = &t->up->stages[0], *acl = &t->up->stages[2];
+	unsigned int wrong = 0, given = 0, denied = 0;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	if (!bng_up_parse_x8_usable()) {
+		printf("    no AVX-512 F/BW/DQ/VBMI here: the vector path does not run\n");
+		tb_free(t);
+		return;
+	}
+	EP_CHECK(acl->fn == ep_acl_filter_stage);
+	for (unsigned int c = 0; c < 6 * 32 * 4; c++) {
+		unsigned int n = 1 + c % 32;
+		struct rte_mbuf *a[32], *b[32];
+		uint16_t na[32] = {0}, nb[32] = {0}, oa, ob;
+
+		x8_burst(c, n, &x, a, b);
+		t->up->rx_port = TB_ACCESS;
+		u->parse_x8 = true;
+		oa = parse->fn(parse->ctx, a, na, (uint16_t)n);
+		if (u->acl->given == n) {
+			uint16_t ga[32] = {0}, gb[32] = {0};
+
+			given++;
+			/* Given only when each is classifiable in place. */
+			for (unsigned int i = 0; i < n; i++)
+				wrong += ep_meta(a[i])->l3_type != EP_L3_IPV4 ||
+					 !ep_acl_in_place(ep_meta(a[i]), sizeof(struct rte_ipv4_hdr));
+			ep_acl_filter_stage(u->acl, a, ga, (uint16_t)n);
+			ep_acl_filter_stage(u->acl, a, gb, (uint16_t)n);   /* not given: its own pass */
+			wrong += memcmp(ga, gb, sizeof(ga[0]) * n) != 0;
+			for (unsigned int i = 0; i < n; i++)
+				denied += ga[i] == EP_NEXT_DROP(EP_DROP_ACL_DENY);
+		}
+		x8_drain(t);
+		u->parse_x8 = false;
+		ob = parse->fn(parse->ctx, b, nb, (uint16_t)n);
+		x8_drain(t);
+		u->parse_x8 = true;
+		t->up->rx_port = EP_RX_PORT_META;
+		wrong += oa != ob || memcmp(na, nb, sizeof(na[0]) * n) != 0;
+		for (unsigned int i = 0; i < n; i++) {
+			wrong += memcmp(ep_meta(a[i]), ep_meta(b[i]), sizeof(struct ep_meta)) != 0;
+			if (na[i] != EP_NEXT_CONSUMED)
+				rte_pktmbuf_free(a[i]);
+			if (nb[i] != EP_NEXT_CONSUMED)
+				rte_pktmbuf_free(b[i]);
+		}
+	}
+	EP_CHECK_EQ(wrong, 0);
+	EP_CHECK(given > 40);
+	EP_CHECK(denied > 0);
+	tb_free(t);
 }
 
 EP_TEST(uplink_pppoe_ipv6_stripped_bytes_exact)

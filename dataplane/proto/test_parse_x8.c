@@ -18,6 +18,41 @@ static uint8_t buf[2048];
 static const uint8_t MAC[6] = {0x02, 0, 0, 0, 0x01, 0x01};
 #define PORT 3
 
+/* The mutated-frame cases' protocols. */
+static const uint8_t x8_protos[] = { IPPROTO_UDP, IPPROTO_TCP, IPPROTO_ICMP, IPPROTO_GRE,
+				     IPPROTO_ICMPV6 };
+
+/* Frame @p sp (number @p k: every 17th to another host) as an mbuf,
+ * mutated by tp_mutate (IPv4 header at @p l3, flips over @p span bytes
+ * from 12), its ep_meta filled with 0x5a. */
+static struct rte_mbuf *
+x8_mutated(struct tp_spec *sp, int k, unsigned int l3, unsigned int span, uint64_t *x)
+{
+	struct rte_mbuf *m;
+	uint32_t seg, frame;
+	uint16_t len;
+
+	if (k % 17 == 16)
+		sp->dmac[3] = 0x77;
+	len = tp_build(buf, sp);
+	tp_mutate(buf, len, l3, span, x, &seg, &frame);
+	m = ep_test_mbuf(buf, len);
+	m->data_len = (uint16_t)seg;
+	m->pkt_len = frame;
+	memset(ep_meta(m), 0x5a, sizeof(struct ep_meta));
+	return m;
+}
+
+/* True (and said) on a CPU without the vector path: a case checks nothing. */
+static bool
+x8_absent(void)
+{
+	if (ep_parse_x8_usable())
+		return false;
+	printf("    no AVX-512 F/BW/DQ/VBMI here: the vector path does not run\n");
+	return true;
+}
+
 /* What the vector path must decide for a lane. */
 enum want { WANT_OK, WANT_NOT_FOR_US, WANT_SCALAR };
 
@@ -32,26 +67,41 @@ run_x8(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8 *x)
 }
 
 /* The scalar verdict of lane @p m, its ep_meta as the scalar path writes
- * it into @p want_md (the router writes in_port beside the parse). */
+ * it into @p want_md (the router writes in_port beside the parse): of
+ * ep_parse_ipv4_plain, or with @p qinq of ep_parse_qinq_ipv4_plain with
+ * ep_meta.user = @p user beside it too. */
 static enum want
-scalar(struct rte_mbuf *m, struct ep_meta *want_md)
+scalar_of(struct rte_mbuf *m, bool qinq, uint64_t user, struct ep_meta *want_md)
 {
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t mac4;
 	uint16_t mac2;
+	int rc;
 
 	ep_mac_words((const struct rte_ether_addr *)MAC, &mac4, &mac2);
 	memset(want_md, 0x5a, sizeof(*want_md));
-	if (RTE_MIN(m->data_len, m->pkt_len) < EP_PARSE_X8_MIN)
+	if (RTE_MIN(m->data_len, m->pkt_len) < (qinq ? EP_PARSE_QINQ_X8_MIN : EP_PARSE_X8_MIN))
 		return WANT_SCALAR;
 	if (ep_rx_not_for_us_words(m, mac4, mac2))
 		return WANT_NOT_FOR_US;
 	want_md->in_port = PORT;
-	if (ep_parse_ipv4_plain(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, m->pkt_len,
-				want_md) != 0) {
+	if (qinq) {
+		want_md->user = user;
+		rc = ep_parse_qinq_ipv4_plain(p, m->data_len, m->pkt_len, want_md);
+	} else {
+		rc = ep_parse_ipv4_plain(p, m->data_len, m->pkt_len, want_md);
+	}
+	if (rc != 0) {
 		memset(want_md, 0x5a, sizeof(*want_md));
 		return WANT_SCALAR;
 	}
 	return WANT_OK;
+}
+
+static enum want
+scalar(struct rte_mbuf *m, struct ep_meta *want_md)
+{
+	return scalar_of(m, false, 0, want_md);
 }
 
 /* Lane @p j's result in @p x against @p want; ep_meta written exactly
@@ -190,10 +240,8 @@ EP_TEST(ipv4_plain_x8_decides_each_check_alone_in_every_lane)
 {
 	unsigned int wrong = 0, ran = 0;
 
-	if (!ep_parse_x8_usable()) {
-		printf("    no AVX-512 F/BW/DQ/VBMI here: the vector path does not run\n");
+	if (x8_absent())
 		return;
-	}
 	for (unsigned int c = 0; c < RTE_DIM(cases); c++) {
 		for (unsigned int lane = 0; lane < 8; lane++) {
 			for (int shorter = 0; shorter < 2; shorter++) {
@@ -235,15 +283,11 @@ EP_TEST(ipv4_plain_x8_decides_each_check_alone_in_every_lane)
  */
 EP_TEST(ipv4_plain_x8_agrees_with_the_scalar_checks_on_mutated_frames)
 {
-	static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP, IPPROTO_ICMP, IPPROTO_GRE,
-					  IPPROTO_ICMPV6 };
 	uint64_t x = 0x5851f42d4c957f2dull;
 	unsigned int wrong = 0, seen[3] = { 0 };
 
-	if (!ep_parse_x8_usable()) {
-		printf("    no AVX-512 F/BW/DQ/VBMI here: the vector path does not run\n");
+	if (x8_absent())
 		return;
-	}
 	for (int b = 0; b < 4000; b++) {
 		struct rte_mbuf *m[8] = { NULL };
 		unsigned int n = 1 + b % 8;
@@ -251,20 +295,11 @@ EP_TEST(ipv4_plain_x8_agrees_with_the_scalar_checks_on_mutated_frames)
 
 		for (unsigned int j = 0; j < n; j++) {
 			int k = b * 8 + (int)j;
-			struct tp_spec sp = tp_default(k % 11 == 10, protos[k % 5]);
-			uint32_t seg, frame;
-			uint16_t len;
+			struct tp_spec sp = tp_default(k % 11 == 10, x8_protos[k % 5]);
 
 			memcpy(sp.dmac, MAC, 6);
 			sp.n_vlans = k % 13 == 12;
-			if (k % 17 == 16)
-				sp.dmac[3] = 0x77;              /* another host */
-			len = tp_build(buf, &sp);
-			tp_mutate(buf, len, RTE_ETHER_HDR_LEN, 24, &x, &seg, &frame);
-			m[j] = ep_test_mbuf(buf, len);
-			m[j]->data_len = (uint16_t)seg;
-			m[j]->pkt_len = frame;
-			memset(ep_meta(m[j]), 0x5a, sizeof(struct ep_meta));
+			m[j] = x8_mutated(&sp, k, RTE_ETHER_HDR_LEN, 24, &x);
 		}
 		run_x8(m, (__mmask8)((1u << n) - 1), &r);
 		for (unsigned int j = 0; j < n; j++) {
@@ -282,6 +317,93 @@ EP_TEST(ipv4_plain_x8_agrees_with_the_scalar_checks_on_mutated_frames)
 	EP_CHECK(seen[WANT_SCALAR] > 2000);
 }
 
+/* The QinQ path's lanes, ep_meta written for its ok lanes with user
+ * @p user. */
+static EP_X8_TARGET void
+run_qinq_x8(struct rte_mbuf *const *m, __mmask8 lanes, uint64_t user, __mmask8 *ok,
+	    __mmask8 *not_for_us, uint32_t ports[8])
+{
+	struct ep_parse_x8_in in;
+	struct ep_parse_qinq_x8 x;
+	uint32_t mac4;
+	uint16_t mac2;
+	uint64_t p[8];
+
+	ep_mac_words((const struct rte_ether_addr *)MAC, &mac4, &mac2);
+	ep_parse_qinq_x8_load(m, lanes, &in);
+	ep_parse_qinq_x8_check(&in, mac4 | (uint64_t)mac2 << 32, PORT, &x);
+	ep_parse_qinq_x8_store(&x, in.mb, x.ok, user);
+	*ok = x.ok;
+	*not_for_us = x.not_for_us;
+	_mm512_storeu_si512(p, x.ports);
+	for (int j = 0; j < 8; j++)
+		ports[j] = (uint32_t)p[j];
+}
+
+/*
+ * 6,000 bursts of 1..8 frames with 0, 1 or 2 tags of every accepted TPID
+ * and of one that is not a TPID, IPv4 and IPv6, five protocols, mutated
+ * (tp_mutate over the tags and the IPv4 header at 22) and with other
+ * destination MACs: every lane the same verdict and ep_meta (both TCIs,
+ * in_port, user) as ep_parse_qinq_ipv4_plain, the ports word the frame's
+ * bytes 42..45, and each verdict seen many times.
+ */
+EP_TEST(qinq_ipv4_plain_x8_agrees_with_the_scalar_qinq_parse_on_mutated_frames)
+{
+	static const uint16_t tpids[] = { RTE_ETHER_TYPE_VLAN, RTE_ETHER_TYPE_QINQ,
+					  EP_ETHER_TYPE_QINQ_9100, 0x8847 };
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	unsigned int wrong = 0, seen[3] = { 0 };
+
+	if (x8_absent())
+		return;
+	for (int b = 0; b < 6000; b++) {
+		struct rte_mbuf *m[8] = { NULL };
+		unsigned int n = 1 + b % 8;
+		const uint64_t user = 0x1122334455667700ull | (uint64_t)b;
+		__mmask8 ok, nfu;
+		uint32_t ports[8];
+
+		for (unsigned int j = 0; j < n; j++) {
+			int k = b * 8 + (int)j;
+			struct tp_spec sp = tp_default(k % 11 == 10, x8_protos[k % 5]);
+
+			memcpy(sp.dmac, MAC, 6);
+			sp.n_vlans = k % 13 == 12 ? k % 2 : 2;
+			sp.tpid[0] = tpids[(k / 3) % 4 == 3 && k % 7 != 0 ? 0 : (k / 3) % 4];
+			sp.tpid[1] = tpids[k % 19 == 0 ? 3 : (k / 5) % 3];
+			sp.vid[0] = (uint16_t)(k % 4096);
+			sp.vid[1] = (uint16_t)((k * 7) % 4096);
+			sp.payload = (uint16_t)(k % 3 == 0 ? 0 : 18 + k % 40);
+			m[j] = x8_mutated(&sp, k, 22, 30, &x);
+		}
+		run_qinq_x8(m, (__mmask8)((1u << n) - 1), user, &ok, &nfu, ports);
+		wrong += (ok | nfu) >> n != 0;
+		for (unsigned int j = 0; j < n; j++) {
+			struct ep_meta want_md;
+			enum want s = scalar_of(m[j], true, user, &want_md);
+			enum want got = (ok >> j) & 1 ? WANT_OK :
+					(nfu >> j) & 1 ? WANT_NOT_FOR_US : WANT_SCALAR;
+			uint32_t p42;
+
+			seen[s]++;
+			wrong += (got != s) + (((ok & nfu) >> j) & 1) +
+				 (memcmp(ep_meta(m[j]), &want_md, sizeof(want_md)) != 0);
+			if (s == WANT_OK) {
+				memcpy(&p42, rte_pktmbuf_mtod(m[j], const uint8_t *) + 42, 4);
+				wrong += ports[j] != p42;
+			}
+		}
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	EP_CHECK_EQ(wrong, 0);
+	EP_CHECK(seen[WANT_OK] > 5000);
+	EP_CHECK(seen[WANT_NOT_FOR_US] > 800);
+	EP_CHECK(seen[WANT_SCALAR] > 10000);
+	printf("    lanes: %u ok, %u not for us, %u left to the scalar path\n", seen[WANT_OK],
+	       seen[WANT_NOT_FOR_US], seen[WANT_SCALAR]);
+}
+
 /* ep_x8_table against the table itself, for all 256 indexes and with
  * junk in the bytes of each lane it must ignore. */
 static EP_X8_TARGET void
@@ -295,10 +417,8 @@ EP_TEST(x8_table_lookup_reads_every_entry_of_a_256_byte_table)
 	uint8_t tbl[256];
 	unsigned int wrong = 0;
 
-	if (!ep_parse_x8_usable()) {
-		printf("    no AVX-512 F/BW/DQ/VBMI here: the vector path does not run\n");
+	if (x8_absent())
 		return;
-	}
 	for (int i = 0; i < 256; i++)
 		tbl[i] = (uint8_t)(i * 37 + 11);
 	for (int i = 0; i < 256; i += 8) {
