@@ -82,24 +82,29 @@ x8_lane(struct rte_mbuf *m, bool pppoe)
 	struct ep_meta want;
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t min = pppoe ? BNG_PPPOE_X8_MIN : EP_PARSE_QINQ_X8_MIN;
+	uint64_t mac = 0;
 	int rc;
 
 	memset(ep_meta(m), 0xa5, sizeof(want));
 	memset(&want, 0xa5, sizeof(want));
+	/* The receiving port's MAC is the frame's own destination, so every
+	 * input is compared (with 0, only the rare multicast inputs were). */
+	if (m->data_len >= RTE_ETHER_ADDR_LEN)
+		memcpy(&mac, p, RTE_ETHER_ADDR_LEN);
 	if (pppoe) {
 		bng_qinq_pppoe_x8_load(&m, 1, &in);
-		bng_qinq_pppoe_x8_check(&in, 0, 0, &x);
+		bng_qinq_pppoe_x8_check(&in, mac, 0, &x);
 		rc = bng_parse_qinq_pppoe_ipv4_plain(p, m->data_len, m->pkt_len, &want);
 	} else {
 		ep_parse_qinq_x8_load(&m, 1, &in);
-		ep_parse_qinq_x8_check(&in, 0, 0, &x);
+		ep_parse_qinq_x8_check(&in, mac, 0, &x);
 		rc = ep_parse_qinq_ipv4_plain(p, m->data_len, m->pkt_len, &want);
 		want.user = 0;
 	}
 	ep_parse_qinq_x8_store(&x, in.mb, x.ok, pppoe ? BNG_USER_PPPOE : 0);
 	want.in_port = 0;
-	/* The MAC given is 0: a unicast frame is not for us, the scalar side
-	 * is not asked then. */
+	/* Only a frame shorter than a MAC address can be "not for us" here;
+	 * the scalar side is not asked then. */
 	if (x.not_for_us)
 		return;
 	if (rc != 0 || m->data_len < min)
