@@ -40,10 +40,12 @@ crypto costs a quarter of it).  metrics.bidir_gbps_per_core = downstream and
 upstream bits per core at the mix of Intel's vCMTS reference data plane
 benchmarks (upstream at least 10 % of downstream traffic), from the bidir case's cycles per frame.
 """
+import math
 import re
 import statistics
 import subprocess
 import time
+from pathlib import Path
 
 from bench import ab, common
 from bench.bng_bench import summarize
@@ -76,23 +78,42 @@ IDLE_SLEEP = {"min_sleep_us": 50, "max_sleep_us": 400}
 # leaves received frames where the platform injects I/O writes into the LLC
 # (Intel's DDIO, AMD's SDCI), not in the generator's core's L1/L2 in the
 # Modified state, which is what a packet handed over at once is.  The
-# generator holds each packet back until 2048 newer ones were written
-# (~2.3 MB of downstream frames and mbufs, more upstream): the 1 MiB L2 of
-# its core has written it back to L3 by then (cmts_gen.c says more,
+# generator holds each packet back until enough newer ones were written to
+# fill twice its core's L2 (gen_hold_pkts below: 2048 on Zen's 1 MiB L2,
+# ~2.3 MB of downstream frames and mbufs; ~3600 on a 2 MiB L2): its L2 has
+# written the packet back to L3 by then (cmts_gen.c says more,
 # docs/cmts.md has the measurement).  Not warmer than DDIO: nothing is in
 # the worker's own L1/L2, and the mbuf's first line, which a NIC's rx
 # routine writes on the worker's core, arrives from L3 as well.
-# And the generator never pauses (poll_policy = busy, on its own CPU): it
-# is faster than the workers per CPU-second (~4.5 Mpps downstream) but,
-# pausing when the ring was full like the workers, it got 0.16-0.24 CPU-s
-# of a 2-s window on the loaded machine, and the worker it feeds then
-# woke to a few bursts at a time with its tables evicted by whatever ran
-# on its CPU meanwhile.  The peer is a closed loop that never waits, and
-# throughput (RFC 2544) is a saturated worker's cost: with the generator
-# busy, the worker drains a ring that is refilled as fast as it empties.
-# Measured: 0.835 times the CPU cycles per downstream frame (6 alternating
-# rounds, 0.78-0.92; docs/cmts.md).
-GEN_INPUT = {"hold_pkts": 2048, "poll_policy": "busy"}
+GEN_INPUT = {"poll_policy": "busy"}
+GEN_CPU = 1                  # the generator's CPU in LCORES
+HOLD_MIN, HOLD_MAX = 2048, 4096   # cmts_gen.c refuses more than 4096 (GEN_MAX_HOLD)
+MBUF_OVERHEAD = 128 + 96 + 128    # rte_mbuf, private area, headroom: bytes per held packet
+
+
+def l2_bytes(cpu=GEN_CPU):
+    """The L2 size of `cpu` from sysfs (None when the kernel does not say)."""
+    base = Path(f"/sys/devices/system/cpu/cpu{cpu}/cache")
+    for idx in sorted(base.glob("index*")):
+        try:
+            if (idx / "level").read_text().strip() != "2":
+                continue
+            size = (idx / "size").read_text().strip()
+        except OSError:
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+    return None
+
+
+def gen_hold_pkts(l2=None):
+    """Packets the generator holds back: twice its core's L2 of downstream
+    frames (the iMix mean) and their mbufs, within cmts-gen's bounds."""
+    l2 = l2 if l2 is not None else l2_bytes()
+    if not l2:
+        return HOLD_MIN
+    per_pkt = mean_size(DS_MIX) + MBUF_OVERHEAD
+    return max(HOLD_MIN, min(HOLD_MAX, math.ceil(2 * l2 / per_pkt)))
 
 
 def mean_size(mix):
@@ -120,6 +141,7 @@ class Ours(ab.Process):
         self.dp.sections = inproc_sections(SgProfile(ch_rate="40G"), work, self.dp.ctl_path,
                                            lcores=LCORES,
                                            gen={"ds": "off", "us": "off", **GEN_INPUT,
+                                                "hold_pkts": gen_hold_pkts(),
                                                 **(gen or {})},
                                            memory="hugepages")
         self.dp.sections["engine"].update(IDLE_SLEEP, **(engine or {}))
@@ -381,7 +403,8 @@ def run(args):
                 "ds_share": "10 % of flows at a classifier, 10 % at a filter rule",
                 "us_bursts": "8 frames per burst, 1500-byte UEPI packets",
                 "input": "cmts-gen -> net_ring -> worker -> net_null, one process",
-                "lcores": LCORES, "tsc_hz": hz, "rounds": rounds, "window_s": seconds,
+                "lcores": LCORES, "tsc_hz": hz,
+                "gen_hold_pkts": gen_hold_pkts(), "gen_cpu_l2_bytes": l2_bytes(), "rounds": rounds, "window_s": seconds,
                 "quick": quick, "per_core": "frames per CPU-second of the worker thread",
                 "bidir_mix": f"upstream {US_SHARE:.0%} of downstream bits"},
         metrics=metrics,
