@@ -212,8 +212,7 @@ up_group_is_pppoe(const struct rte_mbuf *m)
  * CPU has it: bng_up.parse_x8), as the router's parse_burst_x8: first
  * every group's loads (ep_parse_qinq_x8_load, or bng_qinq_pppoe_x8_load
  * for a group whose first frame is a PPPoE session's: the gathers of the
- * four groups overlap) and the meta lines' prefetches, then per group the
- * MAC check and the QinQ IPv4 checks (ep_parse_qinq_x8_check, proto/; or
+ * four groups overlap), then per group the MAC check and the QinQ IPv4 checks (ep_parse_qinq_x8_check, proto/; or
  * bng_qinq_pppoe_x8_check, the session header's too).  A
  * lane that passes and is not DHCP (bng_ip_control's ports, compared for
  * eight lanes) has its ep_meta written and its ACL input given (one
@@ -250,8 +249,11 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 		else
 			ep_parse_qinq_x8_load(&pkts[i], lanes, &in[i / 8]);
 	}
-	for (uint16_t i = 0; i < n; i++)
-		rte_prefetch0(ep_meta(pkts[i]));
+	/* No prefetch of the meta lines (the router's x8 parse has one): an
+	 * mbuf comes back from tx through the mempool cache with its meta
+	 * line still cached from its last burst, and the 32 prefetches cost
+	 * more than they saved (bench.bng_ab ipoe-128 0.995 and swapped
+	 * 1.012, docs/bng.md "Twelfth pass"). */
 	for (uint16_t i = 0; i < n; i += 8) {
 		__mmask8 lanes = (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1), ok, dhcp, acl_ok;
 		struct ep_parse_qinq_x8 x;
