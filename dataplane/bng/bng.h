@@ -380,6 +380,12 @@ struct bng_up {
 	const void *key_ptr[EP_BURST_MAX];
 	hash_sig_t sig[EP_BURST_MAX];   /**< bng_key_hash of keys[] */
 	void *data[EP_BURST_MAX];
+	/* The QinQ map's answers the x8 parse found for the burst it passed
+	 * on whole (bng_qinq_x8_entries): data[i] of each lane in pre_hits, valid for
+	 * the subscriber stage's next call on pre_n packets from pre_first. */
+	uint64_t pre_hits;
+	uint16_t pre_n;
+	const struct rte_mbuf *pre_first;
 };
 
 /** Downlink worker context. */

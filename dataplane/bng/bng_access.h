@@ -262,6 +262,43 @@ bng_qinq_pppoe_x8_check(const struct ep_parse_x8_in *in, uint64_t mac, uint16_t 
 					in->pkt_len);
 	x->ok &= (__mmask8)~bad;
 }
+
+/*
+ * The QinQ map (struct bng_qinq) for eight QinQ IPoE lanes, from their
+ * ep_meta bytes 8..15 as ep_x8_qinq_ipv4 computes them (x->hi: the outer
+ * and inner TCI, host order, at bits 32 and 48), as the uplink's
+ * subscriber stage reads it (two acquire loads; an x86 gather's elements
+ * are aligned 8-byte loads, ordered as loads are): first the outer VIDs'
+ * blocks (bng_qinq_x8_blocks), then the inner VIDs' entries
+ * (bng_qinq_x8_entries).  Two functions, so that a caller gathers every
+ * group's blocks before the first group's entries: each gather waits
+ * ~16-26 cycles for its lines, and a group's two in a row would wait twice.
+ */
+static __rte_always_inline EP_X8_TARGET __m512i
+bng_qinq_x8_blocks(const struct bng_qinq *q, __mmask8 lanes, __m512i hi)
+{
+	__m512i outer = _mm512_and_si512(_mm512_srli_epi64(hi, 32), _mm512_set1_epi64(0x0fff));
+
+	return _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), lanes, outer,
+					   (const void *)q->blk, 8);
+}
+
+/** The entries of the lanes @p lanes (their blocks @p blk, from
+ *  bng_qinq_x8_blocks on the same @p hi): the mapped ones' data in
+ *  @p data, those lanes returned (a lane without a block or entry is
+ *  not). */
+static __rte_always_inline EP_X8_TARGET __mmask8
+bng_qinq_x8_entries(__mmask8 lanes, __m512i hi, __m512i blk, __m512i *data)
+{
+	__m512i inner = _mm512_and_si512(_mm512_srli_epi64(hi, 48), _mm512_set1_epi64(0x0fff));
+	__mmask8 has = _mm512_mask_test_epi64_mask(lanes, blk, blk);
+	__m512i v;
+
+	v = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), has,
+					_mm512_add_epi64(blk, _mm512_slli_epi64(inner, 3)), NULL, 1);
+	*data = v;
+	return _mm512_mask_test_epi64_mask(has, v, v);
+}
 #endif
 
 /**

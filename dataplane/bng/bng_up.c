@@ -212,8 +212,7 @@ up_group_is_pppoe(const struct rte_mbuf *m)
  * CPU has it: bng_up.parse_x8), as the router's parse_burst_x8: first
  * every group's loads (ep_parse_qinq_x8_load, or bng_qinq_pppoe_x8_load
  * for a group whose first frame is a PPPoE session's: the gathers of the
- * four groups overlap) and the meta lines' prefetches, then per group the
- * MAC check and the QinQ IPv4 checks (ep_parse_qinq_x8_check, proto/; or
+ * four groups overlap), then per group the MAC check and the QinQ IPv4 checks (ep_parse_qinq_x8_check, proto/; or
  * bng_qinq_pppoe_x8_check, the session header's too).  A
  * lane that passes and is not DHCP (bng_ip_control's ports, compared for
  * eight lanes) has its ep_meta written and its ACL input given (one
@@ -222,7 +221,9 @@ up_group_is_pppoe(const struct rte_mbuf *m)
  * options, ARP, DHCP, any error) takes up_parse_one, which names the drop
  * or punt.
  * When every frame passed with an input, the ACL's own pass over the
- * meta lines is not run (ep_acl_filter_give).
+ * meta lines is not run (ep_acl_filter_give); when every frame passed, the
+ * QinQ IPoE lanes' VLAN pairs are looked up in the QinQ map for the
+ * subscriber stage, two gathers for eight (u->pre_hits).
  */
 static EP_X8_TARGET uint16_t
 up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
@@ -233,7 +234,9 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 	uint16_t out = 0, np = 0, nn = 0, mac2;
 	bool pppoe[EP_BURST_MAX / 8];
 	uint32_t r = 0, mac4;
-	uint64_t mac;
+	uint64_t mac, pre = 0;
+	__m512i hi[EP_BURST_MAX / 8], blk[EP_BURST_MAX / 8];
+	__mmask8 ipoe[EP_BURST_MAX / 8], any_ipoe = 0;
 
 	ep_mac_words(&u->access_mac, &mac4, &mac2);
 	mac = mac4 | (uint64_t)mac2 << 32;
@@ -246,8 +249,11 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 		else
 			ep_parse_qinq_x8_load(&pkts[i], lanes, &in[i / 8]);
 	}
-	for (uint16_t i = 0; i < n; i++)
-		rte_prefetch0(ep_meta(pkts[i]));
+	/* No prefetch of the meta lines (the router's x8 parse has one): an
+	 * mbuf comes back from tx through the mempool cache with its meta
+	 * line still cached from its last burst, and the 32 prefetches cost
+	 * more than they saved (bench.bng_ab ipoe-128 0.995 and swapped
+	 * 1.012, docs/bng.md "Twelfth pass"). */
 	for (uint16_t i = 0; i < n; i += 8) {
 		__mmask8 lanes = (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1), ok, dhcp, acl_ok;
 		struct ep_parse_qinq_x8 x;
@@ -267,6 +273,9 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 			_mm512_cmpeq_epi64_mask(sport, _mm512_set1_epi64(RTE_BE16(68))));
 		ok = x.ok & ~dhcp;
 		ep_parse_qinq_x8_store(&x, in[i / 8].mb, ok, pppoe[i / 8] ? BNG_USER_PPPOE : 0);
+		ipoe[i / 8] = pppoe[i / 8] ? 0 : ok;
+		any_ipoe |= ipoe[i / 8];
+		hi[i / 8] = x.hi;
 		ep_acl_filter_input4_x8(u->acl, i, ok, x.l3);
 		acl_ok = _mm512_test_epi64_mask(ep_x8_table(ep_acl_port_protos, x.proto),
 						_mm512_set1_epi64(EP_META_F_HAS_L4));
@@ -286,9 +295,28 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 			r |= k;
 		}
 	}
+	/* The QinQ IPoE lanes' subscriber data from the QinQ map, for the
+	 * subscriber stage (u->pre_hits), when it gets the burst whole and
+	 * it has such lanes: every group's blocks, then every group's entries
+	 * (the gathers overlap). */
+	if (out == 0 && any_ipoe) {
+		for (uint16_t i = 0; i < n; i += 8)
+			blk[i / 8] = bng_qinq_x8_blocks(u->b->qinq, ipoe[i / 8], hi[i / 8]);
+		for (uint16_t i = 0; i < n; i += 8) {
+			__m512i v;
+			__mmask8 has = bng_qinq_x8_entries(ipoe[i / 8], hi[i / 8], blk[i / 8], &v);
+
+			_mm512_mask_storeu_epi64(&u->data[i], has, v);
+			pre |= (uint64_t)has << i;
+		}
+	}
 	up_parse_finish(u, pkts, next, punt, np, nd, nn);
 	/* Every packet goes on to the ACL with its input given. */
 	ep_acl_filter_give(u->acl, r == 0 && out == 0 ? n : 0, n != 0 ? pkts[0] : NULL);
+	/* The map's answers name the burst as it is only if none left it. */
+	u->pre_hits = pre;
+	u->pre_n = out == 0 ? n : 0;
+	u->pre_first = n != 0 ? pkts[0] : NULL;
 	return out;
 }
 #endif
@@ -318,6 +346,7 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	if (u->parse_x8 && port != EP_RX_PORT_META)
 		return up_parse_burst_x8(u, pkts, next, n, port);
 #endif
+	u->pre_n = 0;   /* no QinQ map answers (bng_qinq_x8_entries) */
 	ep_rx_prefetch_first(pkts, n, 1);
 	for (uint16_t i = 0; i < n; i++) {
 		ep_rx_prefetch_next(pkts, i, n, 1);
@@ -552,12 +581,67 @@ bng_up_police_at(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint1
 }
 
 /*
+ * Pass 1 of the subscriber stage for packet @p i: its data from the QinQ
+ * or the PPPoE map (bit @p i of @p hits set), or its key and hash queued
+ * for the bulk hash lookup (@p hidx, @p nh).
+ */
+static __rte_always_inline void
+up_classify_one(struct bng_up *u, const struct bng *b, struct rte_mbuf *m, uint16_t i,
+		uint64_t *hits, uint16_t *hidx, uint16_t *nh)
+{
+	const struct ep_meta *md = ep_meta(m);
+	const uint8_t *p;
+	uint64_t w0, w1;
+
+	if (likely(md->n_vlans == 2 && md->user != BNG_USER_PPPOE)) {
+		/* A QinQ IPoE line: its VLAN pair, if mapped, is the whole
+		 * lookup (struct bng_qinq). */
+		const uint64_t *blk = __atomic_load_n(&b->qinq->blk[md->vlan_tci[0] & 0x0fff],
+						      __ATOMIC_ACQUIRE);
+
+		if (likely(blk != NULL)) {
+			uint64_t v = __atomic_load_n(&blk[md->vlan_tci[1] & 0x0fff],
+						     __ATOMIC_ACQUIRE);
+
+			if (likely(v != 0)) {
+				u->data[i] = (void *)(uintptr_t)v;
+				*hits |= 1ull << i;
+				return;
+			}
+		}
+	}
+	p = rte_pktmbuf_mtod(m, const uint8_t *);
+	up_key(p, md, &w0, &w1);
+	if (md->user == BNG_USER_PPPOE) {
+		/* A PPPoE session: its id, if mapped to this key, is the whole
+		 * lookup (struct bng_pppoe). */
+		uint64_t v = up_pppoe_data(b, w0, w1);
+
+		if (likely(v != 0)) {
+			u->data[i] = (void *)(uintptr_t)v;
+			*hits |= 1ull << i;
+			return;
+		}
+	}
+	memcpy(&u->keys[*nh], &w0, 8);
+	memcpy((uint8_t *)&u->keys[*nh] + 8, &w1, 8);
+	u->sig[*nh] = bng_key_hash(w0, w1);
+	u->key_ptr[*nh] = &u->keys[*nh];
+	hidx[(*nh)++] = i;
+}
+
+/*
  * Stage `subscriber`: classification, anti-spoofing and policing of the
  * burst.
  *
  *   pass 1  a QinQ IPoE frame whose VLAN pair is in the QinQ map (struct
  *           bng_qinq) has its key data from there: two loads, the first
- *           of a line every frame of that outer VID shares.  A PPPoE
+ *           of a line every frame of that outer VID shares; or, for the
+ *           lanes the x8 parse checked, two gathers for eight frames
+ *           there (bng_qinq_x8_blocks, bng_qinq_x8_entries: the answers
+ *           in u->pre_hits when the parse passed the burst on whole),
+ *           and pass 1 looks only at the other lanes (~1.5 cycles a
+ *           packet less in this stage, ~1 more in parse).  A PPPoE
  *           session frame whose session id maps to its own key in the
  *           PPPoE map (struct bng_pppoe) has it from there: the block
  *           pointer and one line of the entry.  The others:
@@ -593,46 +677,22 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 	uint16_t out = 0, nh = 0, hidx[EP_BURST_MAX];
 
 	RTE_BUILD_BUG_ON(sizeof(struct bng_up_dyn) != RTE_CACHE_LINE_SIZE);
-	for (uint16_t i = 0; i < n; i++) {
-		const struct ep_meta *md = ep_meta(pkts[i]);
-		const uint8_t *p;
-		uint64_t w0, w1;
+	RTE_BUILD_BUG_ON(EP_BURST_MAX > 64);
+	/* The lanes the x8 parse found in the QinQ map (bng_qinq_x8_entries). */
+	if (u->pre_n == n && n != 0 && u->pre_first == pkts[0])
+		hits = u->pre_hits;
+	u->pre_n = 0;
+	if (hits == 0) {
+		for (uint16_t i = 0; i < n; i++)
+			up_classify_one(u, b, pkts[i], i, &hits, hidx, &nh);
+	} else {
+		/* Only the lanes without an answer: a loop over their bits. */
+		for (uint64_t todo = (n == 64 ? ~0ull : (1ull << n) - 1) & ~hits; todo != 0;
+		     todo &= todo - 1) {
+			uint16_t i = (uint16_t)__builtin_ctzll(todo);
 
-		if (likely(md->n_vlans == 2 && md->user != BNG_USER_PPPOE)) {
-			/* A QinQ IPoE line: its VLAN pair, if mapped, is the
-			 * whole lookup (struct bng_qinq). */
-			const uint64_t *blk = __atomic_load_n(
-				&b->qinq->blk[md->vlan_tci[0] & 0x0fff], __ATOMIC_ACQUIRE);
-
-			if (likely(blk != NULL)) {
-				uint64_t v = __atomic_load_n(&blk[md->vlan_tci[1] & 0x0fff],
-							     __ATOMIC_ACQUIRE);
-
-				if (likely(v != 0)) {
-					u->data[i] = (void *)(uintptr_t)v;
-					hits |= 1ull << i;
-					continue;
-				}
-			}
+			up_classify_one(u, b, pkts[i], i, &hits, hidx, &nh);
 		}
-		p = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
-		up_key(p, md, &w0, &w1);
-		if (md->user == BNG_USER_PPPOE) {
-			/* A PPPoE session: its id, if mapped to this key, is
-			 * the whole lookup (struct bng_pppoe). */
-			uint64_t v = up_pppoe_data(b, w0, w1);
-
-			if (likely(v != 0)) {
-				u->data[i] = (void *)(uintptr_t)v;
-				hits |= 1ull << i;
-				continue;
-			}
-		}
-		memcpy(&u->keys[nh], &w0, 8);
-		memcpy((uint8_t *)&u->keys[nh] + 8, &w1, 8);
-		u->sig[nh] = bng_key_hash(w0, w1);
-		u->key_ptr[nh] = &u->keys[nh];
-		hidx[nh++] = i;
 	}
 	if (nh != 0) {
 		void *hd[EP_BURST_MAX];

@@ -12,7 +12,10 @@
  * the CPU has AVX-512, the eight-frame paths of the uplink's parse
  * (ep_parse_qinq_x8_check, bng_qinq_pppoe_x8_check) run on the frame in an
  * mbuf, as a lane of its own: a lane they pass must be one the scalar fast
- * path takes, with the same ep_meta, and the other way round.
+ * path takes, with the same ep_meta, and the other way round; a QinQ IPoE
+ * lane they pass finds its VLAN pair's entry in a QinQ map by the vector
+ * lookup (bng_qinq_x8_blocks, bng_qinq_x8_entries), and nothing once the
+ * entry or the block is gone.
  */
 /* rte_rcu_qsbr_dq and rte_sched's PIE inlines are still
  * experimental in DPDK 22.11. */
@@ -72,6 +75,34 @@ one(const uint8_t *frame, uint32_t seg_len, uint32_t frame_len)
 }
 
 #ifdef EP_PARSE_X8
+/* A QinQ map (struct bng_qinq) with the block of one outer VID. */
+static struct bng_qinq qinq;
+static uint64_t qinq_blk[BNG_VID_N];
+
+/* The QinQ map's lookup of a lane the x8 IPoE check passed (ep_meta bytes
+ * 8..15 @p hi; the scalar parse's ep_meta @p want), against the pair in
+ * @p want: its outer VID's block holding an entry at its inner VID and
+ * not at the others, then holding none, then no block. */
+static EP_X8_TARGET void
+x8_qinq_map(__m512i hi, const struct ep_meta *want)
+{
+	const uint16_t o = want->vlan_tci[0] & 0x0fff, i = want->vlan_tci[1] & 0x0fff;
+	const uint64_t data = 0x5a00000000ull | (uint64_t)o << 12 | i | 1u << 24;
+	__m512i v;
+
+	qinq.blk[o] = qinq_blk;
+	qinq_blk[i] = data;
+	if (bng_qinq_x8_entries(1, hi, bng_qinq_x8_blocks(&qinq, 1, hi), &v) != 1 ||
+	    (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(v)) != data)
+		abort();
+	qinq_blk[i] = 0;
+	if (bng_qinq_x8_entries(1, hi, bng_qinq_x8_blocks(&qinq, 1, hi), &v) != 0)
+		abort();
+	qinq.blk[o] = NULL;
+	if (bng_qinq_x8_entries(1, hi, bng_qinq_x8_blocks(&qinq, 1, hi), &v) != 0)
+		abort();
+}
+
 /* The x8 lane of @p m (PPPoE or IPoE per @p pppoe) against the scalar
  * fast path on the same bytes. */
 static EP_X8_TARGET void
@@ -102,6 +133,8 @@ x8_lane(struct rte_mbuf *m, bool pppoe)
 		want.user = 0;
 	}
 	ep_parse_qinq_x8_store(&x, in.mb, x.ok, pppoe ? BNG_USER_PPPOE : 0);
+	if (!pppoe && (x.ok & 1))
+		x8_qinq_map(x.hi, &want);
 	want.in_port = 0;
 	/* Only a frame shorter than a MAC address can be "not for us" here;
 	 * the scalar side is not asked then. */

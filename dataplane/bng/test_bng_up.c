@@ -347,6 +347,108 @@ EP_TEST(uplink_parse_x8_equals_the_scalar_parse_and_gives_the_acl_its_own_inputs
 	tb_free(t);
 }
 
+/* The QinQ map's data for VLAN pair @p o.@p i (0: not mapped), read as
+ * the subscriber stage reads it. */
+static uint64_t
+qinq_map_data(const struct bng *b, uint16_t o, uint16_t i)
+{
+	const uint64_t *blk = b->qinq->blk[o & 0x0fff];
+
+	return blk != NULL ? blk[i & 0x0fff] : 0;
+}
+
+/*
+ * The QinQ map's lookup the x8 parse does for the subscriber stage
+ * (bng_qinq_x8_entries): bursts of every size from 1 to 32 of QinQ IPoE frames on
+ * a mapped pair, a pair in a mapped block without an entry, a pair whose
+ * outer VID has no block, a PPPoE line's pair, spoofed sources and PPPoE
+ * sessions among them.  Each lane it answers carries the map's data of its
+ * own pair (a mapped one: the others are the stage's to drop); the subscriber stage's verdicts
+ * after it equal those after the scalar parse (which answers none); and a
+ * different burst of the same size given to the subscriber stage next is
+ * classified by its own frames, not by the answers.
+ */
+EP_TEST(uplink_parse_x8_qinq_map_answers_equal_the_subscriber_stages_own_lookup)
+{
+	static const uint16_t pairs[][2] = { { 100, 200 }, { 100, 202 }, { 300, 200 }, { 100, 201 } };
+	struct tb *t = tb_new(up_conf);
+	struct bng_up *u = t->up->pipeline_ctx;
+	struct ep_stage *parse = &t->up->stages[0], *sub = &t->up->stages[1];
+	unsigned int wrong = 0, answered = 0, stale = 0;
+	uint8_t f[256];
+
+	if (!bng_up_parse_x8_usable()) {
+		printf("    no AVX-512 F/BW/DQ/VBMI here: the vector path does not run\n");
+		tb_free(t);
+		return;
+	}
+	for (unsigned int c = 0; c < 32 * 4; c++) {
+		unsigned int n = 1 + c % 32;
+		struct rte_mbuf *a[32], *b[32], *d[32];
+		uint16_t na[32] = {0}, nb[32] = {0}, sa[32] = {0}, sb[32] = {0}, sd[32] = {0};
+		uint16_t oa, ob;
+		uint64_t pre;
+
+		for (unsigned int i = 0; i < n; i++) {
+			unsigned int k = c * 7 + i;
+			const uint16_t *v = pairs[c % 4 == 0 ? 0 : k % 4];
+			struct tb_pkt p = qinq_v4(v[0], v[1], k % 11 == 3 ? "198.18.9.9" : "198.18.100.2");
+			uint16_t len;
+
+			if (k % 13 == 6) {
+				p.pppoe = true;
+				p.vid[1] = 201;
+				p.session = 0x12;
+			}
+			len = tb_frame(f, &p);
+			a[i] = ep_test_mbuf(f, len);
+			b[i] = ep_test_mbuf(f, len);
+			/* The same size, every frame on a pair no one has. */
+			p = qinq_v4(300, 200, "198.18.100.2");
+			len = tb_frame(f, &p);
+			d[i] = ep_test_mbuf(f, len);
+		}
+		t->up->rx_port = TB_ACCESS;
+		u->parse_x8 = true;
+		oa = parse->fn(parse->ctx, a, na, (uint16_t)n);
+		pre = u->pre_n == n ? u->pre_hits : 0;
+		for (unsigned int i = 0; i < n; i++) {
+			const struct ep_meta *md = ep_meta(a[i]);
+			uint64_t want = md->user == BNG_USER_PPPOE ? 0 :
+					qinq_map_data(t->b, md->vlan_tci[0], md->vlan_tci[1]);
+
+			/* A lane of a group loaded as PPPoE takes the scalar
+			 * parse: not answered, looked up by the stage. */
+			wrong += ((pre >> i) & 1) &&
+				 (want == 0 || (uint64_t)(uintptr_t)u->data[i] != want);
+			answered += (pre >> i) & 1;
+		}
+		sub->fn(sub->ctx, a, sa, (uint16_t)n);
+		u->parse_x8 = false;
+		ob = parse->fn(parse->ctx, b, nb, (uint16_t)n);
+		wrong += u->pre_n != 0;
+		sub->fn(sub->ctx, b, sb, (uint16_t)n);
+		wrong += oa != 0 || ob != 0 || memcmp(sa, sb, sizeof(sa[0]) * n) != 0;
+		/* Answers for a parsed burst, then another burst of its size:
+		 * the answers name the first. */
+		parse->fn(parse->ctx, d, sd, (uint16_t)n);
+		u->parse_x8 = true;
+		parse->fn(parse->ctx, b, nb, (uint16_t)n);
+		wrong += u->pre_n != n;
+		sub->fn(sub->ctx, d, sd, (uint16_t)n);
+		for (unsigned int i = 0; i < n; i++)
+			stale += sd[i] != EP_NEXT_DROP(EP_DROP_BNG_UNKNOWN_SUBSCRIBER);
+		t->up->rx_port = EP_RX_PORT_META;
+		rte_pktmbuf_free_bulk(a, n);
+		rte_pktmbuf_free_bulk(b, n);
+		rte_pktmbuf_free_bulk(d, n);
+	}
+	EP_CHECK_EQ(wrong, 0);
+	EP_CHECK_EQ(stale, 0);
+	EP_CHECK(answered > 32 * 4 * 16 / 4);
+	tb_free(t);
+}
+
 EP_TEST(uplink_pppoe_ipv6_stripped_bytes_exact)
 {
 	struct tb *t = tb_new(up_conf);
