@@ -116,7 +116,7 @@ struct ep_hsched {
 	uint64_t tc_pkts[N_TC], tc_dropped[N_TC];
 	/* Fixed once built. */
 	struct hs_pipe *pipes;
-	struct rte_mbuf **slots;        /* [pipe][position][queue]: hs_slot() */
+	struct rte_mbuf **slots;        /* [pipe][queue][position]: hs_slot() */
 	struct rte_bitmap *active;
 	struct hs_subport *sub;
 	struct hs_prof *prof;           /* [EP_SCHED_MAX_PROFILES] */
@@ -127,17 +127,16 @@ struct ep_hsched {
 	uint32_t overhead;
 };
 
-/* The slot of queue @p q of pipe @p gid at counter value @p pos.  A queue
- * that empties starts again at position 0 (pipe_visit), and a pipe's
- * sixteen queues keep each position side by side: [pipe][position][queue].
- * A pipe's first packet is not written here at all (hs_pipe.solo); from
- * the second on, a lightly loaded pipe writes the two lines of position 0
- * (4096 pipes: at most 512 KiB) instead of walking its queues' rings
- * through a 16 (qsize 32) or 32 MiB (qsize 64) array. */
+/* The slot of queue @p q of pipe @p gid at counter value @p pos:
+ * [pipe][queue][position].  A pipe's first packet is not written here at
+ * all (hs_pipe.solo), and a queue that empties starts again at position 0
+ * (pipe_visit): a queue that holds a few packets at a time keeps writing
+ * its first line instead of walking its ring through a 16 (qsize 32) or
+ * 32 MiB (qsize 64) array, and a backlogged one reads 8 slots a line. */
 static __rte_always_inline struct rte_mbuf **
 hs_slot(const struct ep_hsched *h, uint32_t gid, uint32_t q, uint32_t pos)
 {
-	return &h->slots[((gid << h->qsize_log2 | (pos & (h->qsize - 1))) << 4) | q];
+	return &h->slots[((gid << 4 | q) << h->qsize_log2) | (pos & (h->qsize - 1))];
 }
 
 bool
