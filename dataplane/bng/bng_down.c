@@ -36,12 +36,13 @@
  *            consumed).  The service hook dequeues.
  *
  * Measured (test_bng_cycles: 4096 subscribers, 496-byte IPv4 frames out as
- * 504-byte QinQ, 4 DSCPs, bursts of 32, minimum over trials), cycles per
- * packet, Intel Xeon at 2.6 GHz, 2026-11-25, our scheduler, the hash
+ * 504-byte QinQ, 4 DSCPs, queues of 64, bursts of 32, minimum over
+ * trials), cycles per packet, Intel Xeon at 2.6 GHz, 2026-11-25, our
+ * scheduler with a pipe's only packet kept in its pipe line, the hash
  * data naming the record (EP_TEST_HUGE=1):
  *
- *   parse 15   neigh 3   lookup 38   rpf 5   encap 20   hqos 30
- *   + dequeue (service hook) 30   = ~141 before rx/tx
+ *   parse 15   neigh 3   lookup 38-41   rpf 5-6   encap 15-21   hqos 24-27
+ *   + dequeue (service hook) 27-29   = ~128-139 before rx/tx
  *
  * The same test with rte_sched (main's build, alternated with this one
  * three times): hqos 55-67 + dequeue 97-99 = 249-266.  lookup is

@@ -27,7 +27,7 @@ bed(const char *extra)
 	size_t o = 0;
 	struct tb *t;
 
-	o += (size_t)sprintf(text + o, "max_subscribers = %d\nhqos_qsize = 32\n"
+	o += (size_t)sprintf(text + o, "max_subscribers = %d\nhqos_qsize = 64\n"
 			     "hqos_port_rate = 100G\nsubport = 0 rate=100G pipes=%d\n"
 			     "pipe = std rate=100M\n"
 			     "policer = std cir=100M cbs=256K pir=200M pbs=512K\n%s", N_SUBS, N_SUBS,

@@ -15,8 +15,10 @@
  * (measured in test_qos's same-input comparison and test_bng_cycles):
  *
  *   enqueue   one write to the pipe's second line (queue write counter,
- *             non-empty mask) and one slot; the active-pipe bitmap
- *             (rte_bitmap) only when the pipe was empty
+ *             non-empty mask) and one slot; into an empty pipe, the packet
+ *             itself goes in that line (solo, no slot line: the
+ *             uncongested case, one line a packet fewer) and the
+ *             active-pipe bitmap (rte_bitmap) is set
  *   dequeue   next active pipe from a 64-bit slab of the bitmap (the next
  *             one prefetched), refill its token bucket from the TSC with
  *             one multiply (rate in bytes per cycle, 32.32 fixed point; no
@@ -86,11 +88,16 @@ struct hs_pipe {
 	uint64_t tc_time;               /* TSC when the TC credits are next reset */
 	uint32_t tc_credits[N_TC];      /* bytes left this tc_period (10 on line 0) */
 	/* Line 1: queues (enqueue and dequeue). */
-	uint32_t wrr_tokens[4];
+	union {
+		uint32_t wrr_tokens[4];
+		/* With has_solo: the pipe's only packet, in queue
+		 * ctz(qmask), kept here instead of in its slot (hs_slot). */
+		struct rte_mbuf *solo;
+	};
 	uint16_t qmask;                 /* non-empty queues: bit q */
 	uint8_t prof;                   /* slot of its profile */
-	uint8_t in_use;
-	uint8_t qr[N_Q], qw[N_Q];       /* free-running read and write counters */
+	uint8_t has_solo;
+	uint8_t qr[N_Q], qw[N_Q];       /* read and write counters, 0 again when empty */
 } __rte_cache_aligned;
 
 struct hs_subport {
@@ -109,7 +116,7 @@ struct ep_hsched {
 	uint64_t tc_pkts[N_TC], tc_dropped[N_TC];
 	/* Fixed once built. */
 	struct hs_pipe *pipes;
-	struct rte_mbuf **slots;        /* [pipe][queue][qsize] */
+	struct rte_mbuf **slots;        /* [pipe][queue][position]: hs_slot() */
 	struct rte_bitmap *active;
 	struct hs_subport *sub;
 	struct hs_prof *prof;           /* [EP_SCHED_MAX_PROFILES] */
@@ -119,6 +126,18 @@ struct ep_hsched {
 	uint32_t qsize, qsize_log2;
 	uint32_t overhead;
 };
+
+/* The slot of queue @p q of pipe @p gid at counter value @p pos:
+ * [pipe][queue][position].  A pipe's first packet is not written here at
+ * all (hs_pipe.solo), and a queue that empties starts again at position 0
+ * (pipe_visit): a queue that holds a few packets at a time keeps writing
+ * its first line instead of walking its ring through a 16 (qsize 32) or
+ * 32 MiB (qsize 64) array, and a backlogged one reads 8 slots a line. */
+static __rte_always_inline struct rte_mbuf **
+hs_slot(const struct ep_hsched *h, uint32_t gid, uint32_t q, uint32_t pos)
+{
+	return &h->slots[((gid << 4 | q) << h->qsize_log2) | (pos & (h->qsize - 1))];
+}
 
 bool
 ep_hsched_supports(const struct ep_sched *s, struct ep_err *err)
@@ -188,7 +207,6 @@ ep_hsched_pipe_config(struct ep_hsched *h, uint32_t subport, uint32_t pipe, uint
 	/* As rte_sched_pipe_config: half a bucket, a fresh TC period.  Queued
 	 * packets stay. */
 	p->prof = (uint8_t)slot;
-	p->in_use = 1;
 	p->tb_time = h->port_time;
 	p->tb_credits = pr->tb.size_fp / 2;
 	p->tc_time = h->port_time + pr->tb.tc_period;
@@ -270,11 +288,18 @@ ep_hsched_free(struct ep_hsched *h)
 	if (h == NULL)
 		return;
 	/* Packets still queued go back to their pools. */
-	for (uint32_t gid = 0; h->pipes != NULL && h->slots != NULL && gid < h->n_pipes; gid++)
+	for (uint32_t gid = 0; h->pipes != NULL && h->slots != NULL && gid < h->n_pipes; gid++) {
+		struct hs_pipe *sp = &h->pipes[gid];
+
+		if (sp->has_solo) {
+			rte_pktmbuf_free(sp->solo);
+			sp->qr[__builtin_ctz(sp->qmask)]++;
+			sp->has_solo = 0;
+		}
 		for (uint32_t q = 0; q < N_Q; q++)
 			for (struct hs_pipe *p = &h->pipes[gid]; p->qr[q] != p->qw[q]; p->qr[q]++)
-				rte_pktmbuf_free(h->slots[((gid << 4 | q) << h->qsize_log2) |
-							  (p->qr[q] & (h->qsize - 1))]);
+				rte_pktmbuf_free(*hs_slot(h, gid, q, p->qr[q]));
+	}
 	if (h->active != NULL)
 		rte_free(h->active);
 	rte_free(h->prof);
@@ -300,7 +325,7 @@ ep_hsched_memory(uint32_t n_subports, uint32_t max_pipes, uint32_t qsize)
 uint32_t
 ep_hsched_enqueue(struct ep_hsched *h, struct rte_mbuf **pkts, uint32_t n)
 {
-	uint32_t ok = 0, qmax = h->qsize, qm = h->qsize - 1;
+	uint32_t ok = 0, qmax = h->qsize;
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
@@ -323,13 +348,32 @@ ep_hsched_enqueue(struct ep_hsched *h, struct rte_mbuf **pkts, uint32_t n)
 			h->tc_dropped[tc]++;
 			continue;
 		}
-		h->slots[((gid << 4 | q) << h->qsize_log2) | (p->qw[q] & qm)] = m;
+		if (p->qmask == 0) {
+			/* Into an empty pipe: kept in the pipe's line (solo),
+			 * no slot line.  Best effort's WRR tokens are reset as
+			 * each queue turns non-empty, so while the pipe holds
+			 * one packet they carry nothing and lend it their bytes. */
+			p->solo = m;
+			p->has_solo = 1;
+			p->qw[q]++;
+			p->qmask = (uint16_t)(1u << q);
+			rte_bitmap_set(h->active, gid);
+			h->n_active++;
+			h->tc_pkts[tc]++;
+			ok++;
+			continue;
+		}
+		if (p->has_solo) {
+			/* A second packet: the first one to its slot. */
+			uint32_t q0 = (uint32_t)__builtin_ctz(p->qmask);
+
+			*hs_slot(h, gid, q0, p->qr[q0]) = p->solo;
+			p->has_solo = 0;
+			memset(p->wrr_tokens, 0, sizeof(p->wrr_tokens));
+		}
+		*hs_slot(h, gid, q, p->qw[q]) = m;
 		p->qw[q]++;
 		if (!(p->qmask & (1u << q))) {
-			if (p->qmask == 0) {
-				rte_bitmap_set(h->active, gid);
-				h->n_active++;
-			}
 			p->qmask |= (uint16_t)(1u << q);
 			if (q >= TC_BE)
 				p->wrr_tokens[q - TC_BE] = 0;
@@ -399,7 +443,7 @@ pipe_visit(struct ep_hsched *h, uint32_t gid, uint64_t now, struct rte_mbuf **ou
 	struct hs_pipe *p = &h->pipes[gid];
 	struct hs_subport *sp = &h->sub[gid >> h->pipes_log2];
 	const struct hs_prof *pr = &h->prof[p->prof];
-	uint32_t mask = p->qmask, sent = 0, qm = h->qsize - 1;
+	uint32_t mask = p->qmask, sent = 0;
 	uint64_t ptb;
 
 	ptb = tb_refill(&pr->tb, p->tb_credits, &p->tb_time, now);
@@ -408,12 +452,12 @@ pipe_visit(struct ep_hsched *h, uint32_t gid, uint64_t now, struct rte_mbuf **ou
 		p->tc_time = now + pr->tb.tc_period;
 	}
 	while (mask != 0 && sent < room) {
-		uint32_t q = (mask & 0x0fffu) != 0 ? (uint32_t)__builtin_ctz(mask) :
-			     wrr_pick(p, mask);
+		/* A solo packet's queue is the only one (its WRR tokens hold
+		 * the pointer). */
+		uint32_t q = (mask & 0x0fffu) != 0 || p->has_solo ?
+			     (uint32_t)__builtin_ctz(mask) : wrr_pick(p, mask);
 		uint32_t tc = q < TC_BE ? q : TC_BE;
-		struct rte_mbuf **slot = &h->slots[((gid << 4 | q) << h->qsize_log2) |
-						   (p->qr[q] & qm)];
-		struct rte_mbuf *m = *slot;
+		struct rte_mbuf *m = p->has_solo ? p->solo : *hs_slot(h, gid, q, p->qr[q]);
 		uint32_t len = m->pkt_len + h->overhead;
 		uint64_t len_fp = (uint64_t)len << FP;
 
@@ -440,7 +484,14 @@ pipe_visit(struct ep_hsched *h, uint32_t gid, uint64_t now, struct rte_mbuf **ou
 		p->tc_credits[tc] -= len;
 		sp->tc_credits[tc] -= len;
 		out[sent++] = m;
+		if (p->has_solo) {
+			/* The pipe is empty now; the tokens are zeros again. */
+			p->has_solo = 0;
+			memset(p->wrr_tokens, 0, sizeof(p->wrr_tokens));
+		}
 		if (++p->qr[q] == p->qw[q]) {
+			/* Empty: back to position 0 (hs_slot). */
+			p->qr[q] = p->qw[q] = 0;
 			p->qmask &= (uint16_t)~(1u << q);
 			mask &= ~(1u << q);
 		}

@@ -547,6 +547,50 @@ EP_TEST(qos_hsched_tc_rate_limits_its_class_per_period)
 	hs_rig_free(&r);
 }
 
+/* A pipe's first packet is kept in the pipe's own line (qos_hsched.c,
+ * solo) until a second one arrives: each packet must still leave in its
+ * class's order and, within a queue, first in first out, and a port freed
+ * with such a packet queued must give it back to its pool. */
+EP_TEST(qos_hsched_first_packet_of_an_empty_pipe_keeps_its_order_and_is_freed_with_the_port)
+{
+	struct hs_rig r;
+	struct ep_err err;
+	struct rte_mbuf *m[8];
+	static const uint16_t want[4] = { 300, 100, 200, 400 };
+	uint32_t k;
+
+	hs_rig_new(&r, "hs_solo", EP_SCHED_IMPL_EP, 16, "rate=1G pipes=4");
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "p", "rate=1G", &err), 0);
+	hs_rig_start(&r, (const char *[]){ "p" }, 1);
+	/* Alone in its pipe, out and the pipe empty again. */
+	EP_CHECK_EQ(hs_put(&r, 0, RTE_SCHED_TRAFFIC_CLASS_BE, 1, 1, 500), 1);
+	r.now += r.hz / 1000;
+	k = ep_sched_dequeue(r.sp, m, RTE_DIM(m), r.now);
+	EP_CHECK_EQ(k, 1);
+	EP_CHECK_EQ(k == 1 ? m[0]->pkt_len : 0, 500);
+	rte_pktmbuf_free_bulk(m, k);
+	EP_CHECK_EQ(ep_hsched_queue_len(r.sp->hs, 0, 0, 13), 0);
+	/* Best effort first (the pipe's only packet), then TC 0 and more
+	 * best effort behind it: TC 0 leaves first, best effort in order. */
+	EP_CHECK_EQ(hs_put(&r, 0, RTE_SCHED_TRAFFIC_CLASS_BE, 1, 1, 100), 1);
+	EP_CHECK_EQ(hs_put(&r, 0, 0, 0, 1, 300), 1);
+	EP_CHECK_EQ(hs_put(&r, 0, RTE_SCHED_TRAFFIC_CLASS_BE, 1, 1, 200), 1);
+	EP_CHECK_EQ(hs_put(&r, 0, RTE_SCHED_TRAFFIC_CLASS_BE, 1, 1, 400), 1);
+	r.now += r.hz / 1000;
+	k = ep_sched_dequeue(r.sp, m, RTE_DIM(m), r.now);
+	EP_CHECK_EQ(k, 4);
+	for (uint32_t i = 0; i < k && i < 4; i++)
+		EP_CHECK_EQ(m[i]->pkt_len, want[i]);
+	rte_pktmbuf_free_bulk(m, k);
+	/* One packet left alone in its pipe when the port goes. */
+	EP_CHECK_EQ(hs_put(&r, 0, 3, 0, 1, 100), 1);
+	EP_CHECK_EQ(rte_mempool_avail_count(r.mp), 8190u);
+	ep_sched_port_free(r.sp);
+	r.sp = NULL;
+	EP_CHECK_EQ(rte_mempool_avail_count(r.mp), 8191u);
+	hs_rig_free(&r);
+}
+
 EP_TEST(qos_hsched_tail_drop_at_queue_size_counted_per_tc)
 {
 	struct hs_rig r;
