@@ -805,7 +805,7 @@ up_encap(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct ep_meta *md = ep_meta(m);
-		const struct ep_fib_nh *nh = md->nexthop_entry;
+		const struct ep_fib_nh *nh = ep_meta_nh(m);
 		uint8_t *l3 = rte_pktmbuf_mtod_offset(m, uint8_t *, md->l3_off);
 		uint32_t end = (uint32_t)md->l3_off + md->l3_len;
 		/* A label takes 4 bytes of the core link's MTU; a VLAN tag none. */

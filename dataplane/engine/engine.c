@@ -30,6 +30,7 @@
 #include <rte_malloc.h>
 
 #include "ep_engine.h"
+#include "ep_meta.h"
 #include "ep_rcu.h"
 #include "engine_internal.h"
 #include "power_internal.h"
@@ -613,6 +614,12 @@ start(struct ep_engine *e, const struct ep_engine_opts *o, struct ep_err *err)
 	if (rte_eal_init(argc, argv) < 0)
 		return eal_failed(e, argc, argv, err);
 	e->eal_up = true;
+	/* Before any port is probed: a driver's own dynamic field (net_pcap's
+	 * Rx timestamp) must be given other bytes than ep_meta's. */
+	if (ep_meta_register() < 0)
+		return ep_err_set(err, "mbuf dynamic field %s at offset %zu: %s",
+				  EP_META_DYNFIELD_NAME, (size_t)EP_META_OFFSET,
+				  rte_strerror(rte_errno));
 	e->tsc_hz = rte_get_tsc_hz();
 	e->start_tsc = rte_rdtsc();
 	if (init_qsbr(e, err) < 0 || create_workers(e, err) < 0)

@@ -5,6 +5,8 @@
  * port, a packet falling off the end is NO_NEXT, a verdict outside the
  * contract never reaches a port.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -20,6 +22,7 @@
 #include <rte_malloc.h>
 
 #include "ep_engine.h"
+#include "ep_meta.h"
 #include "ep_test.h"
 #include "engine_internal.h"
 
@@ -683,4 +686,60 @@ out:
 	for (int i = 0; i < 3; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+}
+
+/*
+ * ep_meta's bytes belong to it under DPDK's dynamic-field API (ep_test.c
+ * registers them as the engine does, before any port), nothing else can be
+ * given them, and net_pcap -- whose probe registers an 8-byte, 8-aligned Rx
+ * timestamp and fails without one -- still probes, its field beside ours.
+ */
+EP_TEST(ep_meta_owns_its_dynfield_bytes_and_net_pcap_still_probes_beside_it)
+{
+	static const uint8_t pcap_header[24] = {
+		0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0xff, 0xff, 0, 0, 1, 0, 0, 0,   /* snaplen 65535, Ethernet */
+	};
+	const struct rte_mbuf_dynfield overlap = { .name = "ep_test_overlap", .size = 8,
+						   .align = 8 };
+	struct rte_mbuf_dynfield got;
+	char path[] = "/tmp/ep_test_meta_XXXXXX", dev[128];
+	int fd = mkstemp(path), ts;
+
+	EP_CHECK_EQ(rte_mbuf_dynfield_lookup(EP_META_DYNFIELD_NAME, &got), (int)EP_META_OFFSET);
+	EP_CHECK_EQ(got.size, sizeof(struct ep_meta));
+	EP_CHECK_EQ(ep_meta_register(), 0);        /* again: idempotent */
+	EP_CHECK_EQ(rte_mbuf_dynfield_register_offset(&overlap,
+						      RTE_ALIGN_CEIL(EP_META_OFFSET, 8)), -1);
+	EP_CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	EP_CHECK_EQ(write(fd, pcap_header, sizeof(pcap_header)), (ssize_t)sizeof(pcap_header));
+	close(fd);
+	snprintf(dev, sizeof(dev), "net_pcap_ep_meta,rx_pcap=%s,tx_pcap=/dev/null", path);
+	EP_CHECK_EQ(rte_dev_probe(dev), 0);
+	ts = rte_mbuf_dynfield_lookup(RTE_MBUF_DYNFIELD_TIMESTAMP_NAME, NULL);
+	EP_CHECK(ts >= (int)(EP_META_OFFSET + sizeof(struct ep_meta)));
+	EP_CHECK_EQ(rte_eal_hotplug_remove("vdev", "net_pcap_ep_meta"), 0);
+	unlink(path);
+}
+
+/* The next hop's entry sits in the private area: setting it leaves every
+ * byte of ep_meta as it was, and ep_meta is the mbuf's dynamic-field area. */
+EP_TEST(ep_meta_nexthop_entry_is_kept_apart_from_ep_meta)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(ep_test_pool());
+	uint8_t before[sizeof(struct ep_meta)];
+	const struct ep_fib_nh *nh = (const struct ep_fib_nh *)(uintptr_t)0x1234567890abcdefull;
+
+	EP_CHECK(m != NULL);
+	if (m == NULL)
+		return;
+	EP_CHECK_EQ((uintptr_t)ep_meta(m), (uintptr_t)m + EP_META_OFFSET);
+	memset(ep_meta(m), 0x5a, sizeof(struct ep_meta));
+	memcpy(before, ep_meta(m), sizeof(before));
+	ep_meta_set_nh(m, nh);
+	EP_CHECK(ep_meta_nh(m) == nh);
+	EP_CHECK_MEM(ep_meta(m), before, sizeof(before));
+	rte_pktmbuf_free(m);
 }

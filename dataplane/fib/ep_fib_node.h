@@ -290,7 +290,7 @@ ep_fib_nh_resolve_in(struct ep_fib_worker *fw, struct ep_fib_nh *const *nhs, uin
 		struct ep_meta *md = ep_meta(m);
 
 		md->nexthop = idx;
-		md->nexthop_entry = e;
+		ep_meta_set_nh(m, e);
 		return 0;
 	}
 	return ep_fib_nh_slow(fw, m, idx, next, local, arg);

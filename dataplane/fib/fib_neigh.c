@@ -555,13 +555,13 @@ ep_fib_nh_slow(struct ep_fib_worker *fw, struct rte_mbuf *m, uint32_t idx, uint1
 	switch (nh->kind) {
 	case EP_FIB_NH_FORWARD:
 		md->nexthop = idx;
-		md->nexthop_entry = nh;
+		ep_meta_set_nh(m, nh);
 		return 0;
 	case EP_FIB_NH_STALE:
 		/* Forwarded, and confirmed again by a unicast question. */
 		ep_fib_ask(fw, m->pool, nh->family, nh->ip, nh->port, nh->eth);
 		md->nexthop = idx;
-		md->nexthop_entry = nh;
+		ep_meta_set_nh(m, nh);
 		return 0;
 	case EP_FIB_NH_IS_LOCAL:
 		*next = local(fw, m, arg);

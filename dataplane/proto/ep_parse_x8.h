@@ -266,8 +266,7 @@ ep_x8_meta_store(__m512i mb, __mmask8 ok, __m512i lo, __m512i hi, const unsigned
 	_mm512_store_si512(mp, mb);
 	for (unsigned int b = ok; b != 0; b &= b - 1) {
 		unsigned int j = __builtin_ctz(b);
-		struct ep_meta *md = (struct ep_meta *)((uint8_t *)(uintptr_t)mp[j] +
-							sizeof(struct rte_mbuf));
+		struct ep_meta *md = ep_meta((struct rte_mbuf *)(uintptr_t)mp[j]);
 
 		memcpy(md, &l[j], 8);
 		memcpy((uint8_t *)md + 8, &h[j], hi_len);

@@ -33,7 +33,7 @@ static __rte_always_inline uint16_t
 rewrite_one(struct ep_fib_worker *fw, struct rte_mbuf *m, uint16_t *next)
 {
 	struct ep_meta *md = ep_meta(m);
-	const struct ep_fib_nh *nh = md->nexthop_entry;
+	const struct ep_fib_nh *nh = ep_meta_nh(m);
 	uint8_t *l3 = rte_pktmbuf_mtod_offset(m, uint8_t *, md->l3_off);
 	uint16_t strip, mtu = nh->mtu;
 	int rc = ep_ip_ttl_dec(l3, md->l3_type);

@@ -75,6 +75,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "EAL init failed\n");
 		return 1;
 	}
+	if (ep_meta_register() < 0) {
+		fprintf(stderr, "ep_meta dynamic field: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
 	pool = rte_pktmbuf_pool_create("ep_test", 4096, 0, EP_META_SIZE,
 				       RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	if (pool == NULL) {
