@@ -1,0 +1,61 @@
+"""How fast the ring-fed downlink benchmark's feeder can go.
+
+`make bench BENCH=bng-downlink`'s key case (`vs_dpdk-qos_sched_sched_core`)
+runs our downlink worker behind a feeder worker (xconnect: net_pcap rx,
+every frame copied into a fresh mbuf, then net_ring) on the other CPU, as
+qos_sched's rx thread feeds its scheduler thread.  A worker faster than
+its feeder cannot show it there: it drains the ring as it fills and waits
+on lines the feeder has just written.  This tool measures the feeder with
+the same configuration (bench/bng_bench.py, ring_feed=True) and, as its
+consumer, either the downlink worker or an xconnect from the ring to
+net_null that does nothing to the frames, so the feeder's own limit shows:
+
+    .venv/bin/python -m bench.bng_feeder [--consumer xconnect|downlink]
+        [--binary build/dp/edgeplane-dp] [--windows 3]
+
+Prints, per 2-second window and worker: packets per CPU-second, per
+wall-second, busy cycles a packet and the share of idle polls.
+"""
+import argparse
+import tempfile
+from pathlib import Path
+
+from bench import bng_bench, common
+from bench.bng_inputs import Inputs
+
+XCONNECT_CONSUMER = ("[worker down]\npipeline = xconnect\nrx = core\n"
+                     "pairs = core:access\nlcore = 1")
+DOWNLINK_CONSUMER = "[worker down]\npipeline = bng-downlink\nrx = core\nlcore = 1"
+
+
+def feeder_config(consumer):
+    inputs = Inputs()
+    cfg = bng_bench._ring_fed_down_config(inputs, inputs.downlink_pcap("504", ring=True))
+    if consumer == "xconnect":
+        if DOWNLINK_CONSUMER not in cfg:
+            raise RuntimeError("bench/bng_bench.py's ring-fed layout changed")
+        cfg = cfg.replace(DOWNLINK_CONSUMER, XCONNECT_CONSUMER)
+        cfg = cfg[:cfg.index("[bng]")]
+    return cfg
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--consumer", choices=("xconnect", "downlink"), default="xconnect")
+    ap.add_argument("--binary", default=str(common.ROOT / "build" / "dp" / "edgeplane-dp"))
+    ap.add_argument("--windows", type=int, default=3)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bng-feeder-"))
+    with bng_bench.Ours(work, f"feeder-{args.consumer}", feeder_config(args.consumer),
+                        binary=args.binary) as ours:
+        for i in range(args.windows):
+            res = ours.measure(2.0)
+            for name, w in res.items():
+                print(f"window {i + 1} {name:5s} {w['mpps_per_core']:7.3f} Mpps/core "
+                      f"{w['mpps_wall']:7.3f} Mpps wall {w['cycles_per_pkt']:6.1f} cycles/pkt "
+                      f"idle {w['idle_share']:.3f} stages "
+                      + " ".join(f"{s} {c:.1f}" for s, c in w["stages"].items()))
+
+
+if __name__ == "__main__":
+    main()
