@@ -80,7 +80,7 @@ IDLE_SLEEP = {"min_sleep_us": 50, "max_sleep_us": 400}
 # Modified state, which is what a packet handed over at once is.  The
 # generator holds each packet back until enough newer ones were written to
 # fill twice its core's L2 (gen_hold_pkts below: 2048 on Zen's 1 MiB L2,
-# ~2.3 MB of downstream frames and mbufs; ~3600 on a 2 MiB L2): its L2 has
+# ~2.3 MB of downstream frames and mbufs; 3262 on a 2 MiB L2): its L2 has
 # written the packet back to L3 by then (cmts_gen.c says more,
 # docs/cmts.md has the measurement).  Not warmer than DDIO: nothing is in
 # the worker's own L1/L2, and the mbuf's first line, which a NIC's rx
@@ -88,7 +88,7 @@ IDLE_SLEEP = {"min_sleep_us": 50, "max_sleep_us": 400}
 GEN_INPUT = {"poll_policy": "busy"}
 GEN_CPU = 1                  # the generator's CPU in LCORES
 HOLD_MIN, HOLD_MAX = 2048, 4096   # cmts_gen.c refuses more than 4096 (GEN_MAX_HOLD)
-MBUF_OVERHEAD = 128 + 96 + 128    # rte_mbuf, private area, headroom: bytes per held packet
+MBUF_OVERHEAD = 128 + 32 + 128    # rte_mbuf, private area (EP_META_SIZE), headroom: bytes a held packet
 
 
 def l2_bytes(cpu=GEN_CPU):

@@ -55,7 +55,7 @@ def dp_config(inputs, up_pcap=None, down_pcap=None, pppoe=False, lcores=None,
     if ring_feed:
         if up_pcap is not None:
             raise ValueError("ring_feed is for the downlink alone")
-        return _ring_fed_down_config(inputs, down_pcap)
+        return ring_fed_down_config(inputs, down_pcap)
     # The engine gives every worker a tx queue on every port; net_pcap has
     # one tx queue per tx_pcap argument.  With both directions, each pcap
     # port is also the other worker's tx port: /dev/null dumpers (their
@@ -94,7 +94,7 @@ def _bng_section(inputs, pppoe):
           f"subscriber_file = {subscriber_file(inputs, pppoe)}", ""]
 
 
-def _ring_fed_down_config(inputs, down_pcap):
+def ring_fed_down_config(inputs, down_pcap):
     """The downlink worker (lcore 1, CPU 1) behind a feeder (lcore 2, CPU 0).
 
     net_ring0 without arguments makes one rte_ring per queue pair, shared

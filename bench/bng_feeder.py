@@ -30,7 +30,7 @@ DOWNLINK_CONSUMER = "[worker down]\npipeline = bng-downlink\nrx = core\nlcore = 
 
 def feeder_config(consumer):
     inputs = Inputs()
-    cfg = bng_bench._ring_fed_down_config(inputs, inputs.downlink_pcap("504", ring=True))
+    cfg = bng_bench.ring_fed_down_config(inputs, inputs.downlink_pcap("504", ring=True))
     if consumer == "xconnect":
         if DOWNLINK_CONSUMER not in cfg:
             raise RuntimeError("bench/bng_bench.py's ring-fed layout changed")

@@ -153,21 +153,23 @@ def test_cmts_gen_worker_refuses_rx(dp_binary, tmp_path):
     assert "pipeline cmts-gen generates packets: no 'rx'" in res.stderr, res.stderr
 
 
+def check_gen_pool(dp_binary, tmp_path, hold, pool):
+    s = inproc_sections(SgProfile(ch_rate="40G"), tmp_path, tmp_path / "ctl.sock")
+    s["worker gen"]["hold_pkts"] = str(hold)
+    s["worker gen"]["pool_mbufs"] = str(pool)
+    res, _ = check_config(s, binary_path=dp_binary, workdir=tmp_path)
+    return res
+
+
 def test_cmts_gen_pool_too_small_for_its_hold_is_refused(dp_binary, tmp_path):
     # pool_mbufs sizes the generator's pool; one that the held-back packets
     # of both directions would empty (2 x hold_pkts + the rings and caches)
     # is a configuration error, not a generator that stalls on alloc.
-    s = inproc_sections(SgProfile(ch_rate="40G"), tmp_path, tmp_path / "ctl.sock")
-    s["worker gen"]["hold_pkts"] = "2048"
-    s["worker gen"]["pool_mbufs"] = "6142"
-    res, _ = check_config(s, binary_path=dp_binary, workdir=tmp_path)
+    res = check_gen_pool(dp_binary, tmp_path, 2048, 6142)
     assert res.returncode != 0, res.stdout
     assert "pool_mbufs must be at least twice hold_pkts and 2047 more" in res.stderr, res.stderr
 
 
 def test_cmts_gen_pool_of_twice_the_hold_and_2047_starts(dp_binary, tmp_path):
-    s = inproc_sections(SgProfile(ch_rate="40G"), tmp_path, tmp_path / "ctl.sock")
-    s["worker gen"]["hold_pkts"] = "2048"
-    s["worker gen"]["pool_mbufs"] = "6143"
-    res, _ = check_config(s, binary_path=dp_binary, workdir=tmp_path)
+    res = check_gen_pool(dp_binary, tmp_path, 2048, 6143)
     assert res.returncode == 0, res.stderr

@@ -212,9 +212,9 @@ up_group_is_pppoe(const struct rte_mbuf *m)
  * CPU has it: bng_up.parse_x8), as the router's parse_burst_x8: first
  * every group's loads (ep_parse_qinq_x8_load, or bng_qinq_pppoe_x8_load
  * for a group whose first frame is a PPPoE session's: the gathers of the
- * four groups overlap), then per group the MAC check and the QinQ IPv4 checks (ep_parse_qinq_x8_check, proto/; or
- * bng_qinq_pppoe_x8_check, the session header's too).  A
- * lane that passes and is not DHCP (bng_ip_control's ports, compared for
+ * four groups overlap), then per group the MAC check and the QinQ IPv4
+ * checks (ep_parse_qinq_x8_check, proto/; or bng_qinq_pppoe_x8_check, the
+ * session header's too).  A lane that passes and is not DHCP (bng_ip_control's ports, compared for
  * eight lanes) has its ep_meta written and its ACL input given (one
  * masked store for the group); a frame to another MAC is dropped here;
  * every other lane (the other kind, single-tagged, untagged, IPv6,
