@@ -232,24 +232,33 @@ struct bng_lens {
 
 /**
  * A subscriber, as workers read it: immutable once published.  Two cache
- * lines carry everything the fast path reads, both prefetched by the stage
- * that finds the record (classify, lookup):
- *   line 0  identity, policer, the downlink HQoS path and access header
- *   line 1  the address ranges (anti-spoof up, reverse path down)
+ * lines carry everything the fast path reads:
+ *   line 0  identity, the downlink HQoS path, the access header, whether
+ *           it can be built (can_encap), and the first IPv4 range (the
+ *           downlink's reverse-path check of an IPv4 packet of a
+ *           subscriber with one range reads nothing else)
+ *   line 1  the address ranges (anti-spoof up; reverse path down for IPv6
+ *           and a second IPv4 range)
+ * The downlink's lookup prefetches line 0, and line 1 for IPv6 only; the
+ * uplink reads both when its copy of the hot fields is stale.  Everything
+ * after line 1 is the control side's: no packet reads it (has_mac was
+ * read by the downlink's encap from line 2, unprefetched, until the
+ * can_encap byte took its place; docs/bng.md, "The record's first line").
  */
 struct bng_sub {
 	/* Line 0. */
 	uint32_t id;
 	uint32_t gen;                   /**< unique per subscriber, kept on replace */
-	uint16_t policer;               /**< index into bng.pol->pol[], BNG_NO_POLICER */
+	uint32_t pipe;
+	uint32_t v4_net0, v4_mask0;     /**< ranges' first IPv4 range; none: UINT32_MAX, 0 */
+	uint16_t subport;               /**< < EP_SCHED_MAX_SUBPORTS */
+	uint16_t tag_v4, tag_v6;        /**< last two template bytes: EtherType or PPP protocol (network order) */
 	uint8_t n_v4;
 	uint8_t has_v6;
 	uint8_t pppoe;
 	uint8_t tpl_len;                /**< bytes pushed in front of the IP header (14..30) */
-	uint16_t tag_v4, tag_v6;        /**< last two template bytes: EtherType or PPP protocol (network order) */
-	uint32_t subport;
-	uint32_t pipe;
-	uint8_t tpl[BNG_TPL_MAX];       /**< dst MAC, src MAC, tags, [PPPoE header] */
+	uint8_t can_encap;              /**< pppoe || has_mac: the template names a destination */
+	uint8_t tpl[BNG_TPL_MAX] __rte_aligned(32);     /**< dst MAC, src MAC, tags, [PPPoE header] */
 	/* Line 1. */
 	struct ep_prefix_set ranges __rte_cache_aligned;  /**< n_v4 IPv4 ranges, the IPv6 prefix if has_v6 */
 	/* Control side (sub-get). */
@@ -257,11 +266,16 @@ struct bng_sub {
 	uint8_t v4_plen[BNG_MAX_V4];
 	uint8_t v6_plen;
 	uint8_t v6[16];
+	uint16_t policer;               /**< index into bng.pol->pol[], BNG_NO_POLICER (the uplink's copy is in bng_up_dyn) */
 	uint16_t pipe_prof;             /**< index into bng.hqos->prof[] */
 	struct rte_ether_addr mac;      /**< IPoE downlink destination / PPPoE client */
 	bool has_mac;
 	uint32_t ver;                   /**< unique per published record, never 0 */
 } __rte_cache_aligned;
+
+_Static_assert(offsetof(struct bng_sub, tpl) + BNG_TPL_MAX <= RTE_CACHE_LINE_SIZE &&
+	       offsetof(struct bng_sub, ranges) == RTE_CACHE_LINE_SIZE,
+	       "the downlink's fast path reads line 0 (and line 1 for IPv6)");
 
 /**
  * The access key's data in bng.keys: the record's version and the

@@ -109,14 +109,17 @@ bng_down_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 /* ---- lookup ---- */
 
 /* The hash data names the record and the id (bng_dst_data): both
- * addresses by arithmetic, no load of subs[id] in between. */
+ * addresses by arithmetic, no load of subs[id] in between.  The record's
+ * line 0 has what rpf (an IPv4 packet, one range), encap and hqos read;
+ * its line 1 (the ranges) is prefetched for IPv6 only. */
 static __rte_always_inline void
-found(struct bng_down *d, struct rte_mbuf *m, const void *data)
+found(struct bng_down *d, struct rte_mbuf *m, const void *data, const uint8_t family)
 {
 	const struct bng_sub *s = bng_dst_rec(d->b, data);
 
 	rte_prefetch0(s);
-	rte_prefetch0(&s->ranges);
+	if (family == 6)
+		rte_prefetch0(&s->ranges);
 	rte_prefetch0(&d->dyn[bng_dst_id(data)]);
 	ep_meta(m)->user = (uintptr_t)s;
 }
@@ -164,7 +167,7 @@ lookup_family(struct bng_down *d, struct rte_mbuf **pkts, uint16_t *next, uint16
 			uint16_t i = d->pend[j];
 
 			if ((hits >> j) & 1)
-				found(d, pkts[i], d->data[j]);
+				found(d, pkts[i], d->data[j], family);
 			else
 				d->pend[left++] = i;
 		}
@@ -225,9 +228,19 @@ bng_down_rpf_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 		const struct ep_meta *md = ep_meta(pkts[i]);
 		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
 		const uint8_t *l3 = rte_pktmbuf_mtod_offset(pkts[i], const uint8_t *, md->l3_off);
+		int hit;
 
-		if (unlikely(ep_prefix_set_has_src(&s->ranges, s->n_v4, s->has_v6, l3,
-						   md->l3_type))) {
+		if (likely(md->l3_type == EP_L3_IPV4 && s->n_v4 <= 1)) {
+			/* The first range is in the record's line 0 (no
+			 * range: a net no masked source equals). */
+			uint32_t a;
+
+			memcpy(&a, l3 + 12, 4);
+			hit = (a & s->v4_mask0) == s->v4_net0;
+		} else {
+			hit = ep_prefix_set_has_src(&s->ranges, s->n_v4, s->has_v6, l3, md->l3_type);
+		}
+		if (unlikely(hit)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_RPF_FAIL);
 			out++;
 		}
@@ -299,7 +312,7 @@ bng_down_encap_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 			out++;
 			continue;
 		}
-		if (unlikely(!s->pppoe && !s->has_mac)) {
+		if (unlikely(!s->can_encap)) {
 			next[i] = EP_NEXT_DROP(EP_DROP_BNG_NO_ENCAP);
 			out++;
 			continue;

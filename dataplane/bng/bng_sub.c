@@ -457,12 +457,16 @@ plan_one(struct bng *b, struct claims *cl, uint32_t idx, const struct bng_sub_re
 		s->v6_plen = r->v6_plen;
 		ep_prefix_set_v6(&s->ranges, r->v6, r->v6_plen);
 	}
-	s->subport = r->subport;
+	/* No range: a net no masked address equals (the downlink's rpf). */
+	s->v4_net0 = r->n_v4 != 0 ? s->ranges.v4_net[0] : UINT32_MAX;
+	s->v4_mask0 = r->n_v4 != 0 ? s->ranges.v4_mask[0] : 0;
+	s->subport = (uint16_t)r->subport;
 	s->pipe = pipe;
 	s->pipe_prof = (uint16_t)prof;
 	s->key = key;
 	s->mac = r->mac;
 	s->has_mac = r->has_mac;
+	s->can_encap = r->has_pppoe || r->has_mac;
 	build_template(b, s, r);
 	pl->rec = s;
 	pl->old = old;
