@@ -225,6 +225,41 @@ EP_TEST(downlink_reverse_path_rule_drops_source_in_own_range)
 	tb_free(t);
 }
 
+/* The record's line 0 holds the first IPv4 range, which rpf reads for a
+ * subscriber with one; with more it checks the whole set (line 1): a
+ * source in any of them is dropped, whichever range the destination is
+ * in, and one just outside them passes. */
+EP_TEST(downlink_reverse_path_rule_checks_the_first_and_the_later_ipv4_ranges)
+{
+	struct tb *t = tb_new("subscriber = id=7 vlan=107 ipv4=198.18.107.1,198.18.108.0/29 "
+			      "mac=02:00:00:00:10:07\n");
+	static const char *const dropped[][2] = {
+		{ "198.18.107.1", "198.18.108.3" },     /* first range, dst in the second */
+		{ "198.18.108.7", "198.18.107.1" },     /* second range, dst in the first */
+		{ "198.18.108.1", "198.18.108.2" },
+	};
+	static const char *const passed[][2] = {
+		{ "198.18.108.8", "198.18.107.1" },     /* one past the /29 */
+		{ "198.18.107.2", "198.18.108.3" },     /* beside the /32 */
+	};
+	uint8_t out[2048];
+	uint16_t olen;
+	struct path path;
+
+	for (size_t i = 0; i < RTE_DIM(dropped); i++) {
+		struct tb_pkt p = core_pkt(4, dropped[i][0], dropped[i][1], 0, 40);
+
+		EP_CHECK_EQ(down_run(t, &p, out, &olen, &path),
+			    EP_NEXT_DROP(EP_DROP_BNG_RPF_FAIL));
+	}
+	for (size_t i = 0; i < RTE_DIM(passed); i++) {
+		struct tb_pkt p = core_pkt(4, passed[i][0], passed[i][1], 0, 40);
+
+		EP_CHECK_EQ(down_run(t, &p, out, &olen, &path), EP_NEXT_TX(TB_ACCESS));
+	}
+	tb_free(t);
+}
+
 /* Untagged IPoE: the client MAC (the key) is the frame's destination, no
  * tag. */
 EP_TEST(downlink_untagged_ipoe_encap_bytes_exact)
