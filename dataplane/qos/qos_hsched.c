@@ -432,6 +432,41 @@ wrr_pick(const struct hs_pipe *p, uint32_t mask)
 }
 
 enum { HS_GO, HS_SUBPORT_TC, HS_SUBPORT_EMPTY, HS_PORT_EMPTY };
+enum { HS_TAKEN, HS_STOP, HS_CLASS_WAITS };
+
+/* Every level's credits for @p len bytes of class @p tc, taken if they all
+ * cover it (HS_TAKEN).  HS_STOP: the port's, the subport's (*blocked says
+ * which) or the pipe's bucket is short, no class of the pipe can go;
+ * HS_CLASS_WAITS: this class waits for its next period (*blocked set when
+ * it is the subport's), lower ones may go. */
+static __rte_always_inline int
+credits_take(struct ep_hsched *h, struct hs_subport *sp, struct hs_pipe *p, uint64_t *ptb,
+	     uint32_t tc, uint32_t len, int *blocked)
+{
+	uint64_t len_fp = (uint64_t)len << FP;
+
+	if (len_fp > h->port_credits) {
+		*blocked = HS_PORT_EMPTY;
+		return HS_STOP;
+	}
+	if (len_fp > sp->tb_credits) {
+		*blocked = HS_SUBPORT_EMPTY;
+		return HS_STOP;
+	}
+	if (len_fp > *ptb)
+		return HS_STOP;
+	if (len > p->tc_credits[tc] || len > sp->tc_credits[tc]) {
+		if (len > sp->tc_credits[tc])
+			*blocked = HS_SUBPORT_TC;
+		return HS_CLASS_WAITS;
+	}
+	h->port_credits -= len_fp;
+	sp->tb_credits -= len_fp;
+	*ptb -= len_fp;
+	p->tc_credits[tc] -= len;
+	sp->tc_credits[tc] -= len;
+	return HS_TAKEN;
+}
 
 /* Send from pipe @p gid: returns packets written to @p out (up to @p room);
  * *blocked says when the subport's or the port's bucket ran out, or a
@@ -451,44 +486,38 @@ pipe_visit(struct ep_hsched *h, uint32_t gid, uint64_t now, struct rte_mbuf **ou
 		memcpy(p->tc_credits, pr->tb.tc_credits, sizeof(p->tc_credits));
 		p->tc_time = now + pr->tb.tc_period;
 	}
-	while (mask != 0 && sent < room) {
-		/* A solo packet's queue is the only one (its WRR tokens hold
-		 * the pointer). */
-		uint32_t q = (mask & 0x0fffu) != 0 || p->has_solo ?
-			     (uint32_t)__builtin_ctz(mask) : wrr_pick(p, mask);
-		uint32_t tc = q < TC_BE ? q : TC_BE;
-		struct rte_mbuf *m = p->has_solo ? p->solo : *hs_slot(h, gid, q, p->qr[q]);
-		uint32_t len = m->pkt_len + h->overhead;
-		uint64_t len_fp = (uint64_t)len << FP;
+	if (p->has_solo) {
+		/* The pipe's only packet (the uncongested case): its queue
+		 * is the only one and empties, so no slot, no queue choice
+		 * and no WRR bookkeeping (an empty queue's tokens are never
+		 * read: reset as it turns non-empty, or the next solo's). */
+		uint32_t q = (uint32_t)__builtin_ctz(mask);
 
-		if (len_fp > h->port_credits) {
-			*blocked = HS_PORT_EMPTY;
-			break;
+		if (credits_take(h, sp, p, &ptb, q < TC_BE ? q : TC_BE,
+				 p->solo->pkt_len + h->overhead, blocked) == HS_TAKEN) {
+			out[sent++] = p->solo;
+			p->has_solo = 0;
+			memset(p->wrr_tokens, 0, sizeof(p->wrr_tokens));
+			p->qr[q] = p->qw[q] = 0;
+			p->qmask = 0;
 		}
-		if (len_fp > sp->tb_credits) {
-			*blocked = HS_SUBPORT_EMPTY;
+		mask = 0;
+	}
+	while (mask != 0 && sent < room) {
+		uint32_t q = (mask & 0x0fffu) != 0 ? (uint32_t)__builtin_ctz(mask) :
+			     wrr_pick(p, mask);
+		uint32_t tc = q < TC_BE ? q : TC_BE;
+		struct rte_mbuf *m = *hs_slot(h, gid, q, p->qr[q]);
+		uint32_t len = m->pkt_len + h->overhead;
+		int took = credits_take(h, sp, p, &ptb, tc, len, blocked);
+
+		if (took == HS_STOP)
 			break;
-		}
-		if (len_fp > ptb)
-			break;          /* no class of this pipe can go */
-		if (len > p->tc_credits[tc] || len > sp->tc_credits[tc]) {
-			/* This class waits for its next period; lower ones may go. */
-			if (len > sp->tc_credits[tc])
-				*blocked = HS_SUBPORT_TC;
+		if (took == HS_CLASS_WAITS) {
 			mask &= tc == TC_BE ? ~BE_MASK : ~(1u << q);
 			continue;
 		}
-		h->port_credits -= len_fp;
-		sp->tb_credits -= len_fp;
-		ptb -= len_fp;
-		p->tc_credits[tc] -= len;
-		sp->tc_credits[tc] -= len;
 		out[sent++] = m;
-		if (p->has_solo) {
-			/* The pipe is empty now; the tokens are zeros again. */
-			p->has_solo = 0;
-			memset(p->wrr_tokens, 0, sizeof(p->wrr_tokens));
-		}
 		if (++p->qr[q] == p->qw[q]) {
 			/* Empty: back to position 0 (hs_slot). */
 			p->qr[q] = p->qw[q] = 0;
