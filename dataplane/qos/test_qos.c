@@ -591,6 +591,59 @@ EP_TEST(qos_hsched_first_packet_of_an_empty_pipe_keeps_its_order_and_is_freed_wi
 	hs_rig_free(&r);
 }
 
+/* One packet at a time into an empty pipe takes the dequeue's solo path
+ * (pipe_visit): short of the pipe's bucket or of its class's credits it
+ * must stay queued, its pipe still active, and go once time gives them. */
+static uint32_t
+hs_one_out(struct hs_rig *r)
+{
+	struct rte_mbuf *m[4];
+	uint32_t k = ep_sched_dequeue(r->sp, m, RTE_DIM(m), r->now);
+
+	rte_pktmbuf_free_bulk(m, k);
+	return k;
+}
+
+EP_TEST(qos_hsched_pipes_only_packet_waits_for_its_bucket_and_class_credits)
+{
+	struct hs_rig r;
+	struct ep_err err;
+
+	hs_rig_new(&r, "hs_solo_wait", EP_SCHED_IMPL_EP, 16, "rate=1G pipes=4");
+	/* Pipe 0: 8 Mbit/s (1000 B/ms), a bucket of one frame's credit and a
+	 * bit (1024 B).  Pipe 1: 100 Mbit/s, TC 3 at 8 Mbit/s, 10 ms periods
+	 * (ten frames a period). */
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "slow", "rate=8M tb_size=1K tc_period=1000", &err),
+		    0);
+	EP_CHECK_EQ(ep_sched_profile_set(r.s, "tc3", "rate=100M tc_rates=100M,100M,100M,8M,100M,"
+					 "100M,100M,100M,100M,100M,100M,100M,100M", &err), 0);
+	hs_rig_start(&r, (const char *[]){ "slow", "tc3" }, 2);
+	/* The bucket is full (an hour idle): one frame, 24 B left. */
+	EP_CHECK_EQ(hs_put(&r, 0, RTE_SCHED_TRAFFIC_CLASS_BE, 2, 1, HS_FRAME), 1);
+	EP_CHECK_EQ(hs_one_out(&r), 1);
+	EP_CHECK_EQ(hs_put(&r, 0, RTE_SCHED_TRAFFIC_CLASS_BE, 2, 1, HS_FRAME), 1);
+	EP_CHECK_EQ(hs_one_out(&r), 0);
+	r.now += r.hz / 2000;           /* 0.5 ms: 524 B */
+	EP_CHECK_EQ(hs_one_out(&r), 0);
+	EP_CHECK_EQ(ep_hsched_queue_len(r.sp->hs, 0, 0, RTE_SCHED_TRAFFIC_CLASS_BE + 2), 1);
+	r.now += r.hz / 2000;           /* 1 ms: 1024 B */
+	EP_CHECK_EQ(hs_one_out(&r), 1);
+	EP_CHECK_EQ(ep_hsched_queue_len(r.sp->hs, 0, 0, RTE_SCHED_TRAFFIC_CLASS_BE + 2), 0);
+	/* Ten frames of TC 3 one at a time, each alone in its pipe; the
+	 * eleventh waits for the next period. */
+	for (int i = 0; i < 10; i++) {
+		EP_CHECK_EQ(hs_put(&r, 1, 3, 0, 1, HS_FRAME), 1);
+		EP_CHECK_EQ(hs_one_out(&r), 1);
+	}
+	EP_CHECK_EQ(hs_put(&r, 1, 3, 0, 1, HS_FRAME), 1);
+	EP_CHECK_EQ(hs_one_out(&r), 0);
+	EP_CHECK_EQ(ep_hsched_queue_len(r.sp->hs, 0, 1, 3), 1);
+	r.now += r.hz / 100 + 1;
+	EP_CHECK_EQ(hs_one_out(&r), 1);
+	EP_CHECK_EQ(rte_mempool_avail_count(r.mp), 8191u);
+	hs_rig_free(&r);
+}
+
 EP_TEST(qos_hsched_tail_drop_at_queue_size_counted_per_tc)
 {
 	struct hs_rig r;
