@@ -11,15 +11,18 @@
  *            hashed while built (bng_key_hash: two CRC32C on the key's
  *            words), one rte_hash_lookup_with_hash_bulk_data whose data
  *            names the record and the id (bng_dst_data: no load of
- *            subs[id] between); record pointer into ep_meta.user, record
- *            and per-worker state prefetched
+ *            subs[id] between); record pointer into ep_meta.user, the
+ *            record's line 0 (and line 1 for IPv6) and the per-worker
+ *            state prefetched
  *   rpf      the subscriber's reverse-path rule: a packet addressed to it
  *            whose source lies in its own ranges did not come from it
  *            through the core (reflection / spoofing): dropped.  A
  *            per-subscriber reverse-path ACL rule has exactly one candidate,
  *            the destination subscriber's, so it is the record's prefix set
  *            (ep_ip.h) checked on the record lookup found, instead of an
- *            rte_acl that would need a rebuild for every subscriber added
+ *            rte_acl that would need a rebuild for every subscriber added.
+ *            An IPv4 packet of a subscriber with one range reads only the
+ *            record's line 0 (its copy of that range)
  *   encap    TTL - 1, the core header is replaced by the subscriber's
  *            template (dst MAC, access port MAC, tags, [PPPoE session,
  *            length = IP length + 2, PPP protocol]) in one data-offset
@@ -38,11 +41,12 @@
  * Measured (test_bng_cycles: 4096 subscribers, 496-byte IPv4 frames out as
  * 504-byte QinQ, 4 DSCPs, queues of 64, bursts of 32, minimum over
  * trials), cycles per packet, Intel Xeon at 2.6 GHz, 2026-11-25, our
- * scheduler with a pipe's only packet kept in its pipe line, the hash
- * data naming the record (EP_TEST_HUGE=1):
+ * scheduler sending a pipe's only packet without its queue loop, the
+ * record's line 0 holding all an IPv4 packet reads (EP_TEST_HUGE=1, 5
+ * runs; docs/bng.md, "The record's first line"):
  *
- *   parse 15   neigh 3   lookup 38-41   rpf 5-6   encap 15-21   hqos 24-27
- *   + dequeue (service hook) 27-29   = ~128-139 before rx/tx
+ *   parse 14   neigh 3   lookup 30-32   rpf 4.5   encap 13-14   hqos 23-25
+ *   + dequeue (service hook) 19-21   = ~106-113 before rx/tx
  *
  * The same test with rte_sched (main's build, alternated with this one
  * three times): hqos 55-67 + dequeue 97-99 = 249-266.  lookup is

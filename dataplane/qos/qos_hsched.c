@@ -27,7 +27,11 @@
  *             non-empty traffic class for as long as every level's credits
  *             cover the frame: port, subport (bucket and TC), pipe (bucket
  *             and TC).  Best effort's four queues are picked by the least
- *             WRR tokens (bytes x 65536 / weight)
+ *             WRR tokens (bytes x 65536 / weight).  A pipe holding one
+ *             packet (solo) is sent without the queue loop: one credit
+ *             check, no slot, no queue choice, no WRR update (in
+ *             test_bng_cycles 27.3 -> 21.5 cycles a packet; docs/bng.md,
+ *             "The record's first line")
  *
  * Per-pipe state is two cache lines (struct hs_pipe): line 0 is what only
  * the dequeue reads (buckets and TC credits), line 1 what both touch
