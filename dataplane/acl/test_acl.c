@@ -816,6 +816,56 @@ EP_TEST(acl_one_key_pass_serves_two_instances_as_their_own_classify_would)
 	env_free(&c);
 }
 
+/* The key pass writes an IPv4 frame's fields where the keyed layout has
+ * them (network order, set ids zero until ep_acl_classify_keys): proto,
+ * source, destination, UDP ports behind a VLAN tag, ToS; a frame without
+ * ports (ICMP) keys them as zero. */
+EP_TEST(acl_key_pass_puts_each_ipv4_field_in_the_keyed_layout)
+{
+	const char *fr[] = { "permit proto udp dport 53 set 1" };
+	struct acl_env f = env_lanes("keys-ipv4", true, 2, fr, RTE_DIM(fr));
+	struct ep_acl_scratch *sc = rte_zmalloc(NULL, sizeof(*sc), 0);
+	const struct ep_acl_set *fs = ep_acl_read(f.acl);
+	struct rte_mbuf *pkts[2];
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+	const struct ep_acl_key4_set *k;
+	uint16_t len;
+
+	s.n_vlans = 1;
+	s.tpid[0] = RTE_ETHER_TYPE_VLAN;
+	s.vid[0] = 100;
+	s.src4 = tp_ip4("198.18.1.2");
+	s.dst4 = tp_ip4("198.19.3.4");
+	s.sport = 40000;
+	s.dport = 443;
+	len = tp_build(buf, &s);
+	set_tos(buf + 4, 0, 0xb8);               /* behind the tag */
+	pkts[0] = parsed(buf, len);
+	s = tp_default(0, IPPROTO_ICMP);
+	len = tp_build(buf, &s);
+	pkts[1] = parsed(buf, len);
+	ep_acl_keys_build(fs, sc, pkts, 2);
+	EP_CHECK_EQ(sc->n4, 2);
+	EP_CHECK_EQ(sc->n6, 0);
+	k = &sc->key[0].v4s;
+	EP_CHECK_EQ(k->proto, IPPROTO_UDP);
+	EP_CHECK_EQ(k->set[0], 0);
+	EP_CHECK_EQ(k->set[1], 0);
+	EP_CHECK(memcmp(k->src, (const uint8_t[]){ 198, 18, 1, 2 }, 4) == 0);
+	EP_CHECK(memcmp(k->dst, (const uint8_t[]){ 198, 19, 3, 4 }, 4) == 0);
+	EP_CHECK_EQ(rte_be_to_cpu_16(k->sport), 40000);
+	EP_CHECK_EQ(rte_be_to_cpu_16(k->dport), 443);
+	EP_CHECK_EQ(k->tos, 0xb8);
+	EP_CHECK(sc->data[0] == (const uint8_t *)k);
+	k = &sc->key[1].v4s;
+	EP_CHECK_EQ(k->proto, IPPROTO_ICMP);
+	EP_CHECK_EQ(k->sport, 0);
+	EP_CHECK_EQ(k->dport, 0);
+	rte_pktmbuf_free_bulk(pkts, 2);
+	rte_free(sc);
+	env_free(&f);
+}
+
 /* A stage that parsed the burst gives the filter its inputs
  * (ep_acl_filter_input4): the verdicts are the filter stage's own, under a
  * default permit (the burst that matches nothing ends after one OR of the
