@@ -31,6 +31,13 @@ Ours, two processes per case:
                           reverse-path check, encapsulation, DSCP map,
                           rte_sched_port_pkt_write, rte_sched enqueue (32)
                           and dequeue (32), tx burst to net_null
+  fed ahead (504 only)     the feeder is the replay pipeline
+                          (dataplane/gen/replay.h): the pcap's 4096 frames
+                          learnt once, then sent in the same order in fresh
+                          mbufs of which it writes only the first 64 bytes
+                          (the headers the worker reads) and the lengths,
+                          ~60 cycles a packet: it outruns the worker, which
+                          then never waits on it (idle share ~0.001)
   pcap rx                 the downlink worker reads net_pcap itself: the
                           copy of every frame is on its core
 
@@ -39,7 +46,19 @@ Keys (packets sent per CPU-second; per-round ratios, then the median):
 thread: both measured cores start from ready mbufs on a ring filled by
 another thread, and ours does everything the peer's core does plus the
 lookup, the reverse-path check, the encapsulation and the pkt_write the peer
-does on its rx thread.  `..._sched_core_pcap_rx` is ours reading the pcap
+does on its rx thread.  Behind the xconnect feeder (net_pcap's copy of every frame, 241-246
+cycles of its ~253 a packet, 10.2-10.4 Mpps per CPU-second on the quiet
+Xeon) our worker drains the ring and waits for lines still in the
+feeder's core, so this key measures that feeder.
+`..._sched_core_fed_ahead` is ours behind the replay feeder over the same
+scheduler thread, whose own rx thread is unchanged (qos_sched's logic is
+not touched): the peer's entry records that rx thread's packets per
+CPU-second (`rx_thread_mpps_per_core`) and the share of its packets freed
+at its full ring (`rx_not_sent_share`: above 0, the rx thread outran the
+scheduler, which then never waited; 0 with both threads on whole cores,
+the scheduler may have waited for it), and cases.504/fed-ahead.feeder
+the feeder's own rate, so the JSON says which side, if any, its feeder
+bounds.  `..._sched_core_pcap_rx` is ours reading the pcap
 over the same scheduler thread (the figure this key meant before the
 feeder existed: the copy that qos_sched's rx thread pays counted on ours
 only).  `vs_dpdk-qos_sched` is ours reading the pcap (one core doing all)

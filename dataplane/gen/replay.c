@@ -62,6 +62,8 @@ ep_replay_create(uint32_t frames, uint16_t write_bytes, uint16_t tx_port,
 		ep_err_set(err, "out of memory for %u frames", frames);
 		return NULL;
 	}
+	for (int i = 0; i < 3; i++)
+		r->drops[i] = &r->own_drops[i];
 	r->pool = pool;
 	r->want = frames;
 	r->write_bytes = write_bytes;
@@ -92,13 +94,14 @@ ep_replay_learn(struct ep_replay *r, struct rte_mbuf **pkts, uint16_t n)
 		struct rte_mbuf *m = pkts[i];
 
 		if (r->n_tpl == r->want) {
+			(*r->drops[EP_REPLAY_LEARNT])++;
 			rte_pktmbuf_free(m);
 			continue;
 		}
 		/* One segment that a pool buffer holds: a send copies from one
 		 * place into one place. */
 		if (m->nb_segs != 1 || m->data_len > room || m->data_len == 0) {
-			r->skipped++;
+			(*r->drops[EP_REPLAY_REFUSED])++;
 			rte_pktmbuf_free(m);
 			continue;
 		}
@@ -120,8 +123,7 @@ ep_replay_produce(struct ep_replay *r, struct rte_mbuf **pkts, uint16_t max)
 		return 0;
 	if (unlikely(rte_pktmbuf_alloc_bulk(r->pool, pkts, max) != 0)) {
 		/* Everything is downstream: nothing sent, counted. */
-		if (r->alloc_drops != NULL)
-			*r->alloc_drops += max;
+		*r->drops[EP_REPLAY_ALLOC_FAILED] += max;
 		return 0;
 	}
 	for (uint16_t i = 0; i < max; i++) {
@@ -225,7 +227,13 @@ replay_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 		rte_mempool_free(pool);
 		return -1;
 	}
-	r->alloc_drops = &w->stages[w->n_stages - 1].stats.drops[EP_DROP_GEN_ALLOC_FAILED];
+	{
+		uint64_t *d = w->stages[w->n_stages - 1].stats.drops;
+
+		r->drops[EP_REPLAY_ALLOC_FAILED] = &d[EP_DROP_GEN_ALLOC_FAILED];
+		r->drops[EP_REPLAY_REFUSED] = &d[EP_DROP_REPLAY_REFUSED];
+		r->drops[EP_REPLAY_LEARNT] = &d[EP_DROP_REPLAY_LEARNT];
+	}
 	w->pipeline_ctx = r;
 	return 0;
 }

@@ -30,6 +30,9 @@
 #define EP_REPLAY_WRITE_ALL  0          /**< write_bytes: every byte of the frame */
 #define EP_REPLAY_WRITE_DEF  64         /**< write_bytes by default: one vector copy */
 
+/** ep_replay.drops[]: what each counts. */
+enum ep_replay_drop { EP_REPLAY_ALLOC_FAILED, EP_REPLAY_REFUSED, EP_REPLAY_LEARNT };
+
 struct ep_replay {
 	struct rte_mempool *pool;       /**< where every sent frame's mbuf comes from */
 	struct rte_mbuf **tpl;          /**< the frames learnt, held for the run */
@@ -40,9 +43,11 @@ struct ep_replay {
 	uint32_t next;                  /**< the next frame to send */
 	uint16_t write_bytes;           /**< bytes written per send, 0 = whole frame */
 	uint16_t tx_port;               /**< logical port the stage sends to */
-	uint64_t skipped;               /**< frames refused: chained or larger than a buffer */
 	uint64_t sent;                  /**< frames produced */
-	uint64_t *alloc_drops;          /**< the stage's gen_alloc_failed counter, or NULL */
+	/** The stage's drop counters (gen_alloc_failed, replay_refused,
+	 *  replay_learnt), or the replay's own where it has no stage (tests). */
+	uint64_t *drops[3];
+	uint64_t own_drops[3];
 };
 
 /** A replay of @p frames frames (1..EP_REPLAY_MAX_FRAMES) writing
@@ -52,8 +57,9 @@ struct ep_replay *ep_replay_create(uint32_t frames, uint16_t write_bytes, uint16
 /** Frees the learnt frames and the replay (not the pool). NULL is a no-op. */
 void ep_replay_free(struct ep_replay *r);
 /** Keep received frames as templates until `frames` are learnt; every
- *  other one (beyond the count, chained, too large for the pool's
- *  buffers) is freed.  Returns how many were kept. */
+ *  other one is freed and counted (replay_learnt beyond the count,
+ *  replay_refused chained, empty or too large for the pool's buffers).
+ *  Returns how many were kept. */
 uint16_t ep_replay_learn(struct ep_replay *r, struct rte_mbuf **pkts, uint16_t n);
 /** Up to @p max frames in fresh mbufs, the learnt frames in order, cycling;
  *  0 until all are learnt or when the pool is empty (counted). */

@@ -108,8 +108,9 @@ EP_TEST(learnt_frames_are_sent_in_order_cycling_with_their_lengths)
 		return;
 	for (unsigned int k = 0; k < 4; k++)
 		in[k] = frame(k, (uint16_t)(100 + k));
-	/* The fourth is beyond `frames`: freed, not kept. */
+	/* The fourth is beyond `frames`: freed and counted, not kept. */
 	EP_CHECK_EQ(ep_replay_learn(r, in, 4), 3);
+	EP_CHECK_EQ(r->own_drops[EP_REPLAY_LEARNT], 1);
 	n = ep_replay_produce(r, out, 7);
 	EP_CHECK_EQ(n, 7);
 	for (unsigned int i = 0; i < n; i++) {
@@ -215,7 +216,7 @@ EP_TEST(chained_and_empty_frames_are_refused_and_counted)
 	in[1] = rte_pktmbuf_alloc(ep_test_pool());     /* no bytes */
 	in[2] = frame(2, 60);
 	EP_CHECK_EQ(ep_replay_learn(r, in, 3), 1);
-	EP_CHECK_EQ(r->skipped, 2);
+	EP_CHECK_EQ(r->own_drops[EP_REPLAY_REFUSED], 2);
 	EP_CHECK_EQ(r->len[0], 60);
 	done(r, p);
 }
@@ -225,14 +226,12 @@ EP_TEST(an_empty_pool_sends_nothing_and_counts_the_burst)
 	struct rte_mempool *p;
 	struct ep_replay *r = make_replay("replay_t7", 2, 1, 64, &p);
 	struct rte_mbuf *out[4];
-	uint64_t drops = 0;
 
 	if (r == NULL)
 		return;
-	r->alloc_drops = &drops;
 	learn_frames(r, 1, 60);
 	EP_CHECK_EQ(ep_replay_produce(r, out, 4), 0);
-	EP_CHECK_EQ(drops, 4);
+	EP_CHECK_EQ(r->own_drops[EP_REPLAY_ALLOC_FAILED], 4);
 	EP_CHECK_EQ(r->sent, 0);
 	done(r, p);
 }
