@@ -53,8 +53,8 @@ feeder's core, so this key measures that feeder.
 `..._sched_core_fed_ahead` (504 only) is both sides fed ahead: ours
 behind the replay feeder, over the scheduler thread of a second qos_sched
 whose rx thread receives from a closed net_ring loop instead of net_pcap
-(its rx and tx port one net_ring, seeded once with 15000 of the pcap's
-frames in its own pool by edgeplane-ring-seed; bng_peers.QosSched,
+(its rx and tx port one net_ring, filled once with 15000 of the pcap's
+frames in its own pool by edgeplane-ring-fill; bng_peers.QosSched,
 loop=True): no copy on either side's feeding core, qos_sched's logic
 untouched.  `..._fed_ahead_peer_pcap_rx` is ours behind the replay over
 the pcap-fed peer's scheduler core, like for like only where that core did
@@ -165,7 +165,7 @@ def run(args):
                    if with_pcap_rx else None)
             qs = stack.enter_context(QosSched(work, f"qos_sched-{spec}", pcap, prof))
             # The peer fed ahead too: its rx thread on a closed net_ring
-            # loop seeded with the pcap's frames (bng_peers.QosSched, loop).
+            # loop filled with the pcap's frames (bng_peers.QosSched, loop).
             qs_loop = (stack.enter_context(QosSched(work, f"qos_sched-loop-{spec}", pcap, prof,
                                                     loop=True))
                        if with_replay else None)
@@ -216,8 +216,8 @@ def run(args):
             # Both fed ahead: ours by the replay, qos_sched's rx thread by
             # its closed net_ring loop (no net_pcap copy on either side).
             loop_s = _peer_summary(l_res)
-            loop_s["rx"] = ("net_ring closed loop (tx port = rx port), seeded with the "
-                            "pcap's frames by edgeplane-ring-seed")
+            loop_s["rx"] = ("net_ring closed loop (tx port = rx port), filled with the "
+                            "pcap's frames by edgeplane-ring-fill")
             peer_cases[f"{spec}/loop"] = loop_s
             fa = f"vs_dpdk-qos_sched{ck}_sched_core_fed_ahead"
             ratios[fa], ratio_rounds[fa] = ab.ratio(f_res, l_res, ours_mpps, sched_mpps)

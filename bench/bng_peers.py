@@ -68,7 +68,7 @@ def write_qos_profile(path, pipes, pipe_rate_Bps, port_rate_Bps, qsize=64,
     return Path(path)
 
 
-LOOP_SEED_BIN = ROOT / "build" / "dp" / "edgeplane-ring-seed"
+LOOP_FILL_BIN = ROOT / "build" / "dp" / "edgeplane-ring-fill"
 LOOP_RING = "ETH_RXTX0_net_ring0"     # net_ring0's queue pair 0 (rte_eth_ring's naming)
 LOOP_POOL = "mbuf_pool0"              # qos_sched's pool of its first flow (init.c)
 LOOP_FRAMES = 15000                   # in flight: about what the pcap-fed run's pool lets it hold
@@ -86,8 +86,8 @@ class QosSched(PeerProcess):
     net_ring0, is both its rx and its tx port (--pfc 0,0,0,1: the example
     checks rx and tx ports apart), and net_ring0's rx and tx queue 0 share
     one rte_ring: what the scheduler sends comes back to the rx thread.
-    qos_sched changes no frame byte, so after edgeplane-ring-seed
-    (dataplane/gen/ring_seed.c, a DPDK secondary process) has put
+    qos_sched changes no frame byte, so after edgeplane-ring-fill
+    (dataplane/gen/ring_fill.c, a DPDK secondary process) has put
     LOOP_FRAMES of the pcap's frames, in mbufs of qos_sched's own pool, on
     that ring, the loop carries the pcap's frames for ever: the rx thread
     dequeues, classifies, pkt_writes and enqueues to the scheduler's ring
@@ -120,16 +120,16 @@ class QosSched(PeerProcess):
         self.proc = None
         self.tel = None
 
-    def seed(self, frames=LOOP_FRAMES):
+    def fill_loop(self, frames=LOOP_FRAMES):
         """Put `frames` of the pcap's frames on the loop (loop=True)."""
-        cmd = [str(LOOP_SEED_BIN), "--proc-type=secondary", f"--file-prefix={self.prefix}",
+        cmd = [str(LOOP_FILL_BIN), "--proc-type=secondary", f"--file-prefix={self.prefix}",
                # An lcore index qos_sched does not use: the pool's cache of
-               # that index is the seeder's.
+               # that index is the filler's.
                "--lcores=7@0", "--no-pci", "--log-level=*:warning", "--",
                str(self.proc.pid), LOOP_RING, LOOP_POOL, str(self.pcap), str(frames)]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if res.returncode != 0:
-            raise RuntimeError(f"edgeplane-ring-seed failed: {res.stdout}{res.stderr}")
+            raise RuntimeError(f"edgeplane-ring-fill failed: {res.stdout}{res.stderr}")
         return res.stdout.strip()
 
     def stop(self):
@@ -157,7 +157,7 @@ class QosSched(PeerProcess):
             if "sched+write port" in text or "entering main loop" in text:
                 self.tel = Telemetry(self.prefix, timeout=10)
                 if self.loop:
-                    self.seed()
+                    self.fill_loop()
                 return self
             time.sleep(0.2)
         self.stop()

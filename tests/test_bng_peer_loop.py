@@ -1,13 +1,13 @@
 """The vBNG downlink benchmark's loop-fed peer (bench/bng_peers.QosSched,
 loop=True): DPDK's qos_sched with one net_ring port as its rx and its tx
-port, seeded by edgeplane-ring-seed (dataplane/gen/ring_seed.c) with the
+port, filled by edgeplane-ring-fill (dataplane/gen/ring_fill.c) with the
 pcap's frames.
 
 - The command line differs from the pcap-fed peer's only where the loop
   needs it: one net_ring port for both directions, the runtime files a
   secondary process attaches to (no --in-memory).
-- Seeded, the loop carries the frames round and round: the scheduler sends
-  many times the seeded count in a second, and the rx thread takes back
+- Filled, the loop carries the frames round and round: the scheduler sends
+  many times the filled count in a second, and the rx thread takes back
   what was sent (a loop that lost its frames would stop); the prefix's
   hugepage files are gone after stop.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.bng_inputs import Inputs
-from bench.bng_peers import (LOOP_FRAMES, LOOP_SEED_BIN, QOS_SCHED_BIN, QOS_SCHED_PORT_RATE, QosSched,
+from bench.bng_peers import (LOOP_FRAMES, LOOP_FILL_BIN, QOS_SCHED_BIN, QOS_SCHED_PORT_RATE, QosSched,
                              write_qos_profile)
 
 N = 64
@@ -40,8 +40,8 @@ def test_loop_peer_uses_one_net_ring_port_both_ways_and_shared_runtime_files(tmp
     assert tail(pcap_cmd) == tail(loop_cmd)
 
 
-def test_seeded_loop_carries_the_frames_round_without_losing_any(tmp_path):
-    if not QOS_SCHED_BIN.exists() or not LOOP_SEED_BIN.exists():
+def test_filled_loop_carries_the_frames_round_without_losing_any(tmp_path):
+    if not QOS_SCHED_BIN.exists() or not LOOP_FILL_BIN.exists():
         pytest.fail("run `make build` and `make peers` first", pytrace=False)
     inputs = Inputs(n_subs=N)
     inputs.dir = tmp_path
@@ -49,7 +49,7 @@ def test_seeded_loop_carries_the_frames_round_without_losing_any(tmp_path):
                              port_rate_Bps=QOS_SCHED_PORT_RATE)
     qs = QosSched(tmp_path, "looptest", inputs.downlink_pcap("504"), prof, loop=True)
     with qs:
-        # QosSched seeds LOOP_FRAMES at start; the loop is measured after.
+        # QosSched fills LOOP_FRAMES at start; the loop is measured after.
         time.sleep(1.0)
         a = qs.tel.port_stats(0)
         time.sleep(1.0)

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * edgeplane-ring-seed: put a pcap's frames, in mbufs of a running DPDK
+ * edgeplane-ring-fill: put a pcap's frames, in mbufs of a running DPDK
  * application's own pool, into one of its rte_rings, as a DPDK secondary
  * process.  The vBNG downlink benchmark's peer (DPDK's qos_sched, whose
  * logic is not changed) is run with its rx port and its tx port on the two
  * ends of one net_ring loop: what its scheduler sends comes back to its
  * rx thread, which then receives without net_pcap's copy of every frame
  * into a fresh mbuf.  qos_sched changes no frame byte, so the loop keeps
- * the pcap's frames; this tool seeds it once.
+ * the pcap's frames; this tool fills it once.
  *
- *   edgeplane-ring-seed <EAL args: --proc-type=secondary --file-prefix=P
+ *   edgeplane-ring-fill <EAL args: --proc-type=secondary --file-prefix=P
  *       --lcores=7@0 --no-pci> -- PID RING POOL PCAP COUNT
  *
  * The rings of net_ring are single-producer: the application's own tx
@@ -33,13 +33,13 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
-#define SEED_MAX_FRAMES 65536
-#define SEED_RUN_US     20000
+#define FILL_MAX_FRAMES 65536
+#define FILL_RUN_US     20000
 
 struct frames {
 	uint8_t *buf;           /* the pcap's records' bytes, back to back */
-	uint32_t off[SEED_MAX_FRAMES];
-	uint16_t len[SEED_MAX_FRAMES];
+	uint32_t off[FILL_MAX_FRAMES];
+	uint16_t len[FILL_MAX_FRAMES];
 	uint32_t n;
 };
 
@@ -63,7 +63,7 @@ load_pcap(const char *path, struct frames *f)
 
 	if (fp == NULL || fseek(fp, 0, SEEK_END) != 0 || (size = ftell(fp)) < 24 ||
 	    fseek(fp, 0, SEEK_SET) != 0) {
-		fprintf(stderr, "ring-seed: %s: cannot read\n", path);
+		fprintf(stderr, "ring-fill: %s: cannot read\n", path);
 		if (fp != NULL)
 			fclose(fp);
 		return -1;
@@ -71,7 +71,7 @@ load_pcap(const char *path, struct frames *f)
 	f->buf = malloc((size_t)size);
 	if (f->buf == NULL || fread(f->buf, 1, (size_t)size, fp) != (size_t)size) {
 		fclose(fp);
-		fprintf(stderr, "ring-seed: %s: cannot read\n", path);
+		fprintf(stderr, "ring-fill: %s: cannot read\n", path);
 		return -1;
 	}
 	fclose(fp);
@@ -81,14 +81,14 @@ load_pcap(const char *path, struct frames *f)
 	else if (magic == 0xd4c3b2a1 || magic == 0x4d3cb2a1)
 		swap = 1;
 	else {
-		fprintf(stderr, "ring-seed: %s: not a pcap file\n", path);
+		fprintf(stderr, "ring-fill: %s: not a pcap file\n", path);
 		return -1;
 	}
-	while (pos + 16 <= (uint32_t)size && f->n < SEED_MAX_FRAMES) {
+	while (pos + 16 <= (uint32_t)size && f->n < FILL_MAX_FRAMES) {
 		uint32_t incl = rd32(f->buf + pos + 8, swap);
 
 		if (incl == 0 || incl > UINT16_MAX || pos + 16 + incl > (uint32_t)size) {
-			fprintf(stderr, "ring-seed: %s: bad record at byte %u\n", path, pos);
+			fprintf(stderr, "ring-fill: %s: bad record at byte %u\n", path, pos);
 			return -1;
 		}
 		f->off[f->n] = pos + 16;
@@ -97,7 +97,7 @@ load_pcap(const char *path, struct frames *f)
 		pos += 16 + incl;
 	}
 	if (f->n == 0) {
-		fprintf(stderr, "ring-seed: %s: no frames\n", path);
+		fprintf(stderr, "ring-fill: %s: no frames\n", path);
 		return -1;
 	}
 	return 0;
@@ -182,13 +182,13 @@ main(int argc, char **argv)
 	int n = rte_eal_init(argc, argv);
 
 	if (n < 0) {
-		fprintf(stderr, "ring-seed: EAL init failed\n");
+		fprintf(stderr, "ring-fill: EAL init failed\n");
 		return 1;
 	}
 	argc -= n;
 	argv += n;
 	if (argc != 6) {
-		fprintf(stderr, "usage: edgeplane-ring-seed <EAL> -- PID RING POOL PCAP COUNT\n");
+		fprintf(stderr, "usage: edgeplane-ring-fill <EAL> -- PID RING POOL PCAP COUNT\n");
 		return 2;
 	}
 	pid = (pid_t)atoi(argv[1]);
@@ -196,7 +196,7 @@ main(int argc, char **argv)
 	pool = rte_mempool_lookup(argv[3]);
 	count = (uint32_t)strtoul(argv[5], NULL, 10);
 	if (pid <= 0 || ring == NULL || pool == NULL || count == 0) {
-		fprintf(stderr, "ring-seed: pid %s, ring %s (%s), pool %s (%s), count %s\n",
+		fprintf(stderr, "ring-fill: pid %s, ring %s (%s), pool %s (%s), count %s\n",
 			argv[1], argv[2], ring ? "found" : "missing", argv[3],
 			pool ? "found" : "missing", argv[5]);
 		return 2;
@@ -208,7 +208,7 @@ main(int argc, char **argv)
 
 		if (stop(pid) < 0) {
 			kill(pid, SIGCONT);
-			fprintf(stderr, "ring-seed: cannot stop %d\n", (int)pid);
+			fprintf(stderr, "ring-fill: cannot stop %d\n", (int)pid);
 			return 1;
 		}
 		room = rte_ring_free_count(ring);
@@ -217,7 +217,7 @@ main(int argc, char **argv)
 		if (ring->prod.head == ring->prod.tail && want > 0) {
 			if (fill(pool, &f, &k, m, want) < 0) {
 				kill(pid, SIGCONT);
-				fprintf(stderr, "ring-seed: pool %s has no %u mbufs\n", argv[3], want);
+				fprintf(stderr, "ring-fill: pool %s has no %u mbufs\n", argv[3], want);
 				return 1;
 			}
 			unsigned int got = rte_ring_enqueue_burst(ring, (void **)m, want, NULL);
@@ -227,9 +227,9 @@ main(int argc, char **argv)
 			done += got;
 		}
 		kill(pid, SIGCONT);
-		usleep(SEED_RUN_US);
+		usleep(FILL_RUN_US);
 	}
-	printf("ring-seed: %u frames of %s (%u stored) into %s\n", done, argv[4], f.n, argv[2]);
+	printf("ring-fill: %u frames of %s (%u stored) into %s\n", done, argv[4], f.n, argv[2]);
 	rte_eal_cleanup();
 	return 0;
 }
