@@ -50,26 +50,16 @@ does on its rx thread.  Behind the xconnect feeder (net_pcap's copy of every fra
 cycles of its ~253 a packet, 10.2-10.4 Mpps per CPU-second on the quiet
 Xeon) our worker drains the ring and waits for lines still in the
 feeder's core, so this key measures that feeder.
-`..._sched_core_fed_ahead` (504 only) is both sides fed ahead: ours
-behind the replay feeder, over the scheduler thread of a second qos_sched
-whose rx thread receives from a closed net_ring loop instead of net_pcap
-(its rx and tx port one net_ring, filled once with 15000 of the pcap's
-frames in its own pool by edgeplane-ring-fill; bng_peers.QosSched,
-loop=True): no copy on either side's feeding core, qos_sched's logic
-untouched.  `..._fed_ahead_peer_pcap_rx` is ours behind the replay over
-the pcap-fed peer's scheduler core, like for like only where that core did
-not wait for its rx thread.  Every peer entry (peers.*.cases.504 and
-504/loop) records its rx thread's packets per CPU-second
-(`rx_thread_mpps_per_core`), the share of them freed at the full ring to
-the scheduler (`rx_not_sent_share`: above 0, the rx thread outran the
+`..._sched_core_fed_ahead` is ours behind the replay feeder over the same
+scheduler thread, whose own rx thread is unchanged (qos_sched's logic is
+not touched): the peer's entry records that rx thread's packets per
+CPU-second (`rx_thread_mpps_per_core`) and the share of its packets freed
+at its full ring (`rx_not_sent_share`: above 0, the rx thread outran the
 scheduler, which then never waited; 0 with both threads on whole cores,
-it may have) and each window's CPU seconds per thread, and
-cases.504/fed-ahead.feeder the replay's own rate: the JSON says which
-side, if any, its feeder bounds.  On a loaded machine the loop is not
-fair to the peer: its rx thread, on a contended CPU 0, is the only way
-frames return, and the scheduler's tx waits on the full 1024-slot ring.
-`..._sched_core_pcap_rx` is ours reading the pcap over the same scheduler
-thread (the figure this key meant before the
+the scheduler may have waited for it), and cases.504/fed-ahead.feeder
+the feeder's own rate, so the JSON says which side, if any, its feeder
+bounds.  `..._sched_core_pcap_rx` is ours reading the pcap
+over the same scheduler thread (the figure this key meant before the
 feeder existed: the copy that qos_sched's rx thread pays counted on ours
 only).  `vs_dpdk-qos_sched` is ours reading the pcap (one core doing all)
 over qos_sched's rx and scheduler threads together.
@@ -164,23 +154,15 @@ def run(args):
             own = (stack.enter_context(Ours(work, f"ours-pcap-{spec}", pcap_cfg))
                    if with_pcap_rx else None)
             qs = stack.enter_context(QosSched(work, f"qos_sched-{spec}", pcap, prof))
-            # The peer fed ahead too: its rx thread on a closed net_ring
-            # loop filled with the pcap's frames (bng_peers.QosSched, loop).
-            qs_loop = (stack.enter_context(QosSched(work, f"qos_sched-loop-{spec}", pcap, prof,
-                                                    loop=True))
-                       if with_replay else None)
             hz = ring.tsc_hz
             # The downlink classifies nothing; the process's uplink ACL is named
             # so that every vBNG JSON says which method this host gets.
             methods.update({f"ours:{t}": m for t, m in ring.acl_methods.items()})
             peer = Peer(qs, 1, ["rte-worker-0", "rte-worker-1"], rx_port=0,
                         rx_thread="rte-worker-0")
-            loop_peer = (Peer(qs_loop, 0, ["rte-worker-0", "rte-worker-1"], rx_port=0,
-                              rx_thread="rte-worker-0") if qs_loop is not None else None)
-            res = ab.alternate([ring, fed, own, peer, loop_peer], rounds, warmup_s=warmup,
+            res = ab.alternate([ring, fed, own, peer], rounds, warmup_s=warmup,
                                window_s=seconds)
             r_res, p_res = res[ring], res[peer]
-            l_res = res[loop_peer] if loop_peer is not None else None
             o_res = res[own] if own is not None else None
             f_res = res[fed] if fed is not None else None
         ring_s = summarize(r_res, "down", hz)
@@ -213,35 +195,19 @@ def run(args):
                            "64 bytes of each written per send)")
             fed_s["feeder"] = _feeder_summary(f_res, hz)
             out_cases[f"{spec}/fed-ahead"] = fed_s
-            # Both fed ahead: ours by the replay, qos_sched's rx thread by
-            # its closed net_ring loop (no net_pcap copy on either side).
-            loop_s = _peer_summary(l_res)
-            loop_s["rx"] = ("net_ring closed loop (tx port = rx port), filled with the "
-                            "pcap's frames by edgeplane-ring-fill")
-            peer_cases[f"{spec}/loop"] = loop_s
             fa = f"vs_dpdk-qos_sched{ck}_sched_core_fed_ahead"
-            ratios[fa], ratio_rounds[fa] = ab.ratio(f_res, l_res, ours_mpps, sched_mpps)
+            ratios[fa], ratio_rounds[fa] = ab.ratio(f_res, p_res, ours_mpps, sched_mpps)
             comparisons.append(common.comparison(
                 spec, fed_s["mpps_per_core"],
-                "dpdk-qos_sched (scheduler core, fed by its net_ring loop; ours fed by the "
-                "replay feeder)",
-                loop_s["mpps_per_sched_core"], fa, ratios[fa],
+                "dpdk-qos_sched (scheduler core; ours fed by the replay feeder)",
+                peer_s["mpps_per_sched_core"], fa, ratios[fa],
                 stages_of=f"cases.{spec}/fed-ahead", ours_rounds=fed_s["windows"],
-                peer_rounds=loop_s["windows"]))
-            # The same worker over the pcap-fed peer's scheduler core: a
-            # like-for-like figure only in rounds where that core did not
-            # wait for its rx thread (rx_not_sent_share above 0).
-            fp = f"{fa}_peer_pcap_rx"
-            ratios[fp], ratio_rounds[fp] = ab.ratio(f_res, p_res, ours_mpps, sched_mpps)
+                peer_rounds=peer_s["windows"]))
             line += (f"; ours fed ahead {fed_s['mpps_per_core']:.3f} (idle "
                      f"{fed_s['idle_share']:.3f}, feeder "
-                     f"{fed_s['feeder']['produced_mpps_per_core']:.1f}) over qos_sched's "
-                     f"loop-fed scheduler core {loop_s['mpps_per_sched_core']:.3f}: "
-                     f"{ratios[fa]:.3f}; qos_sched's pcap rx thread "
-                     f"{peer_s['rx_thread_mpps_per_core']:.3f}, not sent "
-                     f"{peer_s['rx_not_sent_share']:.3f}; loop rx thread "
-                     f"{loop_s['rx_thread_mpps_per_core']:.3f}; over the pcap-fed scheduler "
-                     f"core {ratios[fp]:.3f}")
+                     f"{fed_s['feeder']['produced_mpps_per_core']:.1f}): {ratios[fa]:.3f}; "
+                     f"qos_sched's rx thread {peer_s['rx_thread_mpps_per_core']:.3f}, "
+                     f"not sent {peer_s['rx_not_sent_share']:.3f}")
         if o_res is not None:
             # Ours reading the pcap itself (net_pcap's copy on our core):
             # against qos_sched's two threads per CPU-second (the whole

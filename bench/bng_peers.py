@@ -16,7 +16,6 @@ conservative ratio (benchmarks report the 2-core-normalised one as well).
         rate = measure_peer(qs.tel, port=1, seconds=2)
 """
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -68,78 +67,30 @@ def write_qos_profile(path, pipes, pipe_rate_Bps, port_rate_Bps, qsize=64,
     return Path(path)
 
 
-LOOP_FILL_BIN = ROOT / "build" / "dp" / "edgeplane-ring-fill"
-LOOP_RING = "ETH_RXTX0_net_ring0"     # net_ring0's queue pair 0 (rte_eth_ring's naming)
-LOOP_POOL = "mbuf_pool0"              # qos_sched's pool of its first flow (init.c)
-LOOP_FRAMES = 15000                   # in flight: about what the pcap-fed run's pool lets it hold
-
-
 class QosSched(PeerProcess):
     """DPDK qos_sched: port 0 = net_pcap (infinite rx of `pcap`), port 1 =
     net_null.  lcores: 0 = rx thread on CPU rx_cpu, 1 = worker (scheduler +
     tx) on CPU wt_cpu, 2 = the main thread (prints stats once a second) on
     CPU wt_cpu.  The example insists that every lcore index is below the
     number of CPUs and the main lcore is neither of the other two, which on
-    a 2-CPU machine only this map satisfies.
-
-    loop=True: its rx thread is fed without net_pcap's copy.  One port,
-    net_ring0, is both its rx and its tx port (--pfc 0,0,0,1: the example
-    checks rx and tx ports apart), and net_ring0's rx and tx queue 0 share
-    one rte_ring: what the scheduler sends comes back to the rx thread.
-    qos_sched changes no frame byte, so after edgeplane-ring-fill
-    (dataplane/gen/ring_fill.c, a DPDK secondary process) has put
-    LOOP_FRAMES of the pcap's frames, in mbufs of qos_sched's own pool, on
-    that ring, the loop carries the pcap's frames for ever: the rx thread
-    dequeues, classifies, pkt_writes and enqueues to the scheduler's ring
-    as before, the scheduler thread's code and work are unchanged.  The
-    secondary needs the shared runtime files: no --in-memory, and the
-    hugepage files of the prefix are removed at stop.  tx_port and
-    rx_port are then both 0."""
+    a 2-CPU machine only this map satisfies."""
 
     def __init__(self, workdir, name, pcap, profile, rx_cpu=0, wt_cpu=1, mbufs=16384,
-                 extra_eal=(), loop=False):
+                 extra_eal=()):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.name = name
-        self.pcap, self.loop = pcap, loop
         self.prefix = f"ep-bench-{name}-{os.getpid()}"
         self.log = self.workdir / f"{name}.log"
         eal = ["--lcores", f"0@{rx_cpu},1@{wt_cpu},2@{wt_cpu}", "--main-lcore", "2",
-               "-n", "1", f"--file-prefix={self.prefix}", "--no-pci",
-               "--log-level", "*:info"]
-        if loop:
-            eal += ["--vdev=net_ring0"]
-            pfc = "0,0,0,1"
-        else:
-            eal += ["--in-memory", f"--vdev=net_pcap0,rx_pcap={pcap},infinite_rx=1",
-                    "--vdev=net_null0"]
-            pfc = "0,1,0,1"
+               "-n", "1", f"--file-prefix={self.prefix}", "--in-memory", "--no-pci",
+               "--log-level", "*:info",
+               f"--vdev=net_pcap0,rx_pcap={pcap},infinite_rx=1", "--vdev=net_null0"]
         eal += list(extra_eal)
-        app = ["--pfc", pfc, "--mnc", "2", "--cfg", str(profile), "--msz", str(mbufs)]
+        app = ["--pfc", "0,1,0,1", "--mnc", "2", "--cfg", str(profile), "--msz", str(mbufs)]
         self.cmd = [str(QOS_SCHED_BIN)] + eal + ["--"] + app
         self.proc = None
         self.tel = None
-
-    def fill_loop(self, frames=LOOP_FRAMES):
-        """Put `frames` of the pcap's frames on the loop (loop=True)."""
-        cmd = [str(LOOP_FILL_BIN), "--proc-type=secondary", f"--file-prefix={self.prefix}",
-               # An lcore index qos_sched does not use: the pool's cache of
-               # that index is the filler's.
-               "--lcores=7@0", "--no-pci", "--log-level=*:warning", "--",
-               str(self.proc.pid), LOOP_RING, LOOP_POOL, str(self.pcap), str(frames)]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if res.returncode != 0:
-            raise RuntimeError(f"edgeplane-ring-fill failed: {res.stdout}{res.stderr}")
-        return res.stdout.strip()
-
-    def stop(self):
-        super().stop()
-        if self.loop:
-            # Without --in-memory EAL leaves the prefix's hugepage files
-            # and runtime directory behind.
-            for f in Path("/dev/hugepages").glob(f"{self.prefix}map_*"):
-                f.unlink(missing_ok=True)
-            shutil.rmtree(Path("/var/run/dpdk") / self.prefix, ignore_errors=True)
 
     def start(self, timeout=120.0):
         if not QOS_SCHED_BIN.exists():
@@ -156,8 +107,6 @@ class QosSched(PeerProcess):
             text = self.log.read_text(errors="replace")
             if "sched+write port" in text or "entering main loop" in text:
                 self.tel = Telemetry(self.prefix, timeout=10)
-                if self.loop:
-                    self.fill_loop()
                 return self
             time.sleep(0.2)
         self.stop()
