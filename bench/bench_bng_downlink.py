@@ -31,6 +31,13 @@ Ours, two processes per case:
                           reverse-path check, encapsulation, DSCP map,
                           rte_sched_port_pkt_write, rte_sched enqueue (32)
                           and dequeue (32), tx burst to net_null
+  fed ahead (504 only)     the feeder is the replay pipeline
+                          (dataplane/gen/replay.h): the pcap's 4096 frames
+                          learnt once, then sent in the same order in fresh
+                          mbufs of which it writes only the first 64 bytes
+                          (the headers the worker reads) and the lengths,
+                          ~60 cycles a packet: it outruns the worker, which
+                          then never waits on it (idle share ~0.001)
   pcap rx                 the downlink worker reads net_pcap itself: the
                           copy of every frame is on its core
 
@@ -39,7 +46,19 @@ Keys (packets sent per CPU-second; per-round ratios, then the median):
 thread: both measured cores start from ready mbufs on a ring filled by
 another thread, and ours does everything the peer's core does plus the
 lookup, the reverse-path check, the encapsulation and the pkt_write the peer
-does on its rx thread.  `..._sched_core_pcap_rx` is ours reading the pcap
+does on its rx thread.  Behind the xconnect feeder (net_pcap's copy of every frame, 241-246
+cycles of its ~253 a packet, 10.2-10.4 Mpps per CPU-second on the quiet
+Xeon) our worker drains the ring and waits for lines still in the
+feeder's core, so this key measures that feeder.
+`..._sched_core_fed_ahead` is ours behind the replay feeder over the same
+scheduler thread, whose own rx thread is unchanged (qos_sched's logic is
+not touched): the peer's entry records that rx thread's packets per
+CPU-second (`rx_thread_mpps_per_core`) and the share of its packets freed
+at its full ring (`rx_not_sent_share`: above 0, the rx thread outran the
+scheduler, which then never waited; 0 with both threads on whole cores,
+the scheduler may have waited for it), and cases.504/fed-ahead.feeder
+the feeder's own rate, so the JSON says which side, if any, its feeder
+bounds.  `..._sched_core_pcap_rx` is ours reading the pcap
 over the same scheduler thread (the figure this key meant before the
 feeder existed: the copy that qos_sched's rx thread pays counted on ours
 only).  `vs_dpdk-qos_sched` is ours reading the pcap (one core doing all)
@@ -63,7 +82,7 @@ import statistics
 
 from bench import ab, common
 from bench.bng_bench import (HQOS_PORT_RATE, Ours, Peer, dp_config, frame_gbps, mix_per_core,
-                             packet_mix_per_core, result, summarize)
+                             packet_mix_per_core, result, ring_fed_down_config, summarize)
 from bench.bng_inputs import CONGESTED_HEAVY_PIPES, N_SUBS, Inputs
 from bench.bng_peers import QOS_SCHED_PORT_RATE, QosSched, ensure_qos_sched, write_qos_profile
 from bench.bng_measure import rate
@@ -75,9 +94,27 @@ def _peer_summary(p_res):
     med = statistics.median
     wt = [rate(p["tx_pkts"], p["cpu_s"]["rte-worker-1"]) for p in p_res]
     both = [p["mpps_per_core"] for p in p_res]
+    # What bounds the scheduler core: its rx thread's packets per CPU-second
+    # and the share of them freed at the full ring (above 0: the rx thread
+    # outran the scheduler, which then did not wait; 0 on a quiet machine:
+    # the scheduler may have waited for its rx thread).
     return {"mpps_per_core": med(both), "mpps_per_sched_core": med(wt),
             "mpps_wall": med(p["mpps_wall"] for p in p_res),
+            "rx_thread_mpps_per_core": med(p["rx_mpps_per_rx_core"] for p in p_res),
+            "rx_not_sent_share": round(med(p["rx_not_sent_share"] for p in p_res), 4),
+            "rx_not_sent_share_windows": [round(p["rx_not_sent_share"], 4) for p in p_res],
+            "cpu_s_windows": [{t: round(c, 3) for t, c in p["cpu_s"].items()} for p in p_res],
             "windows": [round(x, 4) for x in wt]}
+
+
+def _feeder_summary(o_res, hz):
+    """The replay feeder beside our worker: packets it produced per
+    CPU-second (it never waits: what the ring does not take is dropped,
+    tx_full) against what the worker took."""
+    f = summarize(o_res, "feed", hz)
+    return {"produced_mpps_per_core": f["rx_mpps_per_core"],
+            "sent_mpps_per_core": f["mpps_per_core"],
+            "cycles_per_produced_pkt": f["tsc_cycles_per_pkt"], "stages": f["stages_tsc"]}
 
 
 def _case_key(spec):
@@ -94,23 +131,26 @@ def run(args):
     # (case, frame sizes, pcap, the same frames addressed to the ring
     # port, also measure ours reading the pcap on its own core)
     cases = [("504", "504", inputs.downlink_pcap("504"),
-              inputs.downlink_pcap("504", ring=True), True)]
+              inputs.downlink_pcap("504", ring=True), True, True)]
     if not quick:
         cases += [("imix-down", "imix-down", inputs.downlink_pcap("imix-down"),
-                   inputs.downlink_pcap("imix-down", ring=True), True),
+                   inputs.downlink_pcap("imix-down", ring=True), True, False),
                   ("504-congested", "504", inputs.downlink_congested_pcap(),
-                   inputs.downlink_congested_pcap(ring=True), False)]
+                   inputs.downlink_congested_pcap(ring=True), False, False)]
     out_cases, peer_cases, ratios, methods = {}, {}, {}, {}
     ratio_rounds, comparisons = {}, []
-    for spec, sizes, pcap, ring_pcap, with_pcap_rx in cases:
+    for spec, sizes, pcap, ring_pcap, with_pcap_rx, with_replay in cases:
         print(f"-- downlink {spec} (access side), {N_SUBS} subscribers")
         prof = write_qos_profile(work / "qos_sched.cfg", pipes=N_SUBS,
                                  pipe_rate_Bps=PIPE_RATE_BPS // 8,
                                  port_rate_Bps=QOS_SCHED_PORT_RATE)
         ring_cfg = dp_config(inputs, down_pcap=ring_pcap, ring_feed=True)
         pcap_cfg = dp_config(inputs, down_pcap=pcap, lcores="0@0,1@1")
+        replay_cfg = ring_fed_down_config(inputs, ring_pcap, feeder="replay")
         with contextlib.ExitStack() as stack:
             ring = stack.enter_context(Ours(work, f"ours-ring-{spec}", ring_cfg))
+            fed = (stack.enter_context(Ours(work, f"ours-replay-{spec}", replay_cfg))
+                   if with_replay else None)
             own = (stack.enter_context(Ours(work, f"ours-pcap-{spec}", pcap_cfg))
                    if with_pcap_rx else None)
             qs = stack.enter_context(QosSched(work, f"qos_sched-{spec}", pcap, prof))
@@ -118,10 +158,13 @@ def run(args):
             # The downlink classifies nothing; the process's uplink ACL is named
             # so that every vBNG JSON says which method this host gets.
             methods.update({f"ours:{t}": m for t, m in ring.acl_methods.items()})
-            peer = Peer(qs, 1, ["rte-worker-0", "rte-worker-1"])
-            res = ab.alternate([ring, own, peer], rounds, warmup_s=warmup, window_s=seconds)
+            peer = Peer(qs, 1, ["rte-worker-0", "rte-worker-1"], rx_port=0,
+                        rx_thread="rte-worker-0")
+            res = ab.alternate([ring, fed, own, peer], rounds, warmup_s=warmup,
+                               window_s=seconds)
             r_res, p_res = res[ring], res[peer]
             o_res = res[own] if own is not None else None
+            f_res = res[fed] if fed is not None else None
         ring_s = summarize(r_res, "down", hz)
         ring_s["gbps_per_core"] = frame_gbps(ring_s["mpps_per_core"], sizes)
         ring_s["rx"] = "net_ring (rte_ring dequeue), filled by a feeder thread from the pcap"
@@ -142,6 +185,29 @@ def run(args):
             ours_rounds=ring_s["windows"], peer_rounds=peer_s["windows"]))
         line = (f"   ours ring-fed {ring_s['mpps_per_core']:.3f} Mpps/core, qos_sched's "
                 f"scheduler core {peer_s['mpps_per_sched_core']:.3f}: {ratios[key]:.3f}")
+        if f_res is not None:
+            # Ours behind the replay feeder, which outruns it: the worker's
+            # own rate, over the same scheduler core (whose rx thread is
+            # what it is: peer_s says whether it outran the scheduler).
+            fed_s = summarize(f_res, "down", hz)
+            fed_s["gbps_per_core"] = frame_gbps(fed_s["mpps_per_core"], sizes)
+            fed_s["rx"] = ("net_ring, filled by the replay feeder (the pcap's frames, "
+                           "64 bytes of each written per send)")
+            fed_s["feeder"] = _feeder_summary(f_res, hz)
+            out_cases[f"{spec}/fed-ahead"] = fed_s
+            fa = f"vs_dpdk-qos_sched{ck}_sched_core_fed_ahead"
+            ratios[fa], ratio_rounds[fa] = ab.ratio(f_res, p_res, ours_mpps, sched_mpps)
+            comparisons.append(common.comparison(
+                spec, fed_s["mpps_per_core"],
+                "dpdk-qos_sched (scheduler core; ours fed by the replay feeder)",
+                peer_s["mpps_per_sched_core"], fa, ratios[fa],
+                stages_of=f"cases.{spec}/fed-ahead", ours_rounds=fed_s["windows"],
+                peer_rounds=peer_s["windows"]))
+            line += (f"; ours fed ahead {fed_s['mpps_per_core']:.3f} (idle "
+                     f"{fed_s['idle_share']:.3f}, feeder "
+                     f"{fed_s['feeder']['produced_mpps_per_core']:.1f}): {ratios[fa]:.3f}; "
+                     f"qos_sched's rx thread {peer_s['rx_thread_mpps_per_core']:.3f}, "
+                     f"not sent {peer_s['rx_not_sent_share']:.3f}")
         if o_res is not None:
             # Ours reading the pcap itself (net_pcap's copy on our core):
             # against qos_sched's two threads per CPU-second (the whole
@@ -196,8 +262,9 @@ def run(args):
          "hqos": {"port_rate": HQOS_PORT_RATE, "subports": 1, "pipes": N_SUBS,
                   "pipe_rate_bps": PIPE_RATE_BPS, "tcs": 13, "qsize": 64},
          "frame": "504 B at the access side (QinQ added to 496 B)",
-         "ours_rx": "cases.<case>: net_ring filled by a feeder thread; "
-                    "cases.<case>/pcap-rx: net_pcap on the worker",
+         "ours_rx": "cases.<case>: net_ring filled by a feeder thread (net_pcap rx, "
+                    "xconnect); cases.<case>/fed-ahead: net_ring filled by the replay "
+                    "feeder; cases.<case>/pcap-rx: net_pcap on the worker",
          "congested": {"heavy_pipes": CONGESTED_HEAVY_PIPES, "heavy_share": 0.5}},
         out_cases, "504", "dpdk-qos_sched", peer_cases, ratios, rounds, seconds, quick,
         extra={"mixed": mixed, "comparisons": comparisons, "ratio_rounds": ratio_rounds},

@@ -10,6 +10,7 @@ a few percent.
     .venv/bin/python -m bench.bng_ab --a /tmp/old/edgeplane-dp
     .venv/bin/python -m bench.bng_ab --case pppoe-128 --rounds 8
     .venv/bin/python -m bench.bng_ab --case down-504-ring   # ring-fed, as the bench
+    .venv/bin/python -m bench.bng_ab --case down-504-ring --b-case down-504-replay
     .venv/bin/python -m bench.bng_ab --case down-504 --b-case down-504-ring
     .venv/bin/python -m bench.bng_ab --case down-imix-down-ring   # the downstream iMix
 
@@ -25,12 +26,12 @@ import contextlib
 import statistics
 
 from bench import ab, common
-from bench.bng_bench import Ours, dp_config, summarize
+from bench.bng_bench import Ours, dp_config, ring_fed_down_config, summarize
 from bench.bng_inputs import Inputs
 
 DEFAULT_BINARY = common.ROOT / "build" / "dp" / "edgeplane-dp"
 CASES = ("ipoe-128", "pppoe-128", "ipoe-imix-up", "down-504", "down-504-ring",
-         "down-504-congested", "down-imix-down", "down-imix-down-ring")
+         "down-504-replay", "down-504-congested", "down-imix-down", "down-imix-down-ring")
 
 
 def _config(inputs, case):
@@ -44,6 +45,10 @@ def _config(inputs, case):
         ring = case.endswith("-ring")
         return "down", dp_config(inputs, down_pcap=inputs.downlink_pcap("imix-down", ring=ring),
                                  ring_feed=ring, **({} if ring else {"lcores": "0@0,1@1"}))
+    if case == "down-504-replay":
+        # Ring-fed by the replay feeder (the bench's fed-ahead case).
+        return "down", ring_fed_down_config(inputs, inputs.downlink_pcap("504", ring=True),
+                                            feeder="replay")
     if case.startswith("down-504-"):
         # Fed through a ring by a feeder thread, as the benchmark's headline.
         pcap = (inputs.downlink_congested_pcap(ring=True) if case.endswith("congested")
@@ -88,7 +93,8 @@ def main(argv=None):
         print(f"{cases[o.label]} {o.label}: {statistics.median(cyc[o.label]):.1f} CPU "
               "cycles/pkt; " + " ".join(f"{k} {v:.1f}" for k, v in s["stages"].items())
               # A feeder that falls behind shows as short bursts and idle polls.
-              + f"; rx_burst {s['rx_burst']:.1f} idle_share {s['idle_share']:.3f}")
+              + f"; rx_burst {s['rx_burst']:.1f} idle_share {s['idle_share']:.3f}"
+              + f" drops {s['drops_in_windows']}")
     per = [b / a for a, b in zip(cyc["A"], cyc["B"])]
     print(f"{args.case} B/A: median {statistics.median(per):.3f}, rounds "
           + " ".join(f"{x:.3f}" for x in per))

@@ -12,6 +12,8 @@ the machine and start-up (4K subscribers, ACL build) is paid once.  A
 stopped process holds its memory but takes no CPU.
 """
 import statistics
+import struct
+from pathlib import Path
 
 from bench import ab, common, host_info
 from bench.bng_inputs import CORE_NH_IP, CORE_NH_MAC, N_SUBS, PCAP_MAC, RING_MAC, mean_frame
@@ -94,15 +96,51 @@ def _bng_section(inputs, pppoe):
           f"subscriber_file = {subscriber_file(inputs, pppoe)}", ""]
 
 
-def ring_fed_down_config(inputs, down_pcap):
+def pcap_frames(path):
+    """Frames in a classic pcap file (what the replay feeder learns)."""
+    data = memoryview(Path(path).read_bytes())
+    order = {b"\xd4\xc3\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">",
+             b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\x3c\x4d": ">"}.get(bytes(data[:4]))
+    if order is None:
+        raise ValueError(f"{path}: not a pcap file")
+    off, n = 24, 0
+    while off + 16 <= len(data):
+        incl = struct.unpack_from(order + "I", data, off + 8)[0]
+        off += 16 + incl
+        n += 1
+    if off != len(data):
+        raise ValueError(f"{path}: truncated record")
+    return n
+
+
+def feeder_section(feeder, down_pcap):
+    """The feeder worker (lcore 2, CPU 0) of the ring-fed downlink.
+
+    pcap: xconnect from the pcap port to the ring, net_pcap's infinite rx
+    copying every byte of every frame into a fresh mbuf on the feeder's
+    core (241-246 cycles a 504-byte frame: slower than the worker it
+    feeds).  replay (dataplane/gen/replay.h): the pcap's frames learnt once
+    through the same port, then sent in the same order in fresh mbufs of
+    which only the first 64 bytes (the headers the downlink reads) are
+    written."""
+    if feeder == "pcap":
+        return ["[worker feed]", "pipeline = xconnect", "rx = feed", "pairs = feed:core",
+                "lcore = 2", ""]
+    if feeder == "replay":
+        return ["[worker feed]", "pipeline = replay", "rx = feed", "tx = core",
+                f"frames = {pcap_frames(down_pcap)}", "lcore = 2", ""]
+    raise ValueError(f"feeder {feeder!r}: pcap or replay")
+
+
+def ring_fed_down_config(inputs, down_pcap, feeder="pcap"):
     """The downlink worker (lcore 1, CPU 1) behind a feeder (lcore 2, CPU 0).
 
     net_ring0 without arguments makes one rte_ring per queue pair, shared
     by rx and tx queue i (SP/SC): what a worker sends on tx queue i comes
     back on rx queue i.  Worker index i sends on tx queue i of every port,
     and the downlink worker polls rx queue 0 of the ring port, so the
-    feeder is the first [worker] section.  xconnect leaves the frames as
-    they are, and net_ring takes no configured MAC: the pcap is addressed
+    feeder is the first [worker] section.  Neither feeder changes a
+    frame's bytes, and net_ring takes no configured MAC: the pcap is addressed
     to the ring port's (bench/bng_inputs.RING_MAC; Inputs.downlink_pcap's
     ring=True)."""
     L = ["[eal]", "args = --lcores=0@0,1@1,2@0", "",
@@ -114,9 +152,7 @@ def ring_fed_down_config(inputs, down_pcap):
          "tx_pcap=/dev/null,tx_pcap=/dev/null",
          "rx_desc = 8192", "",
          "[port core]", "device = net_ring0",
-         "ipv4 = 198.18.1.1/24", "",
-         "[worker feed]", "pipeline = xconnect", "rx = feed", "pairs = feed:core",
-         "lcore = 2", "",
+         "ipv4 = 198.18.1.1/24", ""] + feeder_section(feeder, down_pcap) + [
          "[worker down]", "pipeline = bng-downlink", "rx = core", "lcore = 1", ""]
     return "\n".join(L + _bng_section(inputs, False))
 
@@ -197,26 +233,45 @@ class Ours(ab.Process):
 
 class Peer(ab.Process):
     """A DPDK example app (started by the caller) measured on its tx port;
-    per core = packets per CPU-second of `core_threads`."""
+    per core = packets per CPU-second of `core_threads`.
 
-    def __init__(self, app, tx_port, threads, core_threads=None):
+    rx_port, rx_thread (qos_sched): also the packets its rx thread took
+    from the rx port per CPU-second of that thread (a thread that always
+    finds packets -- net_pcap's infinite rx -- runs at its capacity), and
+    the share of them that never left (qos_sched's rx thread frees a burst
+    its ring to the scheduler has no room for: a share above 0 says the
+    rx thread outran the scheduler; none says the scheduler waited)."""
+
+    def __init__(self, app, tx_port, threads, core_threads=None, rx_port=None,
+                 rx_thread=None):
         self.app, self.tx_port = app, tx_port
+        self.rx_port, self.rx_thread = rx_port, rx_thread
         self.label = app.name
         self.proc = app.proc
         self.pid = app.proc.pid
         self.tids = find_threads(self.pid, threads)
         self.core_threads = core_threads or threads
 
+    def _counters(self):
+        tx = self.app.tel.port_stats(self.tx_port)["opackets"]
+        if self.rx_port is None:
+            return tx, 0
+        return tx, self.app.tel.port_stats(self.rx_port)["ipackets"]
+
     def measure(self, seconds):
-        r = Window(self.pid, self.tids,
-                   lambda: self.app.tel.port_stats(self.tx_port)["opackets"]).run(seconds)
-        pkts = r["c1"] - r["c0"]
+        r = Window(self.pid, self.tids, self._counters).run(seconds)
+        pkts = r["c1"][0] - r["c0"][0]
         # Packets per CPU-second of the named threads: with one thread, its
         # rate per core; with several, the rate per core they add up to.
         cpu = sum(r["cpu_s"][t] for t in self.core_threads)
-        return {"mpps_per_core": rate(pkts, cpu),
-                "mpps_wall": rate(pkts, r["wall_s"]), "cpu_s": r["cpu_s"],
-                "tx_pkts": pkts}
+        out = {"mpps_per_core": rate(pkts, cpu),
+               "mpps_wall": rate(pkts, r["wall_s"]), "cpu_s": r["cpu_s"],
+               "tx_pkts": pkts}
+        if self.rx_port is not None:
+            rx = r["c1"][1] - r["c0"][1]
+            out.update(rx_pkts=rx, rx_mpps_per_rx_core=rate(rx, r["cpu_s"][self.rx_thread]),
+                       rx_not_sent_share=(rx - pkts) / rx if rx else 0.0)
+        return out
 
 
 def _share(idle, busy):

@@ -20,17 +20,18 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from bench import bng_bench, common
-from bench.bng_inputs import Inputs
+from bench import bng_bench, bng_peers, common
+from bench.bng_inputs import N_SUBS, Inputs
 
 XCONNECT_CONSUMER = ("[worker down]\npipeline = xconnect\nrx = core\n"
                      "pairs = core:access\nlcore = 1")
 DOWNLINK_CONSUMER = "[worker down]\npipeline = bng-downlink\nrx = core\nlcore = 1"
 
 
-def feeder_config(consumer):
+def feeder_config(consumer, feeder="pcap"):
     inputs = Inputs()
-    cfg = bng_bench.ring_fed_down_config(inputs, inputs.downlink_pcap("504", ring=True))
+    cfg = bng_bench.ring_fed_down_config(inputs, inputs.downlink_pcap("504", ring=True),
+                                         feeder=feeder)
     if consumer == "xconnect":
         if DOWNLINK_CONSUMER not in cfg:
             raise RuntimeError("bench/bng_bench.py's ring-fed layout changed")
@@ -39,14 +40,46 @@ def feeder_config(consumer):
     return cfg
 
 
+def peer_windows(work, windows, pcap=None):
+    """qos_sched alone on the benchmark's input and profile: per window its
+    rx thread's packets per CPU-second (net_pcap's infinite rx never runs
+    dry, so this is the thread's capacity), its scheduler thread's, and the
+    share of the rx thread's packets freed at the full ring (rx - tx)."""
+    inputs = Inputs()
+    bng_peers.ensure_qos_sched()
+    prof = bng_peers.write_qos_profile(work / "qos_sched.cfg", pipes=N_SUBS,
+                                       pipe_rate_Bps=100_000_000 // 8,
+                                       port_rate_Bps=bng_peers.QOS_SCHED_PORT_RATE)
+    out = []
+    with bng_peers.QosSched(work, "feeder-peer", pcap or inputs.downlink_pcap("504"),
+                            prof) as qs:
+        peer = bng_bench.Peer(qs, 1, ["rte-worker-0", "rte-worker-1"], rx_port=0,
+                              rx_thread="rte-worker-0")
+        for _ in range(windows):
+            w = peer.measure(2.0)
+            w["sched_mpps_per_core"] = bng_bench.rate(w["tx_pkts"], w["cpu_s"]["rte-worker-1"])
+            out.append(w)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--consumer", choices=("xconnect", "downlink"), default="xconnect")
     ap.add_argument("--binary", default=str(common.ROOT / "build" / "dp" / "edgeplane-dp"))
+    ap.add_argument("--feeder", choices=("pcap", "replay"), default="pcap")
     ap.add_argument("--windows", type=int, default=3)
+    ap.add_argument("--peer", action="store_true",
+                    help="measure qos_sched's rx and scheduler threads instead")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bng-feeder-"))
-    with bng_bench.Ours(work, f"feeder-{args.consumer}", feeder_config(args.consumer),
+    if args.peer:
+        for i, w in enumerate(peer_windows(work, args.windows)):
+            print(f"window {i + 1} qos_sched rx thread {w['rx_mpps_per_rx_core']:7.3f} Mpps/core, "
+                  f"scheduler {w['sched_mpps_per_core']:7.3f} Mpps/core, "
+                  f"{w['mpps_wall']:7.3f} Mpps wall, not sent {w['rx_not_sent_share']:.3f}")
+        return
+    with bng_bench.Ours(work, f"feeder-{args.consumer}",
+                        feeder_config(args.consumer, args.feeder),
                         binary=args.binary) as ours:
         for i in range(args.windows):
             res = ours.measure(2.0)

@@ -5,14 +5,16 @@ what bench/bench_bng_downlink.py says they do.
   subscribers and spreads the other half, one frame each, over the rest.
 - The ring-fed copy of an input is the same frames with the net_ring
   port's destination MAC, nothing else changed.
-- The ring-fed configuration really feeds the downlink worker through the
+- The ring-fed configuration, with either feeder (net_pcap rx behind an
+  xconnect, or the replay of the pcap's frames writing only their first 64
+  bytes), really feeds the downlink worker through the
   ring: the frames the feeder sends reach the downlink worker's rx, none
   is dropped before the scheduler (addressed to another MAC, unknown
   subscriber), and the worker sends.
 """
 import pytest
 
-from bench.bng_bench import dp_config
+from bench.bng_bench import dp_config, ring_fed_down_config
 from bench.bng_inputs import CONGESTED_HEAVY_PIPES, N_PKTS, RING_MAC, Inputs
 from lab.dp import Dp, wait_for
 
@@ -60,9 +62,13 @@ def test_ring_input_differs_only_in_the_destination_mac(inputs, which):
         assert a[6:] == b[6:]
 
 
-def test_ring_fed_config_feeds_the_downlink_worker(inputs, dp_binary, tmp_path):
-    cfg = dp_config(inputs, down_pcap=inputs.downlink_pcap("504", ring=True), ring_feed=True)
-    dp = Dp(None, cfg, name="ringfed", workdir=tmp_path, start_timeout=180,
+@pytest.mark.parametrize("feeder", ["pcap", "replay"])
+def test_ring_fed_config_feeds_the_downlink_worker(inputs, dp_binary, tmp_path, feeder):
+    pcap = inputs.downlink_pcap("504", ring=True)
+    cfg = ring_fed_down_config(inputs, pcap, feeder=feeder)
+    if feeder == "pcap":
+        assert cfg == dp_config(inputs, down_pcap=pcap, ring_feed=True)
+    dp = Dp(None, cfg, name=f"ringfed-{feeder}", workdir=tmp_path, start_timeout=180,
             binary_path=dp_binary)
     dp.start()
     try:

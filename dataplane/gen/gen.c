@@ -167,6 +167,23 @@ gen_wait(struct ep_worker *w, uint32_t us)
 	}
 }
 
+struct ep_port *
+ep_gen_tx_port(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
+{
+	const struct ep_cfg_kv *kv = ep_cfg_get(e->cfg, w->cfg, "tx", err);
+	struct ep_port *port;
+
+	if (kv == NULL) {
+		if (err->msg[0] == '\0')
+			ep_cfg_section_error(e->cfg, w->cfg, err, "missing 'tx = <port>'");
+		return NULL;
+	}
+	port = ep_port_by_name(e, kv->val);
+	if (port == NULL)
+		ep_cfg_error(e->cfg, kv, err, "no [port %s]", kv->val);
+	return port;
+}
+
 static int
 gen_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 {
@@ -181,13 +198,9 @@ gen_build(struct ep_engine *e, struct ep_worker *w, struct ep_err *err)
 	int socket = worker_socket(w);
 
 	ep_gen_params_init(&p);
-	kv = ep_cfg_get(cfg, w->cfg, "tx", err);
-	if (kv == NULL)
-		return err->msg[0] ? -1 : ep_cfg_section_error(cfg, w->cfg, err,
-							      "missing 'tx = <port>'");
-	port = ep_port_by_name(e, kv->val);
+	port = ep_gen_tx_port(e, w, err);
 	if (port == NULL)
-		return ep_cfg_error(cfg, kv, err, "no [port %s]", kv->val);
+		return -1;
 	p.tx_port = port->index;
 	p.src_mac = port->mac;
 	for (size_t i = 0; i < RTE_DIM(gen_keys); i++) {

@@ -302,6 +302,13 @@ struct ep_gen *ep_gen_create(const struct ep_gen_params *p, struct rte_mempool *
 			     uint16_t burst, uint32_t depth_us, int socket, struct ep_err *err);
 void ep_gen_free(struct ep_gen *g);
 
+struct ep_engine;
+struct ep_worker;
+struct ep_port;
+/** The port a generator worker's `tx = <port>` names (gen, replay); NULL
+ *  with @p err set when the key is missing or names no port. */
+struct ep_port *ep_gen_tx_port(struct ep_engine *e, struct ep_worker *w, struct ep_err *err);
+
 /** Begin a run at @p now: sequences and counters from 0, pacing restarted. */
 void ep_gen_start(struct ep_gen *g, uint64_t now);
 /** New target rate from @p now (does not reset counters). */
