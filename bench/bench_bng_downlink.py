@@ -22,47 +22,48 @@ classifier is pointed at 4K pipes and the best-effort TC), on two lcores:
   scheduler thread (CPU 1) rte_ring dequeue (64), rte_sched enqueue (64),
                           rte_sched dequeue (32), tx burst to net_null
 
-Ours, two processes per case:
+Ours, up to three processes per case:
 
-  ring-fed (the headline)  a feeder worker (xconnect, CPU 0) does net_pcap rx
-                          and sends the mbufs into a net_ring port; the
-                          downlink worker (CPU 1) does rte_ring dequeue (its
-                          rx, 32), parse, neighbour check, lookup,
-                          reverse-path check, encapsulation, DSCP map,
-                          rte_sched_port_pkt_write, rte_sched enqueue (32)
-                          and dequeue (32), tx burst to net_null
-  fed ahead (504 only)     the feeder is the replay pipeline
-                          (dataplane/gen/replay.h): the pcap's 4096 frames
-                          learnt once, then sent in the same order in fresh
-                          mbufs of which it writes only the first 64 bytes
-                          (the headers the worker reads) and the lengths,
-                          ~60 cycles a packet: it outruns the worker, which
-                          then never waits on it (idle share ~0.001)
+  fed ahead (the headline) a feeder worker (CPU 0) runs the replay pipeline
+                          (dataplane/gen/replay.h): the pcap's frames learnt
+                          once, then sent in the same order in fresh mbufs
+                          of which it writes only the first 64 bytes (the
+                          headers the worker reads) and the lengths, ~40-90
+                          cycles a packet; the downlink worker (CPU 1) does
+                          rte_ring dequeue (net_ring rx, 32), parse,
+                          neighbour check, lookup, reverse-path check,
+                          encapsulation, DSCP map, its scheduler's enqueue
+                          (32) and dequeue (32), tx burst to net_null
+  xconnect-fed (504 only)  the same worker behind a feeder doing net_pcap rx
+                          (a copy of every byte of every frame, ~250 cycles
+                          a packet) into the net_ring port: slower than the
+                          worker, so it measures that feeder
   pcap rx                 the downlink worker reads net_pcap itself: the
                           copy of every frame is on its core
 
 Keys (packets sent per CPU-second; per-round ratios, then the median):
-`vs_dpdk-qos_sched_sched_core` is ours ring-fed over qos_sched's scheduler
-thread: both measured cores start from ready mbufs on a ring filled by
-another thread, and ours does everything the peer's core does plus the
-lookup, the reverse-path check, the encapsulation and the pkt_write the peer
-does on its rx thread.  Behind the xconnect feeder (net_pcap's copy of every frame, 241-246
-cycles of its ~253 a packet, 10.2-10.4 Mpps per CPU-second on the quiet
-Xeon) our worker drains the ring and waits for lines still in the
-feeder's core, so this key measures that feeder.
-`..._sched_core_fed_ahead` is ours behind the replay feeder over the same
-scheduler thread, whose own rx thread is unchanged (qos_sched's logic is
-not touched): the peer's entry records that rx thread's packets per
-CPU-second (`rx_thread_mpps_per_core`) and the share of its packets freed
-at its full ring (`rx_not_sent_share`: above 0, the rx thread outran the
-scheduler, which then never waited; 0 with both threads on whole cores,
-the scheduler may have waited for it), and cases.504/fed-ahead.feeder
-the feeder's own rate, so the JSON says which side, if any, its feeder
-bounds.  `..._sched_core_pcap_rx` is ours reading the pcap
-over the same scheduler thread (the figure this key meant before the
-feeder existed: the copy that qos_sched's rx thread pays counted on ours
-only).  `vs_dpdk-qos_sched` is ours reading the pcap (one core doing all)
-over qos_sched's rx and scheduler threads together.
+`vs_dpdk-qos_sched_sched_core` is ours fed ahead over qos_sched's scheduler
+thread: each measured core takes ready mbufs off a ring that another core
+fills faster than it drains it, and ours does everything the peer's core
+does plus the lookup, the reverse-path check, the encapsulation and the
+scheduling-path write the peer does on its rx thread.  Neither core reads
+frame bytes that its feeder did not write (qos_sched's scheduler reads
+none; ours the first line), so the two feeders' different copies are not
+in the comparison.  That both cores were the bottleneck is in the JSON:
+ours' `idle_share` (polls that found the ring empty) and its feeder's own
+rate (`cases.<case>.feeder`); for the peer, its rx thread's packets per
+CPU-second (`rx_thread_mpps_per_core`) and the share of them it freed at
+the full ring (`rx_not_sent_share`: above 0, the rx thread outran the
+scheduler, which then did not wait for it; 0, the scheduler may have
+waited and the key flatters ours).  qos_sched's logic is not touched.
+`..._sched_core_xconnect_fed` is ours behind the xconnect feeder over the
+same scheduler thread (what the key measured before the replay existed:
+our worker drained the ring and waited in its parse for lines still in
+the feeder's core, 10.2-10.4 Mpps per CPU-second on the quiet Xeon).
+`..._sched_core_pcap_rx` is ours reading the pcap over the same scheduler
+thread (the copy that qos_sched's rx thread pays counted on ours only).
+`vs_dpdk-qos_sched` is ours reading the pcap (one core doing all) over
+qos_sched's rx and scheduler threads together.
 
 Case 504-congested (bench/bng_inputs.Inputs.downlink_congested_pcap): half
 of the packets go to 8 pipes offered several times their 100 Mbit/s, so
@@ -129,7 +130,8 @@ def run(args):
     work = common.OUT / "bng-downlink"
     work.mkdir(parents=True, exist_ok=True)
     # (case, frame sizes, pcap, the same frames addressed to the ring
-    # port, also measure ours reading the pcap on its own core)
+    # port, also measure ours reading the pcap on its own core, also
+    # measure ours behind the xconnect feeder)
     cases = [("504", "504", inputs.downlink_pcap("504"),
               inputs.downlink_pcap("504", ring=True), True, True)]
     if not quick:
@@ -139,7 +141,7 @@ def run(args):
                    inputs.downlink_congested_pcap(ring=True), False, False)]
     out_cases, peer_cases, ratios, methods = {}, {}, {}, {}
     ratio_rounds, comparisons = {}, []
-    for spec, sizes, pcap, ring_pcap, with_pcap_rx, with_replay in cases:
+    for spec, sizes, pcap, ring_pcap, with_pcap_rx, with_xconnect in cases:
         print(f"-- downlink {spec} (access side), {N_SUBS} subscribers")
         prof = write_qos_profile(work / "qos_sched.cfg", pipes=N_SUBS,
                                  pipe_rate_Bps=PIPE_RATE_BPS // 8,
@@ -148,66 +150,70 @@ def run(args):
         pcap_cfg = dp_config(inputs, down_pcap=pcap, lcores="0@0,1@1")
         replay_cfg = ring_fed_down_config(inputs, ring_pcap, feeder="replay")
         with contextlib.ExitStack() as stack:
-            ring = stack.enter_context(Ours(work, f"ours-ring-{spec}", ring_cfg))
-            fed = (stack.enter_context(Ours(work, f"ours-replay-{spec}", replay_cfg))
-                   if with_replay else None)
+            fed = stack.enter_context(Ours(work, f"ours-replay-{spec}", replay_cfg))
+            ring = (stack.enter_context(Ours(work, f"ours-ring-{spec}", ring_cfg))
+                    if with_xconnect else None)
             own = (stack.enter_context(Ours(work, f"ours-pcap-{spec}", pcap_cfg))
                    if with_pcap_rx else None)
             qs = stack.enter_context(QosSched(work, f"qos_sched-{spec}", pcap, prof))
-            hz = ring.tsc_hz
+            hz = fed.tsc_hz
             # The downlink classifies nothing; the process's uplink ACL is named
             # so that every vBNG JSON says which method this host gets.
-            methods.update({f"ours:{t}": m for t, m in ring.acl_methods.items()})
+            methods.update({f"ours:{t}": m for t, m in fed.acl_methods.items()})
             peer = Peer(qs, 1, ["rte-worker-0", "rte-worker-1"], rx_port=0,
                         rx_thread="rte-worker-0")
             res = ab.alternate([ring, fed, own, peer], rounds, warmup_s=warmup,
                                window_s=seconds)
-            r_res, p_res = res[ring], res[peer]
+            f_res, p_res = res[fed], res[peer]
             o_res = res[own] if own is not None else None
-            f_res = res[fed] if fed is not None else None
-        ring_s = summarize(r_res, "down", hz)
-        ring_s["gbps_per_core"] = frame_gbps(ring_s["mpps_per_core"], sizes)
-        ring_s["rx"] = "net_ring (rte_ring dequeue), filled by a feeder thread from the pcap"
+            r_res = res[ring] if ring is not None else None
         peer_s = _peer_summary(p_res)
-        out_cases[spec] = ring_s
         peer_cases[spec] = peer_s
         ck = _case_key(spec)
         ours_mpps = lambda o: o["down"]["mpps_per_core"]  # noqa: E731
         sched_mpps = lambda p: rate(p["tx_pkts"], p["cpu_s"]["rte-worker-1"])  # noqa: E731
         # Ratio per round (all measured back to back), then the median.
         # The headline, like for like: our worker and qos_sched's scheduler
-        # thread each take ready mbufs off a ring filled by another thread.
+        # thread each take ready mbufs off a ring that another core fills
+        # faster than they drain it (ours: the replay feeder; the peer: its
+        # rx thread, whose surplus peer_s records).
+        fed_s = summarize(f_res, "down", hz)
+        fed_s["gbps_per_core"] = frame_gbps(fed_s["mpps_per_core"], sizes)
+        fed_s["rx"] = ("net_ring (rte_ring dequeue), filled by the replay feeder (the "
+                       "pcap's frames, 64 bytes of each written per send)")
+        fed_s["feeder"] = _feeder_summary(f_res, hz)
+        out_cases[spec] = fed_s
         key = f"vs_dpdk-qos_sched{ck}_sched_core"
-        ratios[key], ratio_rounds[key] = ab.ratio(r_res, p_res, ours_mpps, sched_mpps)
+        ratios[key], ratio_rounds[key] = ab.ratio(f_res, p_res, ours_mpps, sched_mpps)
         comparisons.append(common.comparison(
-            spec, ring_s["mpps_per_core"], "dpdk-qos_sched (scheduler core; ours ring-fed)",
+            spec, fed_s["mpps_per_core"],
+            "dpdk-qos_sched (scheduler core; ours fed ahead by the replay feeder)",
             peer_s["mpps_per_sched_core"], key, ratios[key], stages_of=f"cases.{spec}",
-            ours_rounds=ring_s["windows"], peer_rounds=peer_s["windows"]))
-        line = (f"   ours ring-fed {ring_s['mpps_per_core']:.3f} Mpps/core, qos_sched's "
-                f"scheduler core {peer_s['mpps_per_sched_core']:.3f}: {ratios[key]:.3f}")
-        if f_res is not None:
-            # Ours behind the replay feeder, which outruns it: the worker's
-            # own rate, over the same scheduler core (whose rx thread is
-            # what it is: peer_s says whether it outran the scheduler).
-            fed_s = summarize(f_res, "down", hz)
-            fed_s["gbps_per_core"] = frame_gbps(fed_s["mpps_per_core"], sizes)
-            fed_s["rx"] = ("net_ring, filled by the replay feeder (the pcap's frames, "
-                           "64 bytes of each written per send)")
-            fed_s["feeder"] = _feeder_summary(f_res, hz)
-            out_cases[f"{spec}/fed-ahead"] = fed_s
-            fa = f"vs_dpdk-qos_sched{ck}_sched_core_fed_ahead"
-            ratios[fa], ratio_rounds[fa] = ab.ratio(f_res, p_res, ours_mpps, sched_mpps)
+            ours_rounds=fed_s["windows"], peer_rounds=peer_s["windows"]))
+        line = (f"   ours fed ahead {fed_s['mpps_per_core']:.3f} Mpps/core (idle "
+                f"{fed_s['idle_share']:.3f}, feeder "
+                f"{fed_s['feeder']['produced_mpps_per_core']:.1f}), qos_sched's scheduler "
+                f"core {peer_s['mpps_per_sched_core']:.3f} (its rx thread "
+                f"{peer_s['rx_thread_mpps_per_core']:.3f}, not sent "
+                f"{peer_s['rx_not_sent_share']:.3f}): {ratios[key]:.3f}")
+        if r_res is not None:
+            # The same worker behind the xconnect feeder (net_pcap's copy
+            # of every frame), which it outruns: a figure of that feeder.
+            ring_s = summarize(r_res, "down", hz)
+            ring_s["gbps_per_core"] = frame_gbps(ring_s["mpps_per_core"], sizes)
+            ring_s["rx"] = ("net_ring (rte_ring dequeue), filled by an xconnect feeder "
+                            "(net_pcap rx: every byte of every frame copied)")
+            out_cases[f"{spec}/xconnect-fed"] = ring_s
+            xc = f"vs_dpdk-qos_sched{ck}_sched_core_xconnect_fed"
+            ratios[xc], ratio_rounds[xc] = ab.ratio(r_res, p_res, ours_mpps, sched_mpps)
             comparisons.append(common.comparison(
-                spec, fed_s["mpps_per_core"],
-                "dpdk-qos_sched (scheduler core; ours fed by the replay feeder)",
-                peer_s["mpps_per_sched_core"], fa, ratios[fa],
-                stages_of=f"cases.{spec}/fed-ahead", ours_rounds=fed_s["windows"],
+                spec, ring_s["mpps_per_core"],
+                "dpdk-qos_sched (scheduler core; ours behind the xconnect feeder)",
+                peer_s["mpps_per_sched_core"], xc, ratios[xc],
+                stages_of=f"cases.{spec}/xconnect-fed", ours_rounds=ring_s["windows"],
                 peer_rounds=peer_s["windows"]))
-            line += (f"; ours fed ahead {fed_s['mpps_per_core']:.3f} (idle "
-                     f"{fed_s['idle_share']:.3f}, feeder "
-                     f"{fed_s['feeder']['produced_mpps_per_core']:.1f}): {ratios[fa]:.3f}; "
-                     f"qos_sched's rx thread {peer_s['rx_thread_mpps_per_core']:.3f}, "
-                     f"not sent {peer_s['rx_not_sent_share']:.3f}")
+            line += (f"; ours xconnect-fed {ring_s['mpps_per_core']:.3f} (idle "
+                     f"{ring_s['idle_share']:.3f}): {ratios[xc]:.3f}")
         if o_res is not None:
             # Ours reading the pcap itself (net_pcap's copy on our core):
             # against qos_sched's two threads per CPU-second (the whole
@@ -262,9 +268,9 @@ def run(args):
          "hqos": {"port_rate": HQOS_PORT_RATE, "subports": 1, "pipes": N_SUBS,
                   "pipe_rate_bps": PIPE_RATE_BPS, "tcs": 13, "qsize": 64},
          "frame": "504 B at the access side (QinQ added to 496 B)",
-         "ours_rx": "cases.<case>: net_ring filled by a feeder thread (net_pcap rx, "
-                    "xconnect); cases.<case>/fed-ahead: net_ring filled by the replay "
-                    "feeder; cases.<case>/pcap-rx: net_pcap on the worker",
+         "ours_rx": "cases.<case>: net_ring filled by the replay feeder (fed ahead); "
+                    "cases.<case>/xconnect-fed: net_ring filled by net_pcap rx through "
+                    "an xconnect; cases.<case>/pcap-rx: net_pcap on the worker",
          "congested": {"heavy_pipes": CONGESTED_HEAVY_PIPES, "heavy_share": 0.5}},
         out_cases, "504", "dpdk-qos_sched", peer_cases, ratios, rounds, seconds, quick,
         extra={"mixed": mixed, "comparisons": comparisons, "ratio_rounds": ratio_rounds},

@@ -1,11 +1,12 @@
 """How fast the ring-fed downlink benchmark's feeder can go.
 
-`make bench BENCH=bng-downlink`'s key case (`vs_dpdk-qos_sched_sched_core`)
-runs our downlink worker behind a feeder worker (xconnect: net_pcap rx,
-every frame copied into a fresh mbuf, then net_ring) on the other CPU, as
-qos_sched's rx thread feeds its scheduler thread.  A worker faster than
-its feeder cannot show it there: it drains the ring as it fills and waits
-on lines the feeder has just written.  This tool measures the feeder with
+`make bench BENCH=bng-downlink`'s ring-fed cases run our downlink worker
+behind a feeder worker on the other CPU, as qos_sched's rx thread feeds
+its scheduler thread: the key (`vs_dpdk-qos_sched_sched_core`) behind the
+replay feeder, `..._xconnect_fed` behind an xconnect (net_pcap rx, every
+frame copied into a fresh mbuf, then net_ring).  A worker faster than its
+feeder cannot show it: it drains the ring as it fills and waits on lines
+the feeder has just written.  This tool measures the feeder with
 the same configuration (bench/bng_bench.py, ring_feed=True) and, as its
 consumer, either the downlink worker or an xconnect from the ring to
 net_null that does nothing to the frames, so the feeder's own limit shows:

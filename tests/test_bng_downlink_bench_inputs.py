@@ -62,13 +62,17 @@ def test_ring_input_differs_only_in_the_destination_mac(inputs, which):
         assert a[6:] == b[6:]
 
 
-@pytest.mark.parametrize("feeder", ["pcap", "replay"])
-def test_ring_fed_config_feeds_the_downlink_worker(inputs, dp_binary, tmp_path, feeder):
-    pcap = inputs.downlink_pcap("504", ring=True)
+# The headline cases run behind the replay feeder (504, the downstream
+# iMix and the congested 504); the xconnect feeder on 504 only.
+@pytest.mark.parametrize("feeder,case", [("pcap", "504"), ("replay", "504"),
+                                         ("replay", "imix-down"), ("replay", "congested")])
+def test_ring_fed_config_feeds_the_downlink_worker(inputs, dp_binary, tmp_path, feeder, case):
+    pcap = (inputs.downlink_congested_pcap(ring=True) if case == "congested"
+            else inputs.downlink_pcap(case, ring=True))
     cfg = ring_fed_down_config(inputs, pcap, feeder=feeder)
-    if feeder == "pcap":
+    if feeder == "pcap" and case == "504":
         assert cfg == dp_config(inputs, down_pcap=pcap, ring_feed=True)
-    dp = Dp(None, cfg, name=f"ringfed-{feeder}", workdir=tmp_path, start_timeout=180,
+    dp = Dp(None, cfg, name=f"ringfed-{feeder}-{case}", workdir=tmp_path, start_timeout=180,
             binary_path=dp_binary)
     dp.start()
     try:
