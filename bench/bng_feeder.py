@@ -11,8 +11,9 @@ the same configuration (bench/bng_bench.py, ring_feed=True) and, as its
 consumer, either the downlink worker or an xconnect from the ring to
 net_null that does nothing to the frames, so the feeder's own limit shows:
 
-    .venv/bin/python -m bench.bng_feeder [--consumer xconnect|downlink]
-        [--binary build/dp/edgeplane-dp] [--windows 3]
+    .venv/bin/python -m bench.bng_feeder [--feeder pcap|replay]
+        [--consumer xconnect|downlink] [--binary build/dp/edgeplane-dp]
+        [--windows 3] [--peer]
 
 Prints, per 2-second window and worker: packets per CPU-second, per
 wall-second, busy cycles a packet and the share of idle polls.
