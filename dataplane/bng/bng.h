@@ -416,6 +416,8 @@ struct bng_down {
 	uint16_t access_mtu;            /**< IP MTU of the access port */
 	uint8_t dscp_tc[64];            /**< tc << 2 | queue */
 	uint64_t pkts;
+	/** Our scheduler's class path of each DSCP (ep_hsched_class_path). */
+	uint64_t dscp_path[64];
 	/* lookup scratch */
 	uint8_t addr[EP_BURST_MAX][16];
 	uint16_t pend[EP_BURST_MAX];

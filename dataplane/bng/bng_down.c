@@ -31,8 +31,9 @@
  *            exceeded back to the core; a packet over the access MTU (less
  *            8 bytes of PPPoE) fragmentation needed / packet too big, or,
  *            IPv4 without DF, fragments that go to the scheduler
- *   hqos     DSCP -> (traffic class, queue) from the map, then
- *            ep_sched_pkt_write per packet and one ep_sched_enqueue for
+ *   hqos     DSCP -> (traffic class, queue) from the map, then the path
+ *            written per packet (ours: one 64-bit store of a per-DSCP
+ *            word OR the pipe's id) and one ep_sched_enqueue for
  *            the burst (the QoS module's scheduler: ours, qos_hsched.c,
  *            or rte_sched): consumed, except what a full queue refuses
  *            (freed by the scheduler: counted as bng_hqos_queue_full, not
@@ -43,10 +44,11 @@
  * trials), cycles per packet, Intel Xeon at 2.6 GHz, 2026-11-25, our
  * scheduler sending a pipe's only packet without its queue loop, the
  * record's line 0 holding all an IPv4 packet reads (EP_TEST_HUGE=1, 5
- * runs; docs/bng.md, "The record's first line"):
+ * runs; docs/bng.md, "The record's first line"), hqos after "The hqos
+ * stage's two lines":
  *
- *   parse 14   neigh 3   lookup 30-32   rpf 4.5   encap 13-14   hqos 23-25
- *   + dequeue (service hook) 19-21   = ~106-113 before rx/tx
+ *   parse 14   neigh 3   lookup 30-32   rpf 4.5   encap 13-14   hqos 20-21
+ *   + dequeue (service hook) 19-21   = ~106-110 before rx/tx
  *
  * The same test with rte_sched (main's build, alternated with this one
  * three times): hqos 55-67 + dequeue 97-99 = 249-266.  lookup is
@@ -259,14 +261,25 @@ bng_down_rpf_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 static __rte_always_inline uint32_t
 hqos_enqueue(struct bng_down *d, struct rte_mbuf **pkts, uint16_t n)
 {
+	/* Ours: the path's class part from the per-DSCP table (dscp_path),
+	 * OR the pipe, one 64-bit store; which scheduler read once a burst. */
+	const bool ours = d->hqos->hs != NULL;
+	const uint32_t pipes_log2 = d->hqos->pipes_log2;
+
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		const struct ep_meta *md = ep_meta(m);
 		const struct bng_sub *s = (const struct bng_sub *)(uintptr_t)md->user;
 		const uint8_t *l3 = rte_pktmbuf_mtod_offset(m, const uint8_t *, md->l3_off);
-		uint8_t tcq = d->dscp_tc[ep_ip_dscp(l3, md->l3_type)];
+		uint8_t dscp = ep_ip_dscp(l3, md->l3_type);
 
-		ep_sched_pkt_write(d->hqos, m, s->subport, s->pipe, tcq >> 2, tcq & 3);
+		if (likely(ours)) {
+			ep_hsched_path_write(m, pipes_log2, s->subport, s->pipe, d->dscp_path[dscp]);
+		} else {
+			uint8_t tcq = d->dscp_tc[dscp];
+
+			ep_sched_pkt_write(d->hqos, m, s->subport, s->pipe, tcq >> 2, tcq & 3);
+		}
 	}
 	return ep_sched_enqueue(d->hqos, pkts, n);
 }
@@ -426,6 +439,8 @@ bng_down_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *e
 	d->core_mac = b->e->ports[b->core_port].mac;
 	d->access_mtu = d->fw->port[b->access_port].mtu;
 	memcpy(d->dscp_tc, b->p.dscp_tc, sizeof(d->dscp_tc));
+	for (uint32_t i = 0; i < RTE_DIM(d->dscp_path); i++)
+		d->dscp_path[i] = ep_hsched_class_path(d->dscp_tc[i] >> 2, d->dscp_tc[i] & 3);
 	return d;
 }
 

@@ -309,7 +309,9 @@ EP_TEST(downlink_ttl_expired_and_foreign_mac_dropped)
 	tb_free(t);
 }
 
-EP_TEST(downlink_hqos_path_per_dscp_subport_pipe_tc_queue)
+/* Every DSCP of the list in both families: the IPv6 DSCP straddles two
+ * bytes, and the path comes from a per-DSCP table built from the map. */
+EP_TEST(downlink_hqos_path_per_dscp_subport_pipe_tc_queue_ipv4_and_ipv6)
 {
 	struct tb *t = tb_new(down_conf);
 	struct bng_down *d = t->down->pipeline_ctx;
@@ -329,9 +331,10 @@ EP_TEST(downlink_hqos_path_per_dscp_subport_pipe_tc_queue)
 	if (s1 == NULL || s2 == NULL)
 		return;
 	EP_CHECK(s1->pipe != s2->pipe || s1->subport != s2->subport);
-	for (size_t i = 0; i < RTE_DIM(want); i++) {
-		struct tb_pkt p = core_pkt(i % 2 ? 6 : 4, i % 2 ? "2001:db8:ffff::1" :
-					   "198.51.100.7", i % 2 ? "2001:db8:100::5" :
+	for (size_t k = 0; k < 2 * RTE_DIM(want); k++) {
+		const size_t i = k / 2;
+		struct tb_pkt p = core_pkt(k % 2 ? 6 : 4, k % 2 ? "2001:db8:ffff::1" :
+					   "198.51.100.7", k % 2 ? "2001:db8:100::5" :
 					   "198.18.100.2", want[i].dscp, 40);
 		uint8_t out[2048];
 		uint16_t olen;

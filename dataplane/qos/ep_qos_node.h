@@ -15,6 +15,8 @@
 #ifndef EP_QOS_NODE_H
 #define EP_QOS_NODE_H
 
+#include <string.h>
+
 #include <rte_mbuf.h>
 #include <rte_meter.h>
 #include <rte_sched.h>
@@ -67,6 +69,38 @@ ep_policer_remark_yellow(const struct ep_policer *p, uint8_t *l3, uint8_t l3_typ
 
 /* ---- schedulers ---- */
 
+/** Ours (sp->hs set): the path's class part, the 64 bits of
+ *  mbuf->hash.sched for traffic class @p tc and best-effort queue @p q with
+ *  pipe 0 -- a per-DSCP table of these makes a packet's path one OR and one
+ *  64-bit store (ep_hsched_path_write). */
+static inline uint64_t
+ep_hsched_class_path(uint32_t tc, uint32_t q)
+{
+	/* Queue 0-11: the strict TCs, 12-15: best effort's four. */
+	const struct rte_mbuf_sched s = {
+		.queue_id = tc < RTE_SCHED_TRAFFIC_CLASS_BE ? tc : tc + (q & 3),
+		.traffic_class = (uint8_t)tc,
+		.color = RTE_COLOR_GREEN,
+	};
+	uint64_t w;
+
+	RTE_BUILD_BUG_ON(sizeof(s) != sizeof(w));
+	memcpy(&w, &s, sizeof(w));
+	return w;
+}
+
+/** Ours: the path of class path @p cls (ep_hsched_class_path) in pipe
+ *  (subport, pipe) of a port whose pipes are 1 << @p pipes_log2 a subport,
+ *  stored in one go. */
+static __rte_always_inline void
+ep_hsched_path_write(struct rte_mbuf *m, uint32_t pipes_log2, uint32_t subport,
+		     uint32_t pipe, uint64_t cls)
+{
+	uint64_t w = cls | (uint64_t)((subport << pipes_log2 | pipe) << 4);
+
+	memcpy(&m->hash.sched, &w, sizeof(w));
+}
+
 /** Record packet @p m's path: (subport, pipe), traffic class @p tc (0-12)
  *  and, in best effort, queue @p q (0-3). */
 static __rte_always_inline void
@@ -74,12 +108,7 @@ ep_sched_pkt_write(const struct ep_sched_port *sp, struct rte_mbuf *m, uint32_t 
 		   uint32_t pipe, uint32_t tc, uint32_t q)
 {
 	if (likely(sp->hs != NULL)) {
-		/* Queue 0-11: the strict TCs, 12-15: best effort's four. */
-		uint32_t qi = tc < RTE_SCHED_TRAFFIC_CLASS_BE ? tc : tc + (q & 3);
-
-		m->hash.sched.queue_id = (subport << sp->pipes_log2 | pipe) << 4 | qi;
-		m->hash.sched.traffic_class = (uint8_t)tc;
-		m->hash.sched.color = RTE_COLOR_GREEN;
+		ep_hsched_path_write(m, sp->pipes_log2, subport, pipe, ep_hsched_class_path(tc, q));
 	} else {
 		rte_sched_port_pkt_write(sp->port, m, subport, pipe, tc, q, RTE_COLOR_GREEN);
 	}

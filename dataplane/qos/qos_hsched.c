@@ -85,6 +85,12 @@ struct hs_prof {
 	uint32_t wrr_cost[4];           /* 65536 / weight: WRR tokens per byte */
 };
 
+/* Exactly two lines (the assertion below): the enqueue's fields from qmask on
+ * all in line 1, which is the one line it touches.  In this order: with
+ * qmask after the union, the 8-byte-aligned union started at 80 and qw
+ * ran to 132, a third line a pipe (192 bytes), best effort's write
+ * counters alone in it -- a second line, never prefetched, for every
+ * best-effort packet enqueued. */
 struct hs_pipe {
 	/* Line 0: buckets (dequeue only). */
 	uint64_t tb_time;               /* TSC of the last refill */
@@ -92,17 +98,21 @@ struct hs_pipe {
 	uint64_t tc_time;               /* TSC when the TC credits are next reset */
 	uint32_t tc_credits[N_TC];      /* bytes left this tc_period (10 on line 0) */
 	/* Line 1: queues (enqueue and dequeue). */
+	uint16_t qmask;                 /* non-empty queues: bit q */
+	uint8_t prof;                   /* slot of its profile */
+	uint8_t has_solo;
 	union {
 		uint32_t wrr_tokens[4];
 		/* With has_solo: the pipe's only packet, in queue
 		 * ctz(qmask), kept here instead of in its slot (hs_slot). */
 		struct rte_mbuf *solo;
 	};
-	uint16_t qmask;                 /* non-empty queues: bit q */
-	uint8_t prof;                   /* slot of its profile */
-	uint8_t has_solo;
 	uint8_t qr[N_Q], qw[N_Q];       /* read and write counters, 0 again when empty */
 } __rte_cache_aligned;
+
+_Static_assert(sizeof(struct hs_pipe) == 2 * RTE_CACHE_LINE_SIZE &&
+	       offsetof(struct hs_pipe, qmask) >= RTE_CACHE_LINE_SIZE,
+	       "a pipe is two lines, the enqueue's fields in the second");
 
 struct hs_subport {
 	uint64_t tb_time, tb_credits, tc_time;
