@@ -708,20 +708,32 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 		}
 	}
 	/* A miss leaves data[i] as it was: not an id to prefetch.  An IPv6
-	 * source is checked against the ranges' line; the lanes the parse
-	 * answered are IPv4 (its eight-frame checks pass nothing else), so
-	 * only the other lanes' meta lines are read for their type, in a loop
-	 * of their own: the state lines' prefetches go out back to back
-	 * (one loop testing both: subscriber 22.1-22.3, as before; docs/bng.md
-	 * "Thirteenth pass"). */
-	for (uint16_t i = 0; i < n; i++)
-		if (likely((hits >> i) & 1))
-			rte_prefetch0(&u->dyn[(uint32_t)(uintptr_t)u->data[i]]);
-	for (uint64_t todo = hits & ~pre; todo != 0; todo &= todo - 1) {
-		uint16_t i = (uint16_t)__builtin_ctzll(todo);
+	 * source is checked against the ranges' line. */
+	if (pre != 0) {
+		/* The lanes the parse answered are IPv4 (its eight-frame checks
+		 * pass nothing else): only the other lanes' meta lines are read
+		 * for their type, in a loop of their own, so that the state
+		 * lines' prefetches go out back to back (one loop testing both:
+		 * subscriber as before; docs/bng.md "Thirteenth pass"). */
+		for (uint16_t i = 0; i < n; i++)
+			if (likely((hits >> i) & 1))
+				rte_prefetch0(&u->dyn[(uint32_t)(uintptr_t)u->data[i]]);
+		for (uint64_t todo = hits & ~pre; todo != 0; todo &= todo - 1) {
+			uint16_t i = (uint16_t)__builtin_ctzll(todo);
 
-		if (unlikely(ep_meta(pkts[i])->l3_type != EP_L3_IPV4))
-			rte_prefetch0(&u->ranges[(uint32_t)(uintptr_t)u->data[i]]);
+			if (unlikely(ep_meta(pkts[i])->l3_type != EP_L3_IPV4))
+				rte_prefetch0(&u->ranges[(uint32_t)(uintptr_t)u->data[i]]);
+		}
+	} else {
+		for (uint16_t i = 0; i < n; i++) {
+			uint32_t id = (uint32_t)(uintptr_t)u->data[i];
+
+			if (likely((hits >> i) & 1)) {
+				rte_prefetch0(&u->dyn[id]);
+				if (unlikely(ep_meta(pkts[i])->l3_type != EP_L3_IPV4))
+					rte_prefetch0(&u->ranges[id]);
+			}
+		}
 	}
 	for (uint16_t i = 0; i < n; i++) {
 		struct ep_meta *md = ep_meta(pkts[i]);
