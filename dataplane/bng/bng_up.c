@@ -807,8 +807,10 @@ bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	struct bng_up *u = ctx;
 
 	/* No prefetch (subscriber did it), no source check (anti-spoofing
-	 * proved every source is the subscriber's). */
-	return ep_fib_route_burst(u->fw, pkts, next, n, EP_FIB_ROUTE_BY8, up_local, NULL);
+	 * proved every source is the subscriber's); the core's few next hops
+	 * answered once per tbl24 word a burst (EP_FIB_ROUTE_SAME_NH). */
+	return ep_fib_route_burst(u->fw, pkts, next, n, EP_FIB_ROUTE_BY8 | EP_FIB_ROUTE_SAME_NH,
+				  up_local, NULL);
 }
 
 /* ---- strip + core encapsulation ---- */

@@ -581,26 +581,30 @@ encap_burst_differs(struct tb *t, const char *const *dips, const uint8_t *ttls,
 	return bad;
 }
 
-/* The encap builds the core header once per next hop and family and reuses
- * it while consecutive packets share both: a burst that alternates two next
- * hops and both families, with an expired TTL between (no header written),
- * leaves every frame with its own next hop's MAC, ethertype and tag. */
-EP_TEST(uplink_core_encap_burst_of_mixed_next_hops_and_families_bytes_exact)
+/* The route answers once per tbl24 word and the encap builds the core
+ * header once per next hop and family, each reused while consecutive
+ * packets share it: a burst that alternates two next hops (by /1s, a /24,
+ * and a /29 inside another /24: an extended word) and both families, with
+ * an expired TTL between (no header written), leaves every frame with its
+ * own next hop's MAC, ethertype and tag. */
+EP_TEST(uplink_route_and_encap_burst_of_mixed_next_hops_and_families_bytes_exact)
 {
 	static const char routes[] =
 		"neighbor = 198.18.1.3 02:00:00:00:02:03\n"
 		"neighbor = 2001:db8:0:2::3 02:00:00:00:02:03\n"
 		"route = 198.51.100.0/24 via 198.18.1.3\n"
+		"route = 198.51.102.0/24 via 198.18.1.3\n"
+		"route = 198.51.102.8/29 via 198.18.1.2\n"
 		"route = 2001:db8:ffff::/48 via 2001:db8:0:2::3\n"
 		"subscriber = id=1 qinq=100.200 ipv4=198.18.100.2 ipv6=2001:db8:100::/56 "
 		"mac=02:00:00:00:10:01\n";
 	static const char *const dips[] = {
 		"198.51.100.7", "198.51.100.8", "203.0.113.7", "2001:db8:ffff::1",
-		"2001:db8:ffff::2", "2001:db8:eeee::1", "203.0.113.8", "198.51.100.9",
-		"198.51.100.10", "203.0.113.9",
+		"2001:db8:ffff::2", "2001:db8:eeee::1", "203.0.113.8", "198.51.102.9",
+		"198.51.102.20", "198.51.100.10", "203.0.113.9",
 	};
-	static const uint8_t ttls[] = { 64, 9, 64, 64, 2, 64, 1, 64, 64, 64 };
-	static const uint8_t nh[] = { 3, 3, 2, 3, 3, 2, 2, 3, 3, 2 };
+	static const uint8_t ttls[] = { 64, 9, 64, 64, 2, 64, 1, 64, 64, 64, 64 };
+	static const uint8_t nh[] = { 3, 3, 2, 3, 3, 2, 2, 2, 3, 3, 2 };
 	static const uint8_t vlan[4] = { 0x81, 0x00, 0x01, 0x2c };
 	char text[1024];
 	int sent = 0;
