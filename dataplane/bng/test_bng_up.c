@@ -571,6 +571,7 @@ encap_burst_differs(struct tb *t, const char *const *dips, const uint8_t *ttls,
 		want[h + 1] = v6 ? 0xdd : 0x00;
 		len = (uint16_t)(h + 2 + tb_ip(want + h + 2, &p));
 		bad += k >= b->n || rte_pktmbuf_pkt_len(b->pkts[k]) != len ||
+		       rte_pktmbuf_data_len(b->pkts[k]) != len ||
 		       memcmp(rte_pktmbuf_mtod(b->pkts[k], uint8_t *), want, len) != 0;
 		k++;
 	}

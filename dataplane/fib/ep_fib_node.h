@@ -18,7 +18,9 @@
  *   ep_fib_nh_read      next-hop index -> immutable entry (one acquire load)
  *   ep_fib_route_burst  all of it over a parsed burst: martians, lookup,
  *                       next-hop resolution, the next-hop index into
- *                       ep_meta.nexthop (ep_meta.user stays the pipeline's)
+ *                       ep_meta.nexthop (ep_meta.user stays the pipeline's);
+ *                       with EP_FIB_ROUTE_SAME_NH a tbl24 word equal to the
+ *                       previous forwarded packet's reuses its answer
  *
  * An entry read here stays valid until this worker's next quiescent state,
  * after the burst: entries are freed only after every worker passed one.
