@@ -147,12 +147,15 @@ void ep_fib_worker_stats_sum(const struct ep_fib *fib, struct ep_fib_worker_stat
  * old word looks the packet up as the table was before the change.
  */
 static __rte_always_inline uint32_t
+ep_fib_addr4_keep(uint32_t dst /* host order */, uint32_t keep)
+{
+	return (dst & (0xff000000u | keep)) | (((dst >> 24) << 14) & ~keep);
+}
+
+static __rte_always_inline uint32_t
 ep_fib_addr4(const struct ep_fib *fib, uint32_t dst /* host order */)
 {
-	uint32_t top = dst >> 24;
-	uint32_t keep = __atomic_load_n(&fib->keep4[top], __ATOMIC_ACQUIRE);
-
-	return (dst & (0xff000000u | keep)) | ((top << 14) & ~keep);
+	return ep_fib_addr4_keep(dst, __atomic_load_n(&fib->keep4[dst >> 24], __ATOMIC_ACQUIRE));
 }
 
 static __rte_always_inline void
@@ -414,8 +417,16 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 		if (likely(md->l3_type == EP_L3_IPV4)) {
 			const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)l3;
 			uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
-			int bad = ep_ipv4_martian(dst);
+			uint32_t keep = 0;
+			int bad;
 
+			if (flags & EP_FIB_ROUTE_BY8) {
+				/* The fold's word says whether dst's /8 holds martians. */
+				keep = __atomic_load_n(&fib->keep4[dst >> 24], __ATOMIC_ACQUIRE);
+				bad = unlikely(keep & EP_FIB_KEEP4_MARTIAN) && ep_ipv4_martian(dst);
+			} else {
+				bad = ep_ipv4_martian(dst);
+			}
 			if (flags & EP_FIB_ROUTE_SRC_CHECK)
 				bad |= ep_ipv4_martian(rte_be_to_cpu_32(ip->src_addr));
 			if (unlikely(bad)) {
@@ -424,7 +435,7 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 				continue;
 			}
 			if (flags & EP_FIB_ROUTE_BY8)
-				dst = ep_fib_addr4(fib, dst);
+				dst = ep_fib_addr4_keep(dst, keep);
 			if (!(flags & EP_FIB_ROUTE_PREFETCH) && (flags & EP_FIB_ROUTE_SAME_NH)) {
 				out += ep_fib_route4_same(fw, lpm, nhs, max_nh, &same, m, dst,
 							  &next[i], local, arg);
