@@ -16,7 +16,8 @@
  *                                                              one loop ahead)
  *   keep4 (per /8)     one word, stored before a /8's first    acquire load per lookup
  *                      route longer than /8 is added, after    with EP_FIB_ROUTE_BY8
- *                      its last one is deleted                 (ep_fib_addr4)
+ *                      its last one is deleted (bit 31, the    (ep_fib_addr4), which
+ *                      /8 holds martians, fixed at creation)   also gates the martian test
  *   IPv6 routes        two rte_lpm6 tables: change the spare,  rte_lpm6_lookup_bulk_func
  *                      publish it, synchronize, change the     on the published one
  *                      other (rte_lpm6 has no RCU in 22.11
