@@ -526,6 +526,103 @@ EP_TEST(uplink_core_encap_mpls_label_tc_ttl_bytes_exact)
 	tb_free(t);
 }
 
+/* One burst of frames of subscriber 1 (QinQ 100.200) to @p dips through
+ * the uplink, @p ttls theirs; each frame forwarded must leave as the core
+ * frame for its own next hop (@p nh_last: the last byte of its MAC) and
+ * family with @p tag (NULL: untagged; else the 4 bytes after the MACs)
+ * in front.  Returns the frames that differ; @p sent: how many left. */
+static int
+encap_burst_differs(struct tb *t, const char *const *dips, const uint8_t *ttls,
+		    const uint8_t *nh_last, const uint8_t *tag, int n, int *sent)
+{
+	struct rte_mbuf *m[16];
+	struct ep_txbuf *b = &t->up->txbuf[TB_CORE];
+	int bad = 0, k = 0;
+
+	for (int i = 0; i < n; i++) {
+		bool v6 = strchr(dips[i], ':') != NULL;
+		struct tb_pkt p = { .n_vlans = 2, .vid = { 100, 200 }, .ip = v6 ? 6 : 4,
+				    .sip = v6 ? "2001:db8:100:1::2" : "198.18.100.2",
+				    .dip = dips[i], .ttl = ttls[i], .sport = 7,
+				    .dport = (uint16_t)(100 + i), .payload = (uint16_t)(20 + i) };
+		uint8_t f[256];
+
+		m[i] = ep_test_mbuf(f, tb_frame(f, &p));
+		ep_meta(m[i])->in_port = TB_ACCESS;
+	}
+	ep_worker_run_burst(t->up, m, (uint16_t)n);
+	for (int i = 0; i < n; i++) {
+		bool v6 = strchr(dips[i], ':') != NULL;
+		struct tb_pkt p = { .n_vlans = 2, .vid = { 100, 200 }, .ip = v6 ? 6 : 4,
+				    .sip = v6 ? "2001:db8:100:1::2" : "198.18.100.2",
+				    .dip = dips[i], .ttl = (uint8_t)(ttls[i] - 1), .sport = 7,
+				    .dport = (uint16_t)(100 + i), .payload = (uint16_t)(20 + i) };
+		uint8_t want[256];
+		uint16_t h = tag == NULL ? 12 : 16, len;
+
+		if (ttls[i] <= 1)
+			continue;
+		memcpy(want, tb_core_nh_mac, 5);
+		want[5] = nh_last[i];
+		memcpy(want + 6, tb_core_mac, 6);
+		if (tag != NULL)
+			memcpy(want + 12, tag, 4);
+		want[h] = v6 ? 0x86 : 0x08;
+		want[h + 1] = v6 ? 0xdd : 0x00;
+		len = (uint16_t)(h + 2 + tb_ip(want + h + 2, &p));
+		bad += k >= b->n || rte_pktmbuf_pkt_len(b->pkts[k]) != len ||
+		       rte_pktmbuf_data_len(b->pkts[k]) != len ||
+		       memcmp(rte_pktmbuf_mtod(b->pkts[k], uint8_t *), want, len) != 0;
+		k++;
+	}
+	*sent = b->n;
+	rte_pktmbuf_free_bulk(b->pkts, b->n);
+	b->n = 0;
+	t->up->tx_pending = 0;
+	return bad;
+}
+
+/* The route answers once per tbl24 word and the encap builds the core
+ * header once per next hop and family, each reused while consecutive
+ * packets share it: a burst that alternates two next hops (by /1s, a /24,
+ * and a /29 inside another /24: an extended word) and both families, with
+ * an expired TTL between (no header written), leaves every frame with its
+ * own next hop's MAC, ethertype and tag. */
+EP_TEST(uplink_route_and_encap_burst_of_mixed_next_hops_and_families_bytes_exact)
+{
+	static const char routes[] =
+		"neighbor = 198.18.1.3 02:00:00:00:02:03\n"
+		"neighbor = 2001:db8:0:2::3 02:00:00:00:02:03\n"
+		"route = 198.51.100.0/24 via 198.18.1.3\n"
+		"route = 198.51.102.0/24 via 198.18.1.3\n"
+		"route = 198.51.102.8/29 via 198.18.1.2\n"
+		"route = 2001:db8:ffff::/48 via 2001:db8:0:2::3\n"
+		"subscriber = id=1 qinq=100.200 ipv4=198.18.100.2 ipv6=2001:db8:100::/56 "
+		"mac=02:00:00:00:10:01\n";
+	static const char *const dips[] = {
+		"198.51.100.7", "198.51.100.8", "203.0.113.7", "2001:db8:ffff::1",
+		"2001:db8:ffff::2", "2001:db8:eeee::1", "203.0.113.8", "198.51.102.9",
+		"198.51.102.20", "198.51.100.10", "203.0.113.9",
+	};
+	static const uint8_t ttls[] = { 64, 9, 64, 64, 2, 64, 1, 64, 64, 64, 64 };
+	static const uint8_t nh[] = { 3, 3, 2, 3, 3, 2, 2, 2, 3, 3, 2 };
+	static const uint8_t vlan[4] = { 0x81, 0x00, 0x01, 0x2c };
+	char text[1024];
+	int sent = 0;
+
+	for (int mode = 0; mode < 2; mode++) {
+		struct tb *t;
+
+		snprintf(text, sizeof(text), "%s%s", mode ? "core_encap = vlan 300\n" : "", routes);
+		t = tb_new(text);
+		EP_CHECK_EQ(encap_burst_differs(t, dips, ttls, nh, mode ? vlan : NULL,
+						(int)RTE_DIM(dips), &sent), 0);
+		EP_CHECK_EQ(sent, (int)RTE_DIM(dips) - 1);
+		EP_CHECK_EQ(tb_drops(t->up, EP_DROP_IPV4_TTL_EXPIRED), 1);
+		tb_free(t);
+	}
+}
+
 EP_TEST(uplink_unknown_subscriber_dropped)
 {
 	struct tb *t = tb_new(up_conf);

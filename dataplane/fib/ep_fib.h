@@ -16,7 +16,8 @@
  *                                                              one loop ahead)
  *   keep4 (per /8)     one word, stored before a /8's first    acquire load per lookup
  *                      route longer than /8 is added, after    with EP_FIB_ROUTE_BY8
- *                      its last one is deleted                 (ep_fib_addr4)
+ *                      its last one is deleted (bit 31, the    (ep_fib_addr4), which
+ *                      /8 holds martians, fixed at creation)   also gates the martian test
  *   IPv6 routes        two rte_lpm6 tables: change the spare,  rte_lpm6_lookup_bulk_func
  *                      publish it, synchronize, change the     on the published one
  *                      other (rte_lpm6 has no RCU in 22.11
@@ -179,7 +180,8 @@ struct ep_fib {
 	uint32_t default_nh[2];             /**< of 0.0.0.0/0 and ::/0, or EP_FIB_NO_ROUTE */
 	/** Per first octet: 0x00ffffff while the /8 holds a route longer
 	 *  than /8, else 0 (the /8 is looked up at one fixed address:
-	 *  ep_fib_addr4). */
+	 *  ep_fib_addr4); or'd with EP_FIB_KEEP4_MARTIAN for the /8s that
+	 *  hold martian addresses (ep_fib_keep4_base). */
 	uint32_t keep4[256];
 	struct rte_ring *events;            /**< struct ep_fib_event, MP/SC; NULL without learning */
 
@@ -199,6 +201,20 @@ struct ep_fib {
 	struct ep_fib_worker *workers[16];  /**< for stats */
 	int n_workers;
 };
+
+/* keep4's bit for a /8 that holds addresses ep_ipv4_martian rejects (0/8,
+ * 127/8, 169/8 for 169.254/16, 224/8-255/8): a route stage that loads the
+ * word for the fold (EP_FIB_ROUTE_BY8) tests only those addresses, one bit
+ * test for the others instead of the four compares (docs/bng.md,
+ * thirteenth pass).  Bit 31 leaves ep_fib_addr4's fold as it was. */
+#define EP_FIB_KEEP4_MARTIAN 0x80000000u
+
+/** keep4's word of /8 @p top without routes longer than /8. */
+static inline uint32_t
+ep_fib_keep4_base(uint32_t top)
+{
+	return top == 0 || top == 127 || top == 169 || top >= 224 ? EP_FIB_KEEP4_MARTIAN : 0;
+}
 
 void ep_fib_params_default(struct ep_fib_params *p);
 /** Bytes of DPDK memory a FIB of @p p takes (before the EAL; rte_lpm's

@@ -18,7 +18,9 @@
  *   ep_fib_nh_read      next-hop index -> immutable entry (one acquire load)
  *   ep_fib_route_burst  all of it over a parsed burst: martians, lookup,
  *                       next-hop resolution, the next-hop index into
- *                       ep_meta.nexthop (ep_meta.user stays the pipeline's)
+ *                       ep_meta.nexthop (ep_meta.user stays the pipeline's);
+ *                       with EP_FIB_ROUTE_SAME_NH a tbl24 word equal to the
+ *                       previous forwarded packet's reuses its answer
  *
  * An entry read here stays valid until this worker's next quiescent state,
  * after the burst: entries are freed only after every worker passed one.
@@ -145,12 +147,15 @@ void ep_fib_worker_stats_sum(const struct ep_fib *fib, struct ep_fib_worker_stat
  * old word looks the packet up as the table was before the change.
  */
 static __rte_always_inline uint32_t
+ep_fib_addr4_keep(uint32_t dst /* host order */, uint32_t keep)
+{
+	return (dst & (0xff000000u | keep)) | (((dst >> 24) << 14) & ~keep);
+}
+
+static __rte_always_inline uint32_t
 ep_fib_addr4(const struct ep_fib *fib, uint32_t dst /* host order */)
 {
-	uint32_t top = dst >> 24;
-	uint32_t keep = __atomic_load_n(&fib->keep4[top], __ATOMIC_ACQUIRE);
-
-	return (dst & (0xff000000u | keep)) | ((top << 14) & ~keep);
+	return ep_fib_addr4_keep(dst, __atomic_load_n(&fib->keep4[dst >> 24], __ATOMIC_ACQUIRE));
 }
 
 static __rte_always_inline void
@@ -273,6 +278,11 @@ uint16_t ep_fib_neigh_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, u
 				     *   with ep_fib_prefetch4_by8); without it the address as it
 				     *   is: the router's 100K routes leave few /8s to fold, and the
 				     *   word's load cost its route stage ~1.2 cycles a packet */
+#define EP_FIB_ROUTE_SAME_NH 0x8u   /**< most packets of a burst share their tbl24 word (the
+				     *   vBNG's core: two /1s to one next hop): one compare with
+				     *   the previous forwarded packet's word stands for the
+				     *   lookup's decode and the next hop's resolution (without
+				     *   EP_FIB_ROUTE_PREFETCH only) */
 
 /* Next hop @p idx for @p m: forwardable, into ep_meta; else ep_fib_nh_slow.
  * @p nhs and @p max_nh are fib's, passed so a caller's loop keeps them in
@@ -317,6 +327,55 @@ ep_fib_route4_one(struct ep_fib_worker *fw, const struct rte_lpm *lpm,
 	return ep_fib_nh_resolve_in(fw, nhs, max_nh, m, idx, next, local, arg);
 }
 
+/* What the last forwarded packet's tbl24 word resolved to
+ * (EP_FIB_ROUTE_SAME_NH); a burst's own, on its stage's stack. */
+struct ep_fib_same_nh {
+	uint64_t word;                  /**< UINT64_MAX: none yet (no 32-bit word equals it) */
+	uint32_t idx;
+	const struct ep_fib_nh *e;
+};
+
+/*
+ * One IPv4 lookup as ep_fib_route4_one, answered from @p c when the tbl24
+ * word at @p dst is the one @p c holds.  Equal words give equal answers:
+ * a word that is valid and not extended (RTE_LPM_LOOKUP_SUCCESS without
+ * the tbl8 bit) is rte_lpm_lookup's whole answer, its low 24 bits the next
+ * hop (rte_lpm.h), so the decode and the resolution are done once per
+ * word, not per packet -- rte_lpm has no lookup that reuses a previous
+ * answer.  Extended and invalid words take rte_lpm_lookup.  A route or
+ * next hop changed within the burst is seen from the next burst, as an
+ * entry read earlier in the burst is (valid until the quiescent state).
+ */
+static __rte_always_inline uint16_t
+ep_fib_route4_same(struct ep_fib_worker *fw, const struct rte_lpm *lpm,
+		   struct ep_fib_nh *const *nhs, uint32_t max_nh, struct ep_fib_same_nh *c,
+		   struct rte_mbuf *m, uint32_t dst, uint16_t *next, ep_fib_local_fn local,
+		   void *arg)
+{
+	uint32_t word, idx;
+	const struct ep_fib_nh *e;
+
+	memcpy(&word, &lpm->tbl24[dst >> 8], 4);
+	if (likely(word == c->word)) {
+		ep_meta(m)->nexthop = c->idx;
+		ep_meta_set_nh(m, c->e);
+		return 0;
+	}
+	if ((word & RTE_LPM_VALID_EXT_ENTRY_BITMASK) != RTE_LPM_LOOKUP_SUCCESS)
+		return ep_fib_route4_one(fw, lpm, nhs, max_nh, m, dst, next, local, arg);
+	idx = word & 0x00ffffffu;
+	if (likely(idx < max_nh) &&
+	    likely((e = __atomic_load_n(&nhs[idx], __ATOMIC_ACQUIRE))->kind == EP_FIB_NH_FORWARD)) {
+		c->word = word;
+		c->idx = idx;
+		c->e = e;
+		ep_meta(m)->nexthop = idx;
+		ep_meta_set_nh(m, e);
+		return 0;
+	}
+	return ep_fib_nh_slow(fw, m, idx, next, local, arg);
+}
+
 /**
  * Route a parsed burst (only IP reaches here; anything else is dropped as
  * ethertype_unsupported):
@@ -347,6 +406,7 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 	const struct rte_lpm *lpm = fib->lpm4;
 	struct ep_fib_nh *const *nhs = fib->nh;
 	const uint32_t max_nh = fib->p.max_nexthops;
+	struct ep_fib_same_nh same = { .word = UINT64_MAX };
 	uint16_t n4 = 0, n6 = 0, out = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -357,8 +417,16 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 		if (likely(md->l3_type == EP_L3_IPV4)) {
 			const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)l3;
 			uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
-			int bad = ep_ipv4_martian(dst);
+			uint32_t keep = 0;
+			int bad;
 
+			if (flags & EP_FIB_ROUTE_BY8) {
+				/* The fold's word says whether dst's /8 holds martians. */
+				keep = __atomic_load_n(&fib->keep4[dst >> 24], __ATOMIC_ACQUIRE);
+				bad = unlikely(keep & EP_FIB_KEEP4_MARTIAN) && ep_ipv4_martian(dst);
+			} else {
+				bad = ep_ipv4_martian(dst);
+			}
 			if (flags & EP_FIB_ROUTE_SRC_CHECK)
 				bad |= ep_ipv4_martian(rte_be_to_cpu_32(ip->src_addr));
 			if (unlikely(bad)) {
@@ -367,7 +435,12 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 				continue;
 			}
 			if (flags & EP_FIB_ROUTE_BY8)
-				dst = ep_fib_addr4(fib, dst);
+				dst = ep_fib_addr4_keep(dst, keep);
+			if (!(flags & EP_FIB_ROUTE_PREFETCH) && (flags & EP_FIB_ROUTE_SAME_NH)) {
+				out += ep_fib_route4_same(fw, lpm, nhs, max_nh, &same, m, dst,
+							  &next[i], local, arg);
+				continue;
+			}
 			if (!(flags & EP_FIB_ROUTE_PREFETCH)) {
 				out += ep_fib_route4_one(fw, lpm, nhs, max_nh, m, dst, &next[i],
 							 local, arg);

@@ -117,12 +117,14 @@ lpm_set(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen, u
 		 * they are from now on (ep_fib_addr4), before the route is in. */
 		longer = plen > 8 && rte_lpm_is_rule_present(fib->lpm4, h, plen, &was) == 0;
 		if (longer && fib->n_long4[h >> 24]++ == 0)
-			__atomic_store_n(&fib->keep4[h >> 24], 0x00ffffffu, __ATOMIC_RELEASE);
+			__atomic_store_n(&fib->keep4[h >> 24], 0x00ffffffu | ep_fib_keep4_base(h >> 24),
+					 __ATOMIC_RELEASE);
 		/* In place: readers see either the old or the new entry; tbl8
 		 * groups it frees are reclaimed through RCU-QSBR. */
 		rc = rte_lpm_add(fib->lpm4, h, plen, nh);
 		if (rc < 0 && longer && --fib->n_long4[h >> 24] == 0)
-			__atomic_store_n(&fib->keep4[h >> 24], 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&fib->keep4[h >> 24], ep_fib_keep4_base(h >> 24),
+					 __ATOMIC_RELEASE);
 	} else {
 		struct rte_lpm6 *cur = fib->lpm6_cur;
 		struct rte_lpm6 *spare = cur == fib->lpm6[0] ? fib->lpm6[1] : fib->lpm6[0];
@@ -158,7 +160,8 @@ lpm_del(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen)
 		/* The /8's last longer route gone: one fixed address again. */
 		if (rte_lpm_delete(fib->lpm4, ip, plen) == 0 && plen > 8 &&
 		    --fib->n_long4[ip >> 24] == 0)
-			__atomic_store_n(&fib->keep4[ip >> 24], 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&fib->keep4[ip >> 24], ep_fib_keep4_base(ip >> 24),
+					 __ATOMIC_RELEASE);
 	} else {
 		/* rte_lpm6_delete rebuilds the table from its rule list: never on
 		 * a table a worker reads. */
@@ -469,6 +472,8 @@ ep_fib_create(struct ep_engine *e, const char *name, const struct ep_fib_params 
 	fib->lpm6_cur = fib->lpm6[0];
 	fib->default_nh[0] = EP_FIB_NO_ROUTE;
 	fib->default_nh[1] = EP_FIB_NO_ROUTE;
+	for (uint32_t top = 0; top < 256; top++)
+		fib->keep4[top] = ep_fib_keep4_base(top);
 
 	fib->nh = rte_zmalloc("ep_fib_nhp", sizeof(fib->nh[0]) * p->max_nexthops,
 			      RTE_CACHE_LINE_SIZE);

@@ -415,6 +415,61 @@ EP_TEST(fib_route_burst_by8_with_and_without_its_prefetch_pass_agrees_with_rte_l
 	ep_fib_free(f);
 }
 
+/*
+ * With EP_FIB_ROUTE_BY8 the martian test runs only in /8s whose keep4
+ * word carries EP_FIB_KEEP4_MARTIAN: every martian class is still dropped
+ * as ipv4_bad_address (also while its /8 holds a longer route), and the
+ * other addresses of those /8s and their neighbours are forwarded.
+ */
+EP_TEST(fib_route_burst_by8_drops_every_martian_class_and_forwards_their_neighbours)
+{
+	static const struct { uint32_t dst; bool martian; } cases[] = {
+		{ IP4(0, 1, 2, 3), true }, { IP4(127, 0, 0, 1), true },
+		{ IP4(169, 254, 9, 9), true }, { IP4(224, 0, 0, 5), true },
+		{ IP4(239, 1, 1, 1), true }, { IP4(255, 255, 255, 255), true },
+		{ IP4(1, 2, 3, 4), false }, { IP4(126, 255, 255, 254), false },
+		{ IP4(128, 0, 0, 1), false }, { IP4(169, 253, 1, 1), false },
+		{ IP4(169, 255, 1, 1), false }, { IP4(169, 0, 1, 1), false },
+		{ IP4(223, 255, 255, 254), false }, { IP4(168, 254, 1, 1), false },
+	};
+	const uint16_t n = (uint16_t)RTE_DIM(cases);
+	struct ep_fib *f = fib_new("m8", false);
+	struct ep_fib_worker *fw = fw_new(f);
+	struct ep_err err;
+	int bad = 0;
+
+	EP_CHECK_EQ(ep_fib_neigh_add(f, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "0.0.0.0/0", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(f->keep4[169], EP_FIB_KEEP4_MARTIAN);
+	EP_CHECK_EQ(f->keep4[168], 0u);
+	for (int phase = 0; phase < 2; phase++) {
+		struct rte_mbuf *m[EP_BURST_MAX];
+		uint16_t next[EP_BURST_MAX] = {0};
+
+		if (phase == 1) {
+			EP_CHECK_EQ(ep_fib_route_add(f, "169.0.0.0/16", "198.18.1.2", &err), 0);
+			EP_CHECK_EQ(f->keep4[169], EP_FIB_KEEP4_MARTIAN | 0x00ffffffu);
+		}
+		for (uint16_t i = 0; i < n; i++) {
+			struct tp_spec s = tp_default(0, IPPROTO_UDP);
+
+			s.dst4 = cases[i].dst;
+			m[i] = tr_mbuf(buf, tp_build(buf, &s), 0);
+		}
+		EP_CHECK_EQ(ep_fib_route_burst(fw, m, next, n, EP_FIB_ROUTE_BY8 | EP_FIB_ROUTE_SAME_NH,
+					       ep_fib_local_echo, NULL), 6);
+		for (uint16_t i = 0; i < n; i++)
+			bad += next[i] != (cases[i].martian ?
+					   EP_NEXT_DROP(EP_DROP_IPV4_BAD_ADDRESS) : EP_NEXT_CONTINUE);
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	EP_CHECK_EQ(bad, 0);
+	EP_CHECK_EQ(ep_fib_route_del(f, "169.0.0.0/16", &err), 0);
+	EP_CHECK_EQ(f->keep4[169], EP_FIB_KEEP4_MARTIAN);
+	fw_free(fw);
+	ep_fib_free(f);
+}
+
 EP_TEST(fib_route_burst_leaves_the_next_hop_in_its_own_meta_field)
 {
 	struct ep_fib *f = fib_new("nh", false);

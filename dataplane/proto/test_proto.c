@@ -114,10 +114,12 @@ EP_TEST(ttl_dec_updates_the_checksum_as_a_full_recompute_would)
 
 /* The TTL decrement's short update equals RFC 1624's general one for every
  * checksum value the header may carry (valid or not: it is not verified on
- * every path that decrements), and any TTL and protocol. */
+ * every path that decrements), and any TTL and protocol; so does the
+ * checked decrement (ep_ip_ttl_dec: test and update from one word), which
+ * leaves the protocol as it was. */
 EP_TEST(ttl_dec_checksum_equals_rfc1624_update_for_every_checksum_value)
 {
-	struct rte_ipv4_hdr ip;
+	struct rte_ipv4_hdr ip, ip2;
 	uint32_t bad = 0;
 
 	memset(&ip, 0, sizeof(ip));
@@ -127,11 +129,14 @@ EP_TEST(ttl_dec_checksum_equals_rfc1624_update_for_every_checksum_value)
 		ip.time_to_live = (uint8_t)(2 + c % 254);
 		ip.next_proto_id = (uint8_t)(c >> 8);
 		ip.hdr_checksum = (uint16_t)c;
+		ip2 = ip;
 		memcpy(&old_w, &ip.time_to_live, 2);
 		new_w = (uint16_t)(old_w - RTE_BE16(0x0100));
 		want = ep_csum_update16((uint16_t)c, old_w, new_w);
 		ep_ipv4_ttl_dec(&ip);
 		bad += ip.hdr_checksum != want || ip.time_to_live != (uint8_t)(1 + c % 254);
+		bad += ep_ip_ttl_dec((uint8_t *)&ip2, EP_L3_IPV4) != 0;
+		bad += memcmp(&ip, &ip2, sizeof(ip)) != 0;
 	}
 	EP_CHECK_EQ(bad, 0);
 }
