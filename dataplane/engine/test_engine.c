@@ -201,6 +201,63 @@ EP_TEST(engine_verdict_outside_contract_is_dropped_not_sent)
 	ep_worker_free(w);
 }
 
+/* Stage: counts the entries of next[0..n) that are not CONTINUE on entry
+ * (the contract says every one is), then drops the packet whose first byte
+ * is *ctx, leaving its verdict in next[] for the engine to clear. */
+static unsigned int next_dirty;
+
+static uint16_t
+stage_check_next_then_drop_one(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
+{
+	const uint8_t victim = *(const uint8_t *)ctx;
+	uint16_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		next_dirty += next[i] != EP_NEXT_CONTINUE;
+		if (rte_pktmbuf_mtod(pkts[i], uint8_t *)[0] == victim) {
+			next[i] = EP_NEXT_DROP(EP_DROP_IPV4_BAD_CHECKSUM);
+			k++;
+		}
+	}
+	return k;
+}
+
+/* next[] is cleared in two sizes (half the array up to EP_BURST_MAX / 2
+ * packets): the first stage's verdict left at index 40 of a 63- or
+ * 64-packet burst, or at n / 2 of a smaller one, must not reach the
+ * second stage, which still has that index (one packet fewer); the second
+ * drops the packet of first byte 0. */
+EP_TEST(engine_next_is_continue_on_entry_to_every_stage_for_bursts_of_1_to_64)
+{
+	static const uint16_t sizes[] = { 1, 2, 31, 32, 33, 40, 63, 64 };
+
+	for (size_t z = 0; z < RTE_DIM(sizes); z++) {
+		const uint16_t n = sizes[z];
+		uint8_t first = (uint8_t)(n > 40 ? 40 : n / 2), second = 0;
+		struct ep_worker *w = test_worker();
+		struct rte_mbuf *pkts[EP_BURST_MAX];
+		uint16_t port0 = 0;
+		uint16_t sent = (uint16_t)(n - (n > 1) - 1);
+		struct ep_err err;
+
+		ep_worker_add_stage(w, "first", stage_check_next_then_drop_one, &first, &err);
+		ep_worker_add_stage(w, "second", stage_check_next_then_drop_one, &second, &err);
+		ep_worker_add_stage(w, "to_port", stage_record_and_tx, &port0, &err);
+		n_seen = 0;
+		next_dirty = 0;
+		make_burst(pkts, n);
+		EP_CHECK_EQ(ep_worker_run_burst(w, pkts, n), 0);
+		EP_CHECK_EQ(next_dirty, 0);
+		EP_CHECK_EQ(w->stages[0].stats.drops[EP_DROP_IPV4_BAD_CHECKSUM], 1);
+		EP_CHECK_EQ(w->stages[1].stats.drops[EP_DROP_IPV4_BAD_CHECKSUM], n > 1 ? 1 : 0);
+		EP_CHECK_EQ(w->stages[2].stats.pkts_tx, sent);
+		EP_CHECK_EQ(n_seen, sent);
+		ep_worker_flush_tx(w);
+		EP_CHECK_EQ(w->stats.tx_pkts, sent);
+		ep_worker_free(w);
+	}
+}
+
 /* Stage: even first bytes to port 0 one by one (the per-packet dispatch),
  * the odd ones continue. */
 static uint16_t
