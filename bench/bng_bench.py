@@ -97,7 +97,11 @@ def _bng_section(inputs, pppoe):
 
 
 def pcap_frames(path):
-    """Frames in a classic pcap file (what the replay feeder learns)."""
+    """Frames in a classic pcap file (what the replay feeder learns).
+
+    By hand, not scapy's RawPcapReader: that reader returns a record cut
+    short by the file's end as if it were whole, and a count that includes
+    it would have the replay wait for a frame net_pcap never delivers."""
     data = memoryview(Path(path).read_bytes())
     order = {b"\xd4\xc3\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">",
              b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\x3c\x4d": ">"}.get(bytes(data[:4]))

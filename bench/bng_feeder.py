@@ -13,7 +13,7 @@ net_null that does nothing to the frames, so the feeder's own limit shows:
 
     .venv/bin/python -m bench.bng_feeder [--feeder pcap|replay]
         [--consumer xconnect|downlink] [--binary build/dp/edgeplane-dp]
-        [--windows 3] [--peer]
+        [--windows 3] [--peer [--peer-frames 504|64]]
 
 Prints, per 2-second window and worker: packets per CPU-second, per
 wall-second, busy cycles a packet and the share of idle polls.
@@ -72,10 +72,14 @@ def main():
     ap.add_argument("--windows", type=int, default=3)
     ap.add_argument("--peer", action="store_true",
                     help="measure qos_sched's rx and scheduler threads instead")
+    ap.add_argument("--peer-frames", default="504",
+                    help="--peer: the frame sizes of its pcap (504; 64 for the same flows in "
+                         "64-byte frames: what net_pcap's rx costs without the copy's size)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bng-feeder-"))
     if args.peer:
-        for i, w in enumerate(peer_windows(work, args.windows)):
+        pcap = Inputs().downlink_pcap(args.peer_frames)
+        for i, w in enumerate(peer_windows(work, args.windows, pcap=pcap)):
             print(f"window {i + 1} qos_sched rx thread {w['rx_mpps_per_rx_core']:7.3f} Mpps/core, "
                   f"scheduler {w['sched_mpps_per_core']:7.3f} Mpps/core, "
                   f"{w['mpps_wall']:7.3f} Mpps wall, not sent {w['rx_not_sent_share']:.3f}")

@@ -44,22 +44,11 @@ static __rte_always_inline int
 ep_ip_ttl_dec(uint8_t *l3, uint8_t l3_type)
 {
 	if (l3_type == EP_L3_IPV4) {
-#if RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN
-		/* TTL test and update from one load of bytes 8-11. */
-		uint32_t w;
-
-		memcpy(&w, l3 + 8, 4);
-		if (unlikely((uint8_t)w <= 1))
-			return EP_DROP_IPV4_TTL_EXPIRED;
-		w = ep_ipv4_ttl_word_dec(w);
-		memcpy(l3 + 8, &w, 4);
-#else
 		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
 
 		if (unlikely(ip->time_to_live <= 1))
 			return EP_DROP_IPV4_TTL_EXPIRED;
-		ep_ipv4_ttl_dec(ip);
-#endif
+		ep_ipv4_ttl_dec(ip);    /* one 32-bit load and store (ep_csum.h) */
 	} else {
 		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)l3;
 

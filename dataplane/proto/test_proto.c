@@ -115,7 +115,7 @@ EP_TEST(ttl_dec_updates_the_checksum_as_a_full_recompute_would)
 /* The TTL decrement's short update equals RFC 1624's general one for every
  * checksum value the header may carry (valid or not: it is not verified on
  * every path that decrements), and any TTL and protocol; so does the
- * checked decrement (ep_ip_ttl_dec: test and update from one word), which
+ * checked decrement (ep_ip_ttl_dec: the TTL test, then the same update), which
  * leaves the protocol as it was. */
 EP_TEST(ttl_dec_checksum_equals_rfc1624_update_for_every_checksum_value)
 {
