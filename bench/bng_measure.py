@@ -48,13 +48,34 @@ def thread_cpu(pid, tid):
 
 def find_threads(pid, names):
     """tids whose comm is in names (DPDK names lcore threads rte-worker-N;
-    the main lcore runs on the process's main thread)."""
-    found = {tid: comm for tid, comm in threads(pid).items() if comm in names}
-    missing = set(names) - set(found.values())
+    the main lcore runs on the process's main thread).
+
+    A name can belong to several threads: a thread nobody names inherits
+    its creator's comm, so a helper thread a library starts from the main
+    thread, or an EAL control thread read before its creator renamed it,
+    carries the main lcore's name.  Where a name is shared the main thread
+    (tid == pid) is the one meant; a shared name without it is ambiguous
+    and refused.  The CPU time of the wrong thread makes a rate per core
+    meaningless: one bng-uplink run recorded l3fwd's LPM peer at
+    1.8e5-7.7e5 "Mpps per core" (its wall rate 21 Mpps), the CPU time of a
+    thread that never forwarded."""
+    by_name = {}
+    for tid, comm in threads(pid).items():
+        if comm in names:
+            by_name.setdefault(comm, []).append(tid)
+    missing = set(names) - set(by_name)
     if missing:
         raise RuntimeError(f"pid {pid}: no thread named {sorted(missing)}; "
                            f"have {sorted(threads(pid).values())}")
-    return {comm: tid for tid, comm in found.items()}
+    out = {}
+    for comm, tids in by_name.items():
+        if len(tids) == 1:
+            out[comm] = tids[0]
+        elif pid in tids:
+            out[comm] = pid
+        else:
+            raise RuntimeError(f"pid {pid}: threads {sorted(tids)} are all named {comm!r}")
+    return out
 
 
 class Window:
