@@ -220,6 +220,51 @@ EP_TEST(ds_classifier_to_each_flow)
 	cb_free(t);
 }
 
+/* One burst of both families: the IPv4 frames take the filter groups'
+ * lane tables and the CM's classifier table, the IPv6 frames the two ACL
+ * instances, and the one verdict pass gives each its own. */
+EP_TEST(ds_burst_of_both_families_gets_each_frame_its_filter_verdict_and_sf)
+{
+	struct cb *t = cb_new("filter = 1 10 deny proto=17 dport=5000\nsf = 7 1 prio=5\n"
+			      "cls = 7 0 sf=1 proto=17 dport=1001\n"
+			      "cm = id=7 mac=02:00:00:01:00:07 cpe=198.19.7.1,2001:db8:7::1 bg=1 "
+			      "bpi=off fg=1\n");
+	struct cmts_ds *d = t->ds->pipeline_ctx;
+	static const uint16_t dport[4] = { 5000, 1001, 5000, 1001 };
+	struct rte_mbuf *in[4], *out[16];
+	struct cb_frame *fr = malloc(sizeof(*fr) * 4);
+	uint16_t k;
+	int nf;
+
+	for (int i = 0; i < 4; i++) {
+		struct tp_spec s = tp_default(i >= 2, IPPROTO_UDP);
+		uint8_t frame[2048];
+
+		s.dst4 = tp_ip4("198.19.7.1");
+		tp_ip6(s.dst6, "2001:db8:7::1");
+		s.dport = dport[i];
+		s.payload = 100;
+		in[i] = ep_test_mbuf(frame, tp_build(frame, &s));
+	}
+	k = cb_ds(t, in, 4, out, 16);
+	nf = cb_depi_frames(out, k, fr, 4);
+	rte_pktmbuf_free_bulk(out, k);
+	EP_CHECK_EQ(nf, 2);
+	for (int i = 0; i < nf; i++) {
+		struct ep_docsis_hdr h;
+
+		EP_CHECK_EQ(ep_docsis_parse(fr[i].b, fr[i].len, &h), EP_DOCSIS_OK);
+		EP_CHECK_EQ(h.traffic_prio, 5);
+	}
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_FILTER_DENY), 2);
+	EP_CHECK_EQ(d->filter_deny, 2);
+	EP_CHECK_EQ(d->filter_permit, 2);
+	EP_CHECK_EQ(d->filter_unmatched, 2);    /* the port 1001 frames: no rule */
+	EP_CHECK_EQ(d->dyn[7].cls_matched, 2);
+	free(fr);
+	cb_free(t);
+}
+
 static uint32_t
 match_scalar(const struct cmts_cls4 *t, const struct ep_acl_key4_set *k)
 {
