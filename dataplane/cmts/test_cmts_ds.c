@@ -139,6 +139,41 @@ EP_TEST(ds_destination_mac_not_the_cpes_dropped)
 	cb_free(t);
 }
 
+/* One frame from @p src to @p dst (dotted IPv4) with destination MAC
+ * @p dmac through the bed: its verdict as one() gives it. */
+static int
+one_from(struct cb *t, const char *src, const char *dst, const uint8_t *dmac)
+{
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+	uint8_t frame[2048];
+
+	memcpy(s.dmac, dmac, 6);
+	s.src4 = tp_ip4(src);
+	s.dst4 = tp_ip4(dst);
+	return one(t, frame, tp_build(frame, &s), NULL);
+}
+
+/* Submgmt's four compares each way (one vector compare on x86) against
+ * every CPE slot: the destination's MAC checked in slot 2, a spoofed
+ * source in slot 2, and an IPv6 slot whose IPv4 word is zero never taken
+ * for the source 0.0.0.0. */
+EP_TEST(ds_submgmt_checks_every_cpe_slot_and_skips_ipv6_ones)
+{
+	static const uint8_t mac3[6] = { 0x02, 0, 0, 0x02, 0, 0x33 };
+	struct cb *t = cb_new("cm = id=5 mac=02:00:00:01:00:05 cpe=198.19.5.1,198.19.5.2,"
+			      "198.19.5.3@02:00:00:02:00:33,2001:db8:5::1 bg=1 bpi=off\n");
+
+	EP_CHECK_EQ(one_from(t, "198.18.0.2", "198.19.5.3", mac3), 1);
+	EP_CHECK_EQ(one_from(t, "198.18.0.2", "198.19.5.3", cpe1_mac), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_DST_MAC_MISMATCH), 1);
+	EP_CHECK_EQ(one_from(t, "198.19.5.3", "198.19.5.2", cpe1_mac), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_SPOOFED_SOURCE), 1);
+	EP_CHECK_EQ(one_from(t, "0.0.0.0", "198.19.5.1", cpe1_mac), 1);
+	EP_CHECK_EQ(one_from(t, "198.18.0.2", "198.19.5.4", cpe1_mac), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_UNKNOWN_CPE), 1);
+	cb_free(t);
+}
+
 EP_TEST(ds_filter_deny_permit_unmatched)
 {
 	struct cb *t;
