@@ -140,13 +140,36 @@ prefetch_frame(struct rte_mbuf *m)
 	rte_prefetch0_write(ep_meta(m));
 }
 
+/*
+ * Frame @p i's CM, @p id from the address table (0: none): the record's
+ * two hot lines (struct cmts_cm) and the worker's line of the CM asked for
+ * the next stages, the id in ep_meta.user.  Returns 1 when it drops.
+ */
+static __rte_always_inline uint16_t
+lookup_found(struct cmts_ds *d, const struct cmts_sg *sg, struct rte_mbuf **pkts, uint16_t *next,
+	     uint16_t i, uint32_t id)
+{
+	const struct cmts_cm *cm;
+
+	if (unlikely(id == 0)) {
+		next[i] = EP_NEXT_DROP(EP_DROP_CMTS_UNKNOWN_CPE);
+		return 1;
+	}
+	cm = sg->cms[id];
+	rte_prefetch0(cm);
+	rte_prefetch0(cm->cpe4);
+	rte_prefetch0(&d->dyn[id]);
+	ep_meta(pkts[i])->user = id;
+	return 0;
+}
+
 uint16_t
 cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct cmts_ds *d = ctx;
 	struct cmts_sg *sg = d->sg;
 	const struct cmts_addr_tab *t = ep_rcu_read(&sg->addr_tab);
-	uint64_t hits = 0;
+	uint64_t hits = 0, v6 = 0;
 	uint16_t np = 0, out = 0;
 	/* in_port is written here, with the rest of the meta line
 	 * (ds_type.stage_sets_in_port), not by the engine's pass after rx,
@@ -205,6 +228,7 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 				d->home[np] = cmts_addr4_home(t, d->a4[np]);
 				rte_prefetch0(&t->s4[d->home[np]]);
 			} else {
+				v6 |= 1ull << np;
 				d->hkey_ptr[np] = l3 + 24;
 				d->home[np] = cmts_addr6_home(t, l3 + 24);
 				rte_prefetch0(&t->s6[d->home[np]]);
@@ -219,36 +243,21 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		}
 		d->pos[np++] = i;
 	}
+	/* The probe and the CM's lines in one pass over the found frames
+	 * (the home slots were asked for in the parse loop above). */
 	if (likely(t != NULL)) {
 		for (uint16_t j = 0; j < np; j++) {
-			uint32_t id = likely(ep_meta(pkts[d->pos[j]])->l3_type == EP_L3_IPV4) ?
+			uint32_t id = likely(!((v6 >> j) & 1)) ?
 				cmts_addr4_find(t, d->a4[j], d->home[j]) :
 				cmts_addr6_find(t, d->hkey_ptr[j], d->home[j]);
 
-			d->hdata[j] = (void *)(uintptr_t)id;
-			hits |= (uint64_t)(id != 0) << j;
+			out += lookup_found(d, sg, pkts, next, d->pos[j], id);
 		}
 	} else if (np != 0) {
 		rte_hash_lookup_bulk_data(sg->addr, d->hkey_ptr, np, &hits, d->hdata);
-	}
-	for (uint16_t j = 0; j < np; j++) {
-		uint16_t i = d->pos[j];
-
-		if (likely((hits >> j) & 1)) {
-			uint32_t id = (uint32_t)(uintptr_t)d->hdata[j];
-			const struct cmts_cm *cm = sg->cms[id];
-
-			/* What the next stages read: the record's two hot
-			 * lines (struct cmts_cm) and the worker's line of
-			 * the CM. */
-			rte_prefetch0(cm);
-			rte_prefetch0(cm->cpe4);
-			rte_prefetch0(&d->dyn[id]);
-			ep_meta(pkts[i])->user = id;
-		} else {
-			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_UNKNOWN_CPE);
-			out++;
-		}
+		for (uint16_t j = 0; j < np; j++)
+			out += lookup_found(d, sg, pkts, next, d->pos[j],
+					    (hits >> j) & 1 ? (uint32_t)(uintptr_t)d->hdata[j] : 0);
 	}
 	d->lookup_hit += n - out;
 	d->lookup_miss += np - (n - out);
@@ -288,13 +297,28 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 			uint32_t s4, d4, hit_to = 0, hit_from = 0;
 
 			/* The CM's IPv4 addresses from its line 1: four
-			 * compares each way, no loop over the CPE entries. */
+			 * compares each way, no loop over the CPE entries --
+			 * on x86 one SSE2 compare each way (GCC built the
+			 * scalar eight as ~40 instructions of sete, shift and
+			 * or; docs/cmts.md, "The front stages round"). */
 			memcpy(&s4, l3 + 12, 4);
 			memcpy(&d4, l3 + 16, 4);
+#ifdef RTE_ARCH_X86
+			RTE_BUILD_BUG_ON(CMTS_MAX_CPE != 4);    /* one 128-bit compare */
+			{
+				__m128i c = _mm_load_si128((const __m128i *)cm->cpe4);
+
+				hit_to = (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(
+					_mm_cmpeq_epi32(c, _mm_set1_epi32((int)d4))));
+				hit_from = (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(
+					_mm_cmpeq_epi32(c, _mm_set1_epi32((int)s4))));
+			}
+#else
 			for (int k = 0; k < CMTS_MAX_CPE; k++) {
 				hit_to |= (uint32_t)(cm->cpe4[k] == d4) << k;
 				hit_from |= (uint32_t)(cm->cpe4[k] == s4) << k;
 			}
+#endif
 			hit_to &= cm->cpe4_mask;
 			from = (hit_from & cm->cpe4_mask) != 0;
 			to = hit_to != 0 ? (int)rte_bsf32(hit_to) : -1;
@@ -326,13 +350,80 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 /* ---- filter (and the classifier lookup) ---- */
 
 /*
+ * The IPv4 frames' classifiers, from their CM's compiled table, and with
+ * @p fg4 their two filter groups (struct cmts_fg4: the first matching lane
+ * of each group, cmts_fg4_verdict); the other frames' verdicts from the
+ * ACL results the stage left in d->fg_res and d->cls_res.  One pass over
+ * the burst gives each frame its verdict, its drop or its classifier value
+ * (ep_meta.nexthop, for classify) and the counters: the CM's record is
+ * read once a frame, where an id pass, the match pass and a verdict pass
+ * read it (and the frame's ep_meta) three times (docs/cmts.md, "The front
+ * stages round").  One body, two compilations (cmts_worker.h says why),
+ * the stage calls the one cmts_ds_build picked.  A CM gone since the
+ * lookup matches nothing (the classify stage drops its frames).
+ */
+#define FILTER_BURST(name, attr, match)						\
+static attr uint16_t								\
+name(struct cmts_ds *d, const struct ep_acl_set *fs, const struct ep_acl_set *cs,	\
+     const struct cmts_fg4 *fg4, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)	\
+{										\
+	uint64_t permit = 0, deny = 0, unmatched = 0;				\
+	uint16_t out = 0;							\
+										\
+	for (uint16_t i = 0; i < n; i++) {					\
+		struct ep_meta *md = ep_meta(pkts[i]);				\
+		const struct cmts_cm *cm = cmts_cm_of(d->sg, DSM_CM(md->user));	\
+		uint32_t val;							\
+		int matched, no;						\
+										\
+		if (likely(md->l3_type == EP_L3_IPV4)) {			\
+			const struct ep_acl_key4_set *k = &d->acl.key[i].v4s;	\
+										\
+			val = likely(cm != NULL) ? match(&cm->cls4, k) : 0;	\
+			if (likely(fg4 != NULL)) {				\
+				uint8_t fv = cmts_fg4_verdict(			\
+					match(&fg4->g[likely(cm != NULL) ? cm->fg[0] : 0], k), \
+					match(&fg4->g[likely(cm != NULL) ? cm->fg[1] : 0], k)); \
+										\
+				matched = fv & CMTS_FV_MATCHED;			\
+				no = matched ? fv & CMTS_FV_DENY : fs->default_deny; \
+			} else {						\
+				no = ep_acl_lanes_deny(fs, &d->fg_res[2 * i], &matched); \
+			}							\
+		} else {							\
+			no = ep_acl_lanes_deny(fs, &d->fg_res[2 * i], &matched); \
+			val = d->cls_res[i] != 0 ? 1 + ep_acl_res_value(cs, d->cls_res[i]) : 0; \
+		}								\
+		unmatched += !matched;						\
+		if (unlikely(no)) {						\
+			deny++;							\
+			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_FILTER_DENY);	\
+			out++;							\
+			continue;						\
+		}								\
+		permit++;							\
+		md->nexthop = val;						\
+	}									\
+	d->filter_permit += permit;						\
+	d->filter_deny += deny;							\
+	d->filter_unmatched += unmatched;					\
+	return out;								\
+}
+FILTER_BURST(filter_burst_scalar, , cmts_cls4_match_scalar)
+#ifdef RTE_ARCH_X86
+FILTER_BURST(filter_burst_avx512, CMTS_AVX512, cmts_cls4_match_avx512)
+#endif
+
+/*
  * The SG's filter instance of the shared ACL module (one rte_acl_classify
  * per family and burst) with the CM's two filter groups as the two lanes
- * of each frame's key; then the classifiers: an IPv4 frame's from its
- * CM's compiled table, an IPv6 frame's through the classifier instance
- * with the CM id.  Deny in either group wins; no match in either:
- * the SG's filter_default (the instance's default action).  The
- * classifier's value (index and SF) waits in ep_meta.nexthop for classify.
+ * of each frame's key, for the IPv6 frames and, while some group has more
+ * than 16 IPv4 rules (no lane tables), every frame; the IPv6 frames'
+ * classifiers through the classifier instance with the CM id.  Then the
+ * verdicts (the burst function above).  Deny in either group wins; no
+ * match in either: the SG's filter_default (the instance's default
+ * action).  The classifier's value (index and SF) waits in
+ * ep_meta.nexthop for classify.
  */
 uint16_t
 cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
@@ -341,113 +432,49 @@ cmts_ds_filter_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	const struct ep_acl_set *fs = ep_acl_read(d->sg->filter_acl);
 	const struct ep_acl_set *cs = ep_acl_read(d->sg->cls_acl);
 	const struct cmts_fg4 *fg4 = ep_rcu_read(&d->sg->fg4);
-	uint16_t out = 0;
-	uint64_t permit = 0, deny = 0, unmatched = 0;
 
-	for (uint16_t i = 0; i < n; i++) {
-		uint32_t id = DSM_CM(ep_meta(pkts[i])->user);
-		const struct cmts_cm *cm = cmts_cm_of(d->sg, id);
-
-		d->fg_ids[2 * i] = likely(cm != NULL) ? cm->fg[0] : 0;
-		d->fg_ids[2 * i + 1] = likely(cm != NULL) ? cm->fg[1] : 0;
-		d->cm_ids[i] = (uint16_t)id;
-	}
-	/* One key pass for both matches (the layouts differ only in the ids). */
+	/* One key pass for every match (the layouts differ only in the ids). */
 	ep_acl_keys_build(fs, &d->acl, pkts, n);
-	if (fg4 == NULL) {
-		ep_acl_classify_keys(fs, &d->acl, d->fg_ids, d->fg_res);
-	} else if (unlikely(d->acl.n6 != 0)) {
-		/* The filter ACL for the IPv6 frames only (the IPv4 slots
-		 * read EP_ACL_NOT_IP); the IPv4 frames take the groups'
-		 * lane tables below. */
+	if (unlikely(fg4 == NULL || d->acl.n6 != 0)) {
 		uint16_t n4 = d->acl.n4;
 
-		d->acl.n4 = 0;
+		for (uint16_t i = 0; i < n; i++) {
+			uint32_t id = DSM_CM(ep_meta(pkts[i])->user);
+			const struct cmts_cm *cm = cmts_cm_of(d->sg, id);
+
+			d->fg_ids[2 * i] = likely(cm != NULL) ? cm->fg[0] : 0;
+			d->fg_ids[2 * i + 1] = likely(cm != NULL) ? cm->fg[1] : 0;
+			d->cm_ids[i] = (uint16_t)id;
+		}
+		/* With the lane tables, the filter ACL for the IPv6 frames
+		 * only (the IPv4 slots read EP_ACL_NOT_IP). */
+		if (fg4 != NULL)
+			d->acl.n4 = 0;
 		ep_acl_classify_keys(fs, &d->acl, d->fg_ids, d->fg_res);
+		if (d->acl.n6 != 0) {
+			/* The classifier ACL for the IPv6 frames only: the
+			 * IPv4 frames take their CM's compiled table. */
+			d->acl.n4 = 0;
+			ep_acl_classify_keys(cs, &d->acl, d->cm_ids, d->cls_res);
+		}
 		d->acl.n4 = n4;
 	}
-	if (unlikely(d->acl.n6 != 0)) {
-		/* The classifier ACL for the IPv6 frames only, likewise: the
-		 * IPv4 frames take their CM's compiled table below. */
-		uint16_t n4 = d->acl.n4;
-
-		d->acl.n4 = 0;
-		ep_acl_classify_keys(cs, &d->acl, d->cm_ids, d->cls_res);
-		d->acl.n4 = n4;
-	}
-	d->cls4_burst(d, fg4, pkts, n, d->cls_res, d->fg_v);
-	for (uint16_t i = 0; i < n; i++) {
-		bool v4 = ep_meta(pkts[i])->l3_type == EP_L3_IPV4;
-		int matched, no;
-
-		if (likely(v4 && fg4 != NULL)) {
-			matched = d->fg_v[i] & CMTS_FV_MATCHED;
-			no = matched ? d->fg_v[i] & CMTS_FV_DENY : fs->default_deny;
-		} else {
-			no = ep_acl_lanes_deny(fs, &d->fg_res[2 * i], &matched);
-		}
-		unmatched += !matched;
-		if (unlikely(no)) {
-			deny++;
-			next[i] = EP_NEXT_DROP(EP_DROP_CMTS_FILTER_DENY);
-			out++;
-			continue;
-		}
-		permit++;
-		ep_meta(pkts[i])->nexthop = likely(v4) ? d->cls_res[i] :
-			d->cls_res[i] != 0 ? 1 + ep_acl_res_value(cs, d->cls_res[i]) : 0;
-	}
-	d->filter_permit += permit;
-	d->filter_deny += deny;
-	d->filter_unmatched += unmatched;
-	return out;
+	return d->filter_burst(d, fs, cs, fg4, pkts, next, n);
 }
-
-/*
- * The IPv4 frames' classifiers, from their CM's compiled table, and with
- * @p fg4 their two filter groups' verdicts (struct cmts_fg4: the first
- * matching lane of each group) folded into @p fv (cmts_fg4_verdict).  One
- * body, two compilations (cmts_worker.h says why), the stage calls the one
- * cmts_ds_build picked.  A CM gone since the lookup matches nothing (the
- * classify stage drops its frames).
- */
-#define CLS4_BURST(name, attr, match)						\
-static attr void								\
-name(const struct cmts_ds *d, const struct cmts_fg4 *fg4, struct rte_mbuf **pkts,	\
-     uint16_t n, uint32_t *val, uint8_t *fv)					\
-{										\
-	for (uint16_t i = 0; i < n; i++) {					\
-		const struct ep_acl_key4_set *k = &d->acl.key[i].v4s;		\
-		const struct cmts_cm *cm;					\
-										\
-		if (unlikely(ep_meta(pkts[i])->l3_type != EP_L3_IPV4))		\
-			continue;						\
-		cm = cmts_cm_of(d->sg, d->cm_ids[i]);				\
-		val[i] = likely(cm != NULL) ? match(&cm->cls4, k) : 0;		\
-		if (fg4 != NULL) {						\
-			fv[i] = cmts_fg4_verdict(match(&fg4->g[d->fg_ids[2 * i]], k),	\
-						 match(&fg4->g[d->fg_ids[2 * i + 1]], k)); \
-		}								\
-	}									\
-}
-CLS4_BURST(cls4_burst_scalar, , cmts_cls4_match_scalar)
-#ifdef RTE_ARCH_X86
-CLS4_BURST(cls4_burst_avx512, CMTS_AVX512, cmts_cls4_match_avx512)
-#endif
 
 /* AVX-512 F, BW and VL at 256 bits when the CPU has them and the EAL
  * allows 256-bit vectors (its default on x86). */
-static cmts_cls4_burst_fn *
-cls4_pick(void)
+static cmts_filter_burst_fn *
+filter_pick(void)
 {
 #ifdef RTE_ARCH_X86
 	if (rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512F) > 0 &&
 	    rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512BW) > 0 &&
 	    rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512VL) > 0 &&
 	    rte_vect_get_max_simd_bitwidth() >= RTE_VECT_SIMD_256)
-		return cls4_burst_avx512;
+		return filter_burst_avx512;
 #endif
-	return cls4_burst_scalar;
+	return filter_burst_scalar;
 }
 
 /* ---- classify ---- */
@@ -755,7 +782,7 @@ cmts_ds_build(struct cmts_sg *sg, struct ep_worker *w, uint16_t tx, struct ep_er
 	d->sg = sg;
 	d->w = w;
 	d->rpd_port = tx;
-	d->cls4_burst = cls4_pick();
+	d->filter_burst = filter_pick();
 	d->dyn = rte_zmalloc_socket("cmts_dsdyn", sizeof(d->dyn[0]) * (sg->p.max_cms + 1),
 				    RTE_CACHE_LINE_SIZE, socket);
 	if (d->dyn == NULL) {

@@ -112,11 +112,14 @@ struct cmts_ds_chan {
 	uint64_t mpt_pkts;
 };
 
-/** The classifier matches of a burst's IPv4 frames (cmts_cls4_match_*). */
+/** The filter stage's verdicts and classifier values over a burst
+ *  (cmts_ds.c: the IPv4 frames by cmts_cls4_match_*). */
 struct cmts_ds;
 struct cmts_fg4;
-typedef void cmts_cls4_burst_fn(const struct cmts_ds *d, const struct cmts_fg4 *fg4,
-				struct rte_mbuf **pkts, uint16_t n, uint32_t *val, uint8_t *fv);
+struct ep_acl_set;
+typedef uint16_t cmts_filter_burst_fn(struct cmts_ds *d, const struct ep_acl_set *fs,
+				      const struct ep_acl_set *cs, const struct cmts_fg4 *fg4,
+				      struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 
 /** Downstream worker. */
 struct cmts_ds {
@@ -158,9 +161,8 @@ struct cmts_ds {
 	uint16_t fg_ids[EP_BURST_MAX * CMTS_MAX_FG_PER_CM];  /**< filter lanes per frame */
 	uint16_t cm_ids[EP_BURST_MAX];
 	uint32_t fg_res[EP_BURST_MAX * CMTS_MAX_FG_PER_CM];
-	uint32_t cls_res[EP_BURST_MAX];     /**< IPv4: CMTS_CLS_VALUE + 1 or 0; IPv6: the ACL's */
-	uint8_t fg_v[EP_BURST_MAX];         /**< IPv4: the filter groups' verdict (cmts_ds.c) */
-	cmts_cls4_burst_fn *cls4_burst;     /**< scalar or AVX-512, by the CPU */
+	uint32_t cls_res[EP_BURST_MAX];     /**< the IPv6 frames' classifier ACL results */
+	cmts_filter_burst_fn *filter_burst; /**< verdicts: scalar or AVX-512, by the CPU */
 	uint8_t hkey[EP_BURST_MAX][16];
 	uint32_t a4[EP_BURST_MAX];          /**< IPv4 destinations (host order) */
 	uint32_t home[EP_BURST_MAX];        /**< their home slots in sg->addr_tab */

@@ -139,6 +139,41 @@ EP_TEST(ds_destination_mac_not_the_cpes_dropped)
 	cb_free(t);
 }
 
+/* One frame from @p src to @p dst (dotted IPv4) with destination MAC
+ * @p dmac through the bed: its verdict as one() gives it. */
+static int
+one_from(struct cb *t, const char *src, const char *dst, const uint8_t *dmac)
+{
+	struct tp_spec s = tp_default(0, IPPROTO_UDP);
+	uint8_t frame[2048];
+
+	memcpy(s.dmac, dmac, 6);
+	s.src4 = tp_ip4(src);
+	s.dst4 = tp_ip4(dst);
+	return one(t, frame, tp_build(frame, &s), NULL);
+}
+
+/* Submgmt's four compares each way (one vector compare on x86) against
+ * every CPE slot: the destination's MAC checked in slot 2, a spoofed
+ * source in slot 2, and an IPv6 slot whose IPv4 word is zero never taken
+ * for the source 0.0.0.0. */
+EP_TEST(ds_submgmt_checks_every_cpe_slot_and_skips_ipv6_ones)
+{
+	static const uint8_t mac3[6] = { 0x02, 0, 0, 0x02, 0, 0x33 };
+	struct cb *t = cb_new("cm = id=5 mac=02:00:00:01:00:05 cpe=198.19.5.1,198.19.5.2,"
+			      "198.19.5.3@02:00:00:02:00:33,2001:db8:5::1 bg=1 bpi=off\n");
+
+	EP_CHECK_EQ(one_from(t, "198.18.0.2", "198.19.5.3", mac3), 1);
+	EP_CHECK_EQ(one_from(t, "198.18.0.2", "198.19.5.3", cpe1_mac), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_DST_MAC_MISMATCH), 1);
+	EP_CHECK_EQ(one_from(t, "198.19.5.3", "198.19.5.2", cpe1_mac), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_SPOOFED_SOURCE), 1);
+	EP_CHECK_EQ(one_from(t, "0.0.0.0", "198.19.5.1", cpe1_mac), 1);
+	EP_CHECK_EQ(one_from(t, "198.18.0.2", "198.19.5.4", cpe1_mac), 0);
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_UNKNOWN_CPE), 1);
+	cb_free(t);
+}
+
 EP_TEST(ds_filter_deny_permit_unmatched)
 {
 	struct cb *t;
@@ -217,6 +252,51 @@ EP_TEST(ds_classifier_to_each_flow)
 	EP_CHECK_EQ(y->sf[1].pkts, 2);
 	EP_CHECK_EQ(y->sf[2].pkts, 2);
 	EP_CHECK_EQ(y->sf[3].pkts, 1);
+	cb_free(t);
+}
+
+/* One burst of both families: the IPv4 frames take the filter groups'
+ * lane tables and the CM's classifier table, the IPv6 frames the two ACL
+ * instances, and the one verdict pass gives each its own. */
+EP_TEST(ds_burst_of_both_families_gets_each_frame_its_filter_verdict_and_sf)
+{
+	struct cb *t = cb_new("filter = 1 10 deny proto=17 dport=5000\nsf = 7 1 prio=5\n"
+			      "cls = 7 0 sf=1 proto=17 dport=1001\n"
+			      "cm = id=7 mac=02:00:00:01:00:07 cpe=198.19.7.1,2001:db8:7::1 bg=1 "
+			      "bpi=off fg=1\n");
+	struct cmts_ds *d = t->ds->pipeline_ctx;
+	static const uint16_t dport[4] = { 5000, 1001, 5000, 1001 };
+	struct rte_mbuf *in[4], *out[16];
+	struct cb_frame *fr = malloc(sizeof(*fr) * 4);
+	uint16_t k;
+	int nf;
+
+	for (int i = 0; i < 4; i++) {
+		struct tp_spec s = tp_default(i >= 2, IPPROTO_UDP);
+		uint8_t frame[2048];
+
+		s.dst4 = tp_ip4("198.19.7.1");
+		tp_ip6(s.dst6, "2001:db8:7::1");
+		s.dport = dport[i];
+		s.payload = 100;
+		in[i] = ep_test_mbuf(frame, tp_build(frame, &s));
+	}
+	k = cb_ds(t, in, 4, out, 16);
+	nf = cb_depi_frames(out, k, fr, 4);
+	rte_pktmbuf_free_bulk(out, k);
+	EP_CHECK_EQ(nf, 2);
+	for (int i = 0; i < nf; i++) {
+		struct ep_docsis_hdr h;
+
+		EP_CHECK_EQ(ep_docsis_parse(fr[i].b, fr[i].len, &h), EP_DOCSIS_OK);
+		EP_CHECK_EQ(h.traffic_prio, 5);
+	}
+	EP_CHECK_EQ(cb_drops(t->ds, EP_DROP_CMTS_FILTER_DENY), 2);
+	EP_CHECK_EQ(d->filter_deny, 2);
+	EP_CHECK_EQ(d->filter_permit, 2);
+	EP_CHECK_EQ(d->filter_unmatched, 2);    /* the port 1001 frames: no rule */
+	EP_CHECK_EQ(d->dyn[7].cls_matched, 2);
+	free(fr);
 	cb_free(t);
 }
 
