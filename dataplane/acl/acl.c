@@ -130,6 +130,15 @@ field_def(struct layout *l, uint8_t type, uint8_t size, uint8_t input, uint32_t 
 		.input_index = input, .offset = offset };
 }
 
+/* The ports' input group: sport and dport, each a 16-bit range. */
+static void
+port_group(struct layout *l, uint8_t in, uint32_t ports)
+{
+	l->f_ports = l->n_fields;
+	field_def(l, RTE_ACL_FIELD_TYPE_RANGE, 2, in, ports);
+	field_def(l, RTE_ACL_FIELD_TYPE_RANGE, 2, in, ports + 2);
+}
+
 /* Field defs of one family: the packet layout (@p keyed false), or the key
  * layout, with the set group when @p sets and a tos field when @p tos.
  * rte_acl reads every input group after the first byte as 4 bytes and
@@ -157,17 +166,13 @@ layout_make(struct layout *l, int family, bool keyed, bool sets, bool tos)
 	l->f_src = l->n_fields;
 	for (int w = 0; w < l->addr_words; w++)
 		field_def(l, RTE_ACL_FIELD_TYPE_MASK, 4, in++, src + 4u * (uint32_t)w);
-	for (int g = 0; g < 2; g++) {
-		if (g == (keyed ? 1 : 0)) {
-			l->f_ports = l->n_fields;
-			field_def(l, RTE_ACL_FIELD_TYPE_RANGE, 2, in, ports);
-			field_def(l, RTE_ACL_FIELD_TYPE_RANGE, 2, in++, ports + 2);
-		} else {
-			l->f_dst = l->n_fields;
-			for (int w = 0; w < l->addr_words; w++)
-				field_def(l, RTE_ACL_FIELD_TYPE_MASK, 4, in++, dst + 4u * (uint32_t)w);
-		}
-	}
+	if (!keyed)
+		port_group(l, in++, ports);
+	l->f_dst = l->n_fields;
+	for (int w = 0; w < l->addr_words; w++)
+		field_def(l, RTE_ACL_FIELD_TYPE_MASK, 4, in++, dst + 4u * (uint32_t)w);
+	if (keyed)
+		port_group(l, in++, ports);
 	if (tos) {
 		field_def(l, RTE_ACL_FIELD_TYPE_RANGE, 1, in, o_tos);
 		field_def(l, RTE_ACL_FIELD_TYPE_BITMASK, 1, in, o_tos + 1);
@@ -214,8 +219,8 @@ rule_fields(struct acl_rule_max *a, const struct layout *l, const struct ep_acl_
 	a->field[l->f_ports].mask_range.u16 = r->sport_hi;
 	a->field[l->f_ports + 1].value.u16 = r->dport_lo;
 	a->field[l->f_ports + 1].mask_range.u16 = r->dport_hi;
-	f = l->n_fields - (l->tos ? 3 : 0);
 	if (l->tos) {
+		f = l->n_fields - 3;     /* the tos group's first field */
 		a->field[f].value.u8 = r->tos_lo;
 		a->field[f].mask_range.u8 = r->tos_hi;   /* the 3 wildcards after it stay 0 */
 	}
