@@ -400,6 +400,13 @@ struct bng_up {
 	uint64_t pre_hits;
 	uint16_t pre_n;
 	const struct rte_mbuf *pre_first;
+	/* The core route's tbl24 words the x8 parse read for every packet of
+	 * the burst it passed on whole (ep_fib_x8_words), valid for the route
+	 * stage's next call on route_pre_n packets from route_pre_first (a
+	 * stage that drops any changes the count). */
+	uint32_t route_words[EP_BURST_MAX];
+	uint16_t route_pre_n;
+	const struct rte_mbuf *route_pre_first;
 };
 
 /** Downlink worker context. */

@@ -80,6 +80,7 @@
 #include <rte_prefetch.h>
 
 #include "ep_ip.h"
+#include "fib/ep_fib_x8.h"
 #include "ep_parse_x8.h"
 #include "ep_rcu.h"
 #include "ep_rx.h"
@@ -241,8 +242,9 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 	bool pppoe[EP_BURST_MAX / 8];
 	uint32_t r = 0, mac4;
 	uint64_t mac, pre = 0;
-	__m512i hi[EP_BURST_MAX / 8], blk[EP_BURST_MAX / 8];
-	__mmask8 ipoe[EP_BURST_MAX / 8], any_ipoe = 0;
+	__m512i hi[EP_BURST_MAX / 8], blk[EP_BURST_MAX / 8], dst[EP_BURST_MAX / 8];
+	__mmask8 ipoe[EP_BURST_MAX / 8], oks[EP_BURST_MAX / 8], any_ipoe = 0;
+	uint64_t words = 0;
 
 	ep_mac_words(&u->access_mac, &mac4, &mac2);
 	mac = mac4 | (uint64_t)mac2 << 32;
@@ -282,6 +284,8 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 		ipoe[i / 8] = pppoe[i / 8] ? 0 : ok;
 		any_ipoe |= ipoe[i / 8];
 		hi[i / 8] = x.hi;
+		oks[i / 8] = ok;
+		dst[i / 8] = x.dst;
 		ep_acl_filter_input4_x8(u->acl, i, ok, x.l3);
 		acl_ok = _mm512_test_epi64_mask(ep_x8_table(ep_acl_port_protos, x.proto),
 						_mm512_set1_epi64(EP_META_F_HAS_L4));
@@ -301,21 +305,39 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 			r |= k;
 		}
 	}
-	/* The QinQ IPoE lanes' subscriber data from the QinQ map, for the
-	 * subscriber stage (u->pre_hits), when it gets the burst whole and
-	 * it has such lanes: every group's blocks, then every group's entries
-	 * (the gathers overlap). */
-	if (out == 0 && any_ipoe) {
-		for (uint16_t i = 0; i < n; i += 8)
-			blk[i / 8] = bng_qinq_x8_blocks(u->b->qinq, ipoe[i / 8], hi[i / 8]);
+	/* When the subscriber stage gets the burst whole: the QinQ IPoE
+	 * lanes' subscriber data from the QinQ map (u->pre_hits), and every
+	 * packet's core route tbl24 word for the route stage
+	 * (u->route_words; the lines the subscriber stage would prefetch are
+	 * read here).  Each is two gathers in a chain (blocks, then entries;
+	 * keep4 words, then tbl24 words): every group's first gathers of
+	 * both, then every group's second, so that the chains overlap. */
+	if (out == 0) {
+		const struct ep_fib *fib = u->fw->fib;
+		__m512i keep[EP_BURST_MAX / 8];
+
+		for (uint16_t i = 0; i < n; i += 8) {
+			if (any_ipoe)
+				blk[i / 8] = bng_qinq_x8_blocks(u->b->qinq, ipoe[i / 8], hi[i / 8]);
+			keep[i / 8] = ep_fib_x8_keep(fib, oks[i / 8], dst[i / 8]);
+		}
 		for (uint16_t i = 0; i < n; i += 8) {
 			__m512i v;
-			__mmask8 has = bng_qinq_x8_entries(ipoe[i / 8], hi[i / 8], blk[i / 8], &v);
+			__m256i w;
+			__mmask8 has;
 
-			_mm512_mask_storeu_epi64(&u->data[i], has, v);
-			pre |= (uint64_t)has << i;
+			if (any_ipoe) {
+				has = bng_qinq_x8_entries(ipoe[i / 8], hi[i / 8], blk[i / 8], &v);
+				_mm512_mask_storeu_epi64(&u->data[i], has, v);
+				pre |= (uint64_t)has << i;
+			}
+			has = ep_fib_x8_words(fib, oks[i / 8], dst[i / 8], keep[i / 8], &w);
+			_mm256_storeu_si256((__m256i *)&u->route_words[i], w);
+			words |= (uint64_t)has << i;
 		}
 	}
+	u->route_pre_n = out == 0 && n != 0 && words == UINT64_MAX >> (64 - n) ? n : 0;
+	u->route_pre_first = n != 0 ? pkts[0] : NULL;
 	up_parse_finish(u, pkts, next, punt, np, nd, nn);
 	/* Every packet goes on to the ACL with its input given. */
 	ep_acl_filter_give(u->acl, r == 0 && out == 0 ? n : 0, n != 0 ? pkts[0] : NULL);
@@ -353,6 +375,7 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 		return up_parse_burst_x8(u, pkts, next, n, port);
 #endif
 	u->pre_n = 0;   /* no QinQ map answers (bng_qinq_x8_entries) */
+	u->route_pre_n = 0;     /* no tbl24 words (ep_fib_x8_words) */
 	ep_rx_prefetch_first(pkts, n, 1);
 	for (uint16_t i = 0; i < n; i++) {
 		ep_rx_prefetch_next(pkts, i, n, 1);
@@ -687,6 +710,10 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 
 	RTE_BUILD_BUG_ON(sizeof(struct bng_up_dyn) != RTE_CACHE_LINE_SIZE);
 	RTE_BUILD_BUG_ON(EP_BURST_MAX > 64);
+	/* The x8 parse read every packet's tbl24 word (ep_fib_x8_words): its
+	 * line is in cache, no prefetch here. */
+	const bool tbl24_read = u->route_pre_n == n && n != 0 && u->route_pre_first == pkts[0];
+
 	/* The lanes the x8 parse found in the QinQ map (bng_qinq_x8_entries). */
 	if (u->pre_n == n && n != 0 && u->pre_first == pkts[0])
 		hits = u->pre_hits;
@@ -774,7 +801,7 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 			out++;
 			continue;
 		}
-		if (likely(md->l3_type == EP_L3_IPV4)) {
+		if (!tbl24_read && likely(md->l3_type == EP_L3_IPV4)) {
 			uint32_t dst;
 
 			memcpy(&dst, l3 + 16, 4);
@@ -811,7 +838,12 @@ uint16_t
 bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct bng_up *u = ctx;
+	const bool words = u->route_pre_n == n && n != 0 && u->route_pre_first == pkts[0];
 
+	u->route_pre_n = 0;
+	/* Every packet's tbl24 word read by the x8 parse: a compare each. */
+	if (words)
+		return ep_fib_route_burst_words(u->fw, pkts, next, n, u->route_words, up_local, NULL);
 	/* No prefetch (subscriber did it), no source check (anti-spoofing
 	 * proved every source is the subscriber's); the core's few next hops
 	 * answered once per tbl24 word a burst (EP_FIB_ROUTE_SAME_NH). */

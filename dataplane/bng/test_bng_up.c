@@ -449,6 +449,154 @@ EP_TEST(uplink_parse_x8_qinq_map_answers_equal_the_subscriber_stages_own_lookup)
 	tb_free(t);
 }
 
+/* The route stage's verdicts and next hops for @p n packets of @p pkts
+ * (parsed): 0 when @p other's are the same. */
+static unsigned int
+route_differs(struct ep_stage *route, struct rte_mbuf **pkts, struct rte_mbuf **other, uint16_t n)
+{
+	uint16_t na[32] = {0}, nb[32] = {0};
+	unsigned int wrong = 0;
+
+	route->fn(route->ctx, pkts, na, n);
+	route->fn(route->ctx, other, nb, n);
+	for (uint16_t i = 0; i < n; i++) {
+		wrong += na[i] != nb[i];
+		if (na[i] == 0 && nb[i] == 0)
+			wrong += ep_meta(pkts[i])->nexthop != ep_meta(other[i])->nexthop ||
+				 ep_meta_nh(pkts[i]) != ep_meta_nh(other[i]);
+	}
+	return wrong;
+}
+
+/*
+ * The tbl24 words the x8 parse reads for the route stage
+ * (ep_fib_x8_words): bursts of every size of QinQ IPoE and PPPoE frames to
+ * folded /8s, /8s with longer routes on another next hop, martian /8s
+ * (not answered: the route stage drops them itself) and 169/8 outside
+ * 169.254/16 (its /8's martian bit set: not answered, forwarded).  The
+ * route stage after the x8 parse gives every packet the verdict, next-hop
+ * index and entry it gives after the scalar parse; the words are used
+ * only for a burst whose every lane was answered, and never for another
+ * burst of the same size.
+ */
+EP_TEST(uplink_parse_x8_route_words_route_as_the_route_stages_own_lookup)
+{
+	static const char *const dips[] = {
+		"10.1.2.3", "198.51.100.7", "203.0.113.9", "10.200.0.1", "198.51.102.9",
+		"127.0.0.1", "224.0.0.5", "169.254.1.1", "169.1.1.1", "0.1.2.3",
+	};
+	char text[2048];
+	struct tb *t;
+	struct bng_up *u;
+	struct ep_stage *parse, *route;
+	unsigned int wrong = 0, used = 0, unanswered = 0;
+	uint8_t f[256];
+
+	snprintf(text, sizeof(text), "%s%s", up_conf,
+		 "neighbor = 198.18.1.3 02:00:00:00:02:03\n"
+		 "route = 198.51.102.0/24 via 198.18.1.3\n"
+		 "route = 203.0.113.0/24 via 198.18.1.3\n");
+	t = tb_new(text);
+	u = t->up->pipeline_ctx;
+	parse = &t->up->stages[0];
+	route = &t->up->stages[3];
+	if (!bng_up_parse_x8_usable()) {
+		printf("    no AVX-512 F/BW/DQ/VBMI here: the vector path does not run\n");
+		tb_free(t);
+		return;
+	}
+	t->up->rx_port = TB_ACCESS;
+	for (unsigned int c = 0; c < 32 * 6; c++) {
+		uint16_t n = (uint16_t)(1 + c % 32), sa[32] = {0}, sb[32] = {0};
+		struct rte_mbuf *a[32], *b[32], *d[32], *e[32];
+		/* Every second size: only the /8s without martians. */
+		const unsigned int kinds = c / 32 % 2 ? 5 : RTE_DIM(dips);
+		bool all = true;
+
+		for (unsigned int i = 0; i < n; i++) {
+			unsigned int k = c * 5 + i * 3;
+			struct tb_pkt p = qinq_v4(100, 200, "198.18.100.2");
+			uint16_t len;
+
+			p.dip = dips[c / 64 == 2 ? 0 : k % kinds];
+			all &= k % kinds < 5 || c / 64 == 2;
+			if (c / 64 == 1 && k % 4 == 1) {
+				p.pppoe = true;
+				p.vid[1] = 201;
+				p.session = 0x12;
+				p.sip = "198.18.100.4";
+			}
+			len = tb_frame(f, &p);
+			a[i] = ep_test_mbuf(f, len);
+			b[i] = ep_test_mbuf(f, len);
+			/* A burst of the same size, its first packet to 10/8,
+			 * the rest to another next hop. */
+			p = qinq_v4(100, 200, "198.18.100.2");
+			p.dip = i == 0 ? "10.1.2.3" : "203.0.113.9";
+			len = tb_frame(f, &p);
+			d[i] = ep_test_mbuf(f, len);
+			e[i] = ep_test_mbuf(f, len);
+		}
+		u->parse_x8 = true;
+		wrong += parse->fn(parse->ctx, a, sa, n) != 0;
+		/* Only a burst whose every lane was answered: a PPPoE lane of
+		 * a group loaded as IPoE takes the scalar parse, unanswered. */
+		if (u->route_pre_n == n) {
+			used++;
+			/* Each the word rte_lpm's table holds for the packet. */
+			for (unsigned int i = 0; i < n; i++) {
+				const struct ep_fib *fib = u->fw->fib;
+				const uint8_t *l3 = rte_pktmbuf_mtod_offset(
+					a[i], const uint8_t *, ep_meta(a[i])->l3_off);
+				uint32_t dst, word;
+
+				memcpy(&dst, l3 + 16, 4);
+				dst = ep_fib_addr4(fib, rte_be_to_cpu_32(dst));
+				memcpy(&word, &fib->lpm4->tbl24[dst >> 8], 4);
+				wrong += u->route_words[i] != word;
+			}
+		} else {
+			unanswered += all;
+		}
+		wrong += u->route_pre_n == n && !all;
+		u->parse_x8 = false;
+		wrong += parse->fn(parse->ctx, b, sb, n) != 0;
+		wrong += u->route_pre_n != 0;
+		u->parse_x8 = true;
+		parse->fn(parse->ctx, a, sa, n);
+		wrong += route_differs(route, a, b, n);
+		/* Words for a burst of 10/8 only, then another burst of its
+		 * size routed: it is looked up by its own frames. */
+		for (unsigned int i = 0; i < n; i++) {
+			struct tb_pkt p = qinq_v4(100, 200, "198.18.100.2");
+			uint16_t len;
+
+			p.dip = "10.1.2.3";
+			len = tb_frame(f, &p);
+			rte_pktmbuf_free(a[i]);
+			a[i] = ep_test_mbuf(f, len);
+		}
+		parse->fn(parse->ctx, a, sa, n);
+		wrong += u->route_pre_n != n;
+		u->parse_x8 = false;
+		parse->fn(parse->ctx, e, sb, n);
+		u->parse_x8 = true;
+		parse->fn(parse->ctx, d, sa, n);
+		parse->fn(parse->ctx, a, sa, n);
+		wrong += route_differs(route, d, e, n);
+		rte_pktmbuf_free_bulk(a, n);
+		rte_pktmbuf_free_bulk(b, n);
+		rte_pktmbuf_free_bulk(d, n);
+		rte_pktmbuf_free_bulk(e, n);
+	}
+	t->up->rx_port = EP_RX_PORT_META;
+	EP_CHECK_EQ(wrong, 0);
+	EP_CHECK(used >= 64);
+	printf("    %u of %u bursts routed by the parse's words; %u of them all answerable "
+	       "but not answered (PPPoE lanes in IPoE groups)\n", used, 32 * 6, unanswered);
+	tb_free(t);
+}
+
 EP_TEST(uplink_pppoe_ipv6_stripped_bytes_exact)
 {
 	struct tb *t = tb_new(up_conf);

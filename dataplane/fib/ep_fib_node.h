@@ -21,6 +21,8 @@
  *                       ep_meta.nexthop (ep_meta.user stays the pipeline's);
  *                       with EP_FIB_ROUTE_SAME_NH a tbl24 word equal to the
  *                       previous forwarded packet's reuses its answer
+ *   ep_fib_route_burst_words  the same for a burst whose tbl24 words an
+ *                       earlier stage read eight at a time (ep_fib_x8.h)
  *
  * An entry read here stays valid until this worker's next quiescent state,
  * after the burst: entries are freed only after every worker passed one.
@@ -486,6 +488,46 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
 
 			out += ep_fib_nh_resolve(fw, pkts[i], nh6[j], &next[i], local, arg);
 		}
+	}
+	return out;
+}
+
+/**
+ * ep_fib_route_burst with EP_FIB_ROUTE_BY8 | EP_FIB_ROUTE_SAME_NH for a
+ * burst of IPv4 packets whose tbl24 words an earlier stage of the same
+ * burst read (ep_fib_x8_words: the word at ep_fib_addr4's address of the
+ * destination, whose /8 holds no martian): @p words[i] is packet i's.  A
+ * word equal to the previous forwarded packet's takes that packet's
+ * answer (a load and a compare, no read of the frame); any other packet is
+ * routed as ep_fib_route_burst routes it, its word read again.  Returns
+ * the packets diverted.
+ */
+static __rte_always_inline uint16_t
+ep_fib_route_burst_words(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *next,
+			 uint16_t n, const uint32_t *words, ep_fib_local_fn local, void *arg)
+{
+	const struct ep_fib *fib = fw->fib;
+	const struct rte_lpm *lpm = fib->lpm4;
+	struct ep_fib_nh *const *nhs = fib->nh;
+	const uint32_t max_nh = fib->p.max_nexthops;
+	struct ep_fib_same_nh same = { .word = UINT64_MAX };
+	uint16_t out = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct ep_meta *md;
+		const struct rte_ipv4_hdr *ip;
+
+		if (likely(words[i] == same.word)) {
+			ep_meta(m)->nexthop = same.idx;
+			ep_meta_set_nh(m, same.e);
+			continue;
+		}
+		md = ep_meta(m);
+		ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, md->l3_off);
+		out += ep_fib_route4_same(fw, lpm, nhs, max_nh, &same, m,
+					  ep_fib_addr4(fib, rte_be_to_cpu_32(ip->dst_addr)), &next[i],
+					  local, arg);
 	}
 	return out;
 }

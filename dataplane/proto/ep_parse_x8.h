@@ -333,6 +333,7 @@ struct ep_parse_qinq_x8 {
 	__m512i l3;             /**< each lane's IPv4 header address (frame + 22, or the caller's l3) */
 	__m512i proto;          /**< each lane's IPv4 protocol, in its low byte */
 	__m512i ports;          /**< bytes l3 + 20..23 (source, destination port) in the low 32 bits */
+	__m512i dst;            /**< the IPv4 destination, host order, in the low 32 bits */
 	__m512i lo, hi;         /**< each lane's ep_meta bytes 0..7 and 8..15 */
 };
 
@@ -385,6 +386,7 @@ ep_x8_qinq_ipv4(const struct ep_parse_x8_in *in, __m512i qe, __m512i qf, __m512i
 		struct ep_parse_qinq_x8 *x)
 {
 	const __m512i lo16 = _mm512_set1_epi64(0xffff);
+	const long long sw0 = (long long)0x8080808002030405ull, sw1 = (long long)0x808080800a0b0c0dull;
 	__m512i tlen, proto, need;
 	__mmask8 bad;
 
@@ -396,6 +398,10 @@ ep_x8_qinq_ipv4(const struct ep_parse_x8_in *in, __m512i qe, __m512i qf, __m512i
 	x->l3 = _mm512_add_epi64(in->p, _mm512_set1_epi64(l3));
 	x->proto = proto;
 	x->ports = _mm512_and_si512(_mm512_srli_epi64(qp, 16), _mm512_set1_epi64(0xffffffff));
+	/* Bytes l3 + 16..19 of each lane (bytes 2..5 of @p qs), byte-swapped
+	 * by one shuffle (its index bytes per 16-byte half: 5 4 3 2, then 13
+	 * 12 11 10; 0x80 zeroes): for a caller's route lookup (the vBNG's). */
+	x->dst = _mm512_shuffle_epi8(qs, _mm512_set_epi64(sw1, sw0, sw1, sw0, sw1, sw0, sw1, sw0));
 	x->lo = ep_x8_meta_lo(in_port, l3, tlen);
 	/* Bytes 12..15: the outer and inner TCI, host order. */
 	x->hi = _mm512_or_si512(ep_x8_meta_hi(proto, need, 2),

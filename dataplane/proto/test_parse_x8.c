@@ -321,7 +321,7 @@ EP_TEST(ipv4_plain_x8_agrees_with_the_scalar_checks_on_mutated_frames)
  * @p user. */
 static EP_X8_TARGET void
 run_qinq_x8(struct rte_mbuf *const *m, __mmask8 lanes, uint64_t user, __mmask8 *ok,
-	    __mmask8 *not_for_us, uint32_t ports[8])
+	    __mmask8 *not_for_us, uint32_t ports[8], uint32_t dst[8])
 {
 	struct ep_parse_x8_in in;
 	struct ep_parse_qinq_x8 x;
@@ -338,6 +338,9 @@ run_qinq_x8(struct rte_mbuf *const *m, __mmask8 lanes, uint64_t user, __mmask8 *
 	_mm512_storeu_si512(p, x.ports);
 	for (int j = 0; j < 8; j++)
 		ports[j] = (uint32_t)p[j];
+	_mm512_storeu_si512(p, x.dst);
+	for (int j = 0; j < 8; j++)
+		dst[j] = (uint32_t)p[j] | (uint32_t)(p[j] >> 32);  /* the high half must be 0 */
 }
 
 /*
@@ -346,7 +349,8 @@ run_qinq_x8(struct rte_mbuf *const *m, __mmask8 lanes, uint64_t user, __mmask8 *
  * (tp_mutate over the tags and the IPv4 header at 22) and with other
  * destination MACs: every lane the same verdict and ep_meta (both TCIs,
  * in_port, user) as ep_parse_qinq_ipv4_plain, the ports word the frame's
- * bytes 42..45, and each verdict seen many times.
+ * bytes 42..45, the destination its bytes 38..41 in host order (and
+ * nothing in the lane's high half), and each verdict seen many times.
  */
 EP_TEST(qinq_ipv4_plain_x8_agrees_with_the_scalar_qinq_parse_on_mutated_frames)
 {
@@ -362,7 +366,7 @@ EP_TEST(qinq_ipv4_plain_x8_agrees_with_the_scalar_qinq_parse_on_mutated_frames)
 		unsigned int n = 1 + b % 8;
 		const uint64_t user = 0x1122334455667700ull | (uint64_t)b;
 		__mmask8 ok, nfu;
-		uint32_t ports[8];
+		uint32_t ports[8], dst[8];
 
 		for (unsigned int j = 0; j < n; j++) {
 			int k = b * 8 + (int)j;
@@ -377,21 +381,22 @@ EP_TEST(qinq_ipv4_plain_x8_agrees_with_the_scalar_qinq_parse_on_mutated_frames)
 			sp.payload = (uint16_t)(k % 3 == 0 ? 0 : 18 + k % 40);
 			m[j] = x8_mutated(&sp, k, 22, 30, &x);
 		}
-		run_qinq_x8(m, (__mmask8)((1u << n) - 1), user, &ok, &nfu, ports);
+		run_qinq_x8(m, (__mmask8)((1u << n) - 1), user, &ok, &nfu, ports, dst);
 		wrong += (ok | nfu) >> n != 0;
 		for (unsigned int j = 0; j < n; j++) {
 			struct ep_meta want_md;
 			enum want s = scalar_of(m[j], true, user, &want_md);
 			enum want got = (ok >> j) & 1 ? WANT_OK :
 					(nfu >> j) & 1 ? WANT_NOT_FOR_US : WANT_SCALAR;
-			uint32_t p42;
+			uint32_t p42, d38;
 
 			seen[s]++;
 			wrong += (got != s) + (((ok & nfu) >> j) & 1) +
 				 (memcmp(ep_meta(m[j]), &want_md, sizeof(want_md)) != 0);
 			if (s == WANT_OK) {
 				memcpy(&p42, rte_pktmbuf_mtod(m[j], const uint8_t *) + 42, 4);
-				wrong += ports[j] != p42;
+				memcpy(&d38, rte_pktmbuf_mtod(m[j], const uint8_t *) + 38, 4);
+				wrong += ports[j] != p42 || dst[j] != rte_be_to_cpu_32(d38);
 			}
 		}
 		rte_pktmbuf_free_bulk(m, n);
