@@ -309,7 +309,7 @@ ep_parse_x8_check(const struct ep_parse_x8_in *in, uint64_t mac, uint16_t in_por
 	x->proto = proto;
 	/* Bytes 26..29 (the word at 24's bytes 2..5: the frame's halves at 20
 	 * and 28 joined) and 30..33 (q28's 2..5), for a caller's route stage
-	 * (the router's: ep_fib_x8_words, ep_fib_x8_src_ok). */
+	 * (the router's: ep_fib_x8_words, ep_fib_x8_no_martian). */
 	x->src = ep_x8_addr_at2(_mm512_or_si512(_mm512_srli_epi64(in->q20, 32),
 						_mm512_slli_epi64(in->q28, 32)));
 	x->dst = ep_x8_addr_at2(in->q28);

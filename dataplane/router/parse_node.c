@@ -173,12 +173,14 @@ parse_burst(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uin
  * for the route stage (ep_fib_x8_words, fib/; router_worker.route_words),
  * and the /8s of its sources and destinations tested for martians by
  * their keep4 words, which stands for the route stage's four compares
- * per address (RFC 1812 5.3.7).  Measured (the tenth pass): the route
- * stage 13.2-14.3 -> 5.7-5.8 cycles a packet in the bench, parse +2,
- * neigh +1.8 (the gathers' misses still in flight when the stage's clock
- * is read); 89.3 -> 85.8 and 90.9 -> 87.9 cycles a packet in A/Bs of
- * both orders against the build that read the words without decoding
- * them, and against the ninth pass's build see docs/benchmarks.md.
+ * per address (RFC 1812 5.3.7).  Measured (docs/benchmarks.md, the tenth
+ * pass; bench.router_ab, 9 rounds, both orders, against the ninth pass's
+ * build): 93.8 -> 90.3 and 92.0 -> 85.0 cycles a packet, the route stage
+ * 13.2 -> 5.9 and 12.7 -> 5.7, parse +2, neigh +1.8 (the gathers' misses
+ * still in flight when the next stage's clock is read).  Issuing the
+ * tbl24 gathers before each group's checks, so that the checks' work hid
+ * their misses, measured worse (85.9 -> 87.5, 0 rounds of 9 ahead):
+ * neigh -1.3, every other stage up.
  */
 static EP_X8_TARGET uint16_t
 parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
