@@ -18,6 +18,11 @@
  * a key with the same layout in the caller's scratch: options and extension
  * headers move the ports, and packets without ports present zeros.
  *
+ * rte_acl walks the groups in the order of the field definitions, not the
+ * bytes' order: here proto, src, the ports, then dst, so that a key no
+ * rule can match any more (most deny rules name ports) leaves the walk
+ * before the destination's bytes (acl.c, with the figures).
+ *
  * Instances with sets, and rule sets with a tos rule (the tos byte is
  * before the protocol byte, where rte_acl cannot reach), use a key built
  * for every packet, with the packet's rule-list ids (one 16-bit id per

@@ -337,6 +337,29 @@ struct ep_fib_same_nh {
 	const struct ep_fib_nh *e;
 };
 
+/* A valid tbl24 word without the extended bit (RTE_LPM_LOOKUP_SUCCESS:
+ * rte_lpm_lookup's whole answer, its low 24 bits the next hop), other
+ * than @p c's: its next hop resolved, and kept in @p c when forwardable. */
+static __rte_always_inline uint16_t
+ep_fib_route4_new_word(struct ep_fib_worker *fw, struct ep_fib_nh *const *nhs, uint32_t max_nh,
+		       struct ep_fib_same_nh *c, struct rte_mbuf *m, uint32_t word,
+		       uint16_t *next, ep_fib_local_fn local, void *arg)
+{
+	const uint32_t idx = word & 0x00ffffffu;
+	const struct ep_fib_nh *e;
+
+	if (likely(idx < max_nh) &&
+	    likely((e = __atomic_load_n(&nhs[idx], __ATOMIC_ACQUIRE))->kind == EP_FIB_NH_FORWARD)) {
+		c->word = word;
+		c->idx = idx;
+		c->e = e;
+		ep_meta(m)->nexthop = idx;
+		ep_meta_set_nh(m, e);
+		return 0;
+	}
+	return ep_fib_nh_slow(fw, m, idx, next, local, arg);
+}
+
 /*
  * One IPv4 lookup as ep_fib_route4_one, answered from @p c when the tbl24
  * word at @p dst is the one @p c holds.  Equal words give equal answers:
@@ -354,8 +377,7 @@ ep_fib_route4_same(struct ep_fib_worker *fw, const struct rte_lpm *lpm,
 		   struct rte_mbuf *m, uint32_t dst, uint16_t *next, ep_fib_local_fn local,
 		   void *arg)
 {
-	uint32_t word, idx;
-	const struct ep_fib_nh *e;
+	uint32_t word;
 
 	memcpy(&word, &lpm->tbl24[dst >> 8], 4);
 	if (likely(word == c->word)) {
@@ -365,17 +387,7 @@ ep_fib_route4_same(struct ep_fib_worker *fw, const struct rte_lpm *lpm,
 	}
 	if ((word & RTE_LPM_VALID_EXT_ENTRY_BITMASK) != RTE_LPM_LOOKUP_SUCCESS)
 		return ep_fib_route4_one(fw, lpm, nhs, max_nh, m, dst, next, local, arg);
-	idx = word & 0x00ffffffu;
-	if (likely(idx < max_nh) &&
-	    likely((e = __atomic_load_n(&nhs[idx], __ATOMIC_ACQUIRE))->kind == EP_FIB_NH_FORWARD)) {
-		c->word = word;
-		c->idx = idx;
-		c->e = e;
-		ep_meta(m)->nexthop = idx;
-		ep_meta_set_nh(m, e);
-		return 0;
-	}
-	return ep_fib_nh_slow(fw, m, idx, next, local, arg);
+	return ep_fib_route4_new_word(fw, nhs, max_nh, c, m, word, next, local, arg);
 }
 
 /**
@@ -498,7 +510,10 @@ ep_fib_route_burst(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint16_t *n
  * burst read (ep_fib_x8_words: the word at ep_fib_addr4's address of the
  * destination, whose /8 holds no martian): @p words[i] is packet i's.  A
  * word equal to the previous forwarded packet's takes that packet's
- * answer (a load and a compare, no read of the frame); any other packet is
+ * answer (a load and a compare, no read of the frame); another valid word
+ * without the extended bit is decoded as it is (ep_fib_route4_new_word:
+ * no read of the frame either, the router's case, whose destinations
+ * spread over many routes); an extended or invalid word's packet is
  * routed as ep_fib_route_burst routes it, its word read again.  Returns
  * the packets diverted.
  */
@@ -521,6 +536,11 @@ ep_fib_route_burst_words(struct ep_fib_worker *fw, struct rte_mbuf **pkts, uint1
 		if (likely(words[i] == same.word)) {
 			ep_meta(m)->nexthop = same.idx;
 			ep_meta_set_nh(m, same.e);
+			continue;
+		}
+		if (likely((words[i] & RTE_LPM_VALID_EXT_ENTRY_BITMASK) == RTE_LPM_LOOKUP_SUCCESS)) {
+			out += ep_fib_route4_new_word(fw, nhs, max_nh, &same, m, words[i], &next[i],
+						      local, arg);
 			continue;
 		}
 		md = ep_meta(m);

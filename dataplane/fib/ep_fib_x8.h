@@ -42,6 +42,16 @@ ep_fib_x8_keep(const struct ep_fib *fib, __mmask8 lanes, __m512i dst)
 		_mm256_setzero_si256(), lanes, _mm512_srli_epi64(dst, 24), fib->keep4, 4));
 }
 
+/** The lanes of @p lanes whose keep4 word @p keep (ep_fib_x8_keep of an
+ *  address) says their /8 holds no martian (EP_FIB_KEEP4_MARTIAN clear):
+ *  their addresses pass ep_ipv4_martian.  A router's source check
+ *  (EP_FIB_ROUTE_SRC_CHECK) for a burst whose words it reads here. */
+static __rte_always_inline EP_X8_TARGET __mmask8
+ep_fib_x8_no_martian(__mmask8 lanes, __m512i keep)
+{
+	return _mm512_mask_testn_epi64_mask(lanes, keep, _mm512_set1_epi64(EP_FIB_KEEP4_MARTIAN));
+}
+
 /**
  * The tbl24 words of the lanes @p lanes of @p dst (their keep4 words
  * @p keep, from ep_fib_x8_keep) into the eight 32-bit elements of
@@ -53,8 +63,7 @@ static __rte_always_inline EP_X8_TARGET __mmask8
 ep_fib_x8_words(const struct ep_fib *fib, __mmask8 lanes, __m512i dst, __m512i keep,
 		__m256i *words)
 {
-	const __mmask8 ok = _mm512_mask_testn_epi64_mask(lanes, keep,
-							 _mm512_set1_epi64(EP_FIB_KEEP4_MARTIAN));
+	const __mmask8 ok = ep_fib_x8_no_martian(lanes, keep);
 	/* ep_fib_addr4_keep: (dst & (0xff000000 | keep)) |
 	 * (((dst >> 24) << 14) & ~keep), then the index dst >> 8. */
 	__m512i a = _mm512_or_si512(

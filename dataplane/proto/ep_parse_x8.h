@@ -89,6 +89,7 @@ struct ep_parse_x8 {
 	__mmask8 not_for_us;    /**< unicast to another MAC: EP_DROP_L2_NOT_FOR_US */
 	__m512i l3;             /**< each lane's IPv4 header address (frame + 14) */
 	__m512i proto;          /**< each lane's IPv4 protocol, in its low byte */
+	__m512i src, dst;       /**< the IPv4 source and destination, host order, low 32 bits */
 };
 
 /** A 256-entry byte table at the low byte of each 64-bit lane of @p idx
@@ -226,6 +227,18 @@ ep_x8_ipv4_bad(__m512i qe, __m512i qf, __m512i qs, __m512i pkt_len, __m512i seg,
 	return bad;
 }
 
+/* The low 32 bits of each lane of @p q, bytes 2..5 of it byte-swapped (a
+ * host-order IPv4 address from the frame's word that holds it): one
+ * shuffle, its index bytes per 16-byte half 5 4 3 2, then 13 12 11 10
+ * (0x80 zeroes). */
+static __rte_always_inline EP_X8_TARGET __m512i
+ep_x8_addr_at2(__m512i q)
+{
+	const long long sw0 = (long long)0x8080808002030405ull, sw1 = (long long)0x808080800a0b0c0dull;
+
+	return _mm512_shuffle_epi8(q, _mm512_set_epi64(sw1, sw0, sw1, sw0, sw1, sw0, sw1, sw0));
+}
+
 /* ep_meta's bytes 8..11 of a lane: l3_type IPv4, l4_proto, @p n_vlans,
  * flags (HAS_L4 when the protocol has a minimum header). */
 static __rte_always_inline EP_X8_TARGET __m512i
@@ -294,6 +307,12 @@ ep_parse_x8_check(const struct ep_parse_x8_in *in, uint64_t mac, uint16_t in_por
 	x->ok = ok;
 	x->l3 = _mm512_add_epi64(in->p, _mm512_set1_epi64(RTE_ETHER_HDR_LEN));
 	x->proto = proto;
+	/* Bytes 26..29 (the word at 24's bytes 2..5: the frame's halves at 20
+	 * and 28 joined) and 30..33 (q28's 2..5), for a caller's route stage
+	 * (the router's: ep_fib_x8_words, ep_fib_x8_no_martian). */
+	x->src = ep_x8_addr_at2(_mm512_or_si512(_mm512_srli_epi64(in->q20, 32),
+						_mm512_slli_epi64(in->q28, 32)));
+	x->dst = ep_x8_addr_at2(in->q28);
 	ep_x8_meta_store(in->mb, ok, ep_x8_meta_lo(in_port, RTE_ETHER_HDR_LEN, tlen),
 			 ep_x8_meta_hi(proto, need, 0), 4, false, 0);
 }
@@ -386,7 +405,6 @@ ep_x8_qinq_ipv4(const struct ep_parse_x8_in *in, __m512i qe, __m512i qf, __m512i
 		struct ep_parse_qinq_x8 *x)
 {
 	const __m512i lo16 = _mm512_set1_epi64(0xffff);
-	const long long sw0 = (long long)0x8080808002030405ull, sw1 = (long long)0x808080800a0b0c0dull;
 	__m512i tlen, proto, need;
 	__mmask8 bad;
 
@@ -398,10 +416,9 @@ ep_x8_qinq_ipv4(const struct ep_parse_x8_in *in, __m512i qe, __m512i qf, __m512i
 	x->l3 = _mm512_add_epi64(in->p, _mm512_set1_epi64(l3));
 	x->proto = proto;
 	x->ports = _mm512_and_si512(_mm512_srli_epi64(qp, 16), _mm512_set1_epi64(0xffffffff));
-	/* Bytes l3 + 16..19 of each lane (bytes 2..5 of @p qs), byte-swapped
-	 * by one shuffle (its index bytes per 16-byte half: 5 4 3 2, then 13
-	 * 12 11 10; 0x80 zeroes): for a caller's route lookup (the vBNG's). */
-	x->dst = _mm512_shuffle_epi8(qs, _mm512_set_epi64(sw1, sw0, sw1, sw0, sw1, sw0, sw1, sw0));
+	/* Bytes l3 + 16..19 of each lane (bytes 2..5 of @p qs): for a
+	 * caller's route lookup (the vBNG's). */
+	x->dst = ep_x8_addr_at2(qs);
 	x->lo = ep_x8_meta_lo(in_port, l3, tlen);
 	/* Bytes 12..15: the outer and inner TCI, host order. */
 	x->hi = _mm512_or_si512(ep_x8_meta_hi(proto, need, 2),

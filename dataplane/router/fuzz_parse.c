@@ -25,7 +25,9 @@
  * the same bytes, through the scalar loop; any difference in the frames
  * diverted, next[] (verdict and drop reason), ep_meta, the neigh stage's
  * l2ctl, or the ACL inputs given (how many, each one's offset in its
- * frame) aborts, for libFuzzer to report: the comparison of
+ * frame) aborts, and so does a tbl24 word the eight-frame path read for
+ * the route stage that is not the table's for a non-martian IPv4 lane
+ * (router_worker.route_words), for libFuzzer to report: the comparison of
  * test_router_pipeline's parse_x8_path_equals_the_scalar_parse_on_bursts_
  * of_every_size on inputs it never built.  Where the CPU lacks AVX-512
  * F/BW/DQ/VBMI (or EP_FUZZ_NO_X8 is set) only the scalar loop runs, and
@@ -40,6 +42,7 @@
 #include <rte_malloc.h>
 
 #include "engine_internal.h"
+#include "ep_ip.h"
 #include "ep_parse.h"
 #include "router.h"
 
@@ -173,7 +176,35 @@ struct parse_run {
 	uint16_t out, given;
 	uint32_t l2ctl;
 	ptrdiff_t acl_in[FUZZ_BURST];
+	bool words_ok;
 };
+
+/* The tbl24 words the x8 parse read for the route stage, if it read any
+ * (router_worker.route_words): every lane IPv4, its source and
+ * destination not martian, its word the table's at ep_fib_addr4's address
+ * of its destination. */
+static bool
+words_check(struct rte_mbuf *const *m, uint16_t n)
+{
+	const struct ep_fib *fib = brw->fw->fib;
+
+	if (brw->route_pre_n == 0)
+		return true;
+	if (brw->route_pre_n != n || brw->route_pre_first != m[0])
+		return false;
+	for (uint16_t i = 0; i < n; i++) {
+		const struct ep_meta *md = ep_meta(m[i]);
+		const struct rte_ipv4_hdr *ip =
+			rte_pktmbuf_mtod_offset(m[i], const struct rte_ipv4_hdr *, md->l3_off);
+		uint32_t dst = rte_be_to_cpu_32(ip->dst_addr), word;
+
+		memcpy(&word, &fib->lpm4->tbl24[ep_fib_addr4(fib, dst) >> 8], 4);
+		if (md->l3_type != EP_L3_IPV4 || ep_ipv4_martian(dst) ||
+		    ep_ipv4_martian(rte_be_to_cpu_32(ip->src_addr)) || brw->route_words[i] != word)
+			return false;
+	}
+	return true;
+}
 
 static void
 parse_run(struct parse_run *pr, const uint8_t *const *start, const size_t *len, uint16_t n,
@@ -195,6 +226,7 @@ parse_run(struct parse_run *pr, const uint8_t *const *start, const size_t *len, 
 	pr->given = brw->acl->given;
 	for (uint16_t i = 0; i < pr->given; i++)
 		pr->acl_in[i] = brw->acl->sc.data[i] - rte_pktmbuf_mtod(pr->m[i], const uint8_t *);
+	pr->words_ok = words_check(pr->m, n);
 }
 
 static void
@@ -241,6 +273,8 @@ burst_differential(const uint8_t *data, size_t size)
 			what = "l2ctl";
 		else if (v.given != s.given)
 			what = "ACL inputs given";
+		else if (!v.words_ok)
+			what = "the route stage's tbl24 words";
 		for (uint16_t i = 0; what == NULL && i < n; i++) {
 			lane = i;
 			if (v.next[i] != s.next[i])

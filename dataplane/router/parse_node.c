@@ -41,10 +41,14 @@
  * alternated A/B of whole builds, 34 -> 25 in another (noisy machine).
  * Prefetching the route stage's tbl24 line from here was tried and
  * measured worse: the miss cost moved into this stage (+14 cycles here,
- * -8 in route).
+ * -8 in route).  Reading the words with gathers in the x8 path, eight
+ * lanes' misses in flight at once and the route stage left a compare or a
+ * decode per packet, measured better (parse_burst_x8; docs/benchmarks.md,
+ * the tenth pass).
  */
 #include "ep_parse.h"
 #include "ep_parse_x8.h"
+#include "fib/ep_fib_x8.h"
 #include "ep_rx.h"
 #include "router.h"
 
@@ -164,6 +168,19 @@ parse_burst(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uin
  * rounds of 9.  Without the meta lines' prefetch the bench read parse
  * 12.6 and 102.5 cycles a packet: the scalar loop prefetches them four
  * frames ahead, and the gathers do not touch that line.
+ *
+ * A burst with nothing diverted also has every packet's tbl24 word read
+ * for the route stage (ep_fib_x8_words, fib/; router_worker.route_words),
+ * and the /8s of its sources and destinations tested for martians by
+ * their keep4 words, which stands for the route stage's four compares
+ * per address (RFC 1812 5.3.7).  Measured (docs/benchmarks.md, the tenth
+ * pass; bench.router_ab, 9 rounds, both orders, against the ninth pass's
+ * build): 93.8 -> 90.3 and 92.0 -> 85.0 cycles a packet, the route stage
+ * 13.2 -> 5.9 and 12.7 -> 5.7, parse +2, neigh +1.8 (the gathers' misses
+ * still in flight when the next stage's clock is read).  Issuing the
+ * tbl24 gathers before each group's checks, so that the checks' work hid
+ * their misses, measured worse (85.9 -> 87.5, 0 rounds of 9 ahead):
+ * neigh -1.3, every other stage up.
  */
 static EP_X8_TARGET uint16_t
 parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
@@ -175,6 +192,9 @@ parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, 
 	uint64_t mac;
 	uint16_t out = 0, mac2;
 	struct ep_parse_x8_in in[EP_BURST_MAX / 8];
+	__m512i src[EP_BURST_MAX / 8], dst[EP_BURST_MAX / 8];
+	__mmask8 oks[EP_BURST_MAX / 8];
+	uint64_t words = 0;
 
 	ep_mac_words(&fw->port[port].mac, &mac4, &mac2);
 	mac = mac4 | (uint64_t)mac2 << 32;
@@ -187,6 +207,9 @@ parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, 
 		struct ep_parse_x8 x;
 
 		ep_parse_x8_check(&in[i / 8], mac, port, &x);
+		oks[i / 8] = x.ok;
+		src[i / 8] = x.src;
+		dst[i / 8] = x.dst;
 		ep_acl_filter_input4_x8(acl, i, x.ok, x.l3);
 		acl_ok = _mm512_test_epi64_mask(ep_x8_table(ep_acl_port_protos, x.proto),
 						_mm512_set1_epi64(EP_META_F_HAS_L4));
@@ -209,6 +232,32 @@ parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, 
 			l2ctl |= r;
 		}
 	}
+	/* When no packet was diverted: every packet's tbl24 word for the
+	 * route stage (router_worker.route_words), its destination's and its
+	 * source's /8 proved free of martians by their keep4 words.  Two
+	 * gathers in a chain per group (keep4 words, then tbl24 words): every
+	 * group's keep4 words first, so that the groups' misses overlap. */
+	if (out == 0) {
+		const struct ep_fib *fib = fw->fib;
+		__m512i keep[EP_BURST_MAX / 8];
+		__mmask8 src_ok[EP_BURST_MAX / 8];
+
+		for (uint16_t i = 0; i < n; i += 8) {
+			keep[i / 8] = ep_fib_x8_keep(fib, oks[i / 8], dst[i / 8]);
+			src_ok[i / 8] = ep_fib_x8_no_martian(
+				oks[i / 8], ep_fib_x8_keep(fib, oks[i / 8], src[i / 8]));
+		}
+		for (uint16_t i = 0; i < n; i += 8) {
+			__m256i wd;
+			__mmask8 has = ep_fib_x8_words(fib, src_ok[i / 8], dst[i / 8], keep[i / 8],
+						       &wd);
+
+			_mm256_storeu_si256((__m256i *)&w->route_words[i], wd);
+			words |= (uint64_t)has << i;
+		}
+	}
+	w->route_pre_n = out == 0 && n != 0 && words == UINT64_MAX >> (64 - n) ? n : 0;
+	w->route_pre_first = n != 0 ? pkts[0] : NULL;
 	w->l2ctl = l2ctl & PARSE_L2CTL;
 	ep_acl_filter_give(acl, (l2ctl & PARSE_NOT_ACL4) == 0 ? n : 0, n != 0 ? pkts[0] : NULL);
 	return out;
@@ -238,6 +287,7 @@ router_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	struct router_worker *w = ctx;
 	uint16_t port = w->fw->w != NULL ? w->fw->w->rx_port : EP_RX_PORT_META;
 
+	w->route_pre_n = 0;     /* no tbl24 words but the x8 path's */
 	if (likely(port < w->fw->n_ports)) {
 #ifdef EP_PARSE_X8
 		if (w->parse_x8)

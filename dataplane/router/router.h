@@ -76,6 +76,14 @@ struct router_worker {
 	/** parse bursts from rx eight frames at a time (AVX-512, where the
 	 *  CPU has it; tests clear it to run the scalar path) */
 	bool parse_x8;
+	/* parse -> route: every packet's tbl24 word, read by the x8 parse for
+	 * a burst it passed on whole (ep_fib_x8_words), sources and
+	 * destinations proved not martian; valid for the route stage's next
+	 * call on route_pre_n packets from route_pre_first (a stage between
+	 * that drops any changes the count). */
+	uint16_t route_pre_n;
+	const struct rte_mbuf *route_pre_first;
+	uint32_t route_words[EP_BURST_MAX];
 };
 
 /** Whether the parse stage's eight-frame path runs on this CPU. */
