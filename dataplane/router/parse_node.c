@@ -180,13 +180,10 @@ parse_burst(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uin
  * still in flight when the next stage's clock is read).  Issuing the
  * tbl24 gathers before each group's checks, so that the checks' work hid
  * their misses, measured worse (85.9 -> 87.5, 0 rounds of 9 ahead):
- * neigh -1.3, every other stage up.  The keep4 gathers (a 1 KB table,
- * in cache) are issued in the checks loop, each group's after its checks,
- * and only the tbl24 gathers are left after it (the eleventh pass:
- * test_router_cycles' stages 43.0-43.3 -> 41.8-42.6, route 3.3 -> 2.7;
- * in the bench per-round medians 1.000, 1.006 and, swapped, 1.030).
- * Issuing the tbl24 gathers there too, each group's after its checks,
- * measured worse (85.9 -> 90.6 cycles a packet, 0 rounds of 9 ahead).
+ * neigh -1.3, every other stage up.  Each group's tbl24 gather issued
+ * right after its checks measured worse too (85.9 -> 90.6, 0 of 9), and
+ * the keep4 gathers alone moved into the checks loop read level (bench
+ * medians 0.998-1.030; the eleventh pass).
  */
 static EP_X8_TARGET uint16_t
 parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
@@ -198,9 +195,8 @@ parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, 
 	uint64_t mac;
 	uint16_t out = 0, mac2;
 	struct ep_parse_x8_in in[EP_BURST_MAX / 8];
-	const struct ep_fib *fib = fw->fib;
-	__m512i dst[EP_BURST_MAX / 8], keep[EP_BURST_MAX / 8];
-	__mmask8 src_ok[EP_BURST_MAX / 8];
+	__m512i src[EP_BURST_MAX / 8], dst[EP_BURST_MAX / 8];
+	__mmask8 oks[EP_BURST_MAX / 8];
 	uint64_t words = 0;
 
 	ep_mac_words(&fw->port[port].mac, &mac4, &mac2);
@@ -214,12 +210,9 @@ parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, 
 		struct ep_parse_x8 x;
 
 		ep_parse_x8_check(&in[i / 8], mac, port, &x);
+		oks[i / 8] = x.ok;
+		src[i / 8] = x.src;
 		dst[i / 8] = x.dst;
-		/* The keep4 words (1 KB, in cache) of this group's destinations
-		 * and sources while the next groups are checked: the tbl24
-		 * gathers below wait on nothing but their own lines. */
-		keep[i / 8] = ep_fib_x8_keep(fib, x.ok, x.dst);
-		src_ok[i / 8] = ep_fib_x8_no_martian(x.ok, ep_fib_x8_keep(fib, x.ok, x.src));
 		ep_acl_filter_input4_x8(acl, i, x.ok, x.l3);
 		acl_ok = _mm512_test_epi64_mask(ep_x8_table(ep_acl_port_protos, x.proto),
 						_mm512_set1_epi64(EP_META_F_HAS_L4));
@@ -244,10 +237,19 @@ parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, 
 	}
 	/* When no packet was diverted: every packet's tbl24 word for the
 	 * route stage (router_worker.route_words), its destination's and its
-	 * source's /8 proved free of martians by their keep4 words (read in
-	 * the loop above): four gathers in a row, each waiting on nothing
-	 * but its own lines, so that the groups' misses overlap. */
+	 * source's /8 proved free of martians by their keep4 words.  Two
+	 * gathers in a chain per group (keep4 words, then tbl24 words): every
+	 * group's keep4 words first, so that the groups' misses overlap. */
 	if (out == 0) {
+		const struct ep_fib *fib = fw->fib;
+		__m512i keep[EP_BURST_MAX / 8];
+		__mmask8 src_ok[EP_BURST_MAX / 8];
+
+		for (uint16_t i = 0; i < n; i += 8) {
+			keep[i / 8] = ep_fib_x8_keep(fib, oks[i / 8], dst[i / 8]);
+			src_ok[i / 8] = ep_fib_x8_no_martian(
+				oks[i / 8], ep_fib_x8_keep(fib, oks[i / 8], src[i / 8]));
+		}
 		for (uint16_t i = 0; i < n; i += 8) {
 			__m256i wd;
 			__mmask8 has = ep_fib_x8_words(fib, src_ok[i / 8], dst[i / 8], keep[i / 8],
