@@ -180,7 +180,10 @@ parse_burst(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uin
  * still in flight when the next stage's clock is read).  Issuing the
  * tbl24 gathers before each group's checks, so that the checks' work hid
  * their misses, measured worse (85.9 -> 87.5, 0 rounds of 9 ahead):
- * neigh -1.3, every other stage up.
+ * neigh -1.3, every other stage up.  Each group's tbl24 gather issued
+ * right after its checks measured worse too (85.9 -> 90.6, 0 of 9), and
+ * the keep4 gathers alone moved into the checks loop read level (bench
+ * medians 0.998-1.030; the eleventh pass).
  */
 static EP_X8_TARGET uint16_t
 parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
