@@ -63,11 +63,12 @@ func cluster(t *testing.T) []*member {
 	dir := t.TempDir()
 	var ms []*member
 	var peers []string
+	ports := etcdtest.FreePorts(t, 6) // distinct: a client and a peer port a member
 	for i := 1; i <= 3; i++ {
 		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(dir, fmt.Sprintf("m%d", i)),
 			log:    filepath.Join(dir, fmt.Sprintf("m%d.log", i)),
-			client: fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t)),
-			peer:   fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))}
+			client: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i-2]),
+			peer:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i-1])}
 		ms = append(ms, m)
 		peers = append(peers, m.name+"="+m.peer)
 	}

@@ -14,25 +14,34 @@ import (
 	"edgeplane/control/internal/controller"
 )
 
-// FreePort is a loopback TCP port nothing listens on (a race with other
-// processes is possible and harmless: the start then fails loudly).
-func FreePort(t testing.TB) int {
+// FreePorts is n distinct loopback TCP ports nothing listens on (a race
+// with other processes is possible and harmless: a start then fails
+// loudly).  Each listener stays open until all n are chosen: a port
+// closed at once is free again, and the kernel may hand it out for the
+// next bind (a three-member cluster was once given the same peer port
+// twice and failed with "has duplicate url").
+func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // Embedded starts the controller's embedded etcd and returns its client
 // endpoint; the test's cleanup stops it.
 func Embedded(t testing.TB) string {
 	t.Helper()
-	ep := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	ports := FreePorts(t, 2)
+	ep := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	e, err := controller.StartEmbedded(controller.EmbeddedConfig{
-		Dir: t.TempDir(), ClientURL: ep, PeerURL: fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
+		Dir: t.TempDir(), ClientURL: ep, PeerURL: fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
 		QuotaBytes: 1 << 30, Quiet: true,
 	})
 	if err != nil {
