@@ -263,7 +263,9 @@ class Dp:
         self.host = host
         self.sections = config
         self.name = name
-        self.binary = Path(binary_path) if binary_path else binary()
+        # Absolute: the process starts in its own directory (cwd=self.dir),
+        # where a path relative to the caller's would not resolve.
+        self.binary = Path(binary_path).resolve() if binary_path else binary()
         self.start_timeout = start_timeout
         self.ctl_timeout = ctl_timeout
         self.keep_dir = workdir is not None
