@@ -10,6 +10,11 @@ GO       ?= go
 XDP_SRCS := $(wildcard xdp/include/*.h xdp/steer/*.h xdp/steer/*.c xdp/noop/*.c) \
             control/internal/steer/gen.go
 XDP_GEN  := control/internal/steer/steer_bpfel.o
+# The router's XDP fast path (xdp/fwd): net_af_xdp loads build/xdp/fwd.o
+# through its xdp_prog devarg (docs/benchmarks.md, "The XDP fast path").
+FWD_SRCS := $(wildcard xdp/include/*.h xdp/fwd/*.h xdp/fwd/*.c xdp/fwd/*.def) \
+            control/internal/xdpfwd/gen.go
+FWD_GEN  := control/internal/xdpfwd/fwd_bpfel.o
 
 BUILD_TARGETS += build-xdp
 TEST_TARGETS  += test-xdp
@@ -19,11 +24,15 @@ TEST_TARGETS  += test-xdp
 $(XDP_GEN): $(XDP_SRCS)
 	@cd control && $(GO) generate ./internal/steer
 
+$(FWD_GEN): $(FWD_SRCS)
+	@cd control && $(GO) generate ./internal/xdpfwd
+
 # -p 1: two cores are shared with the C builds.
-build-xdp: $(XDP_GEN)
+build-xdp: $(XDP_GEN) $(FWD_GEN)
 	@mkdir -p $(BUILD)/bin $(BUILD)/xdp
 	@cd control && $(GO) build -p 1 -o $(BUILD)/bin/ ./cmd/...
 	@cp control/internal/steer/noop_bpfel.o $(BUILD)/xdp/noop.o
+	@cp $(FWD_GEN) $(BUILD)/xdp/fwd.o
 
 test-xdp: build-xdp
 	@cd control && $(GO) test -p 1 -count=1 ./...

@@ -1,0 +1,374 @@
+package xdpfwd
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+)
+
+// The kernel runs the real program on crafted frames (BPF_PROG_TEST_RUN);
+// the tests assert its verdict, the bytes it leaves and the one counter it
+// moves. Root is required. A punted frame's verdict is XDP_PASS: the
+// program redirects into xsks_map with XDP_PASS as the fallback, and no
+// socket is in the map here, so the result is the fallback (the PMD's
+// default program behaves the same way).
+
+var (
+	portMAC = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0a} // the rx port's own MAC
+	hostMAC = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x01} // the sender
+	nhMAC   = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0b} // the next hop
+	outMAC  = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0c} // the egress port's MAC
+	src     = net.IPv4(198, 18, 0, 2)
+	routed  = net.IPv4(198, 18, 100, 7)
+)
+
+// The kernel's enum xdp_action.
+const (
+	xdpPass     = 2
+	xdpRedirect = 4
+)
+
+const (
+	nhRouted   = 5 // resolved next hop, on port 1
+	nhOffPort  = 6 // resolved, on port 7: not in the devmap
+	nhSmallMTU = 7 // resolved, MTU 100
+	outPort    = 1
+)
+
+type fixture struct {
+	objs  fwdObjects
+	names []string
+}
+
+func load(t *testing.T) *fixture {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("BPF_PROG_TEST_RUN needs root")
+	}
+	spec, err := loadFwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{}
+	if f.names, err = CounterNames(spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.LoadAndAssign(&f.objs, nil); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	t.Cleanup(func() { f.objs.Close() })
+	f.setCfg(t, 1, 1)
+	// Port 1 sends on lo: any device with an ifindex will do for a devmap
+	// entry; BPF_PROG_TEST_RUN returns the verdict without sending.
+	if err := f.objs.FwdTxPorts.Put(uint32(outPort), uint32(1)); err != nil {
+		t.Fatal(err)
+	}
+	f.route(t, "198.18.100.0/24", nhRouted)
+	f.route(t, "198.18.1.1/32", 0) // our own address (EP_FIB_NH_LOCAL)
+	f.route(t, "198.18.2.0/24", 1) // connected, host unresolved (EP_FIB_NH_GLEAN)
+	f.route(t, "198.18.3.0/24", nhOffPort)
+	f.route(t, "198.18.4.0/24", nhSmallMTU)
+	f.nexthop(t, nhRouted, outPort, 1500)
+	f.nexthop(t, nhOffPort, 7, 1500)
+	f.nexthop(t, nhSmallMTU, outPort, 100)
+	return f
+}
+
+func (f *fixture) setCfg(t *testing.T, enabled, aclEmpty uint8) {
+	t.Helper()
+	var c fwdFwdCfg
+	copy(c.Mac[:], portMAC)
+	c.Enabled, c.AclEmpty = enabled, aclEmpty
+	if err := f.objs.FwdCfgMap.Put(uint32(0), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) route(t *testing.T, prefix string, nh uint32) {
+	t.Helper()
+	_, n, err := net.ParseCIDR(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ones, _ := n.Mask.Size()
+	k := fwdFwdLpm4Key{Prefixlen: uint32(ones), Addr: binary.NativeEndian.Uint32(n.IP.To4())}
+	if err := f.objs.FwdRoute4.Put(k, nh); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) nexthop(t *testing.T, idx uint32, port, mtu uint16) {
+	t.Helper()
+	v := fwdFwdNh{Port: port, Mtu: mtu, Valid: 1}
+	copy(v.Eth[:6], nhMAC)
+	copy(v.Eth[6:], outMAC)
+	if err := f.objs.FwdNexthops.Put(idx, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) counters(t *testing.T) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for i, n := range f.names {
+		var per []uint64
+		if err := f.objs.FwdCounters.Lookup(uint32(i), &per); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range per {
+			out[n] += v
+		}
+	}
+	return out
+}
+
+type result struct {
+	ret   uint32
+	out   []byte
+	moved map[string]uint64 // counters that changed, by how much
+}
+
+func (f *fixture) run(t *testing.T, frame []byte) result {
+	t.Helper()
+	before := f.counters(t)
+	out := make([]byte, len(frame)+256)
+	opts := ebpf.RunOptions{Data: frame, DataOut: out, Repeat: 1}
+	ret, err := f.objs.XdpRouterFwd.Run(&opts)
+	if err != nil {
+		t.Fatalf("test run: %v", err)
+	}
+	moved := map[string]uint64{}
+	for k, v := range f.counters(t) {
+		if v != before[k] {
+			moved[k] = v - before[k]
+		}
+	}
+	return result{ret: ret, out: out[:len(frame)], moved: moved}
+}
+
+type frameOpt struct {
+	dstMAC   net.HardwareAddr
+	src, dst net.IP
+	ttl      uint8
+	options  bool
+	badCsum  bool
+	payload  int
+}
+
+func ipv4Frame(t *testing.T, o frameOpt) []byte {
+	t.Helper()
+	if o.dstMAC == nil {
+		o.dstMAC = portMAC
+	}
+	if o.src == nil {
+		o.src = src
+	}
+	if o.dst == nil {
+		o.dst = routed
+	}
+	if o.ttl == 0 {
+		o.ttl = 64
+	}
+	eth := &layers.Ethernet{SrcMAC: hostMAC, DstMAC: o.dstMAC, EthernetType: layers.EthernetTypeIPv4}
+	ip := &layers.IPv4{Version: 4, TTL: o.ttl, Protocol: layers.IPProtocolUDP, SrcIP: o.src, DstIP: o.dst, Id: 0x1234}
+	if o.options {
+		ip.Options = []layers.IPv4Option{{OptionType: 1}, {OptionType: 1}, {OptionType: 1}, {OptionType: 0}}
+	}
+	udp := &layers.UDP{SrcPort: 1024, DstPort: 9}
+	if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	buf := gopacket.NewSerializeBuffer()
+	err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+		eth, ip, udp, gopacket.Payload(make([]byte, 18+o.payload)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	if o.badCsum {
+		b[14+10] ^= 0x01
+	}
+	return b
+}
+
+// ipv4HeaderSum is RFC 1071's sum of a 20-byte header with the checksum
+// field zeroed, complemented: the full recompute the fast path's
+// incremental update must equal.
+func ipv4HeaderSum(h []byte) uint16 {
+	var s uint32
+	for i := 0; i < 20; i += 2 {
+		if i == 10 {
+			continue
+		}
+		s += uint32(h[i])<<8 | uint32(h[i+1])
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return ^uint16(s)
+}
+
+func TestForwardedFrameHasTTLDecrementedChecksumUpdatedAndMACsRewritten(t *testing.T) {
+	f := load(t)
+	for _, ttl := range []uint8{64, 2, 255} {
+		in := ipv4Frame(t, frameOpt{ttl: ttl})
+		r := f.run(t, in)
+		if r.ret != xdpRedirect {
+			t.Fatalf("ttl %d: verdict %d, want XDP_REDIRECT", ttl, r.ret)
+		}
+		if !bytes.Equal(r.out[0:6], nhMAC) || !bytes.Equal(r.out[6:12], outMAC) {
+			t.Errorf("ttl %d: MACs %x %x, want %x %x", ttl, r.out[0:6], r.out[6:12], nhMAC, outMAC)
+		}
+		ip := r.out[14:34]
+		if ip[8] != ttl-1 {
+			t.Errorf("ttl %d: out TTL %d", ttl, ip[8])
+		}
+		if got, want := binary.BigEndian.Uint16(ip[10:]), ipv4HeaderSum(ip); got != want {
+			t.Errorf("ttl %d: checksum %#04x, full recompute %#04x", ttl, got, want)
+		}
+		// TTL at 14+8, the checksum at 14+10.
+		if !bytes.Equal(r.out[12:22], in[12:22]) || r.out[23] != in[23] || !bytes.Equal(r.out[26:], in[26:]) {
+			t.Errorf("ttl %d: bytes other than MACs, TTL and checksum changed", ttl)
+		}
+		if len(r.moved) != 1 || r.moved["forwarded"] != 1 {
+			t.Errorf("ttl %d: counters moved %v, want forwarded 1", ttl, r.moved)
+		}
+	}
+}
+
+func TestForwardedFrameGoesToTheNextHopsPort(t *testing.T) {
+	f := load(t)
+	// The next hop's port leaves the devmap: the same frame is punted.
+	if r := f.run(t, ipv4Frame(t, frameOpt{})); r.ret != xdpRedirect {
+		t.Fatalf("verdict %d, want XDP_REDIRECT", r.ret)
+	}
+	if err := f.objs.FwdTxPorts.Delete(uint32(outPort)); err != nil {
+		t.Fatal(err)
+	}
+	r := f.run(t, ipv4Frame(t, frameOpt{}))
+	if r.ret != xdpPass || r.moved["punt_port"] != 1 {
+		t.Fatalf("without the port: verdict %d, counters %v, want XDP_PASS, punt_port 1", r.ret, r.moved)
+	}
+}
+
+func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
+	arp := func(t *testing.T) []byte {
+		buf := gopacket.NewSerializeBuffer()
+		err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true},
+			&layers.Ethernet{SrcMAC: hostMAC, DstMAC: portMAC, EthernetType: layers.EthernetTypeARP},
+			&layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
+				HwAddressSize: 6, ProtAddressSize: 4, Operation: layers.ARPRequest,
+				SourceHwAddress: hostMAC, SourceProtAddress: src.To4(),
+				DstHwAddress: make([]byte, 6), DstProtAddress: net.IPv4(198, 18, 0, 1).To4()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	vlan := func(t *testing.T) []byte {
+		b := ipv4Frame(t, frameOpt{})
+		tagged := append([]byte{}, b[:12]...)
+		tagged = append(tagged, 0x81, 0x00, 0x00, 0x0a)
+		return append(tagged, b[12:]...)
+	}
+	cases := []struct {
+		name   string
+		frame  func(t *testing.T) []byte
+		setup  func(t *testing.T, f *fixture)
+		reason string
+	}{
+		{"disabled", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{}) },
+			func(t *testing.T, f *fixture) { f.setCfg(t, 0, 1) }, "punt_disabled"},
+		{"router-has-acl-rules", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{}) },
+			func(t *testing.T, f *fixture) { f.setCfg(t, 1, 0) }, "punt_acl"},
+		{"other-unicast-mac", func(t *testing.T) []byte {
+			return ipv4Frame(t, frameOpt{dstMAC: net.HardwareAddr{0x02, 9, 9, 9, 9, 9}})
+		}, nil, "punt_l2"},
+		{"broadcast", func(t *testing.T) []byte {
+			return ipv4Frame(t, frameOpt{dstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}})
+		}, nil, "punt_l2"},
+		{"vlan-tagged", vlan, nil, "punt_l2"},
+		{"arp", arp, nil, "punt_not_ipv4"},
+		{"ipv4-options", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{options: true}) }, nil, "punt_ipv4_header"},
+		{"ipv4-bad-checksum", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{badCsum: true}) }, nil, "punt_ipv4_header"},
+		{"ttl-1", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{ttl: 1}) }, nil, "punt_ttl"},
+		{"martian-source", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{src: net.IPv4(127, 0, 0, 1)}) }, nil, "punt_martian"},
+		{"martian-destination", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{dst: net.IPv4(224, 0, 0, 5)}) }, nil, "punt_martian"},
+		{"to-our-address", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{dst: net.IPv4(198, 18, 1, 1)}) }, nil, "punt_local"},
+		{"no-route", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{dst: net.IPv4(198, 19, 0, 1)}) }, nil, "punt_no_route"},
+		{"connected-host-unresolved", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{dst: net.IPv4(198, 18, 2, 9)}) }, nil, "punt_nexthop"},
+		{"next-hop-removed", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{}) },
+			func(t *testing.T, f *fixture) {
+				if err := f.objs.FwdNexthops.Put(uint32(nhRouted), fwdFwdNh{}); err != nil {
+					t.Fatal(err)
+				}
+			}, "punt_nexthop"},
+		{"egress-port-not-in-devmap", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{dst: net.IPv4(198, 18, 3, 9)}) }, nil, "punt_port"},
+		{"larger-than-egress-mtu", func(t *testing.T) []byte {
+			return ipv4Frame(t, frameOpt{dst: net.IPv4(198, 18, 4, 9), payload: 100})
+		}, nil, "punt_mtu"},
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		seen[c.reason] = true
+		t.Run(c.name, func(t *testing.T) {
+			f := load(t)
+			if c.setup != nil {
+				c.setup(t, f)
+			}
+			in := c.frame(t)
+			r := f.run(t, in)
+			if r.ret != xdpPass {
+				t.Errorf("verdict %d, want XDP_PASS (to the socket)", r.ret)
+			}
+			if !bytes.Equal(r.out, in) {
+				t.Errorf("punted frame changed:\n in %x\nout %x", in, r.out)
+			}
+			if len(r.moved) != 1 || r.moved[c.reason] != 1 {
+				t.Errorf("counters moved %v, want only %s 1", r.moved, c.reason)
+			}
+		})
+	}
+	f := load(t)
+	for _, n := range f.names {
+		if n != "forwarded" && !seen[n] {
+			t.Errorf("punt reason %s has no case", n)
+		}
+	}
+}
+
+// The names the program's BTF gives are the .def's, in its order: the C
+// side (edgeplane-dp's control socket) prints the .def's strings.
+func TestCounterNamesAreTheOneListInOrder(t *testing.T) {
+	spec, err := loadFwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := CounterNames(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := os.ReadFile("../../../xdp/fwd/fwd_reasons.def")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, m := range regexp.MustCompile(`(?m)^FWD_COUNTER\(\s*\w+,\s*"([a-z0-9_]+)"`).FindAllSubmatch(def, -1) {
+		want = append(want, string(m[1]))
+	}
+	if len(want) == 0 || len(names) != len(want) {
+		t.Fatalf("BTF names %v, .def names %v", names, want)
+	}
+	for i := range want {
+		if names[i] != want[i] {
+			t.Errorf("counter %d: BTF %q, .def %q", i, names[i], want[i])
+		}
+	}
+}

@@ -1,0 +1,11 @@
+// Package xdpfwd holds the router's XDP fast path (xdp/fwd/fwd.bpf.c) for
+// Go: its compiled object, which the build copies to build/xdp/fwd.o for
+// net_af_xdp's xdp_prog devarg, and the BPF_PROG_TEST_RUN tests of the
+// program. edgeplane-dp's control path (dataplane/router/xdp_fast.c), not
+// this package, writes the maps of the copies the PMD attaches.
+package xdpfwd
+
+// The object is compiled at build time (make build-xdp), not committed.
+// -type emits the C layouts of fwd.h, so the tests write what the program
+// reads. -mcpu=v3: 32-bit ALU and jumps, as the steering program.
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel -type fwd_cfg -type fwd_nh -type fwd_lpm4_key fwd ../../../xdp/fwd/fwd.bpf.c -- -I/usr/include/x86_64-linux-gnu
