@@ -19,7 +19,8 @@ neighbours (the two hosts) are static in its config, from the fixed MACs.
 Parameters cover what tests and benchmarks vary: extra routes and
 neighbours, ACL rules and default, the ports' DPDK device kind, the worker
 layout (one worker polling both ports, or one per port), the links' and
-ports' MTUs, extra [engine] and [router] keys.  pipeline="xconnect" builds the same wiring with a patch
+ports' MTUs, extra [engine] and [router] keys, NAPI on the hosts' veth ends
+(peer_napi: what the router's XDP fast path needs to send into a veth).  pipeline="xconnect" builds the same wiring with a patch
 cable instead of a router (hosts then share one subnet, see XconnectLab).
 """
 from .dp import Dp, DpLab, check_config
@@ -113,8 +114,10 @@ def router_sections(routes=(), neighbors=None, acl=(), acl_default=None, device=
 class RouterLab(DpLab):
     """Namespaces a, dut, b; edgeplane-dp in dut.  Always torn down."""
 
-    def __init__(self, pipeline="router", tag="rt", start=True, host_addrs=None, **dp_opts):
+    def __init__(self, pipeline="router", tag="rt", start=True, host_addrs=None,
+                 peer_napi=False, **dp_opts):
         self.pipeline = pipeline
+        self.peer_napi = peer_napi
         self.tag = tag
         self.autostart = start
         self.dp_opts = dp_opts
@@ -153,6 +156,15 @@ class RouterLab(DpLab):
                mtu=mtu_b)
         for h, ifname in ((self.a, "eth0"), (self.dut, "pa"), (self.dut, "pb"), (self.b, "eth0")):
             h.offload_off(ifname)
+        if self.peer_napi:
+            # XDP redirect into a veth (the router's XDP fast path sending
+            # on pa or pb) needs NAPI on the veth's peer, the hosts' eth0:
+            # GRO on there enables it (Linux 6.18 veth.c, veth_xdp_xmit
+            # drops the frame when the peer's rq has no NAPI).  A real NIC
+            # has no such condition.  Both hosts, so that every DUT in a
+            # lab (ours and Linux forwarding) delivers through it alike.
+            for h in (self.a, self.b):
+                h.run(["ethtool", "-K", "eth0", "gro", "on"])
         for h, gw4, gw6 in ((self.a, gwa4, gwa6), (self.b, gwb4, gwb6)):
             if gw4:
                 h.run(["ip", "route", "add", "default", "via", gw4])

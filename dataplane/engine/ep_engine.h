@@ -158,6 +158,14 @@ struct ep_pipeline_type {
 	 *  parse.  A burst waits at most one burst's processing; none is held
 	 *  through an empty poll. */
 	bool rx_lookahead;
+	/** Optional: devargs for a port this type's workers poll, appended
+	 *  to its device string when the engine probes it (before setup():
+	 *  read the type's section directly).  Write ",key=value..." or
+	 *  nothing into @p buf (@p len bytes); -1 with @p err on a bad
+	 *  configuration.  The router's XDP fast path adds net_af_xdp's
+	 *  xdp_prog here (router/xdp_fast.c). */
+	int (*port_devargs)(struct ep_engine *e, const struct ep_port *p, char *buf, size_t len,
+			    struct ep_err *err);
 	/** Once at shutdown, after workers stopped.  May be NULL. */
 	void (*teardown)(struct ep_engine *e);
 	/** Optional: bytes of DPDK memory setup() and @p n_workers builds will

@@ -232,6 +232,34 @@ dev_name(const char *device, char *name, size_t len)
 	name[n] = '\0';
 }
 
+/* The devargs the types polling @p p add (ep_pipeline_type.port_devargs),
+ * each type once, appended to @p devargs. */
+static int
+type_devargs(struct ep_engine *e, const struct ep_port *p, char *devargs, size_t len,
+	     struct ep_err *err)
+{
+	const struct ep_pipeline_type *done[EP_MAX_WORKERS];
+	int n_done = 0;
+
+	for (int i = 0; i < e->n_workers; i++) {
+		const struct ep_worker *w = e->workers[i];
+		const struct ep_pipeline_type *t = w->type;
+		bool polled = false, seen = false;
+
+		for (int q = 0; q < w->n_rx; q++)
+			polled = polled || w->rx[q].port == p->index;
+		for (int k = 0; k < n_done; k++)
+			seen = seen || done[k] == t;
+		if (!polled || seen || t == NULL || t->port_devargs == NULL)
+			continue;
+		done[n_done++] = t;
+		size_t used = strlen(devargs);
+		if (t->port_devargs(e, p, devargs + used, len - used, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int
 ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 {
@@ -256,6 +284,8 @@ ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 		    frame_room(p) > RTE_MBUF_DEFAULT_DATAROOM)
 			snprintf(devargs + strlen(devargs), sizeof(devargs) - strlen(devargs),
 				 ",framesz=%u,blocksz=%u", frame_room(p), frame_room(p));
+		if (type_devargs(e, p, devargs, sizeof(devargs), err) < 0)
+			return -1;
 		rc = rte_dev_probe(devargs);
 		if (rc < 0)
 			return ep_err_set(err, "%s:%d: key 'device': port %s: cannot probe device "

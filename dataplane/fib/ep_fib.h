@@ -197,6 +197,10 @@ struct ep_fib {
 	uint32_t n_long4[256];              /**< IPv4 routes longer than /8, per first octet */
 	uint64_t asked_purged;              /**< TSC of the last sweep of `asked` */
 	uint64_t n_learnt, n_unsolicited, n_expired;
+	/** Bumped by every route install or removal and every next-hop
+	 *  publish: a mirror of the tables (the router's XDP fast path,
+	 *  router/xdp_fast.c) re-syncs when it moves. */
+	uint64_t gen;
 	struct ep_fib_nh nh_static[EP_FIB_NH_FIRST + 1]; /**< local, glean, "unused" entries */
 	struct ep_fib_worker *workers[16];  /**< for stats */
 	int n_workers;

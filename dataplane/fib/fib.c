@@ -201,6 +201,7 @@ fib_route_install(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8
 	void *old;
 	bool exists;
 
+	fib->gen++;
 	fib_route_key(&k, family, addr, plen);
 	exists = fib_route_lookup(fib, &k, &old);
 	if (!exists && (family == 4 ? fib->n_routes4 >= fib->p.max_routes4 :
@@ -230,6 +231,7 @@ fib_route_install(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8
 void
 fib_route_remove(struct ep_fib *fib, const struct route_key *k)
 {
+	fib->gen++;
 	lpm_del(fib, k->family, k->addr, k->plen);
 	rte_hash_del_key(fib->routes, k);
 	if (k->family == 4)

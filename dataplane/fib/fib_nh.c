@@ -35,6 +35,7 @@ fib_nh_publish(struct ep_fib *fib, uint32_t idx, struct ep_err *err)
 	const struct ep_fib_nhc *c = &fib->nhc[idx];
 	struct ep_fib_nh *v, *old = fib->nh[idx];
 
+	fib->gen++;
 	if (!c->in_use) {
 		v = &fib->nh_static[EP_FIB_NH_FIRST];
 	} else {

@@ -49,6 +49,7 @@ struct router {
 	struct ep_fib *fib;
 	struct ep_acl *acl;
 	bool acl_icmp;          /**< answer denied packets with ICMP unreachable (RFC 1812 5.2.7.1) */
+	struct router_xdp *xdp; /**< the XDP fast path's control side (xdp_fast.h), or NULL: off */
 };
 
 void router_params_default(struct router_params *p);

@@ -16,6 +16,7 @@
  *   acl_classify = auto          # rte_acl method: avx512x32|avx512x16|avx2|sse|scalar;
  *                                # auto: the fastest here, timed at each build (acl.c)
  *   acl_icmp = off               # on: denied packets get ICMP administratively prohibited
+ *   xdp_fast_path = auto         # on|off: the XDP fast path on net_af_xdp ports (xdp_fast.h)
  *
  * Neighbours load first, so a route may go via a neighbour given with dev;
  * inline acl lines come before acl_file's, and the rule set is built once.
@@ -27,6 +28,8 @@
 #include <rte_malloc.h>
 
 #include "router.h"
+#include "ep_ctl.h"
+#include "xdp_fast.h"
 
 const struct router_stage_def router_stages[5] = {
 	{ "parse", router_parse_stage },
@@ -134,6 +137,14 @@ router_setup(struct ep_engine *e, struct ep_err *err)
 		router_free(r);
 		return -1;
 	}
+	/* The fast path's maps are found once the ports start (the PMD
+	 * attaches the program then): the tick finds them and syncs. */
+	err->msg[0] = '\0';
+	r->xdp = router_xdp_create(r, mine, err);
+	if (r->xdp == NULL && err->msg[0] != '\0')
+		return -1;
+	if (r->xdp != NULL && ep_engine_tick_add(e, router_xdp_tick, r->xdp) < 0)
+		return ep_err_set(err, "router: cannot add the XDP fast path's tick");
 	return 0;
 }
 
@@ -185,7 +196,14 @@ router_teardown(struct ep_engine *e)
 			w->pipeline_ctx = NULL;
 		}
 	}
-	router_free(ep_engine_type_ctx(e, &router_type));
+	struct router *r = ep_engine_type_ctx(e, &router_type);
+
+	if (r != NULL && r->xdp != NULL) {
+		ep_engine_tick_del(e, router_xdp_tick, r->xdp);
+		router_xdp_free(r->xdp);
+		r->xdp = NULL;
+	}
+	router_free(r);
 	ep_engine_type_ctx_set(e, &router_type, NULL);
 }
 
@@ -195,6 +213,7 @@ static struct ep_pipeline_type router_type = {
 	.build = router_build,
 	.teardown = router_teardown,
 	.memory = router_memory,
+	.port_devargs = router_xdp_port_devargs,
 	/* The rewrite only ever removes bytes in front (VLAN tags): frames
 	 * start on a cache line, one line for a 64-byte frame (ep_meta.h). */
 	.rx_line_aligned = true,
@@ -202,3 +221,23 @@ static struct ep_pipeline_type router_type = {
 	.stage_sets_in_port = true,
 };
 EP_PIPELINE_REGISTER(router_type);
+
+/* ---- control socket ---- */
+
+static int
+cmd_xdp_fast(struct ep_engine *e, json_t *req, json_t *result, struct ep_err *err)
+{
+	struct router *r = ep_engine_type_ctx(e, &router_type);
+
+	if (r == NULL || r->xdp == NULL) {
+		json_object_set_new(result, "active", json_false());
+		return 0;
+	}
+	router_xdp_json(r->xdp, result);
+	return 0;
+}
+
+static struct ep_ctl_cmd c_xdp_fast = {
+	"xdp-fast", "", "the router's XDP fast path: ports, sync state, forwarded and punted frames",
+	cmd_xdp_fast, NULL };
+EP_CTL_REGISTER(c_xdp_fast)

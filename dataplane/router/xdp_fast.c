@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The router's XDP fast path, control side (xdp_fast.h says what and
+ * how).  libbpf's syscall wrappers do the map work: one bpf() call per
+ * entry written, read or deleted.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+
+#include <rte_ethdev.h>
+
+#include "router.h"
+#include "xdp_fast.h"
+#include "../../xdp/fwd/fwd.h"
+
+/* The counters' names, from the one list (xdp/fwd/fwd_reasons.def). */
+#define FWD_COUNTER(id, name, desc) name,
+static const char *const fwd_counter_name[FWD_MAX] = {
+#include "../../xdp/fwd/fwd_reasons.def"
+};
+#undef FWD_COUNTER
+
+#define FWD_PROG_NAME "xdp_router_fwd"   /* the SEC("xdp") function: what we write into */
+
+enum xdp_mode { XDP_FAST_OFF, XDP_FAST_AUTO, XDP_FAST_ON };
+static const char *const mode_name[] = { "off", "auto", "on" };
+
+/* One port's attached copy of the program and its maps. */
+struct xdp_port {
+	bool fast;              /* a router port opened with the program */
+	bool found;             /* its maps are open */
+	bool synced;            /* its maps hold the last sync (else disabled) */
+	int ifindex;
+	uint32_t prog_id;
+	int fd_cfg, fd_tx, fd_route4, fd_nh, fd_counters;
+	struct fwd_nh *nh;      /* what fwd_nexthops holds, [n_nh] */
+};
+
+struct router_xdp {
+	struct router *r;
+	enum xdp_mode mode;
+	char prog[PATH_MAX];
+	uint32_t n_nh;          /* next-hop slots mirrored: min(max_nexthops, FWD_MAX_NEXTHOPS) */
+	uint64_t gen;           /* ep_fib.gen at the last sync */
+	int acl_empty;          /* at the last sync; -1: never synced */
+	uint64_t syncs, sync_errors;
+	char last_error[160];
+	int ncpu;
+	struct xdp_port port[EP_MAX_PORTS];
+};
+
+/* ---- configuration ---- */
+
+static int
+parse_mode(struct ep_cfg *cfg, struct ep_cfg_section *s, enum xdp_mode *m, struct ep_err *err)
+{
+	const struct ep_cfg_kv *kv = s != NULL ? ep_cfg_get(cfg, s, "xdp_fast_path", err) : NULL;
+
+	*m = XDP_FAST_AUTO;
+	if (kv == NULL)
+		return 0;
+	for (size_t i = 0; i < RTE_DIM(mode_name); i++)
+		if (strcmp(kv->val, mode_name[i]) == 0) {
+			*m = (enum xdp_mode)i;
+			return 0;
+		}
+	return ep_cfg_error(cfg, kv, err, "'%s' is not auto, on or off", kv->val);
+}
+
+/* The object: xdp_fast_path_prog, or ../xdp/fwd.o from the binary
+ * (build/dp/edgeplane-dp -> build/xdp/fwd.o, where make build-xdp puts it). */
+static int
+prog_path(struct ep_cfg *cfg, struct ep_cfg_section *s, char *out, size_t len, struct ep_err *err)
+{
+	const struct ep_cfg_kv *kv = s != NULL ? ep_cfg_get(cfg, s, "xdp_fast_path_prog", err) : NULL;
+	char exe[PATH_MAX];
+	ssize_t n;
+
+	if (kv != NULL) {
+		if (strchr(kv->val, ',') != NULL || strlen(kv->val) >= len)
+			return ep_cfg_error(cfg, kv, err, "'%s': a path without commas, shorter than %zu",
+					    kv->val, len);
+		snprintf(out, len, "%s", kv->val);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return ep_err_set(err, "xdp_fast_path: cannot read /proc/self/exe: %s", strerror(errno));
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	if ((size_t)snprintf(out, len, "%s/../xdp/fwd.o", exe) >= len)
+		return ep_err_set(err, "xdp_fast_path: binary path too long");
+	return 0;
+}
+
+static bool
+is_af_xdp(const struct ep_port *p)
+{
+	return strncmp(p->device, "net_af_xdp", 10) == 0;
+}
+
+/* Whether the fast path runs: mode, the router's ports' drivers, the
+ * object.  @p polled: a bit per port a router worker polls. */
+static int
+decide(struct ep_engine *e, uint32_t polled, enum xdp_mode *mode, char *path, size_t len,
+       bool *on, struct ep_err *err)
+{
+	struct ep_cfg_section *s = ep_cfg_find(e->cfg, "router", NULL);
+
+	*on = false;
+	if (parse_mode(e->cfg, s, mode, err) < 0)
+		return -1;
+	if (*mode == XDP_FAST_OFF || polled == 0)
+		return 0;
+	if (prog_path(e->cfg, s, path, len, err) < 0)
+		return -1;
+	for (int i = 0; i < e->n_ports; i++)
+		if ((polled >> i & 1) && !is_af_xdp(&e->ports[i])) {
+			if (*mode == XDP_FAST_ON)
+				return ep_err_set(err, "xdp_fast_path = on: port %s is not net_af_xdp",
+						  e->ports[i].name);
+			return 0;
+		}
+	if (access(path, R_OK) != 0) {
+		if (*mode == XDP_FAST_ON)
+			return ep_err_set(err, "xdp_fast_path = on: cannot read %s (make build-xdp): %s",
+					  path, strerror(errno));
+		return 0;
+	}
+	*on = true;
+	return 0;
+}
+
+static uint32_t
+router_polled(struct ep_engine *e)
+{
+	uint32_t polled = 0;
+
+	for (int i = 0; i < e->n_workers; i++)
+		if (e->workers[i]->type != NULL && strcmp(e->workers[i]->type->name, "router") == 0)
+			for (int q = 0; q < e->workers[i]->n_rx; q++)
+				polled |= 1u << e->workers[i]->rx[q].port;
+	return polled;
+}
+
+int
+router_xdp_port_devargs(struct ep_engine *e, const struct ep_port *p, char *buf, size_t len,
+			struct ep_err *err)
+{
+	char path[PATH_MAX];
+	enum xdp_mode mode;
+	bool on;
+
+	if (decide(e, router_polled(e), &mode, path, sizeof(path), &on, err) < 0)
+		return -1;
+	if (!on || strstr(p->device, "xdp_prog=") != NULL)
+		return 0;
+	if ((size_t)snprintf(buf, len, ",xdp_prog=%s", path) >= len)
+		return ep_err_set(err, "port %s: device string too long for xdp_prog=%s", p->name, path);
+	return 0;
+}
+
+/* ---- finding the maps ---- */
+
+static void
+port_close(struct xdp_port *xp)
+{
+	int *fds[] = { &xp->fd_cfg, &xp->fd_tx, &xp->fd_route4, &xp->fd_nh, &xp->fd_counters };
+
+	for (size_t i = 0; i < RTE_DIM(fds); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+	xp->found = false;
+}
+
+/* The program attached to the port's ifindex, if it is ours: its maps by
+ * name.  0 when found, -1 when not (yet). */
+static int
+port_find(struct router_xdp *x, struct xdp_port *xp)
+{
+	struct { const char *name; int *fd; } want[] = {
+		{ "fwd_cfg_map", &xp->fd_cfg }, { "fwd_tx_ports", &xp->fd_tx },
+		{ "fwd_route4", &xp->fd_route4 }, { "fwd_nexthops", &xp->fd_nh },
+		{ "fwd_counters", &xp->fd_counters },
+	};
+	struct bpf_prog_info pi;
+	uint32_t ids[16], len = sizeof(pi), id = 0;
+	int pfd, n_found = 0;
+
+	if (bpf_xdp_query_id(xp->ifindex, 0, &id) != 0 || id == 0)
+		return -1;
+	pfd = bpf_prog_get_fd_by_id(id);
+	if (pfd < 0)
+		return -1;
+	memset(&pi, 0, sizeof(pi));
+	pi.nr_map_ids = RTE_DIM(ids);
+	pi.map_ids = (uint64_t)(uintptr_t)ids;
+	if (bpf_obj_get_info_by_fd(pfd, &pi, &len) != 0 || strcmp(pi.name, FWD_PROG_NAME) != 0) {
+		close(pfd);
+		snprintf(x->last_error, sizeof(x->last_error),
+			 "ifindex %d: attached program is not " FWD_PROG_NAME, xp->ifindex);
+		return -1;
+	}
+	close(pfd);
+	for (uint32_t i = 0; i < pi.nr_map_ids && i < RTE_DIM(ids); i++) {
+		struct bpf_map_info mi;
+		uint32_t mlen = sizeof(mi);
+		int fd = bpf_map_get_fd_by_id(ids[i]);
+		bool kept = false;
+
+		if (fd < 0)
+			continue;
+		memset(&mi, 0, sizeof(mi));
+		if (bpf_obj_get_info_by_fd(fd, &mi, &mlen) == 0)
+			for (size_t k = 0; k < RTE_DIM(want); k++)
+				if (*want[k].fd < 0 && strcmp(mi.name, want[k].name) == 0) {
+					*want[k].fd = fd;
+					kept = true;
+					n_found++;
+				}
+		if (!kept)
+			close(fd);
+	}
+	if (n_found != (int)RTE_DIM(want)) {
+		port_close(xp);
+		return -1;
+	}
+	xp->prog_id = id;
+	xp->found = true;
+	memset(xp->nh, 0, sizeof(*xp->nh) * x->n_nh);   /* a fresh array map is zeros */
+	return 0;
+}
+
+/* ---- sync ---- */
+
+struct want_route { uint64_t key; uint32_t nh; };  /* key: plen << 32 | address (as stored) */
+
+struct route_set { struct want_route *v; uint32_t n, cap; };
+
+static int
+collect_route(uint8_t family, const uint8_t *prefix, uint8_t plen, enum ep_fib_route_kind kind,
+	      uint32_t nh, void *arg)
+{
+	struct route_set *rs = arg;
+	uint32_t a;
+
+	if (family != 4)
+		return 0;
+	if (rs->n == rs->cap) {
+		uint32_t cap = rs->cap ? rs->cap * 2 : 256;
+		struct want_route *v = realloc(rs->v, cap * sizeof(*v));
+
+		if (v == NULL)
+			return -1;
+		rs->v = v;
+		rs->cap = cap;
+	}
+	memcpy(&a, prefix, 4);
+	rs->v[rs->n].key = (uint64_t)plen << 32 | a;
+	rs->v[rs->n++].nh = nh;
+	return 0;
+}
+
+static int
+cmp_route(const void *a, const void *b)
+{
+	uint64_t x = ((const struct want_route *)a)->key, y = ((const struct want_route *)b)->key;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct fwd_lpm4_key
+lpm_key(uint64_t k)
+{
+	struct fwd_lpm4_key key = { .prefixlen = (uint32_t)(k >> 32), .addr = (uint32_t)k };
+
+	return key;
+}
+
+/* What fwd_nexthops[idx] should hold: a forwardable next hop (MACs and
+ * port known, not stale: a stale one is re-asked by the worker that meets
+ * it, so its frames must reach a worker). */
+static struct fwd_nh
+want_nh(const struct ep_fib *fib, uint32_t idx)
+{
+	struct fwd_nh v;
+	const struct ep_fib_nh *nh = fib->nh[idx];
+
+	memset(&v, 0, sizeof(v));
+	if (idx < EP_FIB_NH_FIRST || nh->kind != EP_FIB_NH_FORWARD)
+		return v;
+	memcpy(v.eth, nh->eth, sizeof(v.eth));
+	v.port = nh->port;
+	v.mtu = nh->mtu;
+	v.valid = 1;
+	return v;
+}
+
+static int
+write_cfg(struct router_xdp *x, struct xdp_port *xp, int p, bool enabled, bool acl_empty)
+{
+	struct fwd_cfg c;
+	uint32_t zero = 0;
+
+	memset(&c, 0, sizeof(c));
+	memcpy(c.mac, x->r->e->ports[p].mac.addr_bytes, 6);
+	c.enabled = enabled;
+	c.acl_empty = acl_empty;
+	return bpf_map_update_elem(xp->fd_cfg, &zero, &c, BPF_ANY);
+}
+
+static int
+fail(struct router_xdp *x, int p, const char *what)
+{
+	snprintf(x->last_error, sizeof(x->last_error), "port %s: %s: %s",
+		 x->r->e->ports[p].name, what, strerror(errno));
+	return -1;
+}
+
+/* One port's maps to @p rs (sorted) and the FIB's next hops. */
+static int
+sync_port(struct router_xdp *x, int p, const struct route_set *rs, bool acl_empty)
+{
+	struct xdp_port *xp = &x->port[p];
+	const struct ep_fib *fib = x->r->fib;
+	struct fwd_lpm4_key key, next, *gone = NULL;
+	uint32_t n_gone = 0, cap_gone = 0;
+	void *prev = NULL;
+	int rc = -1;
+
+	/* Rules appeared: nothing is forwarded past them from here on. */
+	if (!acl_empty && write_cfg(x, xp, p, true, false) != 0)
+		return fail(x, p, "config");
+	for (int q = 0; q < x->r->e->n_ports; q++)
+		if (x->port[q].fast) {
+			uint32_t k = (uint32_t)q, ifx = (uint32_t)x->port[q].ifindex;
+
+			if (bpf_map_update_elem(xp->fd_tx, &k, &ifx, BPF_ANY) != 0)
+				return fail(x, p, "devmap");
+		}
+	/* Next hops before the routes that use them. */
+	for (uint32_t i = 0; i < x->n_nh; i++) {
+		struct fwd_nh v = want_nh(fib, i);
+
+		if (v.valid && memcmp(&v, &xp->nh[i], sizeof(v)) != 0) {
+			if (bpf_map_update_elem(xp->fd_nh, &i, &v, BPF_ANY) != 0)
+				return fail(x, p, "next hop");
+			xp->nh[i] = v;
+		}
+	}
+	for (uint32_t i = 0; i < rs->n; i++) {
+		uint32_t have;
+
+		key = lpm_key(rs->v[i].key);
+		if (bpf_map_lookup_elem(xp->fd_route4, &key, &have) == 0 && have == rs->v[i].nh)
+			continue;
+		if (bpf_map_update_elem(xp->fd_route4, &key, &rs->v[i].nh, BPF_ANY) != 0)
+			return fail(x, p, "route");
+	}
+	/* Removals in the reverse order: routes gone, then their next hops. */
+	while (bpf_map_get_next_key(xp->fd_route4, prev, &next) == 0) {
+		struct want_route w = { .key = (uint64_t)next.prefixlen << 32 | next.addr };
+
+		if (bsearch(&w, rs->v, rs->n, sizeof(w), cmp_route) == NULL) {
+			if (n_gone == cap_gone) {
+				void *g = realloc(gone, (cap_gone = cap_gone ? cap_gone * 2 : 64) *
+							 sizeof(*gone));
+				if (g == NULL)
+					goto out;
+				gone = g;
+			}
+			gone[n_gone++] = next;
+		}
+		key = next;
+		prev = &key;
+	}
+	for (uint32_t i = 0; i < n_gone; i++)
+		if (bpf_map_delete_elem(xp->fd_route4, &gone[i]) != 0 && errno != ENOENT) {
+			fail(x, p, "route removal");
+			goto out;
+		}
+	for (uint32_t i = 0; i < x->n_nh; i++) {
+		struct fwd_nh v = want_nh(fib, i);
+
+		if (!v.valid && xp->nh[i].valid) {
+			if (bpf_map_update_elem(xp->fd_nh, &i, &v, BPF_ANY) != 0) {
+				fail(x, p, "next hop removal");
+				goto out;
+			}
+			xp->nh[i] = v;
+		}
+	}
+	if (write_cfg(x, xp, p, true, acl_empty) != 0) {
+		fail(x, p, "config");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(gone);
+	return rc;
+}
+
+static void
+sync_all(struct router_xdp *x, bool acl_empty)
+{
+	struct route_set rs = { 0 };
+	bool ok = ep_fib_route_each(x->r->fib, collect_route, &rs) == 0;
+
+	if (ok)
+		qsort(rs.v, rs.n, sizeof(*rs.v), cmp_route);
+	else
+		snprintf(x->last_error, sizeof(x->last_error), "out of memory for the route list");
+	for (int p = 0; p < x->r->e->n_ports; p++) {
+		struct xdp_port *xp = &x->port[p];
+
+		if (!xp->found)
+			continue;
+		xp->synced = ok && sync_port(x, p, &rs, acl_empty) == 0;
+		if (!xp->synced) {
+			/* Half written: every frame to the full pipeline until a
+			 * later change syncs it whole. */
+			write_cfg(x, xp, p, false, acl_empty);
+			x->sync_errors++;
+		}
+	}
+	free(rs.v);
+	x->syncs++;
+}
+
+void
+router_xdp_tick(void *arg, uint64_t now)
+{
+	struct router_xdp *x = arg;
+	const struct ep_acl *acl = x->r->acl;
+	int acl_empty = acl->n_rules == 0 && !acl->default_deny;
+	bool fresh = false;
+
+	for (int p = 0; p < x->r->e->n_ports; p++)
+		if (x->port[p].fast && !x->port[p].found && port_find(x, &x->port[p]) == 0)
+			fresh = true;
+	if (!fresh && x->gen == x->r->fib->gen && x->acl_empty == acl_empty)
+		return;
+	x->gen = x->r->fib->gen;
+	x->acl_empty = acl_empty;
+	sync_all(x, acl_empty);
+}
+
+/* ---- lifecycle ---- */
+
+struct router_xdp *
+router_xdp_create(struct router *r, uint32_t polled, struct ep_err *err)
+{
+	struct ep_engine *e = r->e;
+	struct router_xdp *x;
+	enum xdp_mode mode;
+	char path[PATH_MAX];
+	bool on;
+
+	if (decide(e, polled, &mode, path, sizeof(path), &on, err) < 0 || !on)
+		return NULL;
+	x = calloc(1, sizeof(*x));
+	if (x == NULL) {
+		ep_err_set(err, "router: out of memory for the XDP fast path");
+		return NULL;
+	}
+	x->r = r;
+	x->mode = mode;
+	snprintf(x->prog, sizeof(x->prog), "%s", path);
+	x->n_nh = RTE_MIN(r->fib->p.max_nexthops, (uint32_t)FWD_MAX_NEXTHOPS);
+	x->acl_empty = -1;
+	x->ncpu = libbpf_num_possible_cpus();
+	for (int p = 0; p < EP_MAX_PORTS; p++) {
+		struct xdp_port *xp = &x->port[p];
+		struct rte_eth_dev_info info;
+
+		xp->fd_cfg = xp->fd_tx = xp->fd_route4 = xp->fd_nh = xp->fd_counters = -1;
+		if (p >= e->n_ports || !(polled >> p & 1) ||
+		    rte_eth_dev_info_get(e->ports[p].port_id, &info) != 0 || info.if_index == 0)
+			continue;
+		xp->fast = true;
+		xp->ifindex = (int)info.if_index;
+		xp->nh = calloc(x->n_nh, sizeof(*xp->nh));
+		if (xp->nh == NULL) {
+			router_xdp_free(x);
+			ep_err_set(err, "router: out of memory for the XDP fast path");
+			return NULL;
+		}
+	}
+	return x;
+}
+
+void
+router_xdp_free(struct router_xdp *x)
+{
+	if (x == NULL)
+		return;
+	for (int p = 0; p < EP_MAX_PORTS; p++) {
+		port_close(&x->port[p]);
+		free(x->port[p].nh);
+	}
+	free(x);
+}
+
+/* ---- report ---- */
+
+static void
+read_counters(const struct router_xdp *x, const struct xdp_port *xp, uint64_t *out)
+{
+	uint64_t per[x->ncpu > 0 ? x->ncpu : 1];
+
+	for (uint32_t c = 0; c < FWD_MAX; c++) {
+		out[c] = 0;
+		if (x->ncpu <= 0 || bpf_map_lookup_elem(xp->fd_counters, &c, per) != 0)
+			continue;
+		for (int i = 0; i < x->ncpu; i++)
+			out[c] += per[i];
+	}
+}
+
+static json_t *
+counters_json(const uint64_t *v)
+{
+	json_t *o = json_object();
+
+	for (int c = 0; c < FWD_MAX; c++)
+		json_object_set_new(o, fwd_counter_name[c], json_integer((json_int_t)v[c]));
+	return o;
+}
+
+void
+router_xdp_json(struct router_xdp *x, json_t *out)
+{
+	uint64_t tot[FWD_MAX] = { 0 }, v[FWD_MAX];
+	json_t *ports = json_array();
+
+	json_object_set_new(out, "active", json_true());
+	json_object_set_new(out, "mode", json_string(mode_name[x->mode]));
+	json_object_set_new(out, "prog", json_string(x->prog));
+	json_object_set_new(out, "syncs", json_integer((json_int_t)x->syncs));
+	json_object_set_new(out, "sync_errors", json_integer((json_int_t)x->sync_errors));
+	json_object_set_new(out, "last_error", json_string(x->last_error));
+	for (int p = 0; p < x->r->e->n_ports; p++) {
+		struct xdp_port *xp = &x->port[p];
+		json_t *o;
+
+		if (!xp->fast)
+			continue;
+		o = json_pack("{s:s, s:i, s:b, s:b, s:I}", "port", x->r->e->ports[p].name,
+			      "ifindex", xp->ifindex, "attached", xp->found, "synced", xp->synced,
+			      "prog_id", (json_int_t)xp->prog_id);
+		if (xp->found) {
+			read_counters(x, xp, v);
+			for (int c = 0; c < FWD_MAX; c++)
+				tot[c] += v[c];
+			json_object_set_new(o, "counters", counters_json(v));
+		}
+		json_array_append_new(ports, o);
+	}
+	json_object_set_new(out, "ports", ports);
+	json_object_set_new(out, "counters", counters_json(tot));
+}
