@@ -20,8 +20,9 @@ Parameters cover what tests and benchmarks vary: extra routes and
 neighbours, ACL rules and default, the ports' DPDK device kind, the worker
 layout (one worker polling both ports, or one per port), the links' and
 ports' MTUs, extra [engine] and [router] keys, NAPI on the hosts' veth ends
-(peer_napi: what the router's XDP fast path needs to send into a veth).  pipeline="xconnect" builds the same wiring with a patch
-cable instead of a router (hosts then share one subnet, see XconnectLab).
+(peer_napi: what the router's XDP fast path needs to send into a veth).
+pipeline="xconnect" builds the same wiring with a patch cable instead of a
+router (hosts then share one subnet, see XconnectLab).
 """
 from .dp import Dp, DpLab, check_config
 from .topology import Topology

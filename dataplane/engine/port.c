@@ -297,6 +297,13 @@ ep_ports_probe(struct ep_engine *e, struct ep_err *err)
 		if (rte_eth_dev_get_port_by_name(name, &p->port_id) != 0)
 			return ep_err_set(err, "port %s: device '%s' probed but no ethdev named '%s'",
 					  p->name, devargs, name);
+		/* The device's own MAC now, before setup(): next hops that
+		 * pipelines publish from their config carry it as the frames'
+		 * source (without this, a port without `mac =`, such as
+		 * net_af_xdp's, sent its configured neighbours' frames from
+		 * 00:00:00:00:00:00). */
+		if (!p->mac_set)
+			rte_eth_macaddr_get(p->port_id, &p->mac);
 	}
 	return 0;
 }
