@@ -151,3 +151,28 @@ def test_a_removed_route_stops_being_fast_forwarded(lab):
     moved, _ = delta(before, snapshot(lab))
     assert [p for p in got if IP in p and p[IP].dst == dst] == []
     assert moved.get("punt_no_route") == 10 and "forwarded" not in moved, moved
+
+
+def test_a_neighbour_learnt_by_arp_reaches_the_fast_path(router_pipeline):
+    """No static neighbour: the first frames to b find the next hop
+    unresolved and go to the full pipeline, whose worker asks by ARP; once
+    b's answer is installed, the sync writes it and the same frames are
+    forwarded by the program."""
+    with RouterLab(tag="xn", device="af_xdp", peer_napi=True, neighbors=[]) as nlab:
+        wait_synced(nlab, 0)
+        before = snapshot(nlab)
+        send_frames(nlab.a, udp_frames(3), inter=0.01)
+        moved, _ = delta(before, snapshot(nlab))
+        assert moved.get("punt_nexthop", 0) >= 1 and "forwarded" not in moved, moved
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            fast = nlab.dp.ctl("xdp-fast")
+            if MAC_B in str(nlab.dp.ctl("neigh-list")) and all(
+                    p["synced"] for p in fast["ports"]):
+                break
+            time.sleep(0.05)
+        time.sleep(0.1)
+        before = snapshot(nlab)
+        send_frames(nlab.a, udp_frames(10), inter=0.002)
+        moved, _ = delta(before, snapshot(nlab))
+        assert moved.get("forwarded") == 10, moved
