@@ -1,7 +1,7 @@
 // Package dptelemetry exports edgeplane-dp's counters in Prometheus form.
 // Each scrape asks every data plane's control socket for `stats`,
-// `stages` and `drops` (three pipelined requests, one round trip) and
-// turns the answers into metrics: nothing is cached, so a scrape shows
+// `stages`, `drops` and `xdp-fast` (four pipelined requests, one round
+// trip) and turns the answers into metrics: nothing is cached, so a scrape shows
 // what the data plane counted at that moment, and a data plane that does
 // not answer is edgeplane_dp_up 0 with nothing else.
 //
@@ -62,12 +62,13 @@ var (
 	dPortBy   = desc("port_bytes_total", "Bytes of a port, by direction.", "port", "direction")
 	dPortErr  = desc("port_errors_total", "Port errors (ethdev imissed, ierrors, oerrors, rx_nombuf), by kind.", "port", "kind")
 	dLink     = desc("port_link_up", "1 when the port's link is up.", "port")
+	dXDPFast  = desc("xdp_fast_packets_total", "Frames the router's XDP fast path saw on a port, by what it did (forwarded, or punt_<reason> to the full pipeline; xdp/fwd/fwd_reasons.def).", "port", "result")
 )
 
 // Describe sends every descriptor.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dUp, dUptime, dTSC, dBusy, dIdle, dSleep, dPolls, dEmpty, dWRx, dWTx,
-		dStagePk, dStageCy, dStageCpp, dStageCl, dStageDr, dDrops, dPortPk, dPortBy, dPortErr, dLink} {
+		dStagePk, dStageCy, dStageCpp, dStageCl, dStageDr, dDrops, dPortPk, dPortBy, dPortErr, dLink, dXDPFast} {
 		ch <- d
 	}
 }
@@ -100,6 +101,15 @@ type stats struct {
 		RxPkts      float64 `json:"rx_pkts"`
 		TxPkts      float64 `json:"tx_pkts"`
 	} `json:"workers"`
+}
+
+// xdpFast is `xdp-fast`: the router's XDP fast path, when it runs.
+type xdpFast struct {
+	Active bool `json:"active"`
+	Ports  []struct {
+		Port     string             `json:"port"`
+		Counters map[string]float64 `json:"counters"`
+	} `json:"ports"`
 }
 
 type stages struct {
@@ -136,7 +146,7 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, dp string, cl *dpctl.Cl
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	var calls []*dpctl.Call
-	for _, cmd := range []string{"stats", "stages", "drops"} {
+	for _, cmd := range []string{"stats", "stages", "drops", "xdp-fast"} {
 		calls = append(calls, cl.Go(ctx, cmd, map[string]string{"cmd": cmd}))
 	}
 	var st stats
@@ -154,6 +164,12 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, dp string, cl *dpctl.Cl
 			ch <- prometheus.MustNewConstMetric(dUp, prometheus.GaugeValue, 0, dp)
 			return
 		}
+	}
+	// Optional: a data plane without the command (an older build) still
+	// exports the rest.
+	var xf xdpFast
+	if raw, err := calls[3].Wait(ctx); err == nil {
+		_ = json.Unmarshal(raw, &xf)
 	}
 	g := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{dp}, l...)...)
@@ -206,5 +222,10 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, dp string, cl *dpctl.Cl
 			link = 1
 		}
 		g(dLink, link, p.Name)
+	}
+	for _, p := range xf.Ports {
+		for r, n := range p.Counters {
+			k(dXDPFast, n, p.Port, r)
+		}
 	}
 }
