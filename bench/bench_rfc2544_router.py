@@ -131,14 +131,22 @@ def rx_ring_full(dp):
                for p in dp.ctl("ports")["ports"])
 
 
+def fast_path_counts(dp):
+    """(forwarded, punted) by the router's XDP fast path over its ports
+    (`xdp-fast`; both 0 when it is off)."""
+    c = dp.ctl("xdp-fast").get("counters") or {}
+    return c.get("forwarded", 0), sum(v for k, v in c.items() if k.startswith("punt_"))
+
+
 def dut_snapshot(dp):
     """The DUT worker's counters a trial differences (None for the kernel)."""
     if dp is None:
         return None
     w = dp.ctl("power")["workers"][0]
+    fwd, punt = fast_path_counts(dp)
     return {"cpu_ns": w["cpu_ns"], "runq_ns": w["runq_wait_ns"], "sleeps": w["sleeps"],
             "demotions": w["poll"]["sched"]["demotions"], "ring_drops": ring_drops(dp),
-            "rx_ring_full": rx_ring_full(dp)}
+            "rx_ring_full": rx_ring_full(dp), "fast_forwarded": fwd, "fast_punted": punt}
 
 
 def cpu_ns(dp):
@@ -156,6 +164,7 @@ def dut_delta(dp, before, seconds):
             "runq_share": round(d["runq_ns"] / 1e9 / seconds, 3),
             "wakeups_per_s": round(d["sleeps"] / seconds), "rt_demotions": d["demotions"],
             "ring_drops": d["ring_drops"], "rx_ring_full": d["rx_ring_full"],
+            "fast_path_forwarded": d["fast_forwarded"], "fast_path_punted": d["fast_punted"],
             "wake_p50_ns": w["wake_latency"]["p50_ns"], "wake_samples": w["wake_latency"]["samples"],
             "poll_p50_ns": w["poll_latency"]["p50_ns"], "poll_samples": w["poll_latency"]["samples"],
             "poll_policy": w["poll"]["poll_policy"],
@@ -277,10 +286,15 @@ class Tester:
         # The tester's own CPU, at SCHED_FIFO 20 above the DUT: what it left
         # of the two cores (the kernel's forwarding is inside the gen's).
         tester = self.cpu_shares(tester0, span)
+        dut = dut_delta(self.dut, before, span)
         return {"load_avg": round(load, 2),
+                # Of the frames sent, the share the DUT's XDP fast path
+                # forwarded itself (None for the kernel).
+                "fast_path_share": (round(dut["fast_path_forwarded"] / sent, 4)
+                                    if dut is not None and sent else None),
                 "sink_ring_drops": ring_drops(self.sink, "s") - sink_drops0,
                 "softnet_drops": softnet_drops() - softnet0,
-                "dut": dut_delta(self.dut, before, span), "tester": tester,
+                "dut": dut, "tester": tester,
                 "rate_pps": rate, "sent": sent, "received": s["rx_pkts"],
                 "lost": sent - s["rx_pkts"], "offered_ok": offered_ok,
                 "measured_pps": g["measured_pps"], "tx_full": g["tx_full_pkts"],
@@ -532,8 +546,11 @@ def measure_size(tester, size, trial_s, resolution, max_rate, log):
                                    "dut": common["dut"],
                                    "bound_by": latency_bound(common)} if common else None,
            "load_avg": [t["load_avg"] for t in s["trials"]],
+           # The XDP fast path's share of the frames sent, per trial (ours only).
+           "fast_path_share": [t.get("fast_path_share") for t in s["trials"]],
            "trial_log": [{k: t[k] for k in ("rate_pps", "measured_pps", "lost", "load_avg",
-                                            "sink_ring_drops", "softnet_drops", "dut", "tester")}
+                                            "sink_ring_drops", "softnet_drops", "dut", "tester",
+                                            "fast_path_share")}
                          for t in [s["probe"]] + s["trials"]]}
     log(f"  {size}: {rate:.0f} pps zero loss ({out['throughput_mbps']} Mbit/s), "
         f"latency {out['latency_ns']}; bound by {out['bound_by']}")
@@ -555,6 +572,12 @@ def kernel_dut(lab):
 
 def start_router(lab):
     lab.start_dp()
+    # The XDP fast path as it runs (xdp_fast_path = auto: on when every
+    # router port is net_af_xdp): the devarg the engine added, for the JSON.
+    fast = lab.dp.ctl("xdp-fast")
+    lab.dut_fast_path = {"active": fast.get("active", False), "mode": fast.get("mode"),
+                         "devarg": f"xdp_prog={fast['prog']}" if fast.get("active") else None,
+                         "ports": [p["port"] for p in fast.get("ports", []) if p.get("attached")]}
 
 
 def stop_router(lab):
@@ -618,6 +641,11 @@ def tester_namespace(lab):
     lab.topo.link(t, FLOOR_IF_A, t, FLOOR_IF_B, mac_a=FLOOR_MAC_A, mac_b=FLOOR_MAC_B)
     for ifname in (TESTER_IF_A, TESTER_IF_B, FLOOR_IF_A, FLOOR_IF_B):
         t.offload_off(ifname)
+    if lab.peer_napi:
+        # NAPI on the DUT links' far ends, as in hosts a and b (RouterLab's
+        # peer_napi): what the XDP fast path's redirect into pa/pb needs.
+        for ifname in (TESTER_IF_A, TESTER_IF_B):
+            t.run(["ethtool", "-K", ifname, "gro", "on"])
     return t
 
 
@@ -735,8 +763,10 @@ def run(args):
     # sizes too), so a drift in the other tenants' load favours neither.
     turn = 0
     floor, at_peer = {}, None
+    # peer_napi: GRO on the tester's veth ends, for both DUTs alike: the
+    # XDP fast path's redirect into a veth needs NAPI on its peer.
     with RouterLab(tag="rfc", routes=[(ROUTED, B4)], router=small, start=False,
-                   device=DUT_DEVICE) as lab:
+                   device=DUT_DEVICE, peer_napi=True) as lab:
         lab.topo.link(lab.a, FLOOR_IF, lab.b, FLOOR_IF, mac_a=FLOOR_MAC_A, mac_b=FLOOR_MAC_B)
         for h in (lab.a, lab.b):
             h.offload_off(FLOOR_IF)
@@ -854,6 +884,8 @@ def run(args):
               "tester": {"gen": GEN_ENGINE, "sink": SINK_ENGINE, "one_worker": TESTER_ENGINE},
               "dut_engine": "defaults (poll_policy auto, rt_priority auto)",
               "dut_ports": DUT_DEVICE,
+              "dut_xdp_fast_path": getattr(lab, "dut_fast_path", None),
+              "tester_veth_gro": "on (NAPI on the DUT links' far ends, for both DUTs)",
               "latency_trials": LATENCY_TRIALS,
               "tester_floor": "gen -veth- sink, no DUT, at the common rate and both found rates",
               "sizes": sizes, "quick": quick}
