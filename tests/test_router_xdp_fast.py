@@ -13,7 +13,7 @@ import time
 import pytest
 
 from lab.bng_lab import Capture, send_frames
-from lab.router_lab import A4, B4, GW_A4, MAC_A, MAC_B, MAC_PA, MAC_PB, RouterLab
+from lab.router_lab import A4, A6, B4, B6, GW_A4, MAC_A, MAC_B, MAC_PA, MAC_PB, RouterLab
 
 ROUTED = "198.18.100.0/24"
 
@@ -87,6 +87,23 @@ def test_fast_path_forwards_with_ttl_decremented_and_a_valid_checksum_past_the_w
     assert moved.get("forwarded") == 40, moved
     # The worker received only what the program punted (host a's own ARP,
     # ND or router solicitations, if any), none of the 40.
+    assert worker_rx == sum(v for k, v in moved.items() if k.startswith("punt_")), (moved,
+                                                                                    worker_rx)
+
+
+def test_fast_path_forwards_ipv6_with_the_hop_limit_decremented(lab):
+    from scapy.layers.inet import UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+    frames = [bytes(Ether(src=MAC_A, dst=MAC_PA) / IPv6(src=A6, dst=B6, hlim=64)
+                    / UDP(sport=41000 + i, dport=9) / (b"x" * 18)) for i in range(20)]
+    before = snapshot(lab)
+    got = send_and_capture(lab, frames, bpf="ip6 and udp port 9")
+    moved, worker_rx = delta(before, snapshot(lab))
+    pkts = [p for p in got if IPv6 in p and p[IPv6].src == A6 and UDP in p]
+    assert len(pkts) == 20, [p.summary() for p in got]
+    assert {(p[Ether].src, p[Ether].dst, p[IPv6].hlim) for p in pkts} == {(MAC_PB, MAC_B, 63)}
+    assert moved.get("forwarded") == 20, moved
     assert worker_rx == sum(v for k, v in moved.items() if k.startswith("punt_")), (moved,
                                                                                     worker_rx)
 

@@ -40,7 +40,7 @@ struct xdp_port {
 	bool synced;            /* its maps hold the last sync (else disabled) */
 	int ifindex;
 	uint32_t prog_id;
-	int fd_cfg, fd_tx, fd_route4, fd_nh, fd_counters;
+	int fd_cfg, fd_tx, fd_route4, fd_route6, fd_nh, fd_counters;
 	struct fwd_nh *nh;      /* what fwd_nexthops holds, [n_nh] */
 };
 
@@ -175,7 +175,8 @@ router_xdp_port_devargs(struct ep_engine *e, const struct ep_port *p, char *buf,
 static void
 port_close(struct xdp_port *xp)
 {
-	int *fds[] = { &xp->fd_cfg, &xp->fd_tx, &xp->fd_route4, &xp->fd_nh, &xp->fd_counters };
+	int *fds[] = { &xp->fd_cfg, &xp->fd_tx, &xp->fd_route4, &xp->fd_route6, &xp->fd_nh,
+		      &xp->fd_counters };
 
 	for (size_t i = 0; i < RTE_DIM(fds); i++) {
 		if (*fds[i] >= 0)
@@ -192,7 +193,8 @@ port_find(struct router_xdp *x, struct xdp_port *xp)
 {
 	struct { const char *name; int *fd; } want[] = {
 		{ "fwd_cfg_map", &xp->fd_cfg }, { "fwd_tx_ports", &xp->fd_tx },
-		{ "fwd_route4", &xp->fd_route4 }, { "fwd_nexthops", &xp->fd_nh },
+		{ "fwd_route4", &xp->fd_route4 }, { "fwd_route6", &xp->fd_route6 },
+		{ "fwd_nexthops", &xp->fd_nh },
 		{ "fwd_counters", &xp->fd_counters },
 	};
 	struct bpf_prog_info pi;
@@ -245,19 +247,21 @@ port_find(struct router_xdp *x, struct xdp_port *xp)
 
 /* ---- sync ---- */
 
-struct want_route { uint64_t key; uint32_t nh; };  /* key: plen << 32 | address (as stored) */
+/* A route as the LPM tries key it: prefix length, then the address
+ * (fwd_lpm4_key / fwd_lpm6_key; IPv4 uses the first 4 bytes). */
+struct want_route { struct fwd_lpm6_key key; uint32_t nh; };
 
 struct route_set { struct want_route *v; uint32_t n, cap; };
+
+/* IPv4 and IPv6 routes, each family sorted apart. */
+struct route_sets { struct route_set fam[2]; };
 
 static int
 collect_route(uint8_t family, const uint8_t *prefix, uint8_t plen, enum ep_fib_route_kind kind,
 	      uint32_t nh, void *arg)
 {
-	struct route_set *rs = arg;
-	uint32_t a;
+	struct route_set *rs = &((struct route_sets *)arg)->fam[family == 6];
 
-	if (family != 4)
-		return 0;
 	if (rs->n == rs->cap) {
 		uint32_t cap = rs->cap ? rs->cap * 2 : 256;
 		struct want_route *v = realloc(rs->v, cap * sizeof(*v));
@@ -267,8 +271,9 @@ collect_route(uint8_t family, const uint8_t *prefix, uint8_t plen, enum ep_fib_r
 		rs->v = v;
 		rs->cap = cap;
 	}
-	memcpy(&a, prefix, 4);
-	rs->v[rs->n].key = (uint64_t)plen << 32 | a;
+	memset(&rs->v[rs->n], 0, sizeof(rs->v[rs->n]));
+	rs->v[rs->n].key.prefixlen = plen;
+	memcpy(rs->v[rs->n].key.addr, prefix, family == 6 ? 16 : 4);
 	rs->v[rs->n++].nh = nh;
 	return 0;
 }
@@ -276,17 +281,8 @@ collect_route(uint8_t family, const uint8_t *prefix, uint8_t plen, enum ep_fib_r
 static int
 cmp_route(const void *a, const void *b)
 {
-	uint64_t x = ((const struct want_route *)a)->key, y = ((const struct want_route *)b)->key;
-
-	return x < y ? -1 : x > y;
-}
-
-static struct fwd_lpm4_key
-lpm_key(uint64_t k)
-{
-	struct fwd_lpm4_key key = { .prefixlen = (uint32_t)(k >> 32), .addr = (uint32_t)k };
-
-	return key;
+	return memcmp(&((const struct want_route *)a)->key, &((const struct want_route *)b)->key,
+		      sizeof(struct fwd_lpm6_key));
 }
 
 /* What fwd_nexthops[idx] should hold: a forwardable next hop (MACs and
@@ -329,16 +325,64 @@ fail(struct router_xdp *x, int p, const char *what)
 	return -1;
 }
 
+/* Routes of one family into @p fd: added or changed ones. */
+static int
+routes_add(int fd, const struct route_set *rs)
+{
+	for (uint32_t i = 0; i < rs->n; i++) {
+		uint32_t have;
+
+		if (bpf_map_lookup_elem(fd, &rs->v[i].key, &have) == 0 && have == rs->v[i].nh)
+			continue;
+		if (bpf_map_update_elem(fd, &rs->v[i].key, &rs->v[i].nh, BPF_ANY) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Routes of one family in @p fd that @p rs no longer has: deleted.  The
+ * trie's keys are collected first (deleting while walking would skip). */
+static int
+routes_remove(int fd, const struct route_set *rs, size_t key_len)
+{
+	struct want_route w, *gone = NULL;
+	struct fwd_lpm6_key key, next;
+	uint32_t n_gone = 0, cap_gone = 0;
+	void *prev = NULL;
+	int rc = 0;
+
+	memset(&next, 0, sizeof(next));
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		memset(&w, 0, sizeof(w));
+		memcpy(&w.key, &next, key_len);
+		if (bsearch(&w, rs->v, rs->n, sizeof(w), cmp_route) == NULL) {
+			if (n_gone == cap_gone) {
+				void *g = realloc(gone, (cap_gone = cap_gone ? cap_gone * 2 : 64) *
+							 sizeof(*gone));
+				if (g == NULL) {
+					free(gone);
+					return -1;
+				}
+				gone = g;
+			}
+			gone[n_gone++] = w;
+		}
+		key = next;
+		prev = &key;
+	}
+	for (uint32_t i = 0; i < n_gone && rc == 0; i++)
+		if (bpf_map_delete_elem(fd, &gone[i].key) != 0 && errno != ENOENT)
+			rc = -1;
+	free(gone);
+	return rc;
+}
+
 /* One port's maps to @p rs (sorted) and the FIB's next hops. */
 static int
-sync_port(struct router_xdp *x, int p, const struct route_set *rs, bool acl_empty)
+sync_port(struct router_xdp *x, int p, const struct route_sets *rs, bool acl_empty)
 {
 	struct xdp_port *xp = &x->port[p];
 	const struct ep_fib *fib = x->r->fib;
-	struct fwd_lpm4_key key, next, *gone = NULL;
-	uint32_t n_gone = 0, cap_gone = 0;
-	void *prev = NULL;
-	int rc = -1;
 
 	/* Rules appeared: nothing is forwarded past them from here on. */
 	if (!acl_empty && write_cfg(x, xp, p, true, false) != 0)
@@ -360,66 +404,38 @@ sync_port(struct router_xdp *x, int p, const struct route_set *rs, bool acl_empt
 			xp->nh[i] = v;
 		}
 	}
-	for (uint32_t i = 0; i < rs->n; i++) {
-		uint32_t have;
-
-		key = lpm_key(rs->v[i].key);
-		if (bpf_map_lookup_elem(xp->fd_route4, &key, &have) == 0 && have == rs->v[i].nh)
-			continue;
-		if (bpf_map_update_elem(xp->fd_route4, &key, &rs->v[i].nh, BPF_ANY) != 0)
-			return fail(x, p, "route");
-	}
+	if (routes_add(xp->fd_route4, &rs->fam[0]) != 0 ||
+	    routes_add(xp->fd_route6, &rs->fam[1]) != 0)
+		return fail(x, p, "route");
 	/* Removals in the reverse order: routes gone, then their next hops. */
-	while (bpf_map_get_next_key(xp->fd_route4, prev, &next) == 0) {
-		struct want_route w = { .key = (uint64_t)next.prefixlen << 32 | next.addr };
-
-		if (bsearch(&w, rs->v, rs->n, sizeof(w), cmp_route) == NULL) {
-			if (n_gone == cap_gone) {
-				void *g = realloc(gone, (cap_gone = cap_gone ? cap_gone * 2 : 64) *
-							 sizeof(*gone));
-				if (g == NULL)
-					goto out;
-				gone = g;
-			}
-			gone[n_gone++] = next;
-		}
-		key = next;
-		prev = &key;
-	}
-	for (uint32_t i = 0; i < n_gone; i++)
-		if (bpf_map_delete_elem(xp->fd_route4, &gone[i]) != 0 && errno != ENOENT) {
-			fail(x, p, "route removal");
-			goto out;
-		}
+	if (routes_remove(xp->fd_route4, &rs->fam[0], sizeof(struct fwd_lpm4_key)) != 0 ||
+	    routes_remove(xp->fd_route6, &rs->fam[1], sizeof(struct fwd_lpm6_key)) != 0)
+		return fail(x, p, "route removal");
 	for (uint32_t i = 0; i < x->n_nh; i++) {
 		struct fwd_nh v = want_nh(fib, i);
 
 		if (!v.valid && xp->nh[i].valid) {
-			if (bpf_map_update_elem(xp->fd_nh, &i, &v, BPF_ANY) != 0) {
-				fail(x, p, "next hop removal");
-				goto out;
-			}
+			if (bpf_map_update_elem(xp->fd_nh, &i, &v, BPF_ANY) != 0)
+				return fail(x, p, "next hop removal");
 			xp->nh[i] = v;
 		}
 	}
-	if (write_cfg(x, xp, p, true, acl_empty) != 0) {
-		fail(x, p, "config");
-		goto out;
-	}
-	rc = 0;
-out:
-	free(gone);
-	return rc;
+	if (write_cfg(x, xp, p, true, acl_empty) != 0)
+		return fail(x, p, "config");
+	return 0;
 }
 
 static void
 sync_all(struct router_xdp *x, bool acl_empty)
 {
-	struct route_set rs = { 0 };
-	bool ok = ep_fib_route_each(x->r->fib, collect_route, &rs) == 0;
+	struct route_sets rs;
+	bool ok;
 
+	memset(&rs, 0, sizeof(rs));
+	ok = ep_fib_route_each(x->r->fib, collect_route, &rs) == 0;
 	if (ok)
-		qsort(rs.v, rs.n, sizeof(*rs.v), cmp_route);
+		for (int f = 0; f < 2; f++)
+			qsort(rs.fam[f].v, rs.fam[f].n, sizeof(*rs.fam[f].v), cmp_route);
 	else
 		snprintf(x->last_error, sizeof(x->last_error), "out of memory for the route list");
 	for (int p = 0; p < x->r->e->n_ports; p++) {
@@ -435,7 +451,8 @@ sync_all(struct router_xdp *x, bool acl_empty)
 			x->sync_errors++;
 		}
 	}
-	free(rs.v);
+	free(rs.fam[0].v);
+	free(rs.fam[1].v);
 	x->syncs++;
 }
 
@@ -485,7 +502,8 @@ router_xdp_create(struct router *r, uint32_t polled, struct ep_err *err)
 		struct xdp_port *xp = &x->port[p];
 		struct rte_eth_dev_info info;
 
-		xp->fd_cfg = xp->fd_tx = xp->fd_route4 = xp->fd_nh = xp->fd_counters = -1;
+		xp->fd_cfg = xp->fd_tx = xp->fd_route4 = xp->fd_route6 = xp->fd_nh = -1;
+		xp->fd_counters = -1;
 		if (p >= e->n_ports || !(polled >> p & 1) ||
 		    rte_eth_dev_info_get(e->ports[p].port_id, &info) != 0 || info.if_index == 0)
 			continue;

@@ -17,12 +17,15 @@
  * same way; unlike xdp_fwd this does not ask the kernel's FIB
  * (bpf_fib_lookup) but the router's own tables, so both paths route alike.
  *
- * Taken: an untagged frame to the port's MAC, IPv4 without options, a
- * verified header checksum, TTL > 1, source and destination not martian
- * (RFC 1812 5.3.7), a route (LPM trie) to a next hop that is resolved, on
- * a port in the devmap, with an MTU the packet fits.  Then: TTL - 1 with
- * the incremental checksum update (RFC 1624, "Computation of the Internet
- * Checksum via Incremental Update"), both MACs rewritten, redirected.
+ * Taken: an untagged frame to the port's MAC; IPv4 without options, with
+ * a verified header checksum, or IPv6 without a hop-by-hop header (every
+ * router must read that one, RFC 8200 4.3); TTL / hop limit > 1; source
+ * and destination not martian (RFC 1812 5.3.7, RFC 4291 2.5.6); a route
+ * (LPM trie per family) to a next hop that is resolved, on a port in the
+ * devmap, with an MTU the packet fits.  Then: TTL - 1 with the incremental
+ * checksum update (RFC 1624, "Computation of the Internet Checksum via
+ * Incremental Update") or hop limit - 1 (no IPv6 header checksum), both
+ * MACs rewritten, redirected.
  * Everything else counts its punt reason (fwd_reasons.def) and goes to the
  * socket; the full pipeline then does what the router does for it (ARP,
  * ICMP errors, ACL, fragmentation, ...).  While the router has ACL rules,
@@ -57,6 +60,14 @@ struct {
 	__type(key, struct fwd_lpm4_key);
 	__type(value, __u32);
 } fwd_route4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FWD_MAX_ROUTES6);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fwd_lpm6_key);
+	__type(value, __u32);
+} fwd_route6 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -117,6 +128,21 @@ static __always_inline int martian4(__be32 a)
 	return top == 0 || top == 127 || top >= 224 || (h >> 16) == 0xa9fe;
 }
 
+/* ep_ipv6_martian: multicast, link-local, and in ::/80 the unspecified,
+ * loopback and IPv4-mapped addresses. */
+static __always_inline int martian6(const struct in6_addr *a)
+{
+	const __u32 *w = (const __u32 *)a;
+	__u8 b0 = a->s6_addr[0], b1 = a->s6_addr[1];
+
+	if (b0 == 0xff || (b0 == 0xfe && (b1 & 0xc0) == 0x80))
+		return 1;
+	if (w[0] != 0 || w[1] != 0 || a->s6_addr16[4] != 0)
+		return 0;
+	return a->s6_addr16[5] == 0xffff ||
+	       (a->s6_addr16[5] == 0 && (w[3] == 0 || w[3] == bpf_htonl(1)));
+}
+
 /* The 20-byte header sums to 0xffff (RFC 1071); the full pipeline drops it
  * otherwise, so the fast path must not forward it. */
 static __always_inline int ipv4_csum_ok(const struct iphdr *iph)
@@ -131,19 +157,108 @@ static __always_inline int ipv4_csum_ok(const struct iphdr *iph)
 	return csum_fold(sum) == 0xffff;
 }
 
+/* The next hop of route value *idx, ready to forward a packet of @p len
+ * bytes to; NULL with *why set otherwise. */
+static __always_inline struct fwd_nh *next_hop(__u32 *idx, __u32 len, __u32 *why)
+{
+	struct fwd_nh *hop;
+	__u32 port;
+
+	if (!idx) {
+		*why = FWD_PUNT_NO_ROUTE;
+		return 0;
+	}
+	if (*idx == 0) {        /* EP_FIB_NH_LOCAL: one of our addresses */
+		*why = FWD_PUNT_LOCAL;
+		return 0;
+	}
+	hop = bpf_map_lookup_elem(&fwd_nexthops, idx);
+	if (!hop || !hop->valid) {
+		*why = FWD_PUNT_NEXTHOP;
+		return 0;
+	}
+	port = hop->port;
+	if (!bpf_map_lookup_elem(&fwd_tx_ports, &port)) {
+		*why = FWD_PUNT_PORT;
+		return 0;
+	}
+	if (len > hop->mtu) {
+		*why = FWD_PUNT_MTU;
+		return 0;
+	}
+	return hop;
+}
+
+static __always_inline int forward(struct ethhdr *eth, struct fwd_nh *hop)
+{
+	__builtin_memcpy(eth, hop->eth, 12);
+	count(FWD_FORWARDED);
+	return bpf_redirect_map(&fwd_tx_ports, hop->port, 0);
+}
+
+static __always_inline int fwd_ipv4(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *iph,
+				    void *data_end)
+{
+	struct fwd_lpm4_key key;
+	struct fwd_nh *hop;
+	__u32 why = 0;
+	__u16 old, new;
+
+	if ((void *)(iph + 1) > data_end || *(__u8 *)iph != 0x45 ||
+	    bpf_ntohs(iph->tot_len) < sizeof(*iph) ||
+	    bpf_ntohs(iph->tot_len) > (__u64)(data_end - (void *)iph) || !ipv4_csum_ok(iph))
+		return punt(ctx, FWD_PUNT_IP_HEADER);
+	if (iph->ttl <= 1)
+		return punt(ctx, FWD_PUNT_TTL);
+	if (martian4(iph->saddr) || martian4(iph->daddr))
+		return punt(ctx, FWD_PUNT_MARTIAN);
+	key.prefixlen = 32;
+	key.addr = iph->daddr;
+	hop = next_hop(bpf_map_lookup_elem(&fwd_route4, &key), bpf_ntohs(iph->tot_len), &why);
+	if (!hop)
+		return punt(ctx, why);
+	/* TTL is the high byte of the header's fifth word (TTL, protocol). */
+	old = ((__u16 *)iph)[4];
+	iph->ttl--;
+	new = ((__u16 *)iph)[4];
+	csum_replace_words(&iph->check, &old, &new, 1);
+	return forward(eth, hop);
+}
+
+static __always_inline int fwd_ipv6(struct xdp_md *ctx, struct ethhdr *eth, struct ipv6hdr *ip6h,
+				    void *data_end)
+{
+	struct fwd_lpm6_key key;
+	struct fwd_nh *hop;
+	__u32 why = 0;
+
+	if ((void *)(ip6h + 1) > data_end || ip6h->version != 6 ||
+	    sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len) > (__u64)(data_end - (void *)ip6h) ||
+	    ip6h->nexthdr == IPPROTO_HOPOPTS)
+		return punt(ctx, FWD_PUNT_IP_HEADER);
+	if (ip6h->hop_limit <= 1)
+		return punt(ctx, FWD_PUNT_TTL);
+	if (martian6(&ip6h->saddr) || martian6(&ip6h->daddr))
+		return punt(ctx, FWD_PUNT_MARTIAN);
+	key.prefixlen = 128;
+	__builtin_memcpy(key.addr, &ip6h->daddr, 16);
+	hop = next_hop(bpf_map_lookup_elem(&fwd_route6, &key),
+		       sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len), &why);
+	if (!hop)
+		return punt(ctx, why);
+	ip6h->hop_limit--;
+	return forward(eth, hop);
+}
+
 SEC("xdp")
 int xdp_router_fwd(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct hdr_cursor nh = { .pos = data };
-	struct fwd_lpm4_key key;
 	struct ethhdr *eth;
-	struct iphdr *iph;
 	struct fwd_cfg *cfg;
-	struct fwd_nh *hop;
-	__u32 zero = 0, *idx, port;
-	__u16 old, new;
+	__u32 zero = 0;
 	int proto;
 
 	cfg = bpf_map_lookup_elem(&fwd_cfg_map, &zero);
@@ -155,43 +270,11 @@ int xdp_router_fwd(struct xdp_md *ctx)
 	proto = parse_ethhdr(&nh, data_end, &eth);
 	if (proto < 0 || !mac_eq(eth->h_dest, cfg->mac))
 		return punt(ctx, FWD_PUNT_L2);
-	if (proto != bpf_htons(ETH_P_IP))
-		return punt(ctx, proto_is_vlan(proto) ? FWD_PUNT_L2 : FWD_PUNT_NOT_IPV4);
-
-	iph = nh.pos;
-	if ((void *)(iph + 1) > data_end || *(__u8 *)iph != 0x45 ||
-	    bpf_ntohs(iph->tot_len) < sizeof(*iph) ||
-	    bpf_ntohs(iph->tot_len) > (__u64)(data_end - (void *)iph) || !ipv4_csum_ok(iph))
-		return punt(ctx, FWD_PUNT_IPV4_HEADER);
-	if (iph->ttl <= 1)
-		return punt(ctx, FWD_PUNT_TTL);
-	if (martian4(iph->saddr) || martian4(iph->daddr))
-		return punt(ctx, FWD_PUNT_MARTIAN);
-
-	key.prefixlen = 32;
-	key.addr = iph->daddr;
-	idx = bpf_map_lookup_elem(&fwd_route4, &key);
-	if (!idx)
-		return punt(ctx, FWD_PUNT_NO_ROUTE);
-	if (*idx == 0)          /* EP_FIB_NH_LOCAL: one of our addresses */
-		return punt(ctx, FWD_PUNT_LOCAL);
-	hop = bpf_map_lookup_elem(&fwd_nexthops, idx);
-	if (!hop || !hop->valid)
-		return punt(ctx, FWD_PUNT_NEXTHOP);
-	port = hop->port;
-	if (!bpf_map_lookup_elem(&fwd_tx_ports, &port))
-		return punt(ctx, FWD_PUNT_PORT);
-	if (bpf_ntohs(iph->tot_len) > hop->mtu)
-		return punt(ctx, FWD_PUNT_MTU);
-
-	/* TTL is the high byte of the header's fifth word (TTL, protocol). */
-	old = ((__u16 *)iph)[4];
-	iph->ttl--;
-	new = ((__u16 *)iph)[4];
-	csum_replace_words(&iph->check, &old, &new, 1);
-	__builtin_memcpy(eth, hop->eth, 12);
-	count(FWD_FORWARDED);
-	return bpf_redirect_map(&fwd_tx_ports, port, 0);
+	if (proto == bpf_htons(ETH_P_IP))
+		return fwd_ipv4(ctx, eth, nh.pos, data_end);
+	if (proto == bpf_htons(ETH_P_IPV6))
+		return fwd_ipv6(ctx, eth, nh.pos, data_end);
+	return punt(ctx, proto_is_vlan(proto) ? FWD_PUNT_L2 : FWD_PUNT_NOT_IP);
 }
 
 char _license[] SEC("license") = "GPL";

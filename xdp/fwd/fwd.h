@@ -13,7 +13,8 @@
 
 #define FWD_MAX_PORTS 32        /* devmap slots: the engine's logical ports */
 #define FWD_MAX_QUEUES 64       /* xsks_map slots: the PMD's rx queues */
-#define FWD_MAX_ROUTES4 131072  /* LPM trie entries */
+#define FWD_MAX_ROUTES4 131072  /* LPM trie entries, per family */
+#define FWD_MAX_ROUTES6 131072
 #define FWD_MAX_NEXTHOPS 65536  /* next-hop slots (the FIB's indexes) */
 
 #define FWD_COUNTER(id, name, desc) FWD_##id,
@@ -34,6 +35,12 @@ struct fwd_cfg {
 struct fwd_lpm4_key {
 	__u32 prefixlen;
 	__u32 addr;             /* network order */
+};
+
+/* fwd_route6 key. */
+struct fwd_lpm6_key {
+	__u32 prefixlen;
+	__u8 addr[16];
 };
 
 /* fwd_nexthops[i], i the FIB's next-hop index.  Written only for a next hop the

@@ -27,6 +27,8 @@ var (
 	outMAC  = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0c} // the egress port's MAC
 	src     = net.IPv4(198, 18, 0, 2)
 	routed  = net.IPv4(198, 18, 100, 7)
+	src6    = net.ParseIP("2001:db8:0:1::2")
+	routed6 = net.ParseIP("2001:db8:100::7")
 )
 
 // The kernel's enum xdp_action.
@@ -75,6 +77,8 @@ func load(t *testing.T) *fixture {
 	f.route(t, "198.18.2.0/24", 1) // connected, host unresolved (EP_FIB_NH_GLEAN)
 	f.route(t, "198.18.3.0/24", nhOffPort)
 	f.route(t, "198.18.4.0/24", nhSmallMTU)
+	f.route(t, "2001:db8:100::/48", nhRouted)
+	f.route(t, "2001:db8:0:1::1/128", 0)
 	f.nexthop(t, nhRouted, outPort, 1500)
 	f.nexthop(t, nhOffPort, 7, 1500)
 	f.nexthop(t, nhSmallMTU, outPort, 100)
@@ -91,6 +95,7 @@ func (f *fixture) setCfg(t *testing.T, enabled, aclEmpty uint8) {
 	}
 }
 
+// route puts prefix -> next-hop index into the family's LPM trie.
 func (f *fixture) route(t *testing.T, prefix string, nh uint32) {
 	t.Helper()
 	_, n, err := net.ParseCIDR(prefix)
@@ -98,8 +103,14 @@ func (f *fixture) route(t *testing.T, prefix string, nh uint32) {
 		t.Fatal(err)
 	}
 	ones, _ := n.Mask.Size()
-	k := fwdFwdLpm4Key{Prefixlen: uint32(ones), Addr: binary.NativeEndian.Uint32(n.IP.To4())}
-	if err := f.objs.FwdRoute4.Put(k, nh); err != nil {
+	if v4 := n.IP.To4(); v4 != nil {
+		err = f.objs.FwdRoute4.Put(fwdFwdLpm4Key{Prefixlen: uint32(ones), Addr: binary.NativeEndian.Uint32(v4)}, nh)
+	} else {
+		k := fwdFwdLpm6Key{Prefixlen: uint32(ones)}
+		copy(k.Addr[:], n.IP.To16())
+		err = f.objs.FwdRoute6.Put(k, nh)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 }
@@ -154,41 +165,57 @@ func (f *fixture) run(t *testing.T, frame []byte) result {
 }
 
 type frameOpt struct {
+	v6       bool // IPv6 (src6/routed6 by default), else IPv4
 	dstMAC   net.HardwareAddr
 	src, dst net.IP
-	ttl      uint8
-	options  bool
-	badCsum  bool
+	ttl      uint8 // TTL or hop limit; 0: 64
+	options  bool  // IPv4 options
+	badCsum  bool  // IPv4 header checksum off by one
+	hbh      bool  // an IPv6 hop-by-hop header
 	payload  int
 }
 
-func ipv4Frame(t *testing.T, o frameOpt) []byte {
+// ipFrame is an Ethernet/IP/UDP frame from the sender to the port.
+func ipFrame(t *testing.T, o frameOpt) []byte {
 	t.Helper()
 	if o.dstMAC == nil {
 		o.dstMAC = portMAC
 	}
 	if o.src == nil {
-		o.src = src
+		o.src = map[bool]net.IP{false: src, true: src6}[o.v6]
 	}
 	if o.dst == nil {
-		o.dst = routed
+		o.dst = map[bool]net.IP{false: routed, true: routed6}[o.v6]
 	}
 	if o.ttl == 0 {
 		o.ttl = 64
 	}
 	eth := &layers.Ethernet{SrcMAC: hostMAC, DstMAC: o.dstMAC, EthernetType: layers.EthernetTypeIPv4}
-	ip := &layers.IPv4{Version: 4, TTL: o.ttl, Protocol: layers.IPProtocolUDP, SrcIP: o.src, DstIP: o.dst, Id: 0x1234}
-	if o.options {
-		ip.Options = []layers.IPv4Option{{OptionType: 1}, {OptionType: 1}, {OptionType: 1}, {OptionType: 0}}
-	}
 	udp := &layers.UDP{SrcPort: 1024, DstPort: 9}
-	if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
-		t.Fatal(err)
+	var l3 []gopacket.SerializableLayer
+	if o.v6 {
+		eth.EthernetType = layers.EthernetTypeIPv6
+		ip := &layers.IPv6{Version: 6, HopLimit: o.ttl, NextHeader: layers.IPProtocolUDP, SrcIP: o.src, DstIP: o.dst}
+		_ = udp.SetNetworkLayerForChecksum(ip)
+		l3 = append(l3, ip)
+		if o.hbh {
+			ip.NextHeader = layers.IPProtocolIPv6HopByHop
+			hbh := &layers.IPv6HopByHop{}
+			hbh.NextHeader = layers.IPProtocolUDP
+			hbh.Options = []*layers.IPv6HopByHopOption{{OptionType: 1, OptionLength: 4, OptionData: make([]byte, 4)}}
+			l3 = append(l3, hbh)
+		}
+	} else {
+		ip := &layers.IPv4{Version: 4, TTL: o.ttl, Protocol: layers.IPProtocolUDP, SrcIP: o.src, DstIP: o.dst, Id: 0x1234}
+		if o.options {
+			ip.Options = []layers.IPv4Option{{OptionType: 1}, {OptionType: 1}, {OptionType: 1}, {OptionType: 0}}
+		}
+		_ = udp.SetNetworkLayerForChecksum(ip)
+		l3 = append(l3, ip)
 	}
+	ls := append(append([]gopacket.SerializableLayer{eth}, l3...), udp, gopacket.Payload(make([]byte, 18+o.payload)))
 	buf := gopacket.NewSerializeBuffer()
-	err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
-		eth, ip, udp, gopacket.Payload(make([]byte, 18+o.payload)))
-	if err != nil {
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
 		t.Fatal(err)
 	}
 	b := buf.Bytes()
@@ -218,7 +245,7 @@ func ipv4HeaderSum(h []byte) uint16 {
 func TestForwardedFrameHasTTLDecrementedChecksumUpdatedAndMACsRewritten(t *testing.T) {
 	f := load(t)
 	for _, ttl := range []uint8{64, 2, 255} {
-		in := ipv4Frame(t, frameOpt{ttl: ttl})
+		in := ipFrame(t, frameOpt{ttl: ttl})
 		r := f.run(t, in)
 		if r.ret != xdpRedirect {
 			t.Fatalf("ttl %d: verdict %d, want XDP_REDIRECT", ttl, r.ret)
@@ -243,19 +270,45 @@ func TestForwardedFrameHasTTLDecrementedChecksumUpdatedAndMACsRewritten(t *testi
 	}
 }
 
+func TestForwardedIPv6FrameHasHopLimitDecrementedAndMACsRewritten(t *testing.T) {
+	f := load(t)
+	in := ipFrame(t, frameOpt{v6: true, ttl: 64})
+	r := f.run(t, in)
+	if r.ret != xdpRedirect {
+		t.Fatalf("verdict %d, want XDP_REDIRECT", r.ret)
+	}
+	if !bytes.Equal(r.out[0:6], nhMAC) || !bytes.Equal(r.out[6:12], outMAC) {
+		t.Errorf("MACs %x %x, want %x %x", r.out[0:6], r.out[6:12], nhMAC, outMAC)
+	}
+	if r.out[14+7] != 63 {
+		t.Errorf("hop limit %d, want 63", r.out[14+7])
+	}
+	if !bytes.Equal(r.out[12:21], in[12:21]) || !bytes.Equal(r.out[22:], in[22:]) {
+		t.Errorf("bytes other than MACs and hop limit changed")
+	}
+	if len(r.moved) != 1 || r.moved["forwarded"] != 1 {
+		t.Errorf("counters moved %v, want forwarded 1", r.moved)
+	}
+}
+
 func TestForwardedFrameGoesToTheNextHopsPort(t *testing.T) {
 	f := load(t)
 	// The next hop's port leaves the devmap: the same frame is punted.
-	if r := f.run(t, ipv4Frame(t, frameOpt{})); r.ret != xdpRedirect {
+	if r := f.run(t, ipFrame(t, frameOpt{})); r.ret != xdpRedirect {
 		t.Fatalf("verdict %d, want XDP_REDIRECT", r.ret)
 	}
 	if err := f.objs.FwdTxPorts.Delete(uint32(outPort)); err != nil {
 		t.Fatal(err)
 	}
-	r := f.run(t, ipv4Frame(t, frameOpt{}))
+	r := f.run(t, ipFrame(t, frameOpt{}))
 	if r.ret != xdpPass || r.moved["punt_port"] != 1 {
 		t.Fatalf("without the port: verdict %d, counters %v, want XDP_PASS, punt_port 1", r.ret, r.moved)
 	}
+}
+
+// to6 builds an IPv6 frame to dst.
+func to6(dst string) func(t *testing.T) []byte {
+	return func(t *testing.T) []byte { return ipFrame(t, frameOpt{v6: true, dst: net.ParseIP(dst)}) }
 }
 
 func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
@@ -273,7 +326,7 @@ func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
 		return buf.Bytes()
 	}
 	vlan := func(t *testing.T) []byte {
-		b := ipv4Frame(t, frameOpt{})
+		b := ipFrame(t, frameOpt{})
 		tagged := append([]byte{}, b[:12]...)
 		tagged = append(tagged, 0x81, 0x00, 0x00, 0x0a)
 		return append(tagged, b[12:]...)
@@ -284,35 +337,41 @@ func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
 		setup  func(t *testing.T, f *fixture)
 		reason string
 	}{
-		{"disabled", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{}) },
+		{"disabled", func(t *testing.T) []byte { return ipFrame(t, frameOpt{}) },
 			func(t *testing.T, f *fixture) { f.setCfg(t, 0, 1) }, "punt_disabled"},
-		{"router-has-acl-rules", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{}) },
+		{"router-has-acl-rules", func(t *testing.T) []byte { return ipFrame(t, frameOpt{}) },
 			func(t *testing.T, f *fixture) { f.setCfg(t, 1, 0) }, "punt_acl"},
 		{"other-unicast-mac", func(t *testing.T) []byte {
-			return ipv4Frame(t, frameOpt{dstMAC: net.HardwareAddr{0x02, 9, 9, 9, 9, 9}})
+			return ipFrame(t, frameOpt{dstMAC: net.HardwareAddr{0x02, 9, 9, 9, 9, 9}})
 		}, nil, "punt_l2"},
 		{"broadcast", func(t *testing.T) []byte {
-			return ipv4Frame(t, frameOpt{dstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}})
+			return ipFrame(t, frameOpt{dstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}})
 		}, nil, "punt_l2"},
 		{"vlan-tagged", vlan, nil, "punt_l2"},
-		{"arp", arp, nil, "punt_not_ipv4"},
-		{"ipv4-options", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{options: true}) }, nil, "punt_ipv4_header"},
-		{"ipv4-bad-checksum", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{badCsum: true}) }, nil, "punt_ipv4_header"},
-		{"ttl-1", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{ttl: 1}) }, nil, "punt_ttl"},
-		{"martian-source", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{src: net.IPv4(127, 0, 0, 1)}) }, nil, "punt_martian"},
-		{"martian-destination", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{dst: net.IPv4(224, 0, 0, 5)}) }, nil, "punt_martian"},
-		{"to-our-address", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{dst: net.IPv4(198, 18, 1, 1)}) }, nil, "punt_local"},
-		{"no-route", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{dst: net.IPv4(198, 19, 0, 1)}) }, nil, "punt_no_route"},
-		{"connected-host-unresolved", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{dst: net.IPv4(198, 18, 2, 9)}) }, nil, "punt_nexthop"},
-		{"next-hop-removed", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{}) },
+		{"arp", arp, nil, "punt_not_ip"},
+		{"ipv4-options", func(t *testing.T) []byte { return ipFrame(t, frameOpt{options: true}) }, nil, "punt_ip_header"},
+		{"ipv4-bad-checksum", func(t *testing.T) []byte { return ipFrame(t, frameOpt{badCsum: true}) }, nil, "punt_ip_header"},
+		{"ttl-1", func(t *testing.T) []byte { return ipFrame(t, frameOpt{ttl: 1}) }, nil, "punt_ttl"},
+		{"martian-source", func(t *testing.T) []byte { return ipFrame(t, frameOpt{src: net.IPv4(127, 0, 0, 1)}) }, nil, "punt_martian"},
+		{"martian-destination", func(t *testing.T) []byte { return ipFrame(t, frameOpt{dst: net.IPv4(224, 0, 0, 5)}) }, nil, "punt_martian"},
+		{"to-our-address", func(t *testing.T) []byte { return ipFrame(t, frameOpt{dst: net.IPv4(198, 18, 1, 1)}) }, nil, "punt_local"},
+		{"no-route", func(t *testing.T) []byte { return ipFrame(t, frameOpt{dst: net.IPv4(198, 19, 0, 1)}) }, nil, "punt_no_route"},
+		{"connected-host-unresolved", func(t *testing.T) []byte { return ipFrame(t, frameOpt{dst: net.IPv4(198, 18, 2, 9)}) }, nil, "punt_nexthop"},
+		{"next-hop-removed", func(t *testing.T) []byte { return ipFrame(t, frameOpt{}) },
 			func(t *testing.T, f *fixture) {
 				if err := f.objs.FwdNexthops.Put(uint32(nhRouted), fwdFwdNh{}); err != nil {
 					t.Fatal(err)
 				}
 			}, "punt_nexthop"},
-		{"egress-port-not-in-devmap", func(t *testing.T) []byte { return ipv4Frame(t, frameOpt{dst: net.IPv4(198, 18, 3, 9)}) }, nil, "punt_port"},
+		{"egress-port-not-in-devmap", func(t *testing.T) []byte { return ipFrame(t, frameOpt{dst: net.IPv4(198, 18, 3, 9)}) }, nil, "punt_port"},
+		{"ipv6-hop-limit-1", func(t *testing.T) []byte { return ipFrame(t, frameOpt{v6: true, ttl: 1}) }, nil, "punt_ttl"},
+		{"ipv6-hop-by-hop", func(t *testing.T) []byte { return ipFrame(t, frameOpt{v6: true, hbh: true}) }, nil, "punt_ip_header"},
+		{"ipv6-link-local-destination", to6("fe80::1"), nil, "punt_martian"},
+		{"ipv6-multicast-destination", to6("ff02::1:ff00:1"), nil, "punt_martian"},
+		{"ipv6-to-our-address", to6("2001:db8:0:1::1"), nil, "punt_local"},
+		{"ipv6-no-route", to6("2001:db8:200::1"), nil, "punt_no_route"},
 		{"larger-than-egress-mtu", func(t *testing.T) []byte {
-			return ipv4Frame(t, frameOpt{dst: net.IPv4(198, 18, 4, 9), payload: 100})
+			return ipFrame(t, frameOpt{dst: net.IPv4(198, 18, 4, 9), payload: 100})
 		}, nil, "punt_mtu"},
 	}
 	seen := map[string]bool{}
