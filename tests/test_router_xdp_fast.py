@@ -193,3 +193,26 @@ def test_a_neighbour_learnt_by_arp_reaches_the_fast_path(router_pipeline):
         send_frames(nlab.a, udp_frames(10), inter=0.002)
         moved, _ = delta(before, snapshot(nlab))
         assert moved.get("forwarded") == 10, moved
+
+
+@pytest.mark.parametrize("device,router,error", [
+    ("af_packet", {"xdp_fast_path": "on"}, "xdp_fast_path = on: port pa is not net_af_xdp"),
+    ("af_xdp", {"xdp_fast_path": "yes"}, "key 'xdp_fast_path': 'yes' is not auto, on or off"),
+    ("af_xdp", {"xdp_fast_path": "on", "xdp_fast_path_prog": "/nonexistent/fwd.o"},
+     "xdp_fast_path = on: cannot read /nonexistent/fwd.o"),
+])
+def test_xdp_fast_path_configuration_errors_are_named(router_pipeline, device, router, error):
+    from lab.dp import check_config
+    from lab.router_lab import router_sections
+    res, _ = check_config(router_sections(device=device, router=router))
+    assert res.returncode != 0 and error in res.stderr + res.stdout, res.stderr + res.stdout
+
+
+def test_xdp_fast_path_auto_stays_off_when_a_router_port_is_not_net_af_xdp(router_pipeline):
+    """auto with net_af_packet ports: the full pipeline alone, no error."""
+    from lab.dp import check_config
+    from lab.router_lab import router_sections
+    res, _ = check_config(router_sections(device="af_packet"))
+    assert res.returncode == 0, res.stderr
+    with RouterLab(tag="xo", device="af_packet") as olab:
+        assert olab.dp.ctl("xdp-fast") == {"active": False}
