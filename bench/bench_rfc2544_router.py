@@ -362,6 +362,15 @@ def search(tester, size, trial_s, resolution, max_rate, log):
             "tester_limited": limited, "confirmations": len(confirmations)}
 
 
+def fast_path_took(d):
+    """Our XDP fast path forwarded (nearly) every frame of a trial: our
+    worker then saw none, and its wake-up and ring say nothing."""
+    if not d:
+        return False
+    fwd, punt = d.get("fast_path_forwarded", 0), d.get("fast_path_punted", 0)
+    return fwd > 0 and fwd >= 0.99 * (fwd + punt)
+
+
 def throughput_bound(s):
     """The element that set a search's zero-loss rate, from its lowest
     failing trial (or the generator, when no trial lost a frame)."""
@@ -385,6 +394,9 @@ def throughput_bound(s):
         return "the wire: the kernel's backlog (netdev_max_backlog) overflowed"
     if d is None:
         return "the kernel's forwarding (veth and ip_forward in the sender's softirq)"
+    if fast_path_took(d):
+        return ("our XDP fast path (redirect between the veths in the sender's softirq): "
+                "frames lost between the rings")
     return "the wire: frames lost between the rings (veth, kernel)"
 
 
@@ -412,6 +424,11 @@ def latency_bound(lat, wake_ref_ns=None, floor_ns=None):
     d = lat.get("dut")
     if d is None:
         return "the wire and the sink (the kernel forwards inside the generator's send)"
+    if fast_path_took(d):
+        side = (f": {total / 1e3:.1f} us against the tester's floor of {floor_ns / 1e3:.1f} us"
+                if floor_ns else "")
+        return ("the wire and the sink (our XDP fast path forwards inside the generator's "
+                f"send{side})")
     woke = d["wake_samples"] >= d["poll_samples"]
     before = d["wake_p50_ns"] if woke else d["poll_p50_ns"]
     t = lat.get("tester") or {}
