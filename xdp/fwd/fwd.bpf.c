@@ -18,8 +18,8 @@
  * (bpf_fib_lookup) but the router's own tables, so both paths route alike.
  *
  * Taken: an untagged frame to the port's MAC; IPv4 without options, with
- * a verified header checksum, or IPv6 without a hop-by-hop header (every
- * router must read that one, RFC 8200 4.3); TTL / hop limit > 1; source
+ * a verified header checksum, or IPv6 without extension headers (the
+ * pipeline walks and judges those); TTL / hop limit > 1; source
  * and destination not martian (RFC 1812 5.3.7, RFC 4291 2.5.6); a route
  * (LPM trie per family) to a next hop that is resolved, on a port in the
  * devmap, with an MTU the packet fits.  Then: TTL - 1 with the incremental
@@ -143,6 +143,18 @@ static __always_inline int martian6(const struct in6_addr *a)
 	       (a->s6_addr16[5] == 0 && (w[3] == 0 || w[3] == bpf_htonl(1)));
 }
 
+/* ep_ipv6_is_ext (dataplane/proto/ep_parse.h): the Next Header values the
+ * full pipeline walks as extension headers, and drops when the chain is
+ * malformed or too long.  The fast path does not walk them: a packet with
+ * any is punted, so only the pipeline judges a chain (and reads a
+ * hop-by-hop header, which every router must, RFC 8200 4.3). */
+static __always_inline int ipv6_ext(__u8 nh)
+{
+	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_FRAGMENT ||
+	       nh == IPPROTO_DSTOPTS || nh == IPPROTO_AH || nh == 135 /* Mobility */ ||
+	       nh == 139 /* HIP */ || nh == 140 /* Shim6 */;
+}
+
 /* The 20-byte header sums to 0xffff (RFC 1071); the full pipeline drops it
  * otherwise, so the fast path must not forward it. */
 static __always_inline int ipv4_csum_ok(const struct iphdr *iph)
@@ -234,7 +246,7 @@ static __always_inline int fwd_ipv6(struct xdp_md *ctx, struct ethhdr *eth, stru
 
 	if ((void *)(ip6h + 1) > data_end || ip6h->version != 6 ||
 	    sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len) > (__u64)(data_end - (void *)ip6h) ||
-	    ip6h->nexthdr == IPPROTO_HOPOPTS)
+	    ipv6_ext(ip6h->nexthdr))
 		return punt(ctx, FWD_PUNT_IP_HEADER);
 	if (ip6h->hop_limit <= 1)
 		return punt(ctx, FWD_PUNT_TTL);

@@ -172,6 +172,7 @@ type frameOpt struct {
 	options  bool  // IPv4 options
 	badCsum  bool  // IPv4 header checksum off by one
 	hbh      bool  // an IPv6 hop-by-hop header
+	frag     bool  // an IPv6 fragment header
 	payload  int
 }
 
@@ -204,6 +205,10 @@ func ipFrame(t *testing.T, o frameOpt) []byte {
 			hbh.NextHeader = layers.IPProtocolUDP
 			hbh.Options = []*layers.IPv6HopByHopOption{{OptionType: 1, OptionLength: 4, OptionData: make([]byte, 4)}}
 			l3 = append(l3, hbh)
+		}
+		if o.frag {
+			ip.NextHeader = layers.IPProtocolIPv6Fragment
+			l3 = append(l3, &layers.IPv6Fragment{NextHeader: layers.IPProtocolUDP, Identification: 7})
 		}
 	} else {
 		ip := &layers.IPv4{Version: 4, TTL: o.ttl, Protocol: layers.IPProtocolUDP, SrcIP: o.src, DstIP: o.dst, Id: 0x1234}
@@ -366,6 +371,7 @@ func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
 		{"egress-port-not-in-devmap", func(t *testing.T) []byte { return ipFrame(t, frameOpt{dst: net.IPv4(198, 18, 3, 9)}) }, nil, "punt_port"},
 		{"ipv6-hop-limit-1", func(t *testing.T) []byte { return ipFrame(t, frameOpt{v6: true, ttl: 1}) }, nil, "punt_ttl"},
 		{"ipv6-hop-by-hop", func(t *testing.T) []byte { return ipFrame(t, frameOpt{v6: true, hbh: true}) }, nil, "punt_ip_header"},
+		{"ipv6-fragment-header", func(t *testing.T) []byte { return ipFrame(t, frameOpt{v6: true, frag: true}) }, nil, "punt_ip_header"},
 		{"ipv6-link-local-destination", to6("fe80::1"), nil, "punt_martian"},
 		{"ipv6-multicast-destination", to6("ff02::1:ff00:1"), nil, "punt_martian"},
 		{"ipv6-to-our-address", to6("2001:db8:0:1::1"), nil, "punt_local"},
