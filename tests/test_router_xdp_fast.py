@@ -216,3 +216,23 @@ def test_xdp_fast_path_auto_stays_off_when_a_router_port_is_not_net_af_xdp(route
     assert res.returncode == 0, res.stderr
     with RouterLab(tag="xo", device="af_packet") as olab:
         assert olab.dp.ctl("xdp-fast") == {"active": False}
+
+
+def test_a_restart_after_sigkill_replaces_the_program_left_attached(router_pipeline):
+    """A killed data plane leaves its XDP program attached to pa and pb
+    (the kernel keeps it with the device); the PMD could not attach its own
+    and the port failed to start.  The next start removes ours and
+    forwards again."""
+    import signal
+    with RouterLab(tag="xk", device="af_xdp", peer_napi=True) as klab:
+        klab.dp.send_signal(signal.SIGKILL)
+        klab.dp.proc.wait(timeout=10)
+        assert "xdp_router_fwd" in klab.dut.run(["ip", "link", "show", "pa"]).stdout
+        klab.dp.close()
+        klab.dp = None
+        klab.start_dp()
+        wait_synced(klab, 0)
+        before = snapshot(klab)
+        send_frames(klab.a, udp_frames(10), inter=0.002)
+        moved, _ = delta(before, snapshot(klab))
+        assert moved.get("forwarded") == 10, moved

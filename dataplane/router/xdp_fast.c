@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,56 @@ router_polled(struct ep_engine *e)
 	return polled;
 }
 
+/* The name of the program attached to @p ifindex ("" when none). */
+static void
+attached_name(int ifindex, char *name, size_t len)
+{
+	struct bpf_prog_info pi;
+	uint32_t id = 0, il = sizeof(pi);
+	int fd;
+
+	name[0] = '\0';
+	if (bpf_xdp_query_id(ifindex, 0, &id) != 0 || id == 0)
+		return;
+	fd = bpf_prog_get_fd_by_id(id);
+	if (fd < 0)
+		return;
+	memset(&pi, 0, sizeof(pi));
+	if (bpf_obj_get_info_by_fd(fd, &pi, &il) == 0)
+		snprintf(name, len, "%s", pi.name);
+	close(fd);
+}
+
+/* An XDP program stays attached when the process that attached it dies
+ * without closing its port (SIGKILL, a crash): the PMD then cannot attach
+ * its own and the port fails to start ("XDP program already attached").
+ * Our program left on the port's interface by such a process is removed
+ * before the port opens; any other program is left alone. */
+static void
+detach_stale(const struct ep_port *p)
+{
+	const char *at = strstr(p->device, "iface=");
+	char ifname[IF_NAMESIZE], name[BPF_OBJ_NAME_LEN];
+	size_t n;
+	int ifindex;
+
+	if (at == NULL)
+		return;
+	at += strlen("iface=");
+	n = strcspn(at, ",");
+	if (n == 0 || n >= sizeof(ifname))
+		return;
+	memcpy(ifname, at, n);
+	ifname[n] = '\0';
+	ifindex = (int)if_nametoindex(ifname);
+	if (ifindex == 0)
+		return;
+	attached_name(ifindex, name, sizeof(name));
+	if (strcmp(name, FWD_PROG_NAME) == 0 && bpf_xdp_detach(ifindex, 0, NULL) == 0)
+		printf("router: port %s: removed the " FWD_PROG_NAME " a process that did not exit "
+		       "left on %s\n", p->name, ifname);
+}
+
 int
 router_xdp_port_devargs(struct ep_engine *e, const struct ep_port *p, char *buf, size_t len,
 			struct ep_err *err)
@@ -161,6 +212,8 @@ router_xdp_port_devargs(struct ep_engine *e, const struct ep_port *p, char *buf,
 	enum xdp_mode mode;
 	bool on;
 
+	if (is_af_xdp(p))
+		detach_stale(p);
 	if (decide(e, router_polled(e), &mode, path, sizeof(path), &on, err) < 0)
 		return -1;
 	if (!on || strstr(p->device, "xdp_prog=") != NULL)
