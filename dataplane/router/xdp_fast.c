@@ -34,6 +34,15 @@ static const char *const fwd_counter_name[FWD_MAX] = {
 enum xdp_mode { XDP_FAST_OFF, XDP_FAST_AUTO, XDP_FAST_ON };
 static const char *const mode_name[] = { "off", "auto", "on" };
 
+/* A route as the LPM tries key it: prefix length, then the address
+ * (fwd_lpm4_key / fwd_lpm6_key; IPv4 uses the first 4 bytes). */
+struct want_route { struct fwd_lpm6_key key; uint32_t nh; };
+
+struct route_set { struct want_route *v; uint32_t n, cap; };
+
+/* IPv4 and IPv6 routes, each family sorted apart. */
+struct route_sets { struct route_set fam[2]; };
+
 /* One port's attached copy of the program and its maps. */
 struct xdp_port {
 	bool fast;              /* a router port opened with the program */
@@ -43,6 +52,10 @@ struct xdp_port {
 	uint32_t prog_id;
 	int fd_cfg, fd_tx, fd_route4, fd_route6, fd_nh, fd_counters;
 	struct fwd_nh *nh;      /* what fwd_nexthops holds, [n_nh] */
+	/* What its tries hold when `exact` (a fresh program's are empty;
+	 * after a failed write they are compared with the FIB instead). */
+	struct route_sets last;
+	bool exact;
 };
 
 struct router_xdp {
@@ -295,19 +308,12 @@ port_find(struct router_xdp *x, struct xdp_port *xp)
 	xp->prog_id = id;
 	xp->found = true;
 	memset(xp->nh, 0, sizeof(*xp->nh) * x->n_nh);   /* a fresh array map is zeros */
+	xp->last.fam[0].n = xp->last.fam[1].n = 0;      /* and its tries are empty */
+	xp->exact = true;
 	return 0;
 }
 
 /* ---- sync ---- */
-
-/* A route as the LPM tries key it: prefix length, then the address
- * (fwd_lpm4_key / fwd_lpm6_key; IPv4 uses the first 4 bytes). */
-struct want_route { struct fwd_lpm6_key key; uint32_t nh; };
-
-struct route_set { struct want_route *v; uint32_t n, cap; };
-
-/* IPv4 and IPv6 routes, each family sorted apart. */
-struct route_sets { struct route_set fam[2]; };
 
 static int
 collect_route(uint8_t family, const uint8_t *prefix, uint8_t plen, enum ep_fib_route_kind kind,
@@ -430,6 +436,64 @@ routes_remove(int fd, const struct route_set *rs, size_t key_len)
 	return rc;
 }
 
+/* The routes of @p want (sorted) that @p have (sorted: what the trie
+ * holds) lacks or has with another next hop: written.  One bpf() call per
+ * change, none per unchanged route. */
+static int
+diff_add(int fd, const struct route_set *have, const struct route_set *want)
+{
+	uint32_t j = 0;
+
+	for (uint32_t i = 0; i < want->n; i++) {
+		int c = 1;
+
+		while (j < have->n && (c = cmp_route(&have->v[j], &want->v[i])) < 0)
+			j++;
+		if (j < have->n && c == 0 && have->v[j].nh == want->v[i].nh)
+			continue;
+		if (bpf_map_update_elem(fd, &want->v[i].key, &want->v[i].nh, BPF_ANY) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The routes of @p have that @p want no longer has: deleted. */
+static int
+diff_remove(int fd, const struct route_set *have, const struct route_set *want)
+{
+	uint32_t i = 0;
+
+	for (uint32_t j = 0; j < have->n; j++) {
+		int c = -1;
+
+		while (i < want->n && (c = cmp_route(&want->v[i], &have->v[j])) < 0)
+			i++;
+		if (i < want->n && c == 0)
+			continue;
+		if (bpf_map_delete_elem(fd, &have->v[j].key) != 0 && errno != ENOENT)
+			return -1;
+	}
+	return 0;
+}
+
+/* @p to becomes a copy of @p from. */
+static int
+set_copy(struct route_set *to, const struct route_set *from)
+{
+	if (from->n > to->cap) {
+		struct want_route *v = realloc(to->v, from->n * sizeof(*v));
+
+		if (v == NULL)
+			return -1;
+		to->v = v;
+		to->cap = from->n;
+	}
+	if (from->n > 0)
+		memcpy(to->v, from->v, from->n * sizeof(*to->v));
+	to->n = from->n;
+	return 0;
+}
+
 /* One port's maps to @p rs (sorted) and the FIB's next hops. */
 static int
 sync_port(struct router_xdp *x, int p, const struct route_sets *rs, bool acl_empty)
@@ -457,13 +521,25 @@ sync_port(struct router_xdp *x, int p, const struct route_sets *rs, bool acl_emp
 			xp->nh[i] = v;
 		}
 	}
-	if (routes_add(xp->fd_route4, &rs->fam[0]) != 0 ||
-	    routes_add(xp->fd_route6, &rs->fam[1]) != 0)
+	/* Routes: against what the tries hold (a diff of two sorted lists),
+	 * or, after a failed write, against the tries themselves. */
+	if (xp->exact ? diff_add(xp->fd_route4, &xp->last.fam[0], &rs->fam[0]) != 0 ||
+			diff_add(xp->fd_route6, &xp->last.fam[1], &rs->fam[1]) != 0 :
+			routes_add(xp->fd_route4, &rs->fam[0]) != 0 ||
+			routes_add(xp->fd_route6, &rs->fam[1]) != 0) {
+		xp->exact = false;
 		return fail(x, p, "route");
+	}
 	/* Removals in the reverse order: routes gone, then their next hops. */
-	if (routes_remove(xp->fd_route4, &rs->fam[0], sizeof(struct fwd_lpm4_key)) != 0 ||
-	    routes_remove(xp->fd_route6, &rs->fam[1], sizeof(struct fwd_lpm6_key)) != 0)
+	if (xp->exact ? diff_remove(xp->fd_route4, &xp->last.fam[0], &rs->fam[0]) != 0 ||
+			diff_remove(xp->fd_route6, &xp->last.fam[1], &rs->fam[1]) != 0 :
+			routes_remove(xp->fd_route4, &rs->fam[0], sizeof(struct fwd_lpm4_key)) != 0 ||
+			routes_remove(xp->fd_route6, &rs->fam[1], sizeof(struct fwd_lpm6_key)) != 0) {
+		xp->exact = false;
 		return fail(x, p, "route removal");
+	}
+	xp->exact = set_copy(&xp->last.fam[0], &rs->fam[0]) == 0 &&
+		    set_copy(&xp->last.fam[1], &rs->fam[1]) == 0;
 	for (uint32_t i = 0; i < x->n_nh; i++) {
 		struct fwd_nh v = want_nh(fib, i);
 
@@ -580,6 +656,8 @@ router_xdp_free(struct router_xdp *x)
 	for (int p = 0; p < EP_MAX_PORTS; p++) {
 		port_close(&x->port[p]);
 		free(x->port[p].nh);
+		free(x->port[p].last.fam[0].v);
+		free(x->port[p].last.fam[1].v);
 	}
 	free(x);
 }
