@@ -97,6 +97,7 @@
 #include <rte_sched.h>
 
 #include "acl/ep_acl_node.h"
+#include "fib/ep_fib_burst_words.h"
 #include "fib/ep_fib_node.h"
 #include "qos/ep_qos_node.h"
 #include "ep_engine.h"
@@ -401,12 +402,9 @@ struct bng_up {
 	uint16_t pre_n;
 	const struct rte_mbuf *pre_first;
 	/* The core route's tbl24 words the x8 parse read for every packet of
-	 * the burst it passed on whole (ep_fib_x8_words), valid for the route
-	 * stage's next call on route_pre_n packets from route_pre_first (a
-	 * stage that drops any changes the count). */
-	uint32_t route_words[EP_BURST_MAX];
-	uint16_t route_pre_n;
-	const struct rte_mbuf *route_pre_first;
+	 * the burst it passed on whole (ep_fib_x8_words), taken by the route
+	 * stage's next call if it is on that burst (ep_fib_burst_words.h). */
+	struct ep_fib_burst_words route_words;
 };
 
 /** Downlink worker context. */

@@ -332,12 +332,13 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 				pre |= (uint64_t)has << i;
 			}
 			has = ep_fib_x8_words(fib, oks[i / 8], dst[i / 8], keep[i / 8], &w);
-			_mm256_storeu_si256((__m256i *)&u->route_words[i], w);
+			_mm256_storeu_si256((__m256i *)&u->route_words.words[i], w);
 			words |= (uint64_t)has << i;
 		}
 	}
-	u->route_pre_n = out == 0 && n != 0 && words == UINT64_MAX >> (64 - n) ? n : 0;
-	u->route_pre_first = n != 0 ? pkts[0] : NULL;
+	ep_fib_burst_words_give(&u->route_words,
+				out == 0 && n != 0 && words == UINT64_MAX >> (64 - n) ? n : 0,
+				n != 0 ? pkts[0] : NULL);
 	up_parse_finish(u, pkts, next, punt, np, nd, nn);
 	/* Every packet goes on to the ACL with its input given. */
 	ep_acl_filter_give(u->acl, r == 0 && out == 0 ? n : 0, n != 0 ? pkts[0] : NULL);
@@ -375,7 +376,7 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 		return up_parse_burst_x8(u, pkts, next, n, port);
 #endif
 	u->pre_n = 0;   /* no QinQ map answers (bng_qinq_x8_entries) */
-	u->route_pre_n = 0;     /* no tbl24 words (ep_fib_x8_words) */
+	ep_fib_burst_words_give(&u->route_words, 0, NULL);     /* no tbl24 words */
 	ep_rx_prefetch_first(pkts, n, 1);
 	for (uint16_t i = 0; i < n; i++) {
 		ep_rx_prefetch_next(pkts, i, n, 1);
@@ -712,7 +713,7 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 	RTE_BUILD_BUG_ON(EP_BURST_MAX > 64);
 	/* The x8 parse read every packet's tbl24 word (ep_fib_x8_words): its
 	 * line is in cache, no prefetch here. */
-	const bool tbl24_read = u->route_pre_n == n && n != 0 && u->route_pre_first == pkts[0];
+	const bool tbl24_read = ep_fib_burst_words_for(&u->route_words, pkts, n);
 
 	/* The lanes the x8 parse found in the QinQ map (bng_qinq_x8_entries). */
 	if (u->pre_n == n && n != 0 && u->pre_first == pkts[0])
@@ -838,12 +839,11 @@ uint16_t
 bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct bng_up *u = ctx;
-	const bool words = u->route_pre_n == n && n != 0 && u->route_pre_first == pkts[0];
+	const uint32_t *words = ep_fib_burst_words_take(&u->route_words, pkts, n);
 
-	u->route_pre_n = 0;
 	/* Every packet's tbl24 word read by the x8 parse: a compare each. */
-	if (words)
-		return ep_fib_route_burst_words(u->fw, pkts, next, n, u->route_words, up_local, NULL);
+	if (words != NULL)
+		return ep_fib_route_burst_words(u->fw, pkts, next, n, words, up_local, NULL);
 	/* No prefetch (subscriber did it), no source check (anti-spoofing
 	 * proved every source is the subscriber's); the core's few next hops
 	 * answered once per tbl24 word a burst (EP_FIB_ROUTE_SAME_NH). */

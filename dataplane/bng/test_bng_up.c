@@ -541,7 +541,7 @@ EP_TEST(uplink_parse_x8_route_words_route_as_the_route_stages_own_lookup)
 		wrong += parse->fn(parse->ctx, a, sa, n) != 0;
 		/* Only a burst whose every lane was answered: a PPPoE lane of
 		 * a group loaded as IPoE takes the scalar parse, unanswered. */
-		if (u->route_pre_n == n) {
+		if (u->route_words.n == n) {
 			used++;
 			/* Each the word rte_lpm's table holds for the packet. */
 			for (unsigned int i = 0; i < n; i++) {
@@ -553,15 +553,15 @@ EP_TEST(uplink_parse_x8_route_words_route_as_the_route_stages_own_lookup)
 				memcpy(&dst, l3 + 16, 4);
 				dst = ep_fib_addr4(fib, rte_be_to_cpu_32(dst));
 				memcpy(&word, &fib->lpm4->tbl24[dst >> 8], 4);
-				wrong += u->route_words[i] != word;
+				wrong += u->route_words.words[i] != word;
 			}
 		} else {
 			unanswered += all;
 		}
-		wrong += u->route_pre_n == n && !all;
+		wrong += u->route_words.n == n && !all;
 		u->parse_x8 = false;
 		wrong += parse->fn(parse->ctx, b, sb, n) != 0;
-		wrong += u->route_pre_n != 0;
+		wrong += u->route_words.n != 0;
 		u->parse_x8 = true;
 		parse->fn(parse->ctx, a, sa, n);
 		wrong += route_differs(route, a, b, n);
@@ -577,7 +577,7 @@ EP_TEST(uplink_parse_x8_route_words_route_as_the_route_stages_own_lookup)
 			a[i] = ep_test_mbuf(f, len);
 		}
 		parse->fn(parse->ctx, a, sa, n);
-		wrong += u->route_pre_n != n;
+		wrong += u->route_words.n != n;
 		u->parse_x8 = false;
 		parse->fn(parse->ctx, e, sb, n);
 		u->parse_x8 = true;

@@ -14,6 +14,7 @@
 
 #include "ep_test_l3.h"
 #include "engine_internal.h"
+#include "fib/ep_fib_burst_words.h"
 #include "fib/ep_fib_node.h"
 
 /* DPDK 22.11's RTE_IPV4 shifts an int: 198 << 24 overflows it (UBSAN). */
@@ -492,6 +493,54 @@ EP_TEST(fib_route_burst_leaves_the_next_hop_in_its_own_meta_field)
 	EP_CHECK_EQ(ep_fib_nh_read(f, nh6)->port, 1);
 	fw_free(fw);
 	ep_fib_free(f);
+}
+
+/* ---- the route words handshake (ep_fib_burst_words.h) ---- */
+
+/* Words given for a burst are taken only by a call on exactly that burst
+ * (its count and its first mbuf), at most once: another burst, the burst
+ * less its first or its last packet, a count of 0, and any second take get
+ * nothing, and a take that got nothing forgets them too.  Asking without
+ * taking (ep_fib_burst_words_for) leaves them. */
+EP_TEST(fib_burst_words_are_taken_once_and_only_by_the_burst_they_were_given_for)
+{
+	static struct ep_fib_burst_words bw;
+	struct rte_mbuf *a[8], *b[8];
+	const uint32_t *w;
+
+	tr_engine_init();
+	for (int i = 0; i < 8; i++) {
+		a[i] = ep_test_mbuf(buf, 64);
+		b[i] = ep_test_mbuf(buf, 64);
+		bw.words[i] = 0x01000000u + (uint32_t)i;
+	}
+	/* Given for a, taken by a: the words as given; then gone. */
+	ep_fib_burst_words_give(&bw, 8, a[0]);
+	EP_CHECK(ep_fib_burst_words_for(&bw, a, 8));
+	EP_CHECK(ep_fib_burst_words_for(&bw, a, 8));
+	w = ep_fib_burst_words_take(&bw, a, 8);
+	EP_CHECK(w == bw.words);
+	EP_CHECK_EQ(w[7], 0x01000007u);
+	EP_CHECK(ep_fib_burst_words_take(&bw, a, 8) == NULL);
+	EP_CHECK(!ep_fib_burst_words_for(&bw, a, 8));
+	/* Another burst of the same size: nothing, and a's are forgotten. */
+	ep_fib_burst_words_give(&bw, 8, a[0]);
+	EP_CHECK(!ep_fib_burst_words_for(&bw, b, 8));
+	EP_CHECK(ep_fib_burst_words_take(&bw, b, 8) == NULL);
+	EP_CHECK(ep_fib_burst_words_take(&bw, a, 8) == NULL);
+	/* a less its last packet, a less its first: another count. */
+	ep_fib_burst_words_give(&bw, 8, a[0]);
+	EP_CHECK(ep_fib_burst_words_take(&bw, a, 7) == NULL);
+	EP_CHECK(ep_fib_burst_words_take(&bw, a, 8) == NULL);
+	ep_fib_burst_words_give(&bw, 8, a[0]);
+	EP_CHECK(ep_fib_burst_words_take(&bw, a + 1, 7) == NULL);
+	EP_CHECK(ep_fib_burst_words_take(&bw, a, 8) == NULL);
+	/* Given as none (a count of 0): nothing for a burst of any size. */
+	ep_fib_burst_words_give(&bw, 0, a[0]);
+	EP_CHECK(ep_fib_burst_words_take(&bw, a, 8) == NULL);
+	EP_CHECK(ep_fib_burst_words_take(&bw, a, 0) == NULL);
+	rte_pktmbuf_free_bulk(a, 8);
+	rte_pktmbuf_free_bulk(b, 8);
 }
 
 /* ---- resolution ---- */

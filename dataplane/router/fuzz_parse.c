@@ -188,9 +188,9 @@ words_check(struct rte_mbuf *const *m, uint16_t n)
 {
 	const struct ep_fib *fib = brw->fw->fib;
 
-	if (brw->route_pre_n == 0)
+	if (brw->route_words.n == 0)
 		return true;
-	if (brw->route_pre_n != n || brw->route_pre_first != m[0])
+	if (!ep_fib_burst_words_for(&brw->route_words, m, n))
 		return false;
 	for (uint16_t i = 0; i < n; i++) {
 		const struct ep_meta *md = ep_meta(m[i]);
@@ -200,7 +200,7 @@ words_check(struct rte_mbuf *const *m, uint16_t n)
 
 		memcpy(&word, &fib->lpm4->tbl24[ep_fib_addr4(fib, dst) >> 8], 4);
 		if (md->l3_type != EP_L3_IPV4 || ep_ipv4_martian(dst) ||
-		    ep_ipv4_martian(rte_be_to_cpu_32(ip->src_addr)) || brw->route_words[i] != word)
+		    ep_ipv4_martian(rte_be_to_cpu_32(ip->src_addr)) || brw->route_words.words[i] != word)
 			return false;
 	}
 	return true;

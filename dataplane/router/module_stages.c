@@ -64,13 +64,12 @@ uint16_t
 router_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n)
 {
 	struct router_worker *rw = ctx;
-	const bool words = rw->route_pre_n == n && n != 0 && rw->route_pre_first == pkts[0];
+	const uint32_t *words = ep_fib_burst_words_take(&rw->route_words, pkts, n);
 
-	rw->route_pre_n = 0;
 	/* Every packet's tbl24 word read by the x8 parse, its addresses
 	 * proved not martian there: a compare each, a lookup per new word. */
-	if (words)
-		return ep_fib_route_burst_words(rw->fw, pkts, next, n, rw->route_words,
+	if (words != NULL)
+		return ep_fib_route_burst_words(rw->fw, pkts, next, n, words,
 						ep_fib_local_echo, NULL);
 	return ep_fib_route_burst(rw->fw, pkts, next, n,
 				  EP_FIB_ROUTE_SRC_CHECK,

@@ -255,12 +255,13 @@ parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, 
 			__mmask8 has = ep_fib_x8_words(fib, src_ok[i / 8], dst[i / 8], keep[i / 8],
 						       &wd);
 
-			_mm256_storeu_si256((__m256i *)&w->route_words[i], wd);
+			_mm256_storeu_si256((__m256i *)&w->route_words.words[i], wd);
 			words |= (uint64_t)has << i;
 		}
 	}
-	w->route_pre_n = out == 0 && n != 0 && words == UINT64_MAX >> (64 - n) ? n : 0;
-	w->route_pre_first = n != 0 ? pkts[0] : NULL;
+	ep_fib_burst_words_give(&w->route_words,
+				out == 0 && n != 0 && words == UINT64_MAX >> (64 - n) ? n : 0,
+				n != 0 ? pkts[0] : NULL);
 	w->l2ctl = l2ctl & PARSE_L2CTL;
 	ep_acl_filter_give(acl, (l2ctl & PARSE_NOT_ACL4) == 0 ? n : 0, n != 0 ? pkts[0] : NULL);
 	return out;
@@ -290,7 +291,8 @@ router_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	struct router_worker *w = ctx;
 	uint16_t port = w->fw->w != NULL ? w->fw->w->rx_port : EP_RX_PORT_META;
 
-	w->route_pre_n = 0;     /* no tbl24 words but the x8 path's */
+	/* no tbl24 words but the x8 path's */
+	ep_fib_burst_words_give(&w->route_words, 0, NULL);
 	if (likely(port < w->fw->n_ports)) {
 #ifdef EP_PARSE_X8
 		if (w->parse_x8)

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "acl/ep_acl_node.h"
+#include "fib/ep_fib_burst_words.h"
 #include "fib/ep_fib_node.h"
 #include "ep_engine.h"
 #include "ep_err.h"
@@ -79,12 +80,9 @@ struct router_worker {
 	bool parse_x8;
 	/* parse -> route: every packet's tbl24 word, read by the x8 parse for
 	 * a burst it passed on whole (ep_fib_x8_words), sources and
-	 * destinations proved not martian; valid for the route stage's next
-	 * call on route_pre_n packets from route_pre_first (a stage between
-	 * that drops any changes the count). */
-	uint16_t route_pre_n;
-	const struct rte_mbuf *route_pre_first;
-	uint32_t route_words[EP_BURST_MAX];
+	 * destinations proved not martian; taken by the route stage's next
+	 * call if it is on that burst (ep_fib_burst_words.h). */
+	struct ep_fib_burst_words route_words;
 };
 
 /** Whether the parse stage's eight-frame path runs on this CPU. */

@@ -103,9 +103,9 @@ EP_TEST(parse_x8_route_words_equal_the_tables_words_on_bursts_of_every_size)
 		for (int i = 0; i < n; i++)
 			pkts[i] = words_pkt(i, n, tp_ip4("198.18.0.2"), &dst[i]);
 		wrong += router_parse_stage(rw, pkts, next, n) != 0;
-		wrong += rw->route_pre_n != n || rw->route_pre_first != pkts[0];
+		wrong += !ep_fib_burst_words_for(&rw->route_words, pkts, n);
 		for (int i = 0; i < n; i++)
-			wrong += rw->route_words[i] != table_word(r->fib, dst[i]);
+			wrong += rw->route_words.words[i] != table_word(r->fib, dst[i]);
 		rte_pktmbuf_free_bulk(pkts, n);
 	}
 	EP_CHECK_EQ(wrong, 0);
@@ -151,7 +151,7 @@ EP_TEST(parse_x8_reads_no_route_words_for_a_burst_with_a_martian_or_ipv6_packet)
 				pkts[bad] = ep_test_mbuf(buf, tp_build(buf, &s));
 			}
 			router_parse_stage(rw, pkts, next, 20);
-			wrong += rw->route_pre_n != 0;
+			wrong += rw->route_words.n != 0;
 			router_route_stage(rw, pkts, next, 20);
 			if (as_src < 2)
 				wrong += next[bad] != EP_NEXT_DROP(EP_DROP_IPV4_BAD_ADDRESS);
@@ -186,10 +186,10 @@ EP_TEST(route_stage_with_the_parses_words_routes_as_its_own_lookups_on_bursts_of
 			b[i] = words_pkt(i, n, tp_ip4("198.18.0.2"), NULL);
 		}
 		router_parse_stage(rw, a, next_a, n);
-		used += rw->route_pre_n == n;
+		used += ep_fib_burst_words_for(&rw->route_words, a, n);
 		out_a = router_route_stage(rw, a, next_a, n);
 		router_parse_stage(rw, b, next_b, n);
-		rw->route_pre_n = 0;
+		ep_fib_burst_words_give(&rw->route_words, 0, NULL);
 		out_b = router_route_stage(rw, b, next_b, n);
 		wrong += out_a != out_b || memcmp(next_a, next_b, sizeof(next_a)) != 0;
 		for (int i = 0; i < n; i++) {
@@ -241,7 +241,7 @@ EP_TEST(route_stage_never_uses_the_words_of_another_burst)
 		}
 		router_parse_stage(rw, other, next, 16);       /* their ep_meta */
 		router_parse_stage(rw, a, next, 16);
-		wrong += rw->route_pre_n != 16;
+		wrong += !ep_fib_burst_words_for(&rw->route_words, a, 16);
 		if (c == 0) {
 			routed = other;                 /* another burst */
 		} else {
