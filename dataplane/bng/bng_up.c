@@ -248,14 +248,21 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 
 	ep_mac_words(&u->access_mac, &mac4, &mac2);
 	mac = mac4 | (uint64_t)mac2 << 32;
+	/* Every group's mbuf fields, then every group's frame words: a frame
+	 * gather waits for its group's mbuf gathers, and a group's in a row
+	 * left the first frame gather of each waiting for them. */
 	for (uint16_t i = 0; i < n; i += 8) {
 		__mmask8 lanes = (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1);
 
 		pppoe[i / 8] = up_group_is_pppoe(pkts[i]);
+		ep_x8_load_mbufs(&pkts[i], lanes,
+				 pppoe[i / 8] ? BNG_PPPOE_X8_MIN : EP_PARSE_QINQ_X8_MIN, &in[i / 8]);
+	}
+	for (uint16_t i = 0; i < n; i += 8) {
 		if (pppoe[i / 8])
-			bng_qinq_pppoe_x8_load(&pkts[i], lanes, &in[i / 8]);
+			bng_qinq_pppoe_x8_words(&in[i / 8]);
 		else
-			ep_parse_qinq_x8_load(&pkts[i], lanes, &in[i / 8]);
+			ep_parse_qinq_x8_words(&in[i / 8]);
 	}
 	/* No prefetch of the meta lines (the router's x8 parse has one): an
 	 * mbuf comes back from tx through the mempool cache with its meta

@@ -356,17 +356,28 @@ struct ep_parse_qinq_x8 {
 	__m512i lo, hi;         /**< each lane's ep_meta bytes 0..7 and 8..15 */
 };
 
-/** ep_parse_x8_load's counterpart for QinQ frames. */
+/** The QinQ frames' words of the eligible lanes of @p in, whose mbuf
+ *  fields ep_x8_load_mbufs (minimum EP_PARSE_QINQ_X8_MIN) loaded: apart,
+ *  for a caller that gathers every group's mbuf fields before the first
+ *  group's frame words (each frame gather waits for its group's mbuf
+ *  gathers otherwise). */
 static __rte_always_inline EP_X8_TARGET void
-ep_parse_qinq_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
+ep_parse_qinq_x8_words(struct ep_parse_x8_in *in)
 {
-	ep_x8_load_mbufs(m, lanes, EP_PARSE_QINQ_X8_MIN, in);
 	in->q0 = EP_X8_WORD(in, 0);
 	in->q12 = EP_X8_WORD(in, 12);
 	in->q20 = EP_X8_WORD(in, 20);
 	in->q28 = EP_X8_WORD(in, 28);
 	in->q36 = EP_X8_WORD(in, 36);
 	in->q40 = EP_X8_WORD(in, 40);
+}
+
+/** ep_parse_x8_load's counterpart for QinQ frames. */
+static __rte_always_inline EP_X8_TARGET void
+ep_parse_qinq_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
+{
+	ep_x8_load_mbufs(m, lanes, EP_PARSE_QINQ_X8_MIN, in);
+	ep_parse_qinq_x8_words(in);
 }
 
 /* The lanes of @p tpid (a TPID as a little-endian load reads it, in the
