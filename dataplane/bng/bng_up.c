@@ -217,9 +217,12 @@ up_group_is_pppoe(const struct rte_mbuf *m)
 /*
  * The parse of a burst from rx, eight frames at a time (AVX-512, where the
  * CPU has it: bng_up.parse_x8), as the router's parse_burst_x8: first
- * every group's loads (ep_parse_qinq_x8_load, or bng_qinq_pppoe_x8_load
- * for a group whose first frame is a PPPoE session's: the gathers of the
- * four groups overlap), then per group the MAC check and the QinQ IPv4
+ * every group's mbuf fields (ep_x8_load_mbufs), then every group's frame
+ * words (ep_parse_qinq_x8_words, or bng_qinq_pppoe_x8_words for a group
+ * whose first frame is a PPPoE session's: the gathers of the four groups
+ * overlap, and no frame gather waits for its own group's mbuf gathers,
+ * ~0.5-0.8 cycles a packet, docs/bng.md "Seventeenth pass"), then per
+ * group the MAC check and the QinQ IPv4
  * checks (ep_parse_qinq_x8_check, proto/; or bng_qinq_pppoe_x8_check, the
  * session header's too).  A lane that passes and is not DHCP (bng_ip_control's ports, compared for
  * eight lanes) has its ep_meta written and its ACL input given (one
