@@ -217,13 +217,12 @@ bng_parse_qinq_pppoe_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t fra
  *  bytes 50..53 are the ports of a QinQ PPPoE IPv4 frame. */
 #define BNG_PPPOE_X8_MIN 56u
 
-/** ep_parse_qinq_x8_load's counterpart for QinQ PPPoE session frames:
+/** ep_parse_qinq_x8_words' counterpart for QinQ PPPoE session frames:
  *  the words at 0, 12, 20 (the session header), 28, 36, 44 (the PPP
  *  protocol and the IPv4 header) and 48 (the ports). */
 static __rte_always_inline EP_X8_TARGET void
-bng_qinq_pppoe_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
+bng_qinq_pppoe_x8_words(struct ep_parse_x8_in *in)
 {
-	ep_x8_load_mbufs(m, lanes, BNG_PPPOE_X8_MIN, in);
 	in->q0 = EP_X8_WORD(in, 0);
 	in->q12 = EP_X8_WORD(in, 12);
 	in->q20 = EP_X8_WORD(in, 20);
@@ -231,6 +230,15 @@ bng_qinq_pppoe_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_pars
 	in->q36 = EP_X8_WORD(in, 36);
 	in->q44 = EP_X8_WORD(in, 44);
 	in->q48 = EP_X8_WORD(in, 48);
+}
+
+/** The mbuf fields (ep_x8_load_mbufs, minimum BNG_PPPOE_X8_MIN) and
+ *  bng_qinq_pppoe_x8_words in one call. */
+static __rte_always_inline EP_X8_TARGET void
+bng_qinq_pppoe_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
+{
+	ep_x8_load_mbufs(m, lanes, BNG_PPPOE_X8_MIN, in);
+	bng_qinq_pppoe_x8_words(in);
 }
 
 /**

@@ -217,9 +217,12 @@ up_group_is_pppoe(const struct rte_mbuf *m)
 /*
  * The parse of a burst from rx, eight frames at a time (AVX-512, where the
  * CPU has it: bng_up.parse_x8), as the router's parse_burst_x8: first
- * every group's loads (ep_parse_qinq_x8_load, or bng_qinq_pppoe_x8_load
- * for a group whose first frame is a PPPoE session's: the gathers of the
- * four groups overlap), then per group the MAC check and the QinQ IPv4
+ * every group's mbuf fields (ep_x8_load_mbufs), then every group's frame
+ * words (ep_parse_qinq_x8_words, or bng_qinq_pppoe_x8_words for a group
+ * whose first frame is a PPPoE session's: the gathers of the four groups
+ * overlap, and no frame gather waits for its own group's mbuf gathers,
+ * ~0.5-0.8 cycles a packet, docs/bng.md "Seventeenth pass"), then per
+ * group the MAC check and the QinQ IPv4
  * checks (ep_parse_qinq_x8_check, proto/; or bng_qinq_pppoe_x8_check, the
  * session header's too).  A lane that passes and is not DHCP (bng_ip_control's ports, compared for
  * eight lanes) has its ep_meta written and its ACL input given (one
@@ -248,14 +251,21 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 
 	ep_mac_words(&u->access_mac, &mac4, &mac2);
 	mac = mac4 | (uint64_t)mac2 << 32;
+	/* Every group's mbuf fields, then every group's frame words: a frame
+	 * gather waits for its group's mbuf gathers, and a group's in a row
+	 * left the first frame gather of each waiting for them. */
 	for (uint16_t i = 0; i < n; i += 8) {
 		__mmask8 lanes = (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1);
 
 		pppoe[i / 8] = up_group_is_pppoe(pkts[i]);
+		ep_x8_load_mbufs(&pkts[i], lanes,
+				 pppoe[i / 8] ? BNG_PPPOE_X8_MIN : EP_PARSE_QINQ_X8_MIN, &in[i / 8]);
+	}
+	for (uint16_t i = 0; i < n; i += 8) {
 		if (pppoe[i / 8])
-			bng_qinq_pppoe_x8_load(&pkts[i], lanes, &in[i / 8]);
+			bng_qinq_pppoe_x8_words(&in[i / 8]);
 		else
-			ep_parse_qinq_x8_load(&pkts[i], lanes, &in[i / 8]);
+			ep_parse_qinq_x8_words(&in[i / 8]);
 	}
 	/* No prefetch of the meta lines (the router's x8 parse has one): an
 	 * mbuf comes back from tx through the mempool cache with its meta
