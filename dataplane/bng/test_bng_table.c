@@ -186,6 +186,44 @@ EP_TEST(policer_rfc4115_colours_follow_token_arithmetic)
 	drive(true, a, RTE_DIM(a));
 }
 
+/* The whole subscriber stage on one burst (the cases above call
+ * bng_up_police_at a packet at a time): each packet is metered by its own
+ * subscriber's profile, not by one read for the burst.  Subscribers 1 and 2
+ * alternate; 1's buckets (1000 bytes) can never hold a 1200-byte packet,
+ * 2's can. */
+EP_TEST(subscriber_stage_meters_each_packet_of_a_burst_by_its_own_profile)
+{
+	struct tb *t = tb_new("subscriber = id=1 qinq=100.200 ipv4=198.18.100.2 "
+			      "mac=02:00:00:00:10:01 policer=small\n"
+			      "subscriber = id=2 qinq=100.201 ipv4=198.18.100.3 "
+			      "mac=02:00:00:00:10:02 policer=big\n"
+			      "policer = small cir=8M cbs=1000 pir=16M pbs=1000\n"
+			      "policer = big cir=8M cbs=64K pir=16M pbs=128K\n");
+	struct rte_mbuf *m[4];
+	uint16_t next[4] = {0}, dropped;
+	int sub = -1;
+
+	for (int i = 0; i < 4; i++) {
+		struct tb_pkt p = { .n_vlans = 2, .vid = { 100, (uint16_t)(200 + (i & 1)) },
+				    .ip = 4, .sip = i & 1 ? "198.18.100.3" : "198.18.100.2",
+				    .dip = "198.51.100.1", .payload = 1200 - 28 };
+
+		m[i] = to_police(t, &p);
+	}
+	for (int i = 0; i < t->up->n_stages; i++)
+		if (strcmp(t->up->stages[i].name, "subscriber") == 0)
+			sub = i;
+	EP_CHECK(sub >= 0);
+	dropped = t->up->stages[sub].fn(t->up->stages[sub].ctx, m, next, 4);
+	EP_CHECK_EQ(dropped, 2);
+	for (int i = 0; i < 4; i++) {
+		EP_CHECK_EQ(next[i], (i & 1) ? EP_NEXT_CONTINUE :
+			    EP_NEXT_DROP(EP_DROP_BNG_POLICER_RED));
+		rte_pktmbuf_free(m[i]);
+	}
+	tb_free(t);
+}
+
 EP_TEST(policer_profile_text_and_bad_rates)
 {
 	struct tb *t = tb_new("");
