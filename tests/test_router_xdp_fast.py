@@ -125,7 +125,10 @@ def test_with_an_acl_rule_every_frame_takes_the_full_pipeline_and_is_filtered(la
         # MAC as the source (read when the port is probed, before the
         # configured neighbours are published).
         assert {(p[Ether].src, p[Ether].dst, p[IP].ttl) for p in ours} == {(MAC_PB, MAC_B, 63)}
-        assert moved.get("punt_acl") == 40 and "forwarded" not in moved, moved
+        # With ACL rules the program punts before it reads the frame: the
+        # 40 and whatever host a sent on its own meanwhile (ARP, ND, MLD:
+        # one more frame in a CI run) are all punt_acl.
+        assert moved.get("punt_acl", 0) >= 40 and "forwarded" not in moved, moved
         assert worker_rx >= 40
     finally:
         syncs = lab.dp.ctl("xdp-fast")["syncs"]
