@@ -20,6 +20,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -296,6 +297,9 @@ def node():
                 n.stop_agent()
             topo.close()
             subprocess.run(["umount", str(n.bpffs)], check=False)
+            # The agent's logs and etcd data (~60 MB a run): every run used
+            # to leave its directory behind.
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture
