@@ -5,6 +5,7 @@
  * entry written, read or deleted.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -16,6 +17,8 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 
+#include <rte_common.h>
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 
 #include "router.h"
@@ -43,11 +46,23 @@ struct route_set { struct want_route *v; uint32_t n, cap; };
 /* IPv4 and IPv6 routes, each family sorted apart. */
 struct route_sets { struct route_set fam[2]; };
 
+/* A port whose sync failed is tried again on a later tick, the wait
+ * doubling from the first to the last (a full map, ENOMEM: writes that
+ * may succeed later without any table change). */
+#define RETRY_FIRST_MS 10
+#define RETRY_MAX_MS 1000
+
 /* One port's attached copy of the program and its maps. */
 struct xdp_port {
 	bool fast;              /* a router port opened with the program */
 	bool found;             /* its maps are open */
 	bool synced;            /* its maps hold the last sync (else disabled) */
+	bool failing;           /* the last attempt failed: the config says punt all */
+	uint32_t retry_ms;      /* the wait before the next attempt while failing */
+	uint64_t retry_at;      /* TSC of the next attempt while failing */
+	uint64_t attempts, failures, failed_in_row;
+	uint32_t max_routes[2]; /* the tries' max_entries, IPv4 and IPv6 */
+	char last_error[160];   /* the last failure's text ("" when none yet) */
 	int ifindex;
 	uint32_t prog_id;
 	int fd_cfg, fd_tx, fd_route4, fd_route6, fd_nh, fd_counters;
@@ -65,8 +80,8 @@ struct router_xdp {
 	uint32_t n_nh;          /* next-hop slots mirrored: min(max_nexthops, FWD_MAX_NEXTHOPS) */
 	uint64_t gen;           /* ep_fib.gen at the last sync */
 	int acl_empty;          /* at the last sync; -1: never synced */
-	uint64_t syncs, sync_errors;
-	char last_error[160];
+	uint64_t syncs, sync_errors, sync_retries;
+	char last_error[192];
 	int ncpu;
 	struct xdp_port port[EP_MAX_PORTS];
 };
@@ -295,6 +310,9 @@ port_find(struct router_xdp *x, struct xdp_port *xp)
 			for (size_t k = 0; k < RTE_DIM(want); k++)
 				if (*want[k].fd < 0 && strcmp(mi.name, want[k].name) == 0) {
 					*want[k].fd = fd;
+					if (want[k].fd == &xp->fd_route4 || want[k].fd == &xp->fd_route6)
+						xp->max_routes[want[k].fd == &xp->fd_route6] =
+							mi.max_entries;
 					kept = true;
 					n_found++;
 				}
@@ -376,12 +394,28 @@ write_cfg(struct router_xdp *x, struct xdp_port *xp, int p, bool enabled, bool a
 	return bpf_map_update_elem(xp->fd_cfg, &zero, &c, BPF_ANY);
 }
 
+/* A failed write: its text for the port and the report. */
 static int
 fail(struct router_xdp *x, int p, const char *what)
 {
-	snprintf(x->last_error, sizeof(x->last_error), "port %s: %s: %s",
-		 x->r->e->ports[p].name, what, strerror(errno));
+	struct xdp_port *xp = &x->port[p];
+
+	snprintf(xp->last_error, sizeof(xp->last_error), "%s: %s", what, strerror(errno));
+	snprintf(x->last_error, sizeof(x->last_error), "port %s: %s", x->r->e->ports[p].name,
+		 xp->last_error);
 	return -1;
+}
+
+/* A route write of family @p f failed: what, with the table's size and
+ * the trie's (a full trie says ENOSPC). */
+static int
+fail_routes(struct router_xdp *x, int p, int f, const struct route_sets *rs, const char *what)
+{
+	char buf[128];
+
+	snprintf(buf, sizeof(buf), "IPv%d %s (%u routes in the FIB, fwd_route%d holds at most %u)",
+		 f ? 6 : 4, what, rs->fam[f].n, f ? 6 : 4, x->port[p].max_routes[f]);
+	return fail(x, p, buf);
 }
 
 /* Routes of one family into @p fd: added or changed ones. */
@@ -501,8 +535,9 @@ sync_port(struct router_xdp *x, int p, const struct route_sets *rs, bool acl_emp
 	struct xdp_port *xp = &x->port[p];
 	const struct ep_fib *fib = x->r->fib;
 
-	/* Rules appeared: nothing is forwarded past them from here on. */
-	if (!acl_empty && write_cfg(x, xp, p, true, false) != 0)
+	/* Rules appeared: nothing is forwarded past them from here on (a
+	 * failing port stays disabled until its last write). */
+	if (!acl_empty && write_cfg(x, xp, p, !xp->failing, false) != 0)
 		return fail(x, p, "config");
 	for (int q = 0; q < x->r->e->n_ports; q++)
 		if (x->port[q].fast) {
@@ -523,20 +558,25 @@ sync_port(struct router_xdp *x, int p, const struct route_sets *rs, bool acl_emp
 	}
 	/* Routes: against what the tries hold (a diff of two sorted lists),
 	 * or, after a failed write, against the tries themselves. */
-	if (xp->exact ? diff_add(xp->fd_route4, &xp->last.fam[0], &rs->fam[0]) != 0 ||
-			diff_add(xp->fd_route6, &xp->last.fam[1], &rs->fam[1]) != 0 :
-			routes_add(xp->fd_route4, &rs->fam[0]) != 0 ||
-			routes_add(xp->fd_route6, &rs->fam[1]) != 0) {
-		xp->exact = false;
-		return fail(x, p, "route");
+	for (int f = 0; f < 2; f++) {
+		int fd = f ? xp->fd_route6 : xp->fd_route4;
+
+		if (xp->exact ? diff_add(fd, &xp->last.fam[f], &rs->fam[f]) != 0 :
+				routes_add(fd, &rs->fam[f]) != 0) {
+			xp->exact = false;
+			return fail_routes(x, p, f, rs, "route");
+		}
 	}
 	/* Removals in the reverse order: routes gone, then their next hops. */
-	if (xp->exact ? diff_remove(xp->fd_route4, &xp->last.fam[0], &rs->fam[0]) != 0 ||
-			diff_remove(xp->fd_route6, &xp->last.fam[1], &rs->fam[1]) != 0 :
-			routes_remove(xp->fd_route4, &rs->fam[0], sizeof(struct fwd_lpm4_key)) != 0 ||
-			routes_remove(xp->fd_route6, &rs->fam[1], sizeof(struct fwd_lpm6_key)) != 0) {
-		xp->exact = false;
-		return fail(x, p, "route removal");
+	for (int f = 0; f < 2; f++) {
+		int fd = f ? xp->fd_route6 : xp->fd_route4;
+
+		if (xp->exact ? diff_remove(fd, &xp->last.fam[f], &rs->fam[f]) != 0 :
+				routes_remove(fd, &rs->fam[f], f ? sizeof(struct fwd_lpm6_key) :
+								   sizeof(struct fwd_lpm4_key)) != 0) {
+			xp->exact = false;
+			return fail_routes(x, p, f, rs, "route removal");
+		}
 	}
 	xp->exact = set_copy(&xp->last.fam[0], &rs->fam[0]) == 0 &&
 		    set_copy(&xp->last.fam[1], &rs->fam[1]) == 0;
@@ -554,8 +594,51 @@ sync_port(struct router_xdp *x, int p, const struct route_sets *rs, bool acl_emp
 	return 0;
 }
 
+/* The port's attempt failed: every frame to the full pipeline (the
+ * config, a one-entry array that a write does not fail on for want of
+ * room), and the next attempt after the backoff.  Said once when the port
+ * leaves its synced state, not at every retry. */
 static void
-sync_all(struct router_xdp *x, bool acl_empty)
+port_failed(struct router_xdp *x, int p, bool acl_empty, uint64_t now)
+{
+	struct xdp_port *xp = &x->port[p];
+	const char *name = x->r->e->ports[p].name;
+
+	if (write_cfg(x, xp, p, false, acl_empty) != 0)
+		fail(x, p, "config (disabling)");
+	x->sync_errors++;
+	xp->failures++;
+	xp->failed_in_row++;
+	xp->retry_ms = xp->failing ? RTE_MIN(xp->retry_ms * 2, (uint32_t)RETRY_MAX_MS) :
+				     RETRY_FIRST_MS;
+	xp->retry_at = now + rte_get_tsc_hz() / 1000 * xp->retry_ms;
+	if (!xp->failing) {
+		printf("router: port %s: XDP fast path off, every frame to the full pipeline: %s; "
+		       "retrying from %d ms up to every %d ms\n", name, xp->last_error,
+		       RETRY_FIRST_MS, RETRY_MAX_MS);
+		fflush(stdout);
+	}
+	xp->failing = true;
+}
+
+static void
+port_succeeded(struct router_xdp *x, int p)
+{
+	struct xdp_port *xp = &x->port[p];
+
+	if (xp->failing) {
+		printf("router: port %s: XDP fast path in sync again after %" PRIu64
+		       " failed attempts\n", x->r->e->ports[p].name, xp->failed_in_row);
+		fflush(stdout);
+	}
+	xp->failing = false;
+	xp->failed_in_row = 0;
+	xp->retry_ms = 0;
+}
+
+/* Sync the ports of @p mask whose maps are open. */
+static void
+sync_ports(struct router_xdp *x, uint64_t mask, bool acl_empty, uint64_t now)
 {
 	struct route_sets rs;
 	bool ok;
@@ -565,20 +648,20 @@ sync_all(struct router_xdp *x, bool acl_empty)
 	if (ok)
 		for (int f = 0; f < 2; f++)
 			qsort(rs.fam[f].v, rs.fam[f].n, sizeof(*rs.fam[f].v), cmp_route);
-	else
-		snprintf(x->last_error, sizeof(x->last_error), "out of memory for the route list");
 	for (int p = 0; p < x->r->e->n_ports; p++) {
 		struct xdp_port *xp = &x->port[p];
 
-		if (!xp->found)
+		if (!xp->found || !(mask >> p & 1))
 			continue;
+		xp->attempts++;
+		if (!ok)
+			snprintf(xp->last_error, sizeof(xp->last_error),
+				 "out of memory for the route list");
 		xp->synced = ok && sync_port(x, p, &rs, acl_empty) == 0;
-		if (!xp->synced) {
-			/* Half written: every frame to the full pipeline until a
-			 * later change syncs it whole. */
-			write_cfg(x, xp, p, false, acl_empty);
-			x->sync_errors++;
-		}
+		if (xp->synced)
+			port_succeeded(x, p);
+		else
+			port_failed(x, p, acl_empty, now);
 	}
 	free(rs.fam[0].v);
 	free(rs.fam[1].v);
@@ -591,16 +674,27 @@ router_xdp_tick(void *arg, uint64_t now)
 	struct router_xdp *x = arg;
 	const struct ep_acl *acl = x->r->acl;
 	int acl_empty = acl->n_rules == 0 && !acl->default_deny;
+	uint64_t due = 0;
 	bool fresh = false;
 
-	for (int p = 0; p < x->r->e->n_ports; p++)
-		if (x->port[p].fast && !x->port[p].found && port_find(x, &x->port[p]) == 0)
+	for (int p = 0; p < x->r->e->n_ports; p++) {
+		struct xdp_port *xp = &x->port[p];
+
+		if (xp->fast && !xp->found && port_find(x, xp) == 0)
 			fresh = true;
-	if (!fresh && x->gen == x->r->fib->gen && x->acl_empty == acl_empty)
-		return;
-	x->gen = x->r->fib->gen;
-	x->acl_empty = acl_empty;
-	sync_all(x, acl_empty);
+		if (xp->found && xp->failing && now >= xp->retry_at)
+			due |= UINT64_C(1) << p;
+	}
+	if (fresh || x->gen != x->r->fib->gen || x->acl_empty != acl_empty) {
+		/* A change: every port now, a failing one too. */
+		x->gen = x->r->fib->gen;
+		x->acl_empty = acl_empty;
+		sync_ports(x, UINT64_MAX, acl_empty, now);
+	} else if (due != 0) {
+		/* No change, but a failed write may succeed now. */
+		x->sync_retries++;
+		sync_ports(x, due, acl_empty, now);
+	}
 }
 
 /* ---- lifecycle ---- */
@@ -678,6 +772,16 @@ read_counters(const struct router_xdp *x, const struct xdp_port *xp, uint64_t *o
 	}
 }
 
+/* While failing: the wait before the next attempt (0: at the next tick). */
+static json_int_t
+retry_in_ms(const struct xdp_port *xp)
+{
+	uint64_t now = rte_rdtsc();
+
+	return now >= xp->retry_at ? 0 :
+	       (json_int_t)((xp->retry_at - now) * 1000 / rte_get_tsc_hz());
+}
+
 static json_t *
 counters_json(const uint64_t *v)
 {
@@ -699,6 +803,7 @@ router_xdp_json(struct router_xdp *x, json_t *out)
 	json_object_set_new(out, "prog", json_string(x->prog));
 	json_object_set_new(out, "syncs", json_integer((json_int_t)x->syncs));
 	json_object_set_new(out, "sync_errors", json_integer((json_int_t)x->sync_errors));
+	json_object_set_new(out, "sync_retries", json_integer((json_int_t)x->sync_retries));
 	json_object_set_new(out, "last_error", json_string(x->last_error));
 	for (int p = 0; p < x->r->e->n_ports; p++) {
 		struct xdp_port *xp = &x->port[p];
@@ -709,6 +814,13 @@ router_xdp_json(struct router_xdp *x, json_t *out)
 		o = json_pack("{s:s, s:i, s:b, s:b, s:I}", "port", x->r->e->ports[p].name,
 			      "ifindex", xp->ifindex, "attached", xp->found, "synced", xp->synced,
 			      "prog_id", (json_int_t)xp->prog_id);
+		json_object_set_new(o, "sync_attempts", json_integer((json_int_t)xp->attempts));
+		json_object_set_new(o, "sync_failures", json_integer((json_int_t)xp->failures));
+		json_object_set_new(o, "last_error", json_string(xp->last_error));
+		if (xp->failing)
+			json_object_set_new(o, "retry_in_ms", json_integer(retry_in_ms(xp)));
+		json_object_set_new(o, "max_routes", json_pack("{s:I, s:I}",
+			"ipv4", (json_int_t)xp->max_routes[0], "ipv6", (json_int_t)xp->max_routes[1]));
 		if (xp->found) {
 			read_counters(x, xp, v);
 			for (int c = 0; c < FWD_MAX; c++)

@@ -21,10 +21,15 @@
  * forward on a half-written state: the config (punt everything) first
  * when the ACL gained rules; next hops that became forwardable; routes
  * added or changed; routes removed; next hops no longer forwardable; the
- * config last.  A write that fails (a full map) leaves that port's copy
- * disabled, every frame then going to the full pipeline, until the next
- * change syncs again.  The window between a control command and the sync
- * is one control-loop turn (the tick runs after each command is handled).
+ * config last.  A write that fails (a full map, ENOMEM) leaves that
+ * port's copy disabled (the config says punt all: every frame to the full
+ * pipeline), and the port is tried again on later ticks, the wait doubling
+ * from 10 ms to 1 s, or at once on the next change; each attempt and
+ * failure is counted, the last failure's text kept, and the log says it
+ * once when the port leaves its synced state and once when it is back.
+ * The window between a control command and the sync is one control-loop
+ * turn (the tick runs after each command is handled, at least every
+ * 20 ms).
  *
  * The maps are found through the port's ifindex (the attached program's
  * id, its map ids, each map's name), not by pinning: `ip netns exec`
