@@ -140,6 +140,22 @@ def test_with_an_acl_rule_every_frame_takes_the_full_pipeline_and_is_filtered(la
     assert moved.get("forwarded") == 10, moved
 
 
+def test_a_route_change_is_synced_by_the_fib_change_log_with_one_write_per_port(lab):
+    """After the first sync (a whole compare), a change is written from the
+    FIB's change log: the changed route alone, no walk of the table."""
+    try:
+        for cmd, args in (("route-add", {"prefix": ROUTED, "via": B4}),
+                          ("route-del", {"prefix": ROUTED})):
+            syncs = lab.dp.ctl("xdp-fast")["syncs"]
+            lab.dp.ctl(cmd, **args)
+            st = wait_synced(lab, syncs)
+            assert [(p["last_sync_by"], p["last_sync_route_writes"]) for p in st["ports"]] == \
+                [("log", 1), ("log", 1)], (cmd, st)
+    finally:
+        if any(r.get("prefix") == ROUTED for r in lab.dp.ctl("route-list")["routes"]):
+            lab.dp.ctl("route-del", prefix=ROUTED)
+
+
 def test_ttl_1_gets_time_exceeded_from_the_full_pipeline(lab):
     from scapy.layers.inet import ICMP, IP
     before = snapshot(lab)

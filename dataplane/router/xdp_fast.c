@@ -62,6 +62,9 @@ struct xdp_port {
 	uint64_t retry_at;      /* TSC of the next attempt while failing */
 	uint64_t attempts, failures, failed_in_row;
 	uint32_t max_routes[2]; /* the tries' max_entries, IPv4 and IPv6 */
+	uint64_t last_route_writes; /* route updates and deletes of its last attempt */
+	uint64_t route_seq;     /* the FIB's route_seq its tries hold, when synced */
+	const char *last_by;    /* how its last attempt compared the routes */
 	char last_error[160];   /* the last failure's text ("" when none yet) */
 	int ifindex;
 	uint32_t prog_id;
@@ -81,6 +84,9 @@ struct router_xdp {
 	uint64_t gen;           /* ep_fib.gen at the last sync */
 	int acl_empty;          /* at the last sync; -1: never synced */
 	uint64_t syncs, sync_errors, sync_retries;
+	/* The last sync's cost on the control thread, TSC cycles: the FIB's
+	 * walk and sort, and the whole (the ports' diffs and writes too). */
+	uint64_t last_walk_cycles, last_sync_cycles;
 	char last_error[192];
 	int ncpu;
 	struct xdp_port port[EP_MAX_PORTS];
@@ -409,24 +415,27 @@ fail(struct router_xdp *x, int p, const char *what)
 /* A route write of family @p f failed: what, with the table's size and
  * the trie's (a full trie says ENOSPC). */
 static int
-fail_routes(struct router_xdp *x, int p, int f, const struct route_sets *rs, const char *what)
+fail_routes(struct router_xdp *x, int p, int f, const char *what)
 {
+	const struct ep_fib *fib = x->r->fib;
 	char buf[128];
 
 	snprintf(buf, sizeof(buf), "IPv%d %s (%u routes in the FIB, fwd_route%d holds at most %u)",
-		 f ? 6 : 4, what, rs->fam[f].n, f ? 6 : 4, x->port[p].max_routes[f]);
+		 f ? 6 : 4, what, f ? fib->n_routes6 : fib->n_routes4, f ? 6 : 4,
+		 x->port[p].max_routes[f]);
 	return fail(x, p, buf);
 }
 
 /* Routes of one family into @p fd: added or changed ones. */
 static int
-routes_add(int fd, const struct route_set *rs)
+routes_add(int fd, const struct route_set *rs, uint64_t *writes)
 {
 	for (uint32_t i = 0; i < rs->n; i++) {
 		uint32_t have;
 
 		if (bpf_map_lookup_elem(fd, &rs->v[i].key, &have) == 0 && have == rs->v[i].nh)
 			continue;
+		(*writes)++;
 		if (bpf_map_update_elem(fd, &rs->v[i].key, &rs->v[i].nh, BPF_ANY) != 0)
 			return -1;
 	}
@@ -436,7 +445,7 @@ routes_add(int fd, const struct route_set *rs)
 /* Routes of one family in @p fd that @p rs no longer has: deleted.  The
  * trie's keys are collected first (deleting while walking would skip). */
 static int
-routes_remove(int fd, const struct route_set *rs, size_t key_len)
+routes_remove(int fd, const struct route_set *rs, size_t key_len, uint64_t *writes)
 {
 	struct want_route w, *gone = NULL;
 	struct fwd_lpm6_key key, next;
@@ -463,7 +472,7 @@ routes_remove(int fd, const struct route_set *rs, size_t key_len)
 		key = next;
 		prev = &key;
 	}
-	for (uint32_t i = 0; i < n_gone && rc == 0; i++)
+	for (uint32_t i = 0; i < n_gone && rc == 0; i++, (*writes)++)
 		if (bpf_map_delete_elem(fd, &gone[i].key) != 0 && errno != ENOENT)
 			rc = -1;
 	free(gone);
@@ -474,7 +483,7 @@ routes_remove(int fd, const struct route_set *rs, size_t key_len)
  * holds) lacks or has with another next hop: written.  One bpf() call per
  * change, none per unchanged route. */
 static int
-diff_add(int fd, const struct route_set *have, const struct route_set *want)
+diff_add(int fd, const struct route_set *have, const struct route_set *want, uint64_t *writes)
 {
 	uint32_t j = 0;
 
@@ -485,6 +494,7 @@ diff_add(int fd, const struct route_set *have, const struct route_set *want)
 			j++;
 		if (j < have->n && c == 0 && have->v[j].nh == want->v[i].nh)
 			continue;
+		(*writes)++;
 		if (bpf_map_update_elem(fd, &want->v[i].key, &want->v[i].nh, BPF_ANY) != 0)
 			return -1;
 	}
@@ -493,7 +503,8 @@ diff_add(int fd, const struct route_set *have, const struct route_set *want)
 
 /* The routes of @p have that @p want no longer has: deleted. */
 static int
-diff_remove(int fd, const struct route_set *have, const struct route_set *want)
+diff_remove(int fd, const struct route_set *have, const struct route_set *want,
+	    uint64_t *writes)
 {
 	uint32_t i = 0;
 
@@ -504,10 +515,41 @@ diff_remove(int fd, const struct route_set *have, const struct route_set *want)
 			i++;
 		if (i < want->n && c == 0)
 			continue;
+		(*writes)++;
 		if (bpf_map_delete_elem(fd, &have->v[j].key) != 0 && errno != ENOENT)
 			return -1;
 	}
 	return 0;
+}
+
+/* One pass over the FIB's change log: the routes present now (@p present)
+ * written, or those gone deleted. */
+struct change_pass {
+	const struct xdp_port *xp;
+	bool present;
+	int family;             /* of the write that failed: 0 IPv4, 1 IPv6 */
+	uint64_t *writes;
+};
+
+static int
+apply_change(uint8_t family, const uint8_t *prefix, uint8_t plen, bool present,
+	     enum ep_fib_route_kind kind, uint32_t nh, void *arg)
+{
+	struct change_pass *c = arg;
+	int fd = family == 6 ? c->xp->fd_route6 : c->xp->fd_route4;
+	struct fwd_lpm6_key key;
+
+	(void)kind;
+	if (present != c->present)
+		return 0;
+	memset(&key, 0, sizeof(key));   /* IPv4's fwd_lpm4_key is its first 8 bytes */
+	key.prefixlen = plen;
+	memcpy(key.addr, prefix, family == 6 ? 16 : 4);
+	c->family = family == 6;
+	(*c->writes)++;
+	if (present)
+		return bpf_map_update_elem(fd, &key, &nh, BPF_ANY) != 0 ? -1 : 0;
+	return bpf_map_delete_elem(fd, &key) != 0 && errno != ENOENT ? -1 : 0;
 }
 
 /* @p to becomes a copy of @p from. */
@@ -528,12 +570,69 @@ set_copy(struct route_set *to, const struct route_set *from)
 	return 0;
 }
 
-/* One port's maps to @p rs (sorted) and the FIB's next hops. */
+/* The routes changed since the port's last sync, by the FIB's change
+ * log: one bpf() call per change, nothing per route unchanged (no walk,
+ * no sort).  The tries no longer match `last`, which is dropped. */
+static int
+routes_by_log(struct router_xdp *x, int p, uint64_t *w)
+{
+	struct xdp_port *xp = &x->port[p];
+	struct change_pass c = { .xp = xp, .present = true, .writes = w };
+
+	xp->exact = false;
+	xp->last_by = "log";
+	if (ep_fib_route_changes(x->r->fib, xp->route_seq, apply_change, &c) != 0)
+		return fail_routes(x, p, c.family, "route");
+	c.present = false;
+	if (ep_fib_route_changes(x->r->fib, xp->route_seq, apply_change, &c) != 0)
+		return fail_routes(x, p, c.family, "route removal");
+	return 0;
+}
+
+/* The routes of @p rs (the FIB's, sorted) against what the tries hold (a
+ * diff of two sorted lists: one bpf() call per change), or, when `last`
+ * does not list them (after a failed write, after syncs by the log),
+ * against the tries themselves (a lookup per route, a walk of the keys). */
+static int
+routes_by_lists(struct router_xdp *x, int p, const struct route_sets *rs, uint64_t *w)
+{
+	struct xdp_port *xp = &x->port[p];
+
+	xp->last_by = xp->exact ? "diff" : "compare";
+	for (int f = 0; f < 2; f++) {
+		int fd = f ? xp->fd_route6 : xp->fd_route4;
+
+		if (xp->exact ? diff_add(fd, &xp->last.fam[f], &rs->fam[f], w) != 0 :
+				routes_add(fd, &rs->fam[f], w) != 0) {
+			xp->exact = false;
+			return fail_routes(x, p, f, "route");
+		}
+	}
+	for (int f = 0; f < 2; f++) {
+		int fd = f ? xp->fd_route6 : xp->fd_route4;
+
+		if (xp->exact ? diff_remove(fd, &xp->last.fam[f], &rs->fam[f], w) != 0 :
+				routes_remove(fd, &rs->fam[f], f ? sizeof(struct fwd_lpm6_key) :
+								   sizeof(struct fwd_lpm4_key), w) != 0) {
+			xp->exact = false;
+			return fail_routes(x, p, f, "route removal");
+		}
+	}
+	xp->exact = set_copy(&xp->last.fam[0], &rs->fam[0]) == 0 &&
+		    set_copy(&xp->last.fam[1], &rs->fam[1]) == 0;
+	return 0;
+}
+
+/* One port's maps to the FIB: its routes by the change log (@p rs NULL)
+ * or by @p rs (sorted), and its next hops. */
 static int
 sync_port(struct router_xdp *x, int p, const struct route_sets *rs, bool acl_empty)
 {
 	struct xdp_port *xp = &x->port[p];
 	const struct ep_fib *fib = x->r->fib;
+	uint64_t *w = &xp->last_route_writes;
+
+	*w = 0;
 
 	/* Rules appeared: nothing is forwarded past them from here on (a
 	 * failing port stays disabled until its last write). */
@@ -556,30 +655,10 @@ sync_port(struct router_xdp *x, int p, const struct route_sets *rs, bool acl_emp
 			xp->nh[i] = v;
 		}
 	}
-	/* Routes: against what the tries hold (a diff of two sorted lists),
-	 * or, after a failed write, against the tries themselves. */
-	for (int f = 0; f < 2; f++) {
-		int fd = f ? xp->fd_route6 : xp->fd_route4;
-
-		if (xp->exact ? diff_add(fd, &xp->last.fam[f], &rs->fam[f]) != 0 :
-				routes_add(fd, &rs->fam[f]) != 0) {
-			xp->exact = false;
-			return fail_routes(x, p, f, rs, "route");
-		}
-	}
-	/* Removals in the reverse order: routes gone, then their next hops. */
-	for (int f = 0; f < 2; f++) {
-		int fd = f ? xp->fd_route6 : xp->fd_route4;
-
-		if (xp->exact ? diff_remove(fd, &xp->last.fam[f], &rs->fam[f]) != 0 :
-				routes_remove(fd, &rs->fam[f], f ? sizeof(struct fwd_lpm6_key) :
-								   sizeof(struct fwd_lpm4_key)) != 0) {
-			xp->exact = false;
-			return fail_routes(x, p, f, rs, "route removal");
-		}
-	}
-	xp->exact = set_copy(&xp->last.fam[0], &rs->fam[0]) == 0 &&
-		    set_copy(&xp->last.fam[1], &rs->fam[1]) == 0;
+	/* Routes added or changed, then those removed. */
+	if (rs == NULL ? routes_by_log(x, p, w) != 0 : routes_by_lists(x, p, rs, w) != 0)
+		return -1;
+	/* Then the next hops no longer forwardable. */
 	for (uint32_t i = 0; i < x->n_nh; i++) {
 		struct fwd_nh v = want_nh(fib, i);
 
@@ -636,36 +715,57 @@ port_succeeded(struct router_xdp *x, int p)
 	xp->retry_ms = 0;
 }
 
+/* Whether the port follows the FIB by its change log: in sync with what
+ * the FIB was at xp->route_seq, and every change since still logged.
+ * Otherwise (a fresh program, a failed attempt, more changes than the log
+ * keeps) the routes are compared whole. */
+static bool
+by_log(const struct router_xdp *x, const struct xdp_port *xp)
+{
+	return xp->synced && ep_fib_route_changes_kept(x->r->fib, xp->route_seq);
+}
+
 /* Sync the ports of @p mask whose maps are open. */
 static void
 sync_ports(struct router_xdp *x, uint64_t mask, bool acl_empty, uint64_t now)
 {
+	uint64_t t0 = rte_rdtsc(), seq = x->r->fib->route_seq;
 	struct route_sets rs;
-	bool ok;
+	bool walk = false, ok = true;
 
+	for (int p = 0; p < x->r->e->n_ports; p++)
+		if (x->port[p].found && (mask >> p & 1) && !by_log(x, &x->port[p]))
+			walk = true;
 	memset(&rs, 0, sizeof(rs));
-	ok = ep_fib_route_each(x->r->fib, collect_route, &rs) == 0;
-	if (ok)
-		for (int f = 0; f < 2; f++)
-			qsort(rs.fam[f].v, rs.fam[f].n, sizeof(*rs.fam[f].v), cmp_route);
+	if (walk) {
+		ok = ep_fib_route_each(x->r->fib, collect_route, &rs) == 0;
+		if (ok)
+			for (int f = 0; f < 2; f++)
+				qsort(rs.fam[f].v, rs.fam[f].n, sizeof(*rs.fam[f].v), cmp_route);
+	}
+	x->last_walk_cycles = rte_rdtsc() - t0;
 	for (int p = 0; p < x->r->e->n_ports; p++) {
 		struct xdp_port *xp = &x->port[p];
+		bool log = by_log(x, xp);
 
 		if (!xp->found || !(mask >> p & 1))
 			continue;
 		xp->attempts++;
-		if (!ok)
+		if (!log && !ok)
 			snprintf(xp->last_error, sizeof(xp->last_error),
 				 "out of memory for the route list");
-		xp->synced = ok && sync_port(x, p, &rs, acl_empty) == 0;
-		if (xp->synced)
+		xp->synced = (log || ok) && sync_port(x, p, log ? NULL : &rs, acl_empty) == 0;
+		if (xp->synced) {
+			xp->route_seq = seq;
 			port_succeeded(x, p);
-		else
+		} else {
 			port_failed(x, p, acl_empty, now);
+		}
 	}
 	free(rs.fam[0].v);
 	free(rs.fam[1].v);
 	x->syncs++;
+	x->last_sync_cycles = rte_rdtsc() - t0;
 }
 
 void
@@ -772,6 +872,12 @@ read_counters(const struct router_xdp *x, const struct xdp_port *xp, uint64_t *o
 	}
 }
 
+static json_int_t
+cycles_us(uint64_t cycles)
+{
+	return (json_int_t)(cycles * 1000000 / rte_get_tsc_hz());
+}
+
 /* While failing: the wait before the next attempt (0: at the next tick). */
 static json_int_t
 retry_in_ms(const struct xdp_port *xp)
@@ -804,6 +910,8 @@ router_xdp_json(struct router_xdp *x, json_t *out)
 	json_object_set_new(out, "syncs", json_integer((json_int_t)x->syncs));
 	json_object_set_new(out, "sync_errors", json_integer((json_int_t)x->sync_errors));
 	json_object_set_new(out, "sync_retries", json_integer((json_int_t)x->sync_retries));
+	json_object_set_new(out, "last_sync_us", json_integer(cycles_us(x->last_sync_cycles)));
+	json_object_set_new(out, "last_sync_walk_us", json_integer(cycles_us(x->last_walk_cycles)));
 	json_object_set_new(out, "last_error", json_string(x->last_error));
 	for (int p = 0; p < x->r->e->n_ports; p++) {
 		struct xdp_port *xp = &x->port[p];
@@ -817,6 +925,9 @@ router_xdp_json(struct router_xdp *x, json_t *out)
 		json_object_set_new(o, "sync_attempts", json_integer((json_int_t)xp->attempts));
 		json_object_set_new(o, "sync_failures", json_integer((json_int_t)xp->failures));
 		json_object_set_new(o, "last_error", json_string(xp->last_error));
+		json_object_set_new(o, "last_sync_route_writes",
+				    json_integer((json_int_t)xp->last_route_writes));
+		json_object_set_new(o, "last_sync_by", json_string(xp->last_by ? xp->last_by : ""));
 		if (xp->failing)
 			json_object_set_new(o, "retry_in_ms", json_integer(retry_in_ms(xp)));
 		json_object_set_new(o, "max_routes", json_pack("{s:I, s:I}",
