@@ -371,3 +371,14 @@ def test_a_full_route_map_punts_and_the_sync_retries_until_it_fits_without_a_tab
         log = rlab.dp.stdout_path.read_text()
         assert log.count("port pa: XDP fast path off") == 1, log
         assert log.count("port pa: XDP fast path in sync again") == 1, log
+
+
+def test_a_fib_sized_past_the_fast_paths_tries_is_said_once_at_start(router_pipeline):
+    with RouterLab(tag="xw", device="af_xdp", peer_napi=True,
+                   router={"max_routes4": "200000"}) as wlab:
+        wait_synced(wlab, 0)
+        log = wlab.dp.stdout_path.read_text()
+        said = ("router: max_routes4 200000 exceeds the XDP fast path's IPv4 trie (131072 "
+                "entries): past that many routes every frame goes to the full pipeline")
+        assert log.count(said) == 1, log
+        assert "max_routes6" not in log, log

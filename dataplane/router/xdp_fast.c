@@ -83,6 +83,7 @@ struct router_xdp {
 	uint32_t n_nh;          /* next-hop slots mirrored: min(max_nexthops, FWD_MAX_NEXTHOPS) */
 	uint64_t gen;           /* ep_fib.gen at the last sync */
 	int acl_empty;          /* at the last sync; -1: never synced */
+	bool warned_capacity;   /* max_routes4/6 above the tries' size, said */
 	uint64_t syncs, sync_errors, sync_retries;
 	/* The last sync's cost on the control thread, TSC cycles: the FIB's
 	 * walk and sort, and the whole (the ports' diffs and writes too). */
@@ -273,6 +274,29 @@ port_close(struct xdp_port *xp)
 	xp->found = false;
 }
 
+/* The FIB may hold more routes than the program's tries (max_routes4/6
+ * raised past the object's FWD_MAX_ROUTES4/6): said once at start, as the
+ * fast path then goes off (every frame to the full pipeline) past them. */
+static void
+warn_capacity(struct router_xdp *x, const struct xdp_port *xp)
+{
+	const struct ep_fib_params *fp = &x->r->fib->p;
+
+	if (x->warned_capacity)
+		return;
+	for (int f = 0; f < 2; f++) {
+		uint32_t fib_max = f ? fp->max_routes6 : fp->max_routes4;
+
+		if (fib_max > xp->max_routes[f]) {
+			printf("router: max_routes%d %u exceeds the XDP fast path's IPv%d trie "
+			       "(%u entries): past that many routes every frame goes to the full "
+			       "pipeline\n", f ? 6 : 4, fib_max, f ? 6 : 4, xp->max_routes[f]);
+			fflush(stdout);
+			x->warned_capacity = true;
+		}
+	}
+}
+
 /* The program attached to the port's ifindex, if it is ours: its maps by
  * name.  0 when found, -1 when not (yet). */
 static int
@@ -331,6 +355,7 @@ port_find(struct router_xdp *x, struct xdp_port *xp)
 	}
 	xp->prog_id = id;
 	xp->found = true;
+	warn_capacity(x, xp);
 	memset(xp->nh, 0, sizeof(*xp->nh) * x->n_nh);   /* a fresh array map is zeros */
 	xp->last.fam[0].n = xp->last.fam[1].n = 0;      /* and its tries are empty */
 	xp->exact = true;

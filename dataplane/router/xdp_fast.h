@@ -15,9 +15,11 @@
  * How the maps follow the tables (control thread only; the workers never
  * touch them): an engine tick compares the FIB's generation (ep_fib.gen)
  * and the ACL's emptiness with what it wrote last, and on a change brings
- * every port's copy to the tables (the routes by a diff against the list
- * it wrote last: one bpf() call per route changed), in an order that
- * never lets the program
+ * every port's copy to the tables (the routes by the FIB's change log
+ * since the port's last sync, ep_fib_route_changes: one bpf() call per
+ * route changed and no walk of the table; a fresh program, a failed
+ * attempt or a log overrun compare the whole table instead), in an order
+ * that never lets the program
  * forward on a half-written state: the config (punt everything) first
  * when the ACL gained rules; next hops that became forwardable; routes
  * added or changed; routes removed; next hops no longer forwardable; the
