@@ -33,6 +33,10 @@
  *   learnt neighbours  workers post what they asked and what    rte_ring (MP/SC), drained
  *                      they heard on a ring; the control        by ep_fib_tick on the
  *                      thread installs them as next hops        control thread
+ *   route changes      the key of every route install and       (control thread only: a
+ *                      removal into a ring of EP_FIB_CHANGES    mirror of the tables, the
+ *                      (ep_fib_route_changes), 20 B each        router's XDP fast path,
+ *                                                              follows it, router/xdp_fast.c)
  *
  * Why rte_lpm and not rte_fib (DIR-24-8 with vector bulk lookups): DPDK
  * 22.11's rte_fib has no RCU integration, so a delete frees tbl8 groups a
