@@ -350,7 +350,7 @@ def test_a_full_route_map_punts_and_the_sync_retries_until_it_fits_without_a_tab
         tried = port_state(rlab)["sync_attempts"]
         time.sleep(2.2)
         pa = port_state(rlab)
-        assert pa["sync_attempts"] >= tried + 2 and not pa["synced"], pa
+        assert pa["sync_attempts"] >= tried + 1 and not pa["synced"], pa
         assert pa["sync_failures"] >= 3, pa
         assert 0 <= pa["retry_in_ms"] <= 1000, pa
         assert rlab.dp.ctl("xdp-fast")["sync_retries"] >= 2
@@ -358,7 +358,7 @@ def test_a_full_route_map_punts_and_the_sync_retries_until_it_fits_without_a_tab
         # One slot freed: the next retry writes the route, then removes
         # what the trie holds beyond the FIB (the other foreign entries).
         bpftool("map", "delete", "id", str(mid), "key", "hex", *keys[0].split())
-        pa = wait_port(rlab, lambda p: p["synced"], "no recovery", timeout=3.0)
+        pa = wait_port(rlab, lambda p: p["synced"], "no recovery", timeout=5.0)
         assert "retry_in_ms" not in pa
         assert len(bpftool("map", "dump", "id", str(mid))) == held + 1
         assert rlab.dp.ctl("route-list") == routes, "the recovery needed no table change"
