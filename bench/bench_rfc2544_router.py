@@ -478,11 +478,17 @@ def bound_with_floor(result, floor):
                                                   floor_at(floor, result["throughput_pps"]))
 
 
+# Why a part of ours is None in latency_parts: not measured, not zero.
+FAST_PATH_FORWARDED = "fast path forwarded"
+
+
 def latency_parts(p50, trial, floor, rate):
     """The p50 at the found rate in parts: the tester's own (its floor at
     the nearest rate), stamp to our worker's rx (after a wake-up or in a
     busy poll, whichever most sampled bursts were), and our rx to the sink.
-    For the kernel: the floor and what is above it."""
+    When our XDP fast path forwarded the trial (fast_path_took) those two
+    are None, `not_applicable` says why for each, and `fast_path_share`
+    how much it took.  For the kernel: the floor and what is above it."""
     if not p50 or not trial:
         return None
     k = min(floor, key=lambda r: abs(float(r) - rate)) if floor else None
@@ -492,6 +498,17 @@ def latency_parts(p50, trial, floor, rate):
         out["above_floor_ns"] = p50 - out["tester_floor_ns"]
     d = trial.get("dut")
     if d is None:
+        return out
+    if fast_path_took(d):
+        # Our worker saw (nearly) no frame of the trial: its stamp-to-rx
+        # samples, if any, are of the few it was punted, not of the p50.
+        fwd, punt = d["fast_path_forwarded"], d["fast_path_punted"]
+        out.update({"stamp_to_our_rx_ns": None, "our_rx_to_sink_ns": None,
+                    "not_applicable": {"stamp_to_our_rx_ns": FAST_PATH_FORWARDED,
+                                       "our_rx_to_sink_ns": FAST_PATH_FORWARDED},
+                    "fast_path_share": round(fwd / (fwd + punt), 4),
+                    "our_cpu_share": d["cpu_share"], "our_runq_share": d["runq_share"],
+                    "tester_cpu": trial.get("tester")})
         return out
     woke = d["wake_samples"] >= d["poll_samples"]
     before = d["wake_p50_ns"] if woke else d["poll_p50_ns"]

@@ -33,6 +33,8 @@ from pathlib import Path
 from bench.common import OUT
 
 MAX_DEPTH = 3          # flattening depth of the generic tables
+# A dict's key naming, for its None values, why they were not measured.
+NOT_APPLICABLE = "not_applicable"
 MAX_LIST = 12          # longer lists are summarised
 
 
@@ -92,10 +94,18 @@ def markdown(headers, rows):
 
 def flatten(obj, prefix="", depth=MAX_DEPTH):
     """[(dotted key, value)] of a nested dict, dicts below `depth` and long
-    lists left as one summarised value."""
+    lists left as one summarised value.  A dict's `not_applicable` ({key:
+    reason}) is shown on the keys it names, "n/a: reason" for their None,
+    not as a row of its own."""
     rows = []
+    na = obj.get(NOT_APPLICABLE) if isinstance(obj.get(NOT_APPLICABLE), dict) else {}
     for k, v in obj.items():
         key = f"{prefix}{k}"
+        if na and k == NOT_APPLICABLE:
+            continue
+        if v is None and k in na:
+            rows.append((key, f"n/a: {na[k]}"))
+            continue
         if isinstance(v, dict) and v and depth > 1:
             rows += flatten(v, key + ".", depth - 1)
         else:

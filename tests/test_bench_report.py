@@ -124,3 +124,19 @@ def test_host_record_matches_proc_cpuinfo(tmp_path):
     assert h["flags"]["avx2"] == ("avx2" in info["flags"])
     assert h["flags"]["avx512f"] == ("avx512f" in info["flags"])
     assert h["cpus"] >= 1 and h["kernel"]
+
+
+def test_a_part_not_applicable_prints_its_reason_instead_of_a_dash():
+    parts = {"latency_p50_parts_64": {"edgeplane": {
+        "p50_ns": 40_000, "stamp_to_our_rx_ns": None, "our_rx_to_sink_ns": None,
+        "not_applicable": {"stamp_to_our_rx_ns": "fast path forwarded",
+                           "our_rx_to_sink_ns": "fast path forwarded"}},
+        "linux-forwarding": {"p50_ns": 31_000, "tester_floor_ns": None}}}
+    rows = dict(report.key_values(parts))
+    assert rows["latency_p50_parts_64.edgeplane.stamp_to_our_rx_ns"] == "n/a: fast path forwarded"
+    assert rows["latency_p50_parts_64.edgeplane.our_rx_to_sink_ns"] == "n/a: fast path forwarded"
+    assert rows["latency_p50_parts_64.edgeplane.p50_ns"] == 40_000
+    # A None no reason names stays a dash, and the reasons have no row.
+    assert rows["latency_p50_parts_64.linux-forwarding.tester_floor_ns"] is None
+    assert not any("not_applicable" in k for k in rows)
+    assert "n/a: fast path forwarded" in report.table({"name": "rfc2544-router", "metrics": parts})

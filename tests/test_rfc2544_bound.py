@@ -106,3 +106,19 @@ def test_bound_with_floor_rereads_a_search_result_at_the_nearest_floor_rate():
     assert r["bound_by"]["latency"].startswith("wake-up:")
     assert "floor of 30.4 us" in r["bound_by"]["latency"]
     assert r["bound_by"]["throughput"] == "x"
+
+
+def test_latency_parts_marks_our_stamp_to_rx_not_applicable_when_the_fast_path_forwarded():
+    # The worker's stamp-to-rx (70 us after a wake-up) is of the 3 frames
+    # it was punted, not of the 600 000 the program forwarded.
+    floor = {"150000": {"p50_ns": 35_000}}
+    t = trial(40_000, 70_000, 4_800, 16_000, 200)
+    t["dut"].update(fast_path_forwarded=600_000, fast_path_punted=3)
+    ours = latency_parts(40_000, t, floor, 153_000)
+    assert ours["p50_ns"] == 40_000 and ours["above_floor_ns"] == 5_000
+    assert ours["stamp_to_our_rx_ns"] is None and ours["our_rx_to_sink_ns"] is None
+    assert ours["not_applicable"] == {"stamp_to_our_rx_ns": "fast path forwarded",
+                                      "our_rx_to_sink_ns": "fast path forwarded"}
+    assert ours["fast_path_share"] == 1.0 and "bursts_after_wake_up" not in ours
+    t["dut"].update(fast_path_forwarded=500, fast_path_punted=600_000)
+    assert latency_parts(40_000, t, floor, 153_000)["stamp_to_our_rx_ns"] == 70_000

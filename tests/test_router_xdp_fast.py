@@ -140,6 +140,22 @@ def test_with_an_acl_rule_every_frame_takes_the_full_pipeline_and_is_filtered(la
     assert moved.get("forwarded") == 10, moved
 
 
+def test_a_route_change_is_synced_by_the_fib_change_log_with_one_write_per_port(lab):
+    """After the first sync (a whole compare), a change is written from the
+    FIB's change log: the changed route alone, no walk of the table."""
+    try:
+        for cmd, args in (("route-add", {"prefix": ROUTED, "via": B4}),
+                          ("route-del", {"prefix": ROUTED})):
+            syncs = lab.dp.ctl("xdp-fast")["syncs"]
+            lab.dp.ctl(cmd, **args)
+            st = wait_synced(lab, syncs)
+            assert [(p["last_sync_by"], p["last_sync_route_writes"]) for p in st["ports"]] == \
+                [("log", 1), ("log", 1)], (cmd, st)
+    finally:
+        if any(r.get("prefix") == ROUTED for r in lab.dp.ctl("route-list")["routes"]):
+            lab.dp.ctl("route-del", prefix=ROUTED)
+
+
 def test_ttl_1_gets_time_exceeded_from_the_full_pipeline(lab):
     from scapy.layers.inet import ICMP, IP
     before = snapshot(lab)
@@ -239,3 +255,130 @@ def test_a_restart_after_sigkill_replaces_the_program_left_attached(router_pipel
         send_frames(klab.a, udp_frames(10), inter=0.002)
         moved, _ = delta(before, snapshot(klab))
         assert moved.get("forwarded") == 10, moved
+
+
+def bpftool(*args):
+    import json
+    import subprocess
+    res = subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True, check=True)
+    return json.loads(res.stdout) if res.stdout.strip() else None
+
+
+def route4_map_id(lab, port="pa"):
+    """The id of @port's fwd_route4: its program's, not another router's."""
+    prog = next(p for p in lab.dp.ctl("xdp-fast")["ports"] if p["port"] == port)["prog_id"]
+    for mid in bpftool("prog", "show", "id", str(prog))["map_ids"]:
+        if bpftool("map", "show", "id", str(mid))["name"] == "fwd_route4":
+            return mid
+    raise AssertionError(f"no fwd_route4 among program {prog}'s maps")
+
+
+def foreign_keys(n):
+    """@n distinct IPv4 LPM keys in 198.19.0.0/16 (/32s, then /31s, ...),
+    as bpftool's hex bytes: the prefix length (host order), the address."""
+    keys = []
+    for plen in range(32, 16, -1):
+        for k in range(0, 1 << 16, 1 << (32 - plen)):
+            keys.append(f"{plen:02x} 00 00 00 c6 13 {k >> 8:02x} {k & 0xff:02x}")
+            if len(keys) == n:
+                return keys
+    raise AssertionError(f"{n} keys do not fit 198.19.0.0/16")
+
+
+def bpftool_batch(tmp_path, name, lines):
+    """bpftool's commands in one process (131K map updates in about 0.4 s)."""
+    import subprocess
+    path = tmp_path / name
+    path.write_text("".join(f"{line}\n" for line in lines))
+    res = subprocess.run(["bpftool", "batch", "file", str(path)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:] + res.stdout[-500:]
+
+
+def port_state(lab, port="pa"):
+    return next(p for p in lab.dp.ctl("xdp-fast")["ports"] if p["port"] == port)
+
+
+def wait_port(lab, cond, what, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        st = port_state(lab)
+        if cond(st):
+            return st
+        time.sleep(0.02)
+    raise AssertionError(f"{what} within {timeout}s: {lab.dp.ctl('xdp-fast')}")
+
+
+def test_a_full_route_map_punts_and_the_sync_retries_until_it_fits_without_a_table_change(
+        router_pipeline, tmp_path):
+    """Another writer (an operator's bpftool) fills pa's IPv4 trie to its
+    max_entries; the router's next route then cannot be written (ENOSPC).
+    The port punts every frame to the full pipeline (which still forwards
+    them), counts the failure with its text, and retries on later ticks
+    with a growing wait.  Once the foreign entries are gone, a retry, with
+    no table change, brings the port back in sync and the fast path
+    forwards again; the trie is left with the FIB's routes alone.  The log
+    says each change of state once."""
+    from scapy.layers.inet import IP
+    dst = "198.18.100.5"
+    with RouterLab(tag="xr", device="af_xdp", peer_napi=True) as rlab:
+        wait_synced(rlab, 0)
+        pa = port_state(rlab)
+        cap = pa["max_routes"]["ipv4"]
+        mid = route4_map_id(rlab)
+        held = len(bpftool("map", "dump", "id", str(mid)))
+        keys = foreign_keys(cap - held)
+        bpftool_batch(tmp_path, "fill", [f"map update id {mid} key hex {k} value hex 00 00 00 00"
+                                         for k in keys])
+
+        rlab.dp.ctl("route-add", prefix=ROUTED, via=B4)
+        pa = wait_port(rlab, lambda p: not p["synced"] and p["sync_failures"] >= 1,
+                       "no failed sync")
+        assert "IPv4 route" in pa["last_error"] and "No space left on device" in pa["last_error"], pa
+        assert f"holds at most {cap}" in pa["last_error"], pa
+        routes = rlab.dp.ctl("route-list")
+
+        # Not in sync: every frame to the full pipeline, which forwards it.
+        before = snapshot(rlab)
+        got = send_and_capture(rlab, udp_frames(10, dst=dst))
+        moved, worker_rx = delta(before, snapshot(rlab))
+        assert len([p for p in got if IP in p and p[IP].dst == dst]) == 10
+        assert moved.get("punt_disabled", 0) >= 10 and "forwarded" not in moved, moved
+        assert worker_rx >= 10
+
+        # Retried with no table change, each failure counted, the wait
+        # doubling to at most a second.
+        tried = port_state(rlab)["sync_attempts"]
+        time.sleep(2.2)
+        pa = port_state(rlab)
+        assert pa["sync_attempts"] >= tried + 1 and not pa["synced"], pa
+        assert pa["sync_failures"] >= 3, pa
+        assert 0 <= pa["retry_in_ms"] <= 1000, pa
+        assert rlab.dp.ctl("xdp-fast")["sync_retries"] >= 2
+
+        # One slot freed: the next retry writes the route, then removes
+        # what the trie holds beyond the FIB (the other foreign entries).
+        bpftool("map", "delete", "id", str(mid), "key", "hex", *keys[0].split())
+        pa = wait_port(rlab, lambda p: p["synced"], "no recovery", timeout=5.0)
+        assert "retry_in_ms" not in pa
+        assert len(bpftool("map", "dump", "id", str(mid))) == held + 1
+        assert rlab.dp.ctl("route-list") == routes, "the recovery needed no table change"
+        before = snapshot(rlab)
+        got = send_and_capture(rlab, udp_frames(10, dst=dst))
+        moved, _ = delta(before, snapshot(rlab))
+        assert len([p for p in got if IP in p and p[IP].dst == dst]) == 10
+        assert moved.get("forwarded") == 10, moved
+
+        log = rlab.dp.stdout_path.read_text()
+        assert log.count("port pa: XDP fast path off") == 1, log
+        assert log.count("port pa: XDP fast path in sync again") == 1, log
+
+
+def test_a_fib_sized_past_the_fast_paths_tries_is_said_once_at_start(router_pipeline):
+    with RouterLab(tag="xw", device="af_xdp", peer_napi=True,
+                   router={"max_routes4": "200000"}) as wlab:
+        wait_synced(wlab, 0)
+        log = wlab.dp.stdout_path.read_text()
+        said = ("router: max_routes4 200000 exceeds the XDP fast path's IPv4 trie (131072 "
+                "entries): past that many routes every frame goes to the full pipeline")
+        assert log.count(said) == 1, log
+        assert "max_routes6" not in log, log

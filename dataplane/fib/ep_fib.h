@@ -33,6 +33,10 @@
  *   learnt neighbours  workers post what they asked and what    rte_ring (MP/SC), drained
  *                      they heard on a ring; the control        by ep_fib_tick on the
  *                      thread installs them as next hops        control thread
+ *   route changes      the key of every route install and       (control thread only: a
+ *                      removal into a ring of EP_FIB_CHANGES    mirror of the tables, the
+ *                      (ep_fib_route_changes), 20 B each        router's XDP fast path,
+ *                                                              follows it, router/xdp_fast.c)
  *
  * Why rte_lpm and not rte_fib (DIR-24-8 with vector bulk lookups): DPDK
  * 22.11's rte_fib has no RCU integration, so a delete frees tbl8 groups a
@@ -201,6 +205,12 @@ struct ep_fib {
 	 *  publish: a mirror of the tables (the router's XDP fast path,
 	 *  router/xdp_fast.c) re-syncs when it moves. */
 	uint64_t gen;
+	/** The keys of the last EP_FIB_CHANGES route installs and removals
+	 *  (a ring; route_seq counts them all): a mirror follows the routes
+	 *  by what changed instead of walking the table
+	 *  (ep_fib_route_changes). */
+	struct route_key *changes;
+	uint64_t route_seq;
 	struct ep_fib_nh nh_static[EP_FIB_NH_FIRST + 1]; /**< local, glean, "unused" entries */
 	struct ep_fib_worker *workers[16];  /**< for stats */
 	int n_workers;
@@ -238,6 +248,21 @@ struct ep_fib *ep_fib_next(struct ep_engine *e, struct ep_fib *prev);
 int ep_fib_route_add(struct ep_fib *fib, const char *prefix, const char *via,
 		     struct ep_err *err);
 int ep_fib_route_del(struct ep_fib *fib, const char *prefix, struct ep_err *err);
+/** Route installs and removals the change log keeps: the last this many. */
+#define EP_FIB_CHANGES 4096u
+
+/** Whether every route change after the @p since'th (a past route_seq) is
+ *  still in the log; if not, a mirror walks the table (ep_fib_route_each). */
+bool ep_fib_route_changes_kept(const struct ep_fib *fib, uint64_t since);
+/** Visit the routes changed after the @p since'th change, oldest first, a
+ *  route as often as it changed, each with its state now: fn(family,
+ *  prefix, plen, present, kind, nh index, arg), @p kind and @p nh
+ *  meaningless when it is gone; stops on non-zero.  Only when
+ *  ep_fib_route_changes_kept(@p since). */
+int ep_fib_route_changes(struct ep_fib *fib, uint64_t since,
+			 int (*fn)(uint8_t family, const uint8_t *prefix, uint8_t plen, bool present,
+				   enum ep_fib_route_kind kind, uint32_t nh, void *arg),
+			 void *arg);
 /** Visit routes: fn(family, prefix, plen, kind, nh index, arg); stops on non-zero. */
 int ep_fib_route_each(struct ep_fib *fib,
 		      int (*fn)(uint8_t family, const uint8_t *prefix, uint8_t plen,

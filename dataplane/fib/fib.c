@@ -192,6 +192,38 @@ fib_route_lookup(struct ep_fib *fib, const struct route_key *k, void **val)
 	return rte_hash_lookup_data(fib->routes, k, val) >= 0;
 }
 
+/* A route about to change, into the change log. */
+static void
+log_change(struct ep_fib *fib, const struct route_key *k)
+{
+	fib->changes[fib->route_seq++ % EP_FIB_CHANGES] = *k;
+}
+
+bool
+ep_fib_route_changes_kept(const struct ep_fib *fib, uint64_t since)
+{
+	return since <= fib->route_seq && fib->route_seq - since <= EP_FIB_CHANGES;
+}
+
+int
+ep_fib_route_changes(struct ep_fib *fib, uint64_t since,
+		     int (*fn)(uint8_t family, const uint8_t *prefix, uint8_t plen, bool present,
+			       enum ep_fib_route_kind kind, uint32_t nh, void *arg),
+		     void *arg)
+{
+	for (uint64_t s = since; s < fib->route_seq; s++) {
+		const struct route_key *k = &fib->changes[s % EP_FIB_CHANGES];
+		void *val = NULL;
+		bool present = fib_route_lookup(fib, k, &val);
+		int rc = fn(k->family, k->addr, k->plen, present, present ? RT_KIND(val) : 0,
+			    present ? RT_NH(val) : 0, arg);
+
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* Install a route and remember it; @p kind / @p nh into both. */
 int
 fib_route_install(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen,
@@ -203,6 +235,7 @@ fib_route_install(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8
 
 	fib->gen++;
 	fib_route_key(&k, family, addr, plen);
+	log_change(fib, &k);
 	exists = fib_route_lookup(fib, &k, &old);
 	if (!exists && (family == 4 ? fib->n_routes4 >= fib->p.max_routes4 :
 			fib->n_routes6 >= fib->p.max_routes6))
@@ -232,6 +265,7 @@ void
 fib_route_remove(struct ep_fib *fib, const struct route_key *k)
 {
 	fib->gen++;
+	log_change(fib, k);
 	lpm_del(fib, k->family, k->addr, k->plen);
 	rte_hash_del_key(fib->routes, k);
 	if (k->family == 4)
@@ -481,7 +515,8 @@ ep_fib_create(struct ep_engine *e, const char *name, const struct ep_fib_params 
 			      RTE_CACHE_LINE_SIZE);
 	fib->nhc = rte_zmalloc("ep_fib_nhc", sizeof(fib->nhc[0]) * p->max_nexthops, 0);
 	fib->nh_free = rte_zmalloc("ep_fib_nhf", sizeof(uint32_t) * p->max_nexthops, 0);
-	if (fib->nh == NULL || fib->nhc == NULL || fib->nh_free == NULL) {
+	fib->changes = rte_zmalloc("ep_fib_chg", sizeof(fib->changes[0]) * EP_FIB_CHANGES, 0);
+	if (fib->nh == NULL || fib->nhc == NULL || fib->nh_free == NULL || fib->changes == NULL) {
 		ep_err_set(err, "fib %s: out of memory for %u next hops", name, p->max_nexthops);
 		goto fail;
 	}
@@ -550,6 +585,7 @@ ep_fib_free(struct ep_fib *fib)
 	rte_hash_free(fib->asked);
 	rte_hash_free(fib->routes);
 	rte_hash_free(fib->nh_by_ip);
+	rte_free(fib->changes);
 	rte_free(fib->nh_free);
 	rte_free(fib->nhc);
 	rte_free(fib->nh);

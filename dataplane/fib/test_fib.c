@@ -143,6 +143,72 @@ EP_TEST(fib_instances_are_independent_and_named_once_per_engine)
 	ep_fib_free(b);
 }
 
+/* ---- the route change log ---- */
+
+struct seen_change { int n, present, gone; uint32_t last_nh; uint8_t last_plen; };
+
+static int
+count_change(uint8_t family, const uint8_t *prefix, uint8_t plen, bool present,
+	     enum ep_fib_route_kind kind, uint32_t nh, void *arg)
+{
+	struct seen_change *c = arg;
+
+	(void)family;
+	(void)prefix;
+	(void)kind;
+	c->n++;
+	if (present) {
+		c->present++;
+		c->last_nh = nh;
+	} else {
+		c->gone++;
+	}
+	c->last_plen = plen;
+	return 0;
+}
+
+/*
+ * The change log gives a mirror each route changed since a point, with its
+ * state now (an added and then removed route is gone at every visit), and
+ * says when more changes than it keeps happened since (a mirror must then
+ * walk the table).
+ */
+EP_TEST(fib_route_change_log_lists_changed_routes_with_their_state_now_and_says_when_overrun)
+{
+	struct ep_fib *f = fib_new("cl", false);
+	struct seen_change c;
+	struct ep_err err;
+	uint64_t since;
+
+	EP_CHECK_EQ(ep_fib_neigh_add(f, "198.18.1.2", "02:00:00:00:00:0b", NULL, &err), 0);
+	since = f->route_seq;
+	EP_CHECK(ep_fib_route_changes_kept(f, since));
+	EP_CHECK_EQ(ep_fib_route_add(f, "198.18.50.0/24", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(f, "198.18.51.0/25", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_del(f, "198.18.51.0/25", &err), 0);
+	EP_CHECK_EQ(f->route_seq, since + 3);
+	memset(&c, 0, sizeof(c));
+	EP_CHECK_EQ(ep_fib_route_changes(f, since, count_change, &c), 0);
+	EP_CHECK_EQ(c.n, 3);
+	EP_CHECK_EQ(c.present, 1);      /* the /24, present now */
+	EP_CHECK_EQ(c.gone, 2);         /* the /25, added then removed: gone both times */
+	EP_CHECK_EQ(c.last_plen, 25);
+	memset(&c, 0, sizeof(c));
+	EP_CHECK_EQ(ep_fib_route_changes(f, since + 3, count_change, &c), 0);
+	EP_CHECK_EQ(c.n, 0);
+	for (uint32_t i = 0; i < EP_FIB_CHANGES / 2; i++) {
+		EP_CHECK_EQ(ep_fib_route_add(f, "198.18.52.0/26", "198.18.1.2", &err), 0);
+		EP_CHECK_EQ(ep_fib_route_del(f, "198.18.52.0/26", &err), 0);
+	}
+	EP_CHECK_EQ(ep_fib_route_add(f, "198.18.52.0/26", "198.18.1.2", &err), 0);
+	EP_CHECK(!ep_fib_route_changes_kept(f, since));
+	EP_CHECK(ep_fib_route_changes_kept(f, f->route_seq - EP_FIB_CHANGES));
+	memset(&c, 0, sizeof(c));
+	EP_CHECK_EQ(ep_fib_route_changes(f, f->route_seq - EP_FIB_CHANGES, count_change, &c), 0);
+	EP_CHECK(c.n == (int)EP_FIB_CHANGES && c.present == c.n && c.last_plen == 26);
+	ep_fib_free(f);
+}
+
 /*
  * After adds, replacements and deletes of nested prefixes (/8../30, so
  * tbl8 groups are made and freed), an IPv4 lookup gives each destination

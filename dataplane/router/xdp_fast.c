@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The router's XDP fast path, control side (xdp_fast.h says what and
- * how).  libbpf's syscall wrappers do the map work: one bpf() call per
- * entry written, read or deleted.
+ * how): the configuration, the ports' programs and maps, the report.  The
+ * sync of the maps with the FIB and the ACL is xdp_fast_sync.c.
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,11 +16,13 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 
+#include <rte_common.h>
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 
 #include "router.h"
 #include "xdp_fast.h"
-#include "../../xdp/fwd/fwd.h"
+#include "xdp_fast_private.h"
 
 /* The counters' names, from the one list (xdp/fwd/fwd_reasons.def). */
 #define FWD_COUNTER(id, name, desc) name,
@@ -31,45 +33,7 @@ static const char *const fwd_counter_name[FWD_MAX] = {
 
 #define FWD_PROG_NAME "xdp_router_fwd"   /* the SEC("xdp") function: what we write into */
 
-enum xdp_mode { XDP_FAST_OFF, XDP_FAST_AUTO, XDP_FAST_ON };
 static const char *const mode_name[] = { "off", "auto", "on" };
-
-/* A route as the LPM tries key it: prefix length, then the address
- * (fwd_lpm4_key / fwd_lpm6_key; IPv4 uses the first 4 bytes). */
-struct want_route { struct fwd_lpm6_key key; uint32_t nh; };
-
-struct route_set { struct want_route *v; uint32_t n, cap; };
-
-/* IPv4 and IPv6 routes, each family sorted apart. */
-struct route_sets { struct route_set fam[2]; };
-
-/* One port's attached copy of the program and its maps. */
-struct xdp_port {
-	bool fast;              /* a router port opened with the program */
-	bool found;             /* its maps are open */
-	bool synced;            /* its maps hold the last sync (else disabled) */
-	int ifindex;
-	uint32_t prog_id;
-	int fd_cfg, fd_tx, fd_route4, fd_route6, fd_nh, fd_counters;
-	struct fwd_nh *nh;      /* what fwd_nexthops holds, [n_nh] */
-	/* What its tries hold when `exact` (a fresh program's are empty;
-	 * after a failed write they are compared with the FIB instead). */
-	struct route_sets last;
-	bool exact;
-};
-
-struct router_xdp {
-	struct router *r;
-	enum xdp_mode mode;
-	char prog[PATH_MAX];
-	uint32_t n_nh;          /* next-hop slots mirrored: min(max_nexthops, FWD_MAX_NEXTHOPS) */
-	uint64_t gen;           /* ep_fib.gen at the last sync */
-	int acl_empty;          /* at the last sync; -1: never synced */
-	uint64_t syncs, sync_errors;
-	char last_error[160];
-	int ncpu;
-	struct xdp_port port[EP_MAX_PORTS];
-};
 
 /* ---- configuration ---- */
 
@@ -252,10 +216,31 @@ port_close(struct xdp_port *xp)
 	xp->found = false;
 }
 
-/* The program attached to the port's ifindex, if it is ours: its maps by
- * name.  0 when found, -1 when not (yet). */
-static int
-port_find(struct router_xdp *x, struct xdp_port *xp)
+/* The FIB may hold more routes than the program's tries (max_routes4/6
+ * raised past the object's FWD_MAX_ROUTES4/6): said once at start, as the
+ * fast path then goes off (every frame to the full pipeline) past them. */
+static void
+warn_capacity(struct router_xdp *x, const struct xdp_port *xp)
+{
+	const struct ep_fib_params *fp = &x->r->fib->p;
+
+	if (x->warned_capacity)
+		return;
+	for (int f = 0; f < 2; f++) {
+		uint32_t fib_max = f ? fp->max_routes6 : fp->max_routes4;
+
+		if (fib_max > xp->max_routes[f]) {
+			printf("router: max_routes%d %u exceeds the XDP fast path's IPv%d trie "
+			       "(%u entries): past that many routes every frame goes to the full "
+			       "pipeline\n", f ? 6 : 4, fib_max, f ? 6 : 4, xp->max_routes[f]);
+			fflush(stdout);
+			x->warned_capacity = true;
+		}
+	}
+}
+
+int
+xdp_port_find(struct router_xdp *x, struct xdp_port *xp)
 {
 	struct { const char *name; int *fd; } want[] = {
 		{ "fwd_cfg_map", &xp->fd_cfg }, { "fwd_tx_ports", &xp->fd_tx },
@@ -295,6 +280,9 @@ port_find(struct router_xdp *x, struct xdp_port *xp)
 			for (size_t k = 0; k < RTE_DIM(want); k++)
 				if (*want[k].fd < 0 && strcmp(mi.name, want[k].name) == 0) {
 					*want[k].fd = fd;
+					if (want[k].fd == &xp->fd_route4 || want[k].fd == &xp->fd_route6)
+						xp->max_routes[want[k].fd == &xp->fd_route6] =
+							mi.max_entries;
 					kept = true;
 					n_found++;
 				}
@@ -307,300 +295,11 @@ port_find(struct router_xdp *x, struct xdp_port *xp)
 	}
 	xp->prog_id = id;
 	xp->found = true;
+	warn_capacity(x, xp);
 	memset(xp->nh, 0, sizeof(*xp->nh) * x->n_nh);   /* a fresh array map is zeros */
 	xp->last.fam[0].n = xp->last.fam[1].n = 0;      /* and its tries are empty */
 	xp->exact = true;
 	return 0;
-}
-
-/* ---- sync ---- */
-
-static int
-collect_route(uint8_t family, const uint8_t *prefix, uint8_t plen, enum ep_fib_route_kind kind,
-	      uint32_t nh, void *arg)
-{
-	struct route_set *rs = &((struct route_sets *)arg)->fam[family == 6];
-
-	if (rs->n == rs->cap) {
-		uint32_t cap = rs->cap ? rs->cap * 2 : 256;
-		struct want_route *v = realloc(rs->v, cap * sizeof(*v));
-
-		if (v == NULL)
-			return -1;
-		rs->v = v;
-		rs->cap = cap;
-	}
-	memset(&rs->v[rs->n], 0, sizeof(rs->v[rs->n]));
-	rs->v[rs->n].key.prefixlen = plen;
-	memcpy(rs->v[rs->n].key.addr, prefix, family == 6 ? 16 : 4);
-	rs->v[rs->n++].nh = nh;
-	return 0;
-}
-
-static int
-cmp_route(const void *a, const void *b)
-{
-	return memcmp(&((const struct want_route *)a)->key, &((const struct want_route *)b)->key,
-		      sizeof(struct fwd_lpm6_key));
-}
-
-/* What fwd_nexthops[idx] should hold: a forwardable next hop (MACs and
- * port known, not stale: a stale one is re-asked by the worker that meets
- * it, so its frames must reach a worker). */
-static struct fwd_nh
-want_nh(const struct ep_fib *fib, uint32_t idx)
-{
-	struct fwd_nh v;
-	const struct ep_fib_nh *nh = fib->nh[idx];
-
-	memset(&v, 0, sizeof(v));
-	if (idx < EP_FIB_NH_FIRST || nh->kind != EP_FIB_NH_FORWARD)
-		return v;
-	memcpy(v.eth, nh->eth, sizeof(v.eth));
-	v.port = nh->port;
-	v.mtu = nh->mtu;
-	v.valid = 1;
-	return v;
-}
-
-static int
-write_cfg(struct router_xdp *x, struct xdp_port *xp, int p, bool enabled, bool acl_empty)
-{
-	struct fwd_cfg c;
-	uint32_t zero = 0;
-
-	memset(&c, 0, sizeof(c));
-	memcpy(c.mac, x->r->e->ports[p].mac.addr_bytes, 6);
-	c.enabled = enabled;
-	c.acl_empty = acl_empty;
-	return bpf_map_update_elem(xp->fd_cfg, &zero, &c, BPF_ANY);
-}
-
-static int
-fail(struct router_xdp *x, int p, const char *what)
-{
-	snprintf(x->last_error, sizeof(x->last_error), "port %s: %s: %s",
-		 x->r->e->ports[p].name, what, strerror(errno));
-	return -1;
-}
-
-/* Routes of one family into @p fd: added or changed ones. */
-static int
-routes_add(int fd, const struct route_set *rs)
-{
-	for (uint32_t i = 0; i < rs->n; i++) {
-		uint32_t have;
-
-		if (bpf_map_lookup_elem(fd, &rs->v[i].key, &have) == 0 && have == rs->v[i].nh)
-			continue;
-		if (bpf_map_update_elem(fd, &rs->v[i].key, &rs->v[i].nh, BPF_ANY) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* Routes of one family in @p fd that @p rs no longer has: deleted.  The
- * trie's keys are collected first (deleting while walking would skip). */
-static int
-routes_remove(int fd, const struct route_set *rs, size_t key_len)
-{
-	struct want_route w, *gone = NULL;
-	struct fwd_lpm6_key key, next;
-	uint32_t n_gone = 0, cap_gone = 0;
-	void *prev = NULL;
-	int rc = 0;
-
-	memset(&next, 0, sizeof(next));
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		memset(&w, 0, sizeof(w));
-		memcpy(&w.key, &next, key_len);
-		if (bsearch(&w, rs->v, rs->n, sizeof(w), cmp_route) == NULL) {
-			if (n_gone == cap_gone) {
-				void *g = realloc(gone, (cap_gone = cap_gone ? cap_gone * 2 : 64) *
-							 sizeof(*gone));
-				if (g == NULL) {
-					free(gone);
-					return -1;
-				}
-				gone = g;
-			}
-			gone[n_gone++] = w;
-		}
-		key = next;
-		prev = &key;
-	}
-	for (uint32_t i = 0; i < n_gone && rc == 0; i++)
-		if (bpf_map_delete_elem(fd, &gone[i].key) != 0 && errno != ENOENT)
-			rc = -1;
-	free(gone);
-	return rc;
-}
-
-/* The routes of @p want (sorted) that @p have (sorted: what the trie
- * holds) lacks or has with another next hop: written.  One bpf() call per
- * change, none per unchanged route. */
-static int
-diff_add(int fd, const struct route_set *have, const struct route_set *want)
-{
-	uint32_t j = 0;
-
-	for (uint32_t i = 0; i < want->n; i++) {
-		int c = 1;
-
-		while (j < have->n && (c = cmp_route(&have->v[j], &want->v[i])) < 0)
-			j++;
-		if (j < have->n && c == 0 && have->v[j].nh == want->v[i].nh)
-			continue;
-		if (bpf_map_update_elem(fd, &want->v[i].key, &want->v[i].nh, BPF_ANY) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* The routes of @p have that @p want no longer has: deleted. */
-static int
-diff_remove(int fd, const struct route_set *have, const struct route_set *want)
-{
-	uint32_t i = 0;
-
-	for (uint32_t j = 0; j < have->n; j++) {
-		int c = -1;
-
-		while (i < want->n && (c = cmp_route(&want->v[i], &have->v[j])) < 0)
-			i++;
-		if (i < want->n && c == 0)
-			continue;
-		if (bpf_map_delete_elem(fd, &have->v[j].key) != 0 && errno != ENOENT)
-			return -1;
-	}
-	return 0;
-}
-
-/* @p to becomes a copy of @p from. */
-static int
-set_copy(struct route_set *to, const struct route_set *from)
-{
-	if (from->n > to->cap) {
-		struct want_route *v = realloc(to->v, from->n * sizeof(*v));
-
-		if (v == NULL)
-			return -1;
-		to->v = v;
-		to->cap = from->n;
-	}
-	if (from->n > 0)
-		memcpy(to->v, from->v, from->n * sizeof(*to->v));
-	to->n = from->n;
-	return 0;
-}
-
-/* One port's maps to @p rs (sorted) and the FIB's next hops. */
-static int
-sync_port(struct router_xdp *x, int p, const struct route_sets *rs, bool acl_empty)
-{
-	struct xdp_port *xp = &x->port[p];
-	const struct ep_fib *fib = x->r->fib;
-
-	/* Rules appeared: nothing is forwarded past them from here on. */
-	if (!acl_empty && write_cfg(x, xp, p, true, false) != 0)
-		return fail(x, p, "config");
-	for (int q = 0; q < x->r->e->n_ports; q++)
-		if (x->port[q].fast) {
-			uint32_t k = (uint32_t)q, ifx = (uint32_t)x->port[q].ifindex;
-
-			if (bpf_map_update_elem(xp->fd_tx, &k, &ifx, BPF_ANY) != 0)
-				return fail(x, p, "devmap");
-		}
-	/* Next hops before the routes that use them. */
-	for (uint32_t i = 0; i < x->n_nh; i++) {
-		struct fwd_nh v = want_nh(fib, i);
-
-		if (v.valid && memcmp(&v, &xp->nh[i], sizeof(v)) != 0) {
-			if (bpf_map_update_elem(xp->fd_nh, &i, &v, BPF_ANY) != 0)
-				return fail(x, p, "next hop");
-			xp->nh[i] = v;
-		}
-	}
-	/* Routes: against what the tries hold (a diff of two sorted lists),
-	 * or, after a failed write, against the tries themselves. */
-	if (xp->exact ? diff_add(xp->fd_route4, &xp->last.fam[0], &rs->fam[0]) != 0 ||
-			diff_add(xp->fd_route6, &xp->last.fam[1], &rs->fam[1]) != 0 :
-			routes_add(xp->fd_route4, &rs->fam[0]) != 0 ||
-			routes_add(xp->fd_route6, &rs->fam[1]) != 0) {
-		xp->exact = false;
-		return fail(x, p, "route");
-	}
-	/* Removals in the reverse order: routes gone, then their next hops. */
-	if (xp->exact ? diff_remove(xp->fd_route4, &xp->last.fam[0], &rs->fam[0]) != 0 ||
-			diff_remove(xp->fd_route6, &xp->last.fam[1], &rs->fam[1]) != 0 :
-			routes_remove(xp->fd_route4, &rs->fam[0], sizeof(struct fwd_lpm4_key)) != 0 ||
-			routes_remove(xp->fd_route6, &rs->fam[1], sizeof(struct fwd_lpm6_key)) != 0) {
-		xp->exact = false;
-		return fail(x, p, "route removal");
-	}
-	xp->exact = set_copy(&xp->last.fam[0], &rs->fam[0]) == 0 &&
-		    set_copy(&xp->last.fam[1], &rs->fam[1]) == 0;
-	for (uint32_t i = 0; i < x->n_nh; i++) {
-		struct fwd_nh v = want_nh(fib, i);
-
-		if (!v.valid && xp->nh[i].valid) {
-			if (bpf_map_update_elem(xp->fd_nh, &i, &v, BPF_ANY) != 0)
-				return fail(x, p, "next hop removal");
-			xp->nh[i] = v;
-		}
-	}
-	if (write_cfg(x, xp, p, true, acl_empty) != 0)
-		return fail(x, p, "config");
-	return 0;
-}
-
-static void
-sync_all(struct router_xdp *x, bool acl_empty)
-{
-	struct route_sets rs;
-	bool ok;
-
-	memset(&rs, 0, sizeof(rs));
-	ok = ep_fib_route_each(x->r->fib, collect_route, &rs) == 0;
-	if (ok)
-		for (int f = 0; f < 2; f++)
-			qsort(rs.fam[f].v, rs.fam[f].n, sizeof(*rs.fam[f].v), cmp_route);
-	else
-		snprintf(x->last_error, sizeof(x->last_error), "out of memory for the route list");
-	for (int p = 0; p < x->r->e->n_ports; p++) {
-		struct xdp_port *xp = &x->port[p];
-
-		if (!xp->found)
-			continue;
-		xp->synced = ok && sync_port(x, p, &rs, acl_empty) == 0;
-		if (!xp->synced) {
-			/* Half written: every frame to the full pipeline until a
-			 * later change syncs it whole. */
-			write_cfg(x, xp, p, false, acl_empty);
-			x->sync_errors++;
-		}
-	}
-	free(rs.fam[0].v);
-	free(rs.fam[1].v);
-	x->syncs++;
-}
-
-void
-router_xdp_tick(void *arg, uint64_t now)
-{
-	struct router_xdp *x = arg;
-	const struct ep_acl *acl = x->r->acl;
-	int acl_empty = acl->n_rules == 0 && !acl->default_deny;
-	bool fresh = false;
-
-	for (int p = 0; p < x->r->e->n_ports; p++)
-		if (x->port[p].fast && !x->port[p].found && port_find(x, &x->port[p]) == 0)
-			fresh = true;
-	if (!fresh && x->gen == x->r->fib->gen && x->acl_empty == acl_empty)
-		return;
-	x->gen = x->r->fib->gen;
-	x->acl_empty = acl_empty;
-	sync_all(x, acl_empty);
 }
 
 /* ---- lifecycle ---- */
@@ -678,6 +377,22 @@ read_counters(const struct router_xdp *x, const struct xdp_port *xp, uint64_t *o
 	}
 }
 
+static json_int_t
+cycles_us(uint64_t cycles)
+{
+	return (json_int_t)(cycles * 1000000 / rte_get_tsc_hz());
+}
+
+/* While failing: the wait before the next attempt (0: at the next tick). */
+static json_int_t
+retry_in_ms(const struct xdp_port *xp)
+{
+	uint64_t now = rte_rdtsc();
+
+	return now >= xp->retry_at ? 0 :
+	       (json_int_t)((xp->retry_at - now) * 1000 / rte_get_tsc_hz());
+}
+
 static json_t *
 counters_json(const uint64_t *v)
 {
@@ -699,6 +414,9 @@ router_xdp_json(struct router_xdp *x, json_t *out)
 	json_object_set_new(out, "prog", json_string(x->prog));
 	json_object_set_new(out, "syncs", json_integer((json_int_t)x->syncs));
 	json_object_set_new(out, "sync_errors", json_integer((json_int_t)x->sync_errors));
+	json_object_set_new(out, "sync_retries", json_integer((json_int_t)x->sync_retries));
+	json_object_set_new(out, "last_sync_us", json_integer(cycles_us(x->last_sync_cycles)));
+	json_object_set_new(out, "last_sync_walk_us", json_integer(cycles_us(x->last_walk_cycles)));
 	json_object_set_new(out, "last_error", json_string(x->last_error));
 	for (int p = 0; p < x->r->e->n_ports; p++) {
 		struct xdp_port *xp = &x->port[p];
@@ -709,6 +427,16 @@ router_xdp_json(struct router_xdp *x, json_t *out)
 		o = json_pack("{s:s, s:i, s:b, s:b, s:I}", "port", x->r->e->ports[p].name,
 			      "ifindex", xp->ifindex, "attached", xp->found, "synced", xp->synced,
 			      "prog_id", (json_int_t)xp->prog_id);
+		json_object_set_new(o, "sync_attempts", json_integer((json_int_t)xp->attempts));
+		json_object_set_new(o, "sync_failures", json_integer((json_int_t)xp->failures));
+		json_object_set_new(o, "last_error", json_string(xp->last_error));
+		json_object_set_new(o, "last_sync_route_writes",
+				    json_integer((json_int_t)xp->last_route_writes));
+		json_object_set_new(o, "last_sync_by", json_string(xp->last_by ? xp->last_by : ""));
+		if (xp->failing)
+			json_object_set_new(o, "retry_in_ms", json_integer(retry_in_ms(xp)));
+		json_object_set_new(o, "max_routes", json_pack("{s:I, s:I}",
+			"ipv4", (json_int_t)xp->max_routes[0], "ipv6", (json_int_t)xp->max_routes[1]));
 		if (xp->found) {
 			read_counters(x, xp, v);
 			for (int c = 0; c < FWD_MAX; c++)

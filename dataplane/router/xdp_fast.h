@@ -15,16 +15,23 @@
  * How the maps follow the tables (control thread only; the workers never
  * touch them): an engine tick compares the FIB's generation (ep_fib.gen)
  * and the ACL's emptiness with what it wrote last, and on a change brings
- * every port's copy to the tables (the routes by a diff against the list
- * it wrote last: one bpf() call per route changed), in an order that
- * never lets the program
+ * every port's copy to the tables (the routes by the FIB's change log
+ * since the port's last sync, ep_fib_route_changes: one bpf() call per
+ * route changed and no walk of the table; a fresh program, a failed
+ * attempt or a log overrun compare the whole table instead), in an order
+ * that never lets the program
  * forward on a half-written state: the config (punt everything) first
  * when the ACL gained rules; next hops that became forwardable; routes
  * added or changed; routes removed; next hops no longer forwardable; the
- * config last.  A write that fails (a full map) leaves that port's copy
- * disabled, every frame then going to the full pipeline, until the next
- * change syncs again.  The window between a control command and the sync
- * is one control-loop turn (the tick runs after each command is handled).
+ * config last.  A write that fails (a full map, ENOMEM) leaves that
+ * port's copy disabled (the config says punt all: every frame to the full
+ * pipeline), and the port is tried again on later ticks, the wait doubling
+ * from 10 ms to 1 s, or at once on the next change; each attempt and
+ * failure is counted, the last failure's text kept, and the log says it
+ * once when the port leaves its synced state and once when it is back.
+ * The window between a control command and the sync is one control-loop
+ * turn (the tick runs after each command is handled, at least every
+ * 20 ms).
  *
  * The maps are found through the port's ifindex (the attached program's
  * id, its map ids, each map's name), not by pinning: `ip netns exec`

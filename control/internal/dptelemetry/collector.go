@@ -63,12 +63,14 @@ var (
 	dPortErr  = desc("port_errors_total", "Port errors (ethdev imissed, ierrors, oerrors, rx_nombuf), by kind.", "port", "kind")
 	dLink     = desc("port_link_up", "1 when the port's link is up.", "port")
 	dXDPFast  = desc("xdp_fast_packets_total", "Frames the router's XDP fast path saw on a port, by what it did (forwarded, or punt_<reason> to the full pipeline; xdp/fwd/fwd_reasons.def).", "port", "result")
+	dXDPSyncs = desc("xdp_fast_syncs_total", "The control path's attempts to write a port's XDP fast-path maps, by result (ok; failed: the port punts every frame and retries with a growing wait; xdp-fast's last_error says why).", "port", "result")
+	dXDPSyncd = desc("xdp_fast_synced", "1 when a port's XDP fast-path maps hold the router's tables, 0 while every frame goes to the full pipeline.", "port")
 )
 
 // Describe sends every descriptor.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dUp, dUptime, dTSC, dBusy, dIdle, dSleep, dPolls, dEmpty, dWRx, dWTx,
-		dStagePk, dStageCy, dStageCpp, dStageCl, dStageDr, dDrops, dPortPk, dPortBy, dPortErr, dLink, dXDPFast} {
+		dStagePk, dStageCy, dStageCpp, dStageCl, dStageDr, dDrops, dPortPk, dPortBy, dPortErr, dLink, dXDPFast, dXDPSyncs, dXDPSyncd} {
 		ch <- d
 	}
 }
@@ -107,8 +109,11 @@ type stats struct {
 type xdpFast struct {
 	Active bool `json:"active"`
 	Ports  []struct {
-		Port     string             `json:"port"`
-		Counters map[string]float64 `json:"counters"`
+		Port         string             `json:"port"`
+		Counters     map[string]float64 `json:"counters"`
+		Synced       bool               `json:"synced"`
+		SyncAttempts float64            `json:"sync_attempts"`
+		SyncFailures float64            `json:"sync_failures"`
 	} `json:"ports"`
 }
 
@@ -227,5 +232,12 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, dp string, cl *dpctl.Cl
 		for r, n := range p.Counters {
 			k(dXDPFast, n, p.Port, r)
 		}
+		k(dXDPSyncs, p.SyncAttempts-p.SyncFailures, p.Port, "ok")
+		k(dXDPSyncs, p.SyncFailures, p.Port, "failed")
+		synced := 0.0
+		if p.Synced {
+			synced = 1
+		}
+		g(dXDPSyncd, synced, p.Port)
 	}
 }
