@@ -207,7 +207,15 @@ def test_a_neighbour_learnt_by_arp_reaches_the_fast_path(router_pipeline):
                     p["synced"] for p in fast["ports"]):
                 break
             time.sleep(0.05)
-        time.sleep(0.1)
+        # The neighbour's sync runs on the control thread's next tick (every
+        # 20 ms at the latest, later on a loaded machine): probe with single
+        # frames until the program forwards one, then send the batch.
+        while time.monotonic() < deadline:
+            before = snapshot(nlab)
+            send_frames(nlab.a, udp_frames(1), inter=0.0)
+            if delta(before, snapshot(nlab))[0].get("forwarded"):
+                break
+            time.sleep(0.1)
         before = snapshot(nlab)
         send_frames(nlab.a, udp_frames(10), inter=0.002)
         moved, _ = delta(before, snapshot(nlab))
