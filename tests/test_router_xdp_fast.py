@@ -167,6 +167,22 @@ def test_ttl_1_gets_time_exceeded_from_the_full_pipeline(lab):
     assert worker_rx >= 3
 
 
+def test_the_worker_behind_the_fast_path_blocks_on_its_sockets_and_a_punted_frame_wakes_it(lab):
+    """Idle behind the program, the worker waits in ppoll() on its AF_XDP
+    sockets for auto's long bound (100 ms: the timer only wakes it for
+    nothing, on the CPUs the senders need); what the program punts ends the
+    wait, so the punted frames are answered (here TTL 1's time exceeded)."""
+    from scapy.layers.inet import ICMP, IP
+    poll = lab.dp.ctl("power")["workers"][0]["poll"]
+    assert poll["poll_policy"] == "sleep-rx", poll
+    assert poll["max_sleep_us"] == 100_000, poll
+    assert poll["mechanism"] == "ppoll on the rx queues' sockets", poll
+    sleeps = lab.dp.workers()[0]["sleeps"]
+    got = send_and_capture(lab, udp_frames(3, ttl=1), host="a", bpf="icmp")
+    assert len([p for p in got if ICMP in p and p[IP].src == GW_A4 and p[ICMP].type == 11]) == 3
+    assert lab.dp.workers()[0]["sleeps"] > sleeps
+
+
 def test_a_removed_route_stops_being_fast_forwarded(lab):
     from scapy.layers.inet import IP
     dst = "198.18.100.5"

@@ -658,6 +658,9 @@ static void
 stop(struct ep_engine *e)
 {
 	__atomic_store_n(&e->quit, 1, __ATOMIC_RELEASE);
+	/* A worker waiting in sleep-rx (up to 100 ms) sees the flag now. */
+	for (int i = 0; e->launched && i < e->n_workers; i++)
+		ep_worker_kick(e->workers[i]);
 	if (e->launched)
 		rte_eal_mp_wait_lcore();
 	if (e->eal_up) {

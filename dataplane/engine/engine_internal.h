@@ -10,6 +10,7 @@ const struct ep_pipeline_type *ep_pipeline_first(void);
 struct ep_worker *ep_worker_create(struct ep_engine *e, unsigned int id, const char *name,
 				   struct ep_err *err);
 void ep_worker_free(struct ep_worker *w);
+void ep_worker_kick(struct ep_worker *w);
 int ep_worker_main(void *arg);
 /* One poll of the worker loop: each rx queue (or the pipeline's source)
  * received from and its burst run through the stages and sent; @p tsc as

@@ -27,8 +27,8 @@
  *   auto        (the default) sleep-rx when every rx queue of the worker has
  *               a socket to wait on and its pipeline has no wake-up source
  *               of its own (no generator, service hook or wait hook), with
- *               20 empty polls and a 1 ms bound unless those keys are
- *               given; sleep otherwise
+ *               20 empty polls and a 100 ms bound (EP_AUTO_RX_WAIT_US)
+ *               unless those keys are given; sleep otherwise
  *
  * Scheduling (`rt_priority`): a worker that blocks on its rx sockets runs
  * as the kernel's own receive path does, at a real-time priority
@@ -85,7 +85,25 @@ extern const char *const ep_pmgmt_mode_name[EP_PMGMT__COUNT];
 
 #define EP_RT_AUTO            (-1)    /**< rt_priority: FIFO 1 for sleep-rx, else none */
 #define EP_AUTO_IDLE_POLLS    20      /**< auto's sleep-rx: empty polls before waiting */
-#define EP_AUTO_MAX_SLEEP_US  1000    /**< auto's sleep-rx: longest wait without a frame */
+#define EP_AUTO_MAX_SLEEP_US  1000    /**< auto, a wait hook on the rx sockets: its pause */
+/*
+ * auto's sleep-rx: the longest wait without a frame.  Every source of work
+ * of such a worker wakes it (a frame in an rx socket, a control message on
+ * its eventfd, the quit flag: ep_worker_kick), so the bound is only
+ * housekeeping, and every time it expires the worker wakes for nothing: a
+ * thread woken on a CPU the traffic's senders need, at SCHED_FIFO 1, and
+ * its idle_polls empty polls (on net_af_xdp with busy_budget, a recvfrom()
+ * each).  That is the whole of its work when an XDP program in front of
+ * its sockets forwards every frame (the router's fast path): at the old
+ * 1 ms, ~960 wake-ups a second and 3-5 % of a CPU, and the rfc2544-router
+ * generator, which pays the forwarding in its own sendto(), offered 0.89x
+ * Linux forwarding's rate where the same DUT waiting 100 ms offered 0.99x
+ * (and 1.15x the 1 ms DUT, per-round median of 10 alternating rounds on 2
+ * shared vCPUs; docs/benchmarks.md, rfc2544-router, "The worker's idle
+ * wake-ups").  A frame's latency does not depend on it: the frame wakes
+ * the worker.
+ */
+#define EP_AUTO_RX_WAIT_US    EP_POLL_SLEEP_MAX_US
 #define EP_EVENT_IDLE_POLLS   5       /**< auto, a wait hook on the rx sockets: empty polls before waiting */
 
 /** A worker's polling policy: [engine] defaults, [worker] overrides, poll-set. */

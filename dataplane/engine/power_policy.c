@@ -132,6 +132,8 @@ key_given(const struct ep_poll_cfg *c, const char *key)
  * auto: sleep-rx where the kernel can wake the worker for every source of
  * work it has -- each rx queue a socket, and no generator, service hook or
  * wait hook of its pipeline (those need the timer of sleep) -- else sleep.
+ * sleep-rx waits up to EP_AUTO_RX_WAIT_US (100 ms): whatever has work for
+ * it wakes it, and the timer only wakes it for nothing (ep_power.h).
  * A pipeline whose wait hook waits on the rx sockets as well as on its own
  * descriptors (the host stack: its applications' kick eventfd) is as
  * event-driven as sleep-rx when every rx queue has a socket: it keeps
@@ -157,10 +159,12 @@ ep_poll_resolve(const struct ep_poll_cfg *want, const struct ep_poll_facts *f,
 		out->policy = fds && !f->own_wakeups ? EP_POLL_SLEEP_RX : EP_POLL_SLEEP;
 		if (fds && !key_given(want, "idle_polls"))
 			out->idle_polls = EP_AUTO_IDLE_POLLS;
-		if (fds && !key_given(want, "max_sleep_us"))
-			out->max_sleep_us = out->min_sleep_us > EP_AUTO_MAX_SLEEP_US ?
-					    out->min_sleep_us : EP_AUTO_MAX_SLEEP_US;
 		event = fds && f->own_wakeups;
+		if (fds && !key_given(want, "max_sleep_us")) {
+			uint32_t bound = event ? EP_AUTO_MAX_SLEEP_US : EP_AUTO_RX_WAIT_US;
+
+			out->max_sleep_us = out->min_sleep_us > bound ? out->min_sleep_us : bound;
+		}
 		if (event && !key_given(want, "idle_polls"))
 			out->idle_polls = EP_EVENT_IDLE_POLLS;
 		if (event && !key_given(want, "min_sleep_us"))

@@ -322,8 +322,29 @@ EP_TEST(auto_is_the_default_and_waits_on_af_packet_sockets)
 	ep_poll_resolve(&want, &f, &run);
 	EP_CHECK_EQ(run.policy, EP_POLL_SLEEP_RX);
 	EP_CHECK_EQ(run.idle_polls, EP_AUTO_IDLE_POLLS);
-	EP_CHECK_EQ(run.max_sleep_us, EP_AUTO_MAX_SLEEP_US);
+	EP_CHECK_EQ(run.max_sleep_us, EP_AUTO_RX_WAIT_US);
 	EP_CHECK_EQ(run.rt_priority, 1);
+}
+
+/* The router's ports with its XDP fast path: net_af_xdp sockets that see
+ * only what the program punts.  auto blocks on them for the long bound
+ * (the timer only wakes the worker for nothing); a bound the
+ * configuration gives is kept. */
+EP_TEST(auto_sleep_rx_on_af_xdp_sockets_waits_the_long_bound_unless_one_is_given)
+{
+	struct ep_poll_cfg want, run;
+	struct ep_err err = { "" };
+	struct ep_poll_facts f = facts(2, "net_af_xdp", true, false);
+
+	ep_poll_cfg_default(&want);
+	ep_poll_resolve(&want, &f, &run);
+	EP_CHECK_EQ(run.policy, EP_POLL_SLEEP_RX);
+	EP_CHECK_EQ(run.max_sleep_us, EP_AUTO_RX_WAIT_US);
+	EP_CHECK(EP_AUTO_RX_WAIT_US > EP_AUTO_MAX_SLEEP_US);
+	EP_CHECK_EQ(ep_poll_cfg_set(&want, "max_sleep_us", "1000", &err), 0);
+	ep_poll_resolve(&want, &f, &run);
+	EP_CHECK_EQ(run.policy, EP_POLL_SLEEP_RX);
+	EP_CHECK_EQ(run.max_sleep_us, 1000);
 }
 
 EP_TEST(auto_sleeps_where_no_socket_can_wake_the_worker)
@@ -760,7 +781,9 @@ EP_TEST(worker_samples_wake_and_poll_latency_into_their_histograms)
 
 /* The `sleep` policy's pause ends when a control message is posted (the
  * worker's message eventfd, which ep_worker_call writes), not at its
- * bound: a pause of 30 s that a message ends reports the message. */
+ * bound: a pause of 30 s that a message ends reports the message.  So
+ * does a kick (ep_worker_kick: the quit flag at shutdown), which ends
+ * sleep-rx's wait of up to 100 ms on the same eventfd. */
 static void *
 pause_thirty_seconds(void *arg)
 {
@@ -770,7 +793,7 @@ pause_thirty_seconds(void *arg)
 	return &by_message;
 }
 
-EP_TEST(sleep_pause_is_ended_by_a_control_message_not_its_bound)
+EP_TEST(a_worker_pause_is_ended_by_a_control_message_or_a_kick_not_its_bound)
 {
 	static struct ep_engine eng;
 	struct ep_err err = { "" };
@@ -791,6 +814,10 @@ EP_TEST(sleep_pause_is_ended_by_a_control_message_not_its_bound)
 	EP_CHECK_EQ(pthread_join(t, &ret), 0);
 	EP_CHECK(ret != NULL && *(bool *)ret);
 	EP_CHECK(!ep_power_wait_msg(w, 1000));              /* the count was taken */
+	EP_CHECK_EQ(pthread_create(&t, NULL, pause_thirty_seconds, w), 0);
+	ep_worker_kick(w);
+	EP_CHECK_EQ(pthread_join(t, &ret), 0);
+	EP_CHECK(ret != NULL && *(bool *)ret);
 	ep_worker_free(w);
 }
 

@@ -830,6 +830,18 @@ ep_worker_main(void *arg)
 	return 0;
 }
 
+/* Wake a worker waiting on its message eventfd (sleep-rx's ppoll, the
+ * sleep policy's pause): a control message or the quit flag is then seen
+ * at once, not when the wait's bound expires (up to 100 ms in sleep-rx). */
+void
+ep_worker_kick(struct ep_worker *w)
+{
+	if (w->power != NULL && w->power->msg_fd >= 0 &&
+	    write(w->power->msg_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) {
+		/* EAGAIN: the counter is full, the worker is woken anyway */
+	}
+}
+
 int
 ep_worker_call(struct ep_worker *w, void (*fn)(struct ep_worker *, void *), void *arg,
 	       unsigned int timeout_ms, struct ep_err *err)
@@ -853,10 +865,7 @@ ep_worker_call(struct ep_worker *w, void (*fn)(struct ep_worker *, void *), void
 		return ep_err_set(err, "worker %s: message queue full", w->name);
 	}
 	/* A worker waiting on its rx sockets (sleep-rx) wakes for it now. */
-	if (w->power != NULL && w->power->msg_fd >= 0 &&
-	    write(w->power->msg_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) {
-		/* EAGAIN: the counter is full, the worker is woken anyway */
-	}
+	ep_worker_kick(w);
 	/*
 	 * A polling worker answers within one burst (a few µs): spin on the
 	 * flag for up to EP_CALL_SPIN_US so a control operation costs a round
