@@ -213,9 +213,11 @@ def test_a_neighbour_learnt_by_arp_reaches_the_fast_path(router_pipeline):
     with RouterLab(tag="xn", device="af_xdp", peer_napi=True, neighbors=[]) as nlab:
         wait_synced(nlab, 0)
         before = snapshot(nlab)
-        send_frames(nlab.a, udp_frames(3), inter=0.01)
+        # One frame: the worker's ARP request and b's answer can be synced
+        # within a few milliseconds, so a second frame may already be forwarded.
+        send_frames(nlab.a, udp_frames(1), inter=0.0)
         moved, _ = delta(before, snapshot(nlab))
-        assert moved.get("punt_nexthop", 0) >= 1 and "forwarded" not in moved, moved
+        assert moved.get("punt_nexthop") == 1 and "forwarded" not in moved, moved
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             fast = nlab.dp.ctl("xdp-fast")
