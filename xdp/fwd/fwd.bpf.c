@@ -174,7 +174,6 @@ static __always_inline int ipv4_csum_ok(const struct iphdr *iph)
 static __always_inline struct fwd_nh *next_hop(__u32 *idx, __u32 len, __u32 *why)
 {
 	struct fwd_nh *hop;
-	__u32 port;
 
 	if (!idx) {
 		*why = FWD_PUNT_NO_ROUTE;
@@ -189,11 +188,6 @@ static __always_inline struct fwd_nh *next_hop(__u32 *idx, __u32 len, __u32 *why
 		*why = FWD_PUNT_NEXTHOP;
 		return 0;
 	}
-	port = hop->port;
-	if (!bpf_map_lookup_elem(&fwd_tx_ports, &port)) {
-		*why = FWD_PUNT_PORT;
-		return 0;
-	}
 	if (len > hop->mtu) {
 		*why = FWD_PUNT_MTU;
 		return 0;
@@ -201,11 +195,23 @@ static __always_inline struct fwd_nh *next_hop(__u32 *idx, __u32 len, __u32 *why
 	return hop;
 }
 
-static __always_inline int forward(struct ethhdr *eth, struct fwd_nh *hop)
+/* The redirect to the next hop's port, before the frame is touched.
+ * bpf_redirect_map() looks the port up in the devmap itself (the per-CPU
+ * redirect target it sets is what the driver sends to) and returns its
+ * flags argument, 0, when the slot is empty: that is the punt_port test,
+ * without a separate bpf_map_lookup_elem() of the same slot (a helper
+ * call per forwarded frame).  A punt after it is still unchanged: punt()'s
+ * own bpf_redirect_map() replaces the target. */
+static __always_inline int redirect(struct fwd_nh *hop)
+{
+	return bpf_redirect_map(&fwd_tx_ports, hop->port, 0);
+}
+
+static __always_inline int forward(struct ethhdr *eth, struct fwd_nh *hop, int verdict)
 {
 	__builtin_memcpy(eth, hop->eth, 12);
 	count(FWD_FORWARDED);
-	return bpf_redirect_map(&fwd_tx_ports, hop->port, 0);
+	return verdict;
 }
 
 static __always_inline int fwd_ipv4(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *iph,
@@ -215,6 +221,7 @@ static __always_inline int fwd_ipv4(struct xdp_md *ctx, struct ethhdr *eth, stru
 	struct fwd_nh *hop;
 	__u32 why = 0;
 	__u16 old, new;
+	int verdict;
 
 	if ((void *)(iph + 1) > data_end || *(__u8 *)iph != 0x45 ||
 	    bpf_ntohs(iph->tot_len) < sizeof(*iph) ||
@@ -229,12 +236,15 @@ static __always_inline int fwd_ipv4(struct xdp_md *ctx, struct ethhdr *eth, stru
 	hop = next_hop(bpf_map_lookup_elem(&fwd_route4, &key), bpf_ntohs(iph->tot_len), &why);
 	if (!hop)
 		return punt(ctx, why);
+	verdict = redirect(hop);
+	if (verdict != XDP_REDIRECT)
+		return punt(ctx, FWD_PUNT_PORT);
 	/* TTL is the high byte of the header's fifth word (TTL, protocol). */
 	old = ((__u16 *)iph)[4];
 	iph->ttl--;
 	new = ((__u16 *)iph)[4];
 	csum_replace_words(&iph->check, &old, &new, 1);
-	return forward(eth, hop);
+	return forward(eth, hop, verdict);
 }
 
 static __always_inline int fwd_ipv6(struct xdp_md *ctx, struct ethhdr *eth, struct ipv6hdr *ip6h,
@@ -243,6 +253,7 @@ static __always_inline int fwd_ipv6(struct xdp_md *ctx, struct ethhdr *eth, stru
 	struct fwd_lpm6_key key;
 	struct fwd_nh *hop;
 	__u32 why = 0;
+	int verdict;
 
 	if ((void *)(ip6h + 1) > data_end || ip6h->version != 6 ||
 	    sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len) > (__u64)(data_end - (void *)ip6h) ||
@@ -258,8 +269,11 @@ static __always_inline int fwd_ipv6(struct xdp_md *ctx, struct ethhdr *eth, stru
 		       sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len), &why);
 	if (!hop)
 		return punt(ctx, why);
+	verdict = redirect(hop);
+	if (verdict != XDP_REDIRECT)
+		return punt(ctx, FWD_PUNT_PORT);
 	ip6h->hop_limit--;
-	return forward(eth, hop);
+	return forward(eth, hop, verdict);
 }
 
 SEC("xdp")

@@ -79,6 +79,7 @@ func load(t *testing.T) *fixture {
 	f.route(t, "198.18.4.0/24", nhSmallMTU)
 	f.route(t, "2001:db8:100::/48", nhRouted)
 	f.route(t, "2001:db8:0:1::1/128", 0)
+	f.route(t, "2001:db8:300::/48", nhOffPort)
 	f.nexthop(t, nhRouted, outPort, 1500)
 	f.nexthop(t, nhOffPort, 7, 1500)
 	f.nexthop(t, nhSmallMTU, outPort, 100)
@@ -376,6 +377,9 @@ func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
 		{"ipv6-multicast-destination", to6("ff02::1:ff00:1"), nil, "punt_martian"},
 		{"ipv6-to-our-address", to6("2001:db8:0:1::1"), nil, "punt_local"},
 		{"ipv6-no-route", to6("2001:db8:200::1"), nil, "punt_no_route"},
+		// The redirect is tried before the frame is touched: a port without a
+		// devmap slot leaves it unchanged, to the socket.
+		{"ipv6-egress-port-not-in-devmap", to6("2001:db8:300::9"), nil, "punt_port"},
 		{"larger-than-egress-mtu", func(t *testing.T) []byte {
 			return ipFrame(t, frameOpt{dst: net.IPv4(198, 18, 4, 9), payload: 100})
 		}, nil, "punt_mtu"},
