@@ -116,8 +116,10 @@ class RouterLab(DpLab):
     """Namespaces a, dut, b; edgeplane-dp in dut.  Always torn down."""
 
     def __init__(self, pipeline="router", tag="rt", start=True, host_addrs=None,
-                 peer_napi=False, **dp_opts):
+                 peer_napi=False, binary=None, **dp_opts):
+        """binary: an edgeplane-dp other than the build's (an A/B's)."""
         self.pipeline = pipeline
+        self.binary = binary
         self.peer_napi = peer_napi
         self.tag = tag
         self.autostart = start
@@ -181,7 +183,7 @@ class RouterLab(DpLab):
         if self.dp is not None:
             self.dp.close()
         self.dp_opts.update(override)
-        self.dp = Dp(self.dut, self.sections(), name=f"{self.tag}-dut")
+        self.dp = Dp(self.dut, self.sections(), name=f"{self.tag}-dut", binary_path=self.binary)
         try:
             self.dp.start()
         except BaseException:

@@ -12,7 +12,8 @@ XDP_SRCS := $(wildcard xdp/include/*.h xdp/steer/*.h xdp/steer/*.c xdp/noop/*.c)
 XDP_GEN  := control/internal/steer/steer_bpfel.o
 # The router's XDP fast path (xdp/fwd): net_af_xdp loads build/xdp/fwd.o
 # through its xdp_prog devarg (docs/benchmarks.md, "The XDP fast path").
-FWD_SRCS := $(wildcard xdp/include/*.h xdp/fwd/*.h xdp/fwd/*.c xdp/fwd/*.def) \
+# xdp/fwd_min: the floor its benchmark is measured against (not shipped).
+FWD_SRCS := $(wildcard xdp/include/*.h xdp/fwd/*.h xdp/fwd/*.c xdp/fwd/*.def xdp/fwd_min/*.c) \
             control/internal/xdpfwd/gen.go
 FWD_GEN  := control/internal/xdpfwd/fwd_bpfel.o
 

@@ -297,8 +297,6 @@ xdp_port_find(struct router_xdp *x, struct xdp_port *xp)
 	xp->found = true;
 	warn_capacity(x, xp);
 	memset(xp->nh, 0, sizeof(*xp->nh) * x->n_nh);   /* a fresh array map is zeros */
-	xp->last.fam[0].n = xp->last.fam[1].n = 0;      /* and its tries are empty */
-	xp->exact = true;
 	return 0;
 }
 
@@ -355,8 +353,6 @@ router_xdp_free(struct router_xdp *x)
 	for (int p = 0; p < EP_MAX_PORTS; p++) {
 		port_close(&x->port[p]);
 		free(x->port[p].nh);
-		free(x->port[p].last.fam[0].v);
-		free(x->port[p].last.fam[1].v);
 	}
 	free(x);
 }

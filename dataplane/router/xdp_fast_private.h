@@ -49,10 +49,6 @@ struct xdp_port {
 	uint32_t prog_id;
 	int fd_cfg, fd_tx, fd_route4, fd_route6, fd_nh, fd_counters;
 	struct fwd_nh *nh;      /* what fwd_nexthops holds, [n_nh] */
-	/* What its tries hold when `exact` (a fresh program's are empty;
-	 * after a failed write they are compared with the FIB instead). */
-	struct route_sets last;
-	bool exact;
 };
 
 struct router_xdp {
@@ -65,7 +61,7 @@ struct router_xdp {
 	bool warned_capacity;   /* max_routes4/6 above the tries' size, said */
 	uint64_t syncs, sync_errors, sync_retries;
 	/* The last sync's cost on the control thread, TSC cycles: the FIB's
-	 * walk and sort, and the whole (the ports' diffs and writes too). */
+	 * walk and sort, and the whole (the ports' compares and writes too). */
 	uint64_t last_walk_cycles, last_sync_cycles;
 	char last_error[192];
 	int ncpu;

@@ -115,14 +115,17 @@ write_route(int fd, const struct want_route *r, uint64_t *writes)
 	return bpf_map_update_elem(fd, &r->key, &r->nh, BPF_ANY) != 0 ? -1 : 0;
 }
 
-/* Routes of one family into @p fd: added or changed ones. */
+/* Routes of one family into @p fd: added or changed ones.  Into a trie
+ * that held no key (@p empty: a fresh program's), every route is written
+ * without its lookup. */
 static int
-routes_add(int fd, const struct route_set *rs, uint64_t *writes)
+routes_add(int fd, const struct route_set *rs, bool empty, uint64_t *writes)
 {
 	for (uint32_t i = 0; i < rs->n; i++) {
 		uint32_t have;
 
-		if (!(bpf_map_lookup_elem(fd, &rs->v[i].key, &have) == 0 && have == rs->v[i].nh) &&
+		if (!(!empty && bpf_map_lookup_elem(fd, &rs->v[i].key, &have) == 0 &&
+		      have == rs->v[i].nh) &&
 		    write_route(fd, &rs->v[i], writes) != 0)
 			return -1;
 	}
@@ -166,47 +169,6 @@ routes_remove(int fd, const struct route_set *rs, size_t key_len, uint64_t *writ
 	return rc;
 }
 
-/* The routes of @p want (sorted) that @p have (sorted: what the trie
- * holds) lacks or has with another next hop: written.  One bpf() call per
- * change, none per unchanged route. */
-static int
-diff_add(int fd, const struct route_set *have, const struct route_set *want, uint64_t *writes)
-{
-	uint32_t j = 0;
-
-	for (uint32_t i = 0; i < want->n; i++) {
-		int c = 1;
-
-		while (j < have->n && (c = cmp_route(&have->v[j], &want->v[i])) < 0)
-			j++;
-		if (!(j < have->n && c == 0 && have->v[j].nh == want->v[i].nh) &&
-		    write_route(fd, &want->v[i], writes) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* The routes of @p have that @p want no longer has: deleted. */
-static int
-diff_remove(int fd, const struct route_set *have, const struct route_set *want,
-	    uint64_t *writes)
-{
-	uint32_t i = 0;
-
-	for (uint32_t j = 0; j < have->n; j++) {
-		int c = -1;
-
-		while (i < want->n && (c = cmp_route(&want->v[i], &have->v[j])) < 0)
-			i++;
-		if (i < want->n && c == 0)
-			continue;
-		(*writes)++;
-		if (bpf_map_delete_elem(fd, &have->v[j].key) != 0 && errno != ENOENT)
-			return -1;
-	}
-	return 0;
-}
-
 /* One pass over the FIB's change log: the routes present now (@p present)
  * written, or those gone deleted. */
 struct change_pass {
@@ -237,34 +199,15 @@ apply_change(uint8_t family, const uint8_t *prefix, uint8_t plen, bool present,
 	return bpf_map_delete_elem(fd, &key) != 0 && errno != ENOENT ? -1 : 0;
 }
 
-/* @p to becomes a copy of @p from. */
-static int
-set_copy(struct route_set *to, const struct route_set *from)
-{
-	if (from->n > to->cap) {
-		struct want_route *v = realloc(to->v, from->n * sizeof(*v));
-
-		if (v == NULL)
-			return -1;
-		to->v = v;
-		to->cap = from->n;
-	}
-	if (from->n > 0)
-		memcpy(to->v, from->v, from->n * sizeof(*to->v));
-	to->n = from->n;
-	return 0;
-}
-
 /* The routes changed since the port's last sync, by the FIB's change
  * log: one bpf() call per change, nothing per route unchanged (no walk,
- * no sort).  The tries no longer match `last`, which is dropped. */
+ * no sort). */
 static int
 routes_by_log(struct router_xdp *x, int p, uint64_t *w)
 {
 	struct xdp_port *xp = &x->port[p];
 	struct change_pass c = { .xp = xp, .present = true, .writes = w };
 
-	xp->exact = false;
 	xp->last_by = "log";
 	if (ep_fib_route_changes(x->r->fib, xp->route_seq, apply_change, &c) != 0)
 		return fail_routes(x, p, c.family, "route");
@@ -274,37 +217,34 @@ routes_by_log(struct router_xdp *x, int p, uint64_t *w)
 	return 0;
 }
 
-/* The routes of @p rs (the FIB's, sorted) against what the tries hold (a
- * diff of two sorted lists: one bpf() call per change), or, when `last`
- * does not list them (after a failed write, after syncs by the log),
- * against the tries themselves (a lookup per route, a walk of the keys). */
+/* The routes of @p rs (the FIB's, sorted) against the tries themselves:
+ * a lookup per route, a write per route missing or changed, then a walk
+ * of the tries' keys and a delete per key the FIB lacks.  Whatever wrote
+ * the tries last (a fresh program's are empty, a failed attempt left them
+ * half written, someone else may have written them), they end up holding
+ * the FIB's routes alone.  A trie found empty (one bpf() call: the first
+ * sync after attach) needs neither the lookups nor the walk. */
 static int
-routes_by_lists(struct router_xdp *x, int p, const struct route_sets *rs, uint64_t *w)
+routes_by_compare(struct router_xdp *x, int p, const struct route_sets *rs, uint64_t *w)
 {
 	struct xdp_port *xp = &x->port[p];
+	bool empty[2];
 
-	xp->last_by = xp->exact ? "diff" : "compare";
+	xp->last_by = "compare";
 	for (int f = 0; f < 2; f++) {
 		int fd = f ? xp->fd_route6 : xp->fd_route4;
+		struct fwd_lpm6_key first;
 
-		if (xp->exact ? diff_add(fd, &xp->last.fam[f], &rs->fam[f], w) != 0 :
-				routes_add(fd, &rs->fam[f], w) != 0) {
-			xp->exact = false;
+		empty[f] = bpf_map_get_next_key(fd, NULL, &first) != 0 && errno == ENOENT;
+		if (routes_add(fd, &rs->fam[f], empty[f], w) != 0)
 			return fail_routes(x, p, f, "route");
-		}
 	}
-	for (int f = 0; f < 2; f++) {
-		int fd = f ? xp->fd_route6 : xp->fd_route4;
-
-		if (xp->exact ? diff_remove(fd, &xp->last.fam[f], &rs->fam[f], w) != 0 :
-				routes_remove(fd, &rs->fam[f], f ? sizeof(struct fwd_lpm6_key) :
-								   sizeof(struct fwd_lpm4_key), w) != 0) {
-			xp->exact = false;
+	for (int f = 0; f < 2; f++)
+		if (!empty[f] &&
+		    routes_remove(f ? xp->fd_route6 : xp->fd_route4, &rs->fam[f],
+				  f ? sizeof(struct fwd_lpm6_key) : sizeof(struct fwd_lpm4_key),
+				  w) != 0)
 			return fail_routes(x, p, f, "route removal");
-		}
-	}
-	xp->exact = set_copy(&xp->last.fam[0], &rs->fam[0]) == 0 &&
-		    set_copy(&xp->last.fam[1], &rs->fam[1]) == 0;
 	return 0;
 }
 
@@ -341,7 +281,7 @@ sync_port(struct router_xdp *x, int p, const struct route_sets *rs, bool acl_emp
 		}
 	}
 	/* Routes added or changed, then those removed. */
-	if (rs == NULL ? routes_by_log(x, p, w) != 0 : routes_by_lists(x, p, rs, w) != 0)
+	if (rs == NULL ? routes_by_log(x, p, w) != 0 : routes_by_compare(x, p, rs, w) != 0)
 		return -1;
 	/* Then the next hops no longer forwardable. */
 	for (uint32_t i = 0; i < x->n_nh; i++) {

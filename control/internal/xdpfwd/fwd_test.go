@@ -49,7 +49,7 @@ type fixture struct {
 	names []string
 }
 
-func load(t *testing.T) *fixture {
+func load(t testing.TB) *fixture {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("BPF_PROG_TEST_RUN needs root")
@@ -86,7 +86,7 @@ func load(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) setCfg(t *testing.T, enabled, aclEmpty uint8) {
+func (f *fixture) setCfg(t testing.TB, enabled, aclEmpty uint8) {
 	t.Helper()
 	var c fwdFwdCfg
 	copy(c.Mac[:], portMAC)
@@ -97,7 +97,7 @@ func (f *fixture) setCfg(t *testing.T, enabled, aclEmpty uint8) {
 }
 
 // route puts prefix -> next-hop index into the family's LPM trie.
-func (f *fixture) route(t *testing.T, prefix string, nh uint32) {
+func (f *fixture) route(t testing.TB, prefix string, nh uint32) {
 	t.Helper()
 	_, n, err := net.ParseCIDR(prefix)
 	if err != nil {
@@ -116,7 +116,7 @@ func (f *fixture) route(t *testing.T, prefix string, nh uint32) {
 	}
 }
 
-func (f *fixture) nexthop(t *testing.T, idx uint32, port, mtu uint16) {
+func (f *fixture) nexthop(t testing.TB, idx uint32, port, mtu uint16) {
 	t.Helper()
 	v := fwdFwdNh{Port: port, Mtu: mtu, Valid: 1}
 	copy(v.Eth[:6], nhMAC)
@@ -178,7 +178,7 @@ type frameOpt struct {
 }
 
 // ipFrame is an Ethernet/IP/UDP frame from the sender to the port.
-func ipFrame(t *testing.T, o frameOpt) []byte {
+func ipFrame(t testing.TB, o frameOpt) []byte {
 	t.Helper()
 	if o.dstMAC == nil {
 		o.dstMAC = portMAC

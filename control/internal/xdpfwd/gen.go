@@ -5,7 +5,10 @@
 // this package, writes the maps of the copies the PMD attaches.
 package xdpfwd
 
-// The object is compiled at build time (make build-xdp), not committed.
+// The objects are compiled at build time (make build-xdp), not committed.
 // -type emits the C layouts of fwd.h, so the tests write what the program
-// reads. -mcpu=v3: 32-bit ALU and jumps, as the steering program.
+// reads. -mcpu=v3: 32-bit ALU and jumps, as the steering program. The
+// second object, xdp/fwd_min, is the floor of any XDP forwarder, which
+// BenchmarkProgramCost times the program against; it is never shipped.
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel -type fwd_cfg -type fwd_nh -type fwd_lpm4_key -type fwd_lpm6_key fwd ../../../xdp/fwd/fwd.bpf.c -- -I/usr/include/x86_64-linux-gnu
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel -type fwd_min_nh fwdMin ../../../xdp/fwd_min/fwd_min.bpf.c -- -I/usr/include/x86_64-linux-gnu
