@@ -9,3 +9,8 @@ package xdpfwd
 // -type emits the C layouts of fwd.h, so the tests write what the program
 // reads. -mcpu=v3: 32-bit ALU and jumps, as the steering program.
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel -type fwd_cfg -type fwd_nh -type fwd_lpm4_key -type fwd_lpm6_key fwd ../../../xdp/fwd/fwd.bpf.c -- -I/usr/include/x86_64-linux-gnu
+
+// The same work at tc ingress (xdp/fwd/tcfwd.bpf.c, the maps of fwd.h): the
+// measurement program of docs/benchmarks.md, "A copy-free path on veth: tc
+// ingress"; the build copies it to build/xdp/tcfwd.o for bench/wire_tc.py.
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel -type fwd_cfg -type fwd_nh -type fwd_lpm4_key -type fwd_lpm6_key tcfwd ../../../xdp/fwd/tcfwd.bpf.c -- -I/usr/include/x86_64-linux-gnu
