@@ -18,7 +18,7 @@ lint-python: setup
 	@$(VENV)/bin/ruff check --quiet .
 
 # go vet type-checks the generated BPF bindings too: generate them first.
-lint-go: setup control/internal/steer/steer_bpfel.o control/internal/xdpfwd/fwd_bpfel.o
+lint-go: setup control/internal/steer/steer_bpfel.o control/internal/xdpfwd/fwd_bpfel.o control/internal/xdpfwd/tcfwd_bpfel.o
 	@cd control && $(GO) vet ./... && $(BUILD)/tools/staticcheck ./...
 	@out=$$("$$(dirname "$$(command -v $(GO))")/gofmt" -l control lab/subemu) && \
 	  if [ -n "$$out" ]; then echo "gofmt: not formatted (gofmt -w them):"; echo "$$out"; exit 1; fi

@@ -51,21 +51,8 @@ type fixture struct {
 
 func load(t testing.TB) *fixture {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("BPF_PROG_TEST_RUN needs root")
-	}
-	spec, err := loadFwd()
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := &fixture{}
-	if f.names, err = CounterNames(spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := spec.LoadAndAssign(&f.objs, nil); err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	t.Cleanup(func() { f.objs.Close() })
+	f.names = loadObjects(t, loadFwd, &f.objs, f.objs.Close)
 	f.setCfg(t, 1, 1)
 	// Port 1 sends on lo: any device with an ifindex will do for a devmap
 	// entry; BPF_PROG_TEST_RUN returns the verdict without sending.
@@ -126,12 +113,35 @@ func (f *fixture) nexthop(t testing.TB, idx uint32, port, mtu uint16) {
 	}
 }
 
-func (f *fixture) counters(t *testing.T) map[string]uint64 {
+// loadObjects loads a program's collection into objs (skipping the test
+// without root) and returns its counter names; close runs at cleanup.
+func loadObjects(t testing.TB, spec func() (*ebpf.CollectionSpec, error), objs any, close func() error) []string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("BPF_PROG_TEST_RUN needs root")
+	}
+	s, err := spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := CounterNames(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LoadAndAssign(objs, nil); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	t.Cleanup(func() { _ = close() })
+	return names
+}
+
+// counterValues sums each counter of fwd_counters over the CPUs.
+func counterValues(t testing.TB, m *ebpf.Map, names []string) map[string]uint64 {
 	t.Helper()
 	out := map[string]uint64{}
-	for i, n := range f.names {
+	for i, n := range names {
 		var per []uint64
-		if err := f.objs.FwdCounters.Lookup(uint32(i), &per); err != nil {
+		if err := m.Lookup(uint32(i), &per); err != nil {
 			t.Fatal(err)
 		}
 		for _, v := range per {
@@ -139,6 +149,26 @@ func (f *fixture) counters(t *testing.T) map[string]uint64 {
 		}
 	}
 	return out
+}
+
+// runCounted runs prog once on frame: its verdict, the bytes it left and
+// the counters of fwd_counters (m) it moved.
+func runCounted(t *testing.T, prog *ebpf.Program, m *ebpf.Map, names []string, frame []byte) result {
+	t.Helper()
+	before := counterValues(t, m, names)
+	out := make([]byte, len(frame)+256)
+	opts := ebpf.RunOptions{Data: frame, DataOut: out, Repeat: 1}
+	ret, err := prog.Run(&opts)
+	if err != nil {
+		t.Fatalf("test run: %v", err)
+	}
+	moved := map[string]uint64{}
+	for k, v := range counterValues(t, m, names) {
+		if v != before[k] {
+			moved[k] = v - before[k]
+		}
+	}
+	return result{ret: ret, out: out[:len(frame)], moved: moved}
 }
 
 type result struct {
@@ -149,20 +179,7 @@ type result struct {
 
 func (f *fixture) run(t *testing.T, frame []byte) result {
 	t.Helper()
-	before := f.counters(t)
-	out := make([]byte, len(frame)+256)
-	opts := ebpf.RunOptions{Data: frame, DataOut: out, Repeat: 1}
-	ret, err := f.objs.XdpRouterFwd.Run(&opts)
-	if err != nil {
-		t.Fatalf("test run: %v", err)
-	}
-	moved := map[string]uint64{}
-	for k, v := range f.counters(t) {
-		if v != before[k] {
-			moved[k] = v - before[k]
-		}
-	}
-	return result{ret: ret, out: out[:len(frame)], moved: moved}
+	return runCounted(t, f.objs.XdpRouterFwd, f.objs.FwdCounters, f.names, frame)
 }
 
 type frameOpt struct {

@@ -12,3 +12,8 @@ package xdpfwd
 // BenchmarkProgramCost times the program against; it is never shipped.
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel -type fwd_cfg -type fwd_nh -type fwd_lpm4_key -type fwd_lpm6_key fwd ../../../xdp/fwd/fwd.bpf.c -- -I/usr/include/x86_64-linux-gnu
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel -type fwd_min_nh fwdMin ../../../xdp/fwd_min/fwd_min.bpf.c -- -I/usr/include/x86_64-linux-gnu
+
+// The same work at tc ingress (xdp/fwd/tcfwd.bpf.c, the maps of fwd.h): the
+// measurement program of docs/benchmarks.md, "A copy-free path on veth: tc
+// ingress"; the build copies it to build/xdp/tcfwd.o for bench/wire_tc.py.
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel -type fwd_cfg -type fwd_nh -type fwd_lpm4_key -type fwd_lpm6_key tcfwd ../../../xdp/fwd/tcfwd.bpf.c -- -I/usr/include/x86_64-linux-gnu
