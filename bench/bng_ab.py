@@ -13,6 +13,7 @@ a few percent.
     .venv/bin/python -m bench.bng_ab --case down-504-ring --b-case down-504-replay
     .venv/bin/python -m bench.bng_ab --case down-504 --b-case down-504-ring
     .venv/bin/python -m bench.bng_ab --case down-imix-down-ring   # the downstream iMix
+    .venv/bin/python -m bench.bng_ab --case ipoe-128 --b-case ipoe-64  # rx by frame size
 
 --a and --b default to this tree's binary; --b-case puts side B on another
 input of the same direction (the ring-fed downlink against the pcap-fed
@@ -30,7 +31,10 @@ from bench.bng_bench import Ours, dp_config, ring_fed_down_config, summarize
 from bench.bng_inputs import Inputs
 
 DEFAULT_BINARY = common.ROOT / "build" / "dp" / "edgeplane-dp"
-CASES = ("ipoe-128", "pppoe-128", "ipoe-imix-up", "down-504", "down-504-ring",
+# ipoe-64: the uplink's flows in 64 B frames, not a bench case: against
+# ipoe-128 (--b-case) it shows what the larger frame costs net_pcap's rx
+# copy (the router bench's frames are 64 B).
+CASES = ("ipoe-128", "pppoe-128", "ipoe-imix-up", "ipoe-64", "down-504", "down-504-ring",
          "down-504-replay", "down-504-congested", "down-imix-down", "down-imix-down-ring")
 
 
