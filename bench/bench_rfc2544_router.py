@@ -51,10 +51,12 @@ xdp/fwd/tcfwd.bpf.c at pa's and pb's tc ingress ending in
 bpf_redirect_peer(), the ports on punt veth pairs pa_k/pa_p, pb_k/pb_p that
 the lab builds).  DUT_FAST_PATH names the kind whose figures are the main
 keys (vs_linux-forwarding, the latency ratios, the tester's floor, the
-one-process variant); the other (SECONDARY_FAST_PATH) is recorded under
-keys ending in its name: ratios vs_linux-forwarding_<kind> (and per iMix
-size), <second>_vs_<first> (the two kinds round by round), and
-metrics.fast_path_<kind>.
+one-process variant): tc, clearly ahead of XDP over rounds
+(docs/benchmarks.md, "The tc fast path in the router").  The other,
+SECONDARY_FAST_PATH (XDP), is recorded under keys ending in its name:
+ratios vs_linux-forwarding_xdp (and per iMix size,
+vs_linux-forwarding_<size>_xdp), xdp_vs_tc (the two kinds round by
+round), and metrics.fast_path_xdp.
 
 A variant figure after the main ones (one_worker_variant): the same search
 and latency trials at 64 B with the tester as one process and one worker
@@ -670,8 +672,13 @@ DUT_DEVICE = "af_xdp"
 # net_af_xdp's xdp_prog; "tc": xdp/fwd/tcfwd.bpf.c at pa's and pb's tc
 # ingress (bpf_redirect_peer), the ports on punt veth pairs
 # (dataplane/router/xdp_fast_tc.c).
-DUT_FAST_PATH = "xdp"
-SECONDARY_FAST_PATH = "tc"
+#
+# tc is the default since it was ahead of the XDP path in every round
+# (docs/benchmarks.md, "The tc fast path in the router": tc / XDP
+# 1.16-2.16 in 10 of 10 rounds over two runs; at 64 B 1.38 and 1.42 of
+# Linux where XDP read 1.15 and 1.00); the XDP figures stay under _xdp.
+DUT_FAST_PATH = "tc"
+SECONDARY_FAST_PATH = "xdp"
 
 # Our DUT's ports with the one-process tester, pinned to its own CPU:
 # busy_budget 0, so that the veth NAPI and the XDP copy of pa run in the

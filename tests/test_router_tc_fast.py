@@ -100,6 +100,18 @@ def test_tc_a_route_added_at_run_time_is_fast_forwarded_and_its_removal_punts(la
     assert_removed_route_stops_being_fast_forwarded(lab)
 
 
+def test_tc_fast_path_with_net_af_packet_ports_on_the_punt_pairs(router_pipeline):
+    """The punt pair's far end may be polled by net_af_packet too: the
+    router's address answers, frames to b are forwarded by the program."""
+    with RouterLab(tag="tp", device="af_packet", fast_path="tc") as plab:
+        wait_synced(plab, 0)
+        assert plab.ping("a", GW_A4, count=2).returncode == 0
+        before = snapshot(plab)
+        assert plab.ping("a", B4, count=3).returncode == 0
+        moved, _ = delta(before, snapshot(plab))
+        assert moved.get("forwarded", 0) >= 3, moved
+
+
 def test_tc_stop_detaches_every_filter_and_hook(router_pipeline):
     with RouterLab(tag="ts", device="af_xdp", fast_path="tc") as slab:
         wait_synced(slab, 0)
