@@ -183,11 +183,20 @@ def test_tc_fast_path_configuration_errors_are_named(router_pipeline, router, po
     assert res.returncode != 0 and error in res.stderr + res.stdout, res.stderr + res.stdout
 
 
-def test_tc_a_missing_punt_device_is_named_at_start(router_pipeline):
+def test_tc_a_missing_punt_device_is_named_at_start_and_the_lab_leaves_nothing(router_pipeline):
     """The router attaches to devices that exist: one the lab did not
-    create fails the start with its name."""
+    create fails the start with its name, before any program is attached
+    (every port's devices are checked first); the failed start and the
+    lab's teardown leave no process and no namespace (so none of the wires'
+    tc filters)."""
+    from pyroute2 import netns
     with RouterLab(tag="tm", device="af_xdp", fast_path="tc", start=False) as mlab:
         mlab.dut.run(["ip", "link", "set", "pb_k", "name", "pb_x"])
         with pytest.raises(Exception) as exc:
             mlab.start_dp()
         assert "port pb: no interface 'pb_k'" in str(exc.value), str(exc.value)
+        assert mlab.dp is None or not mlab.dp.running(), "edgeplane-dp still running"
+        # Nothing was attached on pa either.
+        assert tc_filters(mlab, "pa") == "" and tc_filters(mlab, "pa_k") == ""
+        prefix = mlab.topo.prefix
+    assert [n for n in netns.listnetns() if n.startswith(prefix)] == []
