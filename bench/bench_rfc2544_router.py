@@ -44,6 +44,20 @@ priority (in the generator's send, as softirq work); ours at the DUT's
 default (SCHED_FIFO 1, poll_policy auto = sleep-rx), on net_af_xdp ports
 (DUT_DEVICE).
 
+Our DUT runs in two kinds, each a DUT of its own in every round (three
+DUTs alternating): the XDP fast path (xdp/fwd/fwd.bpf.c on pa and pb,
+net_af_xdp's xdp_prog) and the tc fast path ([router] fast_path = tc:
+xdp/fwd/tcfwd.bpf.c at pa's and pb's tc ingress ending in
+bpf_redirect_peer(), the ports on punt veth pairs pa_k/pa_p, pb_k/pb_p that
+the lab builds).  DUT_FAST_PATH names the kind whose figures are the main
+keys (vs_linux-forwarding, the latency ratios, the tester's floor, the
+one-process variant): tc, clearly ahead of XDP over rounds
+(docs/benchmarks.md, "The tc fast path in the router").  The other,
+SECONDARY_FAST_PATH (XDP), is recorded under keys ending in its name:
+ratios vs_linux-forwarding_xdp (and per iMix size,
+vs_linux-forwarding_<size>_xdp), xdp_vs_tc (the two kinds round by
+round), and metrics.fast_path_xdp.
+
 A variant figure after the main ones (one_worker_variant): the same search
 and latency trials at 64 B with the tester as one process and one worker
 (the gen worker with `rx`), in a namespace of its own, pinned to one CPU,
@@ -606,12 +620,25 @@ def kernel_dut(lab):
 
 def start_router(lab):
     lab.start_dp()
-    # The XDP fast path as it runs (xdp_fast_path = auto: on when every
-    # router port is net_af_xdp): the devarg the engine added, for the JSON.
+    # The fast path as it runs, by kind, for the JSON.  XDP
+    # (xdp_fast_path = auto: on when every router port is net_af_xdp): the
+    # devarg the engine added; tc: the program on the wires.
     fast = lab.dp.ctl("xdp-fast")
-    lab.dut_fast_path = {"active": fast.get("active", False), "mode": fast.get("mode"),
-                         "devarg": f"xdp_prog={fast['prog']}" if fast.get("active") else None,
-                         "ports": [p["port"] for p in fast.get("ports", []) if p.get("attached")]}
+    kind = fast.get("kind", "xdp") if fast.get("active") else "off"
+    if not hasattr(lab, "dut_fast_path"):
+        lab.dut_fast_path = {}
+    lab.dut_fast_path[kind] = {
+        "active": fast.get("active", False), "mode": fast.get("mode"),
+        "devarg": (f"xdp_prog={fast['prog']}" if fast.get("active") and kind == "xdp" else None),
+        "tc_prog": fast.get("tc_prog"), "prog": fast.get("prog"),
+        "ports": [p["port"] for p in fast.get("ports", []) if p.get("attached")]}
+
+
+def use_fast_path(lab, kind):
+    """The fast path of the next start_router(): "xdp" (net_af_xdp on pa
+    and pb, xdp_fast_path = auto) or "tc" (the ports on the punt pairs'
+    far ends, the tc program on pa and pb; the lab built the pairs)."""
+    lab.dp_opts["fast_path"] = "tc" if kind == "tc" else None
 
 
 def stop_router(lab):
@@ -636,6 +663,22 @@ def kernel_off(lab):
 # reach the worker without waiting for the sender's softirq, and the
 # worker sleeps less often (210 against 410-560 waits/s at 200 kpps).
 DUT_DEVICE = "af_xdp"
+
+# Our DUT's fast path for the main keys (vs_linux-forwarding, the latency
+# ratios, the floor, the one-process variant), and the other kind, measured
+# in the same rounds as a third DUT and recorded under keys ending in its
+# name (ratios vs_linux-forwarding_<kind>, vs_linux-forwarding_<size>_<kind>,
+# metrics.fast_path_<kind>).  "xdp": xdp/fwd/fwd.bpf.c on pa and pb through
+# net_af_xdp's xdp_prog; "tc": xdp/fwd/tcfwd.bpf.c at pa's and pb's tc
+# ingress (bpf_redirect_peer), the ports on punt veth pairs
+# (dataplane/router/xdp_fast_tc.c).
+#
+# tc is the default since it was ahead of the XDP path in every round
+# (docs/benchmarks.md, "The tc fast path in the router": tc / XDP
+# 1.16-2.16 in 10 of 10 rounds over two runs; at 64 B 1.38 and 1.42 of
+# Linux where XDP read 1.15 and 1.00); the XDP figures stay under _xdp.
+DUT_FAST_PATH = "tc"
+SECONDARY_FAST_PATH = "xdp"
 
 # Our DUT's ports with the one-process tester, pinned to its own CPU:
 # busy_budget 0, so that the veth NAPI and the XDP copy of pa run in the
@@ -787,7 +830,8 @@ def run(args):
     max_rate = 2_000_000
     log = print
     load_start = os.getloadavg()[0]
-    runs = {"edgeplane": {}, "linux": {}}
+    second = f"edgeplane_{SECONDARY_FAST_PATH}"
+    runs = {"edgeplane": {}, second: {}, "linux": {}}
     drops = {}
     # Small tables: this lab has one route, and the machine's hugepages are
     # shared (rte_lpm's 64 MB tbl24 is the floor).
@@ -799,19 +843,25 @@ def run(args):
     floor, at_peer = {}, None
     # peer_napi: GRO on the tester's veth ends, for both DUTs alike: the
     # XDP fast path's redirect into a veth needs NAPI on its peer.
+    # punt_pairs: both kinds of our DUT start in the same lab.
     with RouterLab(tag="rfc", routes=[(ROUTED, B4)], router=small, start=False,
-                   device=DUT_DEVICE, peer_napi=True) as lab:
+                   device=DUT_DEVICE, peer_napi=True, punt_pairs=True) as lab:
+        use_fast_path(lab, DUT_FAST_PATH)
         lab.topo.link(lab.a, FLOOR_IF, lab.b, FLOOR_IF, mac_a=FLOOR_MAC_A, mac_b=FLOOR_MAC_B)
         for h in (lab.a, lab.b):
             h.offload_off(FLOOR_IF)
 
-        def run_ours(size):
-            log(f"rfc2544-router: {size}: DUT = edgeplane-dp router")
-            start_router(lab)
-            with tester_for(lab, lab.dp) as t:
-                r = measure_size(t, size, trial_s, resolution, max_rate, log)
-            for k, v in stop_router(lab).items():
-                drops[k] = drops.get(k, 0) + v
+        def run_ours(size, kind=DUT_FAST_PATH):
+            log(f"rfc2544-router: {size}: DUT = edgeplane-dp router, {kind} fast path")
+            use_fast_path(lab, kind)
+            try:
+                start_router(lab)
+                with tester_for(lab, lab.dp) as t:
+                    r = measure_size(t, size, trial_s, resolution, max_rate, log)
+                for k, v in stop_router(lab).items():
+                    drops[k] = drops.get(k, 0) + v
+            finally:
+                use_fast_path(lab, DUT_FAST_PATH)
             return r
 
         def run_linux(size):
@@ -827,10 +877,13 @@ def run(args):
         for size in sizes:
             n = reps.get(size, 1)
             res = ab.alternate([ab.Call("edgeplane", lambda s=size: run_ours(s), _said),
+                                ab.Call(second, lambda s=size: run_ours(s, SECONDARY_FAST_PATH),
+                                        _said),
                                 ab.Call("linux", lambda s=size: run_linux(s), _said)],
                                n, first=turn, log=log)
             turn += n
-            runs["edgeplane"][size], runs["linux"][size] = res["edgeplane"], res["linux"]
+            for k in runs:
+                runs[k][size] = res[k]
             if size == "64":
                 found = [statistics.median(r["throughput_pps"] for r in res[k])
                          for k in ("edgeplane", "linux")]
@@ -842,8 +895,9 @@ def run(args):
                     at_peer = ours_at_rate(lab, found[1], trial_s, log)
         variant = one_worker_variant(lab, trial_s, resolution, max_rate, log)
     ours = {s: median_of(runs["edgeplane"][s]) for s in sizes}
+    ours2 = {s: median_of(runs[second][s]) for s in sizes}
     linux = {s: median_of(runs["linux"][s]) for s in sizes}
-    for d in (ours, linux):
+    for d in (ours, ours2, linux):
         for s, r in d.items():
             r["throughput_mbps"] = round(r["throughput_pps"] * pcapgen.mean_frame_bytes(s)
                                          * 8 / 1e6, 2)
@@ -859,6 +913,22 @@ def run(args):
                 linux[size]["throughput_pps"], key, ratios[key], metric="throughput_pps",
                 unit="pps, zero loss", ours_rounds=ours[size]["runs_pps"],
                 peer_rounds=linux[size]["runs_pps"]))
+            # The other fast path, the same rounds: its own keys.
+            key2 = f"{key}_{SECONDARY_FAST_PATH}"
+            r, ratio_rounds[key2] = ab.ratio(runs[second][size], runs["linux"][size],
+                                             "throughput_pps")
+            ratios[key2] = round(r, 3) if r is not None else None
+            comparisons.append(common.comparison(
+                f"{size} ({SECONDARY_FAST_PATH} fast path)", ours2[size]["throughput_pps"],
+                "linux-forwarding", linux[size]["throughput_pps"], key2, ratios[key2],
+                metric="throughput_pps", unit="pps, zero loss",
+                ours_rounds=ours2[size]["runs_pps"], peer_rounds=linux[size]["runs_pps"]))
+        # The two fast paths against each other, round by round.
+        key3 = (f"{SECONDARY_FAST_PATH}_vs_{DUT_FAST_PATH}" +
+                ("" if size == "64" else f"_{size}"))
+        r, ratio_rounds[key3] = ab.ratio(runs[second][size], runs["edgeplane"][size],
+                                         "throughput_pps")
+        ratios[key3] = round(r, 3) if r is not None else None
     h = ours["64"]
     lat = h["latency_ns"] or {}
     klat = linux["64"]["latency_ns"] or {}
@@ -901,6 +971,11 @@ def run(args):
                        klat.get("p50"), linux["64"].get("latency_trial"), floor,
                        linux["64"]["throughput_pps"])},
                "one_worker_tester": variant,
+               "fast_path": DUT_FAST_PATH,
+               f"fast_path_{SECONDARY_FAST_PATH}": {
+                   "by_size": ours2, "throughput_pps_64": ours2["64"]["throughput_pps"],
+                   "latency_p50_ns_64": (ours2["64"]["latency_ns"] or {}).get("p50"),
+                   "bound_by": {sz: ours2[sz]["bound_by"] for sz in sizes}},
                "load_avg": {"start": load_start, "end": os.getloadavg()[0]}}
     # The variant's ratios beside the main keys (one round each: no rounds).
     for k, v in variant["ratios"].items():
@@ -918,7 +993,10 @@ def run(args):
               "tester": {"gen": GEN_ENGINE, "sink": SINK_ENGINE, "one_worker": TESTER_ENGINE},
               "dut_engine": "defaults (poll_policy auto, rt_priority auto)",
               "dut_ports": DUT_DEVICE,
-              "dut_xdp_fast_path": getattr(lab, "dut_fast_path", None),
+              "dut_fast_path": DUT_FAST_PATH,
+              "dut_secondary_fast_path": SECONDARY_FAST_PATH,
+              "dut_fast_paths": getattr(lab, "dut_fast_path", None),
+              "dut_xdp_fast_path": (getattr(lab, "dut_fast_path", None) or {}).get("xdp"),
               "tester_veth_gro": "on (NAPI on the DUT links' far ends, for both DUTs)",
               "latency_trials": LATENCY_TRIALS,
               "tester_floor": "gen -veth- sink, no DUT, at the common rate and both found rates",

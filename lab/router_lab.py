@@ -20,7 +20,15 @@ Parameters cover what tests and benchmarks vary: extra routes and
 neighbours, ACL rules and default, the ports' DPDK device kind, the worker
 layout (one worker polling both ports, or one per port), the links' and
 ports' MTUs, extra [engine] and [router] keys, NAPI on the hosts' veth ends
-(peer_napi: what the router's XDP fast path needs to send into a veth).
+(peer_napi: what the router's XDP fast path needs to send into a veth), and
+the router's fast path (fast_path="tc": the tc program on the wires pa and
+pb, the DPDK ports on the far ends of punt veth pairs the lab builds in the
+DUT, pa_k ==veth== pa_p and pb_k ==veth== pb_p, pa_p and pb_p carrying pa's
+and pb's MACs; see dataplane/router/xdp_fast_tc.c):
+
+    host a -- pa [tc fast path] ... pb -- host b
+               |punt           |punt
+             pa_k==pa_p      pb_k==pb_p   (edgeplane-dp polls pa_p and pb_p)
 pipeline="xconnect" builds the same wiring with a patch cable instead of a
 router (hosts then share one subnet, see XconnectLab).
 """
@@ -34,6 +42,9 @@ GW_A4, GW_A6 = "198.18.0.1", "2001:db8:0:1::1"
 GW_B4, GW_B6 = "198.18.1.1", "2001:db8:0:2::1"
 MAC_A, MAC_B = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
 MAC_PA, MAC_PB = "02:00:00:00:01:01", "02:00:00:00:02:01"
+
+# fast_path="tc": each wire's punt pair in the DUT, (near end, far end).
+PUNT_PAIRS = {"pa": ("pa_k", "pa_p"), "pb": ("pb_k", "pb_p")}
 
 DEVICE_KINDS = {
     # {i}: port index (DPDK vdev names must be unique), {iface}: the veth.
@@ -62,8 +73,15 @@ def router_available(binary_path=None):
 
 def router_sections(routes=(), neighbors=None, acl=(), acl_default=None, device="af_packet",
                     workers=1, engine=None, router=None, eal_args=None, pipeline="router",
-                    ifaces=("pa", "pb"), mtus=None):
-    """The DUT's configuration as sections (see lab.dp.render)."""
+                    ifaces=("pa", "pb"), mtus=None, fast_path=None):
+    """The DUT's configuration as sections (see lab.dp.render).
+
+    fast_path="tc": the ports poll the punt pairs' far ends (pa_p, pb_p),
+    the wires ifaces are the tc program's; None leaves [router] as it was
+    (xdp_fast_path decides)."""
+    wires = ifaces
+    if fast_path == "tc":
+        ifaces = tuple(PUNT_PAIRS[w][1] for w in wires)
     pa, pb = ifaces
     sections = {}
     if eal_args:
@@ -78,6 +96,9 @@ def router_sections(routes=(), neighbors=None, acl=(), acl_default=None, device=
         sections["port pb"]["mac"] = MAC_PB
     if mtus:
         sections["port pa"]["mtu"], sections["port pb"]["mtu"] = mtus
+    if fast_path == "tc":
+        for port, wire in zip(("pa", "pb"), wires):
+            sections[f"port {port}"].update(fast_path_wire=wire, fast_path_punt=PUNT_PAIRS[wire][0])
     if pipeline == "router":
         sections["port pa"].update(ipv4=f"{GW_A4}/24", ipv6=f"{GW_A6}/64")
         sections["port pb"].update(ipv4=f"{GW_B4}/24", ipv6=f"{GW_B6}/64")
@@ -107,6 +128,8 @@ def router_sections(routes=(), neighbors=None, acl=(), acl_default=None, device=
             rt["acl"] = list(acl)
         if acl_default:
             rt["acl_default"] = acl_default
+        if fast_path:
+            rt["fast_path"] = fast_path
         rt.update(router or {})
         sections["router"] = rt
     return sections
@@ -116,8 +139,11 @@ class RouterLab(DpLab):
     """Namespaces a, dut, b; edgeplane-dp in dut.  Always torn down."""
 
     def __init__(self, pipeline="router", tag="rt", start=True, host_addrs=None,
-                 peer_napi=False, binary=None, **dp_opts):
-        """binary: an edgeplane-dp other than the build's (an A/B's)."""
+                 peer_napi=False, binary=None, punt_pairs=None, **dp_opts):
+        """binary: an edgeplane-dp other than the build's (an A/B's).
+        punt_pairs: build the tc fast path's punt pairs (default: when
+        fast_path="tc"), so that a bench can start either kind of DUT."""
+        self.punt_pairs = punt_pairs
         self.pipeline = pipeline
         self.binary = binary
         self.peer_napi = peer_napi
@@ -159,6 +185,14 @@ class RouterLab(DpLab):
                mtu=mtu_b)
         for h, ifname in ((self.a, "eth0"), (self.dut, "pa"), (self.dut, "pb"), (self.b, "eth0")):
             h.offload_off(ifname)
+        if self.punt_pairs or (self.punt_pairs is None and self.dp_opts.get("fast_path") == "tc"):
+            # The punt pairs: the far end carries the wire's MAC (what the
+            # pipeline answers ARP and ND with); the near end none of ours.
+            for wire, mac, mtu in (("pa", MAC_PA, mtu_a), ("pb", MAC_PB, mtu_b)):
+                near, far = PUNT_PAIRS[wire]
+                t.link(self.dut, near, self.dut, far, mac_b=mac, mtu=mtu)
+                self.dut.offload_off(near)
+                self.dut.offload_off(far)
         if self.peer_napi:
             # XDP redirect into a veth (the router's XDP fast path sending
             # on pa or pb) needs NAPI on the veth's peer, the hosts' eth0:

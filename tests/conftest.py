@@ -40,12 +40,14 @@ def dp_binary(tmp_path_factory):
         pytest.fail(f"{path} does not exist: run `make build` first", pytrace=False)
     snap = tmp_path_factory.mktemp("bin") / "edgeplane-dp"
     shutil.copy2(path, snap)
-    # The router's XDP fast path object, where the binary looks for it
-    # (../xdp/fwd.o from its directory; router/xdp_fast.h).
-    prog = path.parent.parent / "xdp" / "fwd.o"
-    if prog.exists():
-        (snap.parent.parent / "xdp").mkdir(exist_ok=True)
-        shutil.copy2(prog, snap.parent.parent / "xdp" / "fwd.o")
+    # The router's fast path objects, XDP and tc, where the binary looks
+    # for them (../xdp/fwd.o, ../xdp/tcfwd.o from its directory;
+    # router/xdp_fast.h, router/xdp_fast_tc.c).
+    for obj in ("fwd.o", "tcfwd.o"):
+        prog = path.parent.parent / "xdp" / obj
+        if prog.exists():
+            (snap.parent.parent / "xdp").mkdir(exist_ok=True)
+            shutil.copy2(prog, snap.parent.parent / "xdp" / obj)
     old = os.environ.get("EDGEPLANE_DP")
     os.environ["EDGEPLANE_DP"] = str(snap)
     yield snap

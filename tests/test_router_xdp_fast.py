@@ -71,6 +71,13 @@ def send_and_capture(lab, frames, host="b", bpf="udp"):
 
 
 def test_fast_path_forwards_with_ttl_decremented_and_a_valid_checksum_past_the_worker(lab):
+    assert_fast_forwarded_ipv4(lab)
+
+
+def assert_fast_forwarded_ipv4(lab):
+    """40 UDP frames from a arrive at b with TTL 63, a valid checksum and
+    the next hop's MACs, all counted `forwarded`, none through the worker
+    (also the tc fast path's check, tests/test_router_tc_fast.py)."""
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
     before = snapshot(lab)
@@ -157,6 +164,12 @@ def test_a_route_change_is_synced_by_the_fib_change_log_with_one_write_per_port(
 
 
 def test_ttl_1_gets_time_exceeded_from_the_full_pipeline(lab):
+    assert_ttl_1_time_exceeded(lab)
+
+
+def assert_ttl_1_time_exceeded(lab):
+    """TTL 1 is punted (punt_ttl) and the full pipeline answers time
+    exceeded (also the tc fast path's check)."""
     from scapy.layers.inet import ICMP, IP
     before = snapshot(lab)
     got = send_and_capture(lab, udp_frames(3, ttl=1), host="a", bpf="icmp")
@@ -184,6 +197,12 @@ def test_the_worker_behind_the_fast_path_blocks_on_its_sockets_and_a_punted_fram
 
 
 def test_a_removed_route_stops_being_fast_forwarded(lab):
+    assert_removed_route_stops_being_fast_forwarded(lab)
+
+
+def assert_removed_route_stops_being_fast_forwarded(lab):
+    """A route added at run time is fast-forwarded once synced; once
+    removed, its frames are punted (punt_no_route)."""
     from scapy.layers.inet import IP
     dst = "198.18.100.5"
     syncs = lab.dp.ctl("xdp-fast")["syncs"]

@@ -16,6 +16,7 @@
  *   acl_classify = auto          # rte_acl method: avx512x32|avx512x16|avx2|sse|scalar;
  *                                # auto: the fastest here, timed at each build (acl.c)
  *   acl_icmp = off               # on: denied packets get ICMP administratively prohibited
+ *   fast_path = xdp              # xdp|tc|off: which fast path (tc: xdp_fast_tc.c)
  *   xdp_fast_path = auto         # on|off: the XDP fast path on net_af_xdp ports (xdp_fast.h)
  *
  * Neighbours load first, so a route may go via a neighbour given with dev;

@@ -34,6 +34,7 @@ static const char *const fwd_counter_name[FWD_MAX] = {
 #define FWD_PROG_NAME "xdp_router_fwd"   /* the SEC("xdp") function: what we write into */
 
 static const char *const mode_name[] = { "off", "auto", "on" };
+static const char *const kind_name[] = { "xdp", "tc" };
 
 /* ---- configuration ---- */
 
@@ -53,15 +54,54 @@ parse_mode(struct ep_cfg *cfg, struct ep_cfg_section *s, enum xdp_mode *m, struc
 	return ep_cfg_error(cfg, kv, err, "'%s' is not auto, on or off", kv->val);
 }
 
-/* The object: xdp_fast_path_prog, or ../xdp/fwd.o from the binary
- * (build/dp/edgeplane-dp -> build/xdp/fwd.o, where make build-xdp puts it). */
+/* [router] fast_path = xdp | tc | off.  Absent or xdp: xdp_fast_path
+ * decides, as before the key existed; tc: the tc program on the wire
+ * devices, xdp_fast_path then given is an error; off: no fast path, an
+ * xdp_fast_path other than off is an error. */
 static int
-prog_path(struct ep_cfg *cfg, struct ep_cfg_section *s, char *out, size_t len, struct ep_err *err)
+parse_kind(struct ep_cfg *cfg, struct ep_cfg_section *s, enum fast_kind *k, enum xdp_mode *m,
+	   struct ep_err *err)
 {
-	const struct ep_cfg_kv *kv = s != NULL ? ep_cfg_get(cfg, s, "xdp_fast_path_prog", err) : NULL;
+	const struct ep_cfg_kv *kv = s != NULL ? ep_cfg_get(cfg, s, "fast_path", err) : NULL;
+	const struct ep_cfg_kv *xkv = s != NULL ? ep_cfg_get(cfg, s, "xdp_fast_path", err) : NULL;
+
+	*k = FAST_XDP;
+	if (kv == NULL || strcmp(kv->val, "xdp") == 0)
+		return parse_mode(cfg, s, m, err);
+	if (strcmp(kv->val, "off") == 0) {
+		if (xkv != NULL && strcmp(xkv->val, "off") != 0)
+			return ep_cfg_error(cfg, xkv, err, "xdp_fast_path = %s with fast_path = off",
+					    xkv->val);
+		*m = XDP_FAST_OFF;
+		return 0;
+	}
+	if (strcmp(kv->val, "tc") == 0) {
+		if (xkv != NULL)
+			return ep_cfg_error(cfg, xkv, err, "xdp_fast_path applies to fast_path = xdp, "
+					    "not tc");
+		*k = FAST_TC;
+		*m = XDP_FAST_ON;
+		return 0;
+	}
+	return ep_cfg_error(cfg, kv, err, "fast_path '%s' is not xdp, tc or off", kv->val);
+}
+
+/* The object: xdp_fast_path_prog (tc_fast_path_prog), or ../xdp/fwd.o
+ * (../xdp/tcfwd.o) from the binary (build/dp/edgeplane-dp ->
+ * build/xdp/fwd.o, where make build-xdp puts it). */
+static int
+prog_path(struct ep_cfg *cfg, struct ep_cfg_section *s, enum fast_kind k, char *out, size_t len,
+	  struct ep_err *err)
+{
+	const char *key = k == FAST_TC ? "tc_fast_path_prog" : "xdp_fast_path_prog";
+	const char *other = k == FAST_TC ? "xdp_fast_path_prog" : "tc_fast_path_prog";
+	const struct ep_cfg_kv *kv = s != NULL ? ep_cfg_get(cfg, s, key, err) : NULL;
+	const struct ep_cfg_kv *okv = s != NULL ? ep_cfg_get(cfg, s, other, err) : NULL;
 	char exe[PATH_MAX];
 	ssize_t n;
 
+	if (okv != NULL)
+		return ep_cfg_error(cfg, okv, err, "%s with fast_path = %s", other, kind_name[k]);
 	if (kv != NULL) {
 		if (strchr(kv->val, ',') != NULL || strlen(kv->val) >= len)
 			return ep_cfg_error(cfg, kv, err, "'%s': a path without commas, shorter than %zu",
@@ -76,7 +116,8 @@ prog_path(struct ep_cfg *cfg, struct ep_cfg_section *s, char *out, size_t len, s
 	char *slash = strrchr(exe, '/');
 	if (slash != NULL)
 		*slash = '\0';
-	if ((size_t)snprintf(out, len, "%s/../xdp/fwd.o", exe) >= len)
+	if ((size_t)snprintf(out, len, "%s/../xdp/%s", exe,
+			     k == FAST_TC ? "tcfwd.o" : "fwd.o") >= len)
 		return ep_err_set(err, "xdp_fast_path: binary path too long");
 	return 0;
 }
@@ -90,18 +131,27 @@ is_af_xdp(const struct ep_port *p)
 /* Whether the fast path runs: mode, the router's ports' drivers, the
  * object.  @p polled: a bit per port a router worker polls. */
 static int
-decide(struct ep_engine *e, uint32_t polled, enum xdp_mode *mode, char *path, size_t len,
-       bool *on, struct ep_err *err)
+decide(struct ep_engine *e, uint32_t polled, enum fast_kind *kind, enum xdp_mode *mode,
+       char *path, size_t len, bool *on, struct ep_err *err)
 {
 	struct ep_cfg_section *s = ep_cfg_find(e->cfg, "router", NULL);
 
 	*on = false;
-	if (parse_mode(e->cfg, s, mode, err) < 0)
+	if (parse_kind(e->cfg, s, kind, mode, err) < 0)
+		return -1;
+	if (tc_ports_config(e, *mode == XDP_FAST_OFF ? FAST_XDP : *kind, polled, NULL, err) < 0)
 		return -1;
 	if (*mode == XDP_FAST_OFF || polled == 0)
 		return 0;
-	if (prog_path(e->cfg, s, path, len, err) < 0)
+	if (prog_path(e->cfg, s, *kind, path, len, err) < 0)
 		return -1;
+	if (*kind == FAST_TC) {
+		if (access(path, R_OK) != 0)
+			return ep_err_set(err, "fast_path = tc: cannot read %s (make build-xdp): %s",
+					  path, strerror(errno));
+		*on = true;
+		return 0;
+	}
 	for (int i = 0; i < e->n_ports; i++)
 		if ((polled >> i & 1) && !is_af_xdp(&e->ports[i])) {
 			if (*mode == XDP_FAST_ON)
@@ -186,14 +236,16 @@ router_xdp_port_devargs(struct ep_engine *e, const struct ep_port *p, char *buf,
 			struct ep_err *err)
 {
 	char path[PATH_MAX];
+	enum fast_kind kind;
 	enum xdp_mode mode;
 	bool on;
 
 	if (is_af_xdp(p))
 		detach_stale(p);
-	if (decide(e, router_polled(e), &mode, path, sizeof(path), &on, err) < 0)
+	if (decide(e, router_polled(e), &kind, &mode, path, sizeof(path), &on, err) < 0)
 		return -1;
-	if (!on || strstr(p->device, "xdp_prog=") != NULL)
+	/* tc: the port polls the punt pair with the PMD's own program. */
+	if (!on || kind == FAST_TC || strstr(p->device, "xdp_prog=") != NULL)
 		return 0;
 	if ((size_t)snprintf(buf, len, ",xdp_prog=%s", path) >= len)
 		return ep_err_set(err, "port %s: device string too long for xdp_prog=%s", p->name, path);
@@ -219,8 +271,8 @@ port_close(struct xdp_port *xp)
 /* The FIB may hold more routes than the program's tries (max_routes4/6
  * raised past the object's FWD_MAX_ROUTES4/6): said once at start, as the
  * fast path then goes off (every frame to the full pipeline) past them. */
-static void
-warn_capacity(struct router_xdp *x, const struct xdp_port *xp)
+void
+xdp_warn_capacity(struct router_xdp *x, const struct xdp_port *xp)
 {
 	const struct ep_fib_params *fp = &x->r->fib->p;
 
@@ -230,9 +282,10 @@ warn_capacity(struct router_xdp *x, const struct xdp_port *xp)
 		uint32_t fib_max = f ? fp->max_routes6 : fp->max_routes4;
 
 		if (fib_max > xp->max_routes[f]) {
-			printf("router: max_routes%d %u exceeds the XDP fast path's IPv%d trie "
+			printf("router: max_routes%d %u exceeds the %s fast path's IPv%d trie "
 			       "(%u entries): past that many routes every frame goes to the full "
-			       "pipeline\n", f ? 6 : 4, fib_max, f ? 6 : 4, xp->max_routes[f]);
+			       "pipeline\n", f ? 6 : 4, fib_max, x->kind == FAST_TC ? "tc" : "XDP",
+			       f ? 6 : 4, xp->max_routes[f]);
 			fflush(stdout);
 			x->warned_capacity = true;
 		}
@@ -252,6 +305,8 @@ xdp_port_find(struct router_xdp *x, struct xdp_port *xp)
 	uint32_t ids[16], len = sizeof(pi), id = 0;
 	int pfd, n_found = 0;
 
+	if (x->kind == FAST_TC)
+		return tc_port_find(x, xp);
 	if (bpf_xdp_query_id(xp->ifindex, 0, &id) != 0 || id == 0)
 		return -1;
 	pfd = bpf_prog_get_fd_by_id(id);
@@ -295,7 +350,7 @@ xdp_port_find(struct router_xdp *x, struct xdp_port *xp)
 	}
 	xp->prog_id = id;
 	xp->found = true;
-	warn_capacity(x, xp);
+	xdp_warn_capacity(x, xp);
 	memset(xp->nh, 0, sizeof(*xp->nh) * x->n_nh);   /* a fresh array map is zeros */
 	return 0;
 }
@@ -307,11 +362,12 @@ router_xdp_create(struct router *r, uint32_t polled, struct ep_err *err)
 {
 	struct ep_engine *e = r->e;
 	struct router_xdp *x;
+	enum fast_kind kind;
 	enum xdp_mode mode;
 	char path[PATH_MAX];
 	bool on;
 
-	if (decide(e, polled, &mode, path, sizeof(path), &on, err) < 0 || !on)
+	if (decide(e, polled, &kind, &mode, path, sizeof(path), &on, err) < 0 || !on)
 		return NULL;
 	x = calloc(1, sizeof(*x));
 	if (x == NULL) {
@@ -319,6 +375,7 @@ router_xdp_create(struct router *r, uint32_t polled, struct ep_err *err)
 		return NULL;
 	}
 	x->r = r;
+	x->kind = kind;
 	x->mode = mode;
 	snprintf(x->prog, sizeof(x->prog), "%s", path);
 	x->n_nh = RTE_MIN(r->fib->p.max_nexthops, (uint32_t)FWD_MAX_NEXTHOPS);
@@ -330,17 +387,26 @@ router_xdp_create(struct router *r, uint32_t polled, struct ep_err *err)
 
 		xp->fd_cfg = xp->fd_tx = xp->fd_route4 = xp->fd_route6 = xp->fd_nh = -1;
 		xp->fd_counters = -1;
-		if (p >= e->n_ports || !(polled >> p & 1) ||
-		    rte_eth_dev_info_get(e->ports[p].port_id, &info) != 0 || info.if_index == 0)
+		if (p >= e->n_ports || !(polled >> p & 1))
 			continue;
+		if (kind == FAST_XDP) {
+			if (rte_eth_dev_info_get(e->ports[p].port_id, &info) != 0 ||
+			    info.if_index == 0)
+				continue;
+			xp->ifindex = (int)info.if_index;
+		}
 		xp->fast = true;
-		xp->ifindex = (int)info.if_index;
 		xp->nh = calloc(x->n_nh, sizeof(*xp->nh));
 		if (xp->nh == NULL) {
 			router_xdp_free(x);
 			ep_err_set(err, "router: out of memory for the XDP fast path");
 			return NULL;
 		}
+	}
+	if (kind == FAST_TC &&
+	    (tc_ports_config(e, kind, polled, x, err) < 0 || tc_attach(x, err) < 0)) {
+		router_xdp_free(x);
+		return NULL;
 	}
 	return x;
 }
@@ -352,6 +418,8 @@ router_xdp_free(struct router_xdp *x)
 		return;
 	for (int p = 0; p < EP_MAX_PORTS; p++) {
 		port_close(&x->port[p]);
+		if (x->kind == FAST_TC)
+			tc_detach(&x->port[p]);
 		free(x->port[p].nh);
 	}
 	free(x);
@@ -406,7 +474,10 @@ router_xdp_json(struct router_xdp *x, json_t *out)
 	json_t *ports = json_array();
 
 	json_object_set_new(out, "active", json_true());
+	json_object_set_new(out, "kind", json_string(kind_name[x->kind]));
 	json_object_set_new(out, "mode", json_string(mode_name[x->mode]));
+	if (x->kind == FAST_TC)
+		json_object_set_new(out, "tc_prog", json_string(x->tc_prog_name));
 	json_object_set_new(out, "prog", json_string(x->prog));
 	json_object_set_new(out, "syncs", json_integer((json_int_t)x->syncs));
 	json_object_set_new(out, "sync_errors", json_integer((json_int_t)x->sync_errors));
@@ -423,6 +494,9 @@ router_xdp_json(struct router_xdp *x, json_t *out)
 		o = json_pack("{s:s, s:i, s:b, s:b, s:I}", "port", x->r->e->ports[p].name,
 			      "ifindex", xp->ifindex, "attached", xp->found, "synced", xp->synced,
 			      "prog_id", (json_int_t)xp->prog_id);
+		if (x->kind == FAST_TC)
+			json_object_set_new(o, "tc", json_pack("{s:s, s:s, s:i}", "wire", xp->wire,
+				"punt", xp->punt, "punt_ifindex", xp->punt_ifindex));
 		json_object_set_new(o, "sync_attempts", json_integer((json_int_t)xp->attempts));
 		json_object_set_new(o, "sync_failures", json_integer((json_int_t)xp->failures));
 		json_object_set_new(o, "last_error", json_string(xp->last_error));

@@ -11,6 +11,9 @@
  *   xdp_fast_path = auto         # on | off; auto: on when every port the
  *                                # router's workers poll is net_af_xdp
  *   xdp_fast_path_prog = <path>  # default: ../xdp/fwd.o from the binary
+ *   fast_path = xdp              # tc: tcfwd.bpf.c on the ports' wire devices
+ *                                # (xdp_fast_tc.c), the same maps and sync;
+ *                                # off: none
  *
  * How the maps follow the tables (control thread only; the workers never
  * touch them): an engine tick compares the FIB's generation (ep_fib.gen)

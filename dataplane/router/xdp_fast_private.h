@@ -8,6 +8,7 @@
 #define EP_ROUTER_XDP_FAST_PRIVATE_H
 
 #include <limits.h>
+#include <net/if.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -15,6 +16,13 @@
 #include "../../xdp/fwd/fwd.h"
 
 enum xdp_mode { XDP_FAST_OFF, XDP_FAST_AUTO, XDP_FAST_ON };
+
+/* [router] fast_path: which program the maps belong to.  XDP: fwd.bpf.c,
+ * attached by net_af_xdp to the port's own device; TC: tcfwd.bpf.c,
+ * loaded and attached by us to the port's wire device (xdp_fast_tc.c). */
+enum fast_kind { FAST_XDP, FAST_TC };
+
+struct bpf_object;
 
 /* A route as the LPM tries key it: prefix length, then the address
  * (fwd_lpm4_key / fwd_lpm6_key; IPv4 uses the first 4 bytes). */
@@ -45,15 +53,24 @@ struct xdp_port {
 	uint64_t route_seq;     /* the FIB's route_seq its tries hold, when synced */
 	const char *last_by;    /* how its last attempt compared the routes */
 	char last_error[160];   /* the last failure's text ("" when none yet) */
-	int ifindex;
+	int ifindex;            /* XDP: the port's device; tc: its wire device */
 	uint32_t prog_id;
+	/* fast_path = tc: the wire and punt devices ([port] fast_path_wire,
+	 * fast_path_punt), this port's copy of tcfwd.o, and which clsact
+	 * hooks we created (removed again on stop). */
+	char wire[IF_NAMESIZE], punt[IF_NAMESIZE];
+	int punt_ifindex;
+	struct bpf_object *obj;
+	bool tc_wire_attached, tc_punt_attached, tc_wire_hook, tc_punt_hook;
 	int fd_cfg, fd_tx, fd_route4, fd_route6, fd_nh, fd_counters;
 	struct fwd_nh *nh;      /* what fwd_nexthops holds, [n_nh] */
 };
 
 struct router_xdp {
 	struct router *r;
+	enum fast_kind kind;
 	enum xdp_mode mode;
+	const char *tc_prog_name; /* tc: the forwarding program attached on the wires */
 	char prog[PATH_MAX];
 	uint32_t n_nh;          /* next-hop slots mirrored: min(max_nexthops, FWD_MAX_NEXTHOPS) */
 	uint64_t gen;           /* ep_fib.gen at the last sync */
@@ -71,5 +88,23 @@ struct router_xdp {
 /* The program attached to the port's ifindex, if it is ours: its maps by
  * name (xdp_fast.c).  0 when found, -1 when not (yet). */
 int xdp_port_find(struct router_xdp *x, struct xdp_port *xp);
+
+/* Shared by both kinds (xdp_fast.c): the capacity warning, said once. */
+void xdp_warn_capacity(struct router_xdp *x, const struct xdp_port *xp);
+
+/* fast_path = tc (xdp_fast_tc.c).  The [port] keys of every port: the
+ * wire and punt devices when @p kind is FAST_TC and @p polled has the
+ * port (required then), an error when given otherwise. */
+int tc_ports_config(struct ep_engine *e, enum fast_kind kind, uint32_t polled,
+		    struct router_xdp *x, struct ep_err *err);
+/* Load one copy of @p x->prog per tc port, point its punt and wire maps,
+ * attach it (replacing what a process that died left) with every frame
+ * punted until the first sync. */
+int tc_attach(struct router_xdp *x, struct ep_err *err);
+/* The port's maps from its loaded object (the tc counterpart of finding
+ * them through the attached XDP program). */
+int tc_port_find(struct router_xdp *x, struct xdp_port *xp);
+/* Detach and unload (router_xdp_free). */
+void tc_detach(struct xdp_port *xp);
 
 #endif

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The router's fast-path work at tc ingress (cls_bpf, direct action): a
- * measurement program for the design in docs/benchmarks.md, "A copy-free
- * path on veth: tc ingress", not yet the product's fast path (that is
- * fwd.bpf.c, loaded by net_af_xdp).
+ * The router's fast-path work at tc ingress (cls_bpf, direct action): the
+ * router's `fast_path = tc` (dataplane/router/xdp_fast_tc.c loads and
+ * attaches it, one copy per port, and writes its maps with the sync the
+ * XDP program's copies get), designed and measured in docs/benchmarks.md,
+ * "A copy-free path on veth: tc ingress" and "The tc fast path in the
+ * router".
  *
  * Why tc: on a veth, any XDP program makes the kernel copy every frame from
  * its skb into a page-pool page first (veth_convert_skb_to_xdp_buff: the
@@ -29,8 +31,10 @@
  *                        (fwd_tc_nh4): the kernel's neighbour table fills L2
  * A frame the program does not forward counts its reason and goes,
  * unchanged, to the punt device (fwd_tc_punt[0], an ifindex: the veth pair
- * whose far end the full pipeline would poll), or, with none set, on into
- * the kernel's stack (TC_ACT_OK).
+ * whose far end the full pipeline polls), or, with none set, on into the
+ * kernel's stack (TC_ACT_OK).  tc_router_punt_out, at the ingress of the
+ * punt device, sends what the pipeline transmits there out of the wire
+ * device (fwd_tc_wire[0]).
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -56,6 +60,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } fwd_tc_punt SEC(".maps");
+
+/* [0]: the wire device's ifindex, where tc_router_punt_out sends (0: the
+ * kernel's stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} fwd_tc_wire SEC(".maps");
 
 /* tc_router_fwd_neigh only: next hop -> its IPv4 address (network order). */
 struct {
@@ -213,6 +226,19 @@ SEC("tc")
 int tc_router_fwd_neigh(struct __sk_buff *skb)
 {
 	return tc_fwd(skb, END_NEIGH);
+}
+
+/* At the punt device's ingress: what the full pipeline sent on the port
+ * (ARP and ND answers, ICMP, its forwarded frames) goes out of the wire
+ * device unchanged. */
+SEC("tc")
+int tc_router_punt_out(struct __sk_buff *skb)
+{
+	__u32 zero = 0, *dev = bpf_map_lookup_elem(&fwd_tc_wire, &zero);
+
+	if (dev && *dev)
+		return bpf_redirect(*dev, 0);
+	return TC_ACT_OK;
 }
 
 char _license[] SEC("license") = "GPL";

@@ -65,12 +65,13 @@ var (
 	dXDPFast  = desc("xdp_fast_packets_total", "Frames the router's XDP fast path saw on a port, by what it did (forwarded, or punt_<reason> to the full pipeline; xdp/fwd/fwd_reasons.def).", "port", "result")
 	dXDPSyncs = desc("xdp_fast_syncs_total", "The control path's attempts to write a port's XDP fast-path maps, by result (ok; failed: the port punts every frame and retries with a growing wait; xdp-fast's last_error says why).", "port", "result")
 	dXDPSyncd = desc("xdp_fast_synced", "1 when a port's XDP fast-path maps hold the router's tables, 0 while every frame goes to the full pipeline.", "port")
+	dXDPKind  = desc("xdp_fast_kind", "1 for the kind of fast path the router runs: xdp (xdp/fwd/fwd.bpf.c on the ports' devices) or tc (xdp/fwd/tcfwd.bpf.c on the wire devices, [router] fast_path = tc); the xdp_fast_* series are its counters.", "kind")
 )
 
 // Describe sends every descriptor.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dUp, dUptime, dTSC, dBusy, dIdle, dSleep, dPolls, dEmpty, dWRx, dWTx,
-		dStagePk, dStageCy, dStageCpp, dStageCl, dStageDr, dDrops, dPortPk, dPortBy, dPortErr, dLink, dXDPFast, dXDPSyncs, dXDPSyncd} {
+		dStagePk, dStageCy, dStageCpp, dStageCl, dStageDr, dDrops, dPortPk, dPortBy, dPortErr, dLink, dXDPFast, dXDPSyncs, dXDPSyncd, dXDPKind} {
 		ch <- d
 	}
 }
@@ -107,7 +108,8 @@ type stats struct {
 
 // xdpFast is `xdp-fast`: the router's XDP fast path, when it runs.
 type xdpFast struct {
-	Active bool `json:"active"`
+	Active bool   `json:"active"`
+	Kind   string `json:"kind"`
 	Ports  []struct {
 		Port         string             `json:"port"`
 		Counters     map[string]float64 `json:"counters"`
@@ -239,5 +241,12 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, dp string, cl *dpctl.Cl
 			synced = 1
 		}
 		g(dXDPSyncd, synced, p.Port)
+	}
+	if xf.Active {
+		kind := xf.Kind
+		if kind == "" {
+			kind = "xdp" // a data plane from before fast_path = tc
+		}
+		g(dXDPKind, 1, kind)
 	}
 }
