@@ -14,6 +14,6 @@ package xdpfwd
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel -type fwd_min_nh fwdMin ../../../xdp/fwd_min/fwd_min.bpf.c -- -I/usr/include/x86_64-linux-gnu
 
 // The same work at tc ingress (xdp/fwd/tcfwd.bpf.c, the maps of fwd.h): the
-// measurement program of docs/benchmarks.md, "A copy-free path on veth: tc
-// ingress"; the build copies it to build/xdp/tcfwd.o for bench/wire_tc.py.
+// router's fast_path = tc (dataplane/router/xdp_fast_tc.c loads
+// build/xdp/tcfwd.o, the build's copy) and bench/wire_tc.py's programs.
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel -type fwd_cfg -type fwd_nh -type fwd_lpm4_key -type fwd_lpm6_key tcfwd ../../../xdp/fwd/tcfwd.bpf.c -- -I/usr/include/x86_64-linux-gnu
