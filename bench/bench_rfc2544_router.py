@@ -52,7 +52,8 @@ bpf_redirect_peer(), the ports on punt veth pairs pa_k/pa_p, pb_k/pb_p that
 the lab builds).  DUT_FAST_PATH names the kind whose figures are the main
 keys (vs_linux-forwarding, the latency ratios, the tester's floor, the
 one-process variant): tc, clearly ahead of XDP over rounds
-(docs/benchmarks.md, "The tc fast path in the router").  The other,
+(docs/benchmarks/rfc2544-router-fast-paths.md, "The tc fast path in the
+router").  The other,
 SECONDARY_FAST_PATH (XDP), is recorded under keys ending in its name:
 ratios vs_linux-forwarding_xdp (and per iMix size,
 vs_linux-forwarding_<size>_xdp), xdp_vs_tc (the two kinds round by
@@ -674,7 +675,8 @@ DUT_DEVICE = "af_xdp"
 # (dataplane/router/xdp_fast_tc.c).
 #
 # tc is the default since it was ahead of the XDP path in every round
-# (docs/benchmarks.md, "The tc fast path in the router": tc / XDP
+# (docs/benchmarks/rfc2544-router-fast-paths.md, "The tc fast path in the
+# router": tc / XDP
 # 1.16-2.16 in 10 of 10 rounds over two runs; at 64 B 1.38 and 1.42 of
 # Linux where XDP read 1.15 and 1.00); the XDP figures stay under _xdp.
 DUT_FAST_PATH = "tc"
@@ -743,7 +745,8 @@ def one_worker_variant(lab, trial_s, resolution, max_rate, log):
     the one-process tester (pinned to one CPU) and our DUT pinned to the
     other, one round per DUT, after the main figures (it moves the tester's
     veth ends out of hosts a and b for good).  What it shows is in
-    docs/benchmarks.md: no tester wake-up for the kernel (its forwarding
+    docs/benchmarks/rfc2544-router-history.md, "The tester in one process:
+    what it shows": no tester wake-up for the kernel (its forwarding
     runs in the tester's own send, and the frames are in the sink's ring
     when that send returns), two for ours."""
     tester_cpu, dut_cpu = cpu_split()

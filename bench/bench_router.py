@@ -16,7 +16,7 @@ was preempted inside a stage).  The subjects of one comparison are started
 together, stopped with SIGSTOP and measured one at a time in alternation
 (bench/ab.py); a ratio is the median of the rounds' ratios.
 
-Comparisons (see docs/benchmarks.md for what each side does):
+Comparisons (docs/benchmarks.md, "What each side does per packet"):
   dpdk-l3fwd      l3fwd --lookup=lpm on the headline input: 64 B frames,
                   100K routes (same file, l3fwd's format); l3fwd has no ACL
                   stage in this mode.  Also on the iMix inputs.

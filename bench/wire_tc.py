@@ -1,6 +1,7 @@
 """The tc ingress fast path against Linux forwarding and our XDP fast path,
-on the rfc2544-router topology and tester (docs/benchmarks.md, "A copy-free
-path on veth: tc ingress").
+on the rfc2544-router topology and tester
+(docs/benchmarks/rfc2544-router-fast-paths.md, "A copy-free path on veth:
+tc ingress").
 
     sudo PYTHONPATH=. .venv/bin/python -m bench.wire_tc [--rounds 12] [--search]
         [--modes linux,ours,tc_peer,tc_redirect,tc_neigh]

@@ -9,10 +9,12 @@
 #                         of another pipeline's header (scripts/check-dataplane)
 #   make lint-vocabulary  cite RFCs, specifications and papers by title
 #                         (scripts/check-vocabulary)
+#   make lint-doc-links   every relative markdown link and #anchor resolves
+#                         (scripts/check-doc-links)
 
-.PHONY: lint lint-python lint-go lint-dataplane lint-vocabulary
+.PHONY: lint lint-python lint-go lint-dataplane lint-vocabulary lint-doc-links
 
-lint: lint-python lint-go lint-dataplane lint-vocabulary
+lint: lint-python lint-go lint-dataplane lint-vocabulary lint-doc-links
 
 lint-python: setup
 	@$(VENV)/bin/ruff check --quiet .
@@ -28,3 +30,6 @@ lint-dataplane:
 
 lint-vocabulary:
 	@scripts/check-vocabulary
+
+lint-doc-links:
+	@scripts/check-doc-links

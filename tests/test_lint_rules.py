@@ -1,6 +1,7 @@
-"""The repository's own lint rules (make lint): scripts/check-dataplane and
-scripts/check-vocabulary refuse each kind of violation in a fixture tree and
-accept the real tree.  No network namespace, no binary: a few seconds."""
+"""The repository's own lint rules (make lint): scripts/check-dataplane,
+scripts/check-vocabulary and scripts/check-doc-links refuse each kind of
+violation in a fixture tree and accept the real tree.  No network
+namespace, no binary: a few seconds."""
 import importlib.util
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CHECK_DP = ROOT / "scripts" / "check-dataplane"
 CHECK_VOCAB = ROOT / "scripts" / "check-vocabulary"
+CHECK_LINKS = ROOT / "scripts" / "check-doc-links"
 
 
 def run(script, *args):
@@ -30,6 +32,7 @@ def load(path):
 
 dataplane_rules = load(CHECK_DP)
 vocabulary_rules = load(CHECK_VOCAB)
+link_rules = load(CHECK_LINKS)
 
 
 def tree(tmp_path, files, allow=""):
@@ -146,11 +149,6 @@ def test_dataplane_script_exits_1_and_names_the_line(tmp_path):
     assert r.stdout.startswith("dataplane/gen/gen_node.c:3: sleep: usleep() on a worker path"), r.stdout
 
 
-def test_dataplane_real_tree_accepted():
-    r = run(CHECK_DP)
-    assert r.returncode == 0, r.stdout + r.stderr
-
-
 # ---- check-vocabulary --------------------------------------------------------
 # The refused phrases are assembled here so that this file passes the check.
 W = "se" + "ed"
@@ -203,13 +201,59 @@ def test_vocabulary_random_seeds_and_specification_issues_accepted(text):
     assert vocabulary_rules.findings_in(text + "\n") == []
 
 
-def test_vocabulary_script_exits_1_and_names_the_line(tmp_path):
-    (tmp_path / "doc.md").write_text("A line.\n" + REFUSED[0] + "\n")
-    r = run(CHECK_VOCAB, "--root", tmp_path, "doc.md")
+# ---- check-doc-links ---------------------------------------------------------
+LINKED = {
+    "docs/a.md": "# A\n\n## What bounds `vs_linux-forwarding`: the veth floor (2026-11-26 00:47 UTC)\n\n"
+                 "## Notes\n\n## Notes\n\n```\n# not a heading\n```\n",
+    "docs/sub/b.md": "# B\n",
+}
+
+
+@pytest.mark.parametrize("link", [
+    "[a](../a.md)",
+    "[a](../a.md#what-bounds-vs_linux-forwarding-the-veth-floor-2026-11-26-0047-utc)",
+    "[the second notes](../a.md#notes-1)",
+    "[a\nlink over two lines](../a.md#notes)",
+    "[here](#b)",
+    "[the folder](../)",
+    "[web](https://example.org/missing.md)",
+    "`[in code](missing.md)`",
+    "```\n[in a fence](missing.md)\n```",
+])
+def test_doc_links_that_resolve_accepted(tmp_path, link):
+    tree(tmp_path, LINKED)
+    (tmp_path / "docs/sub/c.md").write_text("# B\n\n" + link + "\n")
+    assert link_rules.check(str(tmp_path), ["docs/sub/c.md"]) == []
+
+
+@pytest.mark.parametrize("link, why", [
+    ("[gone](../gone.md)", "no such file"),
+    ("[moved](b.md#a)", "no such heading"),
+    ("[a third notes](../a.md#notes-2)", "no such heading"),
+    ("[fenced](../a.md#not-a-heading)", "no such heading"),
+    ("[self](#nowhere)", "no such heading"),
+])
+def test_doc_links_that_do_not_resolve_refused(tmp_path, link, why):
+    tree(tmp_path, LINKED)
+    (tmp_path / "docs/sub/c.md").write_text("# C\n\n" + link + "\n")
+    found = link_rules.check(str(tmp_path), ["docs/sub/c.md"])
+    assert [(no, w) for _, no, _, w in found] == [(3, why)], found
+
+
+# ---- the scripts as make lint runs them ---------------------------------------
+@pytest.mark.parametrize("script, text, first", [
+    (CHECK_VOCAB, "A line.\n" + REFUSED[0] + "\n", "doc.md:2: planning-doc:"),
+    (CHECK_LINKS, "A line.\n\nSee [x](x.md#y).\n", "doc.md:3: x.md#y: no such file"),
+], ids=["vocabulary", "doc-links"])
+def test_script_exits_1_and_names_the_line(tmp_path, script, text, first):
+    (tmp_path / "doc.md").write_text(text)
+    r = run(script, "--root", tmp_path, "doc.md")
     assert r.returncode == 1
-    assert r.stdout.startswith("doc.md:2: planning-doc:"), r.stdout
+    assert r.stdout.startswith(first), r.stdout
 
 
-def test_vocabulary_real_tree_accepted():
-    r = run(CHECK_VOCAB)
+@pytest.mark.parametrize("script", [CHECK_DP, CHECK_VOCAB, CHECK_LINKS],
+                         ids=["dataplane", "vocabulary", "doc-links"])
+def test_real_tree_accepted(script):
+    r = run(script)
     assert r.returncode == 0, r.stdout + r.stderr

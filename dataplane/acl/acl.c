@@ -101,7 +101,8 @@ _Static_assert(sizeof(struct ep_acl_key4_set) >= O4S_TOS + 4 &&
  * bytes are then not walked at all.  The order changes no verdict (the
  * same rules, the same priorities).  Measured on the router benchmark's
  * 1000 rules and 4000 flows (a scratch program against librte_acl, and
- * the router's acl stage; docs/benchmarks.md, router, the ninth pass):
+ * the router's acl stage; docs/benchmarks/router-passes.md, "The ninth
+ * pass"):
  * the trie 3.26 -> 3.65 MB, classify ~35 -> ~28 cycles a key.  Ports
  * before both addresses walked as short but built a 7.4 MB trie for the
  * same rules (the source prefixes' sub-trie copied under every port), more

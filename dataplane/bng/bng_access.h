@@ -316,7 +316,8 @@ bng_qinq_x8_entries(__mmask8 lanes, __m512i hi, __m512i blk, __m512i *data)
  * (bng_parse_qinq_pppoe_ipv4_plain): the same result and ep_meta for every
  * frame (test_bng_up checks both on mutated frames).  Callgrind
  * (test_bng_cycles cycles_uplink_4k, 128-byte QinQ IPoE): the uplink's parse
- * stage 175 -> 128 instructions a packet; docs/benchmarks.md has PPPoE's.
+ * stage 175 -> 128 instructions a packet; docs/benchmarks/
+ * bng-uplink-passes.md, "Eighth pass", has PPPoE's.
  */
 static __rte_always_inline int
 bng_parse_access(const uint8_t *p, uint32_t seg_len, uint32_t frame_len, struct ep_meta *m)

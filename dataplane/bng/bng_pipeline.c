@@ -227,7 +227,8 @@ static struct ep_pipeline_type up_type = {
 	.stage_sets_in_port = true,
 	/* No uplink stage pushes a header in front of a frame (the encap
 	 * moves its start forward): frames on a line, a line less of each
-	 * stored and copied frame (docs/benchmarks.md, ninth pass). */
+	 * stored and copied frame (docs/benchmarks/bng-uplink-passes.md,
+	 * "Ninth pass"). */
 	.rx_line_aligned = true,
 };
 static struct ep_pipeline_type down_type = {

@@ -14,7 +14,8 @@
  * private area (ep_meta_nh), read only by the stages that write a routed
  * frame (the router's rewrite, the vBNG uplink's encap).
  *
- * Measured (docs/benchmarks.md, "ep_meta in the mbuf's second line"):
+ * Measured (docs/benchmarks/router-passes.md, "ep_meta in the mbuf's
+ * second line"):
  * the vCMTS, whose frames another core writes or which wait in queues,
  * -3 % cycles a frame downstream and -7 % upstream; the router and the
  * vBNG uplink, whose mbufs are recycled hot on one core, within the noise.

@@ -99,9 +99,9 @@ extern const char *const ep_pmgmt_mode_name[EP_PMGMT__COUNT];
  * generator, which pays the forwarding in its own sendto(), offered 0.89x
  * Linux forwarding's rate where the same DUT waiting 100 ms offered 0.99x
  * (and 1.15x the 1 ms DUT, per-round median of 10 alternating rounds on 2
- * shared vCPUs; docs/benchmarks.md, rfc2544-router, "The worker's idle
- * wake-ups").  A frame's latency does not depend on it: the frame wakes
- * the worker.
+ * shared vCPUs; docs/benchmarks/rfc2544-router-fast-paths.md, "The
+ * worker's idle wake-ups").  A frame's latency does not depend on it:
+ * the frame wakes the worker.
  */
 #define EP_AUTO_RX_WAIT_US    EP_POLL_SLEEP_MAX_US
 #define EP_EVENT_IDLE_POLLS   5       /**< auto, a wait hook on the rx sockets: empty polls before waiting */

@@ -23,7 +23,8 @@
  * rx, the stages and tx still get every burst's cycles, split by the timed
  * bursts' shares).  rdtsc is ~25 cycles on some hosts and ~80 back to back
  * on the guests of docs/benchmarks.md, where the router's seven reads a
- * burst cost ~8 cycles a packet.  Then next[] zeroed per stage (inline
+ * burst cost ~8 cycles a packet (docs/benchmarks/router-passes.md, "The
+ * evening round").  Then next[] zeroed per stage (inline
  * stores: next_clear), and the dispatch pass only when a stage diverted
  * something -- with a short cut when it sent the whole burst to one port,
  * as a pipeline's last stage does.
@@ -311,8 +312,9 @@ ep_worker_tx_keep(struct ep_worker *w, uint16_t port, struct rte_mbuf **pkts, ui
  * feeding core's rx wrote them) and the frame's first 64 bytes (its copy).
  * Prefetched a few frames ahead inside the parse, they stall it: the
  * worker's other stages have no misses of their own in flight to overlap
- * (on the Intel Xeon of docs/benchmarks.md the ring-fed downlink's parse
- * cost 76 cycles a frame against 15 read from its own rx).  So the next
+ * (on the Intel Xeon of docs/benchmarks/bng-downlink-passes.md, "bng-downlink:
+ * receiving a burst ahead", the ring-fed downlink's parse cost 76 cycles a
+ * frame against 15 read from its own rx).  So the next
  * burst is received before the current one runs, and its lines are
  * prefetched in slices after each of the current burst's stages: first
  * the mbuf lines of every frame, then (their buf_addr and data_off having
@@ -388,10 +390,11 @@ run_service(struct ep_worker *w, uint64_t *tsc)
 /*
  * Where a burst's cycles go.  A timed burst reads the clock at every stage
  * boundary (rdtsc: ~80 TSC ticks back to back on the Zen 4 guest of
- * docs/benchmarks.md; seven reads a burst were ~9 cycles a packet of the
- * router's ~150) and keeps the shares of rx, each stage and tx in it
- * (16-bit fixed point).  The other bursts of a polling worker
- * (EP_STAGE_TIMED_EVERY - 1 of every EP_STAGE_TIMED_EVERY) read it once,
+ * docs/benchmarks/router-passes.md, "The evening round"; seven reads a
+ * burst were ~9 cycles a packet of the router's ~150) and keeps the
+ * shares of rx, each stage and tx in it (16-bit fixed point).  The other
+ * bursts of a polling worker (EP_STAGE_TIMED_EVERY - 1 of every
+ * EP_STAGE_TIMED_EVERY) read it once,
  * after their tx, and split that exact total by the shares of the last
  * timed burst that ran every stage and tx; the last part that ran gets the
  * rest, so the parts always add up to the burst's time.

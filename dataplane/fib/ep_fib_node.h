@@ -141,7 +141,8 @@ void ep_fib_worker_stats_sum(const struct ep_fib *fib, struct ep_fib_worker_stat
  * scattered over a /8 that only a short route covers (a default or a /1,
  * the vBNG's core) read one tbl24 line instead of one each: the vBNG
  * uplink's 4096 flows 256 lines instead of 4096 (256 KiB less of L2 for
- * the frames and the subscriber states; docs/benchmarks.md, ninth pass).
+ * the frames and the subscriber states; docs/benchmarks/
+ * bng-uplink-passes.md, "Ninth pass").
  * The fixed addresses sit 256 KiB + 256 bytes apart in tbl24, so they
  * fall into different cache sets.  The control thread sets the word
  * before it adds the /8's first longer route and clears it after it

@@ -25,7 +25,7 @@
  * wait ~50 cycles for its own; a caller that loads every group of its
  * burst before it checks the first overlaps them (router parse 12.6 ->
  * 10.4 cycles a packet in test_router_cycles).  Measured in
- * docs/benchmarks.md (the eighth pass).
+ * docs/benchmarks/router-passes.md, "The eighth pass".
  *
  * What it decides, per lane of @p lanes:
  *   - eligible: first segment and frame both at least EP_PARSE_X8_MIN

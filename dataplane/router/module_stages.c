@@ -33,7 +33,8 @@
  *          ep_fib_route_burst_words: per packet a compare with the
  *          previous word, or the word decoded as it is, no read of the
  *          frame but for an extended or invalid word (13.2 -> 5.8 cycles
- *          a packet in the bench; docs/benchmarks.md, the tenth pass).
+ *          a packet in the bench; docs/benchmarks/router-passes.md,
+ *          "The tenth pass").
  */
 #include "router.h"
 

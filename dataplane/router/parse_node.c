@@ -25,7 +25,8 @@
  * (ep_acl_filter_give), whose own pass over the meta lines is then not
  * run: callgrind 444.0 -> 407.0 instructions a packet in all (parse
  * 95.4 -> 107.6, the ACL's own code 53.4 -> 3.4), test_router_cycles'
- * stages 84 -> 78.5 cycles (docs/benchmarks.md, the sixth pass).
+ * stages 84 -> 78.5 cycles (docs/benchmarks/router-passes.md, "The sixth
+ * pass").
  *
  * in_port: on a burst from rx the engine leaves it to this stage
  * (stage_sets_in_port), which writes it with the rest of the meta line and
@@ -43,8 +44,8 @@
  * measured worse: the miss cost moved into this stage (+14 cycles here,
  * -8 in route).  Reading the words with gathers in the x8 path, eight
  * lanes' misses in flight at once and the route stage left a compare or a
- * decode per packet, measured better (parse_burst_x8; docs/benchmarks.md,
- * the tenth pass).
+ * decode per packet, measured better (parse_burst_x8;
+ * docs/benchmarks/router-passes.md, "The tenth pass").
  */
 #include "ep_parse.h"
 #include "ep_parse_x8.h"
@@ -162,7 +163,8 @@ parse_burst(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uin
  * which names the reason.  Whether the burst is all TCP/UDP for the ACL
  * is one table lookup for eight lanes.
  *
- * Measured (docs/benchmarks.md, the eighth pass): parse 14.5-14.8 ->
+ * Measured (docs/benchmarks/router-passes.md, "The eighth pass"): parse
+ * 14.5-14.8 ->
  * 11.9 cycles a packet in test_router_cycles; in the bench (bench.router_ab, 9
  * rounds) 103.2 -> 101.7 cycles a packet, parse 14.5 -> 10.8, ahead in 7
  * rounds of 9.  Without the meta lines' prefetch the bench read parse
@@ -173,11 +175,11 @@ parse_burst(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uin
  * for the route stage (ep_fib_x8_words, fib/; router_worker.route_words),
  * and the /8s of its sources and destinations tested for martians by
  * their keep4 words, which stands for the route stage's four compares
- * per address (RFC 1812 5.3.7).  Measured (docs/benchmarks.md, the tenth
- * pass; bench.router_ab, 9 rounds, both orders, against the ninth pass's
- * build): 93.8 -> 90.3 and 92.0 -> 85.0 cycles a packet, the route stage
- * 13.2 -> 5.9 and 12.7 -> 5.7, parse +2, neigh +1.8 (the gathers' misses
- * still in flight when the next stage's clock is read).  Issuing the
+ * per address (RFC 1812 5.3.7).  Measured (docs/benchmarks/router-passes.md,
+ * "The tenth pass"; bench.router_ab, 9 rounds, both orders, against the
+ * ninth pass's build): 93.8 -> 90.3 and 92.0 -> 85.0 cycles a packet, the
+ * route stage 13.2 -> 5.9 and 12.7 -> 5.7, parse +2, neigh +1.8 (the
+ * gathers' misses still in flight when the next stage's clock is read).  Issuing the
  * tbl24 gathers before each group's checks, so that the checks' work hid
  * their misses, measured worse (85.9 -> 87.5, 0 rounds of 9 ahead):
  * neigh -1.3, every other stage up.  Each group's tbl24 gather issued

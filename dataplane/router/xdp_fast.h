@@ -4,8 +4,9 @@
  * The router's XDP fast path on net_af_xdp ports, control side: the
  * xdp_prog devarg the engine adds when it opens a router port, and the
  * sync that writes the attached programs' maps from the router's FIB and
- * ACL.  The program is xdp/fwd/fwd.bpf.c; docs/benchmarks.md,
- * rfc2544-router, "The XDP fast path", has the design and figures.
+ * ACL.  The program is xdp/fwd/fwd.bpf.c;
+ * docs/benchmarks/rfc2544-router-fast-paths.md, "The XDP fast path", has
+ * the design and figures.
  *
  *   [router]
  *   xdp_fast_path = auto         # on | off; auto: on when every port the

@@ -4,8 +4,9 @@
  * program xdp/fwd/tcfwd.bpf.c, loaded here with libbpf, one copy per port,
  * and attached to the port's wire device, the veth or NIC the traffic
  * arrives on; the DPDK port itself polls the far end of a punt veth pair
- * (docs/benchmarks.md, "A copy-free path on veth: tc ingress", has the
- * design and why: any XDP program on a veth copies every frame).
+ * (docs/benchmarks/rfc2544-router-fast-paths.md, "A copy-free path on
+ * veth: tc ingress", has the design and why: any XDP program on a veth
+ * copies every frame).
  *
  *    wire --[tc ingress: tc_router_fwd_peer]--bpf_redirect_peer--> egress wire's peer
  *              | punt: bpf_redirect(punt, egress)

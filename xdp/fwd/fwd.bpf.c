@@ -12,8 +12,8 @@
  *
  * Why: Linux forwards inside the sender's own softirq and never waits for
  * a CPU; a polling worker on a shared core must be woken and scheduled for
- * every quiet gap (docs/benchmarks.md, rfc2544-router, "The XDP fast
- * path").  The kernel's samples/bpf xdp_fwd, Cilium and Katran forward the
+ * every quiet gap (docs/benchmarks/rfc2544-router-fast-paths.md, "The XDP
+ * fast path").  The kernel's samples/bpf xdp_fwd, Cilium and Katran forward the
  * same way; unlike xdp_fwd this does not ask the kernel's FIB
  * (bpf_fib_lookup) but the router's own tables, so both paths route alike.
  *

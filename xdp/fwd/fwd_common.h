@@ -5,8 +5,8 @@
  * the control path writes (route LPM tries, next hops, cfg, the counters of
  * fwd_reasons.def) and the checks both make before forwarding.  Included
  * by fwd.bpf.c (XDP, loaded by net_af_xdp) and tcfwd.bpf.c (tc ingress, the
- * measurement program of docs/benchmarks.md, "A copy-free path on veth: tc
- * ingress"), once per object.
+ * measurement program of docs/benchmarks/rfc2544-router-fast-paths.md, "A
+ * copy-free path on veth: tc ingress"), once per object.
  */
 #ifndef EDGEPLANE_FWD_COMMON_H
 #define EDGEPLANE_FWD_COMMON_H

@@ -3,9 +3,9 @@
  * The router's fast-path work at tc ingress (cls_bpf, direct action): the
  * router's `fast_path = tc` (dataplane/router/xdp_fast_tc.c loads and
  * attaches it, one copy per port, and writes its maps with the sync the
- * XDP program's copies get), designed and measured in docs/benchmarks.md,
- * "A copy-free path on veth: tc ingress" and "The tc fast path in the
- * router".
+ * XDP program's copies get), designed and measured in
+ * docs/benchmarks/rfc2544-router-fast-paths.md, "A copy-free path on veth:
+ * tc ingress" and "The tc fast path in the router".
  *
  * Why tc: on a veth, any XDP program makes the kernel copy every frame from
  * its skb into a page-pool page first (veth_convert_skb_to_xdp_buff: the

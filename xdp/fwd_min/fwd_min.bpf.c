@@ -7,7 +7,9 @@
  * counter.  control/internal/xdpfwd's BenchmarkProgramCost times the
  * router's program (xdp/fwd) against it with BPF_PROG_TEST_RUN, so that
  * what the router's program adds to a forwarded frame (its parse, checks,
- * LPM lookup and counter) is measured, not assumed (docs/benchmarks.md).
+ * LPM lookup and counter) is measured, not assumed
+ * (docs/benchmarks/rfc2544-router-fast-paths.md, "What bounds
+ * `vs_linux-forwarding` with the fast path: the veth floor").
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>

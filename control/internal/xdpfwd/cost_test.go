@@ -27,8 +27,9 @@ import (
 // repeat (its next hop's destination MAC is the port's own, TTL 255 goes
 // down to 5), so each repeat is a forwarded frame. The kernel's ns per
 // repeat, averaged over the round's calls, is the round's sample. No
-// threshold: the figures are reported, not judged (docs/benchmarks.md,
-// "What is left of our process, and the program's own cost").
+// threshold: the figures are reported, not judged
+// (docs/benchmarks/rfc2544-router-fast-paths.md, "What is left of our
+// process, and the program's own cost").
 
 const (
 	costRepeat = 250 // the frame's TTL 255 stays above 1 for every repeat
