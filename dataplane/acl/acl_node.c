@@ -60,8 +60,8 @@ ports_of(const uint8_t *p, const struct ep_meta *md, uint8_t ports[4])
 /* The key layout's IPv4 key for packet @p i (set ids from @p sid, @p lanes
  * of them; NULL: zeros): key4's keyed half, inline in ep_acl_keys_build,
  * where every IPv4 packet takes it: the call a packet was ~4 of the vCMTS
- * filter's 31 cycles a frame (warm micro-run 31 -> 27; docs/cmts.md, "The
- * compute round"). */
+ * filter's 31 cycles a frame (warm micro-run 31 -> 27;
+ * docs/benchmarks/cmts-history.md, "The compute round"). */
 static __rte_always_inline const uint8_t *
 key4_set(struct ep_acl_scratch *sc, uint16_t i, const uint8_t *p, const struct ep_meta *md,
 	 const uint16_t *sid, uint8_t lanes)

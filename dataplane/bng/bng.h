@@ -244,7 +244,8 @@ struct bng_lens {
  * uplink reads both when its copy of the hot fields is stale.  Everything
  * after line 1 is the control side's: no packet reads it (has_mac was
  * read by the downlink's encap from line 2, unprefetched, until the
- * can_encap byte took its place; docs/bng.md, "The record's first line").
+ * can_encap byte took its place; docs/benchmarks/bng-downlink-passes-later.md,
+ * "The record's first line").
  */
 struct bng_sub {
 	/* Line 0. */

@@ -44,8 +44,8 @@
  * trials), cycles per packet, Intel Xeon at 2.6 GHz, 2026-11-25, our
  * scheduler sending a pipe's only packet without its queue loop, the
  * record's line 0 holding all an IPv4 packet reads (EP_TEST_HUGE=1, 5
- * runs; docs/bng.md, "The record's first line"), hqos after "The hqos
- * stage's two lines":
+ * runs; docs/benchmarks/bng-downlink-passes-later.md, "The record's first
+ * line"), hqos after "The hqos stage's two lines":
  *
  *   parse 14   neigh 3   lookup 30-32   rpf 4.5   encap 13-14   hqos 20-21
  *   + dequeue (service hook) 19-21   = ~106-110 before rx/tx

@@ -55,7 +55,8 @@
  * Measured (test_bng_cycles: 4096 subscribers, one flow each to 4096
  * scattered destinations, 128-byte QinQ IPv4, 150-rule ACL no packet
  * matches, bursts of 32, 2.6 GHz, minimum over trials on a shared 2-core
- * machine): see docs/bng.md for the per-stage figures and how they moved.
+ * machine): see docs/bng.md, "Benchmarks", for the per-stage figures and
+ * docs/benchmarks/bng-passes.md for how they moved.
  *
  * parse is mostly ep_parse_ipv4 (the header checksum); subscriber is mostly
  * the bulk hash (16-byte keys: one vector compare each); police is
@@ -221,8 +222,8 @@ up_group_is_pppoe(const struct rte_mbuf *m)
  * words (ep_parse_qinq_x8_words, or bng_qinq_pppoe_x8_words for a group
  * whose first frame is a PPPoE session's: the gathers of the four groups
  * overlap, and no frame gather waits for its own group's mbuf gathers,
- * ~0.5-0.8 cycles a packet, docs/bng.md "Seventeenth pass"), then per
- * group the MAC check and the QinQ IPv4
+ * ~0.5-0.8 cycles a packet, docs/benchmarks/bng-passes.md "Seventeenth
+ * pass"), then per group the MAC check and the QinQ IPv4
  * checks (ep_parse_qinq_x8_check, proto/; or bng_qinq_pppoe_x8_check, the
  * session header's too).  A lane that passes and is not DHCP (bng_ip_control's ports, compared for
  * eight lanes) has its ep_meta written and its ACL input given (one
@@ -271,7 +272,7 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 	 * mbuf comes back from tx through the mempool cache with its meta
 	 * line still cached from its last burst, and the 32 prefetches cost
 	 * more than they saved (bench.bng_ab ipoe-128 0.995 and swapped
-	 * 1.012, docs/bng.md "Twelfth pass"). */
+	 * 1.012, docs/benchmarks/bng-passes.md "Twelfth pass"). */
 	for (uint16_t i = 0; i < n; i += 8) {
 		__mmask8 lanes = (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1), ok, dhcp, acl_ok;
 		struct ep_parse_qinq_x8 x;
@@ -761,7 +762,8 @@ bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint1
 		 * pass nothing else): only the other lanes' meta lines are read
 		 * for their type, in a loop of their own, so that the state
 		 * lines' prefetches go out back to back (one loop testing both:
-		 * subscriber as before; docs/bng.md "Thirteenth pass"). */
+		 * subscriber as before; docs/benchmarks/bng-passes.md
+		 * "Thirteenth pass"). */
 		for (uint16_t i = 0; i < n; i++)
 			if (likely((hits >> i) & 1))
 				rte_prefetch0(&u->dyn[(uint32_t)(uintptr_t)u->data[i]]);

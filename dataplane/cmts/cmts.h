@@ -229,7 +229,7 @@ struct cmts_sf {
  * (cmts_cm.c, cm_derive), so a frame touches 4 lines of its CM's record
  * (5 when its SF is shaped) and not the key object, where the control
  * side's layout spread the same over 6 record lines and the key
- * (docs/cmts.md, "The hot lines round"):
+ * (docs/benchmarks/cmts-history.md, "The hot lines round"):
  *
  *   line 0   framing and crypto: template, HCS, lengths, the DS key's
  *            session and IV (copied from the key object, which outlives

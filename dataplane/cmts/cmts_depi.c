@@ -266,7 +266,7 @@ cmts_ds_depi_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	}
 	/* Close what this burst opened: the set bits of @c open only (a
 	 * walk over all 64 channel slots was ~5 cycles a frame, bench.cmts_ab
-	 * 0.982, docs/cmts.md). */
+	 * 0.982, docs/benchmarks/cmts-history.md). */
 	while (open != 0) {
 		struct cmts_ds_chan *ch = &d->ch[rte_bsf64(open)];
 

@@ -127,7 +127,8 @@ ds_parse(const struct rte_mbuf *mb, struct ep_meta *m)
  * __builtin_prefetch(p, 1), which GCC emits as PREFETCHW only for a target
  * with PRFCHW, and Debian's libdpdk cflags end in -march=corei7.  A real
  * PREFETCHW (inline assembly) measured worse on the Xeon guest, 1.065 in
- * alternating rounds, lookup 68 -> 85 (docs/cmts.md, "The Xeon round"):
+ * alternating rounds, lookup 68 -> 85 (docs/benchmarks/cmts-history.md,
+ * "The Xeon round"):
  * the read prefetch stays.
  */
 static __rte_always_inline void
@@ -178,7 +179,7 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	 * On the Xeon guest, with the frame's first two lines prefetched:
 	 * 0.960 in alternating rounds (rx 28 -> 17, lookup 80 -> 87 cycles a
 	 * frame); on the EPYC, before that prefetch, it measured worse
-	 * (docs/cmts.md, "The Xeon round"). */
+	 * (docs/benchmarks/cmts-history.md, "The Xeon round"). */
 	const uint16_t port = d->w != NULL ? d->w->rx_port : EP_RX_PORT_META;
 
 	/* The mbufs first (one line each, needed to find the data), then the
@@ -204,7 +205,8 @@ cmts_ds_lookup_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 		 * stalls a lane.  Issued here, the lines arrive while filter,
 		 * classify and the schedulers run.  test_cmts_cycles with
 		 * EP_CYCLES_COLD=1: crypto 617 -> 480-500 cycles a frame;
-		 * warm, ~8 cycles more in lookup (docs/cmts.md).  With write
+		 * warm, ~8 cycles more in lookup
+		 * (docs/benchmarks/cmts-history.md).  With write
 		 * intent (the cipher writes them): see prefetch_frame.
 		 */
 		cmts_prefetch_rest(m);
@@ -290,7 +292,7 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 		 * protocol and value line), asked for one stage ahead: the
 		 * lookup's prefetch of them measured worse (its parse waits
 		 * behind every line it asks for), here bench.cmts_ab 0.986
-		 * (docs/cmts.md). */
+		 * (docs/benchmarks/cmts-history.md). */
 		rte_prefetch0(cm->cls4.dport_lo);
 		rte_prefetch0(cm->cls4.proto);
 		if (likely(md->l3_type == EP_L3_IPV4)) {
@@ -300,7 +302,8 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 			 * compares each way, no loop over the CPE entries --
 			 * on x86 one SSE2 compare each way (GCC built the
 			 * scalar eight as ~40 instructions of sete, shift and
-			 * or; docs/cmts.md, "The front stages round"). */
+			 * or; docs/benchmarks/cmts-history.md, "The front
+			 * stages round"). */
 			memcpy(&s4, l3 + 12, 4);
 			memcpy(&d4, l3 + 16, 4);
 #ifdef RTE_ARCH_X86
@@ -357,9 +360,10 @@ cmts_ds_submgmt_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
  * the burst gives each frame its verdict, its drop or its classifier value
  * (ep_meta.nexthop, for classify) and the counters: the CM's record is
  * read once a frame, where an id pass, the match pass and a verdict pass
- * read it (and the frame's ep_meta) three times (docs/cmts.md, "The front
- * stages round").  One body, two compilations (cmts_worker.h says why),
- * the stage calls the one cmts_ds_build picked.  A CM gone since the
+ * read it (and the frame's ep_meta) three times
+ * (docs/benchmarks/cmts-history.md, "The front stages round").  One
+ * body, two compilations (cmts_worker.h says why), the stage calls the
+ * one cmts_ds_build picked.  A CM gone since the
  * lookup matches nothing (the classify stage drops its frames).
  */
 #define FILTER_BURST(name, attr, match)						\
@@ -553,7 +557,7 @@ cmts_ds_framing_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_
 		 * rte_pktmbuf_append walks to the last segment through
 		 * m->next, a load from the mbuf's second line that the
 		 * benchmark showed here as a miss per frame (framing 111 ->
-		 * ~40 cycles a frame, docs/cmts.md). */
+		 * ~40 cycles a frame, docs/benchmarks/cmts-history.md). */
 		h = (uint8_t *)rte_pktmbuf_prepend(m, (uint16_t)hl);
 		m->data_len = (uint16_t)(m->data_len + EP_DOCSIS_CRC_LEN);
 		m->pkt_len += EP_DOCSIS_CRC_LEN;
@@ -628,7 +632,8 @@ cmts_ds_crypto_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 
 			/* The record's key sequence from its template on
 			 * line 0 (CMTS_TPL_KSEQ), not ds_kseq on a cold line:
-			 * bench.cmts_ab 0.995 (docs/cmts.md). */
+			 * bench.cmts_ab 0.995
+			 * (docs/benchmarks/cmts-history.md). */
 			if (likely(cm->ds_sess != NULL && ks == cm->hdr_tpl[CMTS_TPL_KSEQ] >> 4)) {
 				sess = cm->ds_sess;     /* record's line 0: the key stays cold */
 				iv = cm->ds_iv;

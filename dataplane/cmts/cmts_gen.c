@@ -922,8 +922,9 @@ cmts_gen_build(struct ep_engine *e, struct ep_worker *w, struct cmts_sg *sg, str
 	 * last touched one pool cycle ago (~40 MB of mbufs at the default),
 	 * where a NIC's worker reuses its own recently freed mbufs.
 	 * pool_mbufs=6143 read 0.96-0.98 of the downstream's cycles a frame
-	 * in alternating rounds (docs/cmts.md, "The crypto pipelining and
-	 * input round"); the benchmark's input is its own decision.
+	 * in alternating rounds (docs/benchmarks/cmts-history.md, "The
+	 * crypto pipelining and input round"); the benchmark's input is its
+	 * own decision.
 	 */
 	g->pool = rte_pktmbuf_pool_create_by_ops(name, (unsigned int)pool, 256, EP_META_SIZE,
 		(uint16_t)(RTE_PKTMBUF_HEADROOM + RTE_MAX(mtu + 14, 2048u)), socket, "ring_mt_rts");

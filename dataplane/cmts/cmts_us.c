@@ -77,7 +77,8 @@ cmts_us_verify_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t
 	 * the rest of each packet toward L2 for reassembly, extraction and
 	 * the decryption in place.  Without it this stage paid the misses,
 	 * then the crypto again: the benchmark's upstream 886 -> 712 CPU
-	 * cycles a frame (8 alternating rounds, docs/cmts.md). */
+	 * cycles a frame (8 alternating rounds,
+	 * docs/benchmarks/cmts-history.md). */
 	for (uint16_t i = 0; i < n; i++)
 		rte_prefetch0(pkts[i]);
 	for (uint16_t i = 0; i < n && i < US_PREFETCH_AHEAD; i++) {

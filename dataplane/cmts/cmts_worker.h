@@ -287,9 +287,10 @@ cmts_prefetch_rest(struct rte_mbuf *m)
  * the whole burst at the top of the filter stage: 64 misses issued back to
  * back held every fill buffer, and the stage waited on them (perf: ~60 %
  * of its samples on those two prefetches).  bench.cmts_ab on the Intel
- * Xeon, 16 rounds: 0.973, filter 41 -> 34 cycles a frame (docs/cmts.md,
- * "The spread prefetch round").  With write intent as the lookup's
- * (prefetch_frame in cmts_ds.c says what that builds to).
+ * Xeon, 16 rounds: 0.973, filter 41 -> 34 cycles a frame
+ * (docs/benchmarks/cmts-history.md, "The spread prefetch round").  With
+ * write intent as the lookup's (prefetch_frame in cmts_ds.c says what
+ * that builds to).
  */
 static __rte_always_inline void
 cmts_prefetch_mbuf_next(struct rte_mbuf *m)

@@ -379,12 +379,12 @@ EP_TEST(crypto_cost_one_pass_vs_two_steps)
 
 /*
  * The downstream's crypto alone at the benchmark's mix, beside
- * dpdk-test-crypto-perf's figure (docs/cmts.md, "The crypto and table
- * stages round"): the iMix (15 % 84 B, 10 % 256 B, 75 % 1280 B, a
- * 20-frame schedule, 17-byte header) with the crypto stage's per-frame
- * operation set-up, through one session (as crypto-perf) and through 300,
- * one per CM in turn (as the benchmark's 300 CMs).  Printed, never
- * asserted.
+ * dpdk-test-crypto-perf's figure (docs/benchmarks/cmts-history.md, "The
+ * crypto and table stages round"): the iMix (15 % 84 B, 10 % 256 B,
+ * 75 % 1280 B, a 20-frame schedule, 17-byte header) with the crypto
+ * stage's per-frame operation set-up, through one session (as
+ * crypto-perf) and through 300, one per CM in turn (as the benchmark's
+ * 300 CMs).  Printed, never asserted.
  */
 #define N_CM_KEYS 300
 #define NBI 1024

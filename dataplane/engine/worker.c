@@ -434,8 +434,9 @@ split_untimed(struct ep_worker *w, int n_ran, bool tx, uint64_t total)
  * a constant size, half the array for a burst of up to EP_BURST_MAX / 2
  * (the engine's default burst of 32: four 16-byte stores), else all of it:
  * inline, where memset of n * 2 bytes was a call through the PLT into
- * libc's size dispatch for every stage of every burst (docs/bng.md,
- * "Thirteenth pass": the vBNG uplink's five stages).  Entries past n are
+ * libc's size dispatch for every stage of every burst
+ * (docs/benchmarks/bng-passes.md, "Thirteenth pass, the engine's part":
+ * the vBNG uplink's five stages).  Entries past n are
  * never read; zeroing them costs nothing more.
  */
 static __rte_always_inline void

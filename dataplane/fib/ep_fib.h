@@ -219,8 +219,8 @@ struct ep_fib {
 /* keep4's bit for a /8 that holds addresses ep_ipv4_martian rejects (0/8,
  * 127/8, 169/8 for 169.254/16, 224/8-255/8): a route stage that loads the
  * word for the fold (EP_FIB_ROUTE_BY8) tests only those addresses, one bit
- * test for the others instead of the four compares (docs/bng.md,
- * thirteenth pass).  Bit 31 leaves ep_fib_addr4's fold as it was. */
+ * test for the others instead of the four compares
+ * (docs/benchmarks/bng-passes.md, "Thirteenth pass, continued").  Bit 31 leaves ep_fib_addr4's fold as it was. */
 #define EP_FIB_KEEP4_MARTIAN 0x80000000u
 
 /** keep4's word of /8 @p top without routes longer than /8. */

@@ -24,7 +24,8 @@
  * it is copied out of the socket ring (build_frags4): building it whole
  * and handing it to rte_ipv4_fragment_copy_nonseg_packet copies every
  * byte twice and takes a third mbuf per 1860-byte datagram, on the worker
- * that bounds the send path (docs/udp-termination.md, "S2 against S1"):
+ * that bounds the send path (docs/benchmarks/udp-termination-history.md,
+ * "S2 against S1"):
  * 1,200 cycles per datagram against 2,200-3,200 (test_hs_cycles).
  * rte_ip_frag stays the fragmenter of everything else: IPv6 (the fragment
  * header), hairpinned and forwarded datagrams (built whole already), and

@@ -209,7 +209,7 @@ extern int64_t epl_spin_us;
 /** The spin when EDGEPLANE_PRELOAD_SPIN_US is unset: longer than a
  *  ping-pong's round trip through two data planes on a shared core (p50
  *  25-70 us), shorter than a scheduler tick (1-4 ms); measured against
- *  50, 100 and 500 in docs/udp-termination.md. */
+ *  50, 100 and 500 in docs/benchmarks/udp-termination-history.md. */
 #define EPL_SPIN_US_DEFAULT 200
 /** An accelerated socket was put into an epoll set: epoll_wait spins. */
 extern bool epl_epoll_accel;

@@ -43,7 +43,8 @@ ep_csum_update16(uint16_t cksum, uint16_t old_w, uint16_t new_w)
  * 16-bit add's did, and the end-around carry (stored halfword >= 0xfffe)
  * one more.  One load, one add, a compare and one store for the whole
  * update, where two halfword loads and their merge cost ~6 instructions
- * more (the vBNG uplink's encap: docs/bng.md, thirteenth pass).
+ * more (the vBNG uplink's encap: docs/benchmarks/bng-passes.md,
+ * "Thirteenth pass, continued").
  */
 static __rte_always_inline uint32_t
 ep_ipv4_ttl_word_dec(uint32_t w)

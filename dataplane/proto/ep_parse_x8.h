@@ -283,8 +283,8 @@ ep_x8_meta_pair(uint64_t mb, unsigned int on, __m128i v, const bool with_user, u
  * the lanes' 8- or 16-byte loads of what one 64-byte store had just
  * written waited for it (in `perf annotate` of the vBNG's parse, the loop's
  * loads and stores held ~18 % of its samples; the direct stores took its
- * parse ~2.5 cycles a packet lower in test_bng_cycles, docs/bng.md
- * "Seventeenth pass").  With @p hi_len 4 (12 bytes a lane, the router's
+ * parse ~2.5 cycles a packet lower in test_bng_cycles,
+ * docs/benchmarks/bng-passes.md "Seventeenth pass").  With @p hi_len 4 (12 bytes a lane, the router's
  * untagged parse) through 64-byte-aligned arrays: a vector store to an
  * unaligned one can straddle two lines, and the 8-byte loads that read it
  * back then wait for it instead of being forwarded (the vBNG's parse 3-4

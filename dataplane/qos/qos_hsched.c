@@ -30,8 +30,9 @@
  *             WRR tokens (bytes x 65536 / weight).  A pipe holding one
  *             packet (solo) is sent without the queue loop: one credit
  *             check, no slot, no queue choice, no WRR update (in
- *             test_bng_cycles 27.3 -> 21.5 cycles a packet; docs/bng.md,
- *             "The record's first line")
+ *             test_bng_cycles 27.3 -> 21.5 cycles a packet;
+ *             docs/benchmarks/bng-downlink-passes-later.md, "The
+ *             record's first line")
  *
  * Per-pipe state is two cache lines (struct hs_pipe): line 0 is what only
  * the dequeue reads (buckets and TC credits), line 1 what both touch
