@@ -54,6 +54,15 @@ def test_tc_fast_path_forwards_with_ttl_decremented_and_macs_rewritten_past_the_
     assert_fast_forwarded_ipv4(lab)
 
 
+def test_tc_a_bench_trial_records_the_fast_path_kind_its_bounds_name(lab):
+    """bench/bench_rfc2544_router.py's trial record (dut_delta) carries the
+    kind of fast path the DUT ran, which its bounds name."""
+    from bench.bench_rfc2544_router import dut_delta, dut_snapshot, fast_path_name
+    d = dut_delta(lab.dp, dut_snapshot(lab.dp), 1.0)
+    assert d["fast_path_kind"] == "tc", d
+    assert fast_path_name(d) == "our tc fast path"
+
+
 def test_tc_ping_to_the_routers_address_is_answered_by_the_pipeline(lab):
     before = snapshot(lab)
     res = lab.ping("a", GW_A4, count=3)

@@ -115,6 +115,15 @@ def test_fast_path_forwards_ipv6_with_the_hop_limit_decremented(lab):
                                                                                     worker_rx)
 
 
+def test_a_bench_trial_records_the_fast_path_kind_its_bounds_name(lab):
+    """bench/bench_rfc2544_router.py's trial record (dut_delta) carries the
+    kind of fast path the DUT ran, which its bounds name."""
+    from bench.bench_rfc2544_router import dut_delta, dut_snapshot, fast_path_name
+    d = dut_delta(lab.dp, dut_snapshot(lab.dp), 1.0)
+    assert d["fast_path_kind"] == "xdp", d
+    assert fast_path_name(d) == "our XDP fast path"
+
+
 def test_with_an_acl_rule_every_frame_takes_the_full_pipeline_and_is_filtered(lab):
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
