@@ -209,3 +209,32 @@ def test_tc_a_missing_punt_device_is_named_at_start_and_the_lab_leaves_nothing(r
         assert tc_filters(mlab, "pa") == "" and tc_filters(mlab, "pa_k") == ""
         prefix = mlab.topo.prefix
     assert [n for n in netns.listnetns() if n.startswith(prefix)] == []
+
+
+def test_tc_a_port_that_refuses_the_program_fails_the_start_and_the_ports_before_it_keep_nothing(
+        router_pipeline):
+    """pa attaches, pb cannot: its ingress priority 1 holds a u32 filter
+    (the kernel keeps one classifier kind per priority, so the replace is
+    refused).  The start fails naming pb, its device and the program; pa's
+    two programs, attached first, are detached, and the clsact hooks this
+    process made removed; pb's own filter and hook stay, and no device
+    keeps an XDP program."""
+    with RouterLab(tag="tr", device="af_xdp", fast_path="tc", start=False) as rlab:
+        rlab.dut.run(["tc", "qdisc", "add", "dev", "pb", "clsact"])
+        rlab.dut.run(["tc", "filter", "add", "dev", "pb", "ingress", "pref", "1", "protocol",
+                      "all", "u32", "match", "u32", "0", "0"])
+        with pytest.raises(Exception) as exc:
+            rlab.start_dp()
+        said = str(exc.value)
+        # pa was attached before pb failed.
+        assert "router: port pa: tc fast path tc_router_fwd_peer on pa" in said, said
+        assert ("fast_path = tc: port pb: attaching tc_router_fwd_peer to pb's tc ingress "
+                "(handle 0xe9f0, priority 1): Invalid argument") in said, said
+        assert rlab.dp is None or not rlab.dp.running(), "edgeplane-dp still running"
+        for dev in ("pa", "pa_k", "pb_k"):
+            assert tc_filters(rlab, dev) == "", dev
+            assert "clsact" not in rlab.dut.run(["tc", "qdisc", "show", "dev", dev]).stdout, dev
+        shown = tc_filters(rlab, "pb")
+        assert " u32 " in shown and "bpf" not in shown, shown
+        links = rlab.dut.run(["ip", "link"]).stdout
+        assert "xdp" not in links, links

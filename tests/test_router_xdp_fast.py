@@ -436,3 +436,42 @@ def test_a_fib_sized_past_the_fast_paths_tries_is_said_once_at_start(router_pipe
                 "entries): past that many routes every frame goes to the full pipeline")
         assert log.count(said) == 1, log
         assert "max_routes6" not in log, log
+
+
+def link_monitor(host, dev):
+    """`ip -o monitor link` in @host, returned once it has seen a change
+    made on @dev after it started (so it misses nothing that follows)."""
+    import select
+    mon = host.popen(["ip", "-o", "monitor", "link"])
+    host.run(["ip", "link", "set", "dev", dev, "txqueuelen", "999"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if select.select([mon.stdout], [], [], 0.2)[0] and f"{dev}@" in mon.stdout.readline():
+            return mon
+    raise AssertionError(f"ip monitor saw no change on {dev}")
+
+
+def test_a_port_that_refuses_the_program_fails_the_start_and_the_ports_before_it_keep_nothing(
+        router_pipeline):
+    """pa's program is attached (net_af_xdp, at its rx queue's setup), pb's
+    cannot be: pb holds another program in generic mode, which the PMD's
+    native attach may not replace.  The start fails naming pb; pa's
+    program, seen attached by a link monitor, is removed with the port, and
+    pb keeps its own."""
+    with RouterLab(tag="xr", device="af_xdp", peer_napi=True, start=False) as rlab:
+        from lab.dp import ROOT
+        noop = str(ROOT / "build" / "xdp" / "noop.o")
+        rlab.dut.run(["ip", "link", "set", "dev", "pb", "xdpgeneric", "obj", noop, "sec", "xdp"])
+        mon = link_monitor(rlab.dut, "pa")
+        with pytest.raises(Exception) as exc:
+            rlab.start_dp()
+        said = str(exc.value)
+        assert ("router: port pb: pb holds another XDP program, xdp_noop, which net_af_xdp "
+                "will not replace: the port cannot start") in said, said
+        assert "port pb: rx queue 0: Invalid argument" in said, said
+        assert rlab.dp is None or not rlab.dp.running(), "edgeplane-dp still running"
+        rlab.dut.stop_procs()
+        seen = [line for line in mon.stdout.read().splitlines() if "pa@" in line]
+        assert any("xdp/id:" in line for line in seen), seen
+        assert "xdp" not in rlab.dut.run(["ip", "link", "show", "pa"]).stdout
+        assert "xdp_noop" in rlab.dut.run(["ip", "link", "show", "pb"]).stdout

@@ -202,6 +202,18 @@ put_u32(struct bpf_object *obj, const char *map, uint32_t key, uint32_t val)
 	return fd < 0 ? -1 : bpf_map_update_elem(fd, &key, &val, BPF_ANY);
 }
 
+/* A device that refused a program: which, where, and why.  EINVAL from
+ * the replace is most often another classifier (u32, flower, ...) at our
+ * priority: the kernel keeps one kind per priority and protocol. */
+static int
+attach_error(struct ep_err *err, const char *port, const char *prog, const char *dev, int rc)
+{
+	return ep_err_set(err, "fast_path = tc: port %s: attaching %s to %s's tc ingress "
+			  "(handle 0x%x, priority %d): %s%s; no port keeps a program", port, prog,
+			  dev, TC_HANDLE, TC_PRIORITY, strerror(-rc),
+			  rc == -EINVAL ? " (a filter of another kind at that priority?)" : "");
+}
+
 static int
 attach_port(struct router_xdp *x, int p, struct ep_err *err)
 {
@@ -238,15 +250,16 @@ attach_port(struct router_xdp *x, int p, struct ep_err *err)
 	    put_u32(xp->obj, "fwd_tc_wire", 0, (uint32_t)xp->ifindex) != 0)
 		return ep_err_set(err, "fast_path = tc: port %s: writing the punt and wire devices: %s",
 				  name, strerror(errno));
-	/* The way back first, then the way in. */
+	/* The way back first, then the way in.  On a failure the caller
+	 * detaches every port, this one's punt program included. */
 	rc = hook_attach(xp->punt_ifindex, bpf_program__fd(out), &xp->tc_punt_hook,
 			 &xp->tc_punt_attached);
-	if (rc == 0)
-		rc = hook_attach(xp->ifindex, bpf_program__fd(fwd), &xp->tc_wire_hook,
-				 &xp->tc_wire_attached);
 	if (rc != 0)
-		return ep_err_set(err, "fast_path = tc: port %s: attaching to %s / %s: %s", name,
-				  xp->wire, xp->punt, strerror(-rc));
+		return attach_error(err, name, TC_PUNT_OUT, xp->punt, rc);
+	rc = hook_attach(xp->ifindex, bpf_program__fd(fwd), &xp->tc_wire_hook,
+			 &xp->tc_wire_attached);
+	if (rc != 0)
+		return attach_error(err, name, x->tc_prog_name, xp->wire, rc);
 	printf("router: port %s: tc fast path %s on %s, punting through %s\n", name,
 	       x->tc_prog_name, xp->wire, xp->punt);
 	return 0;
