@@ -70,6 +70,22 @@ def send_and_capture(lab, frames, host="b", bpf="udp"):
     return list(rdpcap(str(cap.path)))
 
 
+def test_a_capture_keeps_its_pcap_while_in_use_and_removes_it_with_the_object(lab):
+    """lab.bng_lab.Capture without a path: the pcap's folder (mkdtemp, not
+    mktemp's guessable name) lasts while the capture is read after its with
+    block, and goes with the object (bngcap-* were left in /tmp)."""
+    import gc
+    with Capture(lab.b, "eth0", "udp port 9") as cap:
+        pass
+    folder = cap.path.parent
+    assert folder.name.startswith("bngcap-") and cap.path.exists(), cap.path
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert cap.fields("frame.number") == []
+    del cap
+    gc.collect()
+    assert not folder.exists(), folder
+
+
 def test_fast_path_forwards_with_ttl_decremented_and_a_valid_checksum_past_the_worker(lab):
     assert_fast_forwarded_ipv4(lab)
 
