@@ -30,7 +30,7 @@ type tcFixture struct {
 // loadTC is the tc object with the XDP tests' tables (progMaps.populate),
 // fwd_tc_ports in the devmap's place, and the next hop's IPv4 address for
 // the neigh ending.
-func loadTC(t *testing.T) *tcFixture {
+func loadTC(t testing.TB) *tcFixture {
 	t.Helper()
 	f := &tcFixture{}
 	o := &f.objs
