@@ -457,14 +457,20 @@ def test_a_fib_sized_past_the_fast_paths_tries_is_said_once_at_start(router_pipe
 def link_monitor(host, dev):
     """`ip -o monitor link` in @host, returned once it has seen a change
     made on @dev after it started (so it misses nothing that follows)."""
+    import os
     import select
     mon = host.popen(["ip", "-o", "monitor", "link"])
     host.run(["ip", "link", "set", "dev", dev, "txqueuelen", "999"])
+    # Raw reads until the change shows: nothing waits in the file object's
+    # buffer, so the caller's read() later has all that followed.
+    seen, fd = b"", mon.stdout.fileno()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if select.select([mon.stdout], [], [], 0.2)[0] and f"{dev}@" in mon.stdout.readline():
-            return mon
-    raise AssertionError(f"ip monitor saw no change on {dev}")
+        if select.select([fd], [], [], 0.2)[0]:
+            seen += os.read(fd, 65536)
+            if f"{dev}@".encode() in seen:
+                return mon
+    raise AssertionError(f"ip monitor saw no change on {dev}: {seen!r}")
 
 
 def test_a_port_that_refuses_the_program_fails_the_start_and_the_ports_before_it_keep_nothing(
