@@ -147,10 +147,13 @@ def rx_ring_full(dp):
 
 
 def fast_path_counts(dp):
-    """(forwarded, punted) by the router's XDP fast path over its ports
-    (`xdp-fast`; both 0 when it is off)."""
-    c = dp.ctl("xdp-fast").get("counters") or {}
-    return c.get("forwarded", 0), sum(v for k, v in c.items() if k.startswith("punt_"))
+    """(forwarded, punted, kind) of the router's fast path over its ports
+    (`xdp-fast`; 0, 0, None when it is off; kind "xdp" or "tc")."""
+    st = dp.ctl("xdp-fast")
+    c = st.get("counters") or {}
+    kind = st.get("kind", "xdp") if st.get("active") else None
+    return (c.get("forwarded", 0), sum(v for k, v in c.items() if k.startswith("punt_")),
+            kind)
 
 
 def dut_snapshot(dp):
@@ -158,8 +161,8 @@ def dut_snapshot(dp):
     if dp is None:
         return None
     w = dp.ctl("power")["workers"][0]
-    fwd, punt = fast_path_counts(dp)
-    return {"cpu_ns": w["cpu_ns"], "runq_ns": w["runq_wait_ns"], "sleeps": w["sleeps"],
+    fwd, punt, kind = fast_path_counts(dp)
+    return {"fast_path_kind": kind, "cpu_ns": w["cpu_ns"], "runq_ns": w["runq_wait_ns"], "sleeps": w["sleeps"],
             "demotions": w["poll"]["sched"]["demotions"], "ring_drops": ring_drops(dp),
             "rx_ring_full": rx_ring_full(dp), "fast_forwarded": fwd, "fast_punted": punt}
 
@@ -174,12 +177,13 @@ def dut_delta(dp, before, seconds):
         return None
     after = dut_snapshot(dp)
     w = dp.ctl("power")["workers"][0]
-    d = {k: after[k] - before[k] for k in before}
+    d = {k: after[k] - before[k] for k in before if k != "fast_path_kind"}
     return {"cpu_share": round(d["cpu_ns"] / 1e9 / seconds, 3),
             "runq_share": round(d["runq_ns"] / 1e9 / seconds, 3),
             "wakeups_per_s": round(d["sleeps"] / seconds), "rt_demotions": d["demotions"],
             "ring_drops": d["ring_drops"], "rx_ring_full": d["rx_ring_full"],
             "fast_path_forwarded": d["fast_forwarded"], "fast_path_punted": d["fast_punted"],
+            "fast_path_kind": after["fast_path_kind"],
             "wake_p50_ns": w["wake_latency"]["p50_ns"], "wake_samples": w["wake_latency"]["samples"],
             "poll_p50_ns": w["poll_latency"]["p50_ns"], "poll_samples": w["poll_latency"]["samples"],
             "poll_policy": w["poll"]["poll_policy"],
@@ -378,12 +382,23 @@ def search(tester, size, trial_s, resolution, max_rate, log):
 
 
 def fast_path_took(d):
-    """Our XDP fast path forwarded (nearly) every frame of a trial: our
-    worker then saw none, and its wake-up and ring say nothing."""
+    """Our fast path (XDP or tc) forwarded (nearly) every frame of a trial:
+    our worker then saw none, and its wake-up and ring say nothing."""
     if not d:
         return False
     fwd, punt = d.get("fast_path_forwarded", 0), d.get("fast_path_punted", 0)
     return fwd > 0 and fwd >= 0.99 * (fwd + punt)
+
+
+# How a bound names the fast path of the trial's DUT (its fast_path_kind).
+FAST_PATH_NAMES = {"xdp": "our XDP fast path", "tc": "our tc fast path"}
+
+
+def fast_path_name(d):
+    """"our XDP fast path" or "our tc fast path", by the kind the trial's
+    DUT ran; "our fast path" for a record that does not say (written before
+    trials recorded the kind)."""
+    return FAST_PATH_NAMES.get(d.get("fast_path_kind"), "our fast path")
 
 
 def throughput_bound(s):
@@ -410,7 +425,7 @@ def throughput_bound(s):
     if d is None:
         return "the kernel's forwarding (veth and ip_forward in the sender's softirq)"
     if fast_path_took(d):
-        return ("our XDP fast path (redirect between the veths in the sender's softirq): "
+        return (f"{fast_path_name(d)} (redirect between the veths in the sender's softirq): "
                 "frames lost between the rings")
     return "the wire: frames lost between the rings (veth, kernel)"
 
@@ -442,7 +457,7 @@ def latency_bound(lat, wake_ref_ns=None, floor_ns=None):
     if fast_path_took(d):
         side = (f": {total / 1e3:.1f} us against the tester's floor of {floor_ns / 1e3:.1f} us"
                 if floor_ns else "")
-        return ("the wire and the sink (our XDP fast path forwards inside the generator's "
+        return (f"the wire and the sink ({fast_path_name(d)} forwards inside the generator's "
                 f"send{side})")
     woke = d["wake_samples"] >= d["poll_samples"]
     before = d["wake_p50_ns"] if woke else d["poll_p50_ns"]
@@ -501,7 +516,7 @@ def latency_parts(p50, trial, floor, rate):
     """The p50 at the found rate in parts: the tester's own (its floor at
     the nearest rate), stamp to our worker's rx (after a wake-up or in a
     busy poll, whichever most sampled bursts were), and our rx to the sink.
-    When our XDP fast path forwarded the trial (fast_path_took) those two
+    When our fast path (XDP or tc) forwarded the trial (fast_path_took) those two
     are None, `not_applicable` says why for each, and `fast_path_share`
     how much it took.  For the kernel: the floor and what is above it."""
     if not p50 or not trial:

@@ -44,8 +44,10 @@ only edgeplane-dp speaks on its wires.
         lab.dp.ctl("sub-get", id=1)
 """
 import hashlib
+import shutil
 import subprocess
 import tempfile
+import weakref
 from pathlib import Path
 
 from lab.dp import Dp, DpLab, check_config
@@ -346,11 +348,22 @@ class Capture:
     """tshark writing a pcap in a namespace; stop() waits for the file.
 
         with Capture(host, "eth0", "udp port 9") as cap: ...
-        cap.fields("ip.src", "pppoe.session_id")  -> [[...], ...]"""
+        cap.fields("ip.src", "pppoe.session_id")  -> [[...], ...]
+
+    Without path the pcap is written in a folder of its own (mkdtemp: made
+    with mode 0700 and a name nobody else can take, unlike mktemp's), which
+    stays while the Capture is in use (its fields are read after the with
+    block) and is removed with the object: when it is collected, at the
+    latest when the interpreter exits (a failed test's traceback may hold
+    it until then).  A path given is the caller's to remove."""
 
     def __init__(self, host, iface, bpf=None, path=None):
         self.host, self.iface = host, iface
-        self.path = Path(path or tempfile.mktemp(prefix="bngcap-", suffix=".pcap"))
+        if path is None:
+            d = tempfile.mkdtemp(prefix="bngcap-")
+            weakref.finalize(self, shutil.rmtree, d, ignore_errors=True)
+            path = Path(d) / "capture.pcap"
+        self.path = Path(path)
         argv = ["tshark", "-q", "-i", iface, "-w", str(self.path)]
         if bpf:
             argv += ["-f", bpf]

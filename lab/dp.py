@@ -551,9 +551,14 @@ class Dp:
 def check_config(text, binary_path=None, check=True, workdir=None, name="dp.conf"):
     """Run `edgeplane-dp -c FILE [--check]` on a config text; returns
     (CompletedProcess, path of the file).  Without check the binary really
-    starts, so only use that for configs that must fail before launch."""
-    d = Path(workdir or tempfile.mkdtemp(prefix="epcheck-"))
-    path = d / name
+    starts, so only use that for configs that must fail before launch.
+    Without workdir the file is written to a folder of its own, removed
+    before returning (the path is then for comparing with what the binary
+    said, e.g. the file and line of an error); pass workdir to keep it."""
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="epcheck-") as d:
+            return check_config(text, binary_path, check, d, name)
+    path = Path(workdir) / name
     path.write_text(render(text))
     argv = [str(Path(binary_path) if binary_path else binary()), "-c", str(path)]
     if check:

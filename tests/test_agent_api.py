@@ -99,21 +99,27 @@ class Lab:
 def lab():
     if not AGENT.exists():
         pytest.fail("build/bin/edgeplane missing: run `make build-xdp`", pytrace=False)
-    tmp = tempfile.mkdtemp(prefix="agent-api-")
-    # Others may traverse (not list) the test directory, so only the
-    # socket's own directory and mode decide who reaches it.
-    os.chmod(tmp, 0o711)
-    with Topology("ap") as topo:
-        lab = Lab(topo, tmp)
+    # In /tmp, not pytest's tmp_path (under a 0700 folder): others may
+    # traverse (not list) the test directory, so only the socket's own
+    # directory and mode decide who reaches it.  Removed at the end, also
+    # when a test fails; the bpffs in it is unmounted first, so that the
+    # removal does not walk into it.
+    with tempfile.TemporaryDirectory(prefix="agent-api-") as tmp:
+        os.chmod(tmp, 0o711)
         try:
-            yield lab
+            with Topology("ap") as topo:
+                lab = Lab(topo, tmp)
+                try:
+                    yield lab
+                finally:
+                    for a in lab.agents:
+                        if a.proc.poll() is None:
+                            a.proc.kill()
+                            a.proc.wait()
+                    topo.close()
         finally:
-            for a in lab.agents:
-                if a.proc.poll() is None:
-                    a.proc.kill()
-                    a.proc.wait()
-            topo.close()
-            subprocess.run(["umount", str(lab.bpffs)], check=False)
+            subprocess.run(["umount", str(Path(tmp) / "bpffs")], check=False,
+                           capture_output=True)
 
 
 def problem(body, status):

@@ -296,3 +296,14 @@ def test_standard_router_config_passes_check(router_pipeline, tmp_path):
     res, path, _ = run_check(tmp_path, router_text())
     assert res.returncode == 0, res.stderr
     assert "configuration OK (2 ports, 1 workers)" in res.stdout
+
+
+def test_check_config_removes_the_folder_it_made_and_keeps_a_workdir(tmp_path):
+    """check_config without a workdir writes the file in a folder of its
+    own and removes it before returning (it left one epcheck-* folder in
+    /tmp per call); a workdir given is the caller's and keeps the file."""
+    res, path = check_config(router_sections())
+    assert res.returncode == 0, res.stderr
+    assert path.parent.name.startswith("epcheck-") and not path.parent.exists(), path
+    res, path = check_config(router_sections(), workdir=tmp_path)
+    assert res.returncode == 0 and path == tmp_path / "dp.conf" and path.exists(), path

@@ -2,6 +2,8 @@
 p50 names (bench.bench_rfc2544_router.latency_bound) and the parts the p50
 is split into (latency_parts).  Pure functions of a trial's record, fed
 records shaped as Tester.trial() returns them; no lab."""
+import pytest
+
 from bench.bench_rfc2544_router import (bound_with_floor, fast_path_took, latency_bound,
                                         latency_parts, throughput_bound)
 
@@ -13,24 +15,35 @@ def trial(p50, wake_p50, wake_n, poll_p50, poll_n, runq=0.0, cpu=0.3, dut=True):
             "tester": {"gen_cpu_share": 0.45, "sink_cpu_share": 0.5}}
 
 
-def test_latency_bound_names_our_xdp_fast_path_when_it_forwarded_the_trial():
+@pytest.mark.parametrize("kind,name", [("xdp", "our XDP fast path"),
+                                       ("tc", "our tc fast path"),
+                                       (None, "our fast path")])
+def test_latency_bound_names_the_kind_of_fast_path_that_forwarded_the_trial(kind, name):
     # Our worker saw no frame: its stamp-to-rx (stale) must not be read.
+    # The kind is the one the trial's DUT ran (None: a record from before
+    # trials said it).
     t = trial(40_000, 70_000, 4_800, 16_000, 500, runq=0.34)
     t["dut"].update(fast_path_forwarded=600_000, fast_path_punted=3)
+    if kind:
+        t["dut"]["fast_path_kind"] = kind
     got = latency_bound(t, wake_ref_ns=15_000, floor_ns=31_000)
-    assert got == ("the wire and the sink (our XDP fast path forwards inside the generator's "
+    assert got == (f"the wire and the sink ({name} forwards inside the generator's "
                    "send: 40.0 us against the tester's floor of 31.0 us)")
     t["dut"].update(fast_path_forwarded=500, fast_path_punted=600_000)
     assert not fast_path_took(t["dut"])
     assert latency_bound(t, wake_ref_ns=15_000).startswith("shared cores")
 
 
-def test_throughput_bound_names_our_xdp_fast_path_for_frames_lost_between_the_rings():
+@pytest.mark.parametrize("kind,name", [("xdp", "our XDP fast path"),
+                                       ("tc", "our tc fast path")])
+def test_throughput_bound_names_the_kind_of_fast_path_for_frames_lost_between_the_rings(
+        kind, name):
     failed = {"rate_pps": 500_000, "lost": 40, "sink_ring_drops": 0, "softnet_drops": 0,
               "dut": {"ring_drops": 0, "rt_demotions": 0, "runq_share": 0.0,
-                      "fast_path_forwarded": 999_960, "fast_path_punted": 0}}
+                      "fast_path_forwarded": 999_960, "fast_path_punted": 0,
+                      "fast_path_kind": kind}}
     s = {"trials": [failed], "probe": dict(failed, rate_pps=0), "tester_limited": False}
-    assert throughput_bound(s).startswith("our XDP fast path")
+    assert throughput_bound(s).startswith(name + " (redirect between the veths")
     failed["dut"]["fast_path_forwarded"] = 0
     assert throughput_bound(s).startswith("the wire: frames lost between the rings")
 

@@ -54,6 +54,15 @@ def test_tc_fast_path_forwards_with_ttl_decremented_and_macs_rewritten_past_the_
     assert_fast_forwarded_ipv4(lab)
 
 
+def test_tc_a_bench_trial_records_the_fast_path_kind_its_bounds_name(lab):
+    """bench/bench_rfc2544_router.py's trial record (dut_delta) carries the
+    kind of fast path the DUT ran, which its bounds name."""
+    from bench.bench_rfc2544_router import dut_delta, dut_snapshot, fast_path_name
+    d = dut_delta(lab.dp, dut_snapshot(lab.dp), 1.0)
+    assert d["fast_path_kind"] == "tc", d
+    assert fast_path_name(d) == "our tc fast path"
+
+
 def test_tc_ping_to_the_routers_address_is_answered_by_the_pipeline(lab):
     before = snapshot(lab)
     res = lab.ping("a", GW_A4, count=3)
@@ -144,12 +153,56 @@ def test_tc_a_restart_after_sigkill_replaces_the_stale_program(router_pipeline):
         for port in ("pa", "pb"):
             shown = tc_filters(klab, port)
             assert f"id {new[port]} " in shown and f"id {old[port]} " not in shown, shown
-            assert shown.count("handle 0xe9f0") == 1, shown
+            # The lab made no clsact: the hooks are ours (handle 0xe9f1).
+            assert shown.count("handle 0xe9f1") == 1 and "0xe9f0" not in shown, shown
         before = snapshot(klab)
         send_frames(klab.a, udp_frames(10), inter=0.002)
         time.sleep(0.1)
         moved, _ = delta(before, snapshot(klab))
         assert moved.get("forwarded") == 10, moved
+        # The hooks the dead process made are the restarted one's (its
+        # filters' handle says so): its stop leaves no clsact behind.
+        klab.dp.close()
+        klab.dp = None
+        for dev in ("pa", "pb", "pa_k", "pb_k"):
+            assert tc_filters(klab, dev) == "", dev
+            assert "clsact" not in qdiscs(klab, dev), dev
+
+
+def qdiscs(lab, dev):
+    return lab.dut.run(["tc", "qdisc", "show", "dev", dev]).stdout
+
+
+def test_tc_a_clsact_hook_that_was_there_survives_a_crash_and_a_restart(router_pipeline):
+    """pa's clsact is an operator's, made before the router started: the
+    router's filter on it has handle 0xe9f0 and no stop removes the hook,
+    even empty, through a SIGKILL and a restart.  pb's is the router's
+    (0xe9f1), but an operator adds an egress filter to it while the
+    restarted process runs: its stop removes its own filter and leaves the
+    hook with the operator's."""
+    with RouterLab(tag="to", device="af_xdp", fast_path="tc", start=False) as olab:
+        olab.dut.run(["tc", "qdisc", "add", "dev", "pa", "clsact"])
+        olab.start_dp()
+        wait_synced(olab, 0)
+        assert "handle 0xe9f0" in tc_filters(olab, "pa") and "handle 0xe9f1" in tc_filters(olab, "pb")
+        olab.dp.send_signal(signal.SIGKILL)
+        olab.dp.proc.wait(timeout=10)
+        olab.dp.close()
+        olab.dp = None
+        olab.start_dp()
+        wait_synced(olab, 0)
+        assert "handle 0xe9f0" in tc_filters(olab, "pa") and "handle 0xe9f1" in tc_filters(olab, "pb")
+        olab.dut.run(["tc", "filter", "add", "dev", "pb", "egress", "pref", "5", "protocol", "all",
+                      "u32", "match", "u32", "0", "0"])
+        olab.dp.close()
+        olab.dp = None
+        for dev in ("pa", "pb", "pa_k", "pb_k"):
+            assert tc_filters(olab, dev) == "", dev
+        assert "clsact" in qdiscs(olab, "pa")
+        assert "clsact" in qdiscs(olab, "pb")
+        egress = olab.dut.run(["tc", "filter", "show", "dev", "pb", "egress"]).stdout
+        assert " u32 " in egress, egress
+        assert "clsact" not in qdiscs(olab, "pa_k") and "clsact" not in qdiscs(olab, "pb_k")
 
 
 @pytest.mark.parametrize("router,ports,error", [
@@ -200,3 +253,32 @@ def test_tc_a_missing_punt_device_is_named_at_start_and_the_lab_leaves_nothing(r
         assert tc_filters(mlab, "pa") == "" and tc_filters(mlab, "pa_k") == ""
         prefix = mlab.topo.prefix
     assert [n for n in netns.listnetns() if n.startswith(prefix)] == []
+
+
+def test_tc_a_port_that_refuses_the_program_fails_the_start_and_the_ports_before_it_keep_nothing(
+        router_pipeline):
+    """pa attaches, pb cannot: its ingress priority 1 holds a u32 filter
+    (the kernel keeps one classifier kind per priority, so the replace is
+    refused).  The start fails naming pb, its device and the program; pa's
+    two programs, attached first, are detached, and the clsact hooks this
+    process made removed; pb's own filter and hook stay, and no device
+    keeps an XDP program."""
+    with RouterLab(tag="tr", device="af_xdp", fast_path="tc", start=False) as rlab:
+        rlab.dut.run(["tc", "qdisc", "add", "dev", "pb", "clsact"])
+        rlab.dut.run(["tc", "filter", "add", "dev", "pb", "ingress", "pref", "1", "protocol",
+                      "all", "u32", "match", "u32", "0", "0"])
+        with pytest.raises(Exception) as exc:
+            rlab.start_dp()
+        said = str(exc.value)
+        # pa was attached before pb failed.
+        assert "router: port pa: tc fast path tc_router_fwd_peer on pa" in said, said
+        assert ("fast_path = tc: port pb: attaching tc_router_fwd_peer to pb's tc ingress "
+                "at priority 1: Invalid argument") in said, said
+        assert rlab.dp is None or not rlab.dp.running(), "edgeplane-dp still running"
+        for dev in ("pa", "pa_k", "pb_k"):
+            assert tc_filters(rlab, dev) == "", dev
+            assert "clsact" not in rlab.dut.run(["tc", "qdisc", "show", "dev", dev]).stdout, dev
+        shown = tc_filters(rlab, "pb")
+        assert " u32 " in shown and "bpf" not in shown, shown
+        links = rlab.dut.run(["ip", "link"]).stdout
+        assert "xdp" not in links, links

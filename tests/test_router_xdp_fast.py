@@ -70,6 +70,22 @@ def send_and_capture(lab, frames, host="b", bpf="udp"):
     return list(rdpcap(str(cap.path)))
 
 
+def test_a_capture_keeps_its_pcap_while_in_use_and_removes_it_with_the_object(lab):
+    """lab.bng_lab.Capture without a path: the pcap's folder (mkdtemp, not
+    mktemp's guessable name) lasts while the capture is read after its with
+    block, and goes with the object (bngcap-* were left in /tmp)."""
+    import gc
+    with Capture(lab.b, "eth0", "udp port 9") as cap:
+        pass
+    folder = cap.path.parent
+    assert folder.name.startswith("bngcap-") and cap.path.exists(), cap.path
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert cap.fields("frame.number") == []
+    del cap
+    gc.collect()
+    assert not folder.exists(), folder
+
+
 def test_fast_path_forwards_with_ttl_decremented_and_a_valid_checksum_past_the_worker(lab):
     assert_fast_forwarded_ipv4(lab)
 
@@ -113,6 +129,15 @@ def test_fast_path_forwards_ipv6_with_the_hop_limit_decremented(lab):
     assert moved.get("forwarded") == 20, moved
     assert worker_rx == sum(v for k, v in moved.items() if k.startswith("punt_")), (moved,
                                                                                     worker_rx)
+
+
+def test_a_bench_trial_records_the_fast_path_kind_its_bounds_name(lab):
+    """bench/bench_rfc2544_router.py's trial record (dut_delta) carries the
+    kind of fast path the DUT ran, which its bounds name."""
+    from bench.bench_rfc2544_router import dut_delta, dut_snapshot, fast_path_name
+    d = dut_delta(lab.dp, dut_snapshot(lab.dp), 1.0)
+    assert d["fast_path_kind"] == "xdp", d
+    assert fast_path_name(d) == "our XDP fast path"
 
 
 def test_with_an_acl_rule_every_frame_takes_the_full_pipeline_and_is_filtered(lab):
@@ -427,3 +452,48 @@ def test_a_fib_sized_past_the_fast_paths_tries_is_said_once_at_start(router_pipe
                 "entries): past that many routes every frame goes to the full pipeline")
         assert log.count(said) == 1, log
         assert "max_routes6" not in log, log
+
+
+def link_monitor(host, dev):
+    """`ip -o monitor link` in @host, returned once it has seen a change
+    made on @dev after it started (so it misses nothing that follows)."""
+    import os
+    import select
+    mon = host.popen(["ip", "-o", "monitor", "link"])
+    host.run(["ip", "link", "set", "dev", dev, "txqueuelen", "999"])
+    # Raw reads until the change shows: nothing waits in the file object's
+    # buffer, so the caller's read() later has all that followed.
+    seen, fd = b"", mon.stdout.fileno()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.2)[0]:
+            seen += os.read(fd, 65536)
+            if f"{dev}@".encode() in seen:
+                return mon
+    raise AssertionError(f"ip monitor saw no change on {dev}: {seen!r}")
+
+
+def test_a_port_that_refuses_the_program_fails_the_start_and_the_ports_before_it_keep_nothing(
+        router_pipeline):
+    """pa's program is attached (net_af_xdp, at its rx queue's setup), pb's
+    cannot be: pb holds another program in generic mode, which the PMD's
+    native attach may not replace.  The start fails naming pb; pa's
+    program, seen attached by a link monitor, is removed with the port, and
+    pb keeps its own."""
+    with RouterLab(tag="xr", device="af_xdp", peer_napi=True, start=False) as rlab:
+        from lab.dp import ROOT
+        noop = str(ROOT / "build" / "xdp" / "noop.o")
+        rlab.dut.run(["ip", "link", "set", "dev", "pb", "xdpgeneric", "obj", noop, "sec", "xdp"])
+        mon = link_monitor(rlab.dut, "pa")
+        with pytest.raises(Exception) as exc:
+            rlab.start_dp()
+        said = str(exc.value)
+        assert ("router: port pb: pb holds another XDP program, xdp_noop, which net_af_xdp "
+                "will not replace: the port cannot start") in said, said
+        assert "port pb: rx queue 0: Invalid argument" in said, said
+        assert rlab.dp is None or not rlab.dp.running(), "edgeplane-dp still running"
+        rlab.dut.stop_procs()
+        seen = [line for line in mon.stdout.read().splitlines() if "pa@" in line]
+        assert any("xdp/id:" in line for line in seen), seen
+        assert "xdp" not in rlab.dut.run(["ip", "link", "show", "pa"]).stdout
+        assert "xdp_noop" in rlab.dut.run(["ip", "link", "show", "pb"]).stdout

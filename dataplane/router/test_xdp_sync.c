@@ -135,26 +135,33 @@ in_sync(struct router_xdp *x)
 	return ok;
 }
 
+/* One tick of the control thread; then every port has synced, @p by
+ * ("log" or "compare"), port 0 with @p first route writes and every other
+ * port with @p rest, and each port's tries hold the FIB's routes. */
 static void
-check_by(struct router_xdp *x, const char *by, uint64_t writes)
+tick_synced(struct router_xdp *x, const char *by, uint64_t first, uint64_t rest)
 {
+	router_xdp_tick(x, 0);
 	for (int p = 0; p < x->r->e->n_ports; p++) {
 		EP_CHECK(x->port[p].last_by != NULL && strcmp(x->port[p].last_by, by) == 0);
-		EP_CHECK_EQ(x->port[p].last_route_writes, writes);
+		EP_CHECK_EQ(x->port[p].last_route_writes, p == 0 ? first : rest);
 	}
+	EP_CHECK(in_sync(x));
 }
 
 /* More route changes than the change log keeps, the table the same at the
- * end: the next sync cannot follow the log and compares the route list. */
+ * end, then a tick: the sync cannot follow the log and compares the route
+ * list (tick_synced(), by "compare"). */
 static void
-overrun_log(struct router *r)
+compare_synced(struct router_xdp *x, uint64_t first, uint64_t rest)
 {
 	struct ep_err err;
 
 	for (uint32_t i = 0; i <= EP_FIB_CHANGES / 2; i++) {
-		EP_CHECK(ep_fib_route_add(r->fib, "198.18.50.0/24", "198.18.1.2", &err) == 0);
-		EP_CHECK(ep_fib_route_del(r->fib, "198.18.50.0/24", &err) == 0);
+		EP_CHECK(ep_fib_route_add(x->r->fib, "198.18.50.0/24", "198.18.1.2", &err) == 0);
+		EP_CHECK(ep_fib_route_del(x->r->fib, "198.18.50.0/24", &err) == 0);
 	}
+	tick_synced(x, "compare", first, rest);
 }
 
 /* The fixture after its first sync: the tries were empty, so every
@@ -166,10 +173,8 @@ attached(struct router *r)
 
 	if (x == NULL)
 		return NULL;
-	router_xdp_tick(x, 0);
-	check_by(x, "compare", fib_routes(r));
 	EP_CHECK(fib_routes(r) > 4);
-	EP_CHECK(in_sync(x));
+	tick_synced(x, "compare", fib_routes(r), fib_routes(r));
 	return x;
 }
 
@@ -183,13 +188,9 @@ EP_TEST(xdp_sync_first_sync_after_attach_writes_every_route_then_the_log_only_ch
 		goto out;
 	EP_CHECK(ep_fib_route_add(r->fib, "198.18.40.0/24", "198.18.1.2", &err) == 0);
 	EP_CHECK(ep_fib_route_add(r->fib, "2001:db8:40::/48", "2001:db8:0:2::2", &err) == 0);
-	router_xdp_tick(x, 0);
-	check_by(x, "log", 2);
-	EP_CHECK(in_sync(x));
+	tick_synced(x, "log", 2, 2);
 	EP_CHECK(ep_fib_route_del(r->fib, "198.18.40.0/24", &err) == 0);
-	router_xdp_tick(x, 0);
-	check_by(x, "log", 1);
-	EP_CHECK(in_sync(x));
+	tick_synced(x, "log", 1, 1);
 	router_xdp_free(x);
 out:
 	router_free(r);
@@ -204,21 +205,13 @@ EP_TEST(xdp_sync_a_list_sync_after_a_list_sync_writes_only_what_changed)
 	if (x == NULL)
 		goto out;
 	/* A list sync right after the first: one route more, one write. */
-	overrun_log(r);
 	EP_CHECK(ep_fib_route_add(r->fib, "198.18.41.0/24", "198.18.1.2", &err) == 0);
-	router_xdp_tick(x, 0);
-	check_by(x, "compare", 1);
-	EP_CHECK(in_sync(x));
-	/* And another: one route fewer, one delete; one changed, one write. */
-	overrun_log(r);
+	compare_synced(x, 1, 1);
+	/* And another: one route fewer, one delete. */
 	EP_CHECK(ep_fib_route_del(r->fib, "198.18.41.0/24", &err) == 0);
-	router_xdp_tick(x, 0);
-	check_by(x, "compare", 1);
-	EP_CHECK(in_sync(x));
-	overrun_log(r);
-	router_xdp_tick(x, 0);
-	check_by(x, "compare", 0);
-	EP_CHECK(in_sync(x));
+	compare_synced(x, 1, 1);
+	/* And one with nothing changed: no write. */
+	compare_synced(x, 0, 0);
 	router_xdp_free(x);
 out:
 	router_free(r);
@@ -236,9 +229,7 @@ EP_TEST(xdp_sync_a_list_sync_removes_foreign_entries_and_rewrites_changed_ones)
 	if (x == NULL)
 		goto out;
 	EP_CHECK(ep_fib_route_add(r->fib, "198.18.42.0/24", "198.18.1.2", &err) == 0);
-	router_xdp_tick(x, 0);
-	check_by(x, "log", 1);
-	EP_CHECK(in_sync(x));
+	tick_synced(x, "log", 1, 1);
 	/* Another writer: a route the FIB does not have in each trie of port
 	 * 0, and the FIB's 198.18.42.0/24 pointed elsewhere. */
 	memset(&k4, 0, sizeof(k4));
@@ -254,12 +245,8 @@ EP_TEST(xdp_sync_a_list_sync_removes_foreign_entries_and_rewrites_changed_ones)
 	EP_CHECK(bpf_map_update_elem(x->port[0].fd_route4, &k4, &bad, BPF_ANY) == 0);
 	EP_CHECK(!in_sync(x));
 
-	overrun_log(r);
-	router_xdp_tick(x, 0);
-	EP_CHECK(in_sync(x));
-	EP_CHECK(strcmp(x->port[0].last_by, "compare") == 0);
-	EP_CHECK_EQ(x->port[0].last_route_writes, 3);      /* one rewrite, two deletes */
-	EP_CHECK_EQ(x->port[1].last_route_writes, 0);
+	/* Port 0: one rewrite, two deletes; port 1 had nothing to repair. */
+	compare_synced(x, 3, 0);
 	EP_CHECK(bpf_map_lookup_elem(x->port[0].fd_route4, &k4, &have) == 0 && have != bad);
 	router_xdp_free(x);
 out:

@@ -205,7 +205,9 @@ attached_name(int ifindex, char *name, size_t len)
  * without closing its port (SIGKILL, a crash): the PMD then cannot attach
  * its own and the port fails to start ("XDP program already attached").
  * Our program left on the port's interface by such a process is removed
- * before the port opens; any other program is left alone. */
+ * before the port opens; any other program is left alone, and named, as
+ * the port's start will then fail (the ports before it have opened and
+ * are closed again, their programs with them). */
 static void
 detach_stale(const struct ep_port *p)
 {
@@ -229,6 +231,10 @@ detach_stale(const struct ep_port *p)
 	if (strcmp(name, FWD_PROG_NAME) == 0 && bpf_xdp_detach(ifindex, 0, NULL) == 0)
 		printf("router: port %s: removed the " FWD_PROG_NAME " a process that did not exit "
 		       "left on %s\n", p->name, ifname);
+	else if (name[0] != '\0')
+		printf("router: port %s: %s holds another XDP program, %s, which net_af_xdp will "
+		       "not replace: the port cannot start\n", p->name, ifname, name);
+	fflush(stdout);
 }
 
 int

@@ -36,7 +36,21 @@
  * process that died left on the devices, with a fresh copy whose config
  * says punt everything until the first sync: no stale program forwards on
  * stale maps past a restart.  Stop detaches both programs and removes the
- * clsact hooks this process created.
+ * clsact hooks we own, when nothing else is left on them.
+ *
+ * Which hooks we own is recorded where it survives a crash and cannot go
+ * stale: in our filter's handle on the hook itself.  A filter on a clsact
+ * hook that was there before us has handle TC_HANDLE_FOUND; on one we
+ * created, TC_HANDLE_MADE.  A process that finds the hook (EEXIST) with
+ * our filter of handle TC_HANDLE_MADE on it, left by one of ours that died,
+ * owns that hook as its creator did, and keeps the handle.  A record in a
+ * file instead would outlive the hook (an operator's `tc qdisc del`, a
+ * device gone) and then name someone else's, and ifindexes repeat across
+ * namespaces.  Removing every clsact that is empty after our detach,
+ * owned or not, would break whoever else uses one: an operator's hook
+ * waiting for its filters, a chain template, a shared block.  And an
+ * owned hook that holds someone else's filter (added to it while we ran)
+ * is left: destroying the qdisc would take their filter with it.
  */
 #include <errno.h>
 #include <net/if.h>
@@ -47,6 +61,9 @@
 #include <unistd.h>
 
 #include <linux/ethtool.h>
+#include <linux/netlink.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
 #include <linux/sockios.h>
 
 #include <bpf/bpf.h>
@@ -58,7 +75,8 @@
 #include "xdp_fast.h"
 #include "xdp_fast_private.h"
 
-#define TC_HANDLE 0xe9f0        /* ours on every hook we attach to */
+#define TC_HANDLE_FOUND 0xe9f0  /* ours, on a clsact hook that was there before us */
+#define TC_HANDLE_MADE 0xe9f1   /* ours, on a clsact hook one of ours created */
 #define TC_PRIORITY 1
 #define TC_PUNT_OUT "tc_router_punt_out"
 
@@ -161,34 +179,96 @@ tc_ports_config(struct ep_engine *e, enum fast_kind kind, uint32_t polled, struc
 	return 0;
 }
 
+/* Whether our filter of handle TC_HANDLE_MADE is on @p hook: a process of
+ * ours created the hook. */
+static bool
+hook_made_by_us(struct bpf_tc_hook *hook)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, q, .handle = TC_HANDLE_MADE, .priority = TC_PRIORITY);
+
+	return bpf_tc_query(hook, &q) == 0;
+}
+
+/* Our program on @p ifindex's tc ingress, with handle TC_HANDLE_MADE on a
+ * hook we own (*created), TC_HANDLE_FOUND otherwise. */
 static int
 hook_attach(int ifindex, int prog_fd, bool *created, bool *attached)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = TC_HANDLE, .priority = TC_PRIORITY,
-			    .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .priority = TC_PRIORITY, .prog_fd = prog_fd,
+			    .flags = BPF_TC_F_REPLACE);
 	int rc = bpf_tc_hook_create(&hook);
 
 	if (rc == 0)
 		*created = true;
 	else if (rc != -EEXIST)
 		return rc;
+	else
+		*created = hook_made_by_us(&hook);
+	opts.handle = *created ? TC_HANDLE_MADE : TC_HANDLE_FOUND;
 	rc = bpf_tc_attach(&hook, &opts);
 	if (rc == 0)
 		*attached = true;
 	return rc;
 }
 
+/* Whether @p ifindex's clsact holds any filter at @p parent (a netlink
+ * dump of its filters, RTM_GETTFILTER: libbpf's tc API queries one handle
+ * only); -1 when the dump fails. */
+static int
+point_has_filters(int ifindex, uint32_t parent)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct tcmsg tc;
+	} req = {
+		.nh = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct tcmsg)), .nlmsg_type = RTM_GETTFILTER,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
+		.tc = { .tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex, .tcm_parent = parent },
+	};
+	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), found = -1;
+
+	if (fd < 0)
+		return -1;
+	if (send(fd, &req, req.nh.nlmsg_len, 0) < 0)
+		goto out;
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *nh = (struct nlmsghdr *)buf;
+
+		if (n <= 0)
+			goto out;
+		for (; NLMSG_OK(nh, (size_t)n); nh = NLMSG_NEXT(nh, n)) {
+			if (nh->nlmsg_type == NLMSG_DONE) {
+				found = found > 0;
+				goto out;
+			}
+			if (nh->nlmsg_type == NLMSG_ERROR)
+				goto out;
+			if (nh->nlmsg_type == RTM_NEWTFILTER)
+				found = 1;
+		}
+	}
+out:
+	close(fd);
+	return found;
+}
+
 static void
 hook_detach(int ifindex, bool *created, bool *attached)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = TC_HANDLE, .priority = TC_PRIORITY);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .priority = TC_PRIORITY,
+			    .handle = *created ? TC_HANDLE_MADE : TC_HANDLE_FOUND);
 
 	if (*attached)
 		bpf_tc_detach(&hook, &opts);
-	if (*created) {
-		/* Both points: removes the clsact qdisc we added. */
+	/* Ours, and nothing else on it at either point: the whole clsact
+	 * qdisc goes (both points at once). */
+	if (*created &&
+	    point_has_filters(ifindex, TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS)) == 0 &&
+	    point_has_filters(ifindex, TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_EGRESS)) == 0) {
 		hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
 		bpf_tc_hook_destroy(&hook);
 	}
@@ -201,6 +281,18 @@ put_u32(struct bpf_object *obj, const char *map, uint32_t key, uint32_t val)
 	int fd = bpf_object__find_map_fd_by_name(obj, map);
 
 	return fd < 0 ? -1 : bpf_map_update_elem(fd, &key, &val, BPF_ANY);
+}
+
+/* A device that refused a program: which, where, and why.  EINVAL from
+ * the replace is most often another classifier (u32, flower, ...) at our
+ * priority: the kernel keeps one kind per priority and protocol. */
+static int
+attach_error(struct ep_err *err, const char *port, const char *prog, const char *dev, int rc)
+{
+	return ep_err_set(err, "fast_path = tc: port %s: attaching %s to %s's tc ingress "
+			  "at priority %d: %s%s; no port keeps a program", port, prog, dev,
+			  TC_PRIORITY, strerror(-rc),
+			  rc == -EINVAL ? " (a filter of another kind at that priority?)" : "");
 }
 
 static int
@@ -239,15 +331,16 @@ attach_port(struct router_xdp *x, int p, struct ep_err *err)
 	    put_u32(xp->obj, "fwd_tc_wire", 0, (uint32_t)xp->ifindex) != 0)
 		return ep_err_set(err, "fast_path = tc: port %s: writing the punt and wire devices: %s",
 				  name, strerror(errno));
-	/* The way back first, then the way in. */
+	/* The way back first, then the way in.  On a failure the caller
+	 * detaches every port, this one's punt program included. */
 	rc = hook_attach(xp->punt_ifindex, bpf_program__fd(out), &xp->tc_punt_hook,
 			 &xp->tc_punt_attached);
-	if (rc == 0)
-		rc = hook_attach(xp->ifindex, bpf_program__fd(fwd), &xp->tc_wire_hook,
-				 &xp->tc_wire_attached);
 	if (rc != 0)
-		return ep_err_set(err, "fast_path = tc: port %s: attaching to %s / %s: %s", name,
-				  xp->wire, xp->punt, strerror(-rc));
+		return attach_error(err, name, TC_PUNT_OUT, xp->punt, rc);
+	rc = hook_attach(xp->ifindex, bpf_program__fd(fwd), &xp->tc_wire_hook,
+			 &xp->tc_wire_attached);
+	if (rc != 0)
+		return attach_error(err, name, x->tc_prog_name, xp->wire, rc);
 	printf("router: port %s: tc fast path %s on %s, punting through %s\n", name,
 	       x->tc_prog_name, xp->wire, xp->punt);
 	return 0;

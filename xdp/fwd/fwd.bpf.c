@@ -17,15 +17,16 @@
  * same way; unlike xdp_fwd this does not ask the kernel's FIB
  * (bpf_fib_lookup) but the router's own tables, so both paths route alike.
  *
- * Taken: an untagged frame to the port's MAC; IPv4 without options, with
- * a verified header checksum, or IPv6 without extension headers (the
- * pipeline walks and judges those); TTL / hop limit > 1; source
- * and destination not martian (RFC 1812 5.3.7, RFC 4291 2.5.6); a route
- * (LPM trie per family) to a next hop that is resolved, on a port in the
- * devmap, with an MTU the packet fits.  Then: TTL - 1 with the incremental
- * checksum update (RFC 1624, "Computation of the Internet Checksum via
- * Incremental Update") or hop limit - 1 (no IPv6 header checksum), both
- * MACs rewritten, redirected.
+ * Taken (fwd_check() of fwd_common.h, the chain the tc program runs too):
+ * an untagged frame to the port's MAC; IPv4 without options, with a
+ * verified header checksum, or IPv6 without extension headers (the
+ * pipeline walks and judges those); TTL / hop limit > 1; source and
+ * destination not martian (RFC 1812 5.3.7, RFC 4291 2.5.6); a route (LPM
+ * trie per family) to a next hop that is resolved, with an MTU the packet
+ * fits; then here, its port in the devmap.  Then (fwd_decrement()): TTL - 1
+ * with the incremental checksum update (RFC 1624, "Computation of the
+ * Internet Checksum via Incremental Update") or hop limit - 1 (no IPv6
+ * header checksum); both MACs rewritten, redirected.
  * Everything else counts its punt reason (fwd_reasons.def) and goes to the
  * socket; the full pipeline then does what the router does for it (ARP,
  * ICMP errors, ACL, fragmentation, ...).  While the router has ACL rules,
@@ -71,100 +72,25 @@ static __always_inline int redirect(struct fwd_nh *hop)
 	return bpf_redirect_map(&fwd_tx_ports, hop->port, 0);
 }
 
-static __always_inline int forward(struct ethhdr *eth, struct fwd_nh *hop, int verdict)
-{
-	__builtin_memcpy(eth, hop->eth, 12);
-	count(FWD_FORWARDED);
-	return verdict;
-}
-
-static __always_inline int fwd_ipv4(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *iph,
-				    void *data_end)
-{
-	struct fwd_lpm4_key key;
-	struct fwd_nh *hop;
-	__u32 why = 0;
-	__u16 old, new;
-	int verdict;
-
-	if ((void *)(iph + 1) > data_end || *(__u8 *)iph != 0x45 ||
-	    bpf_ntohs(iph->tot_len) < sizeof(*iph) ||
-	    bpf_ntohs(iph->tot_len) > (__u64)(data_end - (void *)iph) || !ipv4_csum_ok(iph))
-		return punt(ctx, FWD_PUNT_IP_HEADER);
-	if (iph->ttl <= 1)
-		return punt(ctx, FWD_PUNT_TTL);
-	if (martian4(iph->saddr) || martian4(iph->daddr))
-		return punt(ctx, FWD_PUNT_MARTIAN);
-	key.prefixlen = 32;
-	key.addr = iph->daddr;
-	hop = next_hop(bpf_map_lookup_elem(&fwd_route4, &key), bpf_ntohs(iph->tot_len), &why);
-	if (!hop)
-		return punt(ctx, why);
-	verdict = redirect(hop);
-	if (verdict != XDP_REDIRECT)
-		return punt(ctx, FWD_PUNT_PORT);
-	/* TTL is the high byte of the header's fifth word (TTL, protocol). */
-	old = ((__u16 *)iph)[4];
-	iph->ttl--;
-	new = ((__u16 *)iph)[4];
-	csum_replace_words(&iph->check, &old, &new, 1);
-	return forward(eth, hop, verdict);
-}
-
-static __always_inline int fwd_ipv6(struct xdp_md *ctx, struct ethhdr *eth, struct ipv6hdr *ip6h,
-				    void *data_end)
-{
-	struct fwd_lpm6_key key;
-	struct fwd_nh *hop;
-	__u32 why = 0;
-	int verdict;
-
-	if ((void *)(ip6h + 1) > data_end || ip6h->version != 6 ||
-	    sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len) > (__u64)(data_end - (void *)ip6h) ||
-	    ipv6_ext(ip6h->nexthdr))
-		return punt(ctx, FWD_PUNT_IP_HEADER);
-	if (ip6h->hop_limit <= 1)
-		return punt(ctx, FWD_PUNT_TTL);
-	if (martian6(&ip6h->saddr) || martian6(&ip6h->daddr))
-		return punt(ctx, FWD_PUNT_MARTIAN);
-	key.prefixlen = 128;
-	__builtin_memcpy(key.addr, &ip6h->daddr, 16);
-	hop = next_hop(bpf_map_lookup_elem(&fwd_route6, &key),
-		       sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len), &why);
-	if (!hop)
-		return punt(ctx, why);
-	verdict = redirect(hop);
-	if (verdict != XDP_REDIRECT)
-		return punt(ctx, FWD_PUNT_PORT);
-	ip6h->hop_limit--;
-	return forward(eth, hop, verdict);
-}
-
 SEC("xdp")
 int xdp_router_fwd(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct hdr_cursor nh = { .pos = data };
-	struct ethhdr *eth;
+	struct fwd_hit h = {};
 	struct fwd_cfg *cfg;
-	__u32 zero = 0;
-	int proto;
+	int verdict;
 
-	cfg = bpf_map_lookup_elem(&fwd_cfg_map, &zero);
-	if (!cfg || !cfg->enabled)
-		return punt(ctx, FWD_PUNT_DISABLED);
-	if (!cfg->acl_empty)
-		return punt(ctx, FWD_PUNT_ACL);
-
-	proto = parse_ethhdr(&nh, data_end, &eth);
-	if (proto < 0 || !mac_eq(eth->h_dest, cfg->mac))
-		return punt(ctx, FWD_PUNT_L2);
-	if (proto == bpf_htons(ETH_P_IP))
-		return fwd_ipv4(ctx, eth, nh.pos, data_end);
-	if (proto == bpf_htons(ETH_P_IPV6))
-		return fwd_ipv6(ctx, eth, nh.pos, data_end);
-	return punt(ctx, proto_is_vlan(proto) ? FWD_PUNT_L2 : FWD_PUNT_NOT_IP);
+	cfg = fwd_cfg_get(&h.why);
+	if (!cfg || !fwd_check(cfg, data, data_end, data_end - data, &h))
+		return punt(ctx, h.why);
+	verdict = redirect(h.hop);
+	if (verdict != XDP_REDIRECT)
+		return punt(ctx, FWD_PUNT_PORT);
+	fwd_decrement(&h);
+	__builtin_memcpy(data, h.hop->eth, 12);
+	count(FWD_FORWARDED);
+	return verdict;
 }
 
 char _license[] SEC("license") = "GPL";

@@ -3,10 +3,24 @@
  * @file
  * What the router's two fast-path programs share: the maps of fwd.h that
  * the control path writes (route LPM tries, next hops, cfg, the counters of
- * fwd_reasons.def) and the checks both make before forwarding.  Included
- * by fwd.bpf.c (XDP, loaded by net_af_xdp) and tcfwd.bpf.c (tc ingress, the
- * measurement program of docs/benchmarks/rfc2544-router-fast-paths.md, "A
- * copy-free path on veth: tc ingress"), once per object.
+ * fwd_reasons.def) and the one check chain both run before forwarding
+ * (fwd_check(), then fwd_decrement()).  Included by fwd.bpf.c (XDP, loaded
+ * by net_af_xdp) and tcfwd.bpf.c (tc ingress, the router's fast_path = tc),
+ * once per object.
+ *
+ * A program is, in order:
+ *   fwd_cfg_get()      enabled, no ACL rules
+ *   fwd_check()        L2, IP header and checksum, TTL / hop limit,
+ *                      martians, route, next hop, MTU: the next hop or a
+ *                      punt reason, the frame untouched
+ *   its port step      the next hop's port in its own map (XDP: the devmap,
+ *                      through bpf_redirect_map(); tc: fwd_tc_ports), a
+ *                      punt (punt_port) with the frame still untouched
+ *   fwd_decrement()    TTL - 1 with RFC 1624's incremental checksum update,
+ *                      or hop limit - 1
+ *   its ending         the MACs and the redirect
+ * A check added to fwd_check() reaches both programs; only the frame's
+ * bounds, the port step and the ending are a program's own.
  */
 #ifndef EDGEPLANE_FWD_COMMON_H
 #define EDGEPLANE_FWD_COMMON_H
@@ -151,6 +165,146 @@ static __always_inline struct fwd_nh *next_hop(__u32 *idx, __u32 len, __u32 *why
 		return 0;
 	}
 	return hop;
+}
+
+/* fwd_cfg_map[0] when the fast path may forward at all; NULL with *why set
+ * (punt_disabled, punt_acl: while the router has ACL rules every frame
+ * goes to the full pipeline, which filters). */
+static __always_inline struct fwd_cfg *fwd_cfg_get(__u32 *why)
+{
+	__u32 zero = 0;
+	struct fwd_cfg *cfg = bpf_map_lookup_elem(&fwd_cfg_map, &zero);
+
+	if (!cfg || !cfg->enabled) {
+		*why = FWD_PUNT_DISABLED;
+		return 0;
+	}
+	if (!cfg->acl_empty) {
+		*why = FWD_PUNT_ACL;
+		return 0;
+	}
+	return cfg;
+}
+
+/* What fwd_check() found for a frame to forward. */
+struct fwd_hit {
+	struct fwd_nh *hop;     /* the next hop (fwd_nexthops[nh_idx]) */
+	void *l3;               /* the IP header, within the frame's bounds */
+	__u32 nh_idx;           /* the route's value: the next hop's index */
+	__u32 why;              /* the punt reason when fwd_check() returns NULL */
+	__u8 v6;                /* l3 is an IPv6 header */
+};
+
+static __always_inline struct fwd_nh *fwd_check4(struct iphdr *iph, void *data_end, __u64 room,
+						 struct fwd_hit *h)
+{
+	struct fwd_lpm4_key key;
+	__u32 *idx;
+
+	if ((void *)(iph + 1) > data_end || *(__u8 *)iph != 0x45 ||
+	    bpf_ntohs(iph->tot_len) < sizeof(*iph) || bpf_ntohs(iph->tot_len) > room ||
+	    !ipv4_csum_ok(iph)) {
+		h->why = FWD_PUNT_IP_HEADER;
+		return 0;
+	}
+	if (iph->ttl <= 1) {
+		h->why = FWD_PUNT_TTL;
+		return 0;
+	}
+	if (martian4(iph->saddr) || martian4(iph->daddr)) {
+		h->why = FWD_PUNT_MARTIAN;
+		return 0;
+	}
+	key.prefixlen = 32;
+	key.addr = iph->daddr;
+	idx = bpf_map_lookup_elem(&fwd_route4, &key);
+	h->hop = next_hop(idx, bpf_ntohs(iph->tot_len), &h->why);
+	if (h->hop)
+		h->nh_idx = *idx;
+	return h->hop;
+}
+
+static __always_inline struct fwd_nh *fwd_check6(struct ipv6hdr *ip6h, void *data_end,
+						 __u64 room, struct fwd_hit *h)
+{
+	struct fwd_lpm6_key key;
+	__u32 *idx;
+
+	if ((void *)(ip6h + 1) > data_end || ip6h->version != 6 ||
+	    sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len) > room || ipv6_ext(ip6h->nexthdr)) {
+		h->why = FWD_PUNT_IP_HEADER;
+		return 0;
+	}
+	if (ip6h->hop_limit <= 1) {
+		h->why = FWD_PUNT_TTL;
+		return 0;
+	}
+	if (martian6(&ip6h->saddr) || martian6(&ip6h->daddr)) {
+		h->why = FWD_PUNT_MARTIAN;
+		return 0;
+	}
+	key.prefixlen = 128;
+	__builtin_memcpy(key.addr, &ip6h->daddr, 16);
+	idx = bpf_map_lookup_elem(&fwd_route6, &key);
+	h->hop = next_hop(idx, sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len), &h->why);
+	if (h->hop)
+		h->nh_idx = *idx;
+	return h->hop;
+}
+
+/*
+ * The checks before forwarding, on the frame at @p data: the next hop, with
+ * the IP header and the route's next-hop index in @p h, or NULL with
+ * h->why the punt reason.  The frame is not written.
+ *
+ * @p data_end bounds what the program may read; @p len is the frame's
+ * length in bytes, which the IP header's length must not exceed: the same
+ * as data_end - data for XDP, skb->len at tc, where bytes past data_end
+ * (an skb's paged part) are the frame's too.
+ */
+static __always_inline struct fwd_nh *fwd_check(const struct fwd_cfg *cfg, void *data,
+						void *data_end, __u64 len, struct fwd_hit *h)
+{
+	struct ethhdr *eth = data;
+	__be16 proto;
+
+	if ((void *)(eth + 1) > data_end || !mac_eq(eth->h_dest, cfg->mac)) {
+		h->why = FWD_PUNT_L2;
+		return 0;
+	}
+	/* struct ethhdr is packed: eth->h_proto would be two byte loads. */
+	proto = ((const __be16 *)eth)[6];
+	h->l3 = eth + 1;
+	if (proto == bpf_htons(ETH_P_IP)) {
+		h->v6 = 0;
+		return fwd_check4(h->l3, data_end, len - sizeof(*eth), h);
+	}
+	if (proto == bpf_htons(ETH_P_IPV6)) {
+		h->v6 = 1;
+		return fwd_check6(h->l3, data_end, len - sizeof(*eth), h);
+	}
+	h->why = proto_is_vlan(proto) ? FWD_PUNT_L2 : FWD_PUNT_NOT_IP;
+	return 0;
+}
+
+/* After fwd_check() and the program's port step: TTL - 1 with the
+ * incremental checksum update (RFC 1624, "Computation of the Internet
+ * Checksum via Incremental Update"), or hop limit - 1 (IPv6 has no header
+ * checksum). */
+static __always_inline void fwd_decrement(struct fwd_hit *h)
+{
+	if (h->v6) {
+		((struct ipv6hdr *)h->l3)->hop_limit--;
+	} else {
+		struct iphdr *iph = h->l3;
+		__u16 old, new;
+
+		/* TTL is the high byte of the header's fifth word (TTL, protocol). */
+		old = ((__u16 *)iph)[4];
+		iph->ttl--;
+		new = ((__u16 *)iph)[4];
+		csum_replace_words(&iph->check, &old, &new, 1);
+	}
 }
 
 #endif

@@ -20,11 +20,12 @@
  * cfg, the counters of fwd_reasons.def), so that the router's control
  * path could write both alike; the devmap becomes fwd_tc_ports (the
  * engine's port -> the ifindex of its veth in this namespace).  The same
- * checks in the same order (header and checksum, TTL / hop limit,
- * martians, route, next hop, MTU, port), then TTL - 1 with RFC 1624's
- * incremental update ("Computation of the Internet Checksum via
- * Incremental Update") or hop limit - 1, and one of three endings, one
- * program each:
+ * check chain, fwd_common.h's fwd_check() (header and checksum, TTL / hop
+ * limit, martians, route, next hop, MTU), bounded by skb->len where the XDP
+ * program has the frame's end; then the port in fwd_tc_ports, TTL - 1
+ * with RFC 1624's incremental update ("Computation of the Internet
+ * Checksum via Incremental Update") or hop limit - 1 (fwd_decrement()),
+ * and one of three endings, one program each:
  *   tc_router_fwd_peer   both MACs from the next hop, bpf_redirect_peer()
  *   tc_router_fwd        both MACs from the next hop, bpf_redirect() (egress)
  *   tc_router_fwd_neigh  bpf_redirect_neigh() to the next hop's address
@@ -90,33 +91,22 @@ static __always_inline int punt(__u32 why)
 	return TC_ACT_OK;
 }
 
-/* next_hop() (fwd_common.h), then its port's ifindex in place of the
- * devmap slot. */
-static __always_inline struct fwd_nh *tc_next_hop(__u32 *idx, __u32 len, __u32 *ifindex,
-						  __u32 *why)
+/* The port step: the next hop's port -> its wire's ifindex, in place of
+ * the XDP program's devmap slot; 0 when the port has none (punt_port). */
+static __always_inline __u32 tc_port(const struct fwd_nh *hop)
 {
-	struct fwd_nh *hop = next_hop(idx, len, why);
-	__u32 port, *dev;
+	__u32 port = hop->port, *dev = bpf_map_lookup_elem(&fwd_tc_ports, &port);
 
-	if (!hop)
-		return 0;
-	port = hop->port;
-	dev = bpf_map_lookup_elem(&fwd_tc_ports, &port);
-	if (!dev || !*dev) {
-		*why = FWD_PUNT_PORT;
-		return 0;
-	}
-	*ifindex = *dev;
-	return hop;
+	return dev ? *dev : 0;
 }
 
-static __always_inline int send(struct ethhdr *eth, struct fwd_nh *hop, __u32 nh_idx,
-				__u32 ifindex, enum tc_ending end)
+static __always_inline int send(void *data, const struct fwd_hit *h, __u32 ifindex,
+				enum tc_ending end)
 {
 	count(FWD_FORWARDED);
 	if (end == END_NEIGH) {
 		struct bpf_redir_neigh nh = { .nh_family = TC_AF_INET };
-		__u32 *a = bpf_map_lookup_elem(&fwd_tc_nh4, &nh_idx);
+		__u32 idx = h->nh_idx, *a = h->v6 ? 0 : bpf_map_lookup_elem(&fwd_tc_nh4, &idx);
 
 		if (a && *a) {
 			nh.ipv4_nh = *a;
@@ -125,7 +115,7 @@ static __always_inline int send(struct ethhdr *eth, struct fwd_nh *hop, __u32 nh
 		/* IPv6, or no address: the kernel's route for the packet. */
 		return bpf_redirect_neigh(ifindex, 0, 0, 0);
 	}
-	__builtin_memcpy(eth, hop->eth, 12);
+	__builtin_memcpy(data, h->hop->eth, 12);
 	if (end == END_PEER)
 		return bpf_redirect_peer(ifindex, 0);
 	return bpf_redirect(ifindex, 0);
@@ -135,21 +125,18 @@ static __always_inline int tc_fwd(struct __sk_buff *skb, enum tc_ending end)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-	struct fwd_nh *hop;
+	struct fwd_hit h = {};
 	struct fwd_cfg *cfg;
-	__u32 zero = 0, why = 0, ifindex = 0, *idx;
+	__u32 ifindex;
 
-	cfg = bpf_map_lookup_elem(&fwd_cfg_map, &zero);
-	if (!cfg || !cfg->enabled)
-		return punt(FWD_PUNT_DISABLED);
-	if (!cfg->acl_empty)
-		return punt(FWD_PUNT_ACL);
+	cfg = fwd_cfg_get(&h.why);
+	if (!cfg)
+		return punt(h.why);
 	/* af_packet's TX ring (tpacket_snd) leaves only the Ethernet header in
 	 * the skb's linear part: pull the IP header in, as ip_rcv's
 	 * pskb_may_pull() does (a copy of the header only). */
-	if (data + sizeof(*eth) + sizeof(struct ipv6hdr) > data_end) {
-		__u32 want = sizeof(*eth) + sizeof(struct ipv6hdr);
+	if (data + sizeof(struct ethhdr) + sizeof(struct ipv6hdr) > data_end) {
+		__u32 want = sizeof(struct ethhdr) + sizeof(struct ipv6hdr);
 
 		if (skb->len < want)
 			want = skb->len;
@@ -157,57 +144,14 @@ static __always_inline int tc_fwd(struct __sk_buff *skb, enum tc_ending end)
 			return punt(FWD_PUNT_IP_HEADER);
 		data = (void *)(long)skb->data;
 		data_end = (void *)(long)skb->data_end;
-		eth = data;
 	}
-	if ((void *)(eth + 1) > data_end || !mac_eq(eth->h_dest, cfg->mac))
-		return punt(FWD_PUNT_L2);
-	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *iph = (void *)(eth + 1);
-		struct fwd_lpm4_key key;
-		__u16 old, new;
-
-		if ((void *)(iph + 1) > data_end || *(__u8 *)iph != 0x45 ||
-		    bpf_ntohs(iph->tot_len) < sizeof(*iph) ||
-		    bpf_ntohs(iph->tot_len) > skb->len - sizeof(*eth) || !ipv4_csum_ok(iph))
-			return punt(FWD_PUNT_IP_HEADER);
-		if (iph->ttl <= 1)
-			return punt(FWD_PUNT_TTL);
-		if (martian4(iph->saddr) || martian4(iph->daddr))
-			return punt(FWD_PUNT_MARTIAN);
-		key.prefixlen = 32;
-		key.addr = iph->daddr;
-		idx = bpf_map_lookup_elem(&fwd_route4, &key);
-		hop = tc_next_hop(idx, bpf_ntohs(iph->tot_len), &ifindex, &why);
-		if (!hop || !idx)
-			return punt(why);
-		old = ((__u16 *)iph)[4];
-		iph->ttl--;
-		new = ((__u16 *)iph)[4];
-		csum_replace_words(&iph->check, &old, &new, 1);
-		return send(eth, hop, *idx, ifindex, end);
-	}
-	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6h = (void *)(eth + 1);
-		struct fwd_lpm6_key key;
-
-		if ((void *)(ip6h + 1) > data_end || ip6h->version != 6 ||
-		    sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len) > skb->len - sizeof(*eth) ||
-		    ipv6_ext(ip6h->nexthdr))
-			return punt(FWD_PUNT_IP_HEADER);
-		if (ip6h->hop_limit <= 1)
-			return punt(FWD_PUNT_TTL);
-		if (martian6(&ip6h->saddr) || martian6(&ip6h->daddr))
-			return punt(FWD_PUNT_MARTIAN);
-		key.prefixlen = 128;
-		__builtin_memcpy(key.addr, &ip6h->daddr, 16);
-		idx = bpf_map_lookup_elem(&fwd_route6, &key);
-		hop = tc_next_hop(idx, sizeof(*ip6h) + bpf_ntohs(ip6h->payload_len), &ifindex, &why);
-		if (!hop || !idx)
-			return punt(why);
-		ip6h->hop_limit--;
-		return send(eth, hop, 0, ifindex, end);
-	}
-	return punt(proto_is_vlan(eth->h_proto) ? FWD_PUNT_L2 : FWD_PUNT_NOT_IP);
+	if (!fwd_check(cfg, data, data_end, skb->len, &h))
+		return punt(h.why);
+	ifindex = tc_port(h.hop);
+	if (!ifindex)
+		return punt(FWD_PUNT_PORT);
+	fwd_decrement(&h);
+	return send(data, &h, ifindex, end);
 }
 
 SEC("tc")

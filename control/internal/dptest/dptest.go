@@ -30,6 +30,7 @@ func Binary() string {
 type BNG struct {
 	Socket string
 	Config string
+	Netns  string // the network namespace it runs in ("": the test's own)
 	cmd    *exec.Cmd
 	out    *os.File
 	t      testing.TB
@@ -134,13 +135,21 @@ filter = 1 10 deny proto=17 dport=137-139
 // stops it.
 func Start(t testing.TB, sections string) *BNG {
 	t.Helper()
+	return StartIn(t, "", sections)
+}
+
+// StartIn is Start in the named network namespace (`ip netns exec`, which
+// execs edgeplane-dp itself: Kill and Stop signal the data plane); the
+// control socket is a path, reachable from the test's namespace.
+func StartIn(t testing.TB, netns, sections string) *BNG {
+	t.Helper()
 	bin := Binary()
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s: %v (run `make build-dp`)", bin, err)
 	}
 	dir := t.TempDir()
 	b := &BNG{Socket: filepath.Join(dir, "dp.sock"), Config: filepath.Join(dir, "dp.conf"), t: t,
-		exited: make(chan struct{})}
+		Netns: netns, exited: make(chan struct{})}
 	// Ordinary memory (these tests move few packets, if any) and no telemetry
 	// socket: DPDK's telemetry start-up connects to the default
 	// /var/run/dpdk/rte/dpdk_telemetry.v2 to see whether another process
@@ -169,6 +178,9 @@ func (b *BNG) start() {
 	b.out = out
 	b.exited = make(chan struct{})
 	b.cmd = exec.Command(Binary(), "-c", b.Config)
+	if b.Netns != "" {
+		b.cmd = exec.Command("ip", "netns", "exec", b.Netns, Binary(), "-c", b.Config)
+	}
 	b.cmd.Stdout, b.cmd.Stderr = out, out
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := b.cmd.Start(); err != nil {

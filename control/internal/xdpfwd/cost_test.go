@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,11 @@ import (
 // threshold: the figures are reported, not judged
 // (docs/benchmarks/rfc2544-router-fast-paths.md, "What is left of our
 // process, and the program's own cost").
+//
+// The tc program (tc_router_fwd_peer, the same check chain) is timed in
+// the same rounds on the same frames (tc-ipv4, tc-ipv6): its test run
+// builds an skb, so it has no floor here and only its ns per repeat is
+// reported, for A/B runs of its own.
 
 const (
 	costRepeat = 250 // the frame's TTL 255 stays above 1 for every repeat
@@ -43,9 +49,10 @@ type costVariant struct {
 	want  uint32 // the verdict of every repeat: the path timed is the one named
 }
 
-// costVariants loads the three programs with the maps each one's forwarded
-// path reads: the fixture of the program's tests, with the next hop's MAC
-// the port's own; the floor's one next hop and devmap slot (lo).
+// costVariants loads the programs with the maps each one's forwarded path
+// reads: the fixture of the program's tests (the XDP and the tc program
+// alike), with the next hop's MAC the port's own; the floor's one next hop
+// and devmap slot (lo).
 func costVariants(tb testing.TB) []costVariant {
 	tb.Helper()
 	f := load(tb)
@@ -55,6 +62,10 @@ func costVariants(tb testing.TB) []costVariant {
 	copy(v.Eth[:6], portMAC)
 	copy(v.Eth[6:], outMAC)
 	if err := f.objs.FwdNexthops.Put(uint32(nhRouted), v); err != nil {
+		tb.Fatal(err)
+	}
+	tc := loadTC(tb)
+	if err := tc.nexthops.Put(uint32(nhRouted), v); err != nil {
 		tb.Fatal(err)
 	}
 	var m fwdMinObjects
@@ -84,6 +95,8 @@ func costVariants(tb testing.TB) []costVariant {
 		{"min-ipv4", m.XdpFwdMin, in4, xdpRedirect},
 		{"fwd-ipv6", f.objs.XdpRouterFwd, in6, xdpRedirect},
 		{"min-ipv6", m.XdpFwdMin, in6, xdpRedirect},
+		{"tc-ipv4", tc.objs.TcRouterFwdPeer, in4, tcActRedirect},
+		{"tc-ipv6", tc.objs.TcRouterFwdPeer, in6, tcActRedirect},
 	}
 }
 
@@ -129,7 +142,9 @@ func BenchmarkProgramCost(b *testing.B) {
 	for _, v := range vs {
 		ns := median(samples[v.name])
 		b.ReportMetric(ns, v.name+"-ns/op")
-		if v.name != "noop" {
+		// The tc program's test run builds an skb: the XDP no-op is not its
+		// floor, so only its own figure is reported.
+		if v.name != "noop" && !strings.HasPrefix(v.name, "tc-") {
 			b.ReportMetric(ns-floor, v.name+"-above-noop-ns/op")
 		}
 	}
@@ -158,15 +173,17 @@ func TestProgramCostVariantsForwardAtEveryRepeat(t *testing.T) {
 	// One repeat past the TTL: the router's program must stop forwarding
 	// (punt_ttl), so the verdict above is the last repeat's, not the first.
 	for _, v := range vs {
-		if v.name != "fwd-ipv4" && v.name != "fwd-ipv6" {
+		want := map[string]uint32{"fwd-ipv4": xdpPass, "fwd-ipv6": xdpPass, "tc-ipv4": tcActOK, "tc-ipv6": tcActOK}
+		punted, ok := want[v.name]
+		if !ok {
 			continue
 		}
 		ret, _, err := v.prog.Benchmark(v.frame, 255, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ret != xdpPass {
-			t.Errorf("%s: verdict %d after 255 repeats, want XDP_PASS (TTL exhausted)", v.name, ret)
+		if ret != punted {
+			t.Errorf("%s: verdict %d after 255 repeats, want %d, the punt (TTL exhausted)", v.name, ret, punted)
 		}
 	}
 }

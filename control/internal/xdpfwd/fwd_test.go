@@ -3,6 +3,7 @@ package xdpfwd
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"os"
 	"regexp"
@@ -44,19 +45,24 @@ const (
 	outPort    = 1
 )
 
-type fixture struct {
-	objs  fwdObjects
-	names []string
+// progMaps are the maps of fwd.h both programs read (the XDP program's and
+// the tc programs'), and the port map that differs: the devmap, or
+// fwd_tc_ports (port -> ifindex). The tests write them alike, with the
+// XDP object's generated types: the layouts are fwd.h's in both objects.
+type progMaps struct {
+	cfg, route4, route6, nexthops, ports, counters *ebpf.Map
+	names                                          []string // fwd_counters' names, in order
 }
 
-func load(t testing.TB) *fixture {
+// populate writes the tables every test starts from: the port enabled,
+// the routes below (one per punt reason a route can give), their next
+// hops, and port 1 in the port map.
+func (f *progMaps) populate(t testing.TB) {
 	t.Helper()
-	f := &fixture{}
-	f.names = loadObjects(t, loadFwd, &f.objs, f.objs.Close)
 	f.setCfg(t, 1, 1)
 	// Port 1 sends on lo: any device with an ifindex will do for a devmap
 	// entry; BPF_PROG_TEST_RUN returns the verdict without sending.
-	if err := f.objs.FwdTxPorts.Put(uint32(outPort), uint32(1)); err != nil {
+	if err := f.ports.Put(uint32(outPort), uint32(1)); err != nil {
 		t.Fatal(err)
 	}
 	f.route(t, "198.18.100.0/24", nhRouted)
@@ -70,21 +76,47 @@ func load(t testing.TB) *fixture {
 	f.nexthop(t, nhRouted, outPort, 1500)
 	f.nexthop(t, nhOffPort, 7, 1500)
 	f.nexthop(t, nhSmallMTU, outPort, 100)
+}
+
+// fixture is the XDP program with its maps.
+type fixture struct {
+	progMaps
+	objs fwdObjects
+}
+
+func load(t testing.TB) *fixture {
+	t.Helper()
+	f := &fixture{}
+	o := &f.objs
+	f.progMaps = loadPopulated(t, loadFwd, o, o.Close, func() progMaps {
+		return progMaps{o.FwdCfgMap, o.FwdRoute4, o.FwdRoute6, o.FwdNexthops, o.FwdTxPorts, o.FwdCounters, nil}
+	})
 	return f
 }
 
-func (f *fixture) setCfg(t testing.TB, enabled, aclEmpty uint8) {
+// loadPopulated loads a program's object into objs (loadObjects) and
+// returns its maps (maps, read once loaded) with the tables populated.
+func loadPopulated(t testing.TB, spec func() (*ebpf.CollectionSpec, error), objs any, close func() error, maps func() progMaps) progMaps {
+	t.Helper()
+	names := loadObjects(t, spec, objs, close)
+	m := maps()
+	m.names = names
+	m.populate(t)
+	return m
+}
+
+func (f *progMaps) setCfg(t testing.TB, enabled, aclEmpty uint8) {
 	t.Helper()
 	var c fwdFwdCfg
 	copy(c.Mac[:], portMAC)
 	c.Enabled, c.AclEmpty = enabled, aclEmpty
-	if err := f.objs.FwdCfgMap.Put(uint32(0), c); err != nil {
+	if err := f.cfg.Put(uint32(0), c); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // route puts prefix -> next-hop index into the family's LPM trie.
-func (f *fixture) route(t testing.TB, prefix string, nh uint32) {
+func (f *progMaps) route(t testing.TB, prefix string, nh uint32) {
 	t.Helper()
 	_, n, err := net.ParseCIDR(prefix)
 	if err != nil {
@@ -92,23 +124,23 @@ func (f *fixture) route(t testing.TB, prefix string, nh uint32) {
 	}
 	ones, _ := n.Mask.Size()
 	if v4 := n.IP.To4(); v4 != nil {
-		err = f.objs.FwdRoute4.Put(fwdFwdLpm4Key{Prefixlen: uint32(ones), Addr: binary.NativeEndian.Uint32(v4)}, nh)
+		err = f.route4.Put(fwdFwdLpm4Key{Prefixlen: uint32(ones), Addr: binary.NativeEndian.Uint32(v4)}, nh)
 	} else {
 		k := fwdFwdLpm6Key{Prefixlen: uint32(ones)}
 		copy(k.Addr[:], n.IP.To16())
-		err = f.objs.FwdRoute6.Put(k, nh)
+		err = f.route6.Put(k, nh)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (f *fixture) nexthop(t testing.TB, idx uint32, port, mtu uint16) {
+func (f *progMaps) nexthop(t testing.TB, idx uint32, port, mtu uint16) {
 	t.Helper()
 	v := fwdFwdNh{Port: port, Mtu: mtu, Valid: 1}
 	copy(v.Eth[:6], nhMAC)
 	copy(v.Eth[6:], outMAC)
-	if err := f.objs.FwdNexthops.Put(idx, v); err != nil {
+	if err := f.nexthops.Put(idx, v); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -179,7 +211,13 @@ type result struct {
 
 func (f *fixture) run(t *testing.T, frame []byte) result {
 	t.Helper()
-	return runCounted(t, f.objs.XdpRouterFwd, f.objs.FwdCounters, f.names, frame)
+	return f.runProg(t, f.objs.XdpRouterFwd, frame)
+}
+
+// runProg runs prog, one of the programs reading these maps, on frame.
+func (f *progMaps) runProg(t *testing.T, prog *ebpf.Program, frame []byte) result {
+	t.Helper()
+	return runCounted(t, prog, f.counters, f.names, frame)
 }
 
 type frameOpt struct {
@@ -265,53 +303,50 @@ func ipv4HeaderSum(h []byte) uint16 {
 	return ^uint16(s)
 }
 
+// checkForwarded asserts that r is frame in forwarded with verdict want:
+// both MACs the next hop's (nhMAC, outMAC), or with keepMACs unchanged
+// (the tc neigh ending leaves them to the kernel); the TTL or hop limit
+// one less, the IPv4 checksum what a full recompute gives (so the
+// incremental update is checked against RFC 1071's sum); no other byte
+// changed; only `forwarded` counted, once.
+func checkForwarded(t *testing.T, name string, in []byte, r result, want uint32, keepMACs bool) {
+	t.Helper()
+	if r.ret != want {
+		t.Fatalf("%s: verdict %d, want %d", name, r.ret, want)
+	}
+	// The frame expected: in with the MACs, the TTL and (IPv4) the
+	// checksum as the program must leave them.
+	exp := bytes.Clone(in)
+	if !keepMACs {
+		copy(exp[0:6], nhMAC)
+		copy(exp[6:12], outMAC)
+	}
+	if binary.BigEndian.Uint16(in[12:]) == uint16(layers.EthernetTypeIPv6) {
+		exp[14+7]-- // the hop limit; no header checksum
+	} else {
+		exp[14+8]-- // the TTL; the checksum at 14+10
+		binary.BigEndian.PutUint16(exp[14+10:], ipv4HeaderSum(exp[14:34]))
+	}
+	if !bytes.Equal(r.out, exp) {
+		t.Errorf("%s: forwarded frame\n got %x\nwant %x", name, r.out, exp)
+	}
+	if len(r.moved) != 1 || r.moved["forwarded"] != 1 {
+		t.Errorf("%s: counters moved %v, want forwarded 1", name, r.moved)
+	}
+}
+
 func TestForwardedFrameHasTTLDecrementedChecksumUpdatedAndMACsRewritten(t *testing.T) {
 	f := load(t)
 	for _, ttl := range []uint8{64, 2, 255} {
 		in := ipFrame(t, frameOpt{ttl: ttl})
-		r := f.run(t, in)
-		if r.ret != xdpRedirect {
-			t.Fatalf("ttl %d: verdict %d, want XDP_REDIRECT", ttl, r.ret)
-		}
-		if !bytes.Equal(r.out[0:6], nhMAC) || !bytes.Equal(r.out[6:12], outMAC) {
-			t.Errorf("ttl %d: MACs %x %x, want %x %x", ttl, r.out[0:6], r.out[6:12], nhMAC, outMAC)
-		}
-		ip := r.out[14:34]
-		if ip[8] != ttl-1 {
-			t.Errorf("ttl %d: out TTL %d", ttl, ip[8])
-		}
-		if got, want := binary.BigEndian.Uint16(ip[10:]), ipv4HeaderSum(ip); got != want {
-			t.Errorf("ttl %d: checksum %#04x, full recompute %#04x", ttl, got, want)
-		}
-		// TTL at 14+8, the checksum at 14+10.
-		if !bytes.Equal(r.out[12:22], in[12:22]) || r.out[23] != in[23] || !bytes.Equal(r.out[26:], in[26:]) {
-			t.Errorf("ttl %d: bytes other than MACs, TTL and checksum changed", ttl)
-		}
-		if len(r.moved) != 1 || r.moved["forwarded"] != 1 {
-			t.Errorf("ttl %d: counters moved %v, want forwarded 1", ttl, r.moved)
-		}
+		checkForwarded(t, fmt.Sprintf("ttl %d", ttl), in, f.run(t, in), xdpRedirect, false)
 	}
 }
 
 func TestForwardedIPv6FrameHasHopLimitDecrementedAndMACsRewritten(t *testing.T) {
 	f := load(t)
 	in := ipFrame(t, frameOpt{v6: true, ttl: 64})
-	r := f.run(t, in)
-	if r.ret != xdpRedirect {
-		t.Fatalf("verdict %d, want XDP_REDIRECT", r.ret)
-	}
-	if !bytes.Equal(r.out[0:6], nhMAC) || !bytes.Equal(r.out[6:12], outMAC) {
-		t.Errorf("MACs %x %x, want %x %x", r.out[0:6], r.out[6:12], nhMAC, outMAC)
-	}
-	if r.out[14+7] != 63 {
-		t.Errorf("hop limit %d, want 63", r.out[14+7])
-	}
-	if !bytes.Equal(r.out[12:21], in[12:21]) || !bytes.Equal(r.out[22:], in[22:]) {
-		t.Errorf("bytes other than MACs and hop limit changed")
-	}
-	if len(r.moved) != 1 || r.moved["forwarded"] != 1 {
-		t.Errorf("counters moved %v, want forwarded 1", r.moved)
-	}
+	checkForwarded(t, "ipv6", in, f.run(t, in), xdpRedirect, false)
 }
 
 func TestForwardedFrameGoesToTheNextHopsPort(t *testing.T) {
@@ -334,7 +369,18 @@ func to6(dst string) func(t *testing.T) []byte {
 	return func(t *testing.T) []byte { return ipFrame(t, frameOpt{v6: true, dst: net.ParseIP(dst)}) }
 }
 
-func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
+// puntCase is a frame the fast path must not forward, after setup (nil:
+// the populated tables), and the one counter it moves.
+type puntCase struct {
+	name   string
+	frame  func(t *testing.T) []byte
+	setup  func(t *testing.T, f *progMaps)
+	reason string
+}
+
+// puntCases covers every punt reason of fwd_reasons.def: both programs
+// run the one check chain of fwd_common.h, so each case punts in both.
+func puntCases() []puntCase {
 	arp := func(t *testing.T) []byte {
 		buf := gopacket.NewSerializeBuffer()
 		err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true},
@@ -354,16 +400,11 @@ func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
 		tagged = append(tagged, 0x81, 0x00, 0x00, 0x0a)
 		return append(tagged, b[12:]...)
 	}
-	cases := []struct {
-		name   string
-		frame  func(t *testing.T) []byte
-		setup  func(t *testing.T, f *fixture)
-		reason string
-	}{
+	return []puntCase{
 		{"disabled", func(t *testing.T) []byte { return ipFrame(t, frameOpt{}) },
-			func(t *testing.T, f *fixture) { f.setCfg(t, 0, 1) }, "punt_disabled"},
+			func(t *testing.T, f *progMaps) { f.setCfg(t, 0, 1) }, "punt_disabled"},
 		{"router-has-acl-rules", func(t *testing.T) []byte { return ipFrame(t, frameOpt{}) },
-			func(t *testing.T, f *fixture) { f.setCfg(t, 1, 0) }, "punt_acl"},
+			func(t *testing.T, f *progMaps) { f.setCfg(t, 1, 0) }, "punt_acl"},
 		{"other-unicast-mac", func(t *testing.T) []byte {
 			return ipFrame(t, frameOpt{dstMAC: net.HardwareAddr{0x02, 9, 9, 9, 9, 9}})
 		}, nil, "punt_l2"},
@@ -381,8 +422,8 @@ func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
 		{"no-route", func(t *testing.T) []byte { return ipFrame(t, frameOpt{dst: net.IPv4(198, 19, 0, 1)}) }, nil, "punt_no_route"},
 		{"connected-host-unresolved", func(t *testing.T) []byte { return ipFrame(t, frameOpt{dst: net.IPv4(198, 18, 2, 9)}) }, nil, "punt_nexthop"},
 		{"next-hop-removed", func(t *testing.T) []byte { return ipFrame(t, frameOpt{}) },
-			func(t *testing.T, f *fixture) {
-				if err := f.objs.FwdNexthops.Put(uint32(nhRouted), fwdFwdNh{}); err != nil {
+			func(t *testing.T, f *progMaps) {
+				if err := f.nexthops.Put(uint32(nhRouted), fwdFwdNh{}); err != nil {
 					t.Fatal(err)
 				}
 			}, "punt_nexthop"},
@@ -394,25 +435,31 @@ func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
 		{"ipv6-multicast-destination", to6("ff02::1:ff00:1"), nil, "punt_martian"},
 		{"ipv6-to-our-address", to6("2001:db8:0:1::1"), nil, "punt_local"},
 		{"ipv6-no-route", to6("2001:db8:200::1"), nil, "punt_no_route"},
-		// The redirect is tried before the frame is touched: a port without a
-		// devmap slot leaves it unchanged, to the socket.
+		// The port step comes before the frame is touched: a port without a
+		// slot leaves it unchanged, to the socket.
 		{"ipv6-egress-port-not-in-devmap", to6("2001:db8:300::9"), nil, "punt_port"},
 		{"larger-than-egress-mtu", func(t *testing.T) []byte {
 			return ipFrame(t, frameOpt{dst: net.IPv4(198, 18, 4, 9), payload: 100})
 		}, nil, "punt_mtu"},
 	}
+}
+
+// checkPunts runs every punt case on a fresh copy of a program (load: the
+// program and its populated maps): the frame leaves unchanged with verdict
+// want and moves its reason's counter alone; every reason has a case.
+func checkPunts(t *testing.T, load func(t *testing.T) (*ebpf.Program, *progMaps), want uint32) {
 	seen := map[string]bool{}
-	for _, c := range cases {
+	for _, c := range puntCases() {
 		seen[c.reason] = true
 		t.Run(c.name, func(t *testing.T) {
-			f := load(t)
+			prog, f := load(t)
 			if c.setup != nil {
 				c.setup(t, f)
 			}
 			in := c.frame(t)
-			r := f.run(t, in)
-			if r.ret != xdpPass {
-				t.Errorf("verdict %d, want XDP_PASS (to the socket)", r.ret)
+			r := f.runProg(t, prog, in)
+			if r.ret != want {
+				t.Errorf("verdict %d, want %d (to the full pipeline)", r.ret, want)
 			}
 			if !bytes.Equal(r.out, in) {
 				t.Errorf("punted frame changed:\n in %x\nout %x", in, r.out)
@@ -422,12 +469,19 @@ func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
 			}
 		})
 	}
-	f := load(t)
+	_, f := load(t)
 	for _, n := range f.names {
 		if n != "forwarded" && !seen[n] {
 			t.Errorf("punt reason %s has no case", n)
 		}
 	}
+}
+
+func TestEachPuntReasonLeavesTheFrameUnchangedAndCountsItsReason(t *testing.T) {
+	checkPunts(t, func(t *testing.T) (*ebpf.Program, *progMaps) {
+		f := load(t)
+		return f.objs.XdpRouterFwd, &f.progMaps
+	}, xdpPass)
 }
 
 // The names the program's BTF gives are the .def's, in its order: the C
