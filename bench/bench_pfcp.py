@@ -230,10 +230,17 @@ def run(args):
     for b in ("edgeplane", "pfcp-cp-sim"):
         if not (BIN / b).exists():
             raise RuntimeError(f"{BIN / b} missing: run `make build`")
+    # The rounds' data planes' and functions' folders (state, logs):
+    # removed at the end, also when a round fails (the error carries the
+    # output that explains it).
+    with tempfile.TemporaryDirectory(prefix="bench-pfcp-") as workdir:
+        return run_in(args, Path(workdir))
+
+
+def run_in(args, workdir):
     # PFCP_ROUNDS: fewer rounds for a quick before/after on a busy host.
     rounds = 1 if args.quick else int(os.environ.get("PFCP_ROUNDS", "5"))
     fill, n = (8192, 4096) if args.quick else (FILL, RUN)
-    workdir = Path(tempfile.mkdtemp(prefix="bench-pfcp-"))
     def said(res):
         return (f"{res['run']['per_s']:.0f}/s (fill {res['fill']['per_s']:.0f}/s), "
                 f"installed {res['installed']}")

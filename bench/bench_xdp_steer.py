@@ -132,13 +132,15 @@ def stop_agent(dut, p, tmp):
 
 def veth_pps(quick):
     frames, loops, repeats = (1000, 30, 2) if quick else (1000, 150, 3)
+    # The pcap, the agent's state and socket, and a bpffs of its own:
+    # unmounted and removed at the end, also when a round fails.
     tmp = Path(tempfile.mkdtemp(prefix="bench-xdp-steer-"))
-    (tmp / "bpffs").mkdir()
-    subprocess.run(["mount", "-t", "bpf", "bpf", str(tmp / "bpffs")], check=True)
-    pcap = tmp / "mix.pcap"
-    write_pcap(pcap, frames)
     res = {"with": [], "without": [], "noop": [], "sent_with": [], "sent_without": []}
     try:
+        (tmp / "bpffs").mkdir()
+        subprocess.run(["mount", "-t", "bpf", "bpf", str(tmp / "bpffs")], check=True)
+        pcap = tmp / "mix.pcap"
+        write_pcap(pcap, frames)
         with Topology("xb") as topo:
             gen, dut = topo.host("gen"), topo.host("dut")
             topo.link(gen, "eth0", dut, "eth0", mac_a=GEN_MAC, mac_b=DUT_MAC,
@@ -176,7 +178,9 @@ def veth_pps(quick):
             res["sent_with"] = [r["sent_pps"] for r in rounds["with"]]
             res["sent_without"] = [r["sent_pps"] for r in rounds["without"]]
     finally:
-        subprocess.run(["umount", str(tmp / "bpffs")], check=False)
+        if (tmp / "bpffs").is_mount():
+            subprocess.run(["umount", str(tmp / "bpffs")], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
     return ({k: common.median(v) for k, v in res.items()},
             {"frames": frames, "loops": loops, "repeats": repeats},
             {k: [round(x) for x in v] for k, v in res.items()})

@@ -76,7 +76,13 @@ def main():
                     help="--peer: the frame sizes of its pcap (504; 64 for the same flows in "
                          "64-byte frames: what net_pcap's rx costs without the copy's size)")
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bng-feeder-"))
+    # The data plane's (or the peer's) configs and logs: removed at the
+    # end, also when a window fails.
+    with tempfile.TemporaryDirectory(prefix="bng-feeder-") as work:
+        feed(args, Path(work))
+
+
+def feed(args, work):
     if args.peer:
         pcap = Inputs().downlink_pcap(args.peer_frames)
         for i, w in enumerate(peer_windows(work, args.windows, pcap=pcap)):

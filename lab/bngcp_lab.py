@@ -31,7 +31,9 @@ the BNG.
 """
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -526,10 +528,20 @@ class DirectLab:
         self.topo = Topology(tag)
         self.hosts, self.emus, self.clients = {}, [], []
         self.bngcp = None
+        self.workdir = None
 
     def __enter__(self):
-        import tempfile
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _start(self):
         self.topo.__enter__()
+        # The control plane's config, state, logs and API socket, and the
+        # DHCP clients' folders: removed by close().
         self.workdir = Path(tempfile.mkdtemp(prefix=f"edgeplane-{self.tag}-"))
         self.cph, self.sw = self.topo.host("cp"), self.topo.host("sw")
         self.sw.run(["ip", "link", "add", "br0", "type", "bridge"])
@@ -542,7 +554,6 @@ class DirectLab:
         over = {"access": {"mode": "direct", "iface": "acc"},
                 "api": {"listen": "unix:" + CP_API.format(workdir=self.workdir)}, **self.cp_over}
         self.bngcp = BngCp(self.cph, self.workdir, cp_config(self.tag, self.workdir, **over)).start(wait_ready=False)
-        return self
 
     def __exit__(self, *exc):
         self.close()
@@ -578,3 +589,5 @@ class DirectLab:
                 self.bngcp.stop()
         finally:
             self.topo.close()
+            if self.workdir is not None:
+                shutil.rmtree(self.workdir, ignore_errors=True)

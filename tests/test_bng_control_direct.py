@@ -59,3 +59,27 @@ def test_untagged_and_qinq_subscribers_share_a_port(lab):
     assert sum(1 for s in untagged if s["type"] == "ipoe") >= 8, up
     assert sum(1 for s in untagged if s["type"] == "pppoe") == 4, up
     assert sum(1 for s in up if (s.get("line") or {}).get("s_tag") == 120) == 4, up
+
+
+def test_the_lab_removes_its_folder_after_a_run_and_after_a_failed_start(monkeypatch, tmp_path):
+    """DirectLab's folder (the control plane's config, state, logs and
+    socket: edgeplane-bcdir-* were left in /tmp by every run) goes with the
+    lab, and with a lab whose start failed, its namespaces too."""
+    import tempfile
+
+    from pyroute2 import netns
+
+    from lab.bngcp_lab import BngCp
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with DirectLab(tag="bcrm", users=1) as lab:
+        assert lab.workdir.parent == tmp_path and (lab.workdir / "subscribers.txt").exists()
+    assert list(tmp_path.iterdir()) == []
+
+    def refuse(self, **kw):
+        raise RuntimeError("bng-cp refused to start")
+    monkeypatch.setattr(BngCp, "start", refuse)
+    lab = DirectLab(tag="bcrm", users=1)
+    with pytest.raises(RuntimeError, match="refused"):
+        lab.__enter__()
+    assert list(tmp_path.iterdir()) == []
+    assert [n for n in netns.listnetns() if n.startswith(lab.topo.prefix)] == []

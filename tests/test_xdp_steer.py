@@ -20,7 +20,6 @@ import http.client
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -286,20 +285,23 @@ def read_capture(path):
 def node():
     if not AGENT.exists() or not NOOP.exists():
         pytest.fail("build/bin/edgeplane or build/xdp/noop.o missing: run `make build-xdp`", pytrace=False)
-    tmp = tempfile.mkdtemp(prefix="xdp-steer-")
-    with Topology("xs") as topo:
-        n = Node(topo, tmp)
+    # The agent's logs and etcd data (~60 MB a run) and its bpffs: removed
+    # at the end, also when building the lab fails (the bpffs unmounted
+    # first, so that the removal does not walk into it).
+    with tempfile.TemporaryDirectory(prefix="xdp-steer-") as tmp:
         try:
-            n.start_agent()
-            yield n
+            with Topology("xs") as topo:
+                n = Node(topo, tmp)
+                try:
+                    n.start_agent()
+                    yield n
+                finally:
+                    if n.agent is not None and n.agent.poll() is None:
+                        n.stop_agent()
+                    topo.close()
         finally:
-            if n.agent is not None and n.agent.poll() is None:
-                n.stop_agent()
-            topo.close()
-            subprocess.run(["umount", str(n.bpffs)], check=False)
-            # The agent's logs and etcd data (~60 MB a run): every run used
-            # to leave its directory behind.
-            shutil.rmtree(tmp, ignore_errors=True)
+            if (Path(tmp) / "bpffs").is_mount():
+                subprocess.run(["umount", str(Path(tmp) / "bpffs")], check=False)
 
 
 @pytest.fixture

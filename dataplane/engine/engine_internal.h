@@ -56,6 +56,11 @@ unsigned int ep_xsk_sockets(uint16_t port);      /* AF_XDP sockets of a port */
 void ep_xsk_claim(uint16_t port);                /* AF_XDP sockets set up since: port's */
 void ep_af_packet_forget(void);                  /* before the PMD closes them */
 
+/* promisc.c: a kernel interface's promiscuous flag put back at stop, also
+ * after a crash (the record beside the control socket) */
+void ep_promisc_note(struct ep_engine *e, struct ep_port *p, unsigned int ifindex);
+void ep_promisc_restore(struct ep_engine *e);
+
 /* engine.c */
 struct ep_engine_opts {
 	const char *config;

@@ -73,6 +73,10 @@ struct ep_port {
 	bool rx_copies;
 	bool mac_set;                   /**< `mac =` given: set it on the device */
 	bool started;
+	/** Its kernel interface (net_af_packet, net_af_xdp) was not
+	 *  promiscuous before the start: clear IFF_PROMISC at stop. */
+	bool promisc_restore;
+	char kernel_if[16];             /**< that interface's name (IF_NAMESIZE) */
 };
 
 struct ep_worker_stats {

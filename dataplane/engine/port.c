@@ -339,6 +339,9 @@ ep_ports_start(struct ep_engine *e, struct ep_err *err)
 		if (rc != 0)
 			return ep_err_set(err, "port %s: device info: %s", p->name, rte_strerror(-rc));
 		p->rx_copies = rx_copies(info.driver_name);
+		/* A kernel interface's promiscuous flag, before the start
+		 * touches it: put back at stop (promisc.c). */
+		ep_promisc_note(e, p, info.if_index);
 		/* A port nobody polls still needs a queue to start. */
 		if (nrx == 0)
 			nrx = 1;
@@ -396,7 +399,8 @@ ep_ports_start(struct ep_engine *e, struct ep_err *err)
 		rc = rte_eth_dev_start(p->port_id);
 		if (rc < 0)
 			return ep_err_set(err, "port %s: start: %s", p->name, rte_strerror(-rc));
-		/* The data plane decides what is for it (parse stage), so see all. */
+		/* The data plane decides what is for it (parse stage), so see all;
+		 * ep_ports_stop() puts a kernel interface's flag back. */
 		rte_eth_promiscuous_enable(p->port_id);
 		rte_eth_macaddr_get(p->port_id, &p->mac);
 		p->started = true;
@@ -412,10 +416,15 @@ ep_ports_stop(struct ep_engine *e)
 		struct ep_port *p = &e->ports[i];
 
 		if (p->started) {
+			if (p->promisc_restore)
+				rte_eth_promiscuous_disable(p->port_id);
 			rte_eth_dev_stop(p->port_id);
 			p->started = false;
 		}
 		if (p->port_id < RTE_MAX_ETHPORTS)
 			rte_eth_dev_close(p->port_id);
 	}
+	/* The PMDs leave IFF_PROMISC as they set it, also on a port that
+	 * failed before it started. */
+	ep_promisc_restore(e);
 }
