@@ -102,12 +102,14 @@ SEC("tc") int shim(struct __sk_buff *skb)
 }
 char _license[] SEC("license") = "GPL";
 """
-SHIM_DIR = Path(tempfile.gettempdir()) / "edgeplane-bng-shim"
+# A cache of compiled tag shims in the build tree, not in the shared /tmp,
+# where a folder of this fixed name could be someone else's.
+SHIM_DIR = Path(__file__).resolve().parent.parent / "build" / "lab" / "bng-shim"
 
 
 def shim_objects(outer_proto, outer, inner):
     """(egress.o, ingress.o) for these tags, compiled once per machine."""
-    SHIM_DIR.mkdir(exist_ok=True)
+    SHIM_DIR.mkdir(parents=True, exist_ok=True)
     key = hashlib.sha256(SHIM_C.encode()).hexdigest()[:10]
     src = SHIM_DIR / f"shim-{key}.c"
     if not src.exists():

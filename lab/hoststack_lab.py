@@ -137,8 +137,8 @@ class HostStackLab(_PreloadMixin, DpLab):
         self.engine = engine
         self.central = central
         self.workers = workers
-        self.workdir = Path(tempfile.mkdtemp(prefix="ephs-"))
         self.preload = preload_library(binary_path)
+        self.workdir = Path(tempfile.mkdtemp(prefix="ephs-"))
         self.dps = {}
         self.topo = None
         self.dp = None
@@ -200,12 +200,14 @@ class HostStackLab(_PreloadMixin, DpLab):
             dp.close()
 
     def close(self):
-        for node in list(self.dps):
-            self.stop_dp(node)
-        self.dp = None
-        if self.topo is not None:
-            self.topo.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        try:
+            for node in list(self.dps):
+                self.stop_dp(node)
+            self.dp = None
+            if self.topo is not None:
+                self.topo.close()
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 class SemanticsLab(_PreloadMixin, DpLab):
@@ -214,8 +216,8 @@ class SemanticsLab(_PreloadMixin, DpLab):
     def __init__(self, tag="sem", binary_path=None, hoststack=None):
         self.tag = tag
         self.hoststack = dict(hoststack or {})
-        self.workdir = Path(tempfile.mkdtemp(prefix="ephsem-"))
         self.preload = preload_library(binary_path)
+        self.workdir = Path(tempfile.mkdtemp(prefix="ephsem-"))
         self.topo = None
         self.dp = None
 
@@ -245,8 +247,10 @@ class SemanticsLab(_PreloadMixin, DpLab):
         return self.dp
 
     def close(self):
-        super().close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        try:
+            super().close()
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def suite(lab, preload, cases=(), timeout=300, env=None, status=None):
