@@ -460,16 +460,23 @@ def link_monitor(host, dev):
     import os
     import select
     mon = host.popen(["ip", "-o", "monitor", "link"])
-    host.run(["ip", "link", "set", "dev", dev, "txqueuelen", "999"])
-    # Raw reads until the change shows: nothing waits in the file object's
-    # buffer, so the caller's read() later has all that followed.
+    # `ip monitor` joins the netlink group some time after it is spawned: a
+    # change made before that is never seen.  So the change is made again
+    # (txqueuelen 999, 998, ...) every half second until the monitor shows
+    # one.  Raw reads: nothing waits in the file object's buffer, so the
+    # caller's read() later has all that followed.
     seen, fd = b"", mon.stdout.fileno()
     deadline = time.monotonic() + 10
+    qlen = 999
     while time.monotonic() < deadline:
-        if select.select([fd], [], [], 0.2)[0]:
-            seen += os.read(fd, 65536)
-            if f"{dev}@".encode() in seen:
-                return mon
+        host.run(["ip", "link", "set", "dev", dev, "txqueuelen", str(qlen)])
+        qlen = 1997 - qlen
+        until = time.monotonic() + 0.5
+        while time.monotonic() < until:
+            if select.select([fd], [], [], 0.1)[0]:
+                seen += os.read(fd, 65536)
+                if f"{dev}@".encode() in seen:
+                    return mon
     raise AssertionError(f"ip monitor saw no change on {dev}: {seen!r}")
 
 
