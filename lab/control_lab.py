@@ -47,10 +47,21 @@ def edgeplane_binary():
     return p
 
 
+_ports_given = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nobody listens on now, and never one this process
+    handed out before: a port given to a server that has not bound it yet
+    (the controller's etcd while it starts) is free to the kernel, and
+    handing it out again made two servers of one lab collide."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
 
 
 @contextlib.contextmanager
