@@ -35,7 +35,7 @@ from bench import ab, common
 from bench.bng_bench import POLICER, Ours, Peer, dp_config, frame_gbps, result, summarize
 from bench.bng_inputs import ACL_RULES, CORE_NH_MAC, N_SUBS, Inputs
 from bench.bng_peers import ensure_l3fwd
-from bench.dpdk_peer import L3fwd
+from bench.dpdk_peer import L3fwd, l3fwd_acl_stages
 
 
 def run(args):
@@ -48,6 +48,7 @@ def run(args):
     r4, r6 = inputs.l3fwd_routes()
     cases = [("128", False)] if quick else [("128", False), ("128", True), ("imix-up", False)]
     out_cases, peer_cases, ratios, acl_peer, methods = {}, {}, {}, {}, {}
+    extra_stages = {}
     ratio_rounds, comparisons = {}, []
     for spec, pppoe in cases:
         name = f"{'pppoe' if pppoe else 'ipoe'}-{spec}"
@@ -70,6 +71,18 @@ def run(args):
                                          methods["ours"])
                 methods["dpdk-l3fwd-acl"] = acl_peer["alg"]
                 ratio_rounds["vs_dpdk-l3fwd-acl"] = acl_peer.pop("ratio_rounds")
+                # The peer's own stages, beside ours' in the report (never a
+                # ratio), with ours paused off its core meanwhile.
+                a4, a6 = inputs.l3fwd_acl_rules()
+                ours.pause()
+                try:
+                    extra_stages = {"dpdk-l3fwd-acl": dict(l3fwd_acl_stages(
+                        work, "l3fwd-acl-ipoe-128",
+                        [f"net_pcap0,rx_pcap={plain},infinite_rx=1", "net_null0"], a4, a6,
+                        warmup + 2 * seconds, hz / (acl_peer["mpps_per_core"] * 1e6),
+                        lcore=1, eth_dest=CORE_NH_MAC, alg=acl_peer["alg"]), input=name)}
+                finally:
+                    ours.resume()
         s = summarize(o_res, "up", hz)
         s["gbps_per_core"] = frame_gbps(s["mpps_per_core"], spec)
         out_cases[name] = s
@@ -108,7 +121,8 @@ def run(args):
         {"acl_rules": ACL_RULES, "policer": POLICER, "routes": 1,
          "frame": "128 B at the access side (QinQ/IPoE; PPPoE variant 128 B)"},
         out_cases, "ipoe-128", "dpdk-l3fwd", peer_cases, ratios, rounds, seconds, quick,
-        extra={**extra, "comparisons": comparisons, "ratio_rounds": ratio_rounds},
+        extra={**extra, "peer_stages": extra_stages, "comparisons": comparisons,
+               "ratio_rounds": ratio_rounds},
         more_peers=more_peers, acl_classify=methods)
 
 

@@ -27,7 +27,7 @@ Comparisons (docs/benchmarks.md, "What each side does per packet"):
 """
 from bench import ab, common, host_info, pcapgen
 from bench.bng_measure import Window, find_threads, rate
-from bench.dpdk_peer import L3fwd
+from bench.dpdk_peer import L3fwd, l3fwd_acl_stages
 from lab.dp import Dp
 
 SIZES = ["64", "imix-up", "imix-down"]
@@ -158,6 +158,17 @@ class Peer(ab.Process):
                 "tx_pkts": pkts, "cpu_s": cpu, "wall_s": r["wall_s"]}
 
 
+def peer_stages(inp_key, alg, seconds, cycles_per_pkt):
+    """l3fwd-acl's stages on @p inp_key (dpdk_peer.l3fwd_acl_stages)."""
+    size, n_acl, n_routes = inp_key
+    inp = pcapgen.Inputs(n_routes, n_acl).ensure()
+    st = l3fwd_acl_stages(WORK, f"l3fwd-acl-{size}-{n_acl}-{n_routes}",
+                          [f"net_pcap0,rx_pcap={inp.pcap(size)},infinite_rx=1", "net_null0"],
+                          inp.acl4, inp.acl6, seconds, cycles_per_pkt, lcore=WORKER_CPU,
+                          eth_dest=pcapgen.gateways()[0][1], alg=alg)
+    return dict(st, input=case_key(*inp_key))
+
+
 def summary(windows):
     """Medians over rounds; the rounds' Mpps per core kept as `windows`."""
     out = ab.medians(windows, ["mpps_per_core", "mpps_wall", "cycles_per_pkt",
@@ -249,6 +260,11 @@ def run(args):
     peers["dpdk-l3fwd"]["by_input"][f"{size}/routes{n_routes}"] = pls
     compare("vs_dpdk-l3fwd-acl", key, res[o], "dpdk-l3fwd-acl", res[pa], pas)
     compare("vs_dpdk-l3fwd_routes1000", key, res2[o], "dpdk-l3fwd", res2[pl], pls)
+    # The peer's own stages, beside ours' in the report (never a ratio).
+    log(f"router: {key} l3fwd-acl's stages (the stage-timed build alone)")
+    stages_of_peer = {"dpdk-l3fwd-acl": peer_stages(ACL_INPUT, methods["dpdk-l3fwd-acl"],
+                                                     warmup + 2 * seconds,
+                                                     pas["cycles_per_pkt"])}
 
     # 3. The rest of the matrix, ours alone.
     for size in sizes:
@@ -285,6 +301,7 @@ def run(args):
               "ratios": "median over rounds of ours / peer, each round's pair back to back",
               "memory": "hugepages (both sides)", "quick": quick}
     return common.result("router", config, metrics, peers, ratios,
-                         extra={"cases": cases, "comparisons": comparisons,
+                         extra={"cases": cases, "peer_stages": stages_of_peer,
+                                "comparisons": comparisons,
                                 "ratio_rounds": ratio_rounds, "cpu": host_info.cpu(),
                                 "acl_classify": methods})

@@ -13,6 +13,7 @@ are left behind.
 """
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -24,6 +25,9 @@ from lab.dp import retry_on_memory
 
 PEERS = ROOT / "build" / "peers"
 L3FWD_BIN = PEERS / "l3fwd" / "build" / "l3fwd"
+# The same l3fwd with its ACL loop's stages timed (scripts/build-peers):
+# per-stage figures only, never a ratio.
+L3FWD_STAGES_BIN = PEERS / "l3fwd-stages" / "build" / "l3fwd"
 RUNTIME = Path("/var/run/dpdk")
 
 
@@ -113,7 +117,7 @@ class L3fwd(PeerProcess):
     lines) or ACL rule files ("@..." ACL and "R..." route lines)."""
 
     def __init__(self, workdir, name, vdevs, lookup, rule_ipv4, rule_ipv6, lcore=1,
-                 eth_dest=None, extra_eal=(), alg=None):
+                 eth_dest=None, extra_eal=(), alg=None, binary=L3FWD_BIN):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.name = name
@@ -130,13 +134,14 @@ class L3fwd(PeerProcess):
         if alg:                 # rte_acl classify method (ACL mode), as ours names it
             app.append(f"--alg={alg}")
         self.alg = alg
-        self.cmd = [str(L3FWD_BIN)] + eal + ["--"] + app
+        self.binary = Path(binary)
+        self.cmd = [str(self.binary)] + eal + ["--"] + app
         self.proc = None
         self.tel = None
 
     def start(self, timeout=180.0):
-        if not L3FWD_BIN.exists():
-            raise RuntimeError(f"{L3FWD_BIN} missing: run `make peers`")
+        if not self.binary.exists():
+            raise RuntimeError(f"{self.binary} missing: run `make peers`")
         if self.tel is not None:      # a previous attempt's socket
             self.tel.close()
             self.tel = None
@@ -159,3 +164,40 @@ class L3fwd(PeerProcess):
         self.stop()
         raise RuntimeError("l3fwd did not reach its main loop: " + self.tail())
 
+
+# l3fwd --lookup=acl's loop as the stage-timed build times it
+# (scripts/peers/patches/l3fwd-acl-stages.patch), named as ours where the
+# work is the same: rx (rte_eth_rx_burst, with --parse-ptype's software
+# packet type), prep (the ACL's data pointers and prefetches), acl
+# (rte_acl_classify of its rules and routes in one trie), send (the MAC
+# rewrite, RFC 1812 TTL and checksum, and tx: ours' rewrite and tx).
+L3FWD_ACL_STAGES = {"rx": "rx", "prep": "prep", "classify": "acl", "send": "send"}
+
+
+def l3fwd_acl_stages(workdir, name, vdevs, rule_ipv4, rule_ipv6, seconds, cycles_per_pkt,
+                     lcore=1, eth_dest=None, alg=None):
+    """The stage-timed l3fwd --lookup=acl (L3FWD_STAGES_BIN, the arguments
+    of the unpatched peer it stands beside) alone on @p lcore for
+    @p seconds: its stages' TSC a packet (one burst in 16 timed, as
+    edgeplane-dp times its own), and those shares scaled to
+    @p cycles_per_pkt, the unpatched peer's figure, as ours' stages are
+    scaled to ours'.  A per-stage view of the peer, never a ratio."""
+    app = L3fwd(workdir, f"{name}-stages", vdevs, "acl", rule_ipv4, rule_ipv6, lcore=lcore,
+                eth_dest=eth_dest, alg=alg, binary=L3FWD_STAGES_BIN)
+    with app:
+        time.sleep(seconds)
+    m = re.search(r"edgeplane-stages: pkts (\d+) rx (\d+) prep (\d+) classify (\d+) "
+                  r"send (\d+)", app.log.read_text(errors="replace"))
+    if m is None or int(m.group(1)) == 0:
+        raise RuntimeError(f"{app.binary} printed no stages: {app.tail()}")
+    pkts = int(m.group(1))
+    raw = {L3FWD_ACL_STAGES[k]: int(v) / pkts
+           for k, v in zip(("rx", "prep", "classify", "send"), m.groups()[1:])}
+    scale = cycles_per_pkt / sum(raw.values())
+    return {"cycles_per_pkt": round(cycles_per_pkt, 1),
+            "stages": {s: round(v * scale, 1) for s, v in raw.items()},
+            "stages_tsc": {s: round(v, 1) for s, v in raw.items()}, "timed_pkts": pkts,
+            "how": f"{L3FWD_STAGES_BIN.relative_to(ROOT)} "
+                   "(scripts/peers/patches/l3fwd-acl-stages.patch) alone on "
+                   f"lcore {lcore} for {seconds:g} s: its stages' TSC shares, scaled to the "
+                   "unpatched peer's cycles_per_pkt"}

@@ -153,7 +153,17 @@ def stage_rows(r):
             walk(v, k)
     if not rows:
         walk(r.get("metrics", {}), "metrics")
-    return [(p[len("cases."):] if p.startswith("cases.") else p, c, s) for p, c, s in rows]
+    return [(_stage_label(p), c, s) for p, c, s in rows]
+
+
+def _stage_label(path):
+    """A case's own name; a peer's stages (a result's `peer_stages`) as
+    "<peer> (peer)", beside the cases they compare with."""
+    if path.startswith("cases."):
+        return path[len("cases."):]
+    if path.startswith("peer_stages."):
+        return path[len("peer_stages."):] + " (peer)"
+    return path
 
 
 def comparison_rows(r):

@@ -88,6 +88,27 @@ def test_report_renders_keys_it_was_never_taught(tmp_path, result):
     assert "acl_classify_method" in text and "police" in text
 
 
+def test_report_shows_a_peers_stages_beside_ours(tmp_path, result):
+    """A result's peer_stages (bench_router's stage-timed l3fwd-acl) get a
+    row of their own, named for the peer, its stages in the columns of
+    ours where the names are the same."""
+    r = copy.deepcopy(result)
+    r["peer_stages"] = {"dpdk-l3fwd-acl": {
+        "input": "64/acl1000/routes1000", "cycles_per_pkt": 92.0,
+        "stages": {"rx": 18.9, "prep": 4.6, "acl": 48.0, "send": 20.5}}}
+    md = report.render(write(tmp_path, r)).read_text()
+    table = md.split("## Cycles per packet")[1]
+    head = table.split("\n")[2]
+    assert head.startswith("| case | cycles/pkt | rx | parse |") and "| prep |" in head, head
+    row = next(line for line in table.splitlines() if line.startswith("| dpdk-l3fwd-acl (peer) |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    cols = [c.strip() for c in head.strip("|").split("|")]
+    got = dict(zip(cols, cells))
+    assert got["cycles/pkt"] == "92.0" and got["rx"] == "18.9" and got["acl"] == "48.0"
+    assert got["prep"] == "4.6" and got["send"] == "20.5" and got["parse"] == "-"
+    assert "dpdk-l3fwd-acl (peer)" in report.table(r)
+
+
 def test_report_table_is_aligned(result):
     text = report.table(result)
     lines = text.splitlines()
