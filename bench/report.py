@@ -267,10 +267,14 @@ def plot_stages(rows, path, title):
     cmap = plt.get_cmap("tab20")
     labels = [row[0] for row in table_rows]
     left = [0.0] * len(rows)
+    # Each bar stacks its own stages in its own order (a peer's differ from
+    # ours), a stage's colour the same in every bar.
+    for y, (_, _, st) in enumerate(rows):
+        for s, v in st.items():
+            ax.barh(labels[y], v or 0.0, left=left[y], color=cmap(names.index(s) % 20))
+            left[y] += v or 0.0
     for i, s in enumerate(names):
-        vals = [st.get(s) or 0.0 for _, _, st in rows]
-        ax.barh(labels, vals, left=left, color=cmap(i % 20), label=s)
-        left = [a + b for a, b in zip(left, vals)]
+        ax.barh(labels[0], 0, color=cmap(i % 20), label=s)       # the legend's entries
     for y, tot in enumerate(left):
         ax.text(tot, y, f" {tot:.0f}", va="center", fontsize=8)
     ax.set_xlim(0, max(left + [1.0]) * 1.12)
