@@ -158,3 +158,24 @@ def ratio(a, b, key, key_b=None):
     rs = per_round(a, b, key, key_b)
     return median(rs), [round(x, 4) for x in rs]
 
+
+def pooled_ratio(procs_a, procs_b, key, key_b=None):
+    """ratio() with several processes a side (each a list of per-round
+    results from the same alternation): per round, the mean of each side's
+    processes, then their quotient.  Where a process lands in memory (its
+    pages, its libraries' addresses) moves its figure by a few percent for
+    its whole life (two copies of one build: 2-4 %), which no number of
+    rounds of one process averages out; processes of each side do
+    (Mytkowicz et al., "Producing Wrong Data Without Doing Anything
+    Obviously Wrong!", ASPLOS 2009: measure over several setups)."""
+    fa = key if callable(key) else (lambda r: r[key])
+    kb = key_b or key
+    fb = kb if callable(kb) else (lambda r: r[kb])
+    n = min(len(p) for p in list(procs_a) + list(procs_b))
+    rs = []
+    for i in range(n):
+        b = statistics.fmean(fb(p[i]) for p in procs_b)
+        if b:
+            rs.append(statistics.fmean(fa(p[i]) for p in procs_a) / b)
+    return median(rs), [round(x, 4) for x in rs]
+

@@ -27,8 +27,14 @@ and its routing and nothing else.  `vs_dpdk-l3fwd-acl` is ours over it, and
 `acl_ceiling` (l3fwd-acl over l3fwd-lpm, both medians of this run) is the
 most any pipeline that evaluates the white paper's 150 filters per packet with
 rte_acl can reach of l3fwd-lpm before it parses an access header,
-classifies, polices or encapsulates anything (docs/bng.md).
+classifies, polices or encapsulates anything (docs/bng.md).  That
+comparison runs GOAL_PROCS processes of each side, alternated together,
+its ratio per round of each side's mean (ab.pooled_ratio: a process's
+place in memory moves its figure by 2-4 % for its whole life); then a
+stage-timed build of l3fwd-acl alone gives the peer's own stages
+(dpdk_peer.l3fwd_acl_stages, `peer_stages`).
 """
+import contextlib
 import statistics
 
 from bench import ab, common
@@ -36,6 +42,11 @@ from bench.bng_bench import POLICER, Ours, Peer, dp_config, frame_gbps, result, 
 from bench.bng_inputs import ACL_RULES, CORE_NH_MAC, N_SUBS, Inputs
 from bench.bng_peers import ensure_l3fwd
 from bench.dpdk_peer import L3fwd, l3fwd_acl_stages
+
+# Processes of each side in the goal's comparison (vs_dpdk-l3fwd-acl): each
+# lands elsewhere in memory, which moves its figure for its whole life
+# (ab.pooled_ratio).
+GOAL_PROCS = 2
 
 
 def run(args):
@@ -67,8 +78,8 @@ def run(args):
                 res = ab.alternate([ours, peer], rounds, warmup_s=warmup, window_s=seconds)
                 o_res, p_res = res[ours], res[peer]
             if name == "ipoe-128":
-                acl_peer = _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup,
-                                         methods["ours"])
+                acl_peer = _vs_l3fwd_acl(work, inputs, plain, ours, cfg, rounds, seconds,
+                                         warmup, methods["ours"])
                 methods["dpdk-l3fwd-acl"] = acl_peer["alg"]
                 ratio_rounds["vs_dpdk-l3fwd-acl"] = acl_peer.pop("ratio_rounds")
                 # The peer's own stages, beside ours' in the report (never a
@@ -126,26 +137,38 @@ def run(args):
         more_peers=more_peers, acl_classify=methods)
 
 
-def _vs_l3fwd_acl(work, inputs, plain, ours, rounds, seconds, warmup, alg):
-    """ours (already running) against l3fwd --lookup=acl on the same flows,
-    classifying with rte_acl method @p alg (ours)."""
+def _vs_l3fwd_acl(work, inputs, plain, ours, cfg, rounds, seconds, warmup, alg):
+    """ours (already running, and GOAL_PROCS - 1 more processes of it on
+    @p cfg) against GOAL_PROCS processes of l3fwd --lookup=acl on the same
+    flows, classifying with rte_acl method @p alg (ours), all alternated
+    together; the ratio per round is of each side's mean (ab.pooled_ratio)."""
     a4, a6 = inputs.l3fwd_acl_rules()
-    app = L3fwd(work, "l3fwd-acl-ipoe-128", [f"net_pcap0,rx_pcap={plain},infinite_rx=1",
-                                              "net_null0"],
-                "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC, alg=alg)
-    print(f"-- uplink ipoe-128 vs l3fwd --lookup=acl ({ACL_RULES} rules + 1 route, one trie)")
-    with app:
-        peer = Peer(app, 1, ["l3fwd"])
-        res = ab.alternate([ours, peer], rounds, warmup_s=warmup, window_s=seconds)
-    o_res, p_res = res[ours], res[peer]
+    apps = [L3fwd(work, "l3fwd-acl-ipoe-128" + (f"-{k + 1}" if k else ""),
+                  [f"net_pcap0,rx_pcap={plain},infinite_rx=1", "net_null0"],
+                  "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC, alg=alg)
+            for k in range(GOAL_PROCS)]
+    print(f"-- uplink ipoe-128 vs l3fwd --lookup=acl ({ACL_RULES} rules + 1 route, one trie), "
+          f"{GOAL_PROCS} processes a side")
+    with contextlib.ExitStack() as more:
+        os_ = [ours] + [more.enter_context(Ours(work, f"{ours.label}-{k + 1}", cfg))
+                        for k in range(1, GOAL_PROCS)]
+        peers = [Peer(more.enter_context(app), 1, ["l3fwd"]) for app in apps]
+        res = ab.alternate(os_ + peers, rounds, warmup_s=warmup, window_s=seconds)
+    o_res = [w for x in os_ for w in res[x]]
+    p_res = [w for p in peers for w in res[p]]
     mpps = [p["mpps_per_core"] for p in p_res]
-    ratio, per_round = ab.ratio(o_res, p_res, lambda o: o["up"]["mpps_per_core"],
-                                "mpps_per_core")
+    ratio, per_round = ab.pooled_ratio([res[x] for x in os_], [res[p] for p in peers],
+                                       lambda o: o["up"]["mpps_per_core"], "mpps_per_core")
     out = {"mpps_per_core": statistics.median(mpps),
            "mpps_wall": statistics.median(p["mpps_wall"] for p in p_res),
            "windows": [round(x, 4) for x in mpps], "lookup": "acl",
            "rules": f"{ACL_RULES} deny + 1 forwarding rule", "alg": alg, "ratio": ratio,
-           "ratio_rounds": per_round,
+           "ratio_rounds": per_round, "procs": GOAL_PROCS,
+           "procs_mpps_per_core": [round(statistics.median(w["mpps_per_core"] for w in res[p]), 4)
+                                   for p in peers],
+           "ours_procs_mpps_per_core": [
+               round(statistics.median(w["up"]["mpps_per_core"] for w in res[x]), 4)
+               for x in os_],
            "ours_windows": [round(o["up"]["mpps_per_core"], 4) for o in o_res]}
     print(f"   l3fwd-acl {out['mpps_per_core']:.3f} Mpps/core, ours/l3fwd-acl {out['ratio']:.3f}")
     return out

@@ -24,7 +24,15 @@ Comparisons (docs/benchmarks.md, "What each side does per packet"):
                   one rte_acl trie.  100K routes as ACL rules need a ~1 GB
                   trie (more hugepage memory than this machine has), so this
                   comparison uses the 1K-route table, ours on the same.
+                  It runs GOAL_PROCS processes of each side, alternated
+                  together, its ratio per round of each side's mean
+                  (ab.pooled_ratio: a process's place in memory moves its
+                  figure by 2-4 % for its whole life); then a stage-timed
+                  build of l3fwd-acl alone gives the peer's own stages
+                  (dpdk_peer.l3fwd_acl_stages, `peer_stages`).
 """
+import contextlib
+
 from bench import ab, common, host_info, pcapgen
 from bench.bng_measure import Window, find_threads, rate
 from bench.dpdk_peer import L3fwd, l3fwd_acl_stages
@@ -37,6 +45,10 @@ HEADLINE = ("64", 1000, 100000)
 ACL_INPUT = ("64", 1000, 1000)
 WORKER_CPU = 1
 BURST = 32
+# Processes of each side in the goal's comparison (vs_dpdk-l3fwd-acl):
+# each lands elsewhere in memory, which moves its figure for its whole
+# life (ab.pooled_ratio).
+GOAL_PROCS = 2
 STAGES = ["rx", "parse", "neigh", "acl", "route", "rewrite", "tx"]
 
 WORK = common.OUT / "router-work"
@@ -74,11 +86,16 @@ acl_default = permit
 """
 
 
+def proc_tag(k):
+    """The k-th process of a side (0: none): distinct labels and names."""
+    return f" #{k + 1}" if k else ""
+
+
 class Ours(ab.Process):
-    def __init__(self, size, n_acl, n_routes):
-        self.label = "edgeplane " + case_key(size, n_acl, n_routes)
+    def __init__(self, size, n_acl, n_routes, k=0):
+        self.label = "edgeplane " + case_key(size, n_acl, n_routes) + proc_tag(k)
         inp = pcapgen.Inputs(n_routes, n_acl).ensure()
-        name = f"dp-{size}-{n_acl}-{n_routes}"
+        name = f"dp-{size}-{n_acl}-{n_routes}" + (f"-{k + 1}" if k else "")
         self.dp = Dp(None, dp_config(inp, inp.pcap(size)), name=name, workdir=WORK,
                      start_timeout=180, ctl_timeout=30, log=print)
 
@@ -124,15 +141,16 @@ class Ours(ab.Process):
 
 
 class Peer(ab.Process):
-    def __init__(self, lookup, size, n_acl, n_routes, tsc_hz_from, alg=None):
+    def __init__(self, lookup, size, n_acl, n_routes, tsc_hz_from, alg=None, k=0):
         self.lookup = lookup
         self.label = f"l3fwd-{lookup} " + case_key(size, n_acl if lookup == "acl" else 0,
-                                                    n_routes)
+                                                    n_routes) + proc_tag(k)
         inp = pcapgen.Inputs(n_routes, n_acl).ensure()
         r4, r6 = (inp.lpm4, inp.lpm6) if lookup == "lpm" else (inp.acl4, inp.acl6)
         # One MAC for every packet out of port 1: l3fwd has no next-hop
         # table, its rewrite takes the output port's configured destination.
-        self.app = L3fwd(WORK, f"l3fwd-{lookup}-{size}-{n_acl}-{n_routes}",
+        self.app = L3fwd(WORK, f"l3fwd-{lookup}-{size}-{n_acl}-{n_routes}"
+                         + (f"-{k + 1}" if k else ""),
                          [f"net_pcap0,rx_pcap={inp.pcap(size)},infinite_rx=1", "net_null0"],
                          lookup, r4, r6, lcore=WORKER_CPU,
                          eth_dest=pcapgen.gateways()[0][1], alg=alg)
@@ -207,9 +225,14 @@ def run(args):
 
     cases, peers, ratios, ratio_rounds, comparisons, methods = {}, {}, {}, {}, [], {}
 
-    def compare(rk, case, o_w, peer, p_w, ps):
-        """Ratio rk: the median of the rounds' ours/peer (measured back to back)."""
-        r, ratio_rounds[rk] = ab.ratio(o_w, p_w, "mpps_per_core")
+    def compare(rk, case, o_w, peer, p_w, ps, pooled=None):
+        """Ratio rk: the median of the rounds' ours/peer (measured back to
+        back); @p pooled: (ours' processes' rounds, the peer's) for a ratio
+        over several processes a side (ab.pooled_ratio)."""
+        if pooled:
+            r, ratio_rounds[rk] = ab.pooled_ratio(*pooled, "mpps_per_core")
+        else:
+            r, ratio_rounds[rk] = ab.ratio(o_w, p_w, "mpps_per_core")
         ratios[rk] = round(r, 3)
         # Ours as measured beside this peer (a case may be measured beside two).
         comparisons.append(common.comparison(
@@ -242,23 +265,34 @@ def run(args):
     key = case_key(size, n_acl, n_routes)
     log(f"router: {key} vs l3fwd-acl, l3fwd-lpm")
     # One peer at a time next to ours: three 100K-entry tables at once do
-    # not fit the hugepages this machine shares.
+    # not fit the hugepages this machine shares.  The goal's comparison
+    # runs GOAL_PROCS processes of each side, alternated together.
     with Ours(size, n_acl, n_routes) as o:
         hz["hz"] = o.tsc_hz
         # l3fwd classifies with the method ours uses (--alg), named in the JSON.
         methods["ours"] = o.acl_method
         methods["dpdk-l3fwd-acl"] = o.acl_method
-        with Peer("acl", size, n_acl, n_routes, tsc_hz, alg=o.acl_method) as pa:
+        with contextlib.ExitStack() as more:
+            os_ = [o] + [more.enter_context(Ours(size, n_acl, n_routes, k))
+                         for k in range(1, GOAL_PROCS)]
+            pas_ = [more.enter_context(Peer("acl", size, n_acl, n_routes, tsc_hz,
+                                            alg=o.acl_method, k=k))
+                    for k in range(GOAL_PROCS)]
             # A goal key (vs_dpdk-l3fwd-acl): the headline's rounds.
-            res = ab_rounds([o, pa], rounds)
+            res = ab_rounds(os_ + pas_, rounds)
         with Peer("lpm", size, 0, n_routes, tsc_hz) as pl:
             res2 = ab_rounds([o, pl], rounds_other)
-    cases[key] = with_rates(summary(res[o] + res2[o]), size)
-    pas = with_rates(summary(res[pa]), size)
+    cases[key] = with_rates(summary([w for x in os_ for w in res[x]] + res2[o]), size)
+    cases[key]["goal_procs_mpps_per_core"] = [
+        round(ab.median([w["mpps_per_core"] for w in res[x]]), 4) for x in os_]
+    pas = with_rates(summary([w for x in pas_ for w in res[x]]), size)
+    pas["procs_mpps_per_core"] = [
+        round(ab.median([w["mpps_per_core"] for w in res[x]]), 4) for x in pas_]
     pls = with_rates(summary(res2[pl]), size)
-    peers["dpdk-l3fwd-acl"] = dict(pas, lookup="acl", input=key)
+    peers["dpdk-l3fwd-acl"] = dict(pas, lookup="acl", input=key, procs=GOAL_PROCS)
     peers["dpdk-l3fwd"]["by_input"][f"{size}/routes{n_routes}"] = pls
-    compare("vs_dpdk-l3fwd-acl", key, res[o], "dpdk-l3fwd-acl", res[pa], pas)
+    compare("vs_dpdk-l3fwd-acl", key, [w for x in os_ for w in res[x]], "dpdk-l3fwd-acl",
+            None, pas, pooled=([res[x] for x in os_], [res[x] for x in pas_]))
     compare("vs_dpdk-l3fwd_routes1000", key, res2[o], "dpdk-l3fwd", res2[pl], pls)
     # The peer's own stages, beside ours' in the report (never a ratio).
     log(f"router: {key} l3fwd-acl's stages (the stage-timed build alone)")
