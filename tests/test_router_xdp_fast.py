@@ -41,11 +41,26 @@ def wait_synced(lab, before, timeout=5.0):
     raise AssertionError(f"no sync within {timeout}s: {lab.dp.ctl('xdp-fast')}")
 
 
-def snapshot(lab):
-    """(pa's fast-path counters, pa's rx packets at the worker)."""
+def read_counters(lab):
     fast = next(p for p in lab.dp.ctl("xdp-fast")["ports"] if p["port"] == "pa")
     rx = next(p for p in lab.dp.ctl("stats")["ports"] if p["name"] == "pa")["stats"]["ipackets"]
     return fast["counters"], rx
+
+
+def snapshot(lab):
+    """(pa's fast-path counters, pa's rx packets at the worker), once two
+    reads 50 ms apart agree: the program counts a punt when it redirects
+    the frame, the worker's rx when it polls it, so a punt of the kernel's
+    own traffic (IPv6 neighbour discovery) read between the two would
+    land in one snapshot's counters and the next one's rx."""
+    last = read_counters(lab)
+    for _ in range(40):
+        time.sleep(0.05)
+        now = read_counters(lab)
+        if now == last:
+            break
+        last = now
+    return last
 
 
 def delta(before, after):
