@@ -159,6 +159,11 @@ def ratio(a, b, key, key_b=None):
     return median(rs), [round(x, 4) for x in rs]
 
 
+# Processes of each side in a goal's comparison (bench_router,
+# bench_bng_uplink), alternated together and pooled by pooled_ratio.
+GOAL_PROCS = 2
+
+
 def pooled_ratio(procs_a, procs_b, key, key_b=None):
     """ratio() with several processes a side (each a list of per-round
     results from the same alternation): per round, the mean of each side's

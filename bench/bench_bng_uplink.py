@@ -43,10 +43,7 @@ from bench.bng_inputs import ACL_RULES, CORE_NH_MAC, N_SUBS, Inputs
 from bench.bng_peers import ensure_l3fwd
 from bench.dpdk_peer import L3fwd, l3fwd_acl_stages
 
-# Processes of each side in the goal's comparison (vs_dpdk-l3fwd-acl): each
-# lands elsewhere in memory, which moves its figure for its whole life
-# (ab.pooled_ratio).
-GOAL_PROCS = 2
+GOAL_PROCS = ab.GOAL_PROCS     # processes a side in vs_dpdk-l3fwd-acl (ab.pooled_ratio)
 
 
 def run(args):

@@ -45,10 +45,7 @@ HEADLINE = ("64", 1000, 100000)
 ACL_INPUT = ("64", 1000, 1000)
 WORKER_CPU = 1
 BURST = 32
-# Processes of each side in the goal's comparison (vs_dpdk-l3fwd-acl):
-# each lands elsewhere in memory, which moves its figure for its whole
-# life (ab.pooled_ratio).
-GOAL_PROCS = 2
+GOAL_PROCS = ab.GOAL_PROCS     # processes a side in vs_dpdk-l3fwd-acl (ab.pooled_ratio)
 STAGES = ["rx", "parse", "neigh", "acl", "route", "rewrite", "tx"]
 
 WORK = common.OUT / "router-work"

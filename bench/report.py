@@ -261,6 +261,7 @@ def _plt():
 def plot_stages(rows, path, title):
     """Stacked horizontal bars: cycles per packet per stage, one bar a case."""
     plt = _plt()
+    from matplotlib.patches import Patch
     headers, table_rows = _stage_table(rows)
     names = headers[2:]
     fig, ax = plt.subplots(figsize=(10, 1.6 + 0.45 * max(len(rows), len(names) / 3)))
@@ -273,15 +274,14 @@ def plot_stages(rows, path, title):
         for s, v in st.items():
             ax.barh(labels[y], v or 0.0, left=left[y], color=cmap(names.index(s) % 20))
             left[y] += v or 0.0
-    for i, s in enumerate(names):
-        ax.barh(labels[0], 0, color=cmap(i % 20), label=s)       # the legend's entries
     for y, tot in enumerate(left):
         ax.text(tot, y, f" {tot:.0f}", va="center", fontsize=8)
     ax.set_xlim(0, max(left + [1.0]) * 1.12)
     ax.invert_yaxis()
     ax.set_xlabel("cycles per packet (the bar's number: the stages' sum)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False,
+    ax.legend(handles=[Patch(color=cmap(i % 20), label=s) for i, s in enumerate(names)],
+              fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False,
               ncol=1 if len(names) <= 12 else 2)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
