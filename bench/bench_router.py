@@ -280,11 +280,12 @@ def run(args):
         with Peer("lpm", size, 0, n_routes, tsc_hz) as pl:
             res2 = ab_rounds([o, pl], rounds_other)
     cases[key] = with_rates(summary([w for x in os_ for w in res[x]] + res2[o]), size)
-    cases[key]["goal_procs_mpps_per_core"] = [
-        round(ab.median([w["mpps_per_core"] for w in res[x]]), 4) for x in os_]
     pas = with_rates(summary([w for x in pas_ for w in res[x]]), size)
+    # Each process's median, both sides, as bench_bng_uplink.py keeps them.
     pas["procs_mpps_per_core"] = [
         round(ab.median([w["mpps_per_core"] for w in res[x]]), 4) for x in pas_]
+    pas["ours_procs_mpps_per_core"] = [
+        round(ab.median([w["mpps_per_core"] for w in res[x]]), 4) for x in os_]
     pls = with_rates(summary(res2[pl]), size)
     peers["dpdk-l3fwd-acl"] = dict(pas, lookup="acl", input=key, procs=GOAL_PROCS)
     peers["dpdk-l3fwd"]["by_input"][f"{size}/routes{n_routes}"] = pls

@@ -213,7 +213,7 @@ bng_parse_qinq_pppoe_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t fra
 }
 
 #ifdef EP_PARSE_X8
-/** Bytes of a frame the QinQ PPPoE gathers read: the word at 48, whose
+/** Bytes of a frame the QinQ PPPoE loads read: the word at 48, whose
  *  bytes 50..53 are the ports of a QinQ PPPoE IPv4 frame. */
 #define BNG_PPPOE_X8_MIN 56u
 
@@ -223,13 +223,16 @@ bng_parse_qinq_pppoe_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t fra
 static __rte_always_inline EP_X8_TARGET void
 bng_qinq_pppoe_x8_words(struct ep_parse_x8_in *in)
 {
-	in->q0 = EP_X8_WORD(in, 0);
-	in->q12 = EP_X8_WORD(in, 12);
-	in->q20 = EP_X8_WORD(in, 20);
-	in->q28 = EP_X8_WORD(in, 28);
-	in->q36 = EP_X8_WORD(in, 36);
-	in->q44 = EP_X8_WORD(in, 44);
-	in->q48 = EP_X8_WORD(in, 48);
+	__m512i w[8];
+
+	ep_x8_frame_words(in, BNG_PPPOE_X8_MIN, EP_X8_WORDS_AT(0, 12, 20, 28, 36, 44, 48, 0), w);
+	in->q0 = w[0];
+	in->q12 = w[1];
+	in->q20 = w[2];
+	in->q28 = w[3];
+	in->q36 = w[4];
+	in->q44 = w[5];
+	in->q48 = w[6];
 }
 
 /** The mbuf fields (ep_x8_load_mbufs, minimum BNG_PPPOE_X8_MIN) and

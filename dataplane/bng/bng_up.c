@@ -205,7 +205,7 @@ up_parse_finish(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16
 #ifdef EP_PARSE_X8
 /* Whether a group of eight frames is loaded as QinQ PPPoE session frames
  * (bng_qinq_pppoe_x8_load) or as QinQ IPoE ones: by its first frame's
- * EtherType after two tags (a line the gathers read next anyway).  A lane
+ * EtherType after two tags (a line the loads read next anyway).  A lane
  * of the other kind takes the scalar parse: right, only slower. */
 static __rte_always_inline bool
 up_group_is_pppoe(const struct rte_mbuf *m)
@@ -220,10 +220,10 @@ up_group_is_pppoe(const struct rte_mbuf *m)
  * CPU has it: bng_up.parse_x8), as the router's parse_burst_x8: first
  * every group's mbuf fields (ep_x8_load_mbufs), then every group's frame
  * words (ep_parse_qinq_x8_words, or bng_qinq_pppoe_x8_words for a group
- * whose first frame is a PPPoE session's: the gathers of the four groups
- * overlap, and no frame gather waits for its own group's mbuf gathers,
- * ~0.5-0.8 cycles a packet, docs/benchmarks/bng-passes.md "Seventeenth
- * pass"), then per group the MAC check and the QinQ IPv4
+ * whose first frame is a PPPoE session's: the loads of the four groups
+ * overlap, and no frame's load waits for its own group's mbuf fields;
+ * as gathers, ~0.5-0.8 cycles a packet, docs/benchmarks/bng-passes.md
+ * "Seventeenth pass"), then per group the MAC check and the QinQ IPv4
  * checks (ep_parse_qinq_x8_check, proto/; or bng_qinq_pppoe_x8_check, the
  * session header's too).  A lane that passes and is not DHCP (bng_ip_control's ports, compared for
  * eight lanes) has its ep_meta written and its ACL input given (one
@@ -252,9 +252,9 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 
 	ep_mac_words(&u->access_mac, &mac4, &mac2);
 	mac = mac4 | (uint64_t)mac2 << 32;
-	/* Every group's mbuf fields, then every group's frame words: a frame
-	 * gather waits for its group's mbuf gathers, and a group's in a row
-	 * left the first frame gather of each waiting for them. */
+	/* Every group's mbuf fields, then every group's frame words: a
+	 * frame's loads wait for its group's mbuf fields, and a group's in a
+	 * row left the first frame loads of each waiting for them. */
 	for (uint16_t i = 0; i < n; i += 8) {
 		__mmask8 lanes = (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1);
 
