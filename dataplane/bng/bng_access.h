@@ -221,11 +221,12 @@ bng_parse_qinq_pppoe_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t fra
  *  the words at 0, 12, 20 (the session header), 28, 36, 44 (the PPP
  *  protocol and the IPv4 header) and 48 (the ports). */
 static __rte_always_inline EP_X8_TARGET void
-bng_qinq_pppoe_x8_words(struct ep_parse_x8_in *in)
+bng_qinq_pppoe_x8_words(struct ep_parse_x8_in *in, const bool lines)
 {
+	static const uint8_t off[8] = { 0, 12, 20, 28, 36, 44, 48 };
 	__m512i w[8];
 
-	ep_x8_frame_words(in, BNG_PPPOE_X8_MIN, EP_X8_WORDS_AT(0, 12, 20, 28, 36, 44, 48, 0), w);
+	ep_x8_frame_words(in, BNG_PPPOE_X8_MIN, off, 7, w, lines);
 	in->q0 = w[0];
 	in->q12 = w[1];
 	in->q20 = w[2];
@@ -236,12 +237,13 @@ bng_qinq_pppoe_x8_words(struct ep_parse_x8_in *in)
 }
 
 /** The mbuf fields (ep_x8_load_mbufs, minimum BNG_PPPOE_X8_MIN) and
- *  bng_qinq_pppoe_x8_words in one call. */
+ *  bng_qinq_pppoe_x8_words in one call, as lines or as gathers. */
 static __rte_always_inline EP_X8_TARGET void
-bng_qinq_pppoe_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
+bng_qinq_pppoe_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in,
+		       const bool lines)
 {
-	ep_x8_load_mbufs(m, lanes, BNG_PPPOE_X8_MIN, in);
-	bng_qinq_pppoe_x8_words(in);
+	ep_x8_load_mbufs(m, lanes, BNG_PPPOE_X8_MIN, in, lines);
+	bng_qinq_pppoe_x8_words(in, lines);
 }
 
 /**

@@ -235,10 +235,17 @@ up_group_is_pppoe(const struct rte_mbuf *m)
  * meta lines is not run (ep_acl_filter_give); when every frame passed, the
  * QinQ IPoE lanes' VLAN pairs are looked up in the QinQ map for the
  * subscriber stage, two gathers for eight (u->pre_hits).
+ *
+ * The mbufs' fields and the frames' words are lines or gathers
+ * (bng_up.parse_x8_lines, timed on this CPU: ep_parse_x8_lines).  Lines,
+ * with the keep4 words from keep4b by permutes, on the Zen 5
+ * (bench.bng_ab ipoe-128, 9 rounds, both orders): parse 16.7 -> 13.5
+ * cycles a packet, B/A 0.941 and swapped 1.052
+ * (docs/benchmarks/bng-uplink-passes.md, "The loads without gathers").
  */
-static EP_X8_TARGET uint16_t
+static __rte_always_inline EP_X8_TARGET uint16_t
 up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
-		  uint16_t port)
+		  uint16_t port, const bool lines)
 {
 	struct ep_parse_x8_in in[EP_BURST_MAX / 8];
 	uint16_t punt[EP_BURST_MAX], nd[EP_BURST_MAX];
@@ -260,13 +267,14 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 
 		pppoe[i / 8] = up_group_is_pppoe(pkts[i]);
 		ep_x8_load_mbufs(&pkts[i], lanes,
-				 pppoe[i / 8] ? BNG_PPPOE_X8_MIN : EP_PARSE_QINQ_X8_MIN, &in[i / 8]);
+				 pppoe[i / 8] ? BNG_PPPOE_X8_MIN : EP_PARSE_QINQ_X8_MIN, &in[i / 8],
+				 lines);
 	}
 	for (uint16_t i = 0; i < n; i += 8) {
 		if (pppoe[i / 8])
-			bng_qinq_pppoe_x8_words(&in[i / 8]);
+			bng_qinq_pppoe_x8_words(&in[i / 8], lines);
 		else
-			ep_parse_qinq_x8_words(&in[i / 8]);
+			ep_parse_qinq_x8_words(&in[i / 8], lines);
 	}
 	/* No prefetch of the meta lines (the router's x8 parse has one): an
 	 * mbuf comes back from tx through the mempool cache with its meta
@@ -359,6 +367,21 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 	u->pre_first = n != 0 ? pkts[0] : NULL;
 	return out;
 }
+
+/* up_parse_burst_x8 for each form of the loads: one is chosen per CPU. */
+static __rte_noinline EP_X8_TARGET uint16_t
+up_parse_burst_x8_lines(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
+			uint16_t port)
+{
+	return up_parse_burst_x8(u, pkts, next, n, port, true);
+}
+
+static __rte_noinline EP_X8_TARGET uint16_t
+up_parse_burst_x8_gathers(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
+			  uint16_t port)
+{
+	return up_parse_burst_x8(u, pkts, next, n, port, false);
+}
 #endif
 
 bool
@@ -366,6 +389,16 @@ bng_up_parse_x8_usable(void)
 {
 #ifdef EP_PARSE_X8
 	return ep_parse_x8_usable();
+#else
+	return false;
+#endif
+}
+
+bool
+bng_up_parse_x8_lines(void)
+{
+#ifdef EP_PARSE_X8
+	return ep_parse_x8_usable() && ep_parse_x8_lines();
 #else
 	return false;
 #endif
@@ -384,7 +417,8 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 
 #ifdef EP_PARSE_X8
 	if (u->parse_x8 && port != EP_RX_PORT_META)
-		return up_parse_burst_x8(u, pkts, next, n, port);
+		return u->parse_x8_lines ? up_parse_burst_x8_lines(u, pkts, next, n, port) :
+					   up_parse_burst_x8_gathers(u, pkts, next, n, port);
 #endif
 	u->pre_n = 0;   /* no QinQ map answers (bng_qinq_x8_entries) */
 	ep_fib_burst_words_give(&u->route_words, 0, NULL);     /* no tbl24 words */
@@ -1062,6 +1096,7 @@ bng_up_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *err
 	u->control_port = b->control_port;
 	u->nd_answer = b->nd_answer;
 	u->parse_x8 = bng_up_parse_x8_usable();
+	u->parse_x8_lines = u->parse_x8 && bng_up_parse_x8_lines();
 	u->access_mac = b->e->ports[b->access_port].mac;
 	u->core_tag = b->core_tag;
 	/* The access side's ARP and ND, beyond the answers, belong to the

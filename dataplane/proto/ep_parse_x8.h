@@ -121,28 +121,69 @@ struct ep_parse_x8_in {
 };
 
 /*
- * Why no gathers below.  The eight lanes' fields were seven to nine
- * gathers a group (the mbufs' buf_addr, data_off, pkt_len/data_len; the
- * frames' words).  On AMD Zen 5 a 512-bit gather has ~9 TSC cycles of
- * throughput, four times the loads it stands for (~2.6 on an Intel Xeon),
- * and in the router's parse the seven cost ~2 cycles a packet more than
+ * The loads, two ways.  The eight lanes' fields (the mbufs' buf_addr,
+ * data_off, pkt_len/data_len; the frames' 8-byte words) are either
+ * gathers (seven a group for an untagged frame, nine for QinQ) or
  * full-width loads of each mbuf's first line and each frame's first bytes
- * turned into the same per-field vectors by shuffles
- * (docs/benchmarks/router-passes-later.md, "The nineteenth pass" and
- * "The twentieth pass").  test_x8_loads checks every form here against
- * the gathers in every lane.  Lanes outside the mask, and frames not
- * eligible, read ep_x8_dummy_line instead of through their pointers (a
- * masked gather reads nothing for them); their fields are 0, as the
- * gathers left them.
+ * turned into the same per-field vectors by shuffles ("lines").  Which is
+ * cheaper depends on the core: on AMD Zen 5 a 512-bit gather has ~9 TSC
+ * cycles of throughput, four times the loads it stands for, and the
+ * router's parse read ~2-3 cycles a packet lower with lines, the vBNG
+ * uplink's ~3; on an Intel Xeon a gather had ~2.6
+ * (docs/benchmarks/router-passes-later.md, "The seventeenth pass" and
+ * "The twentieth pass").  So every load function takes @p lines, a
+ * constant at each call site, and a pipeline instantiates its parse for
+ * both and picks one per worker from ep_parse_x8_lines(), which times both
+ * forms on this CPU once.  test_x8_loads checks that both give the same
+ * values in every lane.  In the lines form, lanes outside the mask and
+ * frames not eligible read ep_x8_dummy_line instead of through their
+ * pointers (a masked gather reads nothing for them); their fields are 0
+ * in both forms.
  */
 
-/* The mbufs' fields of @p lanes, from each pointer's first line (one
- * 64-byte load a mbuf: its words 0 (buf_addr), 2 (data_off), 4
- * (packet_type, pkt_len) and 5 (data_len), transposed by eight two-table
- * permutes and four lane shuffles); eligible: first segment and frame at
- * least @p min bytes. */
+/** Whether this CPU runs the loads below faster as lines than as gathers
+ *  (ep_parse_x8.c: both timed once a process; EP_X8_LOADS=lines or
+ *  gathers in the environment decides it instead).  Only where
+ *  ep_parse_x8_usable(). */
+bool ep_parse_x8_lines(void);
+
+/** The figures ep_parse_x8_lines chose by: TSC cycles a packet of
+ *  @p f[layout][form] (layout 0 untagged, 1 QinQ PPPoE; form 0 gathers,
+ *  1 lines), all 0 if it did not time them; what decided (a sentence). */
+const char *ep_parse_x8_figures(double f[2][2]);
+
+/* The mbufs' fields of @p lanes by gathers (one each, from the pointers'
+ * first line); eligible: first segment and frame at least @p min bytes. */
 static __rte_always_inline EP_X8_TARGET void
-ep_x8_load_mbufs(struct rte_mbuf *const *m, __mmask8 lanes, uint32_t min,
+ep_x8_gather_mbufs(struct rte_mbuf *const *m, __mmask8 lanes, uint32_t min,
+		   struct ep_parse_x8_in *in)
+{
+	const __m512i lo16 = _mm512_set1_epi64(0xffff), lo32 = _mm512_set1_epi64(0xffffffff);
+	const __m512i mb = _mm512_maskz_loadu_epi64(lanes, m);
+	__m512i z = _mm512_setzero_si512();
+	__m512i buf, off, lens, seg;
+
+	buf = _mm512_mask_i64gather_epi64(z, lanes, mb, (const void *)offsetof(struct rte_mbuf, buf_addr), 1);
+	off = _mm512_mask_i64gather_epi64(z, lanes, mb, (const void *)offsetof(struct rte_mbuf, data_off), 1);
+	lens = _mm512_mask_i64gather_epi64(z, lanes, mb, (const void *)offsetof(struct rte_mbuf, pkt_len), 1);
+	in->mb = mb;
+	in->pkt_len = _mm512_and_si512(lens, lo32);
+	seg = _mm512_min_epu64(_mm512_and_si512(_mm512_srli_epi64(lens, 32), lo16), in->pkt_len);
+	in->seg = seg;
+	in->elig = _mm512_mask_cmpge_epu64_mask(lanes, seg, _mm512_set1_epi64(min));
+	in->p = _mm512_add_epi64(buf, _mm512_and_si512(off, lo16));
+}
+
+/* The frame's 8-byte word at @p off of each eligible lane of @p in, by a
+ * gather. */
+#define EP_X8_WORD(in, off) \
+	_mm512_mask_i64gather_epi64(_mm512_setzero_si512(), (in)->elig, (in)->p, (const void *)(uintptr_t)(off), 1)
+
+/* ep_x8_gather_mbufs by lines: one 64-byte load a mbuf (its words 0
+ * (buf_addr), 2 (data_off), 4 (packet_type, pkt_len) and 5 (data_len)),
+ * transposed by eight two-table permutes and four lane shuffles. */
+static __rte_always_inline EP_X8_TARGET void
+ep_x8_line_mbufs(struct rte_mbuf *const *m, __mmask8 lanes, uint32_t min,
 		 struct ep_parse_x8_in *in)
 {
 	const __m512i lo16 = _mm512_set1_epi64(0xffff);
@@ -180,6 +221,19 @@ ep_x8_load_mbufs(struct rte_mbuf *const *m, __mmask8 lanes, uint32_t min,
 	in->p = _mm512_maskz_add_epi64(lanes, buf, _mm512_and_si512(off, lo16));
 }
 
+/** The mbufs' fields of @p lanes (their pointers at @p m; lanes not in
+ *  @p lanes are not read), as lines or as gathers; eligible: first
+ *  segment and frame at least @p min bytes. */
+static __rte_always_inline EP_X8_TARGET void
+ep_x8_load_mbufs(struct rte_mbuf *const *m, __mmask8 lanes, uint32_t min,
+		 struct ep_parse_x8_in *in, const bool lines)
+{
+	if (lines)
+		ep_x8_line_mbufs(m, lanes, min, in);
+	else
+		ep_x8_gather_mbufs(m, lanes, min, in);
+}
+
 /* Each eligible lane's frame pointer, the others' ep_x8_dummy_line, into
  * @p fp. */
 static __rte_always_inline EP_X8_TARGET void
@@ -190,30 +244,33 @@ ep_x8_frame_ptrs(const struct ep_parse_x8_in *in, uint64_t fp[8])
 	_mm512_storeu_si512(fp, _mm512_mask_mov_epi64(dummy, in->elig, in->p));
 }
 
-/** The byte permute that puts a frame's 8-byte words at @p o0 .. @p o7
- *  in a 64-byte row's words 0..7 (ep_x8_frame_words). */
-#define EP_X8_WORDS_AT(o0, o1, o2, o3, o4, o5, o6, o7) \
-	_mm512_add_epi64(_mm512_set_epi64((o7) * 0x0101010101010101ll, (o6) * 0x0101010101010101ll, \
-					  (o5) * 0x0101010101010101ll, (o4) * 0x0101010101010101ll, \
-					  (o3) * 0x0101010101010101ll, (o2) * 0x0101010101010101ll, \
-					  (o1) * 0x0101010101010101ll, (o0) * 0x0101010101010101ll), \
-			 _mm512_set1_epi64(0x0706050403020100ll))
-
 /*
- * The eligible lanes' 8-byte frame words at the offsets @p at names
- * (EP_X8_WORDS_AT; each at most @p min - 8) into @p w[0..7], 0 in the
- * other lanes: each frame's first @p min bytes as one masked 64-byte load
- * (nothing past them is read), one byte permute a row, and an 8 x 8
- * transpose of 64-bit words (eight unpacks, sixteen lane shuffles; a
- * caller's unused words cost nothing, the compiler drops their shuffles).
+ * The eligible lanes' 8-byte frame words at the @p n offsets @p off (each
+ * at most @p min - 8) into @p w[0 .. n), 0 in the other lanes.  As gathers,
+ * one a word; as lines, each frame's first @p min bytes as one masked
+ * 64-byte load (nothing past them is read), one byte permute a row that
+ * puts the words in its 8-byte slots, and an 8 x 8 transpose (eight
+ * unpacks, sixteen lane shuffles; the compiler drops what unused words
+ * would cost).
  */
 static __rte_always_inline EP_X8_TARGET void
-ep_x8_frame_words(const struct ep_parse_x8_in *in, uint32_t min, __m512i at, __m512i w[8])
+ep_x8_frame_words(const struct ep_parse_x8_in *in, uint32_t min, const uint8_t off[8],
+		  unsigned int n, __m512i w[8], const bool lines)
 {
 	const __mmask64 bytes = min >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << min) - 1;
+	const long long ones = 0x0101010101010101ll;
 	alignas(64) uint64_t fp[8];
-	__m512i r[8], t[8], u[8];
+	__m512i r[8], t[8], u[8], at, v[8];
 
+	if (!lines) {
+		for (unsigned int k = 0; k < n; k++)
+			w[k] = EP_X8_WORD(in, off[k]);
+		return;
+	}
+	at = _mm512_add_epi64(_mm512_set_epi64(off[7] * ones, off[6] * ones, off[5] * ones,
+					       off[4] * ones, off[3] * ones, off[2] * ones,
+					       off[1] * ones, off[0] * ones),
+			      _mm512_set1_epi64(0x0706050403020100ll));
 	ep_x8_frame_ptrs(in, fp);
 	for (int i = 0; i < 8; i++)
 		r[i] = _mm512_permutexvar_epi8(
@@ -230,24 +287,24 @@ ep_x8_frame_words(const struct ep_parse_x8_in *in, uint32_t min, __m512i at, __m
 		u[4 * h + 2] = _mm512_shuffle_i64x2(t[4 * h + 1], t[4 * h + 3], 0x88);
 		u[4 * h + 3] = _mm512_shuffle_i64x2(t[4 * h + 1], t[4 * h + 3], 0xdd);
 	}
-	w[0] = _mm512_maskz_mov_epi64(in->elig, _mm512_shuffle_i64x2(u[0], u[4], 0x88));
-	w[4] = _mm512_maskz_mov_epi64(in->elig, _mm512_shuffle_i64x2(u[0], u[4], 0xdd));
-	w[2] = _mm512_maskz_mov_epi64(in->elig, _mm512_shuffle_i64x2(u[1], u[5], 0x88));
-	w[6] = _mm512_maskz_mov_epi64(in->elig, _mm512_shuffle_i64x2(u[1], u[5], 0xdd));
-	w[1] = _mm512_maskz_mov_epi64(in->elig, _mm512_shuffle_i64x2(u[2], u[6], 0x88));
-	w[5] = _mm512_maskz_mov_epi64(in->elig, _mm512_shuffle_i64x2(u[2], u[6], 0xdd));
-	w[3] = _mm512_maskz_mov_epi64(in->elig, _mm512_shuffle_i64x2(u[3], u[7], 0x88));
-	w[7] = _mm512_maskz_mov_epi64(in->elig, _mm512_shuffle_i64x2(u[3], u[7], 0xdd));
+	v[0] = _mm512_shuffle_i64x2(u[0], u[4], 0x88);
+	v[4] = _mm512_shuffle_i64x2(u[0], u[4], 0xdd);
+	v[2] = _mm512_shuffle_i64x2(u[1], u[5], 0x88);
+	v[6] = _mm512_shuffle_i64x2(u[1], u[5], 0xdd);
+	v[1] = _mm512_shuffle_i64x2(u[2], u[6], 0x88);
+	v[5] = _mm512_shuffle_i64x2(u[2], u[6], 0xdd);
+	v[3] = _mm512_shuffle_i64x2(u[3], u[7], 0x88);
+	v[7] = _mm512_shuffle_i64x2(u[3], u[7], 0xdd);
+	for (unsigned int k = 0; k < n; k++)
+		w[k] = _mm512_maskz_mov_epi64(in->elig, v[k]);
 }
 
 /*
  * The four words of an untagged IPv4 frame (0, 12, 20, 28) of the
- * eligible lanes of @p in (ep_x8_load_mbufs, minimum EP_PARSE_X8_MIN):
- * each frame's bytes 0..31 and 4..35 as two 32-byte loads (nothing past
- * EP_PARSE_X8_MIN), rows i and i + 4 in one register's halves, then eight
- * inserts, six unpacks and four permutes: fewer shuffles than
- * ep_x8_frame_words for four words (the router's parse, 3.9 against 4.3
- * TSC cycles a packet for the gathers in test_x8_loads' loop).
+ * eligible lanes of @p in by lines: each frame's bytes 0..31 and 4..35 as
+ * two 32-byte loads (nothing past EP_PARSE_X8_MIN), rows i and i + 4 in
+ * one register's halves, then eight inserts, six unpacks and four
+ * permutes: fewer shuffles than ep_x8_frame_words for four words.
  */
 static __rte_always_inline EP_X8_TARGET void
 ep_x8_untagged_words(struct ep_parse_x8_in *in)
@@ -281,15 +338,23 @@ ep_x8_untagged_words(struct ep_parse_x8_in *in)
 
 /**
  * The loads of eight mbufs from @p m (lanes not in @p lanes are not
- * read): a caller loads every group of a burst before it checks the
- * first, so the groups' misses overlap instead of each group waiting for
- * its own.
+ * read), as lines or as gathers: a caller loads every group of a burst
+ * before it checks the first, so the groups' misses overlap instead of
+ * each group waiting for its own.
  */
 static __rte_always_inline EP_X8_TARGET void
-ep_parse_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
+ep_parse_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in,
+		 const bool lines)
 {
-	ep_x8_load_mbufs(m, lanes, EP_PARSE_X8_MIN, in);
-	ep_x8_untagged_words(in);
+	ep_x8_load_mbufs(m, lanes, EP_PARSE_X8_MIN, in, lines);
+	if (lines) {
+		ep_x8_untagged_words(in);
+		return;
+	}
+	in->q0 = EP_X8_WORD(in, 0);
+	in->q12 = EP_X8_WORD(in, 12);
+	in->q20 = EP_X8_WORD(in, 20);
+	in->q28 = EP_X8_WORD(in, 28);
 }
 
 /* ep_rx_not_for_us_words for eight lanes: unicast (I/G bit clear) and
@@ -494,11 +559,11 @@ ep_parse_x8_check(const struct ep_parse_x8_in *in, uint64_t mac, uint16_t in_por
 /** ep_parse_x8_load and ep_parse_x8_check of one group of eight. */
 static __rte_always_inline EP_X8_TARGET void
 ep_parse_ipv4_plain_x8(struct rte_mbuf *const *m, __mmask8 lanes, uint64_t mac, uint16_t in_port,
-		       struct ep_parse_x8 *x)
+		       struct ep_parse_x8 *x, const bool lines)
 {
 	struct ep_parse_x8_in in;
 
-	ep_parse_x8_load(m, lanes, &in);
+	ep_parse_x8_load(m, lanes, &in, lines);
 	ep_parse_x8_check(&in, mac, in_port, x);
 }
 
@@ -536,11 +601,12 @@ struct ep_parse_qinq_x8 {
  *  group's mbuf fields before the first group's frame words (each frame
  *  load waits for its group's mbuf fields otherwise). */
 static __rte_always_inline EP_X8_TARGET void
-ep_parse_qinq_x8_words(struct ep_parse_x8_in *in)
+ep_parse_qinq_x8_words(struct ep_parse_x8_in *in, const bool lines)
 {
+	static const uint8_t off[8] = { 0, 12, 20, 28, 36, 40 };
 	__m512i w[8];
 
-	ep_x8_frame_words(in, EP_PARSE_QINQ_X8_MIN, EP_X8_WORDS_AT(0, 12, 20, 28, 36, 40, 0, 0), w);
+	ep_x8_frame_words(in, EP_PARSE_QINQ_X8_MIN, off, 6, w, lines);
 	in->q0 = w[0];
 	in->q12 = w[1];
 	in->q20 = w[2];
@@ -551,10 +617,11 @@ ep_parse_qinq_x8_words(struct ep_parse_x8_in *in)
 
 /** ep_parse_x8_load's counterpart for QinQ frames. */
 static __rte_always_inline EP_X8_TARGET void
-ep_parse_qinq_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
+ep_parse_qinq_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in,
+		      const bool lines)
 {
-	ep_x8_load_mbufs(m, lanes, EP_PARSE_QINQ_X8_MIN, in);
-	ep_parse_qinq_x8_words(in);
+	ep_x8_load_mbufs(m, lanes, EP_PARSE_QINQ_X8_MIN, in, lines);
+	ep_parse_qinq_x8_words(in, lines);
 }
 
 /* The lanes of @p tpid (a TPID as a little-endian load reads it, in the

@@ -1,27 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The eight-frame parse's loads (ep_parse_x8.h) two ways: as the parse
- * does them (ep_parse_x8_load: ep_x8_load_lines, each mbuf's first line
- * as one 64-byte load and each frame's bytes 0..31 and 4..35 as two
- * 32-byte loads, turned into the per-field vectors by transposes), and as
- * it did them before, seven gathers a group (the mbufs' buf_addr,
- * data_off, pkt_len/data_len; the frames' 8-byte words at 0, 12, 20, 28).
+ * The eight-frame parses' loads (ep_parse_x8.h, "The loads, two ways"):
+ * as gathers and as lines (each mbuf's first line as one 64-byte load,
+ * each frame's first bytes as full-width loads, turned into the per-field
+ * vectors by shuffles), which a pipeline chooses between per CPU
+ * (ep_parse_x8_lines, ep_parse_x8.c).
  *
- * Why: on AMD Zen 5 a 512-bit gather was measured at ~9 TSC cycles of
- * throughput against ~2.6 on an Intel Xeon, and the router's parse costs
- * more there (docs/benchmarks/router-passes-later.md, "The seventeenth
- * pass"); the forms tried then replaced the gathers by scalar loads and
- * inserts, which doubled the parse's instructions.  The line loads
- * replace them by full-width loads and shuffles.
- *
- * The case checks that the line-load form gives the gathers' values in
- * every lane (eligible or not, every lane mask) of frames of every length
- * around the minimum, so the figures compare like work.  With
- * EP_X8_LOADS_CYCLES=1 it also prints both forms' TSC cycles a packet
- * (least of 25 trials of 6400 bursts of 32, one form after the other,
- * five times, mbufs cycling through a pool of 64 (in L1) and of 1024 (in
- * L2)); never a threshold.  Results: docs/benchmarks/router-passes-later.md,
- * "The nineteenth pass".
+ * The cases check that both forms give the same values in every lane
+ * (eligible or not, every lane mask) of frames of every length around
+ * each layout's minimum, for the three layouts the parses load (the
+ * router's untagged frame, QinQ IPoE, the vBNG's QinQ PPPoE session
+ * frame's seven words), and that neither reads a byte past the minimum
+ * (frames that end where an inaccessible page begins).  With
+ * EP_X8_LOADS_CYCLES=1 the first also prints both forms' TSC cycles a
+ * packet for the untagged layout (least of 25 trials of 6400 bursts of
+ * 32, five times, mbufs cycling through a pool of 64 (in L1) and of 1024
+ * (in L2)); never a threshold.  Results: docs/benchmarks/router-passes-later.md,
+ * "The nineteenth pass" and "The twentieth pass".
  */
 #include <stdalign.h>
 #include <stdlib.h>
@@ -34,45 +29,6 @@
 #include "ep_test.h"
 
 #ifdef EP_PARSE_X8
-
-/*
- * The reference: the loads as gathers, as the parses did them before
- * (ep_parse_x8.h, "Why no gathers below").  The mbufs' fields of @p lanes,
- * one gather each from the pointers' first line, and the frame's 8-byte
- * word at @p off of each eligible lane.
- */
-static __rte_always_inline EP_X8_TARGET void
-gather_mbufs(struct rte_mbuf *const *m, __mmask8 lanes, uint32_t min, struct ep_parse_x8_in *in)
-{
-	const __m512i lo16 = _mm512_set1_epi64(0xffff), lo32 = _mm512_set1_epi64(0xffffffff);
-	const __m512i mb = _mm512_maskz_loadu_epi64(lanes, m);
-	__m512i z = _mm512_setzero_si512();
-	__m512i buf, off, lens, seg;
-
-	buf = _mm512_mask_i64gather_epi64(z, lanes, mb, (const void *)offsetof(struct rte_mbuf, buf_addr), 1);
-	off = _mm512_mask_i64gather_epi64(z, lanes, mb, (const void *)offsetof(struct rte_mbuf, data_off), 1);
-	lens = _mm512_mask_i64gather_epi64(z, lanes, mb, (const void *)offsetof(struct rte_mbuf, pkt_len), 1);
-	in->mb = mb;
-	in->pkt_len = _mm512_and_si512(lens, lo32);
-	seg = _mm512_min_epu64(_mm512_and_si512(_mm512_srli_epi64(lens, 32), lo16), in->pkt_len);
-	in->seg = seg;
-	in->elig = _mm512_mask_cmpge_epu64_mask(lanes, seg, _mm512_set1_epi64(min));
-	in->p = _mm512_add_epi64(buf, _mm512_and_si512(off, lo16));
-}
-
-#define GATHER_WORD(in, off) \
-	_mm512_mask_i64gather_epi64(_mm512_setzero_si512(), (in)->elig, (in)->p, (const void *)(off), 1)
-
-/* ep_parse_x8_load's fields by gathers: seven a group. */
-static __rte_always_inline EP_X8_TARGET void
-load_by_gathers(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
-{
-	gather_mbufs(m, lanes, EP_PARSE_X8_MIN, in);
-	in->q0 = GATHER_WORD(in, 0);
-	in->q12 = GATHER_WORD(in, 12);
-	in->q20 = GATHER_WORD(in, 20);
-	in->q28 = GATHER_WORD(in, 28);
-}
 
 #define POOL_MAX 1024
 #define ROOM 2048u
@@ -137,47 +93,37 @@ same_in(const struct ep_parse_x8_in *a, const struct ep_parse_x8_in *b)
 	return ne == 0 && a->elig == b->elig;
 }
 
-/* The three layouts' loads of the group at @p m, @p lanes, alike by
- * gathers and by lines: the router's (untagged), QinQ IPoE (words to
- * 40), and a layout of seven words to 48 (the vBNG's QinQ PPPoE session
- * frames', minimum 56). */
+/* Layout @p layout's loads of the group at @p m, @p lanes, in the form
+ * @p lines: 0 the router's untagged frame, 1 QinQ IPoE (words to 40), 2
+ * the vBNG's QinQ PPPoE session frame (seven words to 48, minimum 56). */
+static EP_X8_TARGET void
+load_layout(struct rte_mbuf *const *m, __mmask8 lanes, int layout, bool lines,
+	    struct ep_parse_x8_in *in)
+{
+	static const uint8_t pppoe[8] = { 0, 12, 20, 28, 36, 44, 48 };
+	__m512i w[8];
+
+	memset(in, 0, sizeof(*in));
+	if (layout == 0) {
+		ep_parse_x8_load(m, lanes, in, lines);
+	} else if (layout == 1) {
+		ep_parse_qinq_x8_load(m, lanes, in, lines);
+	} else {
+		ep_x8_load_mbufs(m, lanes, 56, in, lines);
+		ep_x8_frame_words(in, 56, pppoe, 7, w, lines);
+		in->q0 = w[0], in->q12 = w[1], in->q20 = w[2], in->q28 = w[3];
+		in->q36 = w[4], in->q44 = w[5], in->q48 = w[6];
+	}
+}
+
+/* Both forms' loads of the group at @p m, @p lanes, alike. */
 static EP_X8_TARGET bool
 same_loads(struct rte_mbuf *const *m, __mmask8 lanes, int layout)
 {
 	struct ep_parse_x8_in a, b;
-	__m512i w[8];
 
-	memset(&a, 0, sizeof(a));
-	memset(&b, 0, sizeof(b));
-	if (layout == 0) {
-		load_by_gathers(m, lanes, &a);
-		ep_parse_x8_load(m, lanes, &b);
-	} else if (layout == 1) {
-		gather_mbufs(m, lanes, EP_PARSE_QINQ_X8_MIN, &a);
-		a.q0 = GATHER_WORD(&a, 0);
-		a.q12 = GATHER_WORD(&a, 12);
-		a.q20 = GATHER_WORD(&a, 20);
-		a.q28 = GATHER_WORD(&a, 28);
-		a.q36 = GATHER_WORD(&a, 36);
-		a.q40 = GATHER_WORD(&a, 40);
-		ep_parse_qinq_x8_load(m, lanes, &b);
-	} else {
-		gather_mbufs(m, lanes, 56, &a);
-		a.q0 = GATHER_WORD(&a, 0);
-		a.q12 = GATHER_WORD(&a, 12);
-		a.q20 = GATHER_WORD(&a, 20);
-		a.q28 = GATHER_WORD(&a, 28);
-		a.q36 = GATHER_WORD(&a, 36);
-		a.q44 = GATHER_WORD(&a, 44);
-		a.q48 = GATHER_WORD(&a, 48);
-		ep_x8_load_mbufs(m, lanes, 56, &b);
-		ep_x8_frame_words(&b, 56, EP_X8_WORDS_AT(0, 12, 20, 28, 36, 44, 48, 0), w);
-		b.q0 = w[0], b.q12 = w[1], b.q20 = w[2], b.q28 = w[3];
-		b.q36 = w[4], b.q44 = w[5], b.q48 = w[6];
-		/* the eighth word (offset 0 again) and the unused ones: 0 or word 0 */
-		if (_mm512_cmpneq_epi64_mask(w[7], b.q0) != 0)
-			return false;
-	}
+	load_layout(m, lanes, layout, false, &a);
+	load_layout(m, lanes, layout, true, &b);
 	return same_in(&a, &b);
 }
 
@@ -197,10 +143,7 @@ cycles_a_packet(struct rte_mbuf **m, int n, bool lines)
 			struct ep_parse_x8_in in[4];
 
 			for (int g = 0; g < 4; g++) {
-				if (lines)
-					ep_parse_x8_load(b + 8 * g, 0xff, &in[g]);
-				else
-					load_by_gathers(b + 8 * g, 0xff, &in[g]);
+				ep_parse_x8_load(b + 8 * g, 0xff, &in[g], lines);
 			}
 			/* every field used, as the checks use them */
 			for (int g = 0; g < 4; g++)
@@ -253,42 +196,29 @@ EP_TEST(x8_loads_by_lines_give_the_gathers_values_in_every_lane_of_three_layouts
 	}
 }
 
-/* Layout @p layout's loads (same_loads' numbering) of the eight mbufs
- * @p m, whose frames are each exactly @p min bytes. */
+/* Layout @p layout's loads of the eight mbufs @p m in the form @p lines,
+ * every word used (a load the compiler dropped would prove nothing); the
+ * eligible lanes. */
 static EP_X8_TARGET __mmask8
-load_layout(struct rte_mbuf *const *m, int layout, uint32_t min)
+load_all_words(struct rte_mbuf *const *m, int layout, bool lines)
 {
 	struct ep_parse_x8_in in;
-	__m512i w[8], all;
 	alignas(64) uint64_t sink[8];
+	__m512i all;
 
-	memset(w, 0, sizeof(w));
-	if (layout == 0) {
-		ep_parse_x8_load(m, 0xff, &in);
-		w[0] = in.q0, w[1] = in.q12, w[2] = in.q20, w[3] = in.q28;
-	} else {
-		ep_x8_load_mbufs(m, 0xff, min, &in);
-		if (layout == 1) {
-			ep_parse_qinq_x8_words(&in);
-			w[0] = in.q0, w[1] = in.q12, w[2] = in.q20, w[3] = in.q28;
-			w[4] = in.q36, w[5] = in.q40;
-		} else {
-			ep_x8_frame_words(&in, min, EP_X8_WORDS_AT(0, 12, 20, 28, 36, 44, 48, 0), w);
-		}
-	}
-	/* every word used: a load the compiler dropped would prove nothing */
-	all = w[0];
-	for (int k = 1; k < 8; k++)
-		all = _mm512_xor_si512(all, w[k]);
+	load_layout(m, 0xff, layout, lines, &in);
+	all = _mm512_xor_si512(_mm512_xor_si512(in.q0, in.q12), _mm512_xor_si512(in.q20, in.q28));
+	all = _mm512_xor_si512(all, _mm512_xor_si512(_mm512_xor_si512(in.q36, in.q40),
+						     _mm512_xor_si512(in.q44, in.q48)));
 	_mm512_store_si512(sink, all);
 	__asm__ volatile("" : : "r"(sink) : "memory");
 	return in.elig;
 }
 
 /*
- * The line loads read nothing past a layout's minimum: eight frames of
+ * Neither form reads a byte past a layout's minimum: eight frames of
  * exactly that many bytes, each ending where an inaccessible page begins
- * (a read past its end faults), loaded in every layout.
+ * (a read past its end faults), loaded in every layout both ways.
  */
 EP_TEST(x8_loads_read_nothing_past_the_minimum_of_each_layout)
 {
@@ -316,10 +246,33 @@ EP_TEST(x8_loads_read_nothing_past_the_minimum_of_each_layout)
 			mb[i].nb_segs = 1;
 			m[i] = &mb[i];
 		}
-		EP_CHECK_EQ(load_layout(m, layout, mins[layout]), 0xff);
+		EP_CHECK_EQ(load_all_words(m, layout, false), 0xff);
+		EP_CHECK_EQ(load_all_words(m, layout, true), 0xff);
 	}
 	munmap(area, 16 * pg);
-	printf("    three layouts loaded against a guard page\n");
+	printf("    three layouts loaded both ways against a guard page\n");
+}
+
+/* The form is chosen once a process: every worker gets the same answer;
+ * the figures it was chosen by are printed, never compared to a bound. */
+EP_TEST(x8_loads_form_is_timed_once_and_kept)
+{
+	double f[2][2];
+	bool first;
+	const char *by;
+
+	if (!ep_parse_x8_usable())
+		return;
+	first = ep_parse_x8_lines();
+	EP_CHECK_EQ(ep_parse_x8_lines(), first);
+	by = ep_parse_x8_figures(f);
+	printf("    %s (%s): untagged gathers %.2f lines %.2f, QinQ PPPoE gathers %.2f "
+	       "lines %.2f TSC cycles a packet\n", first ? "lines" : "gathers", by, f[0][0],
+	       f[0][1], f[1][0], f[1][1]);
+	if (getenv("EP_X8_LOADS") == NULL) {
+		EP_CHECK(f[0][0] > 0 && f[0][1] > 0 && f[1][0] > 0 && f[1][1] > 0);
+		EP_CHECK_EQ(first, f[0][1] + f[1][1] < f[0][0] + f[1][0]);
+	}
 }
 
 #endif
