@@ -56,7 +56,7 @@ def run(args):
     r4, r6 = inputs.l3fwd_routes()
     cases = [("128", False)] if quick else [("128", False), ("128", True), ("imix-up", False)]
     out_cases, peer_cases, ratios, acl_peer, methods = {}, {}, {}, {}, {}
-    extra_stages = {}
+    extra_stages, parse_x8 = {}, {}
     ratio_rounds, comparisons = {}, []
     for spec, pppoe in cases:
         name = f"{'pppoe' if pppoe else 'ipoe'}-{spec}"
@@ -70,6 +70,7 @@ def run(args):
         with Ours(work, f"ours-{name}", cfg) as ours:
             hz = ours.tsc_hz
             methods["ours"] = ours.acl_methods.get("bng-uplink", "unknown")
+            parse_x8 = ours.parse_x8
             with l3:
                 peer = Peer(l3, 1, ["l3fwd"])
                 res = ab.alternate([ours, peer], rounds, warmup_s=warmup, window_s=seconds)
@@ -108,7 +109,7 @@ def run(args):
         print(f"   ours {s['mpps_per_core']:.3f} Mpps/core, l3fwd "
               f"{peer_cases[name]['mpps_per_core']:.3f}, ratio {ratios[key]:.3f}")
 
-    extra, more_peers = {}, {}
+    extra, more_peers = {"parse_x8": parse_x8}, {}
     if acl_peer:
         ratios["vs_dpdk-l3fwd-acl"] = acl_peer.pop("ratio")
         lpm = peer_cases["ipoe-128"]["mpps_per_core"]

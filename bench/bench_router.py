@@ -106,6 +106,7 @@ class Ours(ab.Process):
         st = self.dp.ctl("stats")
         self.tsc_hz = st["tsc_hz"]
         self.acl_method = host_info.acl_methods(self.dp).get("router", "unknown")
+        self.parse_x8 = host_info.parse_x8(self.dp)
         self.lcore = st["workers"][0]["lcore"]
         self.tids = find_threads(self.proc.pid, [f"rte-worker-{self.lcore}"])
         return self
@@ -221,6 +222,7 @@ def run(args):
         return hz["hz"]
 
     cases, peers, ratios, ratio_rounds, comparisons, methods = {}, {}, {}, {}, [], {}
+    parse_x8 = {}
 
     def compare(rk, case, o_w, peer, p_w, ps, pooled=None):
         """Ratio rk: the median of the rounds' ours/peer (measured back to
@@ -269,6 +271,7 @@ def run(args):
         # l3fwd classifies with the method ours uses (--alg), named in the JSON.
         methods["ours"] = o.acl_method
         methods["dpdk-l3fwd-acl"] = o.acl_method
+        parse_x8 = o.parse_x8
         with contextlib.ExitStack() as more:
             os_ = [o] + [more.enter_context(Ours(size, n_acl, n_routes, k))
                          for k in range(1, GOAL_PROCS)]
@@ -280,11 +283,12 @@ def run(args):
         with Peer("lpm", size, 0, n_routes, tsc_hz) as pl:
             res2 = ab_rounds([o, pl], rounds_other)
     cases[key] = with_rates(summary([w for x in os_ for w in res[x]] + res2[o]), size)
-    cases[key]["goal_procs_mpps_per_core"] = [
-        round(ab.median([w["mpps_per_core"] for w in res[x]]), 4) for x in os_]
     pas = with_rates(summary([w for x in pas_ for w in res[x]]), size)
+    # Each process's median, both sides, as bench_bng_uplink.py keeps them.
     pas["procs_mpps_per_core"] = [
         round(ab.median([w["mpps_per_core"] for w in res[x]]), 4) for x in pas_]
+    pas["ours_procs_mpps_per_core"] = [
+        round(ab.median([w["mpps_per_core"] for w in res[x]]), 4) for x in os_]
     pls = with_rates(summary(res2[pl]), size)
     peers["dpdk-l3fwd-acl"] = dict(pas, lookup="acl", input=key, procs=GOAL_PROCS)
     peers["dpdk-l3fwd"]["by_input"][f"{size}/routes{n_routes}"] = pls
@@ -335,4 +339,4 @@ def run(args):
                          extra={"cases": cases, "peer_stages": stages_of_peer,
                                 "comparisons": comparisons,
                                 "ratio_rounds": ratio_rounds, "cpu": host_info.cpu(),
-                                "acl_classify": methods})
+                                "acl_classify": methods, "parse_x8": parse_x8})

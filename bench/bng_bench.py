@@ -185,6 +185,7 @@ class Ours(ab.Process):
         self.workers = {w["name"]: w for w in self.dp.ctl("stats")["workers"]}
         self.tsc_hz = self.dp.ctl("stats")["tsc_hz"]
         self.acl_methods = host_info.acl_methods(self.dp)
+        self.parse_x8 = host_info.parse_x8(self.dp)
         names = [f"rte-worker-{w['lcore']}" for w in self.workers.values()]
         self.tids = find_threads(self.pid, names)
         return self

@@ -9,6 +9,8 @@ and the vBNG uplink, follows the CPU.
                    17 Zen 4 Genoa), the SIMD extensions rte_acl chooses by
   acl_methods(dp)  {ACL table: the rte_acl method in use}, from edgeplane-dp's
                    acl-tables (what `acl_classify = auto` resolved to)
+  parse_x8(dp)     the eight-frame parse's loads (lines or gathers, timed on
+                   this CPU) and the figures they were chosen by, parse-x8
   mitigations()    the kernel's speculative-execution mitigations that tax a
                    kernel `ret` (the XDP program's helper calls): SRSO, Retbleed
 """
@@ -29,6 +31,12 @@ def acl_methods(dp):
     """{table: classify_method} of a running edgeplane-dp (lab.dp.Dp)."""
     return {t["table"]: t.get("classify_method", "unknown")
             for t in dp.ctl("acl-tables")["tables"]}
+
+
+def parse_x8(dp):
+    """The eight-frame parse of a running edgeplane-dp: whether it runs here,
+    its loads' form (lines or gathers, timed per CPU) and the figures."""
+    return dp.ctl("parse-x8")
 
 
 def mitigations():

@@ -384,6 +384,7 @@ struct bng_up {
 	int32_t control_port;           /**< -1: punt to the ring */
 	bool nd_answer;
 	bool parse_x8;                  /**< parse eight frames at a time (AVX-512: bng_up_parse_x8_usable) */
+	bool parse_x8_lines;            /**< its loads as lines, not gathers (bng_up_parse_x8_lines) */
 	struct rte_ether_addr access_mac;
 	uint32_t core_tag;              /**< VLAN TCI or MPLS label << 12 */
 	/* counters */
@@ -604,6 +605,9 @@ int bng_down_build(struct bng *b, struct ep_worker *w, struct ep_err *err);
 uint16_t bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 /** Whether this CPU runs the uplink parse's eight-frame path (AVX-512). */
 bool bng_up_parse_x8_usable(void);
+/** Whether its loads run faster here as lines than as gathers
+ *  (ep_parse_x8_lines, timed once a process). */
+bool bng_up_parse_x8_lines(void);
 /** classify + antispoof + police in one stage (`subscriber`). */
 uint16_t bng_up_subscriber_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);
 uint16_t bng_up_route_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n);

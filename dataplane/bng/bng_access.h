@@ -213,7 +213,7 @@ bng_parse_qinq_pppoe_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t fra
 }
 
 #ifdef EP_PARSE_X8
-/** Bytes of a frame the QinQ PPPoE gathers read: the word at 48, whose
+/** Bytes of a frame the QinQ PPPoE loads read: the word at 48, whose
  *  bytes 50..53 are the ports of a QinQ PPPoE IPv4 frame. */
 #define BNG_PPPOE_X8_MIN 56u
 
@@ -221,24 +221,29 @@ bng_parse_qinq_pppoe_ipv4_plain(const uint8_t *p, uint32_t seg_len, uint32_t fra
  *  the words at 0, 12, 20 (the session header), 28, 36, 44 (the PPP
  *  protocol and the IPv4 header) and 48 (the ports). */
 static __rte_always_inline EP_X8_TARGET void
-bng_qinq_pppoe_x8_words(struct ep_parse_x8_in *in)
+bng_qinq_pppoe_x8_words(struct ep_parse_x8_in *in, const bool lines)
 {
-	in->q0 = EP_X8_WORD(in, 0);
-	in->q12 = EP_X8_WORD(in, 12);
-	in->q20 = EP_X8_WORD(in, 20);
-	in->q28 = EP_X8_WORD(in, 28);
-	in->q36 = EP_X8_WORD(in, 36);
-	in->q44 = EP_X8_WORD(in, 44);
-	in->q48 = EP_X8_WORD(in, 48);
+	static const uint8_t off[8] = { 0, 12, 20, 28, 36, 44, 48 };
+	__m512i w[8];
+
+	ep_x8_frame_words(in, BNG_PPPOE_X8_MIN, off, 7, w, lines);
+	in->q0 = w[0];
+	in->q12 = w[1];
+	in->q20 = w[2];
+	in->q28 = w[3];
+	in->q36 = w[4];
+	in->q44 = w[5];
+	in->q48 = w[6];
 }
 
 /** The mbuf fields (ep_x8_load_mbufs, minimum BNG_PPPOE_X8_MIN) and
- *  bng_qinq_pppoe_x8_words in one call. */
+ *  bng_qinq_pppoe_x8_words in one call, as lines or as gathers. */
 static __rte_always_inline EP_X8_TARGET void
-bng_qinq_pppoe_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
+bng_qinq_pppoe_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in,
+		       const bool lines)
 {
-	ep_x8_load_mbufs(m, lanes, BNG_PPPOE_X8_MIN, in);
-	bng_qinq_pppoe_x8_words(in);
+	ep_x8_load_mbufs(m, lanes, BNG_PPPOE_X8_MIN, in, lines);
+	bng_qinq_pppoe_x8_words(in, lines);
 }
 
 /**

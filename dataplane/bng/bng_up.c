@@ -205,7 +205,7 @@ up_parse_finish(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16
 #ifdef EP_PARSE_X8
 /* Whether a group of eight frames is loaded as QinQ PPPoE session frames
  * (bng_qinq_pppoe_x8_load) or as QinQ IPoE ones: by its first frame's
- * EtherType after two tags (a line the gathers read next anyway).  A lane
+ * EtherType after two tags (a line the loads read next anyway).  A lane
  * of the other kind takes the scalar parse: right, only slower. */
 static __rte_always_inline bool
 up_group_is_pppoe(const struct rte_mbuf *m)
@@ -220,10 +220,10 @@ up_group_is_pppoe(const struct rte_mbuf *m)
  * CPU has it: bng_up.parse_x8), as the router's parse_burst_x8: first
  * every group's mbuf fields (ep_x8_load_mbufs), then every group's frame
  * words (ep_parse_qinq_x8_words, or bng_qinq_pppoe_x8_words for a group
- * whose first frame is a PPPoE session's: the gathers of the four groups
- * overlap, and no frame gather waits for its own group's mbuf gathers,
- * ~0.5-0.8 cycles a packet, docs/benchmarks/bng-passes.md "Seventeenth
- * pass"), then per group the MAC check and the QinQ IPv4
+ * whose first frame is a PPPoE session's: the loads of the four groups
+ * overlap, and no frame's load waits for its own group's mbuf fields;
+ * as gathers, ~0.5-0.8 cycles a packet, docs/benchmarks/bng-passes.md
+ * "Seventeenth pass"), then per group the MAC check and the QinQ IPv4
  * checks (ep_parse_qinq_x8_check, proto/; or bng_qinq_pppoe_x8_check, the
  * session header's too).  A lane that passes and is not DHCP (bng_ip_control's ports, compared for
  * eight lanes) has its ep_meta written and its ACL input given (one
@@ -235,10 +235,17 @@ up_group_is_pppoe(const struct rte_mbuf *m)
  * meta lines is not run (ep_acl_filter_give); when every frame passed, the
  * QinQ IPoE lanes' VLAN pairs are looked up in the QinQ map for the
  * subscriber stage, two gathers for eight (u->pre_hits).
+ *
+ * The mbufs' fields and the frames' words are lines or gathers
+ * (bng_up.parse_x8_lines, timed on this CPU: ep_parse_x8_lines).  Lines,
+ * with the keep4 words from keep4b by permutes, on the Zen 5
+ * (bench.bng_ab ipoe-128, 9 rounds, both orders): parse 16.7 -> 13.5
+ * cycles a packet, B/A 0.941 and swapped 1.052
+ * (docs/benchmarks/bng-uplink-passes.md, "The loads without gathers").
  */
-static EP_X8_TARGET uint16_t
+static __rte_always_inline EP_X8_TARGET uint16_t
 up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
-		  uint16_t port)
+		  uint16_t port, const bool lines)
 {
 	struct ep_parse_x8_in in[EP_BURST_MAX / 8];
 	uint16_t punt[EP_BURST_MAX], nd[EP_BURST_MAX];
@@ -252,21 +259,22 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 
 	ep_mac_words(&u->access_mac, &mac4, &mac2);
 	mac = mac4 | (uint64_t)mac2 << 32;
-	/* Every group's mbuf fields, then every group's frame words: a frame
-	 * gather waits for its group's mbuf gathers, and a group's in a row
-	 * left the first frame gather of each waiting for them. */
+	/* Every group's mbuf fields, then every group's frame words: a
+	 * frame's loads wait for its group's mbuf fields, and a group's in a
+	 * row left the first frame loads of each waiting for them. */
 	for (uint16_t i = 0; i < n; i += 8) {
 		__mmask8 lanes = (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1);
 
 		pppoe[i / 8] = up_group_is_pppoe(pkts[i]);
 		ep_x8_load_mbufs(&pkts[i], lanes,
-				 pppoe[i / 8] ? BNG_PPPOE_X8_MIN : EP_PARSE_QINQ_X8_MIN, &in[i / 8]);
+				 pppoe[i / 8] ? BNG_PPPOE_X8_MIN : EP_PARSE_QINQ_X8_MIN, &in[i / 8],
+				 lines);
 	}
 	for (uint16_t i = 0; i < n; i += 8) {
 		if (pppoe[i / 8])
-			bng_qinq_pppoe_x8_words(&in[i / 8]);
+			bng_qinq_pppoe_x8_words(&in[i / 8], lines);
 		else
-			ep_parse_qinq_x8_words(&in[i / 8]);
+			ep_parse_qinq_x8_words(&in[i / 8], lines);
 	}
 	/* No prefetch of the meta lines (the router's x8 parse has one): an
 	 * mbuf comes back from tx through the mempool cache with its meta
@@ -359,6 +367,21 @@ up_parse_burst_x8(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint
 	u->pre_first = n != 0 ? pkts[0] : NULL;
 	return out;
 }
+
+/* up_parse_burst_x8 for each form of the loads: one is chosen per CPU. */
+static __rte_noinline EP_X8_TARGET uint16_t
+up_parse_burst_x8_lines(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
+			uint16_t port)
+{
+	return up_parse_burst_x8(u, pkts, next, n, port, true);
+}
+
+static __rte_noinline EP_X8_TARGET uint16_t
+up_parse_burst_x8_gathers(struct bng_up *u, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
+			  uint16_t port)
+{
+	return up_parse_burst_x8(u, pkts, next, n, port, false);
+}
 #endif
 
 bool
@@ -366,6 +389,16 @@ bng_up_parse_x8_usable(void)
 {
 #ifdef EP_PARSE_X8
 	return ep_parse_x8_usable();
+#else
+	return false;
+#endif
+}
+
+bool
+bng_up_parse_x8_lines(void)
+{
+#ifdef EP_PARSE_X8
+	return ep_parse_x8_usable() && ep_parse_x8_lines();
 #else
 	return false;
 #endif
@@ -384,7 +417,8 @@ bng_up_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 
 #ifdef EP_PARSE_X8
 	if (u->parse_x8 && port != EP_RX_PORT_META)
-		return up_parse_burst_x8(u, pkts, next, n, port);
+		return u->parse_x8_lines ? up_parse_burst_x8_lines(u, pkts, next, n, port) :
+					   up_parse_burst_x8_gathers(u, pkts, next, n, port);
 #endif
 	u->pre_n = 0;   /* no QinQ map answers (bng_qinq_x8_entries) */
 	ep_fib_burst_words_give(&u->route_words, 0, NULL);     /* no tbl24 words */
@@ -1062,6 +1096,7 @@ bng_up_create(struct bng *b, struct ep_worker *w, int socket, struct ep_err *err
 	u->control_port = b->control_port;
 	u->nd_answer = b->nd_answer;
 	u->parse_x8 = bng_up_parse_x8_usable();
+	u->parse_x8_lines = u->parse_x8 && bng_up_parse_x8_lines();
 	u->access_mac = b->e->ports[b->access_port].mac;
 	u->core_tag = b->core_tag;
 	/* The access side's ARP and ND, beyond the answers, belong to the

@@ -32,6 +32,7 @@
 
 static struct rte_mempool *pool;
 static bool x8;         /* ep_parse_x8_usable, asked once: CPUID is a VM exit */
+static bool x8_lines;   /* the loads' form, flipped every input: both are fuzzed */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -116,6 +117,8 @@ x8_lane(struct rte_mbuf *m, bool pppoe)
 	uint64_t mac = 0;
 	int rc;
 
+	if (!pppoe)
+		x8_lines = !x8_lines;   /* per input: its IPoE and PPPoE lanes alike */
 	memset(ep_meta(m), 0xa5, sizeof(want));
 	memset(&want, 0xa5, sizeof(want));
 	/* The receiving port's MAC is the frame's own destination, so every
@@ -123,11 +126,11 @@ x8_lane(struct rte_mbuf *m, bool pppoe)
 	if (m->data_len >= RTE_ETHER_ADDR_LEN)
 		memcpy(&mac, p, RTE_ETHER_ADDR_LEN);
 	if (pppoe) {
-		bng_qinq_pppoe_x8_load(&m, 1, &in);
+		bng_qinq_pppoe_x8_load(&m, 1, &in, x8_lines);
 		bng_qinq_pppoe_x8_check(&in, mac, 0, &x);
 		rc = bng_parse_qinq_pppoe_ipv4_plain(p, m->data_len, m->pkt_len, &want);
 	} else {
-		ep_parse_qinq_x8_load(&m, 1, &in);
+		ep_parse_qinq_x8_load(&m, 1, &in, x8_lines);
 		ep_parse_qinq_x8_check(&in, mac, 0, &x);
 		rc = ep_parse_qinq_ipv4_plain(p, m->data_len, m->pkt_len, &want);
 		want.user = 0;

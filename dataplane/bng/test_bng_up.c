@@ -125,6 +125,9 @@ EP_TEST(uplink_parse_fast_path_agrees_with_the_full_access_parse)
 #ifdef EP_PARSE_X8
 /* The PPPoE lanes of @p m through bng_qinq_pppoe_x8_check, ep_meta of the
  * ok ones written as the parse writes it; their ok mask. */
+/* Each call's loads the other form (lines, gathers) than the call before. */
+static unsigned int pppoe_x8_calls;
+
 static EP_X8_TARGET __mmask8
 pppoe_x8(struct rte_mbuf *const *m, __mmask8 lanes)
 {
@@ -134,7 +137,7 @@ pppoe_x8(struct rte_mbuf *const *m, __mmask8 lanes)
 	uint16_t mac2;
 
 	ep_mac_words((const struct rte_ether_addr *)tb_access_mac, &mac4, &mac2);
-	bng_qinq_pppoe_x8_load(m, lanes, &in);
+	bng_qinq_pppoe_x8_load(m, lanes, &in, pppoe_x8_calls++ & 1);
 	bng_qinq_pppoe_x8_check(&in, mac4 | (uint64_t)mac2 << 32, TB_ACCESS, &x);
 	ep_parse_qinq_x8_store(&x, in.mb, x.ok, BNG_USER_PPPOE);
 	return x.ok;
@@ -311,6 +314,7 @@ EP_TEST(uplink_parse_x8_equals_the_scalar_parse_and_gives_the_acl_its_own_inputs
 		x8_burst(c, n, &x, a, b);
 		t->up->rx_port = TB_ACCESS;
 		u->parse_x8 = true;
+		u->parse_x8_lines = (c >> 1) & 1;      /* both forms of the loads */
 		oa = parse->fn(parse->ctx, a, na, (uint16_t)n);
 		if (u->acl->given == n) {
 			uint16_t ga[32] = {0}, gb[32] = {0};

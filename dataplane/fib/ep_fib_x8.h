@@ -32,14 +32,25 @@
 _Static_assert(sizeof(((struct rte_lpm *)0)->tbl24[0]) == 4, "a tbl24 entry is one 32-bit word");
 
 /** The keep4 words of the lanes @p lanes of @p dst (host order, low 32
- *  bits of each lane), zero-extended into 64-bit lanes.  Apart from
- *  ep_fib_x8_words, so that a caller gathers every group's words before
- *  the first group's tbl24 words (each gather waits for its lines). */
+ *  bits of each lane), zero-extended into 64-bit lanes, 0 in the others:
+ *  made from keep4b's bytes (two byte permutes of its four lines,
+ *  ep_x8_table) instead of gathered from keep4.  A masked 32-bit gather
+ *  costs 28-42 cycles of throughput on Zen 5
+ *  (docs/benchmarks/router-passes-later.md, the seventeenth and
+ *  eighteenth passes).  Apart from ep_fib_x8_words, so
+ *  that a caller reads every group's words before the first group's
+ *  tbl24 words. */
 static __rte_always_inline EP_X8_TARGET __m512i
 ep_fib_x8_keep(const struct ep_fib *fib, __mmask8 lanes, __m512i dst)
 {
-	return _mm512_cvtepu32_epi64(_mm512_mask_i64gather_epi32(
-		_mm256_setzero_si256(), lanes, _mm512_srli_epi64(dst, 24), fib->keep4, 4));
+	const __m512i b = ep_x8_table(fib->keep4b, _mm512_srli_epi64(dst, 24));
+	const __mmask8 lng = _mm512_mask_test_epi64_mask(lanes, b,
+							 _mm512_set1_epi64(EP_FIB_KEEP4B_LONG));
+	const __mmask8 mart = _mm512_mask_test_epi64_mask(lanes, b,
+							  _mm512_set1_epi64(EP_FIB_KEEP4B_MARTIAN));
+
+	return _mm512_or_si512(_mm512_maskz_set1_epi64(lng, 0x00ffffff),
+			       _mm512_maskz_set1_epi64(mart, (long long)EP_FIB_KEEP4_MARTIAN));
 }
 
 /** The lanes of @p lanes whose keep4 word @p keep (ep_fib_x8_keep of an

@@ -96,6 +96,19 @@ ep_fib_is_own(const struct ep_fib *fib, uint8_t family, const uint8_t *ip)
 
 /* ---- the LPM tables ---- */
 
+/* /8 @p top's keep4 word and its keep4b byte, each a release store (a
+ * reader reads one of the two): before a route that needs them is added,
+ * after the last one that needed them is deleted. */
+static void
+keep4_store(struct ep_fib *fib, uint32_t top, uint32_t word)
+{
+	uint8_t b = (uint8_t)(((word & 0x00ffffffu) != 0 ? EP_FIB_KEEP4B_LONG : 0) |
+			      ((word & EP_FIB_KEEP4_MARTIAN) != 0 ? EP_FIB_KEEP4B_MARTIAN : 0));
+
+	__atomic_store_n(&fib->keep4b[top], b, __ATOMIC_RELEASE);
+	__atomic_store_n(&fib->keep4[top], word, __ATOMIC_RELEASE);
+}
+
 static int
 lpm_set(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen, uint32_t nh,
 	struct ep_err *err)
@@ -117,14 +130,12 @@ lpm_set(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen, u
 		 * they are from now on (ep_fib_addr4), before the route is in. */
 		longer = plen > 8 && rte_lpm_is_rule_present(fib->lpm4, h, plen, &was) == 0;
 		if (longer && fib->n_long4[h >> 24]++ == 0)
-			__atomic_store_n(&fib->keep4[h >> 24], 0x00ffffffu | ep_fib_keep4_base(h >> 24),
-					 __ATOMIC_RELEASE);
+			keep4_store(fib, h >> 24, 0x00ffffffu | ep_fib_keep4_base(h >> 24));
 		/* In place: readers see either the old or the new entry; tbl8
 		 * groups it frees are reclaimed through RCU-QSBR. */
 		rc = rte_lpm_add(fib->lpm4, h, plen, nh);
 		if (rc < 0 && longer && --fib->n_long4[h >> 24] == 0)
-			__atomic_store_n(&fib->keep4[h >> 24], ep_fib_keep4_base(h >> 24),
-					 __ATOMIC_RELEASE);
+			keep4_store(fib, h >> 24, ep_fib_keep4_base(h >> 24));
 	} else {
 		struct rte_lpm6 *cur = fib->lpm6_cur;
 		struct rte_lpm6 *spare = cur == fib->lpm6[0] ? fib->lpm6[1] : fib->lpm6[0];
@@ -160,8 +171,7 @@ lpm_del(struct ep_fib *fib, uint8_t family, const uint8_t *addr, uint8_t plen)
 		/* The /8's last longer route gone: one fixed address again. */
 		if (rte_lpm_delete(fib->lpm4, ip, plen) == 0 && plen > 8 &&
 		    --fib->n_long4[ip >> 24] == 0)
-			__atomic_store_n(&fib->keep4[ip >> 24], ep_fib_keep4_base(ip >> 24),
-					 __ATOMIC_RELEASE);
+			keep4_store(fib, ip >> 24, ep_fib_keep4_base(ip >> 24));
 	} else {
 		/* rte_lpm6_delete rebuilds the table from its rule list: never on
 		 * a table a worker reads. */
@@ -509,7 +519,7 @@ ep_fib_create(struct ep_engine *e, const char *name, const struct ep_fib_params 
 	fib->default_nh[0] = EP_FIB_NO_ROUTE;
 	fib->default_nh[1] = EP_FIB_NO_ROUTE;
 	for (uint32_t top = 0; top < 256; top++)
-		fib->keep4[top] = ep_fib_keep4_base(top);
+		keep4_store(fib, top, ep_fib_keep4_base(top));
 
 	fib->nh = rte_zmalloc("ep_fib_nhp", sizeof(fib->nh[0]) * p->max_nexthops,
 			      RTE_CACHE_LINE_SIZE);

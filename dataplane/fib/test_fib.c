@@ -321,6 +321,22 @@ lookups_differ(const struct ep_fib *f, int tries)
 	return bad;
 }
 
+/* The /8s whose keep4b byte does not say what their keep4 word says. */
+static int
+keep4b_differ(const struct ep_fib *f)
+{
+	int n = 0;
+
+	for (uint32_t top = 0; top < 256; top++) {
+		uint32_t w = f->keep4[top];
+		uint8_t want = (uint8_t)(((w & 0x00ffffffu) != 0 ? EP_FIB_KEEP4B_LONG : 0) |
+					 ((w & EP_FIB_KEEP4_MARTIAN) != 0 ? EP_FIB_KEEP4B_MARTIAN : 0));
+
+		n += f->keep4b[top] != want;
+	}
+	return n;
+}
+
 /*
  * A /8 that holds no route longer than /8 is looked up at one fixed
  * address of it (ep_fib_addr4): with a default, /1 and /8 routes, and
@@ -342,6 +358,8 @@ EP_TEST(fib_ipv4_slash8_without_longer_routes_is_looked_up_at_one_address_alike)
 	EP_CHECK_EQ(f->keep4[20], 0u);
 	EP_CHECK_EQ(f->keep4[200], 0u);
 	EP_CHECK_EQ(f->keep4[198], 0x00ffffffu);         /* the ports' connected routes */
+	EP_CHECK_EQ(f->keep4[224], EP_FIB_KEEP4_MARTIAN);
+	EP_CHECK_EQ(keep4b_differ(f), 0);
 	EP_CHECK_EQ(lookups_differ(f, 20000), 0);
 	EP_CHECK_EQ(ep_fib_route_add(f, "20.1.0.0/16", "198.18.1.2", &err), 0);
 	EP_CHECK_EQ(ep_fib_route_add(f, "20.1.2.0/24", "198.18.1.3", &err), 0);
@@ -350,6 +368,7 @@ EP_TEST(fib_ipv4_slash8_without_longer_routes_is_looked_up_at_one_address_alike)
 	EP_CHECK_EQ(f->keep4[20], 0x00ffffffu);
 	EP_CHECK_EQ(f->keep4[200], 0x00ffffffu);
 	EP_CHECK_EQ(f->n_long4[20], 2u);
+	EP_CHECK_EQ(keep4b_differ(f), 0);
 	EP_CHECK_EQ(lookups_differ(f, 20000), 0);
 	EP_CHECK_EQ(ep_fib_lookup4(f, IP4(20, 1, 2, 9)), lpm_as_is(f, IP4(20, 1, 2, 9)));
 	EP_CHECK_EQ(ep_fib_lookup4(f, IP4(200, 9, 8, 7)), lpm_as_is(f, IP4(200, 9, 8, 7)));
@@ -362,6 +381,7 @@ EP_TEST(fib_ipv4_slash8_without_longer_routes_is_looked_up_at_one_address_alike)
 	EP_CHECK_EQ(f->keep4[20], 0u);
 	EP_CHECK_EQ(f->keep4[200], 0u);
 	EP_CHECK_EQ(f->n_long4[200], 0u);
+	EP_CHECK_EQ(keep4b_differ(f), 0);
 	EP_CHECK_EQ(lookups_differ(f, 20000), 0);
 	/* A /8 route itself does not make its /8 looked up as it is. */
 	EP_CHECK_EQ(ep_fib_route_del(f, "20.0.0.0/8", &err), 0);

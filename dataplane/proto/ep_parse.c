@@ -19,6 +19,10 @@
  */
 #include "ep_parse.h"
 
+/* Read by the eight-frame loads for lanes they must not read through
+ * (ep_x8_load_lines): one line of zeros. */
+const uint8_t ep_x8_dummy_line[64] __attribute__((aligned(64)));
+
 const uint8_t ep_parse_l4_min_len[256] = {
 	[IPPROTO_TCP] = 20,
 	[IPPROTO_UDP] = 8,

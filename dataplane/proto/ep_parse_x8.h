@@ -13,23 +13,25 @@
  * router's parse loop (objdump of parse_node.c: the frame's fields one
  * load each, a setcc and an or per check, the checksum's shifts and adds,
  * eight byte and word stores into ep_meta), at ~14 cycles a packet.  Here
- * a lane's fields come from seven gathers (buf_addr, data_off and
- * pkt_len/data_len of the mbuf; the frame's 8-byte words at 0, 12, 20 and
- * 28), every check is one vector operation for eight frames, and
- * ep_meta's first 12 bytes are one 8-byte and one 4-byte store (two
- * scatters measured no faster).
+ * a lane's fields (buf_addr, data_off and pkt_len/data_len of the mbuf;
+ * the frame's 8-byte words at 0, 12, 20 and 28) come from full-width loads
+ * of each mbuf's first line and each frame's first bytes, turned into
+ * per-field vectors by shuffles (ep_x8_load_mbufs, ep_x8_frame_words:
+ * gathers cost more, below), every check is one vector operation for
+ * eight frames, and ep_meta's first 12 bytes are one 8-byte and one
+ * 4-byte store (two scatters measured no faster).
  *
- * The loads and the checks are two functions: a gather here costs ~16-26
- * TSC cycles of latency (~2.6 of throughput, in L1), and a group's two
- * gathers in a row (the mbuf's, then the frame's) made each group of eight
- * wait ~50 cycles for its own; a caller that loads every group of its
+ * The loads and the checks are two functions: the loads of a group wait
+ * for its mbufs' lines and then its frames' (when they were gathers,
+ * ~16-26 TSC cycles of latency each on an Intel Xeon, each group of eight
+ * waited ~50 cycles for its own); a caller that loads every group of its
  * burst before it checks the first overlaps them (router parse 12.6 ->
  * 10.4 cycles a packet in test_router_cycles).  Measured in
  * docs/benchmarks/router-passes.md, "The eighth pass".
  *
  * What it decides, per lane of @p lanes:
  *   - eligible: first segment and frame both at least EP_PARSE_X8_MIN
- *     bytes (every byte a gather reads is inside the frame's data);
+ *     bytes (every byte the loads read is inside the frame's data);
  *     other lanes are in neither result and left to the scalar path
  *   - not_for_us: a unicast destination MAC that is not @p mac, as
  *     ep_rx_not_for_us_words decides it
@@ -70,8 +72,11 @@ ep_parse_x8_usable(void)
 	       rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512VBMI) > 0;
 }
 
-/** Bytes of a frame (first segment and whole) the gathers read: the last
- *  is the 8-byte word at 28, which holds the IPv4 destination. */
+/** What the loads of a lane outside the mask read instead (ep_parse.c). */
+extern const uint8_t ep_x8_dummy_line[64];
+
+/** Bytes of a frame (first segment and whole) the untagged loads read:
+ *  the last is the 8-byte word at 28, which holds the IPv4 destination. */
 #define EP_PARSE_X8_MIN 36u
 
 _Static_assert(offsetof(struct rte_mbuf, data_len) == offsetof(struct rte_mbuf, pkt_len) + 4,
@@ -107,7 +112,7 @@ ep_x8_table(const uint8_t tbl[256], __m512i idx)
 	return _mm512_and_si512(_mm512_mask_blend_epi8(high, lo, hi), _mm512_set1_epi64(0xff));
 }
 
-/** What ep_parse_x8_load (or ep_parse_qinq_x8_load) gathers for eight
+/** What ep_parse_x8_load (or ep_parse_qinq_x8_load) reads for eight
  *  lanes: the mbufs' fields and the frames' 8-byte words at 0, 12, 20, 28
  *  (and 36, 40; 44 and 48 for a caller's own layout, a PPPoE session's). */
 struct ep_parse_x8_in {
@@ -115,11 +120,43 @@ struct ep_parse_x8_in {
 	__mmask8 elig;
 };
 
-/* The mbufs' fields of @p lanes (one gather each, from the pointers' first
- * line); eligible: first segment and frame at least @p min bytes. */
+/*
+ * The loads, two ways.  The eight lanes' fields (the mbufs' buf_addr,
+ * data_off, pkt_len/data_len; the frames' 8-byte words) are either
+ * gathers (seven a group for an untagged frame, nine for QinQ) or
+ * full-width loads of each mbuf's first line and each frame's first bytes
+ * turned into the same per-field vectors by shuffles ("lines").  Which is
+ * cheaper depends on the core: on AMD Zen 5 a 512-bit gather has ~9 TSC
+ * cycles of throughput, four times the loads it stands for, and the
+ * router's parse read ~2-3 cycles a packet lower with lines, the vBNG
+ * uplink's ~3; on an Intel Xeon a gather had ~2.6
+ * (docs/benchmarks/router-passes-later.md, "The seventeenth pass" and
+ * "The twentieth pass").  So every load function takes @p lines, a
+ * constant at each call site, and a pipeline instantiates its parse for
+ * both and picks one per worker from ep_parse_x8_lines(), which times both
+ * forms on this CPU once.  test_x8_loads checks that both give the same
+ * values in every lane.  In the lines form, lanes outside the mask and
+ * frames not eligible read ep_x8_dummy_line instead of through their
+ * pointers (a masked gather reads nothing for them); their fields are 0
+ * in both forms.
+ */
+
+/** Whether this CPU runs the loads below faster as lines than as gathers
+ *  (ep_parse_x8.c: both timed once a process; EP_X8_LOADS=lines or
+ *  gathers in the environment decides it instead).  Only where
+ *  ep_parse_x8_usable(). */
+bool ep_parse_x8_lines(void);
+
+/** The figures ep_parse_x8_lines chose by: TSC cycles a packet of
+ *  @p f[layout][form] (layout 0 untagged, 1 QinQ PPPoE; form 0 gathers,
+ *  1 lines), all 0 if it did not time them; what decided (a sentence). */
+const char *ep_parse_x8_figures(double f[2][2]);
+
+/* The mbufs' fields of @p lanes by gathers (one each, from the pointers'
+ * first line); eligible: first segment and frame at least @p min bytes. */
 static __rte_always_inline EP_X8_TARGET void
-ep_x8_load_mbufs(struct rte_mbuf *const *m, __mmask8 lanes, uint32_t min,
-		 struct ep_parse_x8_in *in)
+ep_x8_gather_mbufs(struct rte_mbuf *const *m, __mmask8 lanes, uint32_t min,
+		   struct ep_parse_x8_in *in)
 {
 	const __m512i lo16 = _mm512_set1_epi64(0xffff), lo32 = _mm512_set1_epi64(0xffffffff);
 	const __m512i mb = _mm512_maskz_loadu_epi64(lanes, m);
@@ -137,23 +174,183 @@ ep_x8_load_mbufs(struct rte_mbuf *const *m, __mmask8 lanes, uint32_t min,
 	in->p = _mm512_add_epi64(buf, _mm512_and_si512(off, lo16));
 }
 
-/* The frame's 8-byte word at @p off of each eligible lane of @p in. */
+/* The frame's 8-byte word at @p off of each eligible lane of @p in, by a
+ * gather. */
 #define EP_X8_WORD(in, off) \
-	_mm512_mask_i64gather_epi64(_mm512_setzero_si512(), (in)->elig, (in)->p, (const void *)(off), 1)
+	_mm512_mask_i64gather_epi64(_mm512_setzero_si512(), (in)->elig, (in)->p, (const void *)(uintptr_t)(off), 1)
+
+/* ep_x8_gather_mbufs by lines: one 64-byte load a mbuf (its words 0
+ * (buf_addr), 2 (data_off), 4 (packet_type, pkt_len) and 5 (data_len)),
+ * transposed by eight two-table permutes and four lane shuffles. */
+static __rte_always_inline EP_X8_TARGET void
+ep_x8_line_mbufs(struct rte_mbuf *const *m, __mmask8 lanes, uint32_t min,
+		 struct ep_parse_x8_in *in)
+{
+	const __m512i lo16 = _mm512_set1_epi64(0xffff);
+	const __m512i dummy = _mm512_set1_epi64((long long)(uintptr_t)ep_x8_dummy_line);
+	const __m512i mb = _mm512_mask_loadu_epi64(dummy, lanes, m);
+	alignas(64) uint64_t mp[8];
+	__m512i r[8], t[4], u[4], buf, off, c4, c5, seg;
+	/* Pairs of rows, then quads, then eight. */
+	const __m512i i1 = _mm512_set_epi64(13, 5, 12, 4, 10, 2, 8, 0);
+	const __m512i lo = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+	const __m512i hi = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+
+	_Static_assert(offsetof(struct rte_mbuf, buf_addr) == 0 &&
+		       offsetof(struct rte_mbuf, data_off) == 16 &&
+		       offsetof(struct rte_mbuf, pkt_len) == 36 &&
+		       offsetof(struct rte_mbuf, data_len) == 40, "the mbuf's first line");
+	_mm512_store_si512(mp, mb);
+	for (int i = 0; i < 8; i++)
+		r[i] = _mm512_loadu_si512((const void *)(uintptr_t)mp[i]);
+	for (int i = 0; i < 4; i++)
+		t[i] = _mm512_permutex2var_epi64(r[2 * i], i1, r[2 * i + 1]);
+	u[0] = _mm512_permutex2var_epi64(t[0], lo, t[1]);
+	u[1] = _mm512_permutex2var_epi64(t[0], hi, t[1]);
+	u[2] = _mm512_permutex2var_epi64(t[2], lo, t[3]);
+	u[3] = _mm512_permutex2var_epi64(t[2], hi, t[3]);
+	buf = _mm512_shuffle_i64x2(u[0], u[2], 0x44);
+	off = _mm512_shuffle_i64x2(u[0], u[2], 0xee);
+	c4 = _mm512_shuffle_i64x2(u[1], u[3], 0x44);
+	c5 = _mm512_shuffle_i64x2(u[1], u[3], 0xee);
+	in->mb = _mm512_maskz_mov_epi64(lanes, mb);
+	in->pkt_len = _mm512_maskz_srli_epi64(lanes, c4, 32);
+	seg = _mm512_min_epu64(_mm512_and_si512(c5, lo16), in->pkt_len);
+	in->seg = seg;
+	in->elig = _mm512_mask_cmpge_epu64_mask(lanes, seg, _mm512_set1_epi64(min));
+	in->p = _mm512_maskz_add_epi64(lanes, buf, _mm512_and_si512(off, lo16));
+}
+
+/** The mbufs' fields of @p lanes (their pointers at @p m; lanes not in
+ *  @p lanes are not read), as lines or as gathers; eligible: first
+ *  segment and frame at least @p min bytes. */
+static __rte_always_inline EP_X8_TARGET void
+ep_x8_load_mbufs(struct rte_mbuf *const *m, __mmask8 lanes, uint32_t min,
+		 struct ep_parse_x8_in *in, const bool lines)
+{
+	if (lines)
+		ep_x8_line_mbufs(m, lanes, min, in);
+	else
+		ep_x8_gather_mbufs(m, lanes, min, in);
+}
+
+/* Each eligible lane's frame pointer, the others' ep_x8_dummy_line, into
+ * @p fp. */
+static __rte_always_inline EP_X8_TARGET void
+ep_x8_frame_ptrs(const struct ep_parse_x8_in *in, uint64_t fp[8])
+{
+	const __m512i dummy = _mm512_set1_epi64((long long)(uintptr_t)ep_x8_dummy_line);
+
+	_mm512_storeu_si512(fp, _mm512_mask_mov_epi64(dummy, in->elig, in->p));
+}
+
+/*
+ * The eligible lanes' 8-byte frame words at the @p n offsets @p off (each
+ * at most @p min - 8) into @p w[0 .. n), 0 in the other lanes.  As gathers,
+ * one a word; as lines, each frame's first @p min bytes as one masked
+ * 64-byte load (nothing past them is read), one byte permute a row that
+ * puts the words in its 8-byte slots, and an 8 x 8 transpose (eight
+ * unpacks, sixteen lane shuffles; the compiler drops what unused words
+ * would cost).
+ */
+static __rte_always_inline EP_X8_TARGET void
+ep_x8_frame_words(const struct ep_parse_x8_in *in, uint32_t min, const uint8_t off[8],
+		  unsigned int n, __m512i w[8], const bool lines)
+{
+	const __mmask64 bytes = min >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << min) - 1;
+	const long long ones = 0x0101010101010101ll;
+	alignas(64) uint64_t fp[8];
+	__m512i r[8], t[8], u[8], at, v[8];
+
+	if (!lines) {
+		for (unsigned int k = 0; k < n; k++)
+			w[k] = EP_X8_WORD(in, off[k]);
+		return;
+	}
+	at = _mm512_add_epi64(_mm512_set_epi64(off[7] * ones, off[6] * ones, off[5] * ones,
+					       off[4] * ones, off[3] * ones, off[2] * ones,
+					       off[1] * ones, off[0] * ones),
+			      _mm512_set1_epi64(0x0706050403020100ll));
+	ep_x8_frame_ptrs(in, fp);
+	for (int i = 0; i < 8; i++)
+		r[i] = _mm512_permutexvar_epi8(
+			at, _mm512_maskz_loadu_epi8(bytes, (const void *)(uintptr_t)fp[i]));
+	/* rows (0,1) .. (6,7): words 0,2,4,6 of both rows, then 1,3,5,7 */
+	for (int i = 0; i < 4; i++) {
+		t[2 * i] = _mm512_unpacklo_epi64(r[2 * i], r[2 * i + 1]);
+		t[2 * i + 1] = _mm512_unpackhi_epi64(r[2 * i], r[2 * i + 1]);
+	}
+	/* rows 0..3 and 4..7: words (0,4), (2,6), (1,5), (3,7) */
+	for (int h = 0; h < 2; h++) {
+		u[4 * h + 0] = _mm512_shuffle_i64x2(t[4 * h + 0], t[4 * h + 2], 0x88);
+		u[4 * h + 1] = _mm512_shuffle_i64x2(t[4 * h + 0], t[4 * h + 2], 0xdd);
+		u[4 * h + 2] = _mm512_shuffle_i64x2(t[4 * h + 1], t[4 * h + 3], 0x88);
+		u[4 * h + 3] = _mm512_shuffle_i64x2(t[4 * h + 1], t[4 * h + 3], 0xdd);
+	}
+	v[0] = _mm512_shuffle_i64x2(u[0], u[4], 0x88);
+	v[4] = _mm512_shuffle_i64x2(u[0], u[4], 0xdd);
+	v[2] = _mm512_shuffle_i64x2(u[1], u[5], 0x88);
+	v[6] = _mm512_shuffle_i64x2(u[1], u[5], 0xdd);
+	v[1] = _mm512_shuffle_i64x2(u[2], u[6], 0x88);
+	v[5] = _mm512_shuffle_i64x2(u[2], u[6], 0xdd);
+	v[3] = _mm512_shuffle_i64x2(u[3], u[7], 0x88);
+	v[7] = _mm512_shuffle_i64x2(u[3], u[7], 0xdd);
+	for (unsigned int k = 0; k < n; k++)
+		w[k] = _mm512_maskz_mov_epi64(in->elig, v[k]);
+}
+
+/*
+ * The four words of an untagged IPv4 frame (0, 12, 20, 28) of the
+ * eligible lanes of @p in by lines: each frame's bytes 0..31 and 4..35 as
+ * two 32-byte loads (nothing past EP_PARSE_X8_MIN), rows i and i + 4 in
+ * one register's halves, then eight inserts, six unpacks and four
+ * permutes: fewer shuffles than ep_x8_frame_words for four words.
+ */
+static __rte_always_inline EP_X8_TARGET void
+ep_x8_untagged_words(struct ep_parse_x8_in *in)
+{
+	alignas(64) uint64_t fp[8];
+	__m512i f0[4], f4[4];
+	const __m512i even = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+	const __m512i odd = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+
+	ep_x8_frame_ptrs(in, fp);
+	for (int i = 0; i < 4; i++) {
+		const uint8_t *a = (const uint8_t *)(uintptr_t)fp[i];
+		const uint8_t *b = (const uint8_t *)(uintptr_t)fp[i + 4];
+
+		f0[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const void *)a)),
+					   _mm256_loadu_si256((const void *)b), 1);
+		f4[i] = _mm512_inserti64x4(
+			_mm512_castsi256_si512(_mm256_loadu_si256((const void *)(a + 4))),
+			_mm256_loadu_si256((const void *)(b + 4)), 1);
+	}
+	/* 4 x 4 transposes in each half: word k of rows a..h in order. */
+	__m512i l01 = _mm512_unpacklo_epi64(f4[0], f4[1]), h01 = _mm512_unpackhi_epi64(f4[0], f4[1]);
+	__m512i l23 = _mm512_unpacklo_epi64(f4[2], f4[3]), h23 = _mm512_unpackhi_epi64(f4[2], f4[3]);
+	__m512i z01 = _mm512_unpacklo_epi64(f0[0], f0[1]), z23 = _mm512_unpacklo_epi64(f0[2], f0[3]);
+
+	in->q0 = _mm512_maskz_mov_epi64(in->elig, _mm512_permutex2var_epi64(z01, even, z23));
+	in->q12 = _mm512_maskz_mov_epi64(in->elig, _mm512_permutex2var_epi64(h01, even, h23));
+	in->q20 = _mm512_maskz_mov_epi64(in->elig, _mm512_permutex2var_epi64(l01, odd, l23));
+	in->q28 = _mm512_maskz_mov_epi64(in->elig, _mm512_permutex2var_epi64(h01, odd, h23));
+}
 
 /**
  * The loads of eight mbufs from @p m (lanes not in @p lanes are not
- * read): a caller loads every group of a burst before it checks the first,
- * so the groups' gathers (~25 cycles each, two in a row) overlap instead
- * of each group waiting for its own.
+ * read), as lines or as gathers: a caller loads every group of a burst
+ * before it checks the first, so the groups' misses overlap instead of
+ * each group waiting for its own.
  */
 static __rte_always_inline EP_X8_TARGET void
-ep_parse_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
+ep_parse_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in,
+		 const bool lines)
 {
-	ep_x8_load_mbufs(m, lanes, EP_PARSE_X8_MIN, in);
-	/* The frame's four words: MACs; EtherType, version/IHL, TOS, total
-	 * length, id; fragment field, TTL, protocol, checksum, source;
-	 * source, destination, the first port. */
+	ep_x8_load_mbufs(m, lanes, EP_PARSE_X8_MIN, in, lines);
+	if (lines) {
+		ep_x8_untagged_words(in);
+		return;
+	}
 	in->q0 = EP_X8_WORD(in, 0);
 	in->q12 = EP_X8_WORD(in, 12);
 	in->q20 = EP_X8_WORD(in, 20);
@@ -362,11 +559,11 @@ ep_parse_x8_check(const struct ep_parse_x8_in *in, uint64_t mac, uint16_t in_por
 /** ep_parse_x8_load and ep_parse_x8_check of one group of eight. */
 static __rte_always_inline EP_X8_TARGET void
 ep_parse_ipv4_plain_x8(struct rte_mbuf *const *m, __mmask8 lanes, uint64_t mac, uint16_t in_port,
-		       struct ep_parse_x8 *x)
+		       struct ep_parse_x8 *x, const bool lines)
 {
 	struct ep_parse_x8_in in;
 
-	ep_parse_x8_load(m, lanes, &in);
+	ep_parse_x8_load(m, lanes, &in, lines);
 	ep_parse_x8_check(&in, mac, in_port, x);
 }
 
@@ -384,7 +581,7 @@ ep_parse_ipv4_plain_x8(struct rte_mbuf *const *m, __mmask8 lanes, uint64_t mac, 
  * untouched; test_parse_x8 checks every lane against
  * ep_parse_qinq_ipv4_plain.
  */
-/** Bytes of a frame the QinQ gathers read: the word at 40 (the ports). */
+/** Bytes of a frame the QinQ loads read: the word at 40 (the ports). */
 #define EP_PARSE_QINQ_X8_MIN 48u
 
 /** The eight lanes' results of ep_parse_qinq_x8_check. */
@@ -398,28 +595,33 @@ struct ep_parse_qinq_x8 {
 	__m512i lo, hi;         /**< each lane's ep_meta bytes 0..7 and 8..15 */
 };
 
-/** The QinQ frames' words of the eligible lanes of @p in, whose mbuf
- *  fields ep_x8_load_mbufs (minimum EP_PARSE_QINQ_X8_MIN) loaded: apart,
- *  for a caller that gathers every group's mbuf fields before the first
- *  group's frame words (each frame gather waits for its group's mbuf
- *  gathers otherwise). */
+/** The QinQ frames' words (0, 12, 20, 28, 36, 40) of the eligible lanes
+ *  of @p in, whose mbuf fields ep_x8_load_mbufs (minimum
+ *  EP_PARSE_QINQ_X8_MIN) loaded: apart, for a caller that loads every
+ *  group's mbuf fields before the first group's frame words (each frame
+ *  load waits for its group's mbuf fields otherwise). */
 static __rte_always_inline EP_X8_TARGET void
-ep_parse_qinq_x8_words(struct ep_parse_x8_in *in)
+ep_parse_qinq_x8_words(struct ep_parse_x8_in *in, const bool lines)
 {
-	in->q0 = EP_X8_WORD(in, 0);
-	in->q12 = EP_X8_WORD(in, 12);
-	in->q20 = EP_X8_WORD(in, 20);
-	in->q28 = EP_X8_WORD(in, 28);
-	in->q36 = EP_X8_WORD(in, 36);
-	in->q40 = EP_X8_WORD(in, 40);
+	static const uint8_t off[8] = { 0, 12, 20, 28, 36, 40 };
+	__m512i w[8];
+
+	ep_x8_frame_words(in, EP_PARSE_QINQ_X8_MIN, off, 6, w, lines);
+	in->q0 = w[0];
+	in->q12 = w[1];
+	in->q20 = w[2];
+	in->q28 = w[3];
+	in->q36 = w[4];
+	in->q40 = w[5];
 }
 
 /** ep_parse_x8_load's counterpart for QinQ frames. */
 static __rte_always_inline EP_X8_TARGET void
-ep_parse_qinq_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in)
+ep_parse_qinq_x8_load(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8_in *in,
+		      const bool lines)
 {
-	ep_x8_load_mbufs(m, lanes, EP_PARSE_QINQ_X8_MIN, in);
-	ep_parse_qinq_x8_words(in);
+	ep_x8_load_mbufs(m, lanes, EP_PARSE_QINQ_X8_MIN, in, lines);
+	ep_parse_qinq_x8_words(in, lines);
 }
 
 /* The lanes of @p tpid (a TPID as a little-endian load reads it, in the

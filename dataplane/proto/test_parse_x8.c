@@ -56,6 +56,10 @@ x8_absent(void)
 /* What the vector path must decide for a lane. */
 enum want { WANT_OK, WANT_NOT_FOR_US, WANT_SCALAR };
 
+/* Each call's loads the other form than the call before: both are
+ * checked against the scalar path (ep_parse_x8.h, "The loads, two ways"). */
+static unsigned int x8_calls;
+
 static EP_X8_TARGET void
 run_x8(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8 *x)
 {
@@ -63,7 +67,7 @@ run_x8(struct rte_mbuf *const *m, __mmask8 lanes, struct ep_parse_x8 *x)
 	uint16_t mac2;
 
 	ep_mac_words((const struct rte_ether_addr *)MAC, &mac4, &mac2);
-	ep_parse_ipv4_plain_x8(m, lanes, mac4 | (uint64_t)mac2 << 32, PORT, x);
+	ep_parse_ipv4_plain_x8(m, lanes, mac4 | (uint64_t)mac2 << 32, PORT, x, x8_calls++ & 1);
 }
 
 /* The scalar verdict of lane @p m, its ep_meta as the scalar path writes
@@ -330,7 +334,7 @@ run_qinq_x8(struct rte_mbuf *const *m, __mmask8 lanes, uint64_t user, __mmask8 *
 	uint64_t p[8];
 
 	ep_mac_words((const struct rte_ether_addr *)MAC, &mac4, &mac2);
-	ep_parse_qinq_x8_load(m, lanes, &in);
+	ep_parse_qinq_x8_load(m, lanes, &in, x8_calls++ & 1);
 	ep_parse_qinq_x8_check(&in, mac4 | (uint64_t)mac2 << 32, PORT, &x);
 	ep_parse_qinq_x8_store(&x, in.mb, x.ok, user);
 	*ok = x.ok;

@@ -221,6 +221,7 @@ parse_run(struct parse_run *pr, const uint8_t *const *start, const size_t *len, 
 		memset(ep_meta(pr->m[i]), 0x5a, sizeof(struct ep_meta));
 	}
 	brw->parse_x8 = vec;
+	brw->parse_x8_lines = !brw->parse_x8_lines;    /* both forms of the loads, in turn */
 	pr->out = router_parse_stage(brw, pr->m, pr->next, n);
 	pr->l2ctl = brw->l2ctl;
 	pr->given = brw->acl->given;

@@ -154,12 +154,13 @@ parse_burst(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uin
 /*
  * parse_burst for a burst from rx, eight frames at a time (AVX-512, where
  * the CPU has it: router_worker.parse_x8).  First every group's loads
- * (ep_parse_x8_load: their gathers overlap) and the meta lines' prefetches,
+ * (ep_parse_x8_load: lines or gathers, router_worker.parse_x8_lines; the
+ * groups' loads overlap) and the meta lines' prefetches,
  * then per group the MAC check and the plain IPv4 checks
  * (ep_parse_x8_check, proto/): a lane that passes has its ep_meta written
  * and its ACL input given by one vector store; a frame to another MAC is
  * dropped here as l2_not_for_us; every other lane (shorter than the
- * gathers read, tags, options, IPv6, ARP, any error) takes parse_one,
+ * loads read, tags, options, IPv6, ARP, any error) takes parse_one,
  * which names the reason.  Whether the burst is all TCP/UDP for the ACL
  * is one table lookup for eight lanes.
  *
@@ -186,10 +187,16 @@ parse_burst(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uin
  * right after its checks measured worse too (85.9 -> 90.6, 0 of 9), and
  * the keep4 gathers alone moved into the checks loop read level (bench
  * medians 0.998-1.030; the eleventh pass).
+ *
+ * The loads as lines instead of gathers, and the keep4 words from keep4b
+ * by permutes, on the Zen 5 (bench.router_ab, 9 rounds, beside two
+ * copies of main's build): parse 16.1-16.3 -> 12.9-13.3 cycles a packet,
+ * vs_dpdk-l3fwd-acl 1.10-1.13 -> 1.15-1.17
+ * (docs/benchmarks/router-passes-later.md, "The twentieth pass").
  */
-static EP_X8_TARGET uint16_t
+static __rte_always_inline EP_X8_TARGET uint16_t
 parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, uint16_t n,
-	       uint16_t port)
+	       uint16_t port, const bool lines)
 {
 	const struct ep_fib_worker *fw = w->fw;
 	struct ep_acl_filter *acl = w->acl;
@@ -204,7 +211,8 @@ parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, 
 	ep_mac_words(&fw->port[port].mac, &mac4, &mac2);
 	mac = mac4 | (uint64_t)mac2 << 32;
 	for (uint16_t i = 0; i < n; i += 8)
-		ep_parse_x8_load(&pkts[i], (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1), &in[i / 8]);
+		ep_parse_x8_load(&pkts[i], (__mmask8)((1u << RTE_MIN(n - i, 8)) - 1), &in[i / 8],
+				 lines);
 	for (uint16_t i = 0; i < n; i++)
 		rte_prefetch0(ep_meta(pkts[i]));
 	for (uint16_t i = 0; i < n; i += 8) {
@@ -268,6 +276,21 @@ parse_burst_x8(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next, 
 	ep_acl_filter_give(acl, (l2ctl & PARSE_NOT_ACL4) == 0 ? n : 0, n != 0 ? pkts[0] : NULL);
 	return out;
 }
+
+/* parse_burst_x8 for each form of the loads: one is chosen per CPU. */
+static __rte_noinline EP_X8_TARGET uint16_t
+parse_burst_x8_lines(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next,
+		     uint16_t n, uint16_t port)
+{
+	return parse_burst_x8(w, pkts, next, n, port, true);
+}
+
+static __rte_noinline EP_X8_TARGET uint16_t
+parse_burst_x8_gathers(struct router_worker *w, struct rte_mbuf **pkts, uint16_t *next,
+		       uint16_t n, uint16_t port)
+{
+	return parse_burst_x8(w, pkts, next, n, port, false);
+}
 #endif
 
 bool
@@ -275,6 +298,16 @@ router_parse_x8_usable(void)
 {
 #ifdef EP_PARSE_X8
 	return ep_parse_x8_usable();
+#else
+	return false;
+#endif
+}
+
+bool
+router_parse_x8_lines(void)
+{
+#ifdef EP_PARSE_X8
+	return ep_parse_x8_usable() && ep_parse_x8_lines();
 #else
 	return false;
 #endif
@@ -298,7 +331,8 @@ router_parse_stage(void *ctx, struct rte_mbuf **pkts, uint16_t *next, uint16_t n
 	if (likely(port < w->fw->n_ports)) {
 #ifdef EP_PARSE_X8
 		if (w->parse_x8)
-			return parse_burst_x8(w, pkts, next, n, port);
+			return w->parse_x8_lines ? parse_burst_x8_lines(w, pkts, next, n, port) :
+						   parse_burst_x8_gathers(w, pkts, next, n, port);
 #endif
 		return parse_burst(w, pkts, next, n, false, port);
 	}

@@ -78,6 +78,9 @@ struct router_worker {
 	/** parse bursts from rx eight frames at a time (AVX-512, where the
 	 *  CPU has it; tests clear it to run the scalar path) */
 	bool parse_x8;
+	/** the x8 parse's loads as lines, not gathers (router_parse_x8_lines:
+	 *  timed on this CPU) */
+	bool parse_x8_lines;
 	/* parse -> route: every packet's tbl24 word, read by the x8 parse for
 	 * a burst it passed on whole (ep_fib_x8_words), sources and
 	 * destinations proved not martian; taken by the route stage's next
@@ -87,6 +90,9 @@ struct router_worker {
 
 /** Whether the parse stage's eight-frame path runs on this CPU. */
 bool router_parse_x8_usable(void);
+/** Whether its loads run faster here as lines than as gathers
+ *  (ep_parse_x8_lines). */
+bool router_parse_x8_lines(void);
 
 /** A worker context; @p w sends what the stages generate (NULL in tests:
  *  generated packets are counted and freed). */

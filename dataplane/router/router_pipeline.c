@@ -92,6 +92,7 @@ router_worker_create(struct router *r, struct ep_worker *w, int socket)
 		return NULL;
 	}
 	rw->parse_x8 = router_parse_x8_usable();
+	rw->parse_x8_lines = rw->parse_x8 && router_parse_x8_lines();
 	return rw;
 }
 

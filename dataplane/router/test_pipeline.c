@@ -182,6 +182,7 @@ EP_TEST(parse_x8_path_equals_the_scalar_parse_on_bursts_of_every_size)
 		}
 		w->rx_port = port;
 		rw->parse_x8 = true;
+		rw->parse_x8_lines = (b >> 1) & 1;     /* both forms of the loads */
 		out_v = router_parse_stage(rw, vec, next_v, n);
 		l2_v = rw->l2ctl;
 		given_v = rw->acl->given;

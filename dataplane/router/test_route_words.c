@@ -275,3 +275,57 @@ EP_TEST(route_stage_never_uses_the_words_of_another_burst)
 	words_done(r, w);
 }
 
+
+#ifdef EP_PARSE_X8
+/* ep_fib_x8_keep's words, made from keep4b's bytes, against keep4's words
+ * (what a gather of keep4 read): for every /8 in every lane, under masks
+ * of every shape, as routes longer than /8 come into a /8 and go. */
+static EP_X8_TARGET unsigned int
+keep_lanes_differ(const struct ep_fib *fib, uint64_t *x)
+{
+	static const __mmask8 masks[] = { 0xff, 0x00, 0x01, 0x80, 0x55, 0xaa, 0x3c };
+	unsigned int wrong = 0;
+
+	for (uint32_t top = 0; top < 256; top++)
+		for (size_t k = 0; k < RTE_DIM(masks); k++) {
+			alignas(64) uint64_t a[8], got[8];
+
+			for (int l = 0; l < 8; l++) {
+				/* lane l: /8 top + 37 * l, any low 24 bits */
+				*x = *x * 6364136223846793005ull + 1442695040888963407ull;
+				a[l] = ((top + 37u * (uint32_t)l) & 0xffu) << 24 | (*x >> 40);
+			}
+			_mm512_store_si512(got, ep_fib_x8_keep(fib, masks[k],
+								_mm512_load_si512(a)));
+			for (int l = 0; l < 8; l++)
+				wrong += got[l] != ((masks[k] >> l & 1) ? fib->keep4[a[l] >> 24] : 0);
+		}
+	return wrong;
+}
+
+EP_TEST(parse_x8_keep_words_equal_keep4s_for_every_slash8_in_every_lane)
+{
+	struct router *r;
+	struct router_worker *rw;
+	struct ep_worker *w = words_worker(&r, &rw);
+	unsigned int wrong = 0;
+	uint64_t x = 1918;
+	struct ep_err err;
+
+	if (w == NULL)
+		return;
+	wrong += keep_lanes_differ(r->fib, &x);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "20.1.0.0/16", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "224.1.2.0/24", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_add(r->fib, "255.0.0.0/8", "198.18.1.2", &err), 0);
+	EP_CHECK_EQ(r->fib->keep4[20], 0x00ffffffu);
+	EP_CHECK_EQ(r->fib->keep4[224], 0x00ffffffu | EP_FIB_KEEP4_MARTIAN);
+	wrong += keep_lanes_differ(r->fib, &x);
+	EP_CHECK_EQ(ep_fib_route_del(r->fib, "20.1.0.0/16", &err), 0);
+	EP_CHECK_EQ(ep_fib_route_del(r->fib, "224.1.2.0/24", &err), 0);
+	EP_CHECK_EQ(r->fib->keep4[20], 0u);
+	wrong += keep_lanes_differ(r->fib, &x);
+	EP_CHECK_EQ(wrong, 0);
+	words_done(r, w);
+}
+#endif
