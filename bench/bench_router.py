@@ -98,6 +98,13 @@ class Ours(ab.Process):
 
     def __enter__(self):
         self.dp.start()
+        try:
+            return self._ready()
+        except BaseException:
+            self.dp.close()      # __exit__ is not called when __enter__ raises
+            raise
+
+    def _ready(self):
         self.proc = self.dp.proc
         ports = {p["name"]: p for p in self.dp.ctl("ports")["ports"]}
         if ports["in"]["mac"].lower() != pcapgen.IN_MAC:

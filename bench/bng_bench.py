@@ -171,6 +171,13 @@ class Ours(ab.Process):
 
     def __enter__(self):
         self.dp.start()
+        try:
+            return self._ready()
+        except BaseException:
+            self.dp.close()      # __exit__ is not called when __enter__ raises
+            raise
+
+    def _ready(self):
         self.pid = self.dp.pid
         # The pcaps are addressed to the pcap devices' fixed MACs: check.
         ports = {p["name"]: p for p in self.dp.ctl("ports")["ports"]}

@@ -17,6 +17,7 @@ and the vBNG uplink, follows the CPU.
 from pathlib import Path
 
 from bench import common
+from lab.dp import CtlError
 
 SIMD_FLAGS = ("sse4_1", "avx2", "avx512f", "avx512bw", "avx512vl")
 
@@ -35,8 +36,12 @@ def acl_methods(dp):
 
 def parse_x8(dp):
     """The eight-frame parse of a running edgeplane-dp: whether it runs here,
-    its loads' form (lines or gathers, timed per CPU) and the figures."""
-    return dp.ctl("parse-x8")
+    its loads' form (lines or gathers, timed per CPU) and the figures; for
+    a build from before the command (an A/B's older side), "unknown"."""
+    try:
+        return dp.ctl("parse-x8")
+    except CtlError:
+        return {"loads": "unknown"}
 
 
 def mitigations():
