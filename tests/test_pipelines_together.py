@@ -73,6 +73,23 @@ def test_each_worker_runs_its_own_pipeline(lab):
     assert {t["table"] for t in lab.dp.ctl("acl-tables")["tables"]} == {"bng-uplink", "router"}
 
 
+def test_the_eight_frame_parses_loads_are_chosen_once_for_every_worker(lab):
+    # The router's and the uplink's x8 parses read their fields as lines or
+    # as gathers, whichever this CPU ran faster when the first worker asked
+    # (dataplane/proto/ep_parse_x8.c); parse-x8 names it and its figures.
+    px = lab.dp.ctl("parse-x8")
+    assert isinstance(px["usable"], bool), px
+    if px["usable"]:
+        assert px["loads"] in ("lines", "gathers"), px
+        if px["chosen_by"] == "timed":
+            fig = px["tsc_cycles_a_packet"]
+            assert set(fig) == {"untagged", "qinq_pppoe"}, fig
+            lines = fig["untagged"]["lines"] + fig["qinq_pppoe"]["lines"]
+            gathers = fig["untagged"]["gathers"] + fig["qinq_pppoe"]["gathers"]
+            assert (px["loads"] == "lines") == (lines < gathers), px
+    assert lab.dp.ctl("parse-x8") == px
+
+
 def test_frames_on_a_cache_line_except_where_the_downlink_pushes_headers(lab):
     # Frames start on a line on the ports whose receiving pipelines never
     # push a header in front of them (the router's; the vBNG uplink's
