@@ -58,6 +58,30 @@ class Process(Subject):
         self.proc.send_signal(signal.SIGCONT)
 
 
+class DpProcess(Process):
+    """A Process that is an edgeplane-dp (self.dp, a lab.dp.Dp): started on
+    entry, then _ready() (the subclass's checks and lookups, returning
+    self); stopped on exit, and also when _ready() raises, since a
+    context manager's __exit__ is not called when its __enter__ raises
+    (an A/B that failed there left a worker spinning on the bench CPU)."""
+
+    dp = None
+
+    def __enter__(self):
+        self.dp.start()
+        try:
+            return self._ready()
+        except BaseException:
+            self.dp.close()
+            raise
+
+    def __exit__(self, *exc):
+        self.dp.close()
+
+    def _ready(self):
+        return self
+
+
 class Call(Subject):
     """A subject whose every round is a call: fn() -> dict (a run of a
     tool, a search over rates)."""

@@ -129,7 +129,7 @@ def ensure_crypto_perf():
 
 # ---- ours -------------------------------------------------------------------
 
-class Ours(ab.Process):
+class Ours(ab.DpProcess):
     """edgeplane-dp with the in-process SG under SIGSTOP/SIGCONT control."""
 
     label = "ours"
@@ -146,16 +146,12 @@ class Ours(ab.Process):
                                            memory="hugepages")
         self.dp.sections["engine"].update(IDLE_SLEEP, **(engine or {}))
 
-    def __enter__(self):
-        self.dp.start()
+    def _ready(self):
         self.pid = self.dp.pid
         st = self.dp.ctl("stats")
         self.hz = st["tsc_hz"]
         self.tids = find_threads(self.pid, list(WORKER_THREADS.values()))
         return self
-
-    def __exit__(self, *exc):
-        self.dp.close()
 
     def set_case(self, case):
         self.dp.ctl("cmts-gen-set", ds="on" if case in ("ds", "bidir") else "off",

@@ -88,21 +88,13 @@ def proc_tag(k):
     return f" #{k + 1}" if k else ""
 
 
-class Ours(ab.Process):
+class Ours(ab.DpProcess):
     def __init__(self, size, n_acl, n_routes, k=0):
         self.label = "edgeplane " + case_key(size, n_acl, n_routes) + proc_tag(k)
         inp = pcapgen.Inputs(n_routes, n_acl).ensure()
         name = f"dp-{size}-{n_acl}-{n_routes}" + (f"-{k + 1}" if k else "")
         self.dp = Dp(None, dp_config(inp, inp.pcap(size)), name=name, workdir=WORK,
                      start_timeout=180, ctl_timeout=30, log=print)
-
-    def __enter__(self):
-        self.dp.start()
-        try:
-            return self._ready()
-        except BaseException:
-            self.dp.close()      # __exit__ is not called when __enter__ raises
-            raise
 
     def _ready(self):
         self.proc = self.dp.proc
@@ -117,9 +109,6 @@ class Ours(ab.Process):
         self.lcore = st["workers"][0]["lcore"]
         self.tids = find_threads(self.proc.pid, [f"rte-worker-{self.lcore}"])
         return self
-
-    def __exit__(self, *exc):
-        self.dp.close()
 
     def _snapshot(self):
         w = self.dp.ctl("stages")["workers"][0]

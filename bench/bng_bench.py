@@ -161,21 +161,13 @@ def ring_fed_down_config(inputs, down_pcap, feeder="pcap"):
     return "\n".join(L + _bng_section(inputs, False))
 
 
-class Ours(ab.Process):
+class Ours(ab.DpProcess):
     """edgeplane-dp under SIGSTOP/SIGCONT control, measured per worker."""
 
     def __init__(self, workdir, name, config, binary=None):
         self.label = name
         self.dp = self.proc = Dp(None, config, name=name, workdir=workdir, start_timeout=180,
                                  ctl_timeout=30, log=print, binary_path=binary)
-
-    def __enter__(self):
-        self.dp.start()
-        try:
-            return self._ready()
-        except BaseException:
-            self.dp.close()      # __exit__ is not called when __enter__ raises
-            raise
 
     def _ready(self):
         self.pid = self.dp.pid
@@ -196,9 +188,6 @@ class Ours(ab.Process):
         names = [f"rte-worker-{w['lcore']}" for w in self.workers.values()]
         self.tids = find_threads(self.pid, names)
         return self
-
-    def __exit__(self, *exc):
-        self.dp.close()
 
     def _snapshot(self):
         st = self.dp.ctl("stages")

@@ -398,7 +398,7 @@ bool
 bng_up_parse_x8_lines(void)
 {
 #ifdef EP_PARSE_X8
-	return ep_parse_x8_usable() && ep_parse_x8_lines();
+	return ep_parse_x8_lines();     /* false where the x8 parse cannot run */
 #else
 	return false;
 #endif

@@ -16,7 +16,8 @@
  * frame at the headroom), in L1 after the first trial, so that a figure is
  * the loads' own cost and not the memory's; two layouts, the untagged
  * frame's (the router's parse: seven gathers a group) and the QinQ PPPoE
- * session frame's (seven words, nine gathers: the most a parse loads);
+ * session frame's (three mbuf fields and seven words, ten gathers: the
+ * most a parse loads);
  * four groups of eight loaded as a burst of 32 is, every field used; the
  * least TSC count of CAL_TRIALS trials of CAL_BURSTS bursts per form and
  * layout, the forms alternated trial by trial.  Lines are chosen when
