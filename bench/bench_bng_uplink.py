@@ -32,16 +32,19 @@ comparison runs GOAL_PROCS processes of each side, alternated together,
 its ratio per round of each side's mean (ab.pooled_ratio: a process's
 place in memory moves its figure by 2-4 % for its whole life); then a
 stage-timed build of l3fwd-acl alone gives the peer's own stages
-(dpdk_peer.l3fwd_acl_stages, `peer_stages`).
+(dpdk_peer.l3fwd_acl_stages, `peer_stages`).  On an AVX-512 CPU the
+same comparison runs once more with both sides started with the EAL's
+--force-max-simd-bitwidth=512 (dpdk_peer.SIMD512_EAL: rte_acl's
+AVX512X32 allowed), one process a side: `vs_dpdk-l3fwd-acl_simd512`.
 """
 import contextlib
 import statistics
 
-from bench import ab, common
+from bench import ab, common, host_info
 from bench.bng_bench import POLICER, Ours, Peer, dp_config, frame_gbps, result, summarize
 from bench.bng_inputs import ACL_RULES, CORE_NH_MAC, N_SUBS, Inputs
 from bench.bng_peers import ensure_l3fwd
-from bench.dpdk_peer import L3fwd, l3fwd_acl_stages
+from bench.dpdk_peer import SIMD512_EAL, L3fwd, l3fwd_acl_stages
 
 GOAL_PROCS = ab.GOAL_PROCS     # processes a side in vs_dpdk-l3fwd-acl (ab.pooled_ratio)
 
@@ -55,7 +58,7 @@ def run(args):
     work.mkdir(parents=True, exist_ok=True)
     r4, r6 = inputs.l3fwd_routes()
     cases = [("128", False)] if quick else [("128", False), ("128", True), ("imix-up", False)]
-    out_cases, peer_cases, ratios, acl_peer, methods = {}, {}, {}, {}, {}
+    out_cases, peer_cases, ratios, acl_peer, acl512, methods = {}, {}, {}, {}, {}, {}
     extra_stages, parse_x8 = {}, {}
     ratio_rounds, comparisons = {}, []
     for spec, pppoe in cases:
@@ -92,6 +95,11 @@ def run(args):
                         lcore=1, eth_dest=CORE_NH_MAC, alg=acl_peer["alg"]), input=name)}
                 finally:
                     ours.resume()
+        if name == "ipoe-128" and "avx512f" in host_info.cpu()["simd"]:
+            acl512 = _vs_l3fwd_acl_simd512(work, inputs, plain, cfg, rounds, seconds, warmup)
+            methods["ours_simd512"] = methods["dpdk-l3fwd-acl_simd512"] = acl512["alg"]
+            ratio_rounds["vs_dpdk-l3fwd-acl_simd512"] = acl512.pop("ratio_rounds")
+            out_cases["ipoe-128/simd512"] = acl512.pop("ours")
         s = summarize(o_res, "up", hz)
         s["gbps_per_core"] = frame_gbps(s["mpps_per_core"], spec)
         out_cases[name] = s
@@ -110,6 +118,14 @@ def run(args):
               f"{peer_cases[name]['mpps_per_core']:.3f}, ratio {ratios[key]:.3f}")
 
     extra, more_peers = {"parse_x8": parse_x8}, {}
+    if acl512:
+        ratios["vs_dpdk-l3fwd-acl_simd512"] = acl512.pop("ratio")
+        more_peers["dpdk-l3fwd-acl_simd512"] = acl512
+        comparisons.append(common.comparison(
+            "ipoe-128/simd512", out_cases["ipoe-128/simd512"]["mpps_per_core"],
+            "dpdk-l3fwd-acl_simd512", acl512["mpps_per_core"], "vs_dpdk-l3fwd-acl_simd512",
+            ratios["vs_dpdk-l3fwd-acl_simd512"], stages_of="cases.ipoe-128/simd512",
+            ours_rounds=out_cases["ipoe-128/simd512"]["windows"], peer_rounds=acl512["windows"]))
     if acl_peer:
         ratios["vs_dpdk-l3fwd-acl"] = acl_peer.pop("ratio")
         lpm = peer_cases["ipoe-128"]["mpps_per_core"]
@@ -169,4 +185,39 @@ def _vs_l3fwd_acl(work, inputs, plain, ours, cfg, rounds, seconds, warmup, alg):
                for x in os_],
            "ours_windows": [round(o["up"]["mpps_per_core"], 4) for o in o_res]}
     print(f"   l3fwd-acl {out['mpps_per_core']:.3f} Mpps/core, ours/l3fwd-acl {out['ratio']:.3f}")
+    return out
+
+
+def _vs_l3fwd_acl_simd512(work, inputs, plain, cfg, rounds, seconds, warmup):
+    """The vs_dpdk-l3fwd-acl comparison again with both sides started with
+    SIMD512_EAL (rte_acl's AVX512X32 allowed): ours calibrates its method
+    among all of them and l3fwd-acl gets the one ours chose; one process
+    a side.  Returns the peer's summary with `ratio`, `ratio_rounds` and
+    `ours` (ours' summary, as a case)."""
+    a4, a6 = inputs.l3fwd_acl_rules()
+    lcores = "args = --lcores=0@0,1@1"
+    assert lcores in cfg, "the uplink's config names its lcores on one line"
+    cfg512 = cfg.replace(lcores, f"{lcores} {SIMD512_EAL}", 1)
+    print(f"-- uplink ipoe-128 vs l3fwd --lookup=acl, both with {SIMD512_EAL}")
+    with Ours(work, "ours-ipoe-128-simd512", cfg512) as ours:
+        alg = ours.acl_methods.get("bng-uplink", "unknown")
+        app = L3fwd(work, "l3fwd-acl-ipoe-128-simd512",
+                    [f"net_pcap0,rx_pcap={plain},infinite_rx=1", "net_null0"],
+                    "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC, alg=alg,
+                    extra_eal=(SIMD512_EAL,))
+        with app:
+            peer = Peer(app, 1, ["l3fwd"])
+            res = ab.alternate([ours, peer], rounds, warmup_s=warmup, window_s=seconds)
+        hz = ours.tsc_hz
+    ratio, per_round = ab.ratio(res[ours], res[peer], lambda o: o["up"]["mpps_per_core"],
+                                "mpps_per_core")
+    mpps = [p["mpps_per_core"] for p in res[peer]]
+    out = {"mpps_per_core": statistics.median(mpps),
+           "mpps_wall": statistics.median(p["mpps_wall"] for p in res[peer]),
+           "windows": [round(x, 4) for x in mpps], "lookup": "acl",
+           "rules": f"{ACL_RULES} deny + 1 forwarding rule", "alg": alg, "eal": SIMD512_EAL,
+           "ratio": ratio, "ratio_rounds": per_round, "procs": 1,
+           "ours": summarize(res[ours], "up", hz)}
+    print(f"   l3fwd-acl {out['mpps_per_core']:.3f} Mpps/core ({alg}), "
+          f"ours/l3fwd-acl {ratio:.3f}")
     return out

@@ -30,12 +30,16 @@ Comparisons (docs/benchmarks.md, "What each side does per packet"):
                   figure by 2-4 % for its whole life); then a stage-timed
                   build of l3fwd-acl alone gives the peer's own stages
                   (dpdk_peer.l3fwd_acl_stages, `peer_stages`).
+  dpdk-l3fwd-acl_simd512
+                  the same input, one process a side, both started with the
+                  EAL's --force-max-simd-bitwidth=512 (SIMD512_EAL), so that
+                  rte_acl's AVX512X32 method is allowed; on AVX-512 CPUs only.
 """
 import contextlib
 
 from bench import ab, common, host_info, pcapgen
 from bench.bng_measure import Window, find_threads, rate
-from bench.dpdk_peer import L3fwd, l3fwd_acl_stages
+from bench.dpdk_peer import SIMD512_EAL, L3fwd, l3fwd_acl_stages
 from lab.dp import Dp
 
 SIZES = ["64", "imix-up", "imix-down"]
@@ -55,11 +59,11 @@ def case_key(size, n_acl, n_routes):
     return f"{size}/acl{n_acl}/routes{n_routes}"
 
 
-def dp_config(inp, pcap):
+def dp_config(inp, pcap, simd512=False):
     nb = "\n".join(f"neighbor = {ip} {mac}" for ip, mac in pcapgen.gateways())
     return f"""# bench/bench_router.py: router in-process, net_pcap -> net_null
 [eal]
-args = --lcores=0@0,1@{WORKER_CPU} --main-lcore 0
+args = --lcores=0@0,1@{WORKER_CPU} --main-lcore 0{" " + SIMD512_EAL if simd512 else ""}
 [engine]
 burst = {BURST}
 # The peer runs on hugepages: so do we (lab.dp.Dp waits while they are short).
@@ -89,11 +93,13 @@ def proc_tag(k):
 
 
 class Ours(ab.DpProcess):
-    def __init__(self, size, n_acl, n_routes, k=0):
-        self.label = "edgeplane " + case_key(size, n_acl, n_routes) + proc_tag(k)
+    def __init__(self, size, n_acl, n_routes, k=0, simd512=False):
+        self.label = ("edgeplane " + case_key(size, n_acl, n_routes) + proc_tag(k)
+                      + (" simd512" if simd512 else ""))
         inp = pcapgen.Inputs(n_routes, n_acl).ensure()
-        name = f"dp-{size}-{n_acl}-{n_routes}" + (f"-{k + 1}" if k else "")
-        self.dp = Dp(None, dp_config(inp, inp.pcap(size)), name=name, workdir=WORK,
+        name = (f"dp-{size}-{n_acl}-{n_routes}" + (f"-{k + 1}" if k else "")
+                + ("-simd512" if simd512 else ""))
+        self.dp = Dp(None, dp_config(inp, inp.pcap(size), simd512), name=name, workdir=WORK,
                      start_timeout=180, ctl_timeout=30, log=print)
 
     def _ready(self):
@@ -135,19 +141,22 @@ class Ours(ab.DpProcess):
 
 
 class Peer(ab.Process):
-    def __init__(self, lookup, size, n_acl, n_routes, tsc_hz_from, alg=None, k=0):
+    def __init__(self, lookup, size, n_acl, n_routes, tsc_hz_from, alg=None, k=0,
+                 simd512=False):
         self.lookup = lookup
-        self.label = f"l3fwd-{lookup} " + case_key(size, n_acl if lookup == "acl" else 0,
-                                                    n_routes) + proc_tag(k)
+        self.label = (f"l3fwd-{lookup} " + case_key(size, n_acl if lookup == "acl" else 0,
+                                                     n_routes) + proc_tag(k)
+                      + (" simd512" if simd512 else ""))
         inp = pcapgen.Inputs(n_routes, n_acl).ensure()
         r4, r6 = (inp.lpm4, inp.lpm6) if lookup == "lpm" else (inp.acl4, inp.acl6)
         # One MAC for every packet out of port 1: l3fwd has no next-hop
         # table, its rewrite takes the output port's configured destination.
         self.app = L3fwd(WORK, f"l3fwd-{lookup}-{size}-{n_acl}-{n_routes}"
-                         + (f"-{k + 1}" if k else ""),
+                         + (f"-{k + 1}" if k else "") + ("-simd512" if simd512 else ""),
                          [f"net_pcap0,rx_pcap={inp.pcap(size)},infinite_rx=1", "net_null0"],
                          lookup, r4, r6, lcore=WORKER_CPU,
-                         eth_dest=pcapgen.gateways()[0][1], alg=alg)
+                         eth_dest=pcapgen.gateways()[0][1], alg=alg,
+                         extra_eal=(SIMD512_EAL,) if simd512 else ())
         self.tsc_hz_from = tsc_hz_from
 
     def __enter__(self):
@@ -291,6 +300,24 @@ def run(args):
     compare("vs_dpdk-l3fwd-acl", key, [w for x in os_ for w in res[x]], "dpdk-l3fwd-acl",
             None, pas, pooled=([res[x] for x in os_], [res[x] for x in pas_]))
     compare("vs_dpdk-l3fwd_routes1000", key, res2[o], "dpdk-l3fwd", res2[pl], pls)
+    # The same comparison with both sides allowed 512-bit SIMD (SIMD512_EAL):
+    # ours calibrates its classify method among all of them, the peer gets
+    # the one ours chose.  One process a side; on a CPU without AVX-512 the
+    # flag changes nothing, so it is run only where AVX-512 is.
+    if "avx512f" in host_info.cpu()["simd"]:
+        log(f"router: {key} vs l3fwd-acl, both with {SIMD512_EAL}")
+        k512 = f"{key}/simd512"
+        with Ours(size, n_acl, n_routes, simd512=True) as o5:
+            methods["ours_simd512"] = methods["dpdk-l3fwd-acl_simd512"] = o5.acl_method
+            with Peer("acl", size, n_acl, n_routes, tsc_hz, alg=o5.acl_method,
+                      simd512=True) as p5:
+                res5 = ab_rounds([o5, p5], rounds)
+        cases[k512] = with_rates(summary(res5[o5]), size)
+        ps5 = with_rates(summary(res5[p5]), size)
+        peers["dpdk-l3fwd-acl_simd512"] = dict(ps5, lookup="acl", input=key, procs=1,
+                                               eal=SIMD512_EAL)
+        compare("vs_dpdk-l3fwd-acl_simd512", k512, res5[o5], "dpdk-l3fwd-acl_simd512",
+                res5[p5], ps5)
     # The peer's own stages, beside ours' in the report (never a ratio).
     log(f"router: {key} l3fwd-acl's stages (the stage-timed build alone)")
     stages_of_peer = {"dpdk-l3fwd-acl": peer_stages(ACL_INPUT, methods["dpdk-l3fwd-acl"],

@@ -110,6 +110,15 @@ class PeerProcess:
         self.stop()
 
 
+# The EAL caps the SIMD width DPDK's libraries choose at 256 bits unless
+# told otherwise (rte_vect_get_max_simd_bitwidth, the EAL's default), so on
+# an AVX-512 CPU rte_acl's widest method is then AVX512X16 (256-bit
+# registers, 16 flows at a time); with this flag AVX512X32 (512-bit
+# registers, 32 flows) is allowed too.  The ACL comparisons run a second
+# time with it on both sides (`vs_dpdk-l3fwd-acl_simd512`).
+SIMD512_EAL = "--force-max-simd-bitwidth=512"
+
+
 class L3fwd(PeerProcess):
     """DPDK l3fwd on one lcore with an rx vdev (port 0) and a tx vdev (port 1).
 
