@@ -332,31 +332,134 @@ static const enum rte_acl_classify_alg acl_alg_pref[] = {
 	RTE_ACL_CLASSIFY_SCALAR,
 };
 
-/* Calibration: bursts of CAL_BURST keys, CAL_CALLS classifies a trial,
- * the minimum over CAL_TRIALS trials (preemption only adds); a method
- * replaces rte_acl's pick only when it is CAL_MARGIN_PCT % faster. */
+/* Calibration: CAL_KEYS keys in bursts of CAL_BURST, each trial one
+ * classify of every burst, the minimum over CAL_TRIALS trials (preemption
+ * only adds); a method replaces rte_acl's pick only when it is
+ * CAL_MARGIN_PCT % faster. */
 #define CAL_BURST 32
-#define CAL_CALLS 8
+#define CAL_KEYS 256
 #define CAL_TRIALS 12
 #define CAL_MARGIN_PCT 5
 #define CAL_KEY_BYTES 64      /* every key layout fits (ep_acl_node.h) */
 
-/* Cycles per key of @p ctx under its current method, on @p keys. */
+struct cal_keys {
+	const uint8_t *key[CAL_KEYS];
+	uint8_t buf[CAL_KEYS][CAL_KEY_BYTES];
+};
+
+static uint64_t
+xorshift64(uint64_t *x)
+{
+	*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+	return *x;
+}
+
+/* Field @p f of the rte_acl rule @p a as the bytes a key inside it has at
+ * the field's place (network order, as a packet has them): a BITMASK's
+ * masked bits, a MASK's prefix (mask_range is its length in bits), a
+ * RANGE's bounds hold, the other bits are @p rnd's. */
+static void
+cal_field(uint8_t *key, const struct rte_acl_field_def *d, const struct rte_acl_field *f,
+	  uint64_t rnd)
+{
+	const unsigned int bits = d->size * 8u;
+	const uint32_t all = bits == 32 ? UINT32_MAX : (1u << bits) - 1;
+	const uint32_t val = d->size == 1 ? f->value.u8 : d->size == 2 ? f->value.u16 : f->value.u32;
+	const uint32_t mr = d->size == 1 ? f->mask_range.u8 :
+			    d->size == 2 ? f->mask_range.u16 : f->mask_range.u32;
+	uint32_t v, keep;
+
+	switch (d->type) {
+	case RTE_ACL_FIELD_TYPE_RANGE:
+		v = val + (uint32_t)(rnd % ((uint64_t)(mr >= val ? mr - val : 0) + 1));
+		break;
+	case RTE_ACL_FIELD_TYPE_MASK:
+		keep = mr == 0 ? 0 : (all << (bits - RTE_MIN(mr, bits))) & all;
+		v = (val & keep) | ((uint32_t)rnd & all & ~keep);
+		break;
+	default:        /* BITMASK */
+		v = (val & mr) | ((uint32_t)rnd & all & ~mr);
+		break;
+	}
+	for (unsigned int b = 0; b < d->size; b++)      /* big-endian */
+		key[d->offset + b] = (uint8_t)(v >> (8 * (d->size - 1 - b)));
+}
+
+/*
+ * The calibration's keys for the context of @p family: each inside a rule
+ * of that family picked at random (its lane 0, in the layout the context
+ * classifies), its other bytes random.  Random keys alone leave the trie
+ * at an early byte, where every method is about as fast: on the router
+ * benchmark's 1000 rules 32 random keys timed SSE at 43.5 cycles a key
+ * against AVX512X16's 41.3, a hair outside the margin, while in the
+ * bench's acl stage SSE cost 35.9 and AVX512X16 29.9; keys inside the
+ * rules time them at 51.6 and 40.4 (the Zen 5 of
+ * docs/benchmarks/router-passes-later.md, "The twenty-first pass").
+ */
+static void
+cal_keys_make(int family, const struct ep_acl_set *s, const struct ep_acl_rule *rules,
+	      uint32_t n, bool tos, struct cal_keys *k)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	struct layout l;
+
+	layout_make(&l, family, s->keyed, s->sets, tos);
+	for (int j = 0; j < CAL_KEYS; j++) {
+		/* A rule at random, or the next of this family after it. */
+		uint32_t start = n == 0 ? 0 : (uint32_t)(xorshift64(&x) % n), i = n, t;
+		struct acl_rule_max a;
+
+		for (t = 0; t < n; t++) {
+			uint32_t r = (start + t) % n;
+
+			if (rules[r].family == 0 || rules[r].family == family) {
+				i = r;
+				break;
+			}
+		}
+		for (int b = 0; b < CAL_KEY_BYTES; b++)
+			k->buf[j][b] = (uint8_t)xorshift64(&x);
+		if (i < n) {
+			rule_fields(&a, &l, &rules[i], i, n, 0);
+			for (int f = 0; f < l.n_fields; f++)
+				cal_field(k->buf[j], &l.defs[f], &a.field[f], xorshift64(&x));
+		}
+		k->key[j] = k->buf[j];
+	}
+}
+
+/* Cycles per key of @p ctx under its current method, on @p k. */
 static double
-cal_time(const struct rte_acl_ctx *ctx, const uint8_t **keys)
+cal_time(const struct rte_acl_ctx *ctx, struct cal_keys *k)
 {
 	uint32_t res[CAL_BURST];
 	uint64_t best = UINT64_MAX;
 
-	rte_acl_classify(ctx, keys, res, CAL_BURST, 1);      /* warm: code and trie */
+	for (int b = 0; b < CAL_KEYS; b += CAL_BURST)          /* warm: code and trie */
+		rte_acl_classify(ctx, &k->key[b], res, CAL_BURST, 1);
 	for (int t = 0; t < CAL_TRIALS; t++) {
 		uint64_t t0 = rte_rdtsc_precise();
 
-		for (int c = 0; c < CAL_CALLS; c++)
-			rte_acl_classify(ctx, keys, res, CAL_BURST, 1);
+		for (int b = 0; b < CAL_KEYS; b += CAL_BURST)
+			rte_acl_classify(ctx, &k->key[b], res, CAL_BURST, 1);
 		best = RTE_MIN(best, rte_rdtsc_precise() - t0);
 	}
-	return (double)best / (CAL_CALLS * CAL_BURST);
+	return (double)best / CAL_KEYS;
+}
+
+/* How many of the keys @p k match a rule (category 0) in @p ctx. */
+static uint32_t
+cal_matched(const struct rte_acl_ctx *ctx, struct cal_keys *k)
+{
+	uint32_t res[CAL_BURST], m = 0;
+
+	for (int b = 0; b < CAL_KEYS; b += CAL_BURST) {
+		if (rte_acl_classify(ctx, &k->key[b], res, CAL_BURST, 1) != 0)
+			return 0;
+		for (int j = 0; j < CAL_BURST; j++)
+			m += res[j] != 0;
+	}
+	return m;
 }
 
 /*
@@ -367,29 +470,20 @@ cal_time(const struct rte_acl_ctx *ctx, const uint8_t **keys)
  * 8-lane gathers are microcoded there; on a Zen 4 test_bng_cycles measured
  * the uplink's acl stage at 51.7 cycles with AVX512X16, 52.4 with SSE (no
  * gathers), 58.7 with AVX2.  So every usable vector method is timed on
- * pseudo-random keys (a few hundred microseconds, control thread, at each
- * build) and the fastest wins by a margin; otherwise rte_acl's pick stays.
+ * keys inside the rules (cal_keys_make: they walk the trie as deep as
+ * traffic does; ~1 ms, control thread, at each build) and the fastest
+ * wins by a margin; otherwise rte_acl's pick stays.
  * The figures are kept in the set (acl-tables shows them).  Every method
  * classifies alike: the choice moves cycles, never a verdict.
  */
 static enum rte_acl_classify_alg
-calibrate(struct rte_acl_ctx *ctx, struct ep_acl_set *s)
+calibrate(struct rte_acl_ctx *ctx, struct ep_acl_set *s, struct cal_keys *keys)
 {
-	static uint8_t keybuf[CAL_BURST][CAL_KEY_BYTES] __rte_cache_aligned;
-	const uint8_t *keys[CAL_BURST];
 	enum rte_acl_classify_alg pick = RTE_ACL_CLASSIFY_DEFAULT;
 	double pick_cyc = 0.0;
-	uint64_t x = 0x9e3779b97f4a7c15ull;
 
-	for (int i = 0; i < CAL_BURST; i++) {
-		for (int b = 0; b < CAL_KEY_BYTES; b++) {
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;     /* xorshift64 */
-			keybuf[i][b] = (uint8_t)x;
-		}
-		keybuf[i][0] = i % 2 ? IPPROTO_UDP : IPPROTO_TCP;
-		keys[i] = keybuf[i];
-	}
 	s->n_cal = 0;
+	s->cal_keys = CAL_KEYS;
 	for (size_t i = 0; i < RTE_DIM(acl_alg_pref); i++) {
 		enum rte_acl_classify_alg a = acl_alg_pref[i];
 		double cyc;
@@ -398,6 +492,8 @@ calibrate(struct rte_acl_ctx *ctx, struct ep_acl_set *s)
 		    rte_acl_set_ctx_classify(ctx, a) != 0)
 			continue;
 		cyc = cal_time(ctx, keys);
+		if (pick == RTE_ACL_CLASSIFY_DEFAULT)
+			s->cal_matched = (uint16_t)cal_matched(ctx, keys);
 		if (s->n_cal < RTE_DIM(s->cal)) {
 			s->cal[s->n_cal].alg = a;
 			s->cal[s->n_cal++].cycles = cyc;
@@ -417,15 +513,19 @@ calibrate(struct rte_acl_ctx *ctx, struct ep_acl_set *s)
  * method the set classifies with; "auto" calibrates on the first context
  * and gives the second the same method. */
 static int
-set_alg(struct rte_acl_ctx *ctx, enum rte_acl_classify_alg alg, struct ep_acl_set *s,
-	struct ep_err *err)
+set_alg(struct rte_acl_ctx *ctx, int family, enum rte_acl_classify_alg alg, struct ep_acl_set *s,
+	const struct ep_acl_rule *rules, uint32_t n, bool tos, struct ep_err *err)
 {
 	int rc;
 
 	if (ctx == NULL)
 		return 0;
-	if (alg == RTE_ACL_CLASSIFY_DEFAULT && s->alg == RTE_ACL_CLASSIFY_DEFAULT)
-		s->alg = calibrate(ctx, s);
+	if (alg == RTE_ACL_CLASSIFY_DEFAULT && s->alg == RTE_ACL_CLASSIFY_DEFAULT) {
+		static struct cal_keys keys;     /* 18 KiB; control thread only */
+
+		cal_keys_make(family, s, rules, n, tos, &keys);
+		s->alg = calibrate(ctx, s, &keys);
+	}
 	if (alg == RTE_ACL_CLASSIFY_DEFAULT)
 		alg = s->alg;
 	rc = rte_acl_set_ctx_classify(ctx, alg);
@@ -495,8 +595,8 @@ set_build(const struct ep_acl_params *p, const struct ep_acl_rule *rules, uint32
 	if (need4 && s->ctx4 == NULL)
 		goto fail;
 	s->ctx6 = build_ctx(6, s, rules, n, tos, err);
-	if ((need6 && s->ctx6 == NULL) || set_alg(s->ctx4, p->alg, s, err) < 0 ||
-	    set_alg(s->ctx6, p->alg, s, err) < 0)
+	if ((need6 && s->ctx6 == NULL) || set_alg(s->ctx4, 4, p->alg, s, rules, n, tos, err) < 0 ||
+	    set_alg(s->ctx6, 6, p->alg, s, rules, n, tos, err) < 0)
 		goto fail;
 	return s;
 fail:

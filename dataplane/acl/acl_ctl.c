@@ -8,7 +8,9 @@
  *   acl-tables       each instance: rules, default, sets, classify (as configured)
  *                    classify_method (the rte_acl method in use: what
  *                    "auto" resolved to on this CPU and EAL) and, for
- *                    "auto", classify_calibration {method: cycles per key}
+ *                    "auto", classify_calibration {method: cycles per key},
+ *                    calibration_keys (timed, each built inside a rule) and
+ *                    calibration_keys_matched (those the rules matched)
  *   acl-add          [table=<acl>] rule="<rule>" [index=<n>]   (before rule n; default: append)
  *   acl-del          [table=<acl>] index=<n>
  *   acl-list         [table=<acl>]
@@ -60,12 +62,15 @@ ctl_acl_tables(struct ep_engine *e, json_t *req, json_t *res, struct ep_err *err
 	json_t *arr = json_array();
 
 	for (struct ep_acl *a = ep_acl_next(e, NULL); a != NULL; a = ep_acl_next(e, a))
-		json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:b, s:i, s:s, s:s, s:s, s:o}",
+		json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:b, s:i, s:s, s:s, s:s, s:o, "
+						     "s:i, s:i}",
 			"table", a->name, "rules", (int)a->n_rules, "default",
 			a->default_deny ? "deny" : "permit", "sets", a->p.sets,
 			"lanes", a->cur != NULL ? a->cur->lanes : 1, "owner", a->owner,
 			"classify", ep_acl_alg_name(a->p.alg), "classify_method",
-			ep_acl_method_name(a), "classify_calibration", calibration_json(a)));
+			ep_acl_method_name(a), "classify_calibration", calibration_json(a),
+			"calibration_keys", a->cur != NULL ? a->cur->cal_keys : 0,
+			"calibration_keys_matched", a->cur != NULL ? a->cur->cal_matched : 0));
 	json_object_set_new(res, "tables", arr);
 	return 0;
 }

@@ -87,6 +87,9 @@ struct ep_acl_set {
 	                                 *   (DEFAULT: no context, nothing to classify) */
 	uint8_t n_cal;                  /**< "auto" only: the methods timed at build */
 	struct { enum rte_acl_classify_alg alg; double cycles; } cal[8];  /**< cycles per key */
+	uint16_t cal_keys;              /**< "auto" only: the keys it timed, each inside a rule */
+	uint16_t cal_matched;           /**< of them, those the context matched (all, unless
+	                                 *   the keys are built wrong) */
 	const uint32_t *value;      /**< [n_rules]: each rule's value (0 when none given) */
 	uint8_t deny[];             /**< [n_rules + 1]: rule index -> 1 deny, 0 permit */
 };

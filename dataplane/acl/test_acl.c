@@ -546,6 +546,51 @@ EP_TEST(acl_reports_the_classify_method_in_use)
 	env_free(&e);
 }
 
+/* "auto" times the methods on keys built inside the rules (acl.c
+ * cal_keys_make): on rules narrow enough that a random key almost never
+ * matches (/32 to /17 prefixes, single ports, one protocol), every one of
+ * its keys must match, in each layout a context can have: IPv4 and IPv6
+ * packets, the keyed layout of a tos rule, and sets with two lanes.  A key
+ * written in the wrong byte order or at the wrong offset matches nothing. */
+EP_TEST(acl_calibration_keys_fall_inside_the_rules_of_every_layout)
+{
+	static const char *v4[] = {
+		"deny proto tcp src 198.18.1.0/24 dst 203.0.113.7/32 sport 1000-1999 dport 443",
+		"deny proto udp dst 198.19.0.0/17 dport 53",
+		"deny proto 47 src 192.0.2.0/28 dst 198.18.200.1/32",
+		"permit proto udp src 10.1.2.3/32 dport 5000-5100",
+	};
+	static const char *v6[] = {
+		"deny proto tcp src 2001:db8:1::/48 dst 2001:db8:ff::1/128 dport 22",
+		"deny proto udp dst 2001:db8:2:3::/64 sport 123",
+	};
+	static const char *tos[] = {
+		"deny proto udp tos 32-63 dst 198.18.5.0/24 dport 9",
+		"deny proto tcp dst 198.18.6.6/32 dport 8080",
+	};
+	static const char *sets[] = {
+		"deny proto udp src 198.18.0.0/16 dport 53 set 1",
+		"permit proto tcp dst 198.18.9.9/32 dport 80 set 2",
+	};
+	static const struct { const char *name; const char *const *rules; uint32_t n;
+			      bool sets; uint8_t lanes; } cases[] = {
+		{ "cal4", v4, RTE_DIM(v4), false, 1 }, { "cal6", v6, RTE_DIM(v6), false, 1 },
+		{ "caltos", tos, RTE_DIM(tos), false, 1 }, { "calsets", sets, RTE_DIM(sets), true, 2 },
+	};
+
+	for (size_t c = 0; c < RTE_DIM(cases); c++) {
+		struct acl_env e = env_lanes(cases[c].name, cases[c].sets, cases[c].lanes,
+					     cases[c].rules, cases[c].n);
+
+		printf("    %s: %u of %u calibration keys matched (%s)\n", cases[c].name,
+		       e.acl->cur->cal_matched, e.acl->cur->cal_keys, ep_acl_method_name(e.acl));
+		EP_CHECK(e.acl->cur->n_cal >= 1);
+		EP_CHECK_EQ(e.acl->cur->cal_keys, 256);
+		EP_CHECK_EQ(e.acl->cur->cal_matched, e.acl->cur->cal_keys);
+		env_free(&e);
+	}
+}
+
 EP_TEST(acl_non_ip_packets_are_reported_not_classified)
 {
 	const char *rules[] = { "deny proto udp" };
