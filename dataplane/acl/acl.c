@@ -389,11 +389,12 @@ cal_field(uint8_t *key, const struct rte_acl_field_def *d, const struct rte_acl_
  * The calibration's keys for the context of @p family: each inside a rule
  * of that family picked at random (its lane 0, in the layout the context
  * classifies), its other bytes random.  Random keys alone leave the trie
- * at an early byte, where every method is about as fast: on the router
+ * at an early byte, where the methods differ little: on the router
  * benchmark's 1000 rules 32 random keys timed SSE at 43.5 cycles a key
- * against AVX512X16's 41.3, a hair outside the margin, while in the
- * bench's acl stage SSE cost 35.9 and AVX512X16 29.9; keys inside the
- * rules time them at 51.6 and 40.4 (the Zen 5 of
+ * against AVX512X16's 41.3 (5 % apart), while in the bench's acl stage
+ * SSE cost 35.9 and AVX512X16 29.9 (20 %); keys inside the rules time
+ * them at 51.6 and 40.4 (28 %).  A method really faster by a few times
+ * the margin can look level on random keys (the Zen 5 of
  * docs/benchmarks/router-passes-later.md, "The twenty-first pass").
  */
 static void
