@@ -83,6 +83,7 @@ def run(args):
                                          warmup, methods["ours"])
                 methods["dpdk-l3fwd-acl"] = acl_peer["alg"]
                 ratio_rounds["vs_dpdk-l3fwd-acl"] = acl_peer.pop("ratio_rounds")
+                acl_peer.pop("ours_res")
                 # The peer's own stages, beside ours' in the report (never a
                 # ratio), with ours paused off its core meanwhile.
                 a4, a6 = inputs.l3fwd_acl_rules()
@@ -151,21 +152,26 @@ def run(args):
         more_peers=more_peers, acl_classify=methods)
 
 
-def _vs_l3fwd_acl(work, inputs, plain, ours, cfg, rounds, seconds, warmup, alg):
-    """ours (already running, and GOAL_PROCS - 1 more processes of it on
-    @p cfg) against GOAL_PROCS processes of l3fwd --lookup=acl on the same
-    flows, classifying with rte_acl method @p alg (ours), all alternated
-    together; the ratio per round is of each side's mean (ab.pooled_ratio)."""
+def _vs_l3fwd_acl(work, inputs, plain, ours, cfg, rounds, seconds, warmup, alg,
+                  procs=GOAL_PROCS, extra_eal=(), tag=""):
+    """ours (already running, and @p procs - 1 more processes of it on
+    @p cfg) against @p procs processes of l3fwd --lookup=acl on the same
+    flows, classifying with rte_acl method @p alg (ours), with @p extra_eal,
+    all alternated together; the ratio per round is of each side's mean
+    (ab.pooled_ratio).  Returns the peer's summary with `ratio`,
+    `ratio_rounds`, `ours_windows` and `ours_res` (ours' windows, for the
+    caller to pop)."""
     a4, a6 = inputs.l3fwd_acl_rules()
-    apps = [L3fwd(work, "l3fwd-acl-ipoe-128" + (f"-{k + 1}" if k else ""),
+    apps = [L3fwd(work, f"l3fwd-acl-ipoe-128{tag}" + (f"-{k + 1}" if k else ""),
                   [f"net_pcap0,rx_pcap={plain},infinite_rx=1", "net_null0"],
-                  "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC, alg=alg)
-            for k in range(GOAL_PROCS)]
+                  "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC, alg=alg, extra_eal=extra_eal)
+            for k in range(procs)]
     print(f"-- uplink ipoe-128 vs l3fwd --lookup=acl ({ACL_RULES} rules + 1 route, one trie), "
-          f"{GOAL_PROCS} processes a side")
+          f"{procs} process{'es' if procs > 1 else ''} a side"
+          + (f", both with {' '.join(extra_eal)}" if extra_eal else ""))
     with contextlib.ExitStack() as more:
         os_ = [ours] + [more.enter_context(Ours(work, f"{ours.label}-{k + 1}", cfg))
-                        for k in range(1, GOAL_PROCS)]
+                        for k in range(1, procs)]
         peers = [Peer(more.enter_context(app), 1, ["l3fwd"]) for app in apps]
         res = ab.alternate(os_ + peers, rounds, warmup_s=warmup, window_s=seconds)
     o_res = [w for x in os_ for w in res[x]]
@@ -177,47 +183,33 @@ def _vs_l3fwd_acl(work, inputs, plain, ours, cfg, rounds, seconds, warmup, alg):
            "mpps_wall": statistics.median(p["mpps_wall"] for p in p_res),
            "windows": [round(x, 4) for x in mpps], "lookup": "acl",
            "rules": f"{ACL_RULES} deny + 1 forwarding rule", "alg": alg, "ratio": ratio,
-           "ratio_rounds": per_round, "procs": GOAL_PROCS,
+           "ratio_rounds": per_round, "procs": procs,
            "procs_mpps_per_core": [round(statistics.median(w["mpps_per_core"] for w in res[p]), 4)
                                    for p in peers],
            "ours_procs_mpps_per_core": [
                round(statistics.median(w["up"]["mpps_per_core"] for w in res[x]), 4)
                for x in os_],
-           "ours_windows": [round(o["up"]["mpps_per_core"], 4) for o in o_res]}
-    print(f"   l3fwd-acl {out['mpps_per_core']:.3f} Mpps/core, ours/l3fwd-acl {out['ratio']:.3f}")
+           "ours_windows": [round(o["up"]["mpps_per_core"], 4) for o in o_res],
+           "ours_res": o_res}
+    if extra_eal:
+        out["eal"] = " ".join(extra_eal)
+    print(f"   l3fwd-acl {out['mpps_per_core']:.3f} Mpps/core ({alg}), "
+          f"ours/l3fwd-acl {out['ratio']:.3f}")
     return out
 
 
 def _vs_l3fwd_acl_simd512(work, inputs, plain, cfg, rounds, seconds, warmup):
-    """The vs_dpdk-l3fwd-acl comparison again with both sides started with
-    SIMD512_EAL (rte_acl's AVX512X32 allowed): ours calibrates its method
-    among all of them and l3fwd-acl gets the one ours chose; one process
-    a side.  Returns the peer's summary with `ratio`, `ratio_rounds` and
-    `ours` (ours' summary, as a case)."""
-    a4, a6 = inputs.l3fwd_acl_rules()
+    """_vs_l3fwd_acl again with both sides started with SIMD512_EAL
+    (rte_acl's AVX512X32 allowed), one process a side: ours calibrates its
+    method among all of them and l3fwd-acl gets the one ours chose.  Also
+    returns `ours`, ours' summary as a case."""
     lcores = "args = --lcores=0@0,1@1"
     assert lcores in cfg, "the uplink's config names its lcores on one line"
     cfg512 = cfg.replace(lcores, f"{lcores} {SIMD512_EAL}", 1)
-    print(f"-- uplink ipoe-128 vs l3fwd --lookup=acl, both with {SIMD512_EAL}")
     with Ours(work, "ours-ipoe-128-simd512", cfg512) as ours:
-        alg = ours.acl_methods.get("bng-uplink", "unknown")
-        app = L3fwd(work, "l3fwd-acl-ipoe-128-simd512",
-                    [f"net_pcap0,rx_pcap={plain},infinite_rx=1", "net_null0"],
-                    "acl", a4, a6, lcore=1, eth_dest=CORE_NH_MAC, alg=alg,
-                    extra_eal=(SIMD512_EAL,))
-        with app:
-            peer = Peer(app, 1, ["l3fwd"])
-            res = ab.alternate([ours, peer], rounds, warmup_s=warmup, window_s=seconds)
-        hz = ours.tsc_hz
-    ratio, per_round = ab.ratio(res[ours], res[peer], lambda o: o["up"]["mpps_per_core"],
-                                "mpps_per_core")
-    mpps = [p["mpps_per_core"] for p in res[peer]]
-    out = {"mpps_per_core": statistics.median(mpps),
-           "mpps_wall": statistics.median(p["mpps_wall"] for p in res[peer]),
-           "windows": [round(x, 4) for x in mpps], "lookup": "acl",
-           "rules": f"{ACL_RULES} deny + 1 forwarding rule", "alg": alg, "eal": SIMD512_EAL,
-           "ratio": ratio, "ratio_rounds": per_round, "procs": 1,
-           "ours": summarize(res[ours], "up", hz)}
-    print(f"   l3fwd-acl {out['mpps_per_core']:.3f} Mpps/core ({alg}), "
-          f"ours/l3fwd-acl {ratio:.3f}")
+        out = _vs_l3fwd_acl(work, inputs, plain, ours, cfg512, rounds, seconds, warmup,
+                            ours.acl_methods.get("bng-uplink", "unknown"), procs=1,
+                            extra_eal=(SIMD512_EAL,), tag="-simd512")
+        out["ours"] = summarize(out.pop("ours_res"), "up", ours.tsc_hz)
+    out.pop("ours_windows")
     return out
