@@ -39,14 +39,14 @@ test-unit: build-dp
 	@meson test -C $(DP_BUILD) --suite unit --print-errorlogs
 
 test-asan:
-	@[ -f $(ASAN_BUILD)/build.ninja ] || CC=clang meson setup $(ASAN_BUILD) dataplane --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	@[ -f $(ASAN_BUILD)/build.ninja ] || CC=clang meson setup $(ASAN_BUILD) dataplane --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Db_lto=false >/dev/null
 	@ninja -C $(ASAN_BUILD)
 	@UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	  meson test -C $(ASAN_BUILD) --suite unit --print-errorlogs
 
 # libFuzzer on the packet parsers, bounded in time.
 test-fuzz:
-	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) dataplane --buildtype=debug -Dfuzz=true -Db_lundef=false >/dev/null
+	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) dataplane --buildtype=debug -Dfuzz=true -Db_lundef=false -Db_lto=false >/dev/null
 	@ninja -C $(FUZZ_BUILD)
 	@scripts/run-fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
@@ -54,7 +54,7 @@ test-fuzz:
 # (tests/test_udp_semantics_asan.py, tests/test_preload_early_calls.py): it
 # runs only inside other programs, so its sanitizer checks are pytest's.
 build-preload-asan:
-	@[ -f $(ASAN_BUILD)/build.ninja ] || CC=clang meson setup $(ASAN_BUILD) dataplane --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	@[ -f $(ASAN_BUILD)/build.ninja ] || CC=clang meson setup $(ASAN_BUILD) dataplane --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Db_lto=false >/dev/null
 	@ninja -C $(ASAN_BUILD) preload/libedgeplane-preload.so preload/libepl-early-caller.so
 
 # pytest in network namespaces with the real binaries; last, so its summary
